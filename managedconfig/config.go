@@ -1,0 +1,105 @@
+// Package managedconfig finds, parses and validates managed.json, the file an organisation's MDM
+// delivers to switch coworkbridge on and choose its mode and policy. It supplies the defaults, keeps
+// a last-known-good copy so that a broken file never relaxes enforcement, and watches the file for
+// changes.
+//
+// It does not interpret the policy: the policy fields are only checked for shape here and are given
+// meaning by the classifier. It does not touch sessions.
+package managedconfig
+
+import (
+	"log/slog"
+	"path/filepath"
+	"time"
+)
+
+// Version is the only managed.json format version this build understands.
+const Version = 1
+
+// Mode says whether verdicts are applied.
+type Mode string
+
+const (
+	// Observe records what would have been decided and blocks nothing.
+	Observe Mode = "observe"
+	// Enforce applies deny and ask verdicts and denies when no verdict arrives in time.
+	Enforce Mode = "enforce"
+)
+
+// Config is one validated managed.json, with defaults filled in and paths made absolute.
+type Config struct {
+	Version       int
+	CoworkEnabled bool
+	Mode          Mode
+	// SessionsRoots are absolute folders under which Cowork keeps its session folders.
+	SessionsRoots []string
+	// HookTimeout is the timeout written into the hook entry; Claude Code lets the call through
+	// when it expires, so the hook itself gives up after DecisionTimeout, well before.
+	HookTimeout       time.Duration
+	DecisionTimeout   time.Duration
+	HeartbeatInterval time.Duration
+	RescanInterval    time.Duration
+	// MaxLineBytes bounds one spool line; a larger event is denied in enforce mode.
+	MaxLineBytes int64
+	Policy       Policy
+	Telemetry    Telemetry
+	LogLevel     slog.Level
+}
+
+// Policy is the admin's adjustment of the classifier's default rules.
+type Policy struct {
+	RulesDirs          []string
+	DisabledRules      []string
+	RuleModes          map[string]Mode
+	AllowedExecutables []string
+	// AllowedMCPServers applies only when RestrictMCPServers is true, that is when the file names
+	// the key at all: an empty list then allows no server, while an absent key allows every one.
+	AllowedMCPServers  []string
+	RestrictMCPServers bool
+}
+
+// Telemetry configures the decision log.
+type Telemetry struct {
+	Path      string
+	MaxFileMB int
+	MaxFiles  int
+	Redact    bool
+}
+
+// Defaults returns the configuration that applies to every field the file leaves out.
+func Defaults(env Env, paths Paths) Config {
+	return Config{
+		Version:       Version,
+		CoworkEnabled: false,
+		Mode:          Observe,
+		SessionsRoots: []string{
+			filepath.Join(env.Home, "Library", "Application Support", "Claude", "local-agent-mode-sessions"),
+			filepath.Join(env.Home, "Library", "Application Support", "Claude-3p", "local-agent-mode-sessions"),
+		},
+		HookTimeout:       30 * time.Second,
+		DecisionTimeout:   10 * time.Second,
+		HeartbeatInterval: 5 * time.Minute,
+		RescanInterval:    30 * time.Second,
+		MaxLineBytes:      4 << 20,
+		Telemetry: Telemetry{
+			Path:      filepath.Join(paths.LogDir, "decisions.jsonl"),
+			MaxFileMB: 50,
+			MaxFiles:  5,
+			Redact:    true,
+		},
+		LogLevel: slog.LevelInfo,
+	}
+}
+
+// Limits on values, named in error messages so an admin knows what is allowed.
+const (
+	minInterval        = time.Second
+	maxHookTimeout     = 10 * time.Minute
+	maxHeartbeat       = 24 * time.Hour
+	maxRescan          = 10 * time.Minute
+	minLineBytes       = 1 << 10
+	maxLineBytes       = 256 << 20
+	maxFileMB          = 10240
+	maxFiles           = 100
+	maxConfigFileBytes = 1 << 20
+)

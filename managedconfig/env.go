@@ -1,0 +1,137 @@
+package managedconfig
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Environment variables that override the configuration. They exist for tests and development;
+// a deployment sets none of them, and the daemon logs a warning when one is in effect.
+const (
+	EnvManagedConfig = "COWORKBRIDGE_MANAGED_CONFIG"
+	EnvSessionsRoot  = "COWORKBRIDGE_SESSIONS_ROOT"
+	EnvStateDir      = "COWORKBRIDGE_STATE_DIR"
+	EnvLogDir        = "COWORKBRIDGE_LOG_DIR"
+)
+
+// Env is everything outside the file that the configuration depends on: the platform, the user's
+// home folder and the process environment. It is passed in rather than read from globals so that
+// tests can describe a Mac while running on Linux.
+type Env struct {
+	GOOS   string
+	Home   string
+	Getenv func(string) string
+}
+
+// SystemEnv describes the running process.
+func SystemEnv() (Env, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return Env{}, fmt.Errorf("find the home folder (set HOME): %w", err)
+	}
+	return Env{GOOS: runtime.GOOS, Home: home, Getenv: os.Getenv}, nil
+}
+
+func (e Env) getenv(key string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(key)
+}
+
+// Overrides lists the development overrides set in this environment, for the daemon's start-up log.
+func (e Env) Overrides() []string {
+	var set []string
+	for _, k := range []string{EnvManagedConfig, EnvSessionsRoot, EnvStateDir, EnvLogDir} {
+		if e.getenv(k) != "" {
+			set = append(set, k)
+		}
+	}
+	return set
+}
+
+// SystemConfigPath is where MDM delivers managed.json on this platform.
+func (e Env) SystemConfigPath() string {
+	if e.GOOS == "darwin" {
+		return "/Library/Application Support/CoworkBridge/managed.json"
+	}
+	return "/etc/coworkbridge/managed.json"
+}
+
+// ConfigCandidates lists the places managed.json is looked for, in order; the first that exists wins.
+func (e Env) ConfigCandidates() []string {
+	var c []string
+	if p := e.getenv(EnvManagedConfig); p != "" {
+		c = append(c, p)
+	}
+	return append(c, e.SystemConfigPath())
+}
+
+// Paths are the daemon's own folders: trusted, outside every session.
+type Paths struct {
+	// StateDir holds daemon.lock, offsets.json, health.json and managed.last-good.json.
+	StateDir string
+	// LogDir holds the decision log by default.
+	LogDir string
+}
+
+// LastGoodFile is the copy of the last valid managed.json.
+func (p Paths) LastGoodFile() string { return filepath.Join(p.StateDir, "managed.last-good.json") }
+
+// LockFile is the flock that allows one daemon per user.
+func (p Paths) LockFile() string { return filepath.Join(p.StateDir, "daemon.lock") }
+
+// Paths resolves the daemon's folders for this platform and environment.
+func (e Env) Paths() (Paths, error) {
+	var p Paths
+	if e.Home == "" || !filepath.IsAbs(e.Home) {
+		return p, fmt.Errorf("home folder %q is not an absolute path: set HOME", e.Home)
+	}
+	switch e.GOOS {
+	case "darwin":
+		p.StateDir = filepath.Join(e.Home, "Library", "Application Support", "CoworkBridge")
+		p.LogDir = filepath.Join(e.Home, "Library", "Logs", "CoworkBridge")
+	default:
+		base := e.getenv("XDG_STATE_HOME")
+		if !filepath.IsAbs(base) { // the XDG spec says to ignore a relative value
+			base = filepath.Join(e.Home, ".local", "state")
+		}
+		p.StateDir = filepath.Join(base, "coworkbridge")
+		p.LogDir = p.StateDir
+	}
+	var err error
+	if v := e.getenv(EnvStateDir); v != "" {
+		if p.StateDir, err = e.absPath(v); err != nil {
+			return p, fmt.Errorf("%s: %w", EnvStateDir, err)
+		}
+	}
+	if v := e.getenv(EnvLogDir); v != "" {
+		if p.LogDir, err = e.absPath(v); err != nil {
+			return p, fmt.Errorf("%s: %w", EnvLogDir, err)
+		}
+	}
+	return p, nil
+}
+
+var errRelative = errors.New("must be an absolute path or start with ~/")
+
+// absPath expands a leading ~ to the home folder and insists on an absolute, clean result.
+// "~user" forms are refused: the daemon runs as one user and must not guess at another's home.
+func (e Env) absPath(p string) (string, error) {
+	switch {
+	case p == "~":
+		p = e.Home
+	case strings.HasPrefix(p, "~/"):
+		p = filepath.Join(e.Home, p[2:])
+	case strings.HasPrefix(p, "~"):
+		return "", fmt.Errorf("%q: ~user is not supported; %w", p, errRelative)
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%q %w", p, errRelative)
+	}
+	return filepath.Clean(p), nil
+}

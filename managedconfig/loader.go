@@ -1,0 +1,178 @@
+package managedconfig
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/google/renameio/v2"
+)
+
+// Origin says where the effective configuration came from.
+type Origin string
+
+const (
+	// OriginNone: no managed.json exists, so coworkbridge is off. This is not an error.
+	OriginNone Origin = "none"
+	// OriginFile: the configuration is the managed.json on disk.
+	OriginFile Origin = "file"
+	// OriginLastGood: managed.json is invalid; the daemon runs on the last valid copy.
+	OriginLastGood Origin = "last-good"
+	// OriginInvalid: managed.json is invalid and no valid copy was ever seen, so coworkbridge is
+	// off. The daemon must say so loudly: an admin meant it to be on.
+	OriginInvalid Origin = "invalid"
+)
+
+// Snapshot is the outcome of one look at the configuration: the effective Config and how it was
+// arrived at. A Snapshot is never an error by itself; Problem says what was wrong.
+type Snapshot struct {
+	// Config is effective; when coworkbridge is off it holds the defaults.
+	Config Config
+	Origin Origin
+	// Path is the managed.json consulted, "" when none exists.
+	Path string
+	// Hash is the SHA-256 of the bytes Config was parsed from, "" when off.
+	Hash string
+	// Problem says why the file at Path is not in force (OriginLastGood, OriginInvalid).
+	Problem error
+	// SaveErr reports a failure to keep the last-good copy; the config itself is still in force.
+	SaveErr error
+}
+
+// Enabled reports whether the daemon should guard Cowork sessions.
+func (s Snapshot) Enabled() bool {
+	return (s.Origin == OriginFile || s.Origin == OriginLastGood) && s.Config.CoworkEnabled
+}
+
+// ShortHash is the first 12 hex digits of Hash, for logs.
+func (s Snapshot) ShortHash() string {
+	if len(s.Hash) < 12 {
+		return s.Hash
+	}
+	return s.Hash[:12]
+}
+
+// Same reports whether two snapshots describe the same state, so a watcher delivers only changes.
+func (s Snapshot) Same(o Snapshot) bool {
+	return s.Origin == o.Origin && s.Path == o.Path && s.Hash == o.Hash && errText(s.Problem) == errText(o.Problem)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Loader reads the configuration from its place on this machine.
+type Loader struct {
+	env   Env
+	paths Paths
+}
+
+// NewLoader returns a Loader for the given environment. The last-good copy lives in paths.StateDir.
+func NewLoader(env Env, paths Paths) *Loader {
+	return &Loader{env: env, paths: paths}
+}
+
+// Load looks at the configuration once. It never fails: every outcome, including an unreadable or
+// invalid file, is a Snapshot.
+func (l *Loader) Load() Snapshot {
+	off := Snapshot{Config: Defaults(l.env, l.paths), Origin: OriginNone}
+	path, err := l.locate()
+	if path == "" && err == nil {
+		return off
+	}
+	off.Path = path
+	var data []byte
+	if err == nil {
+		data, err = readLimited(path)
+	}
+	var cfg Config
+	if err == nil {
+		cfg, err = Parse(data, path, l.env, l.paths)
+	}
+	if err == nil {
+		return Snapshot{Config: cfg, Origin: OriginFile, Path: path, Hash: hash(data), SaveErr: l.saveLastGood(data)}
+	}
+	return l.fallBack(off, err)
+}
+
+// fallBack runs on the last good copy when the current file cannot be used. It never turns an
+// invalid file into a more permissive configuration than the last one an admin delivered.
+func (l *Loader) fallBack(off Snapshot, problem error) Snapshot {
+	off.Problem = problem
+	off.Origin = OriginInvalid
+	data, err := readLimited(l.paths.LastGoodFile())
+	if errors.Is(err, fs.ErrNotExist) {
+		return off
+	}
+	var cfg Config
+	if err == nil {
+		cfg, err = Parse(data, l.paths.LastGoodFile(), l.env, l.paths)
+	}
+	if err != nil {
+		off.Problem = fmt.Errorf("%w; and the last good copy is unusable too: %v", problem, err)
+		return off
+	}
+	return Snapshot{Config: cfg, Origin: OriginLastGood, Path: off.Path, Hash: hash(data), Problem: problem}
+}
+
+// locate returns the first candidate that exists. A candidate that exists but cannot be examined
+// is returned with the error, so that it is reported rather than skipped.
+func (l *Loader) locate() (string, error) {
+	for _, c := range l.env.ConfigCandidates() {
+		_, err := os.Stat(c)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return c, fmt.Errorf("examine %s: %w", c, err)
+		}
+	}
+	return "", nil
+}
+
+func (l *Loader) saveLastGood(data []byte) error {
+	lg := l.paths.LastGoodFile()
+	if old, err := os.ReadFile(lg); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	if err := os.MkdirAll(l.paths.StateDir, 0o700); err != nil {
+		return fmt.Errorf("save last good config: %w", err)
+	}
+	if err := renameio.WriteFile(lg, data, 0o600); err != nil {
+		return fmt.Errorf("save last good config: %w", err)
+	}
+	return nil
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read managed config: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read managed config: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read managed config %s: not a regular file (%v)", path, fi.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read managed config %s: %w", path, err)
+	}
+	return data, nil
+}
+
+func hash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,278 @@
+package managedconfig
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fixture is a machine with a managed.json location and a state folder inside a temp dir.
+type fixture struct {
+	config string
+	loader *Loader
+	paths  Paths
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	dir := t.TempDir()
+	cfgDir := filepath.Join(dir, "mdm")
+	if err := os.Mkdir(cfgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(cfgDir, "managed.json")
+	vars := map[string]string{EnvManagedConfig: config, EnvStateDir: filepath.Join(dir, "state")}
+	env := Env{GOOS: "linux", Home: dir, Getenv: func(k string) string { return vars[k] }}
+	paths, err := env.Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{config: config, loader: NewLoader(env, paths), paths: paths}
+}
+
+func (f fixture) write(t *testing.T, content string) {
+	t.Helper()
+	if err := os.WriteFile(f.config, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replace writes beside the file and renames over it, the way most MDM agents deliver.
+func (f fixture) replace(t *testing.T, content string) {
+	t.Helper()
+	tmp := f.config + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, f.config); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const (
+	enforceOn = `{"version":1,"cowork_enabled":true,"mode":"enforce"}`
+	observeOn = `{"version":1,"cowork_enabled":true,"mode":"observe"}`
+)
+
+func TestLoadWithNoFileIsOffWithoutError(t *testing.T) {
+	f := newFixture(t)
+	s := f.loader.Load()
+	if s.Origin != OriginNone || s.Enabled() || s.Problem != nil || s.Path != "" {
+		t.Errorf("got %+v, want off with no problem", s)
+	}
+	if s.Config.RescanInterval != 30*time.Second {
+		t.Error("an off snapshot must still carry the defaults")
+	}
+}
+
+func TestLoadValidFileIsInForceAndSavedAsLastGood(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, enforceOn)
+	s := f.loader.Load()
+	if s.Origin != OriginFile || !s.Enabled() || s.Config.Mode != Enforce || s.Path != f.config {
+		t.Fatalf("got %+v", s)
+	}
+	if len(s.Hash) != 64 || s.SaveErr != nil {
+		t.Fatalf("hash %q save error %v", s.Hash, s.SaveErr)
+	}
+	saved, err := os.ReadFile(f.paths.LastGoodFile())
+	if err != nil || string(saved) != enforceOn {
+		t.Fatalf("last good copy %q, %v", saved, err)
+	}
+	fi, _ := os.Stat(f.paths.LastGoodFile())
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("last good copy mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestLoadInvalidFileKeepsLastGoodEnforce(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, enforceOn)
+	good := f.loader.Load()
+	f.write(t, `{"version":1,"cowork_enabled":true,"mode":"enforce",`) // an MDM push cut short
+	s := f.loader.Load()
+	if s.Origin != OriginLastGood || s.Config.Mode != Enforce || !s.Enabled() {
+		t.Fatalf("an invalid file must keep the last good enforce config, got %+v", s)
+	}
+	if s.Problem == nil || !strings.Contains(s.Problem.Error(), "ends before the JSON object is complete") {
+		t.Errorf("problem %v should say why the file is not in force", s.Problem)
+	}
+	if s.Hash != good.Hash {
+		t.Errorf("hash %s should be the last good one %s", s.Hash, good.Hash)
+	}
+}
+
+func TestLoadInvalidFileNeverRelaxesToObserve(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, enforceOn)
+	f.loader.Load()
+	// A valid-looking relaxation with a typo elsewhere must not take effect in part.
+	f.write(t, `{"version":1,"cowork_enabled":true,"mode":"observe","hook_timeout":"fast"}`)
+	if s := f.loader.Load(); s.Config.Mode != Enforce {
+		t.Fatalf("mode %s: an invalid file relaxed enforcement", s.Config.Mode)
+	}
+}
+
+func TestLoadInvalidFileWithNoLastGoodIsOffAndSaysSo(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, `{"version":1,"mode":"enforced"}`)
+	s := f.loader.Load()
+	if s.Origin != OriginInvalid || s.Enabled() || s.Problem == nil {
+		t.Fatalf("got %+v, want off with a problem", s)
+	}
+	if _, err := os.Stat(f.paths.LastGoodFile()); !os.IsNotExist(err) {
+		t.Error("an invalid file must never become the last good copy")
+	}
+}
+
+func TestLoadCorruptLastGoodIsReportedToo(t *testing.T) {
+	f := newFixture(t)
+	if err := os.MkdirAll(f.paths.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.paths.LastGoodFile(), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, `{}`)
+	s := f.loader.Load()
+	if s.Origin != OriginInvalid || !strings.Contains(s.Problem.Error(), "last good copy is unusable") {
+		t.Fatalf("got %+v", s)
+	}
+}
+
+func TestLoadDirectoryInPlaceOfFileIsInvalid(t *testing.T) {
+	f := newFixture(t)
+	if err := os.Mkdir(f.config, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := f.loader.Load()
+	if s.Origin != OriginInvalid || !strings.Contains(s.Problem.Error(), "not a regular file") {
+		t.Fatalf("got %+v", s)
+	}
+}
+
+func TestLoadOversizedFileIsInvalid(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, `{"version":1,"x":"`+strings.Repeat("a", maxConfigFileBytes)+`"}`)
+	s := f.loader.Load()
+	if s.Origin != OriginInvalid || !strings.Contains(s.Problem.Error(), "the limit is") {
+		t.Fatalf("got %+v", s)
+	}
+}
+
+func TestLoadRemovedFileSwitchesOff(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, enforceOn)
+	f.loader.Load()
+	if err := os.Remove(f.config); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.loader.Load(); s.Origin != OriginNone || s.Enabled() {
+		t.Fatalf("got %+v: removing managed.json is how an admin switches coworkbridge off", s)
+	}
+}
+
+// watch runs Watch in the background and returns a channel of what it delivers.
+func watch(t *testing.T, f fixture, opts WatchOptions) <-chan Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan Snapshot, 16)
+	done := make(chan error)
+	first := f.loader.Load()
+	go func() { done <- f.loader.Watch(ctx, first, opts, func(s Snapshot) { got <- s }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch returned %v, want nil on cancel", err)
+		}
+	})
+	time.Sleep(50 * time.Millisecond) // let the watcher register its folders
+	return got
+}
+
+func waitFor(t *testing.T, ch <-chan Snapshot, want func(Snapshot) bool) Snapshot {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case s := <-ch:
+			if want(s) {
+				return s
+			}
+		case <-deadline:
+			t.Fatal("no matching configuration delivered")
+			return Snapshot{}
+		}
+	}
+}
+
+// The poll interval is an hour in these tests, so only the fsnotify path can deliver.
+func TestWatchDeliversRenameReplace(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, observeOn)
+	ch := watch(t, f, WatchOptions{Poll: time.Hour})
+	f.replace(t, enforceOn)
+	waitFor(t, ch, func(s Snapshot) bool { return s.Config.Mode == Enforce && s.Origin == OriginFile })
+}
+
+func TestWatchDeliversInPlaceWrite(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, observeOn)
+	ch := watch(t, f, WatchOptions{Poll: time.Hour})
+	f.write(t, enforceOn)
+	waitFor(t, ch, func(s Snapshot) bool { return s.Config.Mode == Enforce && s.Origin == OriginFile })
+}
+
+func TestWatchDeliversCreationAndRemoval(t *testing.T) {
+	f := newFixture(t)
+	ch := watch(t, f, WatchOptions{Poll: time.Hour})
+	f.replace(t, enforceOn)
+	waitFor(t, ch, func(s Snapshot) bool { return s.Enabled() })
+	if err := os.Remove(f.config); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ch, func(s Snapshot) bool { return s.Origin == OriginNone })
+}
+
+func TestWatchDeliversInvalidAsLastGoodWithProblem(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, enforceOn)
+	ch := watch(t, f, WatchOptions{Poll: time.Hour})
+	f.replace(t, `{"version":1,"mode":"sometimes"}`)
+	s := waitFor(t, ch, func(s Snapshot) bool { return s.Origin == OriginLastGood })
+	if s.Config.Mode != Enforce || s.Problem == nil {
+		t.Fatalf("got %+v", s)
+	}
+}
+
+func TestWatchIgnoresOtherFilesInTheFolder(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, enforceOn)
+	ch := watch(t, f, WatchOptions{Poll: time.Hour})
+	if err := os.WriteFile(filepath.Join(filepath.Dir(f.config), "other.json"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, enforceOn) // same content: no change to deliver
+	select {
+	case s := <-ch:
+		t.Fatalf("delivered %+v although the configuration did not change", s)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+func TestWatchPollAloneCatchesChangesAndNewFolders(t *testing.T) {
+	f := newFixture(t)
+	// The MDM folder does not exist when the watch starts: only the poll can see it appear.
+	if err := os.Remove(filepath.Dir(f.config)); err != nil {
+		t.Fatal(err)
+	}
+	ch := watch(t, f, WatchOptions{Poll: 20 * time.Millisecond, notifyOff: true})
+	if err := os.Mkdir(filepath.Dir(f.config), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.replace(t, enforceOn)
+	waitFor(t, ch, func(s Snapshot) bool { return s.Enabled() && s.Config.Mode == Enforce })
+}

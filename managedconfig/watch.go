@@ -1,0 +1,119 @@
+package managedconfig
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// settle is how long the watcher waits after the last file event before reading: an in-place
+// write is a truncate followed by writes, and reading in between would see a broken file.
+const settle = 100 * time.Millisecond
+
+// WatchOptions tunes Watch.
+type WatchOptions struct {
+	// Poll is the safety-net interval: MDM tools replace files in ways a watcher can miss, and a
+	// folder that does not exist yet cannot be watched at all.
+	Poll   time.Duration
+	Logger *slog.Logger
+	// notifyOff disables fsnotify so tests can prove the poll alone delivers.
+	notifyOff bool
+}
+
+// Watch calls deliver with a new Snapshot each time the configuration changes from last, until ctx
+// is cancelled. It watches the folders of every candidate location with fsnotify and re-reads on
+// every poll tick as well. Watch returns nil when ctx is done; a failing watcher is logged and the
+// poll carries on alone, so Watch has no fatal errors.
+func (l *Loader) Watch(ctx context.Context, last Snapshot, opts WatchOptions, deliver func(Snapshot)) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var events chan fsnotify.Event
+	var errs chan error
+	var w *fsnotify.Watcher
+	if !opts.notifyOff {
+		var err error
+		if w, err = fsnotify.NewWatcher(); err != nil {
+			log.Warn("config watcher unavailable; relying on the periodic check", "err", err, "poll", opts.Poll)
+		} else {
+			defer w.Close()
+			events, errs = w.Events, w.Errors
+		}
+	}
+	dirs := l.watchDirs()
+	l.addWatches(w, dirs)
+
+	poll := time.NewTicker(opts.Poll)
+	defer poll.Stop()
+	pending := time.NewTimer(time.Hour)
+	pending.Stop()
+	defer pending.Stop()
+
+	reload := func() {
+		s := l.Load()
+		if !s.Same(last) {
+			last = s
+			deliver(s)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if l.relevant(ev) {
+				pending.Reset(settle)
+			}
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			log.Warn("config watcher error; the periodic check still runs", "err", err)
+		case <-pending.C:
+			reload()
+		case <-poll.C:
+			l.addWatches(w, dirs) // a folder created since the last tick can be watched now
+			reload()
+		}
+	}
+}
+
+func (l *Loader) watchDirs() []string {
+	var dirs []string
+	for _, c := range l.env.ConfigCandidates() {
+		dirs = append(dirs, filepath.Dir(c))
+	}
+	return dirs
+}
+
+// addWatches adds every folder that exists; adding one already watched is harmless.
+func (l *Loader) addWatches(w *fsnotify.Watcher, dirs []string) {
+	if w == nil {
+		return
+	}
+	for _, d := range dirs {
+		_ = w.Add(d) // a missing folder is retried on the next poll
+	}
+}
+
+// relevant ignores events on other files in the watched folders and pure attribute changes.
+func (l *Loader) relevant(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	for _, c := range l.env.ConfigCandidates() {
+		if filepath.Clean(ev.Name) == filepath.Clean(c) {
+			return true
+		}
+	}
+	return false
+}
