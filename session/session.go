@@ -1,0 +1,286 @@
+// Package session knows the layout of Claude Cowork's session folders: it discovers them under the
+// sessions roots, opens one as a handle confined to that folder, and names coworkbridge's files
+// inside it.
+//
+// A session folder is shared with an agent's VM and is hostile input: anything in it may be a
+// symbolic link, a FIFO or a file that changes under us. Every operation on a Session therefore
+// refuses links and non-regular files at every step of the path, and runs through an [os.Root]
+// opened on the session folder, so that even a link swapped in during a race cannot take an
+// operation outside it.
+//
+// The package does not parse any file's content and keeps no state beyond the open handle.
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/google/renameio/v2"
+)
+
+// Names of the files inside a session folder, relative to it, with forward slashes.
+const (
+	ClaudeDir    = ".claude"
+	SettingsFile = ".claude/settings.json"
+	BridgeDir    = ".claude/coworkbridge"
+	SpoolFile    = ".claude/coworkbridge/events.jsonl"
+	DecisionsDir = ".claude/coworkbridge/decisions"
+	AliveFile    = ".claude/coworkbridge/alive"
+)
+
+// DecisionFile names the decision file of one request. The caller validates rid; a rid that is not
+// a single plain name is refused by every operation anyway.
+func DecisionFile(rid string) string { return DecisionsDir + "/" + rid + ".json" }
+
+// Errors for entries that a session must not contain where coworkbridge looks.
+var (
+	ErrLink       = errors.New("refusing a symbolic link")
+	ErrNotRegular = errors.New("not a regular file")
+	ErrNotDir     = errors.New("not a directory")
+	ErrChanged    = errors.New("changed while being opened")
+	ErrTooLarge   = errors.New("larger than allowed")
+	ErrBadName    = errors.New("not a plain relative name")
+)
+
+// Session is an open session folder. All its methods take names relative to the folder with
+// forward slashes, and are safe for concurrent use.
+type Session struct {
+	dir  string
+	id   string
+	root *os.Root
+}
+
+// Open returns a handle confined to the session folder dir. A dir that is itself a symbolic link,
+// or not a directory, is refused.
+func Open(dir string) (*Session, error) {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open session %s: %w", dir, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("open session %s: %w", dir, ErrLink)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("open session %s: %w", dir, ErrNotDir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open session %s: %w", dir, err)
+	}
+	// The folder might have been swapped for a link between Lstat and OpenRoot.
+	opened, err := root.Stat(".")
+	if err != nil || !os.SameFile(fi, opened) {
+		root.Close()
+		return nil, fmt.Errorf("open session %s: %w", dir, ErrChanged)
+	}
+	return &Session{dir: dir, id: filepath.Base(dir), root: root}, nil
+}
+
+// Close releases the handle.
+func (s *Session) Close() error { return s.root.Close() }
+
+// Dir is the session folder's absolute path on the host.
+func (s *Session) Dir() string { return s.dir }
+
+// ID is the session folder's name, local_<uuid>.
+func (s *Session) ID() string { return s.id }
+
+// Root is the confined handle itself, for libraries that take an [os.Root]. Operations through it
+// are confined to the session but follow links inside it; prefer the Session's own methods.
+func (s *Session) Root() *os.Root { return s.root }
+
+func (s *Session) errorf(op, name string, err error) error {
+	return &fs.PathError{Op: op, Path: s.id + "/" + name, Err: err}
+}
+
+// checkName accepts only clean, local, slash-separated names.
+func checkName(name string) error {
+	if name == "" || name == "." || name != path.Clean(name) || !filepath.IsLocal(name) || strings.Contains(name, `\`) {
+		return ErrBadName
+	}
+	return nil
+}
+
+// checkDirs verifies that every folder leading to name is a real directory, not a link.
+func (s *Session) checkDirs(name string) error {
+	parts := strings.Split(name, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		fi, err := s.root.Lstat(dir)
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %w", dir, ErrLink)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: %w", dir, ErrNotDir)
+		}
+	}
+	return nil
+}
+
+// Lstat describes name without following a final link.
+func (s *Session) Lstat(name string) (fs.FileInfo, error) {
+	if err := checkName(name); err != nil {
+		return nil, s.errorf("lstat", name, err)
+	}
+	if err := s.checkDirs(name); err != nil {
+		return nil, s.errorf("lstat", name, err)
+	}
+	fi, err := s.root.Lstat(name)
+	if err != nil {
+		return nil, s.errorf("lstat", name, err)
+	}
+	return fi, nil
+}
+
+// OpenFile opens a regular file. It refuses links and anything but a regular file, never blocks
+// on a FIFO, and with O_CREATE creates the file only where nothing at all stands.
+func (s *Session) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	if err := checkName(name); err != nil {
+		return nil, s.errorf("open", name, err)
+	}
+	if err := s.checkDirs(name); err != nil {
+		return nil, s.errorf("open", name, err)
+	}
+	fi, err := s.root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0 {
+		// O_EXCL makes os.Root refuse a link planted since the Lstat instead of following it.
+		f, err := s.root.OpenFile(name, flag|os.O_EXCL|syscall.O_NONBLOCK, perm)
+		if err != nil {
+			return nil, s.errorf("create", name, err)
+		}
+		return f, nil
+	}
+	if err != nil {
+		return nil, s.errorf("open", name, err)
+	}
+	if err := regular(fi); err != nil {
+		return nil, s.errorf("open", name, err)
+	}
+	if flag&os.O_EXCL != 0 {
+		return nil, s.errorf("create", name, fs.ErrExist)
+	}
+	f, err := s.root.OpenFile(name, flag&^os.O_CREATE|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, s.errorf("open", name, err)
+	}
+	if opened, err := f.Stat(); err != nil || !os.SameFile(fi, opened) || !opened.Mode().IsRegular() {
+		f.Close()
+		return nil, s.errorf("open", name, ErrChanged)
+	}
+	return f, nil
+}
+
+func regular(fi fs.FileInfo) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return ErrLink
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%w (%v)", ErrNotRegular, fi.Mode().Type())
+	}
+	return nil
+}
+
+// ReadFile reads a regular file of at most max bytes; a larger one is refused with ErrTooLarge
+// rather than read in part.
+func (s *Session) ReadFile(name string, max int64) ([]byte, error) {
+	f, err := s.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, s.errorf("read", name, err)
+	}
+	if int64(len(data)) > max {
+		return nil, s.errorf("read", name, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max))
+	}
+	return data, nil
+}
+
+// MkdirAll creates the folder name and any missing parents. An existing entry on the way that is a
+// link or not a directory is an error; nothing is created past it.
+func (s *Session) MkdirAll(name string, perm fs.FileMode) error {
+	if err := checkName(name); err != nil {
+		return s.errorf("mkdir", name, err)
+	}
+	parts := strings.Split(name, "/")
+	for i := 1; i <= len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		err := s.root.Mkdir(dir, perm)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return s.errorf("mkdir", dir, err)
+		}
+		fi, err := s.root.Lstat(dir)
+		if err != nil {
+			return s.errorf("mkdir", dir, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return s.errorf("mkdir", dir, ErrLink)
+		}
+		if !fi.IsDir() {
+			return s.errorf("mkdir", dir, ErrNotDir)
+		}
+	}
+	return nil
+}
+
+// WriteFile replaces name atomically (temporary file in the same folder, fsync, rename) with data.
+// An existing entry that is not a regular file is left alone and reported.
+func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if err := checkName(name); err != nil {
+		return s.errorf("write", name, err)
+	}
+	if err := s.checkDirs(name); err != nil {
+		return s.errorf("write", name, err)
+	}
+	fi, err := s.root.Lstat(name)
+	if err == nil {
+		err = regular(fi)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
+		return s.errorf("write", name, err)
+	}
+	dir, base := path.Split(name)
+	parent := s.root
+	if dir != "" {
+		// The temporary file must sit beside the target so the rename stays in one folder.
+		if parent, err = s.root.OpenRoot(strings.TrimSuffix(dir, "/")); err != nil {
+			return s.errorf("write", name, err)
+		}
+		defer parent.Close()
+	}
+	if err := renameio.WriteFile(base, data, perm, renameio.WithRoot(parent), renameio.WithStaticPermissions(perm)); err != nil {
+		return s.errorf("write", name, err)
+	}
+	return nil
+}
+
+// Remove deletes a file or an empty folder. A link is removed itself, never its target.
+func (s *Session) Remove(name string) error {
+	if err := checkName(name); err != nil {
+		return s.errorf("remove", name, err)
+	}
+	if err := s.checkDirs(name); err != nil {
+		return s.errorf("remove", name, err)
+	}
+	if err := s.root.Remove(name); err != nil {
+		return s.errorf("remove", name, err)
+	}
+	return nil
+}
