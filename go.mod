@@ -4,7 +4,8 @@ go 1.26
 
 require (
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/gofrs/flock v0.13.1
 	github.com/google/renameio/v2 v2.0.2
+	github.com/lmittmann/tint v1.2.1
+	golang.org/x/sys v0.47.0
 )
-
-require golang.org/x/sys v0.47.0 // indirect

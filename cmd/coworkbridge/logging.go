@@ -1,0 +1,19 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/lmittmann/tint"
+)
+
+// newLogger logs in colour for a person at a terminal and as JSON lines otherwise (launchd sends
+// stderr to a file that log shippers read). The level can change while running.
+func newLogger(w io.Writer, level *slog.LevelVar) *slog.Logger {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly}))
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,100 @@
+// Command coworkbridge puts Claude Cowork sessions on a Mac under an organisation's policy.
+//
+// It runs as a per-user LaunchAgent (`coworkbridge run`). The subcommands are listed by
+// `coworkbridge help`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+)
+
+// version is set at release time with -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+// stdio is a command's standard streams, passed in so tests can capture them.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, sio stdio) int
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run the daemon (what the LaunchAgent starts)", cmdRun},
+		{"version", "print the version", cmdVersion},
+		{"help", "list the commands", cmdHelp},
+	}
+}
+
+func main() {
+	os.Exit(dispatch(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+}
+
+// Exit statuses shared by the subcommands.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+func dispatch(ctx context.Context, args []string, sio stdio) int {
+	if len(args) == 0 {
+		cmdHelp(ctx, nil, sio)
+		return exitUsage
+	}
+	name := args[0]
+	if name == "-h" || name == "--help" || name == "-help" {
+		name = "help"
+	}
+	i := slices.IndexFunc(commands(), func(c command) bool { return c.name == name })
+	if i < 0 {
+		fmt.Fprintf(sio.err, "coworkbridge: unknown command %q; run 'coworkbridge help' for the list\n", args[0])
+		return exitUsage
+	}
+	return commands()[i].run(ctx, args[1:], sio)
+}
+
+func cmdHelp(_ context.Context, _ []string, sio stdio) int {
+	var b strings.Builder
+	b.WriteString("coworkbridge puts Claude Cowork sessions under your organisation's policy.\n\nUsage: coworkbridge <command> [flags]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun 'coworkbridge <command> -h' for a command's flags.\n")
+	fmt.Fprint(sio.out, b.String())
+	return exitOK
+}
+
+func cmdVersion(_ context.Context, _ []string, sio stdio) int {
+	fmt.Fprintf(sio.out, "coworkbridge %s\n", versionString())
+	return exitOK
+}
+
+// versionString prefers the release stamp, then the module version and VCS revision Go recorded.
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v + " " + info.GoVersion
+}

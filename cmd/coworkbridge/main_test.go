@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the coworkbridge binary: started with this variable set, it runs
+// main's dispatch instead of the tests. The daemon tests then exercise a real process.
+const asMainEnv = "COWORKBRIDGE_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		os.Exit(dispatch(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+	}
+	os.Exit(m.Run())
+}
+
+// machine is one user's world: a home, a state folder, a managed.json location, a sessions root.
+type machine struct {
+	home, state, config, sessions string
+}
+
+func newMachine(t *testing.T) machine {
+	t.Helper()
+	home := t.TempDir()
+	m := machine{
+		home:     home,
+		state:    filepath.Join(home, "state"),
+		config:   filepath.Join(home, "mdm", "managed.json"),
+		sessions: filepath.Join(home, "sessions"),
+	}
+	if err := os.MkdirAll(filepath.Dir(m.config), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (m machine) writeConfig(t *testing.T, content string) {
+	t.Helper()
+	tmp := m.config + ".new"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, m.config); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m machine) environ() []string {
+	env := []string{asMainEnv + "=1", "HOME=" + m.home,
+		"COWORKBRIDGE_STATE_DIR=" + m.state, "COWORKBRIDGE_MANAGED_CONFIG=" + m.config,
+		"COWORKBRIDGE_SESSIONS_ROOT=" + m.sessions, "COWORKBRIDGE_LOG_DIR=" + filepath.Join(m.home, "logs")}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "COWORKBRIDGE_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// proc is a running coworkbridge process whose JSON log lines are collected.
+type proc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs []map[string]any
+	raw  bytes.Buffer
+	done chan error
+}
+
+func start(t *testing.T, m machine, args ...string) *proc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: exec.Command(exe, args...), done: make(chan error, 1)}
+	p.cmd.Env = m.environ()
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var rec map[string]any
+			p.mu.Lock()
+			p.raw.Write(append(sc.Bytes(), '\n'))
+			if json.Unmarshal(sc.Bytes(), &rec) == nil {
+				p.logs = append(p.logs, rec)
+			}
+			p.mu.Unlock()
+		}
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+		}
+	})
+	return p
+}
+
+// waitLog waits for a log record whose msg contains msg and whose attributes include want.
+func (p *proc) waitLog(t *testing.T, msg string, want map[string]any) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		for _, rec := range p.logs {
+			if m, _ := rec["msg"].(string); strings.Contains(m, msg) && matches(rec, want) {
+				p.mu.Unlock()
+				return rec
+			}
+		}
+		p.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Fatalf("no log %q with %v; log so far:\n%s", msg, want, p.raw.String())
+	return nil
+}
+
+func matches(rec, want map[string]any) bool {
+	for k, v := range want {
+		if rec[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(10 * time.Second):
+		t.Fatal("process did not exit")
+		return -1
+	}
+}
+
+func TestSecondDaemonRefusesAndSIGTERMStopsTheFirst(t *testing.T) {
+	m := newMachine(t)
+	first := start(t, m, "run")
+	first.waitLog(t, "no managed config found", nil)
+
+	second := start(t, m, "run")
+	if code := second.wait(t); code == 0 {
+		t.Fatal("second daemon exited 0, want non-zero")
+	}
+	rec := second.waitLog(t, "cannot start", nil)
+	want := "already running (pid " + strconv.Itoa(first.cmd.Process.Pid) + ")"
+	if err, _ := rec["err"].(string); !strings.Contains(err, want) {
+		t.Errorf("second daemon said %q, want it to contain %q", err, want)
+	}
+
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := first.wait(t); code != 0 {
+		t.Errorf("first daemon exited %d after SIGTERM, want 0", code)
+	}
+	first.waitLog(t, "coworkbridge stopped", nil)
+
+	// The lock is free again.
+	third := start(t, m, "run")
+	third.waitLog(t, "no managed config found", nil)
+	third.cmd.Process.Signal(syscall.SIGINT)
+	if code := third.wait(t); code != 0 {
+		t.Errorf("third daemon exited %d after SIGINT, want 0", code)
+	}
+}
+
+func TestRunLogsEffectiveConfigAndFollowsChanges(t *testing.T) {
+	m := newMachine(t)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
+	p := start(t, m, "run")
+	p.waitLog(t, "coworkbridge starting", nil)
+	p.waitLog(t, "development overrides in effect", nil)
+	rec := p.waitLog(t, "managed config in force", map[string]any{"mode": "observe", "cowork_enabled": true})
+	if roots, _ := rec["sessions_roots"].([]any); len(roots) != 1 || roots[0] != m.sessions {
+		t.Errorf("sessions_roots %v, want the override %s", rec["sessions_roots"], m.sessions)
+	}
+
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"debug"}`)
+	p.waitLog(t, "managed config in force", map[string]any{"mode": "enforce"})
+
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","hook_timeout":"soon"}`)
+	rec = p.waitLog(t, "running on the last good copy", map[string]any{"code": "config_invalid"})
+	if err, _ := rec["err"].(string); !strings.Contains(err, "hook_timeout") {
+		t.Errorf("config_invalid record %v does not name the bad field", rec)
+	}
+
+	m.writeConfig(t, `{"version":1,"cowork_enabled":false}`)
+	p.waitLog(t, "coworkbridge is idle", nil)
+
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+}
+
+func TestRunWithInvalidConfigAndNoGoodCopyStaysOffLoudly(t *testing.T) {
+	m := newMachine(t)
+	m.writeConfig(t, `{"version":1,"mode":"enforcing"}`)
+	p := start(t, m, "run")
+	rec := p.waitLog(t, "coworkbridge is OFF", map[string]any{"code": "config_invalid", "level": "ERROR"})
+	if err, _ := rec["err"].(string); !strings.Contains(err, `"enforcing" is not a mode`) {
+		t.Errorf("error %q does not explain the problem", err)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t)
+}
+
+func TestCommandLine(t *testing.T) {
+	tests := []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"help"}, exitOK, "Commands:\n  run", ""},
+		{[]string{"--help"}, exitOK, "version", ""},
+		{nil, exitUsage, "Usage: coworkbridge <command>", ""},
+		{[]string{"version"}, exitOK, "coworkbridge ", ""},
+		{[]string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+		{[]string{"run", "extra"}, exitUsage, "", "Usage: coworkbridge run"},
+		{[]string{"run", "-bogus"}, exitUsage, "", "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := dispatch(context.Background(), tt.args, stdio{strings.NewReader(""), &out, &errb})
+			if code != tt.code || !strings.Contains(out.String(), tt.out) || !strings.Contains(errb.String(), tt.err) {
+				t.Errorf("code %d out %q err %q; want code %d, out containing %q, err containing %q",
+					code, out.String(), errb.String(), tt.code, tt.out, tt.err)
+			}
+		})
+	}
+}

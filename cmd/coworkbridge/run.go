@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+func cmdRun(ctx context.Context, args []string, sio stdio) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(sio.err)
+	fs.Usage = func() {
+		fmt.Fprintln(sio.err, "Usage: coworkbridge run\n\nRuns the daemon until SIGTERM or SIGINT. It reads managed.json from\n"+
+			"$"+managedconfig.EnvManagedConfig+", else the system location, and idles while cowork_enabled is false.")
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	level := new(slog.LevelVar)
+	log := newLogger(sio.err, level)
+	d, release, err := newDaemon(log, level)
+	if err != nil {
+		log.Error("coworkbridge cannot start", "err", err)
+		return exitFail
+	}
+	defer release()
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := d.Run(ctx); err != nil {
+		log.Error("coworkbridge stopped on an error", "err", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// daemon is the long-running process of one user.
+type daemon struct {
+	log    *slog.Logger
+	level  *slog.LevelVar
+	env    managedconfig.Env
+	paths  managedconfig.Paths
+	loader *managedconfig.Loader
+	// current is the configuration in force; only Run's goroutine touches it.
+	current managedconfig.Snapshot
+}
+
+// newDaemon resolves the daemon's folders and takes the per-user lock.
+func newDaemon(log *slog.Logger, level *slog.LevelVar) (*daemon, func(), error) {
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(paths.StateDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create state folder: %w", err)
+	}
+	release, err := acquireLock(paths.LockFile())
+	if err != nil {
+		return nil, nil, err
+	}
+	d := &daemon{log: log, level: level, env: env, paths: paths, loader: managedconfig.NewLoader(env, paths)}
+	return d, release, nil
+}
+
+// Run loads the configuration, follows its changes, and returns nil once ctx is cancelled.
+func (d *daemon) Run(ctx context.Context) error {
+	started := time.Now()
+	d.current = d.loader.Load()
+	d.logStart()
+	d.apply(managedconfig.Snapshot{}, d.current)
+
+	changes := make(chan managedconfig.Snapshot)
+	watchDone := make(chan error, 1)
+	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Logger: d.log}
+	go func() {
+		watchDone <- d.loader.Watch(ctx, d.current, opts, func(s managedconfig.Snapshot) {
+			select {
+			case changes <- s:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			err := <-watchDone
+			d.log.Info("coworkbridge stopped", "uptime", time.Since(started).Round(time.Millisecond).String())
+			return err
+		case s := <-changes:
+			prev := d.current
+			d.current = s
+			d.apply(prev, s)
+		case err := <-watchDone:
+			if err == nil {
+				err = errors.New("config watcher ended unexpectedly")
+			}
+			return err
+		}
+	}
+}
+
+func (d *daemon) logStart() {
+	d.log.Info("coworkbridge starting",
+		"version", versionString(), "pid", os.Getpid(),
+		"state_dir", d.paths.StateDir, "log_dir", d.paths.LogDir,
+		"config_candidates", d.env.ConfigCandidates())
+	if o := d.env.Overrides(); len(o) > 0 {
+		d.log.Warn("development overrides in effect; a deployment should set none of them", "variables", o)
+	}
+}
+
+// apply puts a new configuration into force and says so. It is the one place a configuration
+// change takes effect, so later parts of the daemon hook in here.
+func (d *daemon) apply(prev, s managedconfig.Snapshot) {
+	d.level.Set(s.Config.LogLevel)
+	if s.SaveErr != nil {
+		d.log.Warn("could not keep a last-good copy of the config; a later broken file would switch coworkbridge off",
+			"err", s.SaveErr, "path", d.paths.LastGoodFile())
+	}
+	switch s.Origin {
+	case managedconfig.OriginNone:
+		d.log.Info("no managed config found: coworkbridge is off", "looked_in", d.env.ConfigCandidates())
+		return
+	case managedconfig.OriginInvalid:
+		d.log.Error("managed config is invalid and no good copy exists: coworkbridge is OFF until the file is fixed",
+			"code", "config_invalid", "path", s.Path, "err", s.Problem)
+		return
+	case managedconfig.OriginLastGood:
+		d.log.Error("managed config is invalid: running on the last good copy until the file is fixed",
+			"code", "config_invalid", "path", s.Path, "err", s.Problem)
+	}
+	if prev.Hash == s.Hash && prev.Origin != managedconfig.OriginNone && prev.Origin != managedconfig.OriginInvalid {
+		return // the same configuration is still in force
+	}
+	d.log.Info("managed config in force", effectiveAttrs(s)...)
+	if !s.Config.CoworkEnabled {
+		d.log.Info("cowork_enabled is false: coworkbridge is idle")
+	}
+}
+
+func effectiveAttrs(s managedconfig.Snapshot) []any {
+	c := s.Config
+	return []any{
+		"path", s.Path, "origin", string(s.Origin), "hash", s.ShortHash(),
+		"cowork_enabled", c.CoworkEnabled, "mode", string(c.Mode),
+		"sessions_roots", c.SessionsRoots,
+		"hook_timeout", c.HookTimeout.String(), "decision_timeout", c.DecisionTimeout.String(),
+		"heartbeat_interval", c.HeartbeatInterval.String(), "rescan_interval", c.RescanInterval.String(),
+		"max_line_bytes", c.MaxLineBytes,
+		slog.Group("policy",
+			"rules_dirs", c.Policy.RulesDirs, "disabled_rules", c.Policy.DisabledRules,
+			"rule_modes", len(c.Policy.RuleModes), "allowed_executables", len(c.Policy.AllowedExecutables),
+			"restrict_mcp_servers", c.Policy.RestrictMCPServers),
+		slog.Group("telemetry",
+			"path", c.Telemetry.Path, "max_file_mb", c.Telemetry.MaxFileMB,
+			"max_files", c.Telemetry.MaxFiles, "redact", c.Telemetry.Redact),
+		"log_level", c.LogLevel.String(),
+	}
+}
