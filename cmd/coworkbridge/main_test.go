@@ -208,6 +208,9 @@ func TestRunLogsEffectiveConfigAndFollowsChanges(t *testing.T) {
 		t.Errorf("config_invalid record %v does not name the bad field", rec)
 	}
 
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"debug"}`)
+	p.waitLog(t, "managed config is valid again", nil)
+
 	m.writeConfig(t, `{"version":1,"cowork_enabled":false}`)
 	p.waitLog(t, "coworkbridge is idle", nil)
 

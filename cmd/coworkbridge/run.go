@@ -146,6 +146,9 @@ func (d *daemon) apply(prev, s managedconfig.Snapshot) {
 			"code", "config_invalid", "path", s.Path, "err", s.Problem)
 	}
 	if prev.Hash == s.Hash && prev.Origin != managedconfig.OriginNone && prev.Origin != managedconfig.OriginInvalid {
+		if prev.Origin == managedconfig.OriginLastGood && s.Origin == managedconfig.OriginFile {
+			d.log.Info("managed config is valid again", "path", s.Path, "hash", s.ShortHash())
+		}
 		return // the same configuration is still in force
 	}
 	d.log.Info("managed config in force", effectiveAttrs(s)...)
