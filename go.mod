@@ -7,5 +7,8 @@ require (
 	github.com/gofrs/flock v0.13.1
 	github.com/google/renameio/v2 v2.0.2
 	github.com/lmittmann/tint v1.2.1
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	golang.org/x/sys v0.47.0
 )
+
+require golang.org/x/text v0.14.0 // indirect

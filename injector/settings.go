@@ -1,0 +1,296 @@
+package injector
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// Entry is our PreToolUse hook group as it must stand in settings.json.
+type Entry struct {
+	Mode    managedconfig.Mode
+	Command string
+	Timeout int // seconds, as Claude Code counts them
+}
+
+// NewEntry builds the entry for a configuration.
+func NewEntry(cfg managedconfig.Config) (Entry, error) {
+	s, err := Script(ParamsFrom(cfg))
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Mode: cfg.Mode, Command: s, Timeout: int(cfg.HookTimeout / time.Second)}, nil
+}
+
+// group renders the entry as the PreToolUse group Claude Code reads.
+func (e Entry) group() json.RawMessage {
+	g := struct {
+		Matcher string `json:"matcher"`
+		Hooks   []hook `json:"hooks"`
+	}{"*", []hook{{Type: "command", Command: e.Command, Timeout: e.Timeout}}}
+	return marshal(g)
+}
+
+// marshal encodes without HTML escaping, so the script reads as written ("2>/dev/null", not
+// "2\u003e/dev/null") for an admin looking at settings.json.
+func marshal(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // strings, ints and raw messages already validated: cannot fail
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// array joins raw values into a JSON list, leaving each value's bytes as they were.
+func array(items []json.RawMessage) json.RawMessage {
+	b := []byte{'['}
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
+}
+
+type hook struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+	Timeout int    `json:"timeout"`
+}
+
+// MergeResult says what Merge found and changed.
+type MergeResult struct {
+	// Changed is false when the input already carried exactly our current entry; the caller then
+	// writes nothing.
+	Changed bool
+	// Added: no entry of ours at all was present.
+	Added bool
+	// Removed counts stale or duplicate entries of ours that were dropped.
+	Removed int
+	// DisabledAllHooks: disableAllHooks was true and has been removed.
+	DisabledAllHooks bool
+	// Damaged names parts of the file that were not what the schema allows and were replaced;
+	// the caller keeps a copy of the original.
+	Damaged []string
+}
+
+// ErrNotObject is returned for input that is not a JSON object at all.
+var ErrNotObject = errors.New("settings.json is not a JSON object")
+
+// Merge puts our entry into the settings in data. Every other key, hook group and hook is kept,
+// with its values byte for byte (only whitespace is re-indented); our stale and duplicate entries
+// are dropped and disableAllHooks: true is removed. Empty input counts as {}.
+func Merge(data []byte, e Entry) ([]byte, MergeResult, error) {
+	var res MergeResult
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, res, fmt.Errorf("%w: %v", ErrNotObject, err)
+	}
+	if v, ok := top.get("disableAllHooks"); ok && bytes.Equal(bytes.TrimSpace(v), []byte("true")) {
+		top.del("disableAllHooks")
+		res.DisabledAllHooks = true
+	}
+	hooks := &object{}
+	if v, ok := top.get("hooks"); ok {
+		if hooks, err = parseObject(v); err != nil {
+			hooks = &object{}
+			res.Damaged = append(res.Damaged, "hooks")
+		}
+	}
+	var groups []json.RawMessage
+	if v, ok := hooks.get("PreToolUse"); ok {
+		if err := json.Unmarshal(v, &groups); err != nil {
+			groups = nil
+			res.Damaged = append(res.Damaged, "hooks.PreToolUse")
+		}
+	}
+	kept, current := filterGroups(groups, e, &res)
+	if current && !res.DisabledAllHooks && res.Removed == 0 && len(res.Damaged) == 0 {
+		return data, res, nil
+	}
+	if !current {
+		kept = append(kept, e.group())
+	}
+	res.Changed = true
+	hooks.set("PreToolUse", array(kept))
+	top.set("hooks", hooks.encode())
+	out, err := indent(top.encode())
+	return out, res, err
+}
+
+// filterGroups drops every hook of ours except one copy of the current group, and reports
+// whether that current group was found.
+func filterGroups(groups []json.RawMessage, e Entry, res *MergeResult) ([]json.RawMessage, bool) {
+	want := e.group()
+	current := false
+	ours := 0
+	kept := make([]json.RawMessage, 0, len(groups)+1)
+	for _, g := range groups {
+		if !current && sameJSON(g, want) {
+			current = true
+			ours++
+			kept = append(kept, g)
+			continue
+		}
+		rest, n := withoutOurs(g)
+		ours += n
+		res.Removed += n
+		if rest != nil {
+			kept = append(kept, rest)
+		}
+	}
+	res.Added = ours == 0
+	return kept, current
+}
+
+// withoutOurs removes our hooks from one group. It returns the group unchanged when it holds none
+// of ours, nil when nothing but ours was in it, and the number removed.
+func withoutOurs(g json.RawMessage) (json.RawMessage, int) {
+	obj, err := parseObject(g)
+	if err != nil {
+		return g, 0 // not a group we understand: theirs, keep it
+	}
+	raw, ok := obj.get("hooks")
+	var hooks []json.RawMessage
+	if !ok || json.Unmarshal(raw, &hooks) != nil {
+		return g, 0
+	}
+	kept := hooks[:0:0]
+	for _, h := range hooks {
+		if isOurs(h) {
+			continue
+		}
+		kept = append(kept, h)
+	}
+	removed := len(hooks) - len(kept)
+	switch {
+	case removed == 0:
+		return g, 0
+	case len(kept) == 0:
+		return nil, removed
+	}
+	obj.set("hooks", array(kept))
+	return obj.encode(), removed
+}
+
+func isOurs(h json.RawMessage) bool {
+	var c struct {
+		Command string `json:"command"`
+	}
+	return json.Unmarshal(h, &c) == nil && strings.Contains(c.Command, Marker)
+}
+
+// sameJSON compares two values ignoring whitespace and key order.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xa, yb)
+}
+
+func indent(compact []byte) ([]byte, error) {
+	var b bytes.Buffer
+	if err := json.Indent(&b, compact, "", "  "); err != nil {
+		return nil, fmt.Errorf("format settings: %w", err)
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+// object is a JSON object that keeps its keys in order and its values as raw bytes, so that what
+// we do not touch comes out as it went in.
+type object struct {
+	keys []string
+	vals map[string]json.RawMessage
+}
+
+// parseObject reads one JSON object and nothing after it. A repeated key keeps its first place
+// and its last value, as JavaScript's JSON.parse (and so Claude Code) reads it.
+func parseObject(data []byte) (*object, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("not an object")
+	}
+	o := &object{vals: map[string]json.RawMessage{}}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		o.set(key, v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
+		return nil, errors.New("data after the object")
+	}
+	return o, nil
+}
+
+func (o *object) get(k string) (json.RawMessage, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+func (o *object) set(k string, v json.RawMessage) {
+	if o.vals == nil {
+		o.vals = map[string]json.RawMessage{}
+	}
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+func (o *object) del(k string) {
+	if _, ok := o.vals[k]; !ok {
+		return
+	}
+	delete(o.vals, k)
+	for i, key := range o.keys {
+		if key == k {
+			o.keys = append(o.keys[:i], o.keys[i+1:]...)
+			break
+		}
+	}
+}
+
+func (o *object) encode() json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(marshal(k))
+		b.WriteByte(':')
+		b.Write(o.vals[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
