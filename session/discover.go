@@ -27,8 +27,8 @@ type Found struct {
 	Dir  string // absolute path of the local_<uuid> folder
 	ID   string // local_<uuid>
 	Root string // the sessions root it lies under
-	// ModTime is the later of the folder's and its .claude's modification times: a rough sign of
-	// when the session was last active.
+	// ModTime is the latest modification time of the folder, its .claude and the metadata file
+	// beside it: a rough sign of when the session was last active.
 	ModTime time.Time
 }
 
@@ -118,8 +118,10 @@ func (sc *Scan) addSession(root, dir string) {
 		return
 	}
 	mod := claude.ModTime()
-	if fi, err := os.Lstat(dir); err == nil && fi.ModTime().After(mod) {
-		mod = fi.ModTime()
+	for _, p := range []string{dir, dir + ".json"} {
+		if fi, err := os.Lstat(p); err == nil && fi.ModTime().After(mod) {
+			mod = fi.ModTime()
+		}
 	}
 	sc.Sessions = append(sc.Sessions, Found{Dir: dir, ID: filepath.Base(dir), Root: root, ModTime: mod})
 }

@@ -271,6 +271,33 @@ func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	return nil
 }
 
+// Rename moves the regular file oldname to newname, which must not exist. It is for keeping a copy
+// of a damaged file aside, so it never replaces anything.
+func (s *Session) Rename(oldname, newname string) error {
+	for _, n := range []string{oldname, newname} {
+		if err := checkName(n); err != nil {
+			return s.errorf("rename", n, err)
+		}
+		if err := s.checkDirs(n); err != nil {
+			return s.errorf("rename", n, err)
+		}
+	}
+	fi, err := s.root.Lstat(oldname)
+	if err == nil {
+		err = regular(fi)
+	}
+	if err != nil {
+		return s.errorf("rename", oldname, err)
+	}
+	if _, err := s.root.Lstat(newname); !errors.Is(err, fs.ErrNotExist) {
+		return s.errorf("rename", newname, fs.ErrExist)
+	}
+	if err := s.root.Rename(oldname, newname); err != nil {
+		return s.errorf("rename", oldname, err)
+	}
+	return nil
+}
+
 // Remove deletes a file or an empty folder. A link is removed itself, never its target.
 func (s *Session) Remove(name string) error {
 	if err := checkName(name); err != nil {

@@ -80,6 +80,8 @@ func everyOperation(s *Session) map[string]error {
 		}
 		errs["write "+n] = s.WriteFile(n, []byte("written"), 0o600)
 		errs["mkdir "+n] = s.MkdirAll(n, 0o700)
+		errs["rename "+n] = s.Rename(n, ".claude/moved")
+		s.Remove(".claude/moved")
 	}
 	for _, n := range names {
 		errs["remove "+n] = s.Remove(n)
@@ -227,6 +229,12 @@ func TestOperationsOnAnOrdinarySession(t *testing.T) {
 	f.Close()
 	if _, err := s.OpenFile(SpoolFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("O_EXCL on an existing file = %v, want ErrExist", err)
+	}
+	if err := s.Rename(SettingsFile, SettingsFile+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rename(SpoolFile, SettingsFile+".old"); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("Rename onto an existing name = %v, want ErrExist", err)
 	}
 	if err := s.Remove(SpoolFile); err != nil {
 		t.Fatal(err)
