@@ -294,3 +294,52 @@ func (o *object) encode() json.RawMessage {
 	b.WriteByte('}')
 	return b.Bytes()
 }
+
+// Strip removes every entry of ours and nothing else; an event list or hooks object that held only
+// ours goes too, so a file we created returns to what it was. It is for switching coworkbridge off:
+// an enforce hook left behind would deny every call once the daemon stops vouching for it.
+func Strip(data []byte) ([]byte, bool, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return data, false, nil
+	}
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %v", ErrNotObject, err)
+	}
+	raw, ok := top.get("hooks")
+	if !ok {
+		return data, false, nil
+	}
+	hooks, err := parseObject(raw)
+	if err != nil {
+		return data, false, nil
+	}
+	var groups []json.RawMessage
+	if v, ok := hooks.get("PreToolUse"); !ok || json.Unmarshal(v, &groups) != nil {
+		return data, false, nil
+	}
+	var kept []json.RawMessage
+	removed := 0
+	for _, g := range groups {
+		rest, n := withoutOurs(g)
+		removed += n
+		if rest != nil {
+			kept = append(kept, rest)
+		}
+	}
+	if removed == 0 {
+		return data, false, nil
+	}
+	if len(kept) == 0 {
+		hooks.del("PreToolUse")
+	} else {
+		hooks.set("PreToolUse", array(kept))
+	}
+	if len(hooks.keys) == 0 {
+		top.del("hooks")
+	} else {
+		top.set("hooks", hooks.encode())
+	}
+	out, err := indent(top.encode())
+	return out, true, err
+}

@@ -135,7 +135,10 @@ func foreignHooks(t *testing.T, settings *object) map[string][]string {
 // ourGroups returns the PreToolUse groups that contain a hook of ours.
 func ourGroups(t *testing.T, settings *object) []json.RawMessage {
 	t.Helper()
-	hooks, _ := parseObject(settings.vals["hooks"])
+	hooks, err := parseObject(settings.vals["hooks"])
+	if err != nil {
+		return nil
+	}
 	var groups []json.RawMessage
 	json.Unmarshal(hooks.vals["PreToolUse"], &groups)
 	var ours []json.RawMessage
@@ -330,4 +333,33 @@ func FuzzMerge(f *testing.F) {
 			t.Fatal("disableAllHooks: true survived")
 		}
 	})
+}
+
+func TestStripUndoesMergeAndKeepsTheRest(t *testing.T) {
+	for name, in := range fixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			merged, _, err := Merge(in, entry(t, managedconfig.Enforce))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stripped, changed, err := Strip(merged)
+			if err != nil || !changed {
+				t.Fatalf("changed=%v err=%v", changed, err)
+			}
+			after := mustParse(t, stripped)
+			if len(ourGroups(t, after)) != 0 {
+				t.Errorf("our entry survived: %s", stripped)
+			}
+			if !equalHooks(foreignHooks(t, after), foreignHooks(t, mustParse(t, in))) {
+				t.Errorf("foreign hooks changed: %s", stripped)
+			}
+			if _, changed, _ := Strip(stripped); changed {
+				t.Error("stripping twice changed the file again")
+			}
+		})
+	}
+	out, _, _ := Merge([]byte("{}"), entry(t, managedconfig.Observe))
+	if back, _, _ := Strip(out); string(back) != "{}\n" {
+		t.Errorf("a file we created should strip back to {}, got %q", back)
+	}
 }

@@ -41,6 +41,8 @@ type Scan struct {
 	// session folder at the wrong depth, or any symbolic link (never followed). Many of them
 	// suggest Cowork has changed its layout.
 	Unrecognised []string
+	// Folders are the account and org folders walked on the way: where new sessions appear.
+	Folders []string
 	// MissingRoots are configured roots that do not exist (yet).
 	MissingRoots []string
 	// Errors are roots or folders that could not be read.
@@ -95,6 +97,7 @@ func (sc *Scan) walk(root, dir string, depth, limit int) {
 		case depth < idLevels && isSession:
 			sc.Unrecognised = append(sc.Unrecognised, p) // a session at the wrong depth
 		case depth < idLevels:
+			sc.Folders = append(sc.Folders, p)
 			sc.walk(root, p, depth+1, limit)
 		case !isSession:
 			sc.Unrecognised = append(sc.Unrecognised, p)

@@ -89,6 +89,10 @@ func TestDiscoverFollowsTheCoworkLayout(t *testing.T) {
 	if got := rel(base, sc.Unrecognised); !reflect.DeepEqual(got, wantUnrec) {
 		t.Errorf("unrecognised %v, want %v", got, wantUnrec)
 	}
+	wantFolders := []string{"root/acct", "root/acct/org", "root/acct/org2"}
+	if got := rel(base, sc.Folders); !reflect.DeepEqual(got, wantFolders) {
+		t.Errorf("folders %v, want %v", got, wantFolders)
+	}
 	if got := rel(base, sc.MissingRoots); !reflect.DeepEqual(got, []string{"absent"}) {
 		t.Errorf("missing roots %v", got)
 	}
