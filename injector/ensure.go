@@ -50,6 +50,13 @@ func (o Outcome) Repairs() []string {
 // so the hook need not. It writes only when something changed.
 func Ensure(s *session.Session, e Entry, now time.Time) (Outcome, error) {
 	var out Outcome
+	// .claude is Cowork's to create: making it here could resurrect a session being deleted.
+	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = session.ErrNotDir
+		}
+		return out, fmt.Errorf("examine %s: %w", session.ClaudeDir, err)
+	}
 	if err := s.MkdirAll(session.DecisionsDir, 0o700); err != nil {
 		return out, fmt.Errorf("prepare %s: %w", session.BridgeDir, err)
 	}

@@ -27,8 +27,8 @@ type Found struct {
 	Dir  string // absolute path of the local_<uuid> folder
 	ID   string // local_<uuid>
 	Root string // the sessions root it lies under
-	// ModTime is the latest modification time of the folder, its .claude and the metadata file
-	// beside it: a rough sign of when the session was last active.
+	// ModTime is the latest modification time of the folder, its .claude, our folder in it and the
+	// metadata file beside it: a rough sign of when the session was last active.
 	ModTime time.Time
 }
 
@@ -121,7 +121,8 @@ func (sc *Scan) addSession(root, dir string) {
 		return
 	}
 	mod := claude.ModTime()
-	for _, p := range []string{dir, dir + ".json"} {
+	// Each hook call creates and removes a temporary file in our folder, so its time tracks use.
+	for _, p := range []string{dir, dir + ".json", filepath.Join(dir, BridgeDir)} {
 		if fi, err := os.Lstat(p); err == nil && fi.ModTime().After(mod) {
 			mod = fi.ModTime()
 		}

@@ -1,0 +1,477 @@
+package injector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
+)
+
+// Recorder receives each session's state, for health. It is called from the injector's loop, so
+// implementations must be quick and safe for concurrent use.
+type Recorder interface {
+	// SessionSeen: a live session exists at dir.
+	SessionSeen(id, dir string)
+	// SessionHooked: our current entry is in its settings. unverified: we wrote it for the first
+	// time into a session whose CLI was already running, so it is unproven until an event arrives.
+	SessionHooked(id string, unverified bool)
+	// SessionUnhooked: our entry could not be put in place.
+	SessionUnhooked(id string, err error)
+	// SettingsRepaired: someone had removed or disabled our entry, and it was restored.
+	SettingsRepaired(id string, what []string)
+	// SessionGone: the session folder went away or fell out of the live window.
+	SessionGone(id string)
+	// Scanned reports each full pass over the sessions roots.
+	Scanned(ScanReport)
+}
+
+// ScanReport summarises one pass over the sessions roots.
+type ScanReport struct {
+	Sessions     int // session folders found
+	Live         int // of which active within the live window
+	MissingRoots []string
+	Unrecognised []string
+	Truncated    bool
+	Watches      int // folders watched
+	WatchLimited int // live sessions left to the rescan because the watch limit was reached
+}
+
+// Options tunes an Injector; zero values take the defaults.
+type Options struct {
+	Logger   *slog.Logger
+	Recorder Recorder
+	Now      func() time.Time
+	// LiveWindow: sessions active within it are kept hooked and watched. Default 24 h.
+	LiveWindow time.Duration
+	// MaxSessions bounds how many sessions one scan tracks. Default 5000.
+	MaxSessions int
+	// MaxWatches bounds the folders watched; past it, sessions rely on the rescan. Default 8192,
+	// under macOS's per-process descriptor limit with room to spare (kqueue holds one per entry).
+	MaxWatches int
+	// settle delays a structural rescan after folder events, so one burst is one scan.
+	settle time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Recorder == nil {
+		o.Recorder = nopRecorder{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.LiveWindow == 0 {
+		o.LiveWindow = 24 * time.Hour
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = 5000
+	}
+	if o.MaxWatches == 0 {
+		o.MaxWatches = 8192
+	}
+	if o.settle == 0 {
+		o.settle = 50 * time.Millisecond
+	}
+}
+
+// Injector keeps our entry current in every live session under the configured roots.
+type Injector struct {
+	opts    Options
+	log     *slog.Logger
+	configs chan managedconfig.Config
+
+	// Loop state, touched only by Run's goroutine.
+	cfg     managedconfig.Config
+	entry   Entry
+	w       *fsnotify.Watcher
+	watched map[string]bool
+	live    map[string]*tracked // by session folder
+	// pending are sessions whose settings.json vanished: restored after the settle delay, unless
+	// the whole session is being removed.
+	pending map[string]bool
+}
+
+type tracked struct {
+	id     string
+	hooked bool
+}
+
+// New returns an Injector for cfg; Run starts it.
+func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
+	opts.defaults()
+	e, err := NewEntry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Injector{
+		opts: opts, log: opts.Logger, configs: make(chan managedconfig.Config, 1),
+		cfg: cfg, entry: e, watched: map[string]bool{}, live: map[string]*tracked{}, pending: map[string]bool{},
+	}, nil
+}
+
+// SetConfig hands a new configuration to the running loop, which re-merges every live session
+// (a mode change reaches running sessions without a restart). Only the latest one counts.
+func (in *Injector) SetConfig(cfg managedconfig.Config) {
+	for {
+		select {
+		case in.configs <- cfg:
+			return
+		default:
+			select {
+			case <-in.configs: // drop the stale one
+			default:
+			}
+		}
+	}
+}
+
+// Run hooks every live session, then follows the sessions roots until ctx is done. It returns
+// nil on cancel; a watcher that cannot start is logged and the periodic rescan carries on alone.
+func (in *Injector) Run(ctx context.Context) error {
+	var events chan fsnotify.Event
+	var errs chan error
+	if w, err := fsnotify.NewWatcher(); err != nil {
+		in.log.Warn("session watcher unavailable; relying on the periodic rescan", "err", err)
+	} else {
+		in.w = w
+		defer w.Close()
+		events, errs = w.Events, w.Errors
+	}
+	in.rescan(true)
+	ticker := time.NewTicker(in.cfg.RescanInterval)
+	defer ticker.Stop()
+	structural := time.NewTimer(time.Hour)
+	structural.Stop()
+	defer structural.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if in.handle(ev) {
+				structural.Reset(in.opts.settle)
+			}
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			in.log.Warn("session watcher error; rescanning", "err", err)
+			in.rescan(true)
+		case <-structural.C:
+			in.rescan(false)
+			in.flushPending()
+		case <-ticker.C:
+			in.rescan(true)
+		case cfg := <-in.configs:
+			in.reconfigure(cfg)
+			ticker.Reset(cfg.RescanInterval)
+		}
+	}
+}
+
+func (in *Injector) reconfigure(cfg managedconfig.Config) {
+	e, err := NewEntry(cfg)
+	if err != nil {
+		in.log.Error("cannot build the hook for the new config; keeping the old one", "err", err)
+		return
+	}
+	rootsChanged := !slices.Equal(cfg.SessionsRoots, in.cfg.SessionsRoots)
+	in.cfg, in.entry = cfg, e
+	if rootsChanged {
+		for dir := range in.watched {
+			in.unwatch(dir)
+		}
+		for dir, t := range in.live {
+			in.opts.Recorder.SessionGone(t.id)
+			delete(in.live, dir)
+		}
+	}
+	in.log.Info("hook configuration changed; re-merging every live session", "mode", string(cfg.Mode))
+	in.rescan(true)
+}
+
+// rescan walks the roots. A full rescan re-checks every live session's settings (the safety net
+// behind the watcher); a structural one only takes in sessions not yet tracked.
+func (in *Injector) rescan(full bool) {
+	now := in.opts.Now()
+	sc := session.Discover(in.cfg.SessionsRoots, in.opts.MaxSessions)
+	for _, err := range sc.Errors {
+		in.log.Warn("cannot read part of a sessions root", "err", err)
+	}
+	in.watchRoots(sc.MissingRoots)
+	for _, f := range sc.Folders {
+		in.watch(f)
+	}
+	report := ScanReport{Sessions: len(sc.Sessions), MissingRoots: sc.MissingRoots, Unrecognised: sc.Unrecognised, Truncated: sc.Truncated}
+	seen := make(map[string]bool, len(sc.Sessions))
+	for _, f := range sc.Sessions {
+		if now.Sub(f.ModTime) > in.opts.LiveWindow {
+			continue // an old session; it comes back to life through its metadata or folder events
+		}
+		seen[f.Dir] = true
+		report.Live++
+		_, known := in.live[f.Dir]
+		if !in.watchSession(f.Dir) {
+			report.WatchLimited++
+		}
+		if full || !known {
+			in.ensure(f.Dir, f.ID, reasonScan)
+		}
+	}
+	for dir, t := range in.live {
+		if !seen[dir] {
+			in.forget(dir, t)
+		}
+	}
+	report.Watches = len(in.watched)
+	in.opts.Recorder.Scanned(report)
+}
+
+// watchSession watches a session folder (for .claude to appear) and its .claude (for settings
+// changes). It reports false when the watch limit left the session to the rescan.
+func (in *Injector) watchSession(dir string) bool {
+	a := in.watch(dir)
+	b := in.watch(filepath.Join(dir, session.ClaudeDir))
+	return a && b
+}
+
+// watchRoots watches each missing root's nearest existing ancestor, to notice it being created.
+func (in *Injector) watchRoots(missing []string) {
+	for _, r := range in.cfg.SessionsRoots {
+		if !slices.Contains(missing, r) {
+			in.watch(r)
+			continue
+		}
+		for p := filepath.Dir(r); ; p = filepath.Dir(p) {
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+				in.watch(p)
+				break
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
+	}
+}
+
+func (in *Injector) watch(dir string) bool {
+	if in.watched[dir] {
+		return true
+	}
+	if in.w == nil || len(in.watched) >= in.opts.MaxWatches {
+		return false
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return false // never watch through a link
+	}
+	if err := in.w.Add(dir); err != nil {
+		in.log.Debug("cannot watch folder", "dir", dir, "err", err)
+		return false
+	}
+	in.watched[dir] = true
+	return true
+}
+
+func (in *Injector) unwatch(dir string) {
+	if in.watched[dir] {
+		delete(in.watched, dir)
+		_ = in.w.Remove(dir) // fails harmlessly when the folder is already gone
+	}
+}
+
+func (in *Injector) forget(dir string, t *tracked) {
+	in.unwatch(filepath.Join(dir, session.ClaudeDir))
+	in.unwatch(dir)
+	delete(in.live, dir)
+	in.opts.Recorder.SessionGone(t.id)
+}
+
+// handle acts on one watcher event and reports whether the tree's structure may have changed.
+func (in *Injector) handle(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	name := filepath.Clean(ev.Name)
+	base := filepath.Base(name)
+	for _, root := range in.cfg.SessionsRoots {
+		rel, err := filepath.Rel(root, name)
+		if err != nil || rel == "." {
+			continue
+		}
+		if strings.HasPrefix(rel, "..") {
+			if strings.HasPrefix(root, name+string(filepath.Separator)) {
+				return true // a missing root's ancestor changed: the root may exist now
+			}
+			continue
+		}
+		parts := strings.Split(rel, string(filepath.Separator))
+		switch {
+		case len(parts) <= 3:
+			if len(parts) == 3 && strings.HasSuffix(base, ".json") {
+				// local_<uuid>.json changed: Cowork touched the session's metadata, a sign of life.
+				dir := strings.TrimSuffix(name, ".json")
+				if _, known := in.live[dir]; !known {
+					return true
+				}
+				return false
+			}
+			return !strings.HasPrefix(base, ".")
+		case len(parts) == 4 && base == session.ClaudeDir:
+			dir := filepath.Dir(name)
+			if ev.Has(fsnotify.Create) {
+				in.watchSession(dir)
+				in.ensure(dir, filepath.Base(dir), reasonNew)
+			}
+			return false
+		case len(parts) == 5 && parts[3] == session.ClaudeDir && base == "settings.json":
+			dir := filepath.Dir(filepath.Dir(name))
+			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+				in.pending[dir] = true
+				return true
+			}
+			in.ensure(dir, filepath.Base(dir), reasonChange)
+			return false
+		}
+		return false
+	}
+	return false
+}
+
+func (in *Injector) flushPending() {
+	for dir := range in.pending {
+		delete(in.pending, dir)
+		if fi, err := os.Lstat(filepath.Join(dir, session.ClaudeDir)); err == nil && fi.IsDir() {
+			in.ensure(dir, filepath.Base(dir), reasonChange)
+		}
+	}
+}
+
+type reason int
+
+const (
+	reasonScan   reason = iota // a rescan or a config change
+	reasonNew                  // a new .claude appeared
+	reasonChange               // settings.json changed under us
+)
+
+// ensure puts our entry into one session and reports the result.
+func (in *Injector) ensure(dir, id string, why reason) {
+	rec := in.opts.Recorder
+	t := in.live[dir]
+	if t == nil {
+		t = &tracked{id: id}
+		in.live[dir] = t
+		rec.SessionSeen(id, dir)
+	}
+	s, err := session.Open(dir)
+	if err == nil {
+		var out Outcome
+		out, err = Ensure(s, in.entry, in.opts.Now())
+		s.Close()
+		if err == nil {
+			in.report(t, out, why)
+			return
+		}
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return // the session is going away; the next scan forgets it
+	}
+	t.hooked = false
+	in.log.Warn("cannot hook session", "code", "session_unhooked", "session", id, "err", err)
+	rec.SessionUnhooked(id, err)
+}
+
+func (in *Injector) report(t *tracked, out Outcome, why reason) {
+	repairs := out.Repairs()
+	if t.hooked && out.Merge.Added {
+		repairs = append(repairs, "restored our removed entry")
+	}
+	if why == reasonScan && !out.Merge.DisabledAllHooks && !out.ReplacedLink && out.SetAside == "" && !out.Merge.Added {
+		repairs = nil // replacing our previous variant after a config change is not a repair
+	}
+	if len(repairs) > 0 {
+		in.log.Warn("session settings repaired", "code", "settings_repaired", "session", t.id, "repairs", repairs)
+		in.opts.Recorder.SettingsRepaired(t.id, repairs)
+	}
+	unverified := out.Wrote && out.Merge.Added && out.Running && !t.hooked
+	if out.Wrote {
+		in.log.Info("session hooked", "session", t.id, "mode", string(in.entry.Mode), "unverified", unverified)
+	}
+	t.hooked = true
+	in.opts.Recorder.SessionHooked(t.id, unverified)
+}
+
+// Watches is the number of folders currently watched (for health); call it only from the goroutine
+// running Run or after Run has returned.
+func (in *Injector) Watches() int { return len(in.watched) }
+
+// UnhookAll removes our entries from every session under roots, for when an admin switches
+// coworkbridge off. It returns how many sessions it changed; errors are logged per session.
+func UnhookAll(roots []string, log *slog.Logger) int {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	changed := 0
+	sc := session.Discover(roots, 1<<20)
+	for _, f := range sc.Sessions {
+		n, err := unhook(f.Dir)
+		if err != nil {
+			log.Warn("cannot remove our hook from a session", "session", f.ID, "err", err)
+		}
+		changed += n
+	}
+	return changed
+}
+
+func unhook(dir string) (int, error) {
+	s, err := session.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	data, err := s.ReadFile(session.SettingsFile, maxSettingsBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	out, changed, err := Strip(data)
+	if err != nil || !changed {
+		return 0, err
+	}
+	fi, err := s.Lstat(session.SettingsFile)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.WriteFile(session.SettingsFile, out, fi.Mode().Perm()); err != nil {
+		return 0, fmt.Errorf("write %s: %w", session.SettingsFile, err)
+	}
+	return 1, nil
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) SessionSeen(string, string)        {}
+func (nopRecorder) SessionHooked(string, bool)        {}
+func (nopRecorder) SessionUnhooked(string, error)     {}
+func (nopRecorder) SettingsRepaired(string, []string) {}
+func (nopRecorder) SessionGone(string)                {}
+func (nopRecorder) Scanned(ScanReport)                {}

@@ -1,0 +1,232 @@
+package injector
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// recorder is a hand-written Recorder that keeps what it was told.
+type recorder struct {
+	mu         sync.Mutex
+	seen       map[string]bool
+	hooked     map[string]bool
+	unverified map[string]bool
+	repaired   map[string][]string
+	gone       map[string]bool
+	scans      []ScanReport
+}
+
+func newRecorder() *recorder {
+	return &recorder{seen: map[string]bool{}, hooked: map[string]bool{}, unverified: map[string]bool{},
+		repaired: map[string][]string{}, gone: map[string]bool{}}
+}
+
+func (r *recorder) SessionSeen(id, _ string) { r.mu.Lock(); r.seen[id] = true; r.mu.Unlock() }
+func (r *recorder) SessionHooked(id string, unverified bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hooked[id] = true
+	if unverified {
+		r.unverified[id] = true
+	}
+}
+func (r *recorder) SessionUnhooked(id string, _ error) {
+	r.mu.Lock()
+	r.hooked[id] = false
+	r.mu.Unlock()
+}
+func (r *recorder) SettingsRepaired(id string, what []string) {
+	r.mu.Lock()
+	r.repaired[id] = append(r.repaired[id], what...)
+	r.mu.Unlock()
+}
+func (r *recorder) SessionGone(id string) { r.mu.Lock(); r.gone[id] = true; r.mu.Unlock() }
+func (r *recorder) Scanned(s ScanReport)  { r.mu.Lock(); r.scans = append(r.scans, s); r.mu.Unlock() }
+
+func (r *recorder) check(f func(r *recorder) bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return f(r)
+}
+
+func testConfig(root string, mode managedconfig.Mode) managedconfig.Config {
+	return managedconfig.Config{
+		Mode: mode, SessionsRoots: []string{root},
+		HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 4 << 20,
+		// An hour: anything these tests see within seconds came through the watcher.
+		RescanInterval: time.Hour,
+	}
+}
+
+func startInjector(t *testing.T, cfg managedconfig.Config, opts Options) (*Injector, *recorder) {
+	in, rec, _ := startStoppable(t, cfg, opts)
+	return in, rec
+}
+
+// startStoppable also returns a function that stops the injector and waits for it.
+func startStoppable(t *testing.T, cfg managedconfig.Config, opts Options) (*Injector, *recorder, func()) {
+	t.Helper()
+	rec := newRecorder()
+	opts.Recorder = rec
+	in, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- in.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run returned %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	// The first scan has run once a report arrives.
+	eventually(t, "first scan", func() bool { return rec.check(func(r *recorder) bool { return len(r.scans) > 0 }) })
+	return in, rec, stop
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func makeSession(t *testing.T, root, id string, settings string) string {
+	t.Helper()
+	dir := filepath.Join(root, "acct", "org", id)
+	if err := os.MkdirAll(filepath.Join(dir, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if settings != "" {
+		if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(settings), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func settingsOf(dir string) string {
+	data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
+	return string(data)
+}
+
+func hasMode(dir string, mode managedconfig.Mode) bool {
+	s := settingsOf(dir)
+	return strings.Contains(s, Marker) && strings.Contains(s, "mode="+string(mode)) && strings.Count(s, Marker) == 1
+}
+
+func TestInjectorHooksNewSessionsRepairsAndSwitchesMode(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	existing := makeSession(t, root, "local_old", "{}")
+	in, rec := startInjector(t, testConfig(root, managedconfig.Observe), Options{})
+	if !hasMode(existing, managedconfig.Observe) {
+		t.Fatalf("a live session was not hooked at start: %s", settingsOf(existing))
+	}
+
+	// A new session: Cowork makes the folders, then settings.json as {}.
+	fresh := makeSession(t, root, "local_new", "")
+	eventually(t, "hook in the new session", func() bool { return hasMode(fresh, managedconfig.Observe) })
+	os.WriteFile(filepath.Join(fresh, ".claude", "settings.json"), []byte("{}"), 0o644)
+	eventually(t, "hook restored after Cowork rewrote settings", func() bool { return hasMode(fresh, managedconfig.Observe) })
+
+	// The agent removes our entry and switches hooks off.
+	os.WriteFile(filepath.Join(existing, ".claude", "settings.json"), []byte(`{"disableAllHooks":true}`), 0o644)
+	eventually(t, "repair", func() bool {
+		return hasMode(existing, managedconfig.Observe) && !strings.Contains(settingsOf(existing), "disableAllHooks")
+	})
+	eventually(t, "repair reported", func() bool {
+		return rec.check(func(r *recorder) bool { return len(r.repaired["local_old"]) > 0 })
+	})
+
+	in.SetConfig(testConfig(root, managedconfig.Enforce))
+	eventually(t, "every session in enforce", func() bool {
+		return hasMode(existing, managedconfig.Enforce) && hasMode(fresh, managedconfig.Enforce)
+	})
+
+	if err := os.RemoveAll(fresh); err != nil {
+		t.Fatalf("removing a session raced with the injector: %v", err)
+	}
+	eventually(t, "session gone", func() bool { return rec.check(func(r *recorder) bool { return r.gone["local_new"] }) })
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("the removed session came back: %v", err)
+	}
+}
+
+func TestInjectorWatchesForARootThatDoesNotExistYet(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "Claude", "local-agent-mode-sessions")
+	_, rec := startInjector(t, testConfig(root, managedconfig.Observe), Options{})
+	if !rec.check(func(r *recorder) bool { return len(r.scans[0].MissingRoots) == 1 }) {
+		t.Fatal("missing root not reported")
+	}
+	dir := makeSession(t, root, "local_1", "{}")
+	eventually(t, "hook under the late root", func() bool { return hasMode(dir, managedconfig.Observe) })
+}
+
+func TestInjectorLeavesOldSessionsAloneAndMarksRunningOnesUnverified(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	old := makeSession(t, root, "local_old", "{}")
+	ancient := time.Now().Add(-48 * time.Hour)
+	for _, p := range []string{old, filepath.Join(old, ".claude")} {
+		os.Chtimes(p, ancient, ancient)
+	}
+	running := makeSession(t, root, "local_running", "{}")
+	os.MkdirAll(filepath.Join(running, ".claude", "projects", "-sessions-x"), 0o755)
+	_, rec := startInjector(t, testConfig(root, managedconfig.Observe), Options{})
+	if settingsOf(old) != "{}" {
+		t.Error("a session idle for 48 h was rewritten")
+	}
+	if !hasMode(running, managedconfig.Observe) || !rec.check(func(r *recorder) bool { return r.unverified["local_running"] }) {
+		t.Error("a running session hooked for the first time must be reported unverified")
+	}
+}
+
+func TestInjectorRespectsTheWatchLimit(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	for _, id := range []string{"local_a", "local_b", "local_c"} {
+		makeSession(t, root, id, "{}")
+	}
+	in, rec := startInjector(t, testConfig(root, managedconfig.Observe), Options{MaxWatches: 4})
+	_ = in
+	r := rec.check(func(r *recorder) bool { return r.scans[0].Watches <= 4 && r.scans[0].WatchLimited > 0 })
+	if !r {
+		t.Errorf("scan report %+v: want at most 4 watches and limited sessions counted", rec.scans[0])
+	}
+	if !rec.check(func(r *recorder) bool { return r.hooked["local_a"] && r.hooked["local_b"] && r.hooked["local_c"] }) {
+		t.Error("sessions past the watch limit must still be hooked by the scan")
+	}
+}
+
+func TestUnhookAllRemovesOnlyOurEntries(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	a := makeSession(t, root, "local_a", `{"model":"opus"}`)
+	b := makeSession(t, root, "local_b", "")
+	cfg := testConfig(root, managedconfig.Enforce)
+	_, _, stop := startStoppable(t, cfg, Options{})
+	if !hasMode(a, managedconfig.Enforce) || !hasMode(b, managedconfig.Enforce) {
+		t.Fatal("not hooked")
+	}
+	stop() // the daemon stops its injector before unhooking, or it would repair at once
+	if n := UnhookAll([]string{root}, nil); n != 2 {
+		t.Errorf("changed %d sessions, want 2", n)
+	}
+	if strings.Contains(settingsOf(a), Marker) || !strings.Contains(settingsOf(a), `"opus"`) {
+		t.Errorf("a: %s", settingsOf(a))
+	}
+}
