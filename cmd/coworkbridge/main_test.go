@@ -257,3 +257,43 @@ func TestCommandLine(t *testing.T) {
 		})
 	}
 }
+
+func TestRunHooksSessionsWhileEnabledAndUnhooksWhenSwitchedOff(t *testing.T) {
+	m := newMachine(t)
+	dir := filepath.Join(m.sessions, "acct", "org", "local_1")
+	if err := os.MkdirAll(filepath.Join(dir, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(dir, ".claude", "settings.json")
+	os.WriteFile(settings, []byte(`{"model":"opus"}`), 0o644)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	p := start(t, m, "run")
+	p.waitLog(t, "guarding Cowork sessions", map[string]any{"mode": "enforce"})
+	waitFile(t, settings, "mode=enforce")
+
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
+	waitFile(t, settings, "mode=observe")
+
+	m.writeConfig(t, `{"version":1,"cowork_enabled":false}`)
+	p.waitLog(t, "hooks removed from sessions", map[string]any{"sessions_changed": float64(1)})
+	if data, _ := os.ReadFile(settings); strings.Contains(string(data), "coworkbridge-hook") || !strings.Contains(string(data), "opus") {
+		t.Errorf("after switching off: %s", data)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if data, _ := os.ReadFile(path); strings.Contains(string(data), want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	data, _ := os.ReadFile(path)
+	t.Fatalf("%s never contained %q; it holds:\n%.300s", path, want, data)
+}

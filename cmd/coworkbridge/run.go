@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -55,6 +57,16 @@ type daemon struct {
 	loader *managedconfig.Loader
 	// current is the configuration in force; only Run's goroutine touches it.
 	current managedconfig.Snapshot
+	// guard is the running session machinery, nil while coworkbridge is off.
+	guard *guard
+}
+
+// guard is the part of the daemon that runs only while coworkbridge is on.
+type guard struct {
+	injector *injector.Injector
+	roots    []string
+	cancel   context.CancelFunc
+	done     chan error
 }
 
 // newDaemon resolves the daemon's folders and takes the per-user lock.
@@ -83,7 +95,8 @@ func (d *daemon) Run(ctx context.Context) error {
 	started := time.Now()
 	d.current = d.loader.Load()
 	d.logStart()
-	d.apply(managedconfig.Snapshot{}, d.current)
+	d.apply(ctx, managedconfig.Snapshot{}, d.current)
+	defer d.stopGuard()
 
 	changes := make(chan managedconfig.Snapshot)
 	watchDone := make(chan error, 1)
@@ -105,12 +118,18 @@ func (d *daemon) Run(ctx context.Context) error {
 		case s := <-changes:
 			prev := d.current
 			d.current = s
-			d.apply(prev, s)
+			d.apply(ctx, prev, s)
 		case err := <-watchDone:
 			if err == nil {
 				err = errors.New("config watcher ended unexpectedly")
 			}
 			return err
+		case err := <-d.guardDone():
+			d.guard = nil // it has ended; nothing left to stop
+			if ctx.Err() != nil {
+				continue // shutting down: the Done case ends the loop
+			}
+			return fmt.Errorf("session injector: %w", err)
 		}
 	}
 }
@@ -126,8 +145,73 @@ func (d *daemon) logStart() {
 }
 
 // apply puts a new configuration into force and says so. It is the one place a configuration
-// change takes effect, so later parts of the daemon hook in here.
-func (d *daemon) apply(prev, s managedconfig.Snapshot) {
+// change takes effect.
+func (d *daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
+	d.logConfig(prev, s)
+	switch {
+	case s.Enabled():
+		d.startOrUpdateGuard(ctx, s.Config)
+	case s.Origin == managedconfig.OriginInvalid:
+		// Off, but hooks an earlier install left stay: removing them would relax enforcement
+		// on the strength of a broken file.
+		d.stopGuard()
+	default:
+		d.switchOff()
+	}
+}
+
+func (d *daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Config) {
+	if d.guard != nil && slices.Equal(d.guard.roots, cfg.SessionsRoots) {
+		d.guard.injector.SetConfig(cfg)
+		return
+	}
+	if d.guard != nil {
+		d.switchOff() // the roots moved: sessions under the old ones are no longer ours to guard
+	}
+	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector")})
+	if err != nil {
+		d.log.Error("cannot start the session injector", "err", err)
+		return
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	g := &guard{injector: inj, roots: slices.Clone(cfg.SessionsRoots), cancel: cancel, done: make(chan error, 1)}
+	go func() { g.done <- inj.Run(gctx) }()
+	d.guard = g
+	d.log.Info("guarding Cowork sessions", "mode", string(cfg.Mode), "sessions_roots", cfg.SessionsRoots)
+}
+
+// stopGuard stops the session machinery and leaves the hooks in place: while the daemon is
+// down, enforce hooks deny, which is the point.
+func (d *daemon) stopGuard() {
+	if d.guard == nil {
+		return
+	}
+	d.guard.cancel()
+	<-d.guard.done
+	d.guard = nil
+}
+
+// switchOff is for an admin turning coworkbridge off: our hooks leave every session, or enforce
+// hooks would deny every call once nobody answers them.
+func (d *daemon) switchOff() {
+	if d.guard == nil {
+		return
+	}
+	roots := d.guard.roots
+	d.stopGuard()
+	n := injector.UnhookAll(roots, d.log)
+	d.log.Info("coworkbridge switched off: hooks removed from sessions", "sessions_changed", n)
+}
+
+// guardDone yields the injector's fatal error; nil channel (never ready) while off.
+func (d *daemon) guardDone() <-chan error {
+	if d.guard == nil {
+		return nil
+	}
+	return d.guard.done
+}
+
+func (d *daemon) logConfig(prev, s managedconfig.Snapshot) {
 	d.level.Set(s.Config.LogLevel)
 	if s.SaveErr != nil {
 		d.log.Warn("could not keep a last-good copy of the config; a later broken file would switch coworkbridge off",
