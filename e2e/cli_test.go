@@ -1,0 +1,164 @@
+// Package e2e drives the real Claude Code CLI, offline, against coworkbridge.
+//
+// The CLI comes from npm (pinned below) into a cache folder outside the repository, or from
+// $COWORKBRIDGE_CLAUDE_BIN. Without either the tests skip and say how to enable them; with
+// COWORKBRIDGE_E2E=require (CI sets it) a missing CLI is a failure.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// cliVersion is the Claude Code release the tests pin: the one the reference facts were
+// verified with.
+const cliVersion = "2.1.329"
+
+var (
+	cliOnce sync.Once
+	cliPath string
+	cliErr  string
+)
+
+// claudeBinary returns the CLI to drive, installing it once per machine if needed.
+func claudeBinary(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() { cliPath, cliErr = findOrInstallCLI() })
+	if cliPath == "" {
+		msg := "Claude Code CLI unavailable: " + cliErr +
+			". To run these tests, install npm (the CLI " + cliVersion + " is then fetched into the user cache folder) or set COWORKBRIDGE_CLAUDE_BIN to a claude binary."
+		if os.Getenv("COWORKBRIDGE_E2E") == "require" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return cliPath
+}
+
+func findOrInstallCLI() (string, string) {
+	if p := os.Getenv("COWORKBRIDGE_CLAUDE_BIN"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", "COWORKBRIDGE_CLAUDE_BIN: " + err.Error()
+		}
+		return p, ""
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err.Error()
+	}
+	dir := filepath.Join(cache, "coworkbridge-e2e", "claude-code-"+cliVersion)
+	platform := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	bin := filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code-"+runtime.GOOS+"-"+platform, "claude")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, ""
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return "", "npm not found"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err.Error()
+	}
+	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, "@anthropic-ai/claude-code@"+cliVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "npm install failed: " + err.Error() + ": " + lastLines(string(out), 5)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", "npm installed no binary at " + bin
+	}
+	return bin, ""
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// cliRun is the outcome of one CLI run in stream-json mode.
+type cliRun struct {
+	Records []map[string]any
+	Stderr  string
+	Elapsed time.Duration
+}
+
+// permissionDecisions collects tool_result_meta permission decisions from the stream.
+func (r cliRun) permissionDecisions() []map[string]any {
+	var out []map[string]any
+	for _, rec := range r.Records {
+		metas, _ := rec["tool_result_meta"].([]any)
+		for _, m := range metas {
+			if mm, ok := m.(map[string]any); ok {
+				if pd, ok := mm["permission_decision"].(map[string]any); ok {
+					out = append(out, pd)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// runCLI runs one prompt headless in a Cowork-like session folder, the way Cowork starts it:
+// CLAUDE_CONFIG_DIR is the session's .claude, the cwd its outputs/.
+func runCLI(t *testing.T, api *fakeAPI, sessionDir string, extraEnv ...string) cliRun {
+	t.Helper()
+	bin := claudeBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-p", "do the task", "--output-format", "stream-json", "--verbose",
+		"--permission-mode", "acceptEdits")
+	cmd.Dir = filepath.Join(sessionDir, "outputs")
+	home := t.TempDir()
+	cmd.Env = append([]string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
+		"ANTHROPIC_BASE_URL=" + api.srv.URL, "ANTHROPIC_API_KEY=sk-ant-fake",
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(sessionDir, ".claude"),
+		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_IS_COWORK=1",
+	}, extraEnv...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	run := cliRun{Stderr: stderr.String(), Elapsed: time.Since(start)}
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(sc.Bytes(), &rec) == nil {
+			run.Records = append(run.Records, rec)
+		}
+	}
+	if err != nil {
+		t.Fatalf("claude exited with %v\nstderr: %s\nstdout: %.2000s", err, stderr.String(), stdout.String())
+	}
+	return run
+}
+
+// newCoworkSession builds <root>/acct/org/local_<id>/ with .claude/settings.json = {} and the
+// folders Cowork makes.
+func newCoworkSession(t *testing.T, root, id string) string {
+	t.Helper()
+	dir := filepath.Join(root, "acct", "org", "local_"+id)
+	for _, d := range []string{".claude", "outputs", "uploads"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
