@@ -323,6 +323,11 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 		}
 		parts := strings.Split(rel, string(filepath.Separator))
 		switch {
+		case len(parts) == 3 && ev.Has(fsnotify.Create) && strings.HasPrefix(base, "local_") && !strings.HasSuffix(base, ".json"):
+			// A new session folder: watch it now rather than after a rescan, so that its .claude
+			// is seen the moment it appears.
+			in.newSession(name)
+			return false
 		case len(parts) <= 3:
 			if len(parts) == 3 && strings.HasSuffix(base, ".json") {
 				// local_<uuid>.json changed: Cowork touched the session's metadata, a sign of life.
@@ -352,6 +357,17 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 		return false
 	}
 	return false
+}
+
+func (in *Injector) newSession(dir string) {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return // a link or already gone: the rescan reports what it is
+	}
+	in.watch(dir) // before looking for .claude, so that its creation cannot slip between the two
+	if fi, err := os.Lstat(filepath.Join(dir, session.ClaudeDir)); err == nil && fi.IsDir() {
+		in.watchSession(dir)
+		in.ensure(dir, filepath.Base(dir), reasonNew)
+	}
 }
 
 func (in *Injector) flushPending() {
