@@ -13,6 +13,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -32,18 +33,7 @@ type Recorder interface {
 	// SessionGone: the session folder went away or fell out of the live window.
 	SessionGone(id string)
 	// Scanned reports each full pass over the sessions roots.
-	Scanned(ScanReport)
-}
-
-// ScanReport summarises one pass over the sessions roots.
-type ScanReport struct {
-	Sessions     int // session folders found
-	Live         int // of which active within the live window
-	MissingRoots []string
-	Unrecognised []string
-	Truncated    bool
-	Watches      int // folders watched
-	WatchLimited int // live sessions left to the rescan because the watch limit was reached
+	Scanned(health.ScanReport)
 }
 
 // Options tunes an Injector; zero values take the defaults.
@@ -219,7 +209,7 @@ func (in *Injector) rescan(full bool) {
 	for _, f := range sc.Folders {
 		in.watch(f)
 	}
-	report := ScanReport{Sessions: len(sc.Sessions), MissingRoots: sc.MissingRoots, Unrecognised: sc.Unrecognised, Truncated: sc.Truncated}
+	report := health.ScanReport{Roots: in.cfg.SessionsRoots, Sessions: len(sc.Sessions), MissingRoots: sc.MissingRoots, Unrecognised: sc.Unrecognised, Truncated: sc.Truncated}
 	seen := make(map[string]bool, len(sc.Sessions))
 	for _, f := range sc.Sessions {
 		if now.Sub(f.ModTime) > in.opts.LiveWindow {
@@ -490,4 +480,4 @@ func (nopRecorder) SessionHooked(string, bool)        {}
 func (nopRecorder) SessionUnhooked(string, error)     {}
 func (nopRecorder) SettingsRepaired(string, []string) {}
 func (nopRecorder) SessionGone(string)                {}
-func (nopRecorder) Scanned(ScanReport)                {}
+func (nopRecorder) Scanned(health.ScanReport)         {}

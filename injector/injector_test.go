@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -20,7 +21,7 @@ type recorder struct {
 	unverified map[string]bool
 	repaired   map[string][]string
 	gone       map[string]bool
-	scans      []ScanReport
+	scans      []health.ScanReport
 }
 
 func newRecorder() *recorder {
@@ -48,7 +49,11 @@ func (r *recorder) SettingsRepaired(id string, what []string) {
 	r.mu.Unlock()
 }
 func (r *recorder) SessionGone(id string) { r.mu.Lock(); r.gone[id] = true; r.mu.Unlock() }
-func (r *recorder) Scanned(s ScanReport)  { r.mu.Lock(); r.scans = append(r.scans, s); r.mu.Unlock() }
+func (r *recorder) Scanned(s health.ScanReport) {
+	r.mu.Lock()
+	r.scans = append(r.scans, s)
+	r.mu.Unlock()
+}
 
 func (r *recorder) check(f func(r *recorder) bool) bool {
 	r.mu.Lock()

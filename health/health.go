@@ -1,0 +1,299 @@
+// Package health keeps the daemon's account of itself: the state of every Cowork session it
+// guards, counters, and the warnings an admin must see. It logs a heartbeat at a fixed interval and
+// writes the same snapshot to health.json, which `coworkbridge status` reads.
+//
+// The worst failure of a guard is to stop guarding silently, so every abnormal state has a stable
+// warning code. Health only records and reports: it never acts on sessions, and it reads no
+// session files.
+package health
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// MaxSessions bounds the sessions health tracks; past it new sessions are counted, not tracked.
+const MaxSessions = 10_000
+
+// forgetAfter is how long a gone session stays in the snapshot.
+const forgetAfter = 24 * time.Hour
+
+// silentAfter is how long hooked sessions may stay without any event before health suspects the
+// hook no longer reaches us (Cowork changed its layout or its mount).
+const silentAfter = 15 * time.Minute
+
+// maxLatencySamples bounds the decision latencies kept between heartbeats.
+const maxLatencySamples = 8192
+
+// ScanReport summarises one pass of the injector over the sessions roots.
+type ScanReport struct {
+	Roots        []string
+	Sessions     int // session folders found
+	Live         int // of which active within the live window
+	MissingRoots []string
+	Unrecognised []string
+	Truncated    bool
+	Watches      int // folders watched
+	WatchLimited int // live sessions left to the rescan because the watch limit was reached
+}
+
+// Session is what health knows of one session.
+type Session struct {
+	ID        string    `json:"id"`
+	Dir       string    `json:"dir"`
+	FirstSeen time.Time `json:"first_seen"`
+	// Seen: the injector found the session folder (events alone do not make a session "seen").
+	Seen       bool      `json:"seen"`
+	Hooked     bool      `json:"hooked"`
+	HookedAt   time.Time `json:"hooked_at,omitzero"`
+	Unverified bool      `json:"unverified,omitempty"`
+	Confirmed  bool      `json:"confirmed"`
+	LastEvent  time.Time `json:"last_event,omitzero"`
+	Events     uint64    `json:"events"`
+	Denies     uint64    `json:"denies"`
+	Asks       uint64    `json:"asks"`
+	Malformed  uint64    `json:"malformed"`
+	Oversized  uint64    `json:"oversized"`
+	Repairs    uint64    `json:"repairs"`
+	Unhooked   string    `json:"unhooked_error,omitempty"`
+	Gone       time.Time `json:"gone,omitzero"`
+}
+
+// Totals are counters over the daemon's life.
+type Totals struct {
+	Events              uint64 `json:"events"`
+	Denies              uint64 `json:"denies"`
+	Asks                uint64 `json:"asks"`
+	Malformed           uint64 `json:"malformed_lines"`
+	Oversized           uint64 `json:"oversized_lines"`
+	Repairs             uint64 `json:"settings_repaired"`
+	DecisionsUnconsumed uint64 `json:"decisions_unconsumed"`
+	TelemetryFailures   uint64 `json:"telemetry_write_failures"`
+	SessionsDropped     uint64 `json:"sessions_not_tracked"`
+}
+
+// window counts what happened since the last heartbeat; a counter warning stands while its
+// window count is above zero, so it clears by itself one heartbeat after the trouble stops.
+type window struct {
+	malformed, oversized, repaired, unconsumed, telemetry uint64
+	sessions                                              map[string][]string // code -> sessions
+	latencies                                             []time.Duration
+	latencyDropped                                        uint64
+}
+
+// ConfigState is the daemon's configuration as health reports it.
+type ConfigState struct {
+	Path    string `json:"path,omitempty"`
+	Origin  string `json:"origin"`
+	Hash    string `json:"hash,omitempty"`
+	Mode    string `json:"mode"`
+	Enabled bool   `json:"enabled"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// Health is safe for concurrent use.
+type Health struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	totals   Totals
+	win      window
+	scan     ScanReport
+	config   ConfigState
+}
+
+// New returns an empty Health reading time from now.
+func New(now func() time.Time) *Health {
+	if now == nil {
+		now = time.Now
+	}
+	return &Health{now: now, sessions: map[string]*Session{}, win: window{sessions: map[string][]string{}}}
+}
+
+// session returns the entry for id, creating it unless the limit is reached. Callers hold mu.
+func (h *Health) session(id string) *Session {
+	if s, ok := h.sessions[id]; ok {
+		return s
+	}
+	if len(h.sessions) >= MaxSessions {
+		h.pruneLocked()
+		if len(h.sessions) >= MaxSessions {
+			h.totals.SessionsDropped++
+			return &Session{ID: id} // counted, not kept
+		}
+	}
+	s := &Session{ID: id, FirstSeen: h.now()}
+	h.sessions[id] = s
+	return s
+}
+
+func (h *Health) pruneLocked() {
+	cut := h.now().Add(-forgetAfter)
+	for id, s := range h.sessions {
+		if !s.Gone.IsZero() && s.Gone.Before(cut) {
+			delete(h.sessions, id)
+		}
+	}
+}
+
+func (h *Health) noteSession(code, id string) {
+	if !slices.Contains(h.win.sessions[code], id) {
+		h.win.sessions[code] = append(h.win.sessions[code], id)
+	}
+}
+
+// SessionSeen records a live session folder.
+func (h *Health) SessionSeen(id, dir string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.session(id)
+	s.Dir, s.Gone, s.Seen = dir, time.Time{}, true
+}
+
+// SessionHooked records that our current entry is in the session's settings.
+func (h *Health) SessionHooked(id string, unverified bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.session(id)
+	if !s.Hooked {
+		s.HookedAt = h.now()
+	}
+	s.Hooked, s.Unhooked = true, ""
+	if unverified && !s.Confirmed {
+		s.Unverified = true
+	}
+}
+
+// SessionUnhooked records that our entry could not be put in place.
+func (h *Health) SessionUnhooked(id string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.session(id)
+	s.Hooked = false
+	s.Unhooked = "unknown error"
+	if err != nil {
+		s.Unhooked = err.Error()
+	}
+}
+
+// SettingsRepaired records that our entry had been removed or disabled and was restored.
+func (h *Health) SettingsRepaired(id string, _ []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.session(id).Repairs++
+	h.totals.Repairs++
+	h.win.repaired++
+	h.noteSession(CodeSettingsRepaired, id)
+}
+
+// SessionGone records that the session left the live set.
+func (h *Health) SessionGone(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.sessions[id]; ok {
+		s.Gone = h.now()
+	}
+}
+
+// Scanned records the injector's latest pass.
+func (h *Health) Scanned(r ScanReport) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.scan = r
+}
+
+// Decision is the outcome of one event, as the collector reports it.
+type Decision string
+
+// Decisions the collector reports.
+const (
+	Allow Decision = "allow"
+	Ask   Decision = "ask"
+	Deny  Decision = "deny"
+)
+
+// Event records one handled event and, in enforce mode, how long its decision took.
+func (h *Health) Event(id string, d Decision, latency time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.session(id)
+	s.Events++
+	s.LastEvent = h.now()
+	s.Confirmed, s.Unverified = true, false
+	h.totals.Events++
+	switch d {
+	case Deny:
+		s.Denies++
+		h.totals.Denies++
+	case Ask:
+		s.Asks++
+		h.totals.Asks++
+	}
+	if latency > 0 {
+		if len(h.win.latencies) < maxLatencySamples {
+			h.win.latencies = append(h.win.latencies, latency)
+		} else {
+			h.win.latencyDropped++
+		}
+	}
+}
+
+// Malformed records a spool line that could not be decoded.
+func (h *Health) Malformed(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.session(id).Malformed++
+	h.totals.Malformed++
+	h.win.malformed++
+	h.noteSession(CodeMalformedLines, id)
+}
+
+// Oversized records a spool line longer than max_line_bytes.
+func (h *Health) Oversized(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.session(id).Oversized++
+	h.totals.Oversized++
+	h.win.oversized++
+	h.noteSession(CodeOversizedLines, id)
+}
+
+// DecisionsUnconsumed records decision files swept unread: their hooks gave up first.
+func (h *Health) DecisionsUnconsumed(id string, n int) {
+	if n <= 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.totals.DecisionsUnconsumed += uint64(n)
+	h.win.unconsumed += uint64(n)
+	h.noteSession(CodeDecisionsUnconsumed, id)
+}
+
+// TelemetryFailed records a decision-log write that failed.
+func (h *Health) TelemetryFailed() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.totals.TelemetryFailures++
+	h.win.telemetry++
+}
+
+// SetConfig records the configuration in force.
+func (h *Health) SetConfig(c ConfigState) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.config = c
+}
+
+// sortedSessions returns copies of the tracked sessions, by id.
+func (h *Health) sortedSessions() []Session {
+	out := make([]Session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,313 @@
+package health
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// clock is a hand-set time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newTestHealth() (*Health, *clock) {
+	c := &clock{t: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
+	h := New(c.now)
+	h.SetConfig(ConfigState{Origin: "file", Mode: "enforce", Enabled: true, Hash: "abc"})
+	return h, c
+}
+
+func codes(s Snapshot) []string {
+	var out []string
+	for _, w := range s.Warnings {
+		out = append(out, w.Code)
+	}
+	return out
+}
+
+func warning(s Snapshot, code string) *Warning {
+	for i := range s.Warnings {
+		if s.Warnings[i].Code == code {
+			return &s.Warnings[i]
+		}
+	}
+	return nil
+}
+
+// Each row raises one warning, checks it names the sessions concerned, then removes the cause
+// and checks that the warning clears.
+func TestEachWarningRaisesAndClears(t *testing.T) {
+	tests := []struct {
+		code     string
+		raise    func(h *Health, c *clock)
+		clear    func(h *Health, c *clock)
+		sessions []string
+	}{
+		{CodeSessionUnhooked,
+			func(h *Health, c *clock) {
+				h.SessionSeen("local_a", "/s/a")
+				h.SessionUnhooked("local_a", errors.New("settings.json is a directory"))
+			},
+			func(h *Health, c *clock) { h.SessionHooked("local_a", false) },
+			[]string{"local_a"}},
+		{CodeSessionUnverified,
+			func(h *Health, c *clock) { h.SessionSeen("local_a", "/s/a"); h.SessionHooked("local_a", true) },
+			func(h *Health, c *clock) { h.Event("local_a", Allow, 0) },
+			[]string{"local_a"}},
+		{CodeHookedButSilent,
+			func(h *Health, c *clock) {
+				h.SessionSeen("local_a", "/s/a")
+				h.SessionHooked("local_a", false)
+				h.SessionSeen("local_b", "/s/b")
+				h.SessionHooked("local_b", false)
+				c.add(16 * time.Minute)
+			},
+			func(h *Health, c *clock) { h.Event("local_b", Allow, 0) },
+			[]string{"local_a", "local_b"}},
+		{CodeLayoutUnrecognised,
+			func(h *Health, c *clock) {
+				h.Scanned(ScanReport{Roots: []string{"/r"}, Unrecognised: []string{"/r/x/local_y"}})
+			},
+			func(h *Health, c *clock) { h.Scanned(ScanReport{Roots: []string{"/r"}}) },
+			[]string{"/r/x/local_y"}},
+		{CodeNoSessionsRoot,
+			func(h *Health, c *clock) { h.Scanned(ScanReport{Roots: []string{"/r"}, MissingRoots: []string{"/r"}}) },
+			func(h *Health, c *clock) { h.Scanned(ScanReport{Roots: []string{"/r"}}) },
+			nil},
+		{CodeWatchLimit,
+			func(h *Health, c *clock) { h.Scanned(ScanReport{Roots: []string{"/r"}, WatchLimited: 3}) },
+			func(h *Health, c *clock) { h.Scanned(ScanReport{Roots: []string{"/r"}}) },
+			nil},
+		{CodeDecisionsUnconsumed,
+			func(h *Health, c *clock) { h.DecisionsUnconsumed("local_a", 2) },
+			func(h *Health, c *clock) { h.Snapshot(true) }, // a quiet heartbeat window
+			[]string{"local_a"}},
+		{CodeMalformedLines,
+			func(h *Health, c *clock) { h.Malformed("local_a") },
+			func(h *Health, c *clock) { h.Snapshot(true) },
+			[]string{"local_a"}},
+		{CodeOversizedLines,
+			func(h *Health, c *clock) { h.Oversized("local_b") },
+			func(h *Health, c *clock) { h.Snapshot(true) },
+			[]string{"local_b"}},
+		{CodeSettingsRepaired,
+			func(h *Health, c *clock) { h.SettingsRepaired("local_a", []string{"removed disableAllHooks"}) },
+			func(h *Health, c *clock) { h.Snapshot(true) },
+			[]string{"local_a"}},
+		{CodeConfigInvalid,
+			func(h *Health, c *clock) {
+				h.SetConfig(ConfigState{Origin: "last-good", Mode: "enforce", Enabled: true, Problem: "mode: \"x\" is not a mode"})
+			},
+			func(h *Health, c *clock) { h.SetConfig(ConfigState{Origin: "file", Mode: "enforce", Enabled: true}) },
+			nil},
+		{CodeTelemetryFailed,
+			func(h *Health, c *clock) { h.TelemetryFailed() },
+			func(h *Health, c *clock) { h.Snapshot(true) },
+			nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			h, c := newTestHealth()
+			if got := codes(h.Snapshot(false)); len(got) != 0 {
+				t.Fatalf("warnings before the cause: %v", got)
+			}
+			tt.raise(h, c)
+			s := h.Snapshot(false)
+			w := warning(s, tt.code)
+			if w == nil {
+				t.Fatalf("%s not raised; got %v", tt.code, codes(s))
+			}
+			if len(codes(s)) != 1 {
+				t.Errorf("other warnings raised too: %v", codes(s))
+			}
+			if !slices.Equal(w.Sessions, tt.sessions) || w.Message == "" || w.Action == "" {
+				t.Errorf("warning %+v, want sessions %v and a message and action", w, tt.sessions)
+			}
+			tt.clear(h, c)
+			if got := codes(h.Snapshot(false)); slices.Contains(got, tt.code) {
+				t.Errorf("%s did not clear: %v", tt.code, got)
+			}
+		})
+	}
+}
+
+func TestSilentIsNotRaisedBeforeFifteenMinutes(t *testing.T) {
+	h, c := newTestHealth()
+	h.SessionSeen("local_a", "/s/a")
+	h.SessionHooked("local_a", false)
+	c.add(14 * time.Minute)
+	if got := codes(h.Snapshot(false)); len(got) != 0 {
+		t.Errorf("warnings %v after 14 minutes", got)
+	}
+}
+
+func TestGoneSessionsRaiseNothingAndAreForgottenAfterADay(t *testing.T) {
+	h, c := newTestHealth()
+	h.SessionSeen("local_a", "/s/a")
+	h.SessionUnhooked("local_a", errors.New("x"))
+	h.SessionGone("local_a")
+	s := h.Snapshot(false)
+	if len(s.Warnings) != 0 || s.Counts.Tracked != 1 || s.Counts.Live != 0 {
+		t.Fatalf("gone session: warnings %v counts %+v", codes(s), s.Counts)
+	}
+	c.add(25 * time.Hour)
+	if s := h.Snapshot(false); s.Counts.Tracked != 0 {
+		t.Errorf("a session gone for 25 h is still tracked")
+	}
+}
+
+func TestTrackingIsBoundedAndOverflowCounted(t *testing.T) {
+	h, _ := newTestHealth()
+	for i := range MaxSessions + 5 {
+		h.SessionSeen(fmt.Sprintf("local_%05d", i), "/d")
+	}
+	s := h.Snapshot(false)
+	if s.Counts.Tracked != MaxSessions || s.Totals.SessionsDropped != 5 {
+		t.Errorf("tracked %d dropped %d; want %d and 5", s.Counts.Tracked, s.Totals.SessionsDropped, MaxSessions)
+	}
+}
+
+func TestCountersAndLatencyPercentiles(t *testing.T) {
+	h, _ := newTestHealth()
+	h.SessionSeen("local_a", "/s/a")
+	h.SessionHooked("local_a", false)
+	for i := 1; i <= 100; i++ {
+		d := Allow
+		if i%10 == 0 {
+			d = Deny
+		} else if i%25 == 0 {
+			d = Ask
+		}
+		h.Event("local_a", d, time.Duration(i)*time.Millisecond)
+	}
+	s := h.Snapshot(true)
+	if s.Totals.Events != 100 || s.Totals.Denies != 10 || s.Totals.Asks != 2 {
+		t.Errorf("totals %+v", s.Totals)
+	}
+	if s.Daemon.LatencySamples != 100 || s.Daemon.LatencyP50Ms != 50 || s.Daemon.LatencyP99Ms != 99 {
+		t.Errorf("latency p50 %v p99 %v n %d", s.Daemon.LatencyP50Ms, s.Daemon.LatencyP99Ms, s.Daemon.LatencySamples)
+	}
+	if s2 := h.Snapshot(true); s2.Daemon.LatencySamples != 0 || s2.Totals.Events != 100 {
+		t.Error("latencies are per heartbeat window, totals are for life")
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	h, _ := newTestHealth()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("local_%d", g)
+			for i := range 500 {
+				h.SessionSeen(id, "/d")
+				h.SessionHooked(id, i%2 == 0)
+				h.Event(id, Deny, time.Millisecond)
+				h.Malformed(id)
+				if i%50 == 0 {
+					h.Snapshot(i%100 == 0)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if s := h.Snapshot(false); s.Totals.Events != 4000 || s.Totals.Malformed != 4000 {
+		t.Errorf("totals %+v", s.Totals)
+	}
+}
+
+func TestHeartbeatLogsWarnsAndWritesTheSnapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(time.Now)
+		h.SetConfig(ConfigState{Origin: "file", Mode: "observe", Enabled: true})
+		h.Malformed("local_a")
+		var buf syncBuffer
+		log := slog.New(slog.NewJSONHandler(&buf, nil))
+		path := filepath.Join(t.TempDir(), "health.json")
+		kick := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() {
+			done <- h.Heartbeat(ctx, HeartbeatOptions{Interval: time.Minute, Path: path, Logger: log, Kick: kick,
+				Daemon: DaemonInfo{PID: 42, Version: "test", StartedAt: time.Now()}})
+		}()
+		synctest.Wait()
+		first, err := ReadSnapshot(path)
+		if err != nil || first.Daemon.PID != 42 || warning(first, CodeMalformedLines) == nil {
+			t.Fatalf("first snapshot %+v %v", first, err)
+		}
+		time.Sleep(time.Minute) // the window with the malformed line was rotated at start
+		synctest.Wait()
+		s, _ := ReadSnapshot(path)
+		if warning(s, CodeMalformedLines) != nil || s.Daemon.UptimeSeconds != 60 {
+			t.Errorf("after a quiet minute: %v uptime %d", codes(s), s.Daemon.UptimeSeconds)
+		}
+		h.Oversized("local_b")
+		kick <- struct{}{} // SIGUSR1: file now, no log record, window kept
+		synctest.Wait()
+		if s, _ := ReadSnapshot(path); warning(s, CodeOversizedLines) == nil {
+			t.Error("a kicked snapshot lacks the new warning")
+		}
+		cancel()
+		<-done
+		logs := buf.String()
+		if n := strings.Count(logs, `"msg":"heartbeat"`); n != 2 {
+			t.Errorf("%d heartbeat records, want 2 (start, one tick):\n%s", n, logs)
+		}
+		if !strings.Contains(logs, `"level":"WARN"`) || !strings.Contains(logs, `"code":"malformed_lines"`) {
+			t.Errorf("no WARN record with the code:\n%s", logs)
+		}
+	})
+}
+
+func TestSnapshotRoundTripsThroughTheFile(t *testing.T) {
+	h, _ := newTestHealth()
+	h.SessionSeen("local_a", "/s/a")
+	h.SessionHooked("local_a", true)
+	path := filepath.Join(t.TempDir(), "state", "health.json")
+	s := h.Snapshot(false)
+	if err := s.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSnapshot(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(s)
+	b, _ := json.Marshal(back)
+	if !bytes.Equal(a, b) {
+		t.Errorf("round trip differs:\n%s\n%s", a, b)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -1,0 +1,211 @@
+package health
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/google/renameio/v2"
+)
+
+// SnapshotVersion is the format version of health.json.
+const SnapshotVersion = 1
+
+// Snapshot is the whole state at one moment: what the heartbeat logs and health.json holds.
+type Snapshot struct {
+	Version   int         `json:"version"`
+	WrittenAt time.Time   `json:"written_at"`
+	Daemon    DaemonInfo  `json:"daemon"`
+	Config    ConfigState `json:"config"`
+	Counts    Counts      `json:"counts"`
+	Totals    Totals      `json:"totals"`
+	Scan      ScanReport  `json:"scan"`
+	Warnings  []Warning   `json:"warnings"`
+	Sessions  []Session   `json:"sessions"`
+}
+
+// DaemonInfo are the daemon's own figures.
+type DaemonInfo struct {
+	PID               int       `json:"pid"`
+	Version           string    `json:"version"`
+	StartedAt         time.Time `json:"started_at"`
+	UptimeSeconds     int64     `json:"uptime_s"`
+	HeartbeatInterval string    `json:"heartbeat_interval"`
+	Goroutines        int       `json:"goroutines"`
+	MaxRSSBytes       int64     `json:"max_rss_bytes"`
+	Watches           int       `json:"watches"`
+	// Decision latency since the previous heartbeat (enforce mode).
+	LatencyP50Ms   float64 `json:"decision_latency_p50_ms"`
+	LatencyP99Ms   float64 `json:"decision_latency_p99_ms"`
+	LatencySamples int     `json:"decision_latency_samples"`
+}
+
+// Counts summarise the sessions.
+type Counts struct {
+	Live       int `json:"live"`
+	Hooked     int `json:"hooked"`
+	Unverified int `json:"unverified"`
+	Confirmed  int `json:"confirmed"`
+	Tracked    int `json:"tracked"`
+}
+
+// Snapshot assembles the current state. With rotate, the per-heartbeat window (counter warnings,
+// latencies) starts afresh, so a warning clears one heartbeat after its cause stops.
+func (h *Health) Snapshot(rotate bool) Snapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now()
+	h.pruneLocked()
+	s := Snapshot{
+		Version: SnapshotVersion, WrittenAt: now,
+		Config: h.config, Totals: h.totals, Scan: h.scan,
+		Warnings: h.warningsLocked(now), Sessions: h.sortedSessions(),
+	}
+	s.Scan.MissingRoots, s.Scan.Unrecognised = listed(s.Scan.MissingRoots), listed(s.Scan.Unrecognised)
+	for _, se := range s.Sessions {
+		s.Counts.Tracked++
+		if !se.Gone.IsZero() {
+			continue
+		}
+		s.Counts.Live++
+		if se.Hooked {
+			s.Counts.Hooked++
+		}
+		if se.Unverified {
+			s.Counts.Unverified++
+		}
+		if se.Confirmed {
+			s.Counts.Confirmed++
+		}
+	}
+	s.Daemon.Watches = h.scan.Watches
+	s.Daemon.LatencyP50Ms, s.Daemon.LatencyP99Ms, s.Daemon.LatencySamples = percentiles(h.win.latencies)
+	if rotate {
+		h.win = window{sessions: map[string][]string{}}
+	}
+	return s
+}
+
+func percentiles(lat []time.Duration) (p50, p99 float64, n int) {
+	if len(lat) == 0 {
+		return 0, 0, 0
+	}
+	sorted := slices.Clone(lat)
+	slices.Sort(sorted)
+	at := func(p float64) float64 {
+		return float64(sorted[int(float64(len(sorted)-1)*p)].Microseconds()) / 1000
+	}
+	return at(0.50), at(0.99), len(sorted)
+}
+
+// Healthy reports whether no warning is active.
+func (s Snapshot) Healthy() bool { return len(s.Warnings) == 0 }
+
+// WriteFile stores the snapshot atomically as health.json (0600).
+func (s Snapshot) WriteFile(path string) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode health snapshot: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write health snapshot: %w", err)
+	}
+	if err := renameio.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write health snapshot: %w", err)
+	}
+	return nil
+}
+
+// ReadSnapshot loads a health.json.
+func ReadSnapshot(path string) (Snapshot, error) {
+	var s Snapshot
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("read health snapshot: %w", err)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("read health snapshot %s: %w", path, err)
+	}
+	if s.Version != SnapshotVersion {
+		return s, fmt.Errorf("read health snapshot %s: version %d, this build reads %d", path, s.Version, SnapshotVersion)
+	}
+	return s, nil
+}
+
+// HeartbeatOptions configure Heartbeat.
+type HeartbeatOptions struct {
+	Interval time.Duration
+	Path     string // health.json
+	Logger   *slog.Logger
+	// Kick asks for a snapshot file now (the daemon sends on SIGUSR1).
+	Kick <-chan struct{}
+	// Daemon supplies the figures health cannot know (pid, version, start time).
+	Daemon DaemonInfo
+}
+
+// Heartbeat logs a heartbeat record and one WARN per active warning every interval, writing each
+// snapshot to health.json, until ctx is done. It writes one at once on start. Failing to write
+// the file is logged, never fatal.
+func (h *Health) Heartbeat(ctx context.Context, o HeartbeatOptions) error {
+	t := time.NewTicker(o.Interval)
+	defer t.Stop()
+	h.beat(o, true)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			h.beat(o, true)
+		case <-o.Kick:
+			h.beat(o, false)
+		}
+	}
+}
+
+func (h *Health) beat(o HeartbeatOptions, log bool) {
+	s := h.Snapshot(log)
+	s.Daemon = daemonFigures(o, s.Daemon, h.now())
+	if log {
+		logSnapshot(o.Logger, s)
+	}
+	if err := s.WriteFile(o.Path); err != nil {
+		o.Logger.Warn("cannot write the health snapshot", "err", err)
+	}
+}
+
+func daemonFigures(o HeartbeatOptions, d DaemonInfo, now time.Time) DaemonInfo {
+	in := o.Daemon
+	d.PID, d.Version, d.StartedAt = in.PID, in.Version, in.StartedAt
+	d.UptimeSeconds = int64(now.Sub(in.StartedAt).Seconds())
+	d.HeartbeatInterval = o.Interval.String()
+	d.Goroutines = runtime.NumGoroutine()
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		d.MaxRSSBytes = int64(ru.Maxrss)
+		if runtime.GOOS != "darwin" { // Linux reports kilobytes, macOS bytes
+			d.MaxRSSBytes *= 1024
+		}
+	}
+	return d
+}
+
+func logSnapshot(log *slog.Logger, s Snapshot) {
+	log.Info("heartbeat",
+		"healthy", s.Healthy(), "warnings", len(s.Warnings),
+		"mode", s.Config.Mode, "enabled", s.Config.Enabled, "config_origin", s.Config.Origin, "config_hash", s.Config.Hash,
+		"sessions_live", s.Counts.Live, "sessions_hooked", s.Counts.Hooked, "sessions_unverified", s.Counts.Unverified,
+		"events", s.Totals.Events, "denies", s.Totals.Denies, "asks", s.Totals.Asks,
+		"uptime_s", s.Daemon.UptimeSeconds, "goroutines", s.Daemon.Goroutines, "max_rss_bytes", s.Daemon.MaxRSSBytes,
+		"watches", s.Daemon.Watches, "decision_latency_p50_ms", s.Daemon.LatencyP50Ms,
+		"decision_latency_p99_ms", s.Daemon.LatencyP99Ms, "decision_latency_samples", s.Daemon.LatencySamples)
+	for _, w := range s.Warnings {
+		log.Warn(w.Message, "code", w.Code, "action", w.Action, "sessions", w.Sessions)
+	}
+}
