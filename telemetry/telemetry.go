@@ -1,0 +1,258 @@
+// Package telemetry writes the decision log: one JSON object per line for every tool call
+// coworkbridge judged, with secrets redacted and long values truncated before anything reaches
+// disk. The log rotates by size and is safe to append from several goroutines and from separate
+// processes (the daemon and the `hook` subcommand) at once.
+//
+// It does not decide anything and reads no session files; a failed write is returned and counted,
+// never fatal, so the pipeline that calls it never stalls on it.
+package telemetry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofrs/flock"
+)
+
+// MaxStringBytes is where each string of a tool input is cut.
+const MaxStringBytes = 4 << 10
+
+// Record is one line of the decision log.
+type Record struct {
+	TS        time.Time       `json:"ts"`
+	RID       string          `json:"rid"`
+	Session   string          `json:"session"`
+	Agent     string          `json:"agent"`
+	Transport string          `json:"transport"`
+	Mode      string          `json:"mode"`
+	Enforced  bool            `json:"enforced"`
+	Tool      string          `json:"tool"`
+	Input     json.RawMessage `json:"input"`
+	Decision  string          `json:"decision"`
+	Rule      string          `json:"rule,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	LatencyUS int64           `json:"latency_us"`
+}
+
+// Transports.
+const (
+	TransportSpool = "vm-spool"
+	TransportHook  = "host-hook"
+)
+
+// Options configure a Log.
+type Options struct {
+	Path         string
+	MaxFileBytes int64
+	// MaxFiles counts the live file and the rotated ones (path.1 ... path.N-1).
+	MaxFiles int
+	Redact   bool
+}
+
+// Log is the decision log. Its methods are safe for concurrent use.
+type Log struct {
+	opts     Options
+	lock     *flock.Flock // taken only to rotate, so that processes rotate one at a time
+	mu       sync.Mutex
+	f        *os.File
+	fi       os.FileInfo
+	failures atomic.Uint64
+}
+
+// Open returns a Log; the file is opened on the first write, so a log folder that is missing or
+// read-only now is retried later rather than failing the daemon's start.
+func Open(o Options) *Log {
+	if o.MaxFiles < 1 {
+		o.MaxFiles = 1
+	}
+	return &Log{opts: o, lock: flock.New(o.Path+".lock", flock.SetPermissions(0o600))}
+}
+
+// Failures counts writes that failed.
+func (l *Log) Failures() uint64 { return l.failures.Load() }
+
+// Write appends one record with a single write(2). It returns the error, counted, when the
+// record could not be written.
+func (l *Log) Write(r Record) error {
+	line, err := l.Encode(r)
+	if err == nil {
+		err = l.append(line)
+	}
+	if err != nil {
+		l.failures.Add(1)
+		return fmt.Errorf("decision log %s: %w", l.opts.Path, err)
+	}
+	return nil
+}
+
+// Encode renders a record as its log line, redacted and truncated, ending in a newline.
+func (l *Log) Encode(r Record) ([]byte, error) {
+	r.TS = r.TS.UTC()
+	r.Input = sanitizeInput(r.Input, l.opts.Redact)
+	if l.opts.Redact {
+		r.Reason = Redact(r.Reason)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func (l *Log) append(line []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.current(); err != nil {
+		return err
+	}
+	if l.opts.MaxFileBytes > 0 && l.fi.Size() > 0 && l.fi.Size()+int64(len(line)) > l.opts.MaxFileBytes {
+		if err := l.rotate(); err != nil {
+			return err
+		}
+	}
+	n, err := l.f.Write(line)
+	if err == nil && n != len(line) {
+		err = fmt.Errorf("short write: %d of %d bytes", n, len(line))
+	}
+	return err
+}
+
+// current makes l.f the file now at the path, reopening when another process rotated it, and
+// refreshes l.fi with its size.
+func (l *Log) current() error {
+	fi, err := os.Stat(l.opts.Path)
+	if l.f != nil && err == nil && os.SameFile(fi, l.fi) {
+		l.fi = fi
+		return nil
+	}
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	dir := filepath.Dir(l.opts.Path)
+	// Created 0700; a folder that already exists is left as it is (the files are 0600 anyway).
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(l.opts.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return err
+	}
+	l.f, l.fi = f, fi
+	return nil
+}
+
+// rotate shifts path -> path.1 -> path.2 ... under an inter-process lock, unless another process
+// did it first, then opens a fresh file.
+func (l *Log) rotate() error {
+	if err := l.lock.Lock(); err != nil {
+		return fmt.Errorf("lock for rotation: %w", err)
+	}
+	defer l.lock.Unlock()
+	fi, err := os.Stat(l.opts.Path)
+	if err == nil && os.SameFile(fi, l.fi) {
+		p := l.opts.Path
+		last := l.opts.MaxFiles - 1
+		if last < 1 {
+			err = os.Remove(p)
+		} else {
+			_ = os.Remove(p + "." + strconv.Itoa(last))
+			for i := last - 1; i >= 1; i-- {
+				_ = os.Rename(p+"."+strconv.Itoa(i), p+"."+strconv.Itoa(i+1))
+			}
+			err = os.Rename(p, p+".1")
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("rotate: %w", err)
+		}
+	}
+	l.f.Close()
+	l.f = nil
+	return l.current()
+}
+
+// Close closes the file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// sanitizeInput redacts and truncates every string in a tool input. Input that is not JSON is
+// kept as one (redacted, truncated) string, so that nothing unredacted slips through.
+func sanitizeInput(raw json.RawMessage, redact bool) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		v = string(raw)
+	}
+	v = sanitize(v, redact, false)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return json.RawMessage(`"[unencodable input]"`)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func sanitize(v any, redact, secret bool) any {
+	switch x := v.(type) {
+	case string:
+		if redact && secret && x != "" {
+			return "[REDACTED:secret_field]"
+		}
+		if redact {
+			x = Redact(x)
+		}
+		return truncate(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = sanitize(e, redact, isSecretField(k))
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = sanitize(e, redact, secret)
+		}
+		return x
+	default:
+		return v
+	}
+}
+
+// truncate cuts s at MaxStringBytes on a character boundary and says how much was cut.
+func truncate(s string) string {
+	if len(s) <= MaxStringBytes {
+		return s
+	}
+	cut := MaxStringBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("…[truncated %d bytes]", len(s)-cut)
+}
