@@ -74,6 +74,14 @@ type Totals struct {
 	SessionsDropped     uint64 `json:"sessions_not_tracked"`
 }
 
+// Today counts the events of one local calendar day.
+type Today struct {
+	Date   string `json:"date"` // YYYY-MM-DD in the daemon's local time
+	Events uint64 `json:"events"`
+	Denies uint64 `json:"denies"`
+	Asks   uint64 `json:"asks"`
+}
+
 // window counts what happened since the last heartbeat; a counter warning stands while its
 // window count is above zero, so it clears by itself one heartbeat after the trouble stops.
 type window struct {
@@ -101,6 +109,7 @@ type Health struct {
 	sessions map[string]*Session
 	totals   Totals
 	win      window
+	today    Today
 	scan     ScanReport
 	config   ConfigState
 }
@@ -224,13 +233,19 @@ func (h *Health) Event(id string, d Decision, latency time.Duration) {
 	s.LastEvent = h.now()
 	s.Confirmed, s.Unverified = true, false
 	h.totals.Events++
+	if date := s.LastEvent.Format(time.DateOnly); h.today.Date != date {
+		h.today = Today{Date: date}
+	}
+	h.today.Events++
 	switch d {
 	case Deny:
 		s.Denies++
 		h.totals.Denies++
+		h.today.Denies++
 	case Ask:
 		s.Asks++
 		h.totals.Asks++
+		h.today.Asks++
 	}
 	if latency > 0 {
 		if len(h.win.latencies) < maxLatencySamples {

@@ -206,8 +206,24 @@ func TestCountersAndLatencyPercentiles(t *testing.T) {
 	if s.Daemon.LatencySamples != 100 || s.Daemon.LatencyP50Ms != 50 || s.Daemon.LatencyP99Ms != 99 {
 		t.Errorf("latency p50 %v p99 %v n %d", s.Daemon.LatencyP50Ms, s.Daemon.LatencyP99Ms, s.Daemon.LatencySamples)
 	}
+	if s.Today.Date != "2026-11-20" || s.Today.Denies != 10 || s.Today.Events != 100 {
+		t.Errorf("today %+v", s.Today)
+	}
 	if s2 := h.Snapshot(true); s2.Daemon.LatencySamples != 0 || s2.Totals.Events != 100 {
 		t.Error("latencies are per heartbeat window, totals are for life")
+	}
+}
+
+func TestTodayStartsAfreshAtMidnight(t *testing.T) {
+	h, c := newTestHealth()
+	h.Event("local_a", Deny, 0)
+	c.add(13 * time.Hour) // 01:00 the next day
+	if s := h.Snapshot(false); s.Today.Date != "2026-11-21" || s.Today.Denies != 0 || s.Totals.Denies != 1 {
+		t.Errorf("today %+v totals %+v", s.Today, s.Totals)
+	}
+	h.Event("local_a", Ask, 0)
+	if s := h.Snapshot(false); s.Today.Asks != 1 || s.Today.Denies != 0 {
+		t.Errorf("today %+v", s.Today)
 	}
 }
 

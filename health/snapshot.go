@@ -26,6 +26,7 @@ type Snapshot struct {
 	Config    ConfigState `json:"config"`
 	Counts    Counts      `json:"counts"`
 	Totals    Totals      `json:"totals"`
+	Today     Today       `json:"today"`
 	Scan      ScanReport  `json:"scan"`
 	Warnings  []Warning   `json:"warnings"`
 	Sessions  []Session   `json:"sessions"`
@@ -65,7 +66,7 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 	h.pruneLocked()
 	s := Snapshot{
 		Version: SnapshotVersion, WrittenAt: now,
-		Config: h.config, Totals: h.totals, Scan: h.scan,
+		Config: h.config, Totals: h.totals, Today: h.today, Scan: h.scan,
 		Warnings: h.warningsLocked(now), Sessions: h.sortedSessions(),
 	}
 	s.Scan.MissingRoots, s.Scan.Unrecognised = listed(s.Scan.MissingRoots), listed(s.Scan.Unrecognised)
@@ -84,6 +85,9 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 		if se.Confirmed {
 			s.Counts.Confirmed++
 		}
+	}
+	if s.Today.Date != now.Format(time.DateOnly) {
+		s.Today = Today{Date: now.Format(time.DateOnly)}
 	}
 	s.Daemon.Watches = h.scan.Watches
 	s.Daemon.LatencyP50Ms, s.Daemon.LatencyP99Ms, s.Daemon.LatencySamples = percentiles(h.win.latencies)

@@ -32,6 +32,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run the daemon (what the LaunchAgent starts)", cmdRun},
+		{"status", "say whether the daemon runs and guards every session (exit 0/1/2)", cmdStatus},
 		{"version", "print the version", cmdVersion},
 		{"help", "list the commands", cmdHelp},
 	}

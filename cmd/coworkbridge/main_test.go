@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/health"
 )
 
 // The test binary doubles as the coworkbridge binary: started with this variable set, it runs
@@ -296,4 +298,64 @@ func waitFile(t *testing.T, path, want string) {
 	}
 	data, _ := os.ReadFile(path)
 	t.Fatalf("%s never contained %q; it holds:\n%.300s", path, want, data)
+}
+
+// runOnce runs a short subcommand as its own process and returns its exit code and stdout.
+func runOnce(t *testing.T, m machine, args ...string) (int, string) {
+	t.Helper()
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = m.environ()
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+func TestStatusFollowsTheDaemon(t *testing.T) {
+	m := newMachine(t)
+	if code, out := runOnce(t, m, "status"); code != statusNotRunning || !strings.Contains(out, "NOT running") {
+		t.Fatalf("before start: %d %q", code, out)
+	}
+	os.MkdirAll(filepath.Join(m.sessions, "acct", "org", "local_1", ".claude"), 0o755)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","heartbeat_interval":"1s"}`)
+	p := start(t, m, "run")
+	p.waitLog(t, "heartbeat", map[string]any{"sessions_hooked": float64(1)})
+	code, out := runOnce(t, m, "status")
+	if code != statusHealthy || !strings.Contains(out, "mode observe") || !strings.Contains(out, "1 live, 1 hooked") {
+		t.Errorf("running: %d\n%s", code, out)
+	}
+	code, out = runOnce(t, m, "status", "--json")
+	var js struct {
+		Running  bool
+		Healthy  bool
+		Snapshot struct{ Counts struct{ Hooked int } }
+	}
+	if err := json.Unmarshal([]byte(out), &js); err != nil || !js.Running || !js.Healthy || js.Snapshot.Counts.Hooked != 1 || code != 0 {
+		t.Errorf("--json: %d %v %s", code, err, out)
+	}
+
+	before, _ := health.ReadSnapshot(filepath.Join(m.state, "health.json"))
+	time.Sleep(10 * time.Millisecond)
+	p.cmd.Process.Signal(syscall.SIGUSR1)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after, _ := health.ReadSnapshot(filepath.Join(m.state, "health.json"))
+		if after.WrittenAt.After(before.WrittenAt) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("SIGUSR1 did not rewrite health.json")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t)
+	if code, _ := runOnce(t, m, "status"); code != statusNotRunning {
+		t.Errorf("after stop: exit %d", code)
+	}
 }

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -58,8 +60,21 @@ type daemon struct {
 	// current is the configuration in force; only Run's goroutine touches it.
 	current managedconfig.Snapshot
 	// guard is the running session machinery, nil while coworkbridge is off.
-	guard *guard
+	guard  *guard
+	health *health.Health
+	beat   *heartbeat
+	kick   chan struct{} // SIGUSR1: write health.json now
 }
+
+// heartbeat is the running health heartbeat and the interval it was started with.
+type heartbeat struct {
+	interval time.Duration
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+// The daemon's health is what the injector reports to.
+var _ injector.Recorder = (*health.Health)(nil)
 
 // guard is the part of the daemon that runs only while coworkbridge is on.
 type guard struct {
@@ -86,7 +101,8 @@ func newDaemon(log *slog.Logger, level *slog.LevelVar) (*daemon, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	d := &daemon{log: log, level: level, env: env, paths: paths, loader: managedconfig.NewLoader(env, paths)}
+	d := &daemon{log: log, level: level, env: env, paths: paths, loader: managedconfig.NewLoader(env, paths),
+		health: health.New(time.Now), kick: make(chan struct{}, 1)}
 	return d, release, nil
 }
 
@@ -97,6 +113,11 @@ func (d *daemon) Run(ctx context.Context) error {
 	d.logStart()
 	d.apply(ctx, managedconfig.Snapshot{}, d.current)
 	defer d.stopGuard()
+	d.startHeartbeat(ctx, started)
+	defer d.stopHeartbeat()
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 
 	changes := make(chan managedconfig.Snapshot)
 	watchDone := make(chan error, 1)
@@ -119,6 +140,15 @@ func (d *daemon) Run(ctx context.Context) error {
 			prev := d.current
 			d.current = s
 			d.apply(ctx, prev, s)
+			if d.beat.interval != s.Config.HeartbeatInterval {
+				d.stopHeartbeat()
+				d.startHeartbeat(ctx, started)
+			}
+		case <-usr1:
+			select {
+			case d.kick <- struct{}{}:
+			default: // one is already pending
+			}
 		case err := <-watchDone:
 			if err == nil {
 				err = errors.New("config watcher ended unexpectedly")
@@ -148,6 +178,8 @@ func (d *daemon) logStart() {
 // change takes effect.
 func (d *daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	d.logConfig(prev, s)
+	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: string(s.Origin), Hash: s.ShortHash(),
+		Mode: string(s.Config.Mode), Enabled: s.Enabled(), Problem: errString(s.Problem)})
 	switch {
 	case s.Enabled():
 		d.startOrUpdateGuard(ctx, s.Config)
@@ -168,7 +200,7 @@ func (d *daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Confi
 	if d.guard != nil {
 		d.switchOff() // the roots moved: sessions under the old ones are no longer ours to guard
 	}
-	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector")})
+	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: d.health})
 	if err != nil {
 		d.log.Error("cannot start the session injector", "err", err)
 		return
@@ -201,6 +233,28 @@ func (d *daemon) switchOff() {
 	d.stopGuard()
 	n := injector.UnhookAll(roots, d.log)
 	d.log.Info("coworkbridge switched off: hooks removed from sessions", "sessions_changed", n)
+}
+
+func (d *daemon) startHeartbeat(ctx context.Context, started time.Time) {
+	interval := d.current.Config.HeartbeatInterval
+	hctx, cancel := context.WithCancel(ctx)
+	b := &heartbeat{interval: interval, cancel: cancel, done: make(chan error, 1)}
+	opts := health.HeartbeatOptions{
+		Interval: interval, Path: filepath.Join(d.paths.StateDir, healthFile),
+		Logger: d.log.With("component", "health"), Kick: d.kick,
+		Daemon: health.DaemonInfo{PID: os.Getpid(), Version: versionString(), StartedAt: started},
+	}
+	go func() { b.done <- d.health.Heartbeat(hctx, opts) }()
+	d.beat = b
+}
+
+func (d *daemon) stopHeartbeat() {
+	if d.beat == nil {
+		return
+	}
+	d.beat.cancel()
+	<-d.beat.done
+	d.beat = nil
 }
 
 // guardDone yields the injector's fatal error; nil channel (never ready) while off.

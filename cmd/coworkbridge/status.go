@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// Exit statuses of `status`, for MDM compliance scripts.
+const (
+	statusHealthy    = 0
+	statusWarning    = 1
+	statusNotRunning = 2
+)
+
+// healthFile is the snapshot's name in the state folder.
+const healthFile = "health.json"
+
+func cmdStatus(_ context.Context, args []string, sio stdio) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(sio.err)
+	asJSON := fs.Bool("json", false, "print the state as one JSON object")
+	fs.Usage = func() {
+		fmt.Fprintln(sio.err, "Usage: coworkbridge status [--json]\n\nSays whether the daemon runs and guards every session. Exit status: 0 healthy,\n1 a warning is active, 2 the daemon is not running.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitUsage
+	}
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge status:", err)
+		return exitFail
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge status:", err)
+		return exitFail
+	}
+	v := readStatus(paths, time.Now())
+	if *asJSON {
+		enc := json.NewEncoder(sio.out)
+		enc.SetIndent("", "  ")
+		enc.Encode(v.jsonView())
+	} else {
+		v.render(sio.out)
+	}
+	return v.exitCode()
+}
+
+// statusView is everything `status` reports, gathered once.
+type statusView struct {
+	Now      time.Time
+	Running  bool
+	Snapshot *health.Snapshot
+	ReadErr  error
+	Stale    bool
+}
+
+func readStatus(paths managedconfig.Paths, now time.Time) statusView {
+	v := statusView{Now: now, Running: daemonRunning(paths.LockFile())}
+	s, err := health.ReadSnapshot(filepath.Join(paths.StateDir, healthFile))
+	switch {
+	case err == nil:
+		v.Snapshot = &s
+		v.Stale = v.Running && s.WrittenAt.Before(now.Add(-staleAfter(s)))
+	case !errors.Is(err, fs.ErrNotExist):
+		v.ReadErr = err
+	}
+	return v
+}
+
+// staleAfter is how old a snapshot may be while the daemon runs: it rewrites it every heartbeat.
+func staleAfter(s health.Snapshot) time.Duration {
+	d, err := time.ParseDuration(s.Daemon.HeartbeatInterval)
+	if err != nil || d <= 0 {
+		d = 5 * time.Minute
+	}
+	return 2*d + time.Minute
+}
+
+// daemonRunning asks the lock, not the pid: the daemon holds daemon.lock exclusively for its
+// whole life. The shared lock taken here to ask is released at once.
+func daemonRunning(lockPath string) bool {
+	if _, err := os.Stat(lockPath); err != nil {
+		return false
+	}
+	lk := flock.New(lockPath, flock.SetFlag(os.O_RDONLY))
+	ok, err := lk.TryRLock()
+	if err != nil {
+		return false
+	}
+	if ok {
+		lk.Unlock()
+	}
+	return !ok
+}
+
+func (v statusView) exitCode() int {
+	switch {
+	case !v.Running:
+		return statusNotRunning
+	case v.Snapshot == nil || v.Stale || !v.Snapshot.Healthy():
+		return statusWarning
+	}
+	return statusHealthy
+}
+
+func (v statusView) jsonView() any {
+	return struct {
+		Running  bool             `json:"running"`
+		Healthy  bool             `json:"healthy"`
+		Stale    bool             `json:"stale,omitempty"`
+		Error    string           `json:"error,omitempty"`
+		Snapshot *health.Snapshot `json:"snapshot"`
+	}{v.Running, v.exitCode() == statusHealthy, v.Stale, errString(v.ReadErr), v.Snapshot}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (v statusView) render(w io.Writer) {
+	s := v.Snapshot
+	switch {
+	case !v.Running:
+		fmt.Fprintln(w, "coworkbridge is NOT running: Cowork sessions in enforce mode deny every tool call, in observe mode nothing is recorded.")
+		fmt.Fprintln(w, "  what to do: restart it with 'launchctl kickstart gui/$(id -u)/com.coworkbridge.agent', or ask IT to reinstall coworkbridge.")
+		if s != nil {
+			fmt.Fprintf(w, "  last health snapshot: %s\n", ago(v.Now, s.WrittenAt))
+		}
+		return
+	case s == nil:
+		fmt.Fprintln(w, "coworkbridge is running but has written no health snapshot yet.")
+		if v.ReadErr != nil {
+			fmt.Fprintf(w, "  %v\n", v.ReadErr)
+		}
+		return
+	}
+	state := "off"
+	if s.Config.Enabled {
+		state = "mode " + s.Config.Mode
+	}
+	fmt.Fprintf(w, "coworkbridge is running (pid %d, up %s), %s, config %s\n", s.Daemon.PID,
+		(time.Duration(s.Daemon.UptimeSeconds) * time.Second).String(), state, configLine(s.Config))
+	fmt.Fprintf(w, "sessions: %d live, %d hooked, %d unverified, %d silent\n", s.Counts.Live, s.Counts.Hooked,
+		s.Counts.Unverified, silent(s))
+	fmt.Fprintf(w, "last event: %s\n", lastEvent(v.Now, s))
+	today := s.Today
+	if today.Date != v.Now.Format(time.DateOnly) {
+		today = health.Today{}
+	}
+	fmt.Fprintf(w, "today: %d denies, %d asks, %d events\n", today.Denies, today.Asks, today.Events)
+	if v.Stale {
+		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (launchctl kickstart -k gui/$(id -u)/com.coworkbridge.agent)\n", v.Now.Sub(s.WrittenAt).Round(time.Second))
+	}
+	if len(s.Warnings) == 0 && !v.Stale {
+		fmt.Fprintln(w, "healthy: no warnings")
+		return
+	}
+	for _, wn := range s.Warnings {
+		fmt.Fprintf(w, "! %s: %s\n", wn.Code, wn.Message)
+		if len(wn.Sessions) > 0 {
+			fmt.Fprintf(w, "  concerns: %s\n", strings.Join(wn.Sessions, ", "))
+		}
+		fmt.Fprintf(w, "  what to do: %s\n", wn.Action)
+	}
+}
+
+func configLine(c health.ConfigState) string {
+	if c.Path == "" {
+		return "none (coworkbridge is off)"
+	}
+	line := c.Path
+	if c.Hash != "" {
+		line += " (" + c.Hash + ")"
+	}
+	if c.Origin == "last-good" {
+		line += ", running on the last good copy"
+	}
+	return line
+}
+
+func silent(s *health.Snapshot) int {
+	for _, w := range s.Warnings {
+		if w.Code == health.CodeHookedButSilent {
+			return s.Counts.Hooked
+		}
+	}
+	return 0
+}
+
+func lastEvent(now time.Time, s *health.Snapshot) string {
+	var last time.Time
+	id := ""
+	for _, se := range s.Sessions {
+		if se.LastEvent.After(last) {
+			last, id = se.LastEvent, se.ID
+		}
+	}
+	if last.IsZero() {
+		return "none yet"
+	}
+	return ago(now, last) + " (" + id + ")"
+}
+
+func ago(now, t time.Time) string {
+	d := now.Sub(t).Round(time.Second)
+	if d < time.Second {
+		return "just now"
+	}
+	return d.String() + " ago"
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var statusNow = time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)
+
+// fixtureSnapshot is what a daemon that has been guarding two sessions for three hours writes.
+func fixtureSnapshot(warn bool) *health.Snapshot {
+	h := health.New(func() time.Time { return statusNow.Add(-time.Minute) })
+	h.SetConfig(health.ConfigState{Path: "/Library/Application Support/CoworkBridge/managed.json", Origin: "file",
+		Hash: "a1b2c3d4e5f6", Mode: "enforce", Enabled: true})
+	h.Scanned(health.ScanReport{Roots: []string{"/Users/ada/Library/Application Support/Claude/local-agent-mode-sessions"}, Sessions: 2, Live: 2, Watches: 9})
+	for _, id := range []string{"local_0a1b", "local_9f8e"} {
+		h.SessionSeen(id, "/s/"+id)
+		h.SessionHooked(id, false)
+	}
+	h.Event("local_0a1b", health.Deny, 4*time.Millisecond)
+	h.Event("local_9f8e", health.Allow, 3*time.Millisecond)
+	if warn {
+		h.SessionSeen("local_7c7c", "/s/local_7c7c")
+		h.SessionHooked("local_7c7c", true)
+		h.Malformed("local_9f8e")
+	}
+	s := h.Snapshot(false)
+	s.Daemon = health.DaemonInfo{PID: 4242, Version: "v0.1.0", StartedAt: statusNow.Add(-3 * time.Hour), UptimeSeconds: 3 * 3600,
+		HeartbeatInterval: "5m0s", Goroutines: 14, MaxRSSBytes: 21 << 20, Watches: 9}
+	return &s
+}
+
+func TestStatusOutputAndExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		view statusView
+		code int
+	}{
+		{"healthy", statusView{Now: statusNow, Running: true, Snapshot: fixtureSnapshot(false)}, statusHealthy},
+		{"warning", statusView{Now: statusNow, Running: true, Snapshot: fixtureSnapshot(true)}, statusWarning},
+		{"stale", statusView{Now: statusNow.Add(time.Hour), Running: true, Snapshot: fixtureSnapshot(false), Stale: true}, statusWarning},
+		{"not-running", statusView{Now: statusNow, Running: false, Snapshot: fixtureSnapshot(false)}, statusNotRunning},
+		{"running-no-snapshot", statusView{Now: statusNow, Running: true}, statusWarning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			tt.view.render(&b)
+			golden := filepath.Join("testdata", "status", tt.name+".golden")
+			if *update {
+				os.WriteFile(golden, b.Bytes(), 0o644)
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update once to create it)", err)
+			}
+			if b.String() != string(want) {
+				t.Errorf("output differs from %s:\n%s", golden, b.String())
+			}
+			if code := tt.view.exitCode(); code != tt.code {
+				t.Errorf("exit %d, want %d", code, tt.code)
+			}
+		})
+	}
+}
+
+func TestStatusFindsTheDaemonByItsLock(t *testing.T) {
+	dir := t.TempDir()
+	paths := managedconfig.Paths{StateDir: dir, LogDir: dir}
+	if v := readStatus(paths, statusNow); v.Running || v.exitCode() != statusNotRunning {
+		t.Fatalf("no lock file: %+v", v)
+	}
+	release, err := acquireLock(paths.LockFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fixtureSnapshot(false)
+	s.WrittenAt = statusNow
+	if err := s.WriteFile(filepath.Join(dir, healthFile)); err != nil {
+		t.Fatal(err)
+	}
+	v := readStatus(paths, statusNow.Add(time.Minute))
+	if !v.Running || v.Stale || v.exitCode() != statusHealthy {
+		t.Errorf("while locked: running %v stale %v code %d", v.Running, v.Stale, v.exitCode())
+	}
+	if v := readStatus(paths, statusNow.Add(time.Hour)); !v.Stale || v.exitCode() != statusWarning {
+		t.Errorf("an hour-old snapshot must be stale: %+v", v.Stale)
+	}
+	release()
+	if v := readStatus(paths, statusNow); v.Running {
+		t.Error("released lock still reads as running")
+	}
+	// Asking must not get in the way of a daemon starting.
+	release, err = acquireLock(paths.LockFile())
+	if err != nil {
+		t.Fatalf("status left the lock held: %v", err)
+	}
+	release()
+}
