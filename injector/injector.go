@@ -87,6 +87,7 @@ type Injector struct {
 	entry   Entry
 	w       *fsnotify.Watcher
 	watched map[string]bool
+	added   int                 // watches added since the scan began
 	live    map[string]*tracked // by session folder
 	// pending are sessions whose settings.json vanished: restored after the settle delay, unless
 	// the whole session is being removed.
@@ -200,6 +201,19 @@ func (in *Injector) reconfigure(cfg managedconfig.Config) {
 // rescan walks the roots. A full rescan re-checks every live session's settings (the safety net
 // behind the watcher); a structural one only takes in sessions not yet tracked.
 func (in *Injector) rescan(full bool) {
+	// A folder listed before its watch existed may have gained a session in between: while a
+	// pass adds watches, look once more (bounded, in case folders keep appearing).
+	for range 3 {
+		in.added = 0
+		in.scanOnce(full)
+		if in.added == 0 {
+			return
+		}
+		full = false
+	}
+}
+
+func (in *Injector) scanOnce(full bool) {
 	now := in.opts.Now()
 	sc := session.Discover(in.cfg.SessionsRoots, in.opts.MaxSessions)
 	for _, err := range sc.Errors {
@@ -276,6 +290,7 @@ func (in *Injector) watch(dir string) bool {
 		return false
 	}
 	in.watched[dir] = true
+	in.added++
 	return true
 }
 

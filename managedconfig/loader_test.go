@@ -276,3 +276,17 @@ func TestWatchPollAloneCatchesChangesAndNewFolders(t *testing.T) {
 	f.replace(t, enforceOn)
 	waitFor(t, ch, func(s Snapshot) bool { return s.Enabled() && s.Config.Mode == Enforce })
 }
+
+// A change that lands after the caller's Load but before the watcher is registered is still
+// delivered, without waiting for the poll.
+func TestWatchDeliversAChangeMadeBeforeItStarted(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, observeOn)
+	first := f.loader.Load()
+	f.replace(t, enforceOn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan Snapshot, 4)
+	go f.loader.Watch(ctx, first, WatchOptions{Poll: time.Hour}, func(s Snapshot) { got <- s })
+	waitFor(t, got, func(s Snapshot) bool { return s.Config.Mode == Enforce })
+}

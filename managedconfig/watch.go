@@ -60,6 +60,7 @@ func (l *Loader) Watch(ctx context.Context, last Snapshot, opts WatchOptions, de
 			deliver(s)
 		}
 	}
+	reload() // a change made between the caller's Load and the watches above is not lost
 	for {
 		select {
 		case <-ctx.Done():
