@@ -1,0 +1,141 @@
+// Package claudehook speaks Claude Code's hook protocol: the PreToolUse payload Claude Code sends
+// on a hook's stdin, the spool envelope coworkbridge's hook wraps it in, and the JSON a hook
+// prints to deny or ask.
+//
+// It only decodes and encodes; it judges nothing (see classifier) and touches no files.
+package claudehook
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+)
+
+// Payload is the PreToolUse input. ToolInput stays raw: its shape depends on the tool.
+type Payload struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	PermissionMode string          `json:"permission_mode"`
+	HookEventName  string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+	AgentID        string          `json:"agent_id,omitempty"`
+	AgentType      string          `json:"agent_type,omitempty"`
+}
+
+// camelCase spellings some Claude Code builds and SDKs use, mapped to the canonical fields.
+var camel = map[string]string{
+	"sessionId": "session_id", "transcriptPath": "transcript_path", "permissionMode": "permission_mode",
+	"hookEventName": "hook_event_name", "toolName": "tool_name", "toolInput": "tool_input",
+	"toolUseId": "tool_use_id", "agentId": "agent_id", "agentType": "agent_type",
+}
+
+// ErrNoTool is returned for a payload that names no tool: nothing can be judged.
+var ErrNoTool = errors.New("payload names no tool")
+
+// ParsePayload decodes a payload, tolerating unknown fields and camelCase variants.
+func ParsePayload(data []byte) (Payload, error) {
+	var p Payload
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return p, fmt.Errorf("decode hook payload: %w", err)
+	}
+	if fields == nil {
+		return p, fmt.Errorf("decode hook payload: %w", ErrNoTool)
+	}
+	for from, to := range camel {
+		if v, ok := fields[from]; ok {
+			if _, has := fields[to]; !has {
+				fields[to] = v
+			}
+		}
+	}
+	norm, _ := json.Marshal(fields)
+	if err := json.Unmarshal(norm, &p); err != nil {
+		return p, fmt.Errorf("decode hook payload: %w", err)
+	}
+	if p.ToolName == "" {
+		return p, fmt.Errorf("decode hook payload: %w", ErrNoTool)
+	}
+	return p, nil
+}
+
+// Envelope is one spool line as the hook writes it.
+type Envelope struct {
+	V     int             `json:"v"`
+	RID   string          `json:"rid"`
+	Mode  string          `json:"mode"`
+	Event json.RawMessage `json:"event"`
+}
+
+var ridPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// ValidRID reports whether rid is exactly 32 lower-case hex digits: anything else must never be
+// used in a file name.
+func ValidRID(rid string) bool { return ridPattern.MatchString(rid) }
+
+// ParseEnvelope decodes a spool line. A line that is a bare payload (no envelope) is accepted as
+// an observe event with no rid.
+func ParseEnvelope(line []byte) (Envelope, error) {
+	var e Envelope
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, fmt.Errorf("decode spool line: %w", err)
+	}
+	if e.V == 0 && e.Event == nil {
+		return Envelope{Mode: "observe", Event: json.RawMessage(bytes.TrimSpace(line))}, nil
+	}
+	if e.V != 1 {
+		return e, fmt.Errorf("decode spool line: envelope version %d, this build reads 1", e.V)
+	}
+	if !ValidRID(e.RID) {
+		return e, fmt.Errorf("decode spool line: bad request id %q", e.RID)
+	}
+	return e, nil
+}
+
+// ridPrefix reads the rid of a line whose event is damaged: the hook writes it first.
+var ridPrefix = regexp.MustCompile(`^\{"v":1,"rid":"([0-9a-f]{32})"`)
+
+// RecoverRID returns the rid at the start of a (possibly damaged or cut) spool line.
+func RecoverRID(prefix []byte) (string, bool) {
+	m := ridPrefix.FindSubmatch(prefix)
+	if m == nil {
+		return "", false
+	}
+	return string(m[1]), true
+}
+
+// Decision is what a verdict asks Claude Code to do.
+type Decision string
+
+// Decisions. Allow means "no objection": it renders as nothing, so that Claude Code's own
+// permission rules still apply; coworkbridge never prints "allow".
+const (
+	Allow Decision = "allow"
+	Ask   Decision = "ask"
+	Deny  Decision = "deny"
+)
+
+// Output renders a decision as hook output: nil for Allow, else one JSON line.
+func Output(d Decision, reason, context string) []byte {
+	if d != Ask && d != Deny {
+		return nil
+	}
+	out := map[string]any{"hookSpecificOutput": map[string]any{
+		"hookEventName":            "PreToolUse",
+		"permissionDecision":       string(d),
+		"permissionDecisionReason": reason,
+	}}
+	if context != "" {
+		out["hookSpecificOutput"].(map[string]any)["additionalContext"] = context
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out) // strings only: cannot fail
+	return b.Bytes()
+}

@@ -1,0 +1,115 @@
+package claudehook
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseEveryReferencePayload(t *testing.T) {
+	files, _ := filepath.Glob("../../shared/reference/payloads/*.json")
+	if len(files) == 0 {
+		t.Skip("reference payloads not available beside the checkout")
+	}
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		p, err := ParsePayload(data)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if p.ToolName == "" || p.HookEventName != "PreToolUse" || len(p.ToolInput) == 0 || p.SessionID == "" {
+			t.Errorf("%s: %+v", filepath.Base(f), p)
+		}
+	}
+}
+
+func TestParsePayloadAcceptsCamelCaseAndUnknownFields(t *testing.T) {
+	p, err := ParsePayload([]byte(`{"sessionId":"s","toolName":"Bash","toolInput":{"command":"ls"},"future_field":[1],"cwd":"/x"}`))
+	if err != nil || p.SessionID != "s" || p.ToolName != "Bash" || string(p.ToolInput) != `{"command":"ls"}` || p.Cwd != "/x" {
+		t.Errorf("%+v %v", p, err)
+	}
+	p, _ = ParsePayload([]byte(`{"tool_name":"Read","toolName":"Bash"}`))
+	if p.ToolName != "Read" {
+		t.Errorf("snake_case must win over camelCase, got %q", p.ToolName)
+	}
+}
+
+func TestParsePayloadRejects(t *testing.T) {
+	for _, in := range []string{``, `null`, `[]`, `{}`, `{"tool_name":""}`, `{"tool_name":3}`, `{"tool_name":"Bash"`} {
+		if _, err := ParsePayload([]byte(in)); err == nil {
+			t.Errorf("ParsePayload(%q) accepted", in)
+		}
+	}
+	if _, err := ParsePayload([]byte(`{}`)); !errors.Is(err, ErrNoTool) {
+		t.Errorf("want ErrNoTool, got %v", err)
+	}
+}
+
+func TestEnvelopes(t *testing.T) {
+	rid := "0123456789abcdef0123456789abcdef"
+	e, err := ParseEnvelope([]byte(`{"v":1,"rid":"` + rid + `","mode":"enforce","event":{"tool_name":"Bash"}}`))
+	if err != nil || e.RID != rid || e.Mode != "enforce" || string(e.Event) != `{"tool_name":"Bash"}` {
+		t.Errorf("%+v %v", e, err)
+	}
+	e, err = ParseEnvelope([]byte(`{"tool_name":"Bash","tool_input":{}}` + "\n"))
+	if err != nil || e.RID != "" || e.Mode != "observe" || !strings.Contains(string(e.Event), "Bash") {
+		t.Errorf("bare payload: %+v %v", e, err)
+	}
+	for _, bad := range []string{
+		`{"v":2,"rid":"` + rid + `","event":{}}`,
+		`{"v":1,"rid":"../../etc/passwd","event":{}}`,
+		`{"v":1,"rid":"0123456789ABCDEF0123456789ABCDEF","event":{}}`,
+		`{"v":1,"rid":"` + rid + `","event":}`,
+	} {
+		if _, err := ParseEnvelope([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+	if got, ok := RecoverRID([]byte(`{"v":1,"rid":"` + rid + `","mode":"enforce","event":{"tool_na`)); !ok || got != rid {
+		t.Errorf("RecoverRID = %q %v", got, ok)
+	}
+	if _, ok := RecoverRID([]byte(`{"v":1,"rid":"short"`)); ok {
+		t.Error("recovered a bad rid")
+	}
+}
+
+func TestOutput(t *testing.T) {
+	if out := Output(Allow, "x", ""); out != nil {
+		t.Errorf("allow must print nothing, got %s", out)
+	}
+	out := Output(Deny, `blocked "rm -rf /" <by> rule`, "try git stash")
+	var v struct {
+		H map[string]string `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil || v.H["permissionDecision"] != "deny" || v.H["hookEventName"] != "PreToolUse" ||
+		v.H["permissionDecisionReason"] != `blocked "rm -rf /" <by> rule` || v.H["additionalContext"] != "try git stash" {
+		t.Errorf("%s", out)
+	}
+	if !strings.HasSuffix(string(out), "}\n") || strings.Count(string(out), "\n") != 1 {
+		t.Errorf("want one line: %q", out)
+	}
+	if !strings.Contains(string(Output(Ask, "r", "")), `"permissionDecision":"ask"`) {
+		t.Error("ask")
+	}
+}
+
+func FuzzParseEnvelope(f *testing.F) {
+	f.Add([]byte(`{"v":1,"rid":"0123456789abcdef0123456789abcdef","mode":"enforce","event":{"tool_name":"Bash"}}`))
+	f.Add([]byte(`{"tool_name":"Bash"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		e, err := ParseEnvelope(line)
+		if err == nil && e.RID != "" && !ValidRID(e.RID) {
+			t.Fatalf("accepted rid %q", e.RID)
+		}
+		if rid, ok := RecoverRID(line); ok && !ValidRID(rid) {
+			t.Fatalf("recovered rid %q", rid)
+		}
+		if err == nil {
+			ParsePayload(e.Event)
+		}
+	})
+}
