@@ -1,0 +1,483 @@
+package classifier
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxDepth bounds nested shells (sh -c "sh -c '...'"), eval and heredocs.
+const maxDepth = 6
+
+// maxCommandBytes bounds the text the analyser parses; longer commands are judged on their
+// first part and flagged.
+const maxCommandBytes = 256 << 10
+
+// Command is one simple command, normalised: wrappers and leading assignments looked through,
+// quotes removed, the program's path and case reduced to its base name.
+type Command struct {
+	Name      string   // "rm" for /bin/rm, \rm, r''m and RM
+	Args      []string // after expansion; unknown variables stay as $NAME
+	Assigns   []string // NAME=value given to the command (leading or through env)
+	Wrappers  []string // sudo, env, timeout... in the order they appeared
+	PipedFrom string   // the command feeding its stdin through a pipe, if any
+	Dynamic   bool     // its name came from a substitution or variable
+}
+
+// Line is the form rules match: the name and the arguments joined by spaces.
+func (c Command) Line() string {
+	if len(c.Args) == 0 {
+		return c.Name
+	}
+	return c.Name + " " + strings.Join(c.Args, " ")
+}
+
+// Code is program text handed to an interpreter (python -c, node -e, a heredoc to ruby...).
+type Code struct {
+	Interp string
+	Text   string
+}
+
+// Analysis is what a command string does, as far as static analysis can tell.
+type Analysis struct {
+	Commands   []Command
+	Writes     []string // paths written by redirections
+	Reads      []string // paths read by redirections
+	Code       []Code
+	Assigns    []string // NAME=value set in the script itself
+	ParseError error
+	Dynamic    []string // why some part could not be known statically
+}
+
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "busybox": true, "fish": true}
+
+var interpreters = map[string]string{ // name -> flag that takes code
+	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
+	"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
+}
+
+// Analyze parses a shell command string and reaches every simple command in it.
+func Analyze(src string) *Analysis {
+	a := &Analysis{}
+	if len(src) > maxCommandBytes {
+		a.Dynamic = append(a.Dynamic, "command longer than the analysis limit")
+		src = src[:maxCommandBytes]
+	}
+	a.shell(src, 0, nil)
+	return a
+}
+
+// analyzer state for one parse.
+type walker struct {
+	a     *Analysis
+	depth int
+	vars  map[string]string
+	piped map[*syntax.CallExpr]string
+	// lastStmt maps a call to its statement, which holds its redirections and heredocs.
+	lastStmt map[*syntax.CallExpr]*syntax.Stmt
+}
+
+func (a *Analysis) shell(src string, depth int, vars map[string]string) {
+	if depth > maxDepth {
+		a.Dynamic = append(a.Dynamic, "nesting deeper than the analysis limit")
+		return
+	}
+	f, err := syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		if a.ParseError == nil {
+			a.ParseError = err
+		}
+		return
+	}
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{}}
+	syntax.Walk(f, w.visit)
+}
+
+func (w *walker) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			if from, to := lastCall(n.X), firstCall(n.Y); from != nil && to != nil {
+				w.piped[to] = w.callName(from)
+			}
+		}
+	case *syntax.Stmt:
+		w.redirects(n)
+		if c, ok := n.Cmd.(*syntax.CallExpr); ok {
+			w.lastStmt[c] = n
+		}
+	case *syntax.CallExpr:
+		w.call(n)
+	case *syntax.DeclClause:
+		for _, as := range n.Args {
+			w.assign(as)
+		}
+	}
+	return true
+}
+
+func firstCall(s *syntax.Stmt) *syntax.CallExpr {
+	switch c := s.Cmd.(type) {
+	case *syntax.CallExpr:
+		return c
+	case *syntax.BinaryCmd:
+		return firstCall(c.X)
+	}
+	return nil
+}
+
+func lastCall(s *syntax.Stmt) *syntax.CallExpr {
+	switch c := s.Cmd.(type) {
+	case *syntax.CallExpr:
+		return c
+	case *syntax.BinaryCmd:
+		return lastCall(c.Y)
+	}
+	return nil
+}
+
+func (w *walker) callName(c *syntax.CallExpr) string {
+	f := w.fields(c.Args)
+	if len(f) == 0 {
+		return ""
+	}
+	cmd := w.unwrap(f, nil)
+	return cmd.Name
+}
+
+// env expands variables the script set; unknown ones stay visible as $NAME, so that a rule can
+// still see `rm -rf $DIR/` for what it is. HOME is ~, so paths under it read the same whatever
+// the variable holds; IFS is the shell's default, so rm${IFS}-rf splits as the shell splits it.
+func (w *walker) env() expand.Environ {
+	return expand.FuncEnviron(func(name string) string {
+		switch name {
+		case "IFS":
+			return " \t\n"
+		case "HOME":
+			return "~"
+		}
+		if v, ok := w.vars[name]; ok {
+			return v
+		}
+		return "$" + name
+	})
+}
+
+func (w *walker) fields(words []*syntax.Word) []string {
+	cfg := &expand.Config{
+		Env: w.env(),
+		CmdSubst: func(out io.Writer, cs *syntax.CmdSubst) error {
+			_, err := io.WriteString(out, "$(...)")
+			return err
+		},
+		ProcSubst: func(*syntax.ProcSubst) (string, error) { return "/dev/fd/63", nil },
+	}
+	f, err := expand.Fields(cfg, words...)
+	if err != nil { // an expansion the expander refuses: keep the source text
+		f = f[:0]
+		for _, wd := range words {
+			f = append(f, printWord(wd))
+		}
+	}
+	return f
+}
+
+func printWord(wd *syntax.Word) string {
+	var b bytes.Buffer
+	syntax.NewPrinter().Print(&b, wd)
+	return b.String()
+}
+
+func (w *walker) assign(as *syntax.Assign) {
+	if as.Name == nil || as.Value == nil {
+		return
+	}
+	v := strings.Join(w.fields([]*syntax.Word{as.Value}), " ")
+	w.vars[as.Name.Value] = v
+	w.a.Assigns = append(w.a.Assigns, as.Name.Value+"="+v)
+}
+
+func (w *walker) redirects(st *syntax.Stmt) {
+	for _, r := range st.Redirs {
+		if r.Word == nil {
+			continue
+		}
+		target := strings.Join(w.fields([]*syntax.Word{r.Word}), " ")
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.ClbOut, syntax.RdrInOut:
+			if !strings.HasPrefix(target, "/dev/") && !isFD(target) {
+				w.a.Writes = append(w.a.Writes, target)
+			}
+		case syntax.RdrIn:
+			w.a.Reads = append(w.a.Reads, target)
+		}
+	}
+}
+
+var fdRE = regexp.MustCompile(`^&?[0-9-]+$`)
+
+func isFD(s string) bool { return fdRE.MatchString(s) }
+
+// heredoc returns the text fed to a statement's stdin by <<, <<- or <<<.
+func heredoc(st *syntax.Stmt) (string, bool) {
+	for _, r := range st.Redirs {
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			if r.Hdoc != nil {
+				return hdocText(r.Hdoc), true
+			}
+		case syntax.WordHdoc:
+			if r.Word != nil {
+				return unquote(printWord(r.Word)), true
+			}
+		}
+	}
+	return "", false
+}
+
+func hdocText(wd *syntax.Word) string {
+	var b strings.Builder
+	for _, p := range wd.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+			continue
+		}
+		var pb bytes.Buffer
+		syntax.NewPrinter().Print(&pb, p)
+		b.Write(pb.Bytes())
+	}
+	return b.String()
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+func (w *walker) call(c *syntax.CallExpr) {
+	for _, as := range c.Assigns {
+		w.assign(as)
+	}
+	if len(c.Args) == 0 {
+		return
+	}
+	f := w.fields(c.Args)
+	if len(f) == 0 {
+		return
+	}
+	var assigns []string
+	for _, as := range c.Assigns {
+		if as.Name != nil {
+			assigns = append(assigns, as.Name.Value+"="+w.vars[as.Name.Value])
+		}
+	}
+	cmd := w.unwrap(f, assigns)
+	if cmd.Name == "" {
+		return
+	}
+	cmd.PipedFrom = w.piped[c]
+	cmd.Dynamic = isDynamicWord(c.Args[0]) && !strings.Contains(f[0], "/")
+	if cmd.Dynamic {
+		w.a.Dynamic = append(w.a.Dynamic, "command name comes from an expansion: "+printWord(c.Args[0]))
+	}
+	w.a.Commands = append(w.a.Commands, cmd)
+	w.nested(cmd, w.stmtOf(c))
+}
+
+// stmtOf finds the statement of a call, for its heredoc.
+func (w *walker) stmtOf(c *syntax.CallExpr) *syntax.Stmt { return w.lastStmt[c] }
+
+func isDynamicWord(wd *syntax.Word) bool {
+	for _, p := range wd.Parts {
+		switch p.(type) {
+		case *syntax.CmdSubst, *syntax.ParamExp, *syntax.ArithmExp:
+			return true
+		}
+	}
+	return false
+}
+
+// unwrap looks through wrappers to the command they run.
+func (w *walker) unwrap(f []string, assigns []string) Command {
+	cmd := Command{Assigns: assigns}
+	for len(f) > 0 {
+		name := baseName(f[0])
+		skip, ok := wrapperArgs(name, f[1:], &cmd)
+		if !ok {
+			break
+		}
+		cmd.Wrappers = append(cmd.Wrappers, name)
+		f = f[1+skip:]
+	}
+	if len(f) == 0 {
+		if len(cmd.Wrappers) > 0 { // `sudo` alone, `env` alone: the wrapper is the command
+			cmd.Name = cmd.Wrappers[len(cmd.Wrappers)-1]
+			cmd.Wrappers = cmd.Wrappers[:len(cmd.Wrappers)-1]
+		}
+		return cmd
+	}
+	cmd.Name = baseName(f[0])
+	cmd.Args = f[1:]
+	return cmd
+}
+
+func baseName(s string) string {
+	s = strings.TrimLeft(s, `\`)
+	if strings.Contains(s, "/") && !strings.HasPrefix(s, "$(") {
+		s = path.Base(s)
+	}
+	return strings.ToLower(s)
+}
+
+var timeoutDuration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
+
+// wrapperArgs reports whether name is a wrapper and how many of args belong to it.
+func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
+	optsWithValue := map[string]map[string]bool{
+		"sudo":    {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
+		"doas":    {"-u": true, "-C": true},
+		"env":     {"-u": true, "-C": true, "--unset": true, "--chdir": true},
+		"nice":    {"-n": true},
+		"ionice":  {"-c": true, "-n": true},
+		"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
+		"exec":    {"-a": true},
+		"xargs":   {"-n": true, "-I": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
+		"stdbuf":  {"-i": true, "-o": true, "-e": true},
+	}
+	switch name {
+	case "sudo", "doas", "env", "nice", "ionice", "timeout", "exec", "xargs", "stdbuf", "nohup", "time", "command", "builtin", "caffeinate":
+	default:
+		return 0, false
+	}
+	if name == "command" && len(args) > 0 && (args[0] == "-v" || args[0] == "-V") {
+		return 0, false // a lookup, not an execution: `command` itself is the command
+	}
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		switch {
+		case a == "--":
+			return i + 1, true
+		case name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
+			cmd.Assigns = append(cmd.Assigns, a)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if optsWithValue[name][a] {
+				i++
+			}
+		case name == "timeout" && timeoutDuration.MatchString(a):
+			return i + 1, true
+		default:
+			return i, true
+		}
+		i++
+	}
+	return i, true
+}
+
+// nested analyses what a command runs in turn: shell -c strings, eval, find -exec, heredocs and
+// interpreter code.
+func (w *walker) nested(cmd Command, st *syntax.Stmt) {
+	a := w.a
+	switch {
+	case shells[cmd.Name]:
+		if code, ok := flagValue(cmd.Args, "-c"); ok {
+			a.shell(code, w.depth+1, w.vars)
+		} else if st != nil {
+			if body, ok := heredoc(st); ok {
+				a.shell(body, w.depth+1, w.vars)
+			}
+		}
+	case cmd.Name == "eval":
+		a.shell(strings.Join(cmd.Args, " "), w.depth+1, w.vars)
+		if strings.Contains(strings.Join(cmd.Args, " "), "$") {
+			a.Dynamic = append(a.Dynamic, "eval of text only known at run time")
+		}
+	case cmd.Name == "source" || cmd.Name == ".":
+		if len(cmd.Args) > 0 && strings.Contains(cmd.Args[0], "$") {
+			a.Dynamic = append(a.Dynamic, "source of a path only known at run time")
+		}
+	case cmd.Name == "find":
+		w.findExec(cmd.Args)
+	case interpreters[cmd.Name] != "":
+		if code, ok := flagValue(cmd.Args, interpreters[cmd.Name]); ok {
+			a.interp(cmd.Name, code, w)
+		} else if st != nil {
+			if body, ok := heredoc(st); ok {
+				a.interp(cmd.Name, body, w)
+			}
+		}
+	}
+}
+
+func flagValue(args []string, flag string) (string, bool) {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1], true
+		}
+		// combined short flags such as -lc or -ec
+		if len(flag) == 2 && len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.HasSuffix(a, flag[1:]) && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+func (w *walker) findExec(args []string) {
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			var sub []string
+			for i++; i < len(args) && args[i] != ";" && args[i] != "+"; i++ {
+				sub = append(sub, args[i])
+			}
+			if len(sub) > 0 {
+				cmd := w.unwrap(sub, nil)
+				cmd.Wrappers = append(cmd.Wrappers, "find")
+				w.a.Commands = append(w.a.Commands, cmd)
+				w.nested(cmd, nil)
+			}
+		}
+	}
+}
+
+// shellCall finds strings that interpreter code hands to a shell: os.system("..."),
+// execSync('...'), subprocess.run(["rm", "-rf", "/"]), `...` in Ruby and Perl.
+var shellCall = regexp.MustCompile("(?:system|exec|execSync|spawn|spawnSync|popen|Popen|call|run|check_output|check_call|getoutput|getstatusoutput)\\s*\\(\\s*(\\[[^\\]]*\\]|\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*')|`([^`]*)`|%x\\{([^}]*)\\}")
+
+var quotedString = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'`)
+
+func (a *Analysis) interp(name, code string, w *walker) {
+	a.Code = append(a.Code, Code{Interp: name, Text: code})
+	for _, m := range shellCall.FindAllStringSubmatch(code, -1) {
+		arg := m[1] + m[2] + m[3]
+		if strings.HasPrefix(arg, "[") { // an argv list: join its strings
+			var parts []string
+			for _, q := range quotedString.FindAllStringSubmatch(arg, -1) {
+				parts = append(parts, q[1]+q[2])
+			}
+			a.shell(strings.Join(parts, " "), w.depth+1, w.vars)
+			continue
+		}
+		a.shell(unquote(arg), w.depth+1, w.vars)
+	}
+}
+
+// String summarises an analysis for debugging and `check`.
+func (a *Analysis) String() string {
+	var b strings.Builder
+	for _, c := range a.Commands {
+		fmt.Fprintf(&b, "%q ", c.Line())
+	}
+	return strings.TrimSpace(b.String())
+}
