@@ -1,0 +1,438 @@
+package classifier
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+)
+
+//go:embed rules/*.rules
+var defaultRules embed.FS
+
+// Policy is an admin's adjustment of the defaults (managed.json's policy object).
+type Policy struct {
+	// RuleFiles are extra rule files, matched after the defaults; each name ends in
+	// <target>.rules (bash, edit, read, content, mcp).
+	RuleFiles          []RuleFile
+	DisabledRules      []string
+	RuleModes          map[string]string // rule id -> "observe" | "enforce"
+	AllowedExecutables []string
+	AllowedMCPServers  []string
+	RestrictMCPServers bool
+}
+
+// RuleFile is one rule file's name and content.
+type RuleFile struct {
+	Name string
+	Data []byte
+}
+
+// LoadRuleDirs reads every *.rules file of the given folders, in name order.
+func LoadRuleDirs(dirs []string) ([]RuleFile, error) {
+	var out []RuleFile
+	for _, d := range dirs {
+		files, err := filepath.Glob(filepath.Join(d, "*.rules"))
+		if err != nil {
+			return nil, fmt.Errorf("list rules in %s: %w", d, err)
+		}
+		slices.Sort(files)
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("read rules: %w", err)
+			}
+			out = append(out, RuleFile{Name: f, Data: data})
+		}
+	}
+	return out, nil
+}
+
+// Verdict is the classifier's answer for one tool call.
+type Verdict struct {
+	Decision claudehook.Decision
+	RuleID   string
+	Reason   string
+	Nudge    string
+	// Matched is the part of the input that matched: a command, a path, a line.
+	Matched string
+	// ObserveOnly: the rule is in observe mode, so the verdict is reported, not applied.
+	ObserveOnly bool
+}
+
+// Classifier evaluates tool calls against a compiled policy. It is safe for concurrent use.
+type Classifier struct {
+	rules    map[Target][]*Rule
+	modes    map[string]string
+	allowed  map[string]bool
+	mcpAllow map[string]bool
+	mcpOn    bool
+}
+
+// New compiles the embedded default rules and the policy's additions.
+func New(p Policy) (*Classifier, error) {
+	c := &Classifier{rules: map[Target][]*Rule{}, modes: p.RuleModes, allowed: map[string]bool{}, mcpOn: p.RestrictMCPServers, mcpAllow: map[string]bool{}}
+	for _, e := range defaultExecutables {
+		c.allowed[e] = true
+	}
+	for _, e := range p.AllowedExecutables {
+		c.allowed[strings.ToLower(e)] = true
+	}
+	for _, s := range p.AllowedMCPServers {
+		c.mcpAllow[s] = true
+	}
+	files, _ := defaultRules.ReadDir("rules")
+	var all []RuleFile
+	for _, f := range files {
+		data, _ := defaultRules.ReadFile("rules/" + f.Name())
+		all = append(all, RuleFile{Name: "default/" + f.Name(), Data: data})
+	}
+	all = append(all, p.RuleFiles...)
+	disabled := map[string]bool{}
+	for _, id := range p.DisabledRules {
+		disabled[id] = true
+	}
+	known := map[string]bool{}
+	for _, f := range all {
+		base := path.Base(filepath.ToSlash(f.Name))
+		target := Target(strings.TrimSuffix(base[strings.LastIndex(base, "-")+1:], ".rules"))
+		if !validTarget(target) {
+			return nil, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules or mcp.rules", f.Name)
+		}
+		rules, err := ParseRules(f.Name, target, strings.NewReader(string(f.Data)), validatorNames(), map[string]bool{"allowed_executables": true})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rules {
+			known[r.ID] = true
+			if !disabled[r.ID] {
+				c.rules[target] = append(c.rules[target], r)
+			}
+		}
+	}
+	for id := range p.RuleModes {
+		if !known[id] {
+			return nil, fmt.Errorf("policy.rule_modes names rule %q, which no rule file defines", id)
+		}
+	}
+	for _, id := range p.DisabledRules {
+		if !known[id] {
+			return nil, fmt.Errorf("policy.disabled_rules names rule %q, which no rule file defines", id)
+		}
+	}
+	return c, nil
+}
+
+func validTarget(t Target) bool {
+	switch t {
+	case TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP:
+		return true
+	}
+	return false
+}
+
+// Rules lists the compiled rules of a target, for documentation and tests.
+func (c *Classifier) Rules(t Target) []*Rule { return c.rules[t] }
+
+// item is one thing a rule is matched against.
+type item struct {
+	target Target
+	text   string
+	cmd    *Command // for bash validators
+	an     *Analysis
+	cwd    string
+	server string // for mcp
+}
+
+// Evaluate judges one tool call. It never fails: what it cannot understand it asks about.
+func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict {
+	items, v := c.items(p)
+	if v.Decision != "" {
+		return v
+	}
+	best := Verdict{Decision: claudehook.Allow}
+	for _, it := range items {
+		if ctx.Err() != nil {
+			return Verdict{Decision: claudehook.Deny, RuleID: "classifier.cancelled", Reason: "the classifier was stopped before it decided"}
+		}
+		if v, ok := c.match(it); ok && severity(v) > severity(best) {
+			best = v
+			if v.Decision == claudehook.Deny && !v.ObserveOnly {
+				break
+			}
+		}
+	}
+	return best
+}
+
+func severity(v Verdict) int {
+	s := map[claudehook.Decision]int{claudehook.Allow: 0, claudehook.Ask: 2, claudehook.Deny: 4}[v.Decision]
+	if v.ObserveOnly && s > 0 {
+		s-- // an enforced ask outranks an observed deny
+	}
+	return s
+}
+
+func (c *Classifier) match(it item) (Verdict, bool) {
+	for _, r := range c.rules[it.target] {
+		matched, ok := c.ruleMatches(r, it)
+		if !ok {
+			continue
+		}
+		d := claudehook.Deny
+		if r.Action == Suspicious {
+			d = claudehook.Ask
+		}
+		return Verdict{
+			Decision: d, RuleID: r.ID, Matched: matched,
+			Reason:      fmt.Sprintf("coworkbridge rule %s: %s", r.ID, describeMatch(it, matched)),
+			Nudge:       expandNudge(r.Nudge, it),
+			ObserveOnly: c.modes[r.ID] == "observe",
+		}, true
+	}
+	return Verdict{}, false
+}
+
+func describeMatch(it item, matched string) string {
+	if len(matched) > 200 {
+		matched = matched[:200] + "…"
+	}
+	switch it.target {
+	case TargetEdit:
+		return "writing " + matched + " is not allowed"
+	case TargetRead:
+		return "reading " + matched + " is not allowed"
+	case TargetContent:
+		return "the content contains " + fmt.Sprintf("%q", matched)
+	case TargetMCP:
+		return "MCP call " + matched
+	}
+	return "command " + fmt.Sprintf("%q", matched)
+}
+
+func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
+	var matched string
+	switch {
+	case r.Validator != "":
+		m, ok := validators[r.Validator](c, it)
+		if !ok {
+			return "", false
+		}
+		matched = m
+	case r.NotInList != "":
+		if it.cmd == nil || it.cmd.Name == "" || c.allowed[it.cmd.Name] {
+			return "", false
+		}
+		matched = it.cmd.Name
+	default:
+		for _, re := range r.Patterns {
+			if loc := re.FindStringIndex(it.text); loc != nil {
+				matched = it.text
+				if it.target == TargetContent {
+					matched = it.text[loc[0]:loc[1]]
+				}
+				break
+			}
+		}
+		if matched == "" {
+			return "", false
+		}
+	}
+	for _, re := range r.Unless {
+		if re.MatchString(it.text) {
+			return "", false
+		}
+	}
+	return matched, true
+}
+
+var nudgeVar = regexp.MustCompile(`\{(command|base_command|file_path|tool_name|server_name)\}`)
+
+func expandNudge(n string, it item) string {
+	if n == "" {
+		return ""
+	}
+	return nudgeVar.ReplaceAllStringFunc(n, func(v string) string {
+		switch v {
+		case "{command}":
+			return it.text
+		case "{base_command}":
+			if it.cmd != nil {
+				return it.cmd.Name
+			}
+		case "{file_path}":
+			return it.text
+		case "{server_name}":
+			return it.server
+		}
+		return ""
+	})
+}
+
+// normalisedTool maps the names Cowork and old Claude Code builds use to one set.
+func normalisedTool(name string) string {
+	switch name {
+	case "mcp__workspace__bash":
+		return "Bash"
+	case "mcp__workspace__web_fetch":
+		return "WebFetch"
+	case "Task":
+		return "Agent"
+	}
+	return name
+}
+
+// items turns a payload into the things rules are matched against. A verdict is returned
+// directly for input that cannot be understood.
+func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
+	tool := normalisedTool(p.ToolName)
+	var in map[string]json.RawMessage
+	if len(p.ToolInput) > 0 && string(p.ToolInput) != "null" {
+		if err := json.Unmarshal(p.ToolInput, &in); err != nil {
+			return nil, Verdict{Decision: claudehook.Ask, RuleID: "classifier.bad-input", Reason: "the tool input is not a JSON object, so coworkbridge cannot check it"}
+		}
+	}
+	str := func(k string) string {
+		var s string
+		json.Unmarshal(in[k], &s)
+		return s
+	}
+	switch tool {
+	case "Bash":
+		return c.bashItems(str("command"), p.Cwd), Verdict{}
+	case "Write":
+		return c.writeItems(str("file_path"), str("content"), p.Cwd), Verdict{}
+	case "Edit":
+		return c.writeItems(str("file_path"), str("new_string"), p.Cwd), Verdict{}
+	case "NotebookEdit":
+		return c.writeItems(str("notebook_path"), str("new_source"), p.Cwd), Verdict{}
+	case "MultiEdit":
+		var edits []struct {
+			NewString string `json:"new_string"`
+		}
+		json.Unmarshal(in["edits"], &edits)
+		items := c.writeItems(str("file_path"), "", p.Cwd)
+		for _, e := range edits {
+			items = append(items, c.writeItems(str("file_path"), e.NewString, p.Cwd)...)
+		}
+		return items, Verdict{}
+	case "Read":
+		return []item{{target: TargetRead, text: canonPath(str("file_path"), p.Cwd)}}, Verdict{}
+	case "Glob", "Grep":
+		var items []item
+		for _, k := range []string{"path", "pattern", "glob"} {
+			if v := str(k); v != "" && (k == "path" || strings.Contains(v, "/")) {
+				items = append(items, item{target: TargetRead, text: canonPath(v, p.Cwd)})
+			}
+		}
+		return items, Verdict{}
+	}
+	if server, name, ok := mcpName(p.ToolName); ok {
+		return []item{{target: TargetMCP, text: server + " " + name + " " + string(p.ToolInput), server: server}}, Verdict{}
+	}
+	return nil, Verdict{}
+}
+
+func mcpName(tool string) (server, name string, ok bool) {
+	rest, ok := strings.CutPrefix(tool, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, name, ok = strings.Cut(rest, "__")
+	return server, name, ok
+}
+
+func (c *Classifier) writeItems(file, content, cwd string) []item {
+	p := canonPath(file, cwd)
+	items := []item{{target: TargetEdit, text: p}}
+	if content != "" && instructionFile(p) {
+		items = append(items, item{target: TargetContent, text: content})
+	}
+	return items
+}
+
+var instructionPath = regexp.MustCompile(`(?i)(^|/)(claude\.md|claude\.local\.md|agents\.md|gemini\.md|\.cursorrules|\.windsurfrules|copilot-instructions\.md)$|(^|/)\.claude/|(^|/)memor(y|ies)/`)
+
+// instructionFile reports whether a path is read by agents as instructions or memory.
+func instructionFile(p string) bool { return instructionPath.MatchString(p) }
+
+// readers are commands whose path arguments are files they read.
+var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
+	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
+	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
+	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true}
+
+// writers are commands whose last path argument is written.
+var writers = map[string]bool{"cp": true, "mv": true, "install": true, "tee": true, "ln": true, "touch": true, "dd": true, "truncate": true, "chmod": true}
+
+func (c *Classifier) bashItems(command, cwd string) []item {
+	an := Analyze(command)
+	items := []item{{target: TargetBash, text: strings.TrimSpace(command), an: an, cwd: cwd}}
+	seen := map[string]bool{}
+	for i := range an.Commands {
+		cmd := &an.Commands[i]
+		line := cmd.Line()
+		if !seen[line] {
+			seen[line] = true
+			items = append(items, item{target: TargetBash, text: line, cmd: cmd, an: an, cwd: cwd})
+		}
+		for _, a := range cmd.Args {
+			if strings.HasPrefix(a, "-") || !looksLikePath(a) {
+				continue
+			}
+			if readers[cmd.Name] {
+				items = append(items, item{target: TargetRead, text: canonPath(a, cwd)})
+			}
+		}
+		if writers[cmd.Name] {
+			for _, a := range cmd.Args {
+				if !strings.HasPrefix(a, "-") && looksLikePath(a) {
+					items = append(items, item{target: TargetEdit, text: canonPath(strings.TrimPrefix(a, "of="), cwd)})
+				}
+			}
+		}
+	}
+	for _, code := range an.Code {
+		items = append(items, item{target: TargetBash, text: code.Interp + " -c " + code.Text, an: an, cwd: cwd})
+	}
+	for _, w := range an.Writes {
+		items = append(items, item{target: TargetEdit, text: canonPath(w, cwd)})
+	}
+	for _, r := range an.Reads {
+		items = append(items, item{target: TargetRead, text: canonPath(r, cwd)})
+	}
+	return items
+}
+
+func looksLikePath(s string) bool {
+	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")
+}
+
+var homePrefix = regexp.MustCompile(`^(/root|/home/[^/]+|/Users/[^/]+|/var/root|\$HOME|\$\{HOME\})(/|$)`)
+
+// canonPath cleans a path, resolves it against cwd, and writes any home folder as ~, so that one
+// rule covers the Mac's /Users/ada, the VM's /root or /home/ada, and $HOME.
+func canonPath(p, cwd string) string {
+	if p == "" {
+		return ""
+	}
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+	case strings.HasPrefix(p, "/"), strings.HasPrefix(p, "$"):
+	case cwd != "":
+		p = cwd + "/" + p
+	}
+	p = path.Clean(p)
+	if m := homePrefix.FindStringSubmatch(p); m != nil {
+		p = "~" + p[len(m[1]):]
+	}
+	return p
+}

@@ -1,0 +1,220 @@
+package classifier
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Target is what a rule file's rules are matched against.
+type Target string
+
+// Targets, one rule file each.
+const (
+	TargetBash    Target = "bash"    // each normalised simple command, and the whole command
+	TargetEdit    Target = "edit"    // the path a Write, Edit or NotebookEdit changes (and shell redirections)
+	TargetRead    Target = "read"    // the path a Read, Glob or Grep reads (and files shell readers open)
+	TargetContent Target = "content" // the text being written
+	TargetMCP     Target = "mcp"     // "<server> <tool> <arguments JSON>"
+)
+
+// Action is what a matching rule asks for.
+type Action string
+
+// Actions: block denies, suspicious asks the user.
+const (
+	Block      Action = "block"
+	Suspicious Action = "suspicious"
+)
+
+// Rule is one parsed rule.
+type Rule struct {
+	ID     string
+	Action Action
+	Target Target
+	// Exactly one way of matching: patterns (any of them), a list key, or a validator.
+	Patterns  []*regexp.Regexp
+	NotInList string // match_base_command_not_in <config key>
+	Validator string
+	// Unless patterns exempt a match: RE2 has no lookahead, so look-alikes are named here.
+	Unless []*regexp.Regexp
+	Nudge  string
+	File   string
+	Line   int
+}
+
+// ParseError names the file, the line and what was expected.
+type ParseError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// ParseRules reads one rule file. validators and lists name what `validator` and
+// `match_base_command_not_in` may refer to.
+func ParseRules(file string, target Target, r io.Reader, validators map[string]bool, lists map[string]bool) ([]*Rule, error) {
+	p := ruleParser{file: file, target: target, validators: validators, lists: lists}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		p.line++
+		if err := p.parseLine(sc.Text()); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &ParseError{file, p.line, err.Error()}
+	}
+	if err := p.finish(); err != nil {
+		return nil, err
+	}
+	return p.rules, nil
+}
+
+type ruleParser struct {
+	file       string
+	target     Target
+	validators map[string]bool
+	lists      map[string]bool
+	line       int
+	rules      []*Rule
+	cur        *Rule
+	inAny      bool // reading the indented patterns of match_any
+	ids        map[string]bool
+}
+
+func (p *ruleParser) errorf(format string, args ...any) error {
+	return &ParseError{p.file, p.line, fmt.Sprintf(format, args...)}
+}
+
+func (p *ruleParser) parseLine(raw string) error {
+	text := strings.TrimRight(raw, " \t\r")
+	trimmed := strings.TrimLeft(text, " \t")
+	if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+		return nil
+	}
+	indent := len(text) - len(trimmed)
+	if indent == 0 {
+		p.inAny = false
+		return p.header(trimmed)
+	}
+	if p.cur == nil {
+		return p.errorf("indented line outside a rule; start a rule with `block \"id\"` or `suspicious \"id\"`")
+	}
+	keyword, rest, _ := strings.Cut(trimmed, " ")
+	if p.inAny && indent >= 4 {
+		return p.pattern(&p.cur.Patterns, trimmed)
+	}
+	p.inAny = false
+	switch keyword {
+	case "match":
+		return p.pattern(&p.cur.Patterns, rest)
+	case "match_any":
+		if rest != "" {
+			return p.errorf("match_any takes no value; put one pattern per line below it, indented further")
+		}
+		p.inAny = true
+		return nil
+	case "unless":
+		return p.pattern(&p.cur.Unless, rest)
+	case "match_base_command_not_in":
+		if !p.lists[rest] {
+			return p.errorf("unknown list %q for match_base_command_not_in; known: %s", rest, keys(p.lists))
+		}
+		p.cur.NotInList = rest
+		return nil
+	case "validator":
+		if !p.validators[rest] {
+			return p.errorf("unknown validator %q; known: %s", rest, keys(p.validators))
+		}
+		p.cur.Validator = rest
+		return nil
+	case "nudge":
+		s, err := strconv.Unquote(rest)
+		if err != nil {
+			return p.errorf("nudge wants one double-quoted string, got %s", rest)
+		}
+		p.cur.Nudge = s
+		return nil
+	}
+	return p.errorf("unknown keyword %q; expected match, match_any, unless, match_base_command_not_in, validator or nudge", keyword)
+}
+
+func (p *ruleParser) header(line string) error {
+	if err := p.finish(); err != nil {
+		return err
+	}
+	kw, rest, _ := strings.Cut(line, " ")
+	if kw != string(Block) && kw != string(Suspicious) {
+		return p.errorf("expected `block \"id\"` or `suspicious \"id\"`, got %q", line)
+	}
+	rest = strings.TrimSpace(rest)
+	quoted, err := strconv.QuotedPrefix(rest)
+	var id string
+	if err == nil {
+		id, err = strconv.Unquote(quoted)
+		if after := strings.TrimSpace(rest[len(quoted):]); after != "" && !strings.HasPrefix(after, "#") {
+			return p.errorf("unexpected %q after the rule id", after)
+		}
+	}
+	if err != nil || !ruleIDPattern.MatchString(id) {
+		return p.errorf("rule id must be a double-quoted lower-case id like \"bash.rm-root\", got %s", rest)
+	}
+	if p.ids == nil {
+		p.ids = map[string]bool{}
+	}
+	if p.ids[id] {
+		return p.errorf("rule id %q is used twice in this file", id)
+	}
+	p.ids[id] = true
+	p.cur = &Rule{ID: id, Action: Action(kw), Target: p.target, File: p.file, Line: p.line}
+	return nil
+}
+
+var ruleIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+
+func (p *ruleParser) pattern(dst *[]*regexp.Regexp, expr string) error {
+	if expr == "" {
+		return p.errorf("empty pattern")
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return p.errorf("bad regular expression: %v", err)
+	}
+	*dst = append(*dst, re)
+	return nil
+}
+
+func (p *ruleParser) finish() error {
+	r := p.cur
+	if r == nil {
+		return nil
+	}
+	ways := 0
+	for _, set := range []bool{len(r.Patterns) > 0, r.NotInList != "", r.Validator != ""} {
+		if set {
+			ways++
+		}
+	}
+	if ways != 1 {
+		return &ParseError{p.file, r.Line, fmt.Sprintf("rule %q needs exactly one of match, match_any, match_base_command_not_in or validator", r.ID)}
+	}
+	p.rules = append(p.rules, r)
+	p.cur = nil
+	return nil
+}
+
+func keys(m map[string]bool) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}

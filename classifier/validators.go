@@ -1,0 +1,263 @@
+package classifier
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// validators are checks too structural for a regular expression. Rule files name them with
+// `validator <Name>`; they are compiled in, never loaded at run time.
+var validators = map[string]func(c *Classifier, it item) (string, bool){
+	"RecursiveDeleteCritical": func(_ *Classifier, it item) (string, bool) { return recursiveDelete(it, true) },
+	"RecursiveDelete":         func(_ *Classifier, it item) (string, bool) { return recursiveDelete(it, false) },
+	"DownloadToShell":         downloadToShell,
+	"DangerousEnv":            dangerousEnv,
+	"Exfiltration":            exfiltration,
+	"RedirectOutsideProject":  redirectOutsideProject,
+	"DynamicCode":             dynamicCode,
+	"Unparseable":             unparseable,
+	"PrivilegeEscalation":     privilegeEscalation,
+	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
+		return it.server, c.mcpOn && !c.mcpAllow[it.server]
+	},
+}
+
+func validatorNames() map[string]bool {
+	m := map[string]bool{}
+	for k := range validators {
+		m[k] = true
+	}
+	return m
+}
+
+var criticalPath = regexp.MustCompile(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
+
+var tempPath = regexp.MustCompile(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
+
+// recursiveDelete finds rm -r: critical targets (the root, a home, system folders, .., *) when
+// critical is set, any other target that is not temporary otherwise.
+func recursiveDelete(it item, critical bool) (string, bool) {
+	cmd := it.cmd
+	if cmd == nil || cmd.Name != "rm" {
+		return "", false
+	}
+	recursive := false
+	var targets []string
+	opts := true
+	for _, a := range cmd.Args {
+		switch {
+		case opts && a == "--":
+			opts = false
+		case opts && (a == "--recursive" || a == "-r" || a == "-R"):
+			recursive = true
+		case opts && strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR"):
+			recursive = true
+		case opts && strings.HasPrefix(a, "-"):
+		default:
+			targets = append(targets, a)
+		}
+	}
+	if !recursive {
+		return "", false
+	}
+	for _, t := range targets {
+		p := canonPath(t, "")
+		if tempPath.MatchString(p) && !strings.Contains(t, "..") {
+			continue
+		}
+		if criticalPath.MatchString(p) == critical {
+			return cmd.Line(), true
+		}
+	}
+	return "", false
+}
+
+// privilegeEscalation finds commands run as another user: sudo, doas, su, pkexec, or a wrapper
+// chain that contains them.
+func privilegeEscalation(_ *Classifier, it item) (string, bool) {
+	cmd := it.cmd
+	if cmd == nil {
+		return "", false
+	}
+	for _, w := range cmd.Wrappers {
+		if w == "sudo" || w == "doas" {
+			return w + " " + cmd.Line(), true
+		}
+	}
+	switch cmd.Name {
+	case "sudo", "doas", "su", "pkexec", "runuser", "sudoedit":
+		return cmd.Line(), true
+	}
+	return "", false
+}
+
+var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "base64": true, "xxd": true, "openssl": true,
+	"nc": true, "ncat": true, "netcat": true, "gunzip": true, "zcat": true, "uudecode": true, "rev": true, "xclip": true, "pbpaste": true}
+
+// downloadToShell finds text from the network or a decoder run as code: curl … | sh,
+// base64 -d | bash, sh -c "$(curl …)", bash <(wget -O- …).
+func downloadToShell(_ *Classifier, it item) (string, bool) {
+	cmd := it.cmd
+	if cmd == nil || !(shells[cmd.Name] || interpreters[cmd.Name] != "" || cmd.Name == "source" || cmd.Name == ".") {
+		return "", false
+	}
+	if downloaders[cmd.PipedFrom] {
+		if _, hasCode := flagValue(cmd.Args, "-c"); !hasCode {
+			return cmd.PipedFrom + " | " + cmd.Line(), true
+		}
+	}
+	fetched := false
+	for _, c := range it.an.Commands {
+		if c.Name == "curl" || c.Name == "wget" || c.Name == "fetch" {
+			fetched = true
+		}
+	}
+	if fetched {
+		for _, a := range cmd.Args {
+			if strings.Contains(a, "$(...)") || a == "/dev/fd/63" {
+				return cmd.Line(), true
+			}
+		}
+	}
+	return "", false
+}
+
+var dangerousVars = []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
+	"DYLD_FRAMEWORK_PATH", "PATH", "NODE_OPTIONS", "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "RUBYOPT",
+	"BASH_ENV", "ENV", "PROMPT_COMMAND", "ZDOTDIR"}
+
+// dangerousEnv finds variables that make other programs load code: LD_PRELOAD, PATH, ...
+func dangerousEnv(_ *Classifier, it item) (string, bool) {
+	var assigns []string
+	if it.cmd != nil {
+		assigns = it.cmd.Assigns
+		if it.cmd.Name == "export" || it.cmd.Name == "declare" || it.cmd.Name == "typeset" {
+			assigns = append(assigns, it.cmd.Args...)
+		}
+	} else if it.an != nil {
+		assigns = it.an.Assigns
+	}
+	for _, a := range assigns {
+		name, _, _ := strings.Cut(a, "=")
+		if slices.Contains(dangerousVars, name) && strings.Contains(a, "=") {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+var secretVar = regexp.MustCompile(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
+
+var remoteSpec = regexp.MustCompile(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)
+
+// exfiltration finds data leaving the machine: files or stdin posted with curl or wget, input
+// piped to nc or ssh, scp or rsync to a remote host, secrets in request data.
+func exfiltration(_ *Classifier, it item) (string, bool) {
+	cmd := it.cmd
+	if cmd == nil {
+		return "", false
+	}
+	switch cmd.Name {
+	case "curl":
+		dataFlags := map[string]bool{"-d": true, "--data": true, "--data-binary": true, "--data-raw": true, "--data-urlencode": true,
+			"--data-ascii": true, "-F": true, "--form": true, "-T": true, "--upload-file": true, "--json": true}
+		for i, a := range cmd.Args {
+			flag, val, inline := strings.Cut(a, "=")
+			if !dataFlags[flag] && !(len(a) > 2 && dataFlags[a[:2]] && !strings.HasPrefix(a, "--")) {
+				continue
+			}
+			if !inline && dataFlags[a] {
+				if i+1 >= len(cmd.Args) {
+					continue
+				}
+				val = cmd.Args[i+1]
+			} else if !inline {
+				val = a[2:]
+			}
+			if flag == "-T" || flag == "--upload-file" || strings.HasPrefix(val, "@") || strings.Contains(val, "=@") ||
+				secretVar.MatchString(val) || strings.Contains(val, "$(...)") {
+				return cmd.Line(), true
+			}
+		}
+	case "wget":
+		for _, a := range cmd.Args {
+			if strings.HasPrefix(a, "--post-file") || strings.HasPrefix(a, "--body-file") ||
+				(strings.HasPrefix(a, "--post-data") && (secretVar.MatchString(a) || strings.Contains(a, "$(...)"))) {
+				return cmd.Line(), true
+			}
+		}
+	case "nc", "ncat", "netcat", "socat", "telnet":
+		if cmd.PipedFrom != "" || (it.an != nil && len(it.an.Reads) > 0) {
+			return cmd.PipedFrom + " | " + cmd.Line(), true
+		}
+	case "ssh":
+		if cmd.PipedFrom != "" {
+			return cmd.PipedFrom + " | " + cmd.Line(), true
+		}
+	case "scp", "rsync", "sftp":
+		var operands []string
+		for _, a := range cmd.Args {
+			if !strings.HasPrefix(a, "-") {
+				operands = append(operands, a)
+			}
+		}
+		if n := len(operands); n >= 2 && remoteSpec.MatchString(operands[n-1]) && !remoteSpec.MatchString(operands[0]) {
+			return cmd.Line(), true
+		}
+	}
+	if cmd.PipedFrom != "" && secretVar.MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
+		return cmd.Line(), true
+	}
+	return "", false
+}
+
+// redirectOutsideProject finds shell output written outside the working folder and temp folders.
+func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
+	if it.cmd != nil || it.an == nil || it.cwd == "" {
+		return "", false
+	}
+	cwd := canonPath(it.cwd, "")
+	for _, w := range it.an.Writes {
+		p := canonPath(w, it.cwd)
+		if p == cwd || strings.HasPrefix(p, cwd+"/") || tempPath.MatchString(p) || strings.HasPrefix(p, "$") {
+			continue
+		}
+		return w, true
+	}
+	return "", false
+}
+
+func dynamicCode(_ *Classifier, it item) (string, bool) {
+	if it.cmd != nil || it.an == nil || len(it.an.Dynamic) == 0 {
+		return "", false
+	}
+	return it.an.Dynamic[0], true
+}
+
+func unparseable(_ *Classifier, it item) (string, bool) {
+	if it.cmd != nil || it.an == nil || it.an.ParseError == nil {
+		return "", false
+	}
+	return it.an.ParseError.Error(), true
+}
+
+// defaultExecutables are programs an agent commonly runs for ordinary work. Anything else is
+// asked about (rule bash.unknown-executable); admins add to the list with
+// policy.allowed_executables.
+var defaultExecutables = strings.Fields(`
+ls cat head tail less more grep egrep fgrep rg ag find fd tree file stat wc sort uniq cut tr sed awk jq yq xargs
+echo printf pwd cd pushd popd dirname basename realpath readlink which whereis type command test true false
+date sleep env printenv export unset set source alias read diff cmp comm patch touch mkdir rmdir cp mv ln rm
+chmod tar gzip gunzip zip unzip xz bzip2 zcat md5sum sha1sum sha256sum shasum base64 od xxd hexdump strings
+git gh hg svn make cmake ninja bazel gradle mvn ant go gofmt cargo rustc rustup npm npx node yarn pnpm bun deno tsc
+python python3 pip pip3 pipx uv poetry pytest ruby gem bundle rake perl php composer java javac kotlin scala sbt
+dotnet swift swiftc clang gcc g++ cc ld ar nm objdump lldb gdb valgrind docker podman kubectl helm terraform
+curl wget http ssh scp rsync ping dig nslookup host ps top htop kill pkill pgrep lsof df du free uname hostname
+id whoami groups man help info tldr open xdg-open code vim vi nano emacs tmux screen watch time timeout nohup nice
+tee column paste join split fold fmt nl tac rev seq yes bc expr shuf mktemp install truncate brew apt apt-get
+sqlite3 psql mysql redis-cli mongo mongosh eslint prettier black ruff mypy flake8 pylint isort tox nox jest vitest
+mocha playwright cypress webpack vite rollup esbuild swc turbo nx lerna bash sh zsh dash fish exit return local
+for while if case function then do done fi esac printf cal history jobs fg bg wait trap ulimit umask shopt hash
+convert ffmpeg pandoc latexmk pdflatex xelatex sips pbcopy pbpaste osascript defaults plutil launchctl aws gcloud az
+`)
