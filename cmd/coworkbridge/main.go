@@ -33,6 +33,7 @@ func commands() []command {
 	return []command{
 		{"run", "run the daemon (what the LaunchAgent starts)", cmdRun},
 		{"status", "say whether the daemon runs and guards every session (exit 0/1/2)", cmdStatus},
+		{"check", "classify one tool call, or score the classifier on a labelled corpus", cmdCheck},
 		{"version", "print the version", cmdVersion},
 		{"help", "list the commands", cmdHelp},
 	}
