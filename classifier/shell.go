@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -393,6 +394,8 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 	case shells[cmd.Name]:
 		if code, ok := flagValue(cmd.Args, "-c"); ok {
 			a.shell(code, w.depth+1, w.vars)
+		} else if slices.Contains(cmd.Args, "-c") {
+			a.Dynamic = append(a.Dynamic, cmd.Name+" -c with its code only known at run time")
 		} else if st != nil {
 			if body, ok := heredoc(st); ok {
 				a.shell(body, w.depth+1, w.vars)
@@ -409,6 +412,10 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		}
 	case cmd.Name == "find":
 		w.findExec(cmd.Args)
+	case cmd.Name == "ssh":
+		if remote := sshCommand(cmd.Args); remote != "" {
+			a.shell(remote, w.depth+1, w.vars)
+		}
 	case interpreters[cmd.Name] != "":
 		if code, ok := flagValue(cmd.Args, interpreters[cmd.Name]); ok {
 			a.interp(cmd.Name, code, w)
@@ -431,6 +438,25 @@ func flagValue(args []string, flag string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// sshCommand returns the command ssh runs on the remote host: what follows the host.
+func sshCommand(args []string) string {
+	withValue := "pilLoFJRDbceEmOSWwB"
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			continue
+		}
+		if strings.HasPrefix(a, "-") {
+			if len(a) == 2 && strings.ContainsRune(withValue, rune(a[1])) {
+				i++
+			}
+			continue
+		}
+		return strings.Join(args[i+1:], " ") // args[i] is the host
+	}
+	return ""
 }
 
 func (w *walker) findExec(args []string) {

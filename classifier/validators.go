@@ -61,6 +61,9 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 	if !recursive {
 		return "", false
 	}
+	if len(targets) == 0 && slices.Contains(cmd.Wrappers, "xargs") && !critical {
+		return cmd.Line(), true // the targets come from stdin: unknown, so asked about
+	}
 	for _, t := range targets {
 		p := canonPath(t, "")
 		if tempPath.MatchString(p) && !strings.Contains(t, "..") {
