@@ -1,9 +1,11 @@
 package classifier
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -136,6 +138,9 @@ var ruleCases = []ruleCase{
 	{"path.container", write("docs/docker.md", ""), false},
 	{"path.lockfile", write("package-lock.json", "{}"), true},
 	{"path.lockfile", write("package.json", "{}"), false},
+	{"path.manifest-dependencies", write("package.json", `{"name":"x","dependencies":{"left-pad":"1.0.0"}}`), true},
+	{"path.manifest-dependencies", write("go.mod", "module x\n"), true},
+	{"path.manifest-dependencies", write("package.json", `{"name":"x","version":"1.0.1"}`), false},
 	{"read.secrets", read("/home/ada/.ssh/id_ed25519"), true},
 	{"read.secrets", bashCall("cat $HOME/.aws/credentials"), true},
 	{"read.secrets", read("/Users/ada/project/README.md"), false},
@@ -347,4 +352,53 @@ func FuzzAnalyzeAndEvaluate(f *testing.F) {
 		Analyze(cmd)
 		c.Evaluate(context.Background(), bashCall(cmd))
 	})
+}
+
+// The agreement with other guards' labelled corpora, held as a regression test: at least 90% of
+// deny rows caught (deny or ask), at most 2% of allow rows denied (1% for dippy), no crash.
+func TestCorpusAgreement(t *testing.T) {
+	c := newTestClassifier(t, Policy{})
+	for _, tc := range []struct {
+		file                string
+		minCaught, maxFalse float64
+	}{{"dcg.jsonl", 90, 2}, {"safety-net.jsonl", 90, 2}, {"dippy.jsonl", 0, 1}} {
+		f, err := os.Open("../../shared/corpus/" + tc.file)
+		if err != nil {
+			t.Skip("corpus not available beside the checkout")
+		}
+		var deny, caught, allow, blocked int
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var r struct {
+				Tool, Command, Expect, Category string
+				Env                             json.RawMessage
+				CwdArg                          json.RawMessage `json:"cwd_arg"`
+			}
+			json.Unmarshal(sc.Bytes(), &r)
+			if r.Tool != "Bash" || r.Category == "edge_cases" || len(r.Env) > 0 || len(r.CwdArg) > 0 {
+				continue
+			}
+			v := c.Evaluate(context.Background(), bashCall(r.Command))
+			switch r.Expect {
+			case "deny":
+				deny++
+				if v.Decision != claudehook.Allow {
+					caught++
+				}
+			case "allow":
+				allow++
+				if v.Decision == claudehook.Deny {
+					blocked++
+				}
+			}
+		}
+		f.Close()
+		if deny > 0 && 100*float64(caught)/float64(deny) < tc.minCaught {
+			t.Errorf("%s: caught %d of %d deny rows", tc.file, caught, deny)
+		}
+		if 100*float64(blocked)/float64(allow) > tc.maxFalse {
+			t.Errorf("%s: blocked %d of %d allow rows", tc.file, blocked, allow)
+		}
+	}
 }

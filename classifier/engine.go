@@ -144,12 +144,13 @@ func (c *Classifier) Rules(t Target) []*Rule { return c.rules[t] }
 
 // item is one thing a rule is matched against.
 type item struct {
-	target Target
-	text   string
-	cmd    *Command // for bash validators
-	an     *Analysis
-	cwd    string
-	server string // for mcp
+	target  Target
+	text    string
+	cmd     *Command // for bash validators
+	an      *Analysis
+	cwd     string
+	server  string // for mcp
+	content string // for edit items: the text being written, when known
 }
 
 // Evaluate judges one tool call. It never fails: what it cannot understand it asks about.
@@ -352,7 +353,7 @@ func mcpName(tool string) (server, name string, ok bool) {
 
 func (c *Classifier) writeItems(file, content, cwd string) []item {
 	p := canonPath(file, cwd)
-	items := []item{{target: TargetEdit, text: p}}
+	items := []item{{target: TargetEdit, text: p, content: content}}
 	if content != "" && instructionFile(p) {
 		items = append(items, item{target: TargetContent, text: content})
 	}

@@ -18,6 +18,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"DynamicCode":             dynamicCode,
 	"Unparseable":             unparseable,
 	"PrivilegeEscalation":     privilegeEscalation,
+	"ManifestDependencies":    manifestDependencies,
 	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
 		return it.server, c.mcpOn && !c.mcpAllow[it.server]
 	},
@@ -264,3 +265,24 @@ mocha playwright cypress webpack vite rollup esbuild swc turbo nx lerna bash sh 
 for while if case function then do done fi esac printf cal history jobs fg bg wait trap ulimit umask shopt hash
 convert ffmpeg pandoc latexmk pdflatex xelatex sips pbcopy pbpaste osascript defaults plutil launchctl aws gcloud az
 `)
+
+var manifestPath = regexp.MustCompile(`(^|/)(package\.json|pyproject\.toml|setup\.py|setup\.cfg|Cargo\.toml|go\.mod|Gemfile|composer\.json|pom\.xml|build\.gradle(\.kts)?|requirements[^/]*\.txt|Pipfile)$`)
+
+// dependencyText recognises text that declares dependencies in a manifest.
+var dependencyText = regexp.MustCompile(`(?im)(dependencies|devDependencies|optionalDependencies|peerDependencies|install_requires|\[dependencies\]|\[dev-dependencies\]|^\s*require\b|^\s*gem\s|<dependency>|implementation\s*[('"]|^[A-Za-z0-9_.\-\[\]]+\s*(==|>=|<=|~=|!=)|"(preinstall|postinstall|prepare|install)"\s*:)`)
+
+// manifestDependencies finds edits to the dependency parts of package manifests: a new
+// dependency or install script is how a supply-chain attack enters a project.
+func manifestDependencies(_ *Classifier, it item) (string, bool) {
+	if !manifestPath.MatchString(it.text) {
+		return "", false
+	}
+	base := it.text[strings.LastIndex(it.text, "/")+1:]
+	if base == "go.mod" || strings.HasPrefix(base, "requirements") || base == "Gemfile" || base == "Pipfile" {
+		return it.text, true // nothing but dependencies in these
+	}
+	if m := dependencyText.FindString(it.content); m != "" {
+		return it.text, true
+	}
+	return "", false
+}

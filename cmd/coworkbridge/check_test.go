@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckClassifiesOneCall(t *testing.T) {
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	t.Setenv("COWORKBRIDGE_STATE_DIR", t.TempDir())
+	tests := []struct {
+		args  []string
+		stdin string
+		want  map[string]string
+	}{
+		{[]string{"--json", "--bash", "git push --force"}, "", map[string]string{"decision": "deny", "rule": "bash.git-push-force", "matched": "git push --force"}},
+		{[]string{"--json", "--write", "/Users/ada/.ssh/config"}, "", map[string]string{"decision": "deny", "rule": "path.secrets"}},
+		{[]string{"--json", "--bash", "ls"}, "", map[string]string{"decision": "allow", "rule": ""}},
+		{[]string{"--json", "-"}, `{"tool_name":"Read","tool_input":{"file_path":".env"},"cwd":"/p"}`, map[string]string{"decision": "deny", "rule": "read.dotenv"}},
+	}
+	for _, tt := range tests {
+		var out, errb bytes.Buffer
+		if code := dispatch(context.Background(), append([]string{"check"}, tt.args...), stdio{strings.NewReader(tt.stdin), &out, &errb}); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, errb.String())
+		}
+		var got map[string]string
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%v: %v %q", tt.args, err, out.String())
+		}
+		for k, v := range tt.want {
+			if got[k] != v {
+				t.Errorf("%v: %s = %q, want %q", tt.args, k, got[k], v)
+			}
+		}
+	}
+}
+
+func TestCheckScoresACorpus(t *testing.T) {
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	t.Setenv("COWORKBRIDGE_STATE_DIR", t.TempDir())
+	corpus := filepath.Join(t.TempDir(), "c.jsonl")
+	os.WriteFile(corpus, []byte(`{"tool":"Bash","command":"rm -rf /","expect":"deny"}
+{"tool":"Bash","command":"ls","expect":"allow"}
+{"tool":"Bash","command":"sudo ls","expect":"allow"}
+{"tool":"Bash","command":"echo hi","expect":"deny","category":"edge_cases"}
+{"tool":"(raw_hook_json)","command":"{not json","expect":"allow"}
+`), 0o644)
+	var out bytes.Buffer
+	if code := dispatch(context.Background(), []string{"check", "--corpus", corpus, "--show-misses"}, stdio{strings.NewReader(""), &out, &out}); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	for _, want := range []string{
+		"all            rows     5  deny caught    1/2    ( 50.0%)  allow blocked    1/3    (33.3%)",
+		"scored         rows     4  deny caught    1/1    (100.0%)  allow blocked    1/3    (33.3%)",
+		`c.jsonl:3 expect allow got deny bash.privilege-escalation: "sudo ls"`,
+		"crashes 0",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
