@@ -402,3 +402,19 @@ func TestCorpusAgreement(t *testing.T) {
 		}
 	}
 }
+
+// The README documents every default rule id; a rule added without a line there fails here.
+func TestREADMEDocumentsEveryDefaultRule(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTestClassifier(t, Policy{})
+	for _, target := range []Target{TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP} {
+		for _, r := range c.Rules(target) {
+			if !strings.Contains(string(readme), "| `"+r.ID+"` |") {
+				t.Errorf("README.md has no table row for rule %s", r.ID)
+			}
+		}
+	}
+}
