@@ -1,0 +1,198 @@
+// Package spool reads an append-only JSON-lines file from a persisted position: complete,
+// newline-terminated lines only, never more than a bounded amount of one line in memory, and a
+// restart from zero when the file was replaced or truncated.
+//
+// It does not decode lines (see claudehook) and does not decide when a position may be
+// committed: the caller commits one only after the work it covers is done (see Store).
+package spool
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// Identity is a file's device and inode: a spool renamed aside keeps it, a new one gets another.
+type Identity struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}
+
+// IdentityOf returns the identity of an open file's description.
+func IdentityOf(fi os.FileInfo) (Identity, error) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return Identity{}, errors.New("file identity unavailable on this platform")
+	}
+	return Identity{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}, nil
+}
+
+// Position is where reading resumes: the file it applies to and the offset past the last line
+// fully handled.
+type Position struct {
+	ID     Identity `json:"id"`
+	Offset int64    `json:"offset"`
+}
+
+// Line is one complete line.
+type Line struct {
+	// Data is the line without its newline; nil for an oversized line.
+	Data []byte
+	// Oversized: the line was longer than the limit and was skipped to its newline. Head holds
+	// its first bytes, enough to recover the request id the hook writes first.
+	Oversized bool
+	Head      []byte
+	Size      int64
+	// End is the offset just past the line's newline: the position to commit once it is handled.
+	End int64
+}
+
+// headBytes is how much of an oversized line is kept for its request id.
+const headBytes = 256
+
+// chunk is the read size.
+const chunk = 64 << 10
+
+// Reader reads complete lines from one open spool.
+type Reader struct {
+	f   *os.File
+	id  Identity
+	max int64
+	// off is the offset of the next unread line; pending holds bytes read past it that do not
+	// yet end in a newline.
+	off     int64
+	pending []byte
+	// skipping: inside an oversized line whose newline has not been seen; scanned is how far.
+	skipping bool
+	head     []byte
+	scanned  int64
+	// done: an oversized line has been scanned to its newline and waits to be returned.
+	done bool
+}
+
+// Reset says why a Reader did not resume at the given position.
+type Reset string
+
+// Reasons a reader starts again from zero.
+const (
+	NoReset   Reset = ""
+	Replaced  Reset = "replaced" // another file now has the name
+	Truncated Reset = "truncated"
+)
+
+// NewReader reads f from pos, or from zero when f is not the file pos was taken on, or is now
+// shorter than pos. maxLine bounds a line; longer ones are reported Oversized.
+func NewReader(f *os.File, pos Position, maxLine int64) (*Reader, Reset, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, NoReset, fmt.Errorf("stat spool: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, NoReset, fmt.Errorf("spool is not a regular file (%v)", fi.Mode().Type())
+	}
+	id, err := IdentityOf(fi)
+	if err != nil {
+		return nil, NoReset, err
+	}
+	r := &Reader{f: f, id: id, max: maxLine, off: pos.Offset}
+	reset := NoReset
+	switch {
+	case pos.ID != id && (pos.ID != Identity{}):
+		reset, r.off = Replaced, 0
+	case fi.Size() < pos.Offset:
+		reset, r.off = Truncated, 0
+	case pos.ID == Identity{}:
+		r.off = 0
+	}
+	return r, reset, nil
+}
+
+// Position is where the next unread line starts.
+func (r *Reader) Position() Position { return Position{ID: r.id, Offset: r.off} }
+
+// Identity is the identity of the file being read.
+func (r *Reader) Identity() Identity { return r.id }
+
+// Next returns the next complete line, or io.EOF when there is none yet; a partial last line
+// waits for its newline. Memory held for one line never exceeds the limit plus one chunk.
+func (r *Reader) Next() (Line, error) {
+	for {
+		if l, ok := r.take(); ok {
+			return l, nil
+		}
+		buf := make([]byte, chunk)
+		n, err := r.f.ReadAt(buf, r.readFrom())
+		if n > 0 {
+			r.feed(buf[:n])
+			continue
+		}
+		if err == nil || errors.Is(err, io.EOF) {
+			return Line{}, io.EOF
+		}
+		return Line{}, fmt.Errorf("read spool: %w", err)
+	}
+}
+
+// readFrom is the file offset the next read starts at.
+func (r *Reader) readFrom() int64 {
+	if r.skipping {
+		return r.scanned
+	}
+	return r.off + int64(len(r.pending))
+}
+
+func (r *Reader) feed(b []byte) {
+	if r.skipping {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			r.scanned += int64(i) + 1
+			r.pending = append(r.pending[:0], b[i+1:]...) // lines after the oversized one
+			r.skipping = false
+			r.done = true
+			return
+		}
+		r.scanned += int64(len(b))
+		return
+	}
+	r.pending = append(r.pending, b...)
+	if i := bytes.IndexByte(r.pending, '\n'); (i < 0 && int64(len(r.pending)) > r.max) || int64(i) > r.max {
+		// Too long: keep the head for the request id, drop the rest, scan on for the newline.
+		r.head = append([]byte(nil), r.pending[:min(len(r.pending), headBytes)]...)
+		if i >= 0 {
+			r.scanned = r.off + int64(i) + 1
+			r.pending = append([]byte(nil), r.pending[i+1:]...)
+			r.done = true
+			return
+		}
+		r.scanned = r.off + int64(len(r.pending))
+		r.pending = nil
+		r.skipping = true
+	}
+}
+
+// take returns a complete line from what has been read, if there is one.
+func (r *Reader) take() (Line, bool) {
+	if r.done {
+		r.done = false
+		l := Line{Oversized: true, Head: r.head, Size: r.scanned - r.off - 1, End: r.scanned}
+		r.off, r.head = r.scanned, nil
+		return l, true
+	}
+	if r.skipping {
+		return Line{}, false
+	}
+	i := bytes.IndexByte(r.pending, '\n')
+	if i < 0 {
+		return Line{}, false
+	}
+	if int64(i) > r.max {
+		r.feed(nil) // handled as oversized
+		return r.take()
+	}
+	data := append([]byte(nil), r.pending[:i]...)
+	r.pending = r.pending[i+1:]
+	r.off += int64(i) + 1
+	return Line{Data: data, Size: int64(i), End: r.off}, true
+}
