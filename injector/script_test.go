@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -95,14 +96,8 @@ func script(t *testing.T, mode managedconfig.Mode, dt time.Duration) string {
 	return s
 }
 
-type envelope struct {
-	V     int             `json:"v"`
-	RID   string          `json:"rid"`
-	Mode  string          `json:"mode"`
-	Event json.RawMessage `json:"event"`
-}
-
-var ridRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+// envelope is the spool line the hook writes, as the daemon reads it.
+type envelope = claudehook.Envelope
 
 func spoolLines(t *testing.T, configDir string) []envelope {
 	t.Helper()
@@ -125,7 +120,7 @@ func spoolLines(t *testing.T, configDir string) []envelope {
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatalf("line %d is not JSON (%v): %.200q", i, err, line)
 		}
-		if e.V != 1 || !ridRE.MatchString(e.RID) {
+		if e.V != 1 || !claudehook.ValidRID(e.RID) {
 			t.Fatalf("line %d: bad envelope v=%d rid=%q", i, e.V, e.RID)
 		}
 		envs = append(envs, e)
