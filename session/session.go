@@ -12,6 +12,8 @@
 package session
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -238,14 +240,14 @@ func (s *Session) MkdirAll(name string, perm fs.FileMode) error {
 	return nil
 }
 
-// WriteFile replaces name atomically (temporary file in the same folder, fsync, rename) with data.
-// An existing entry that is not a regular file is left alone and reported.
-func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
+// checkReplaceable verifies that name may be replaced: a plain name under real folders, and
+// either absent or a regular file.
+func (s *Session) checkReplaceable(op, name string) error {
 	if err := checkName(name); err != nil {
-		return s.errorf("write", name, err)
+		return s.errorf(op, name, err)
 	}
 	if err := s.checkDirs(name); err != nil {
-		return s.errorf("write", name, err)
+		return s.errorf(op, name, err)
 	}
 	fi, err := s.root.Lstat(name)
 	if err == nil {
@@ -254,8 +256,18 @@ func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
 		err = nil
 	}
 	if err != nil {
-		return s.errorf("write", name, err)
+		return s.errorf(op, name, err)
 	}
+	return nil
+}
+
+// WriteFile replaces name atomically (temporary file in the same folder, fsync, rename) with data.
+// An existing entry that is not a regular file is left alone and reported.
+func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if err := s.checkReplaceable("write", name); err != nil {
+		return err
+	}
+	var err error
 	dir, base := path.Split(name)
 	parent := s.root
 	if dir != "" {
@@ -269,6 +281,73 @@ func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
 		return s.errorf("write", name, err)
 	}
 	return nil
+}
+
+// TempPrefix starts the name of every temporary file Publish creates, so that a sweeper can
+// recognise the ones a crash left behind.
+const TempPrefix = ".cb-tmp-"
+
+// Publish replaces name atomically (temporary file beside it, then rename) but, unlike WriteFile,
+// without fsync. It is for files that matter for seconds only, such as decisions: a reader sees
+// the old content or the new, never a part, and a crash at worst loses a file nobody will need.
+// On macOS an fsync is a full flush of the drive's cache and would cost more than the whole
+// round trip it sits in.
+func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
+	if err := s.checkReplaceable("publish", name); err != nil {
+		return err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:]) // crypto/rand never fails on supported platforms
+	dir, base := path.Split(name)
+	tmp := dir + TempPrefix + base + "-" + hex.EncodeToString(rnd[:])
+	// O_EXCL: a link planted at the temporary name is refused, never followed.
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return s.errorf("publish", name, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// rename(2) replaces a link planted at name since the check, and never follows it.
+		err = s.root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = s.root.Remove(tmp)
+		return s.errorf("publish", name, err)
+	}
+	return nil
+}
+
+// ReadDir lists the folder name, at most max entries, without following links: each entry's
+// type is the entry's own. A longer listing is cut and reported with ErrTooLarge alongside the
+// entries read.
+func (s *Session) ReadDir(name string, max int) ([]fs.DirEntry, error) {
+	if err := checkName(name); err != nil {
+		return nil, s.errorf("readdir", name, err)
+	}
+	if err := s.checkDirs(name + "/x"); err != nil {
+		return nil, s.errorf("readdir", name, err)
+	}
+	f, err := s.root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, s.errorf("readdir", name, err)
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(max)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if err != nil {
+		return entries, s.errorf("readdir", name, err)
+	}
+	if len(entries) == max {
+		if more, _ := f.ReadDir(1); len(more) > 0 {
+			return entries, s.errorf("readdir", name, fmt.Errorf("%w: more than %d entries", ErrTooLarge, max))
+		}
+	}
+	return entries, nil
 }
 
 // Rename moves the regular file oldname to newname, which must not exist. It is for keeping a copy

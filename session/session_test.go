@@ -79,6 +79,8 @@ func everyOperation(s *Session) map[string]error {
 			errs["append "+n] = err
 		}
 		errs["write "+n] = s.WriteFile(n, []byte("written"), 0o600)
+		errs["publish "+n] = s.Publish(n, []byte("published"), 0o600)
+		_, errs["readdir "+n] = s.ReadDir(n, 100)
 		errs["mkdir "+n] = s.MkdirAll(n, 0o700)
 		errs["rename "+n] = s.Rename(n, ".claude/moved")
 		s.Remove(".claude/moved")
@@ -326,4 +328,52 @@ func FuzzPlantedTrees(f *testing.F) {
 			t.Fatalf("outside changed for plan %v", plan)
 		}
 	})
+}
+
+func TestPublishReplacesAtomicallyAndLeavesNoTemporaryFile(t *testing.T) {
+	tr := newTree(t)
+	s, err := Open(tr.sessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.MkdirAll(DecisionsDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, content := range []string{"", `{"x":1}`, "second"} {
+		if err := s.Publish(DecisionFile(rid), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		data, err := s.ReadFile(DecisionFile(rid), 100)
+		if err != nil || string(data) != content {
+			t.Fatalf("after Publish(%q) read %q, %v", content, data, err)
+		}
+	}
+	entries, err := s.ReadDir(DecisionsDir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != rid+".json" {
+		t.Errorf("decisions folder holds %v, want only the decision", entries)
+	}
+}
+
+func TestReadDirIsBoundedAndReportsTheCut(t *testing.T) {
+	tr := newTree(t)
+	s, err := Open(tr.sessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(tr.sessionDir, "outputs", fmt.Sprint(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.ReadDir("outputs", 5); err != nil || len(got) != 5 {
+		t.Errorf("ReadDir at exactly the limit = %d entries, %v", len(got), err)
+	}
+	if got, err := s.ReadDir("outputs", 3); !errors.Is(err, ErrTooLarge) || len(got) != 3 {
+		t.Errorf("ReadDir over the limit = %d entries, %v; want 3 and ErrTooLarge", len(got), err)
+	}
 }
