@@ -1,0 +1,66 @@
+// Package decisions writes the daemon's half of the enforce handshake inside one session: the
+// decision file a waiting hook polls for, the alive lease that tells hooks the daemon is there,
+// and the sweeping of files that hooks gave up on or left behind.
+//
+// Every write goes through the session's confined handle and is atomic (temporary file, rename)
+// but not durable: a decision matters for seconds, and an fsync would cost more than the whole
+// round trip. The package decides nothing (see classifier) and reads no spool (see collector).
+package decisions
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/session"
+)
+
+// ErrBadRID: a request id that is not exactly 32 lower-case hex digits is never used in a name.
+var ErrBadRID = errors.New("request id is not 32 lower-case hex digits")
+
+// Write publishes the decision for one request: an empty file for no objection, else the hook
+// output for a deny or an ask, which the hook prints as it is.
+func Write(s *session.Session, rid string, d claudehook.Decision, reason, context string) error {
+	if !claudehook.ValidRID(rid) {
+		return fmt.Errorf("write decision %q: %w", rid, ErrBadRID)
+	}
+	if err := s.Publish(session.DecisionFile(rid), claudehook.Output(d, reason, context), 0o600); err != nil {
+		return fmt.Errorf("write decision: %w", err)
+	}
+	return nil
+}
+
+// WriteAlive vouches that the daemon answers hooks in this session until the given time.
+func WriteAlive(s *session.Session, until time.Time) error {
+	if err := s.Publish(session.AliveFile, []byte(strconv.FormatInt(until.Unix(), 10)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write alive lease: %w", err)
+	}
+	return nil
+}
+
+// RemoveAlive withdraws the lease, so that enforce hooks deny at once instead of waiting out their
+// timeout. Whatever stands at the name goes, a link included (removing a link never touches its
+// target): a planted lease must not outlive the daemon.
+func RemoveAlive(s *session.Session) error {
+	if err := s.Remove(session.AliveFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove alive lease: %w", err)
+	}
+	return nil
+}
+
+// ReadAlive returns the time the lease runs to; for status and tests.
+func ReadAlive(s *session.Session) (time.Time, error) {
+	data, err := s.ReadFile(session.AliveFile, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read alive lease: %w", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read alive lease: %w", err)
+	}
+	return time.Unix(n, 0), nil
+}

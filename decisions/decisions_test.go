@@ -1,0 +1,212 @@
+package decisions
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/session"
+)
+
+const rid = "00112233445566778899aabbccddeeff"
+
+// newSession makes a session folder with our folder in place, beside a folder that must never change.
+func newSession(t *testing.T) (*session.Session, string, string) {
+	t.Helper()
+	base := t.TempDir()
+	dir := filepath.Join(base, "local_1")
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{filepath.Join(dir, ".claude", "coworkbridge", "decisions"), outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "target"), []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir, outside
+}
+
+func assertOutsideUntouched(t *testing.T, outside string) {
+	t.Helper()
+	entries, _ := os.ReadDir(outside)
+	data, _ := os.ReadFile(filepath.Join(outside, "target"))
+	if len(entries) != 1 || string(data) != "precious" {
+		t.Fatalf("the folder outside the session changed: %d entries, target %q", len(entries), data)
+	}
+}
+
+func TestWriteRendersEachDecisionForTheHook(t *testing.T) {
+	tests := []struct {
+		d    claudehook.Decision
+		want string // substring; "" means an empty file
+	}{
+		{claudehook.Allow, ""},
+		{claudehook.Deny, `"permissionDecision":"deny","permissionDecisionReason":"coworkbridge: no"`},
+		{claudehook.Ask, `"permissionDecision":"ask"`},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.d), func(t *testing.T) {
+			s, dir, _ := newSession(t)
+			if err := Write(s, rid, tt.d, "coworkbridge: no", ""); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(session.DecisionFile(rid))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" && len(data) != 0 || !strings.Contains(string(data), tt.want) {
+				t.Errorf("decision file = %q, want %q", data, tt.want)
+			}
+			if strings.Count(string(data), "\n") > 1 {
+				t.Errorf("the hook reads one line; decision has %q", data)
+			}
+		})
+	}
+}
+
+func TestWriteRefusesABadRequestID(t *testing.T) {
+	for _, bad := range []string{"", "../../outside/target", "00112233445566778899AABBCCDDEEFF", rid + "0", rid[:31] + "/"} {
+		s, dir, _ := newSession(t)
+		if err := Write(s, bad, claudehook.Deny, "x", ""); !errors.Is(err, ErrBadRID) {
+			t.Errorf("Write(%q) = %v, want ErrBadRID", bad, err)
+		}
+		if entries, _ := os.ReadDir(filepath.Join(dir, ".claude", "coworkbridge", "decisions")); len(entries) != 0 {
+			t.Errorf("Write(%q) left %v", bad, entries)
+		}
+	}
+}
+
+func TestLinksAreRefusedAndNothingIsWrittenOutside(t *testing.T) {
+	plants := []struct{ at string }{
+		{".claude/coworkbridge/decisions"},
+		{".claude/coworkbridge/decisions/" + rid + ".json"},
+		{".claude/coworkbridge/alive"},
+		{".claude/coworkbridge"},
+	}
+	for _, p := range plants {
+		t.Run(p.at, func(t *testing.T) {
+			s, dir, outside := newSession(t)
+			full := filepath.Join(dir, filepath.FromSlash(p.at))
+			if err := os.RemoveAll(full); err != nil {
+				t.Fatal(err)
+			}
+			target := outside
+			if strings.HasSuffix(p.at, ".json") || strings.HasSuffix(p.at, "alive") {
+				target = filepath.Join(outside, "target")
+			}
+			if err := os.Symlink(target, full); err != nil {
+				t.Fatal(err)
+			}
+			errDecision := Write(s, rid, claudehook.Deny, "x", "")
+			errAlive := WriteAlive(s, time.Now().Add(time.Minute))
+			if _, err := Sweep(s, time.Now().Add(time.Hour), time.Second, time.Second); err != nil {
+				t.Logf("sweep: %v", err)
+			}
+			assertOutsideUntouched(t, outside)
+			through := func(name string) bool { return name == p.at || strings.HasPrefix(name, p.at+"/") }
+			if through(session.DecisionFile(rid)) && errDecision == nil {
+				t.Error("a decision was written through the link")
+			}
+			if through(session.AliveFile) && errAlive == nil {
+				t.Error("the alive lease was written through the link")
+			}
+		})
+	}
+}
+
+func TestAliveLeaseRoundTripsAndRemovalMakesItAbsent(t *testing.T) {
+	s, dir, outside := newSession(t)
+	until := time.Unix(2_000_000_000, 0)
+	if err := WriteAlive(s, until); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, ".claude", "coworkbridge", "alive"))
+	if string(raw) != "2000000000\n" {
+		t.Errorf("alive file = %q; the hook reads one line of digits", raw)
+	}
+	if got, err := ReadAlive(s); err != nil || !got.Equal(until) {
+		t.Errorf("ReadAlive = %v, %v", got, err)
+	}
+	if err := RemoveAlive(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveAlive(s); err != nil {
+		t.Errorf("removing an absent lease = %v, want nil", err)
+	}
+	// A link planted at the name is removed too, never its target.
+	if err := os.Symlink(filepath.Join(outside, "target"), filepath.Join(dir, ".claude", "coworkbridge", "alive")); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveAlive(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".claude", "coworkbridge", "alive")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("planted lease link still there: %v", err)
+	}
+	assertOutsideUntouched(t, outside)
+}
+
+func TestSweepRemovesOnlyOldFilesWithOurNames(t *testing.T) {
+	s, dir, outside := newSession(t)
+	bridge := filepath.Join(dir, ".claude", "coworkbridge")
+	old := time.Now().Add(-time.Hour)
+	files := map[string]bool{ // name -> swept
+		"decisions/" + rid + ".json":                     true,
+		"decisions/ffffffffffffffffffffffffffffffff.json": false, // fresh
+		"decisions/notes.json":                           false, // not a request id
+		"decisions/" + session.TempPrefix + "x-1":        true,
+		".ev-" + rid:                                     true,
+		".ev-" + rid + ".p":                              true,
+		"events.jsonl":                                   false,
+		"alive":                                          false,
+	}
+	for name, swept := range files {
+		p := filepath.Join(bridge, filepath.FromSlash(name))
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if swept || name == "decisions/notes.json" || name == "events.jsonl" || name == "alive" {
+			os.Chtimes(p, old, old)
+		}
+	}
+	// An old link with a decision's name is not ours to remove.
+	link := filepath.Join(bridge, "decisions", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee.json")
+	if err := os.Symlink(filepath.Join(outside, "target"), link); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Sweep(s, time.Now(), 20*time.Second, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unconsumed != 1 || res.Temporary != 3 {
+		t.Errorf("Sweep = %+v, want 1 unconsumed and 3 temporary", res)
+	}
+	for name, swept := range files {
+		_, err := os.Lstat(filepath.Join(bridge, filepath.FromSlash(name)))
+		if gone := errors.Is(err, os.ErrNotExist); gone != swept {
+			t.Errorf("%s: removed %v, want %v", name, gone, swept)
+		}
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Errorf("the link was removed: %v", err)
+	}
+	assertOutsideUntouched(t, outside)
+}
+
+func TestSweepOfASessionWithoutOurFolderIsQuiet(t *testing.T) {
+	s, dir, _ := newSession(t)
+	os.RemoveAll(filepath.Join(dir, ".claude"))
+	if res, err := Sweep(s, time.Now(), time.Second, time.Second); err != nil || res != (SweepResult{}) {
+		t.Errorf("Sweep = %+v, %v", res, err)
+	}
+}
