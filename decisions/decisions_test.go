@@ -161,14 +161,14 @@ func TestSweepRemovesOnlyOldFilesWithOurNames(t *testing.T) {
 	bridge := filepath.Join(dir, ".claude", "coworkbridge")
 	old := time.Now().Add(-time.Hour)
 	files := map[string]bool{ // name -> swept
-		"decisions/" + rid + ".json":                     true,
+		"decisions/" + rid + ".json":                      true,
 		"decisions/ffffffffffffffffffffffffffffffff.json": false, // fresh
-		"decisions/notes.json":                           false, // not a request id
-		"decisions/" + session.TempPrefix + "x-1":        true,
-		".ev-" + rid:                                     true,
-		".ev-" + rid + ".p":                              true,
-		"events.jsonl":                                   false,
-		"alive":                                          false,
+		"decisions/notes.json":                            false, // not a request id
+		"decisions/" + session.TempPrefix + "x-1":         true,
+		".ev-" + rid:        true,
+		".ev-" + rid + ".p": true,
+		"events.jsonl":      false,
+		"alive":             false,
 	}
 	for name, swept := range files {
 		p := filepath.Join(bridge, filepath.FromSlash(name))
