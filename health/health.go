@@ -72,6 +72,7 @@ type Totals struct {
 	DecisionsUnconsumed uint64 `json:"decisions_unconsumed"`
 	TelemetryFailures   uint64 `json:"telemetry_write_failures"`
 	SessionsDropped     uint64 `json:"sessions_not_tracked"`
+	SpoolsRefused       uint64 `json:"spools_refused"`
 }
 
 // Today counts the events of one local calendar day.
@@ -85,10 +86,10 @@ type Today struct {
 // window counts what happened since the last heartbeat; a counter warning stands while its
 // window count is above zero, so it clears by itself one heartbeat after the trouble stops.
 type window struct {
-	malformed, oversized, repaired, unconsumed, telemetry uint64
-	sessions                                              map[string][]string // code -> sessions
-	latencies                                             []time.Duration
-	latencyDropped                                        uint64
+	malformed, oversized, repaired, unconsumed, telemetry, refused uint64
+	sessions                                                       map[string][]string // code -> sessions
+	latencies                                                      []time.Duration
+	latencyDropped                                                 uint64
 }
 
 // ConfigState is the daemon's configuration as health reports it.
@@ -286,6 +287,15 @@ func (h *Health) DecisionsUnconsumed(id string, n int) {
 	h.totals.DecisionsUnconsumed += uint64(n)
 	h.win.unconsumed += uint64(n)
 	h.noteSession(CodeDecisionsUnconsumed, id)
+}
+
+// SpoolRefused records a spool that could not be read safely: a link, a FIFO, a device.
+func (h *Health) SpoolRefused(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.totals.SpoolsRefused++
+	h.win.refused++
+	h.noteSession(CodeSpoolRefused, id)
 }
 
 // TelemetryFailed records a decision-log write that failed.

@@ -20,6 +20,7 @@ const (
 	CodeSettingsRepaired    = "settings_repaired"
 	CodeConfigInvalid       = "config_invalid"
 	CodeTelemetryFailed     = "telemetry_write_failed"
+	CodeSpoolRefused        = "spool_refused"
 )
 
 // Warning is one abnormal state, with what to do about it.
@@ -126,6 +127,10 @@ func (h *Health) counterWarnings(add func(code, msg, action string, sessions []s
 	if w.repaired > 0 {
 		add(CodeSettingsRepaired, fmt.Sprintf("%d time(s) the coworkbridge hook was removed or disabled in a session and restored", w.repaired),
 			"something in the session edits its settings; review the decision log for those sessions", w.sessions[CodeSettingsRepaired])
+	}
+	if w.refused > 0 {
+		add(CodeSpoolRefused, fmt.Sprintf("%d time(s) a session's spool was a link, a FIFO or otherwise not a plain file, and was not read", w.refused),
+			"something in the session replaced .claude/coworkbridge/events.jsonl; in enforce mode its calls are denied; review the session", w.sessions[CodeSpoolRefused])
 	}
 	if w.telemetry > 0 {
 		add(CodeTelemetryFailed, fmt.Sprintf("%d decision log write(s) failed", w.telemetry),
