@@ -94,6 +94,28 @@ func (l *Log) Write(r Record) error {
 	return nil
 }
 
+// WriteBatch appends records with a single write(2), so that a batch is in the log entirely or,
+// after a crash, as a prefix of whole lines. On error nothing of the batch is reported written.
+func (l *Log) WriteBatch(rs []Record) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	var buf []byte
+	for _, r := range rs {
+		line, err := l.Encode(r)
+		if err != nil {
+			l.failures.Add(1)
+			return fmt.Errorf("decision log %s: encode record %s: %w", l.opts.Path, r.RID, err)
+		}
+		buf = append(buf, line...)
+	}
+	if err := l.append(buf); err != nil {
+		l.failures.Add(1)
+		return fmt.Errorf("decision log %s: %w", l.opts.Path, err)
+	}
+	return nil
+}
+
 // Encode renders a record as its log line, redacted and truncated, ending in a newline.
 func (l *Log) Encode(r Record) ([]byte, error) {
 	r.TS = r.TS.UTC()

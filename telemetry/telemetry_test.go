@@ -307,3 +307,48 @@ func BenchmarkWriteWithRedaction(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+func TestWriteBatchAppendsEveryRecordAndRecentRIDsReadsThemBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
+	l := Open(Options{Path: path, MaxFileBytes: 4096, MaxFiles: 3})
+	defer l.Close()
+	var want []string
+	for batch := range 10 {
+		var rs []Record
+		for i := range 5 {
+			rid := fmt.Sprintf("%030x%02x", batch, i)
+			want = append(want, rid)
+			rs = append(rs, Record{RID: rid, Tool: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Decision: "allow"})
+		}
+		if err := l.WriteBatch(rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(path + ".1"); err != nil {
+		t.Fatalf("the log should have rotated: %v", err)
+	}
+	got, err := RecentRIDs(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything in the live file and the newest rotated one; older ones may be beyond.
+	for _, rid := range want[len(want)-10:] {
+		if !got[rid] {
+			t.Errorf("recent rids miss %s", rid)
+		}
+	}
+	small, err := RecentRIDs(path, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(small) == 0 || len(small) >= len(got) {
+		t.Errorf("a 300-byte tail gave %d rids of %d; it must be bounded and skip the cut line", len(small), len(got))
+	}
+}
+
+func TestRecentRIDsOfAMissingLogIsEmpty(t *testing.T) {
+	got, err := RecentRIDs(filepath.Join(t.TempDir(), "none.jsonl"), 1<<20)
+	if err != nil || len(got) != 0 {
+		t.Errorf("RecentRIDs = %v, %v", got, err)
+	}
+}
