@@ -73,6 +73,7 @@ type Totals struct {
 	TelemetryFailures   uint64 `json:"telemetry_write_failures"`
 	SessionsDropped     uint64 `json:"sessions_not_tracked"`
 	SpoolsRefused       uint64 `json:"spools_refused"`
+	DecisionFailures    uint64 `json:"decision_write_failures"`
 }
 
 // Today counts the events of one local calendar day.
@@ -86,10 +87,10 @@ type Today struct {
 // window counts what happened since the last heartbeat; a counter warning stands while its
 // window count is above zero, so it clears by itself one heartbeat after the trouble stops.
 type window struct {
-	malformed, oversized, repaired, unconsumed, telemetry, refused uint64
-	sessions                                                       map[string][]string // code -> sessions
-	latencies                                                      []time.Duration
-	latencyDropped                                                 uint64
+	malformed, oversized, repaired, unconsumed, telemetry, refused, undecided uint64
+	sessions                                                                  map[string][]string // code -> sessions
+	latencies                                                                 []time.Duration
+	latencyDropped                                                            uint64
 }
 
 // ConfigState is the daemon's configuration as health reports it.
@@ -296,6 +297,16 @@ func (h *Health) SpoolRefused(id string) {
 	h.totals.SpoolsRefused++
 	h.win.refused++
 	h.noteSession(CodeSpoolRefused, id)
+}
+
+// DecisionFailed records a decision file or alive lease that could not be written into a
+// session: its enforce hooks deny by themselves when they time out.
+func (h *Health) DecisionFailed(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.totals.DecisionFailures++
+	h.win.undecided++
+	h.noteSession(CodeDecisionFailed, id)
 }
 
 // TelemetryFailed records a decision-log write that failed.

@@ -21,6 +21,7 @@ const (
 	CodeConfigInvalid       = "config_invalid"
 	CodeTelemetryFailed     = "telemetry_write_failed"
 	CodeSpoolRefused        = "spool_refused"
+	CodeDecisionFailed      = "decision_write_failed"
 )
 
 // Warning is one abnormal state, with what to do about it.
@@ -131,6 +132,10 @@ func (h *Health) counterWarnings(add func(code, msg, action string, sessions []s
 	if w.refused > 0 {
 		add(CodeSpoolRefused, fmt.Sprintf("%d time(s) a session's spool was a link, a FIFO or otherwise not a plain file, and was not read", w.refused),
 			"something in the session replaced .claude/coworkbridge/events.jsonl; in enforce mode its calls are denied; review the session", w.sessions[CodeSpoolRefused])
+	}
+	if w.undecided > 0 {
+		add(CodeDecisionFailed, fmt.Sprintf("%d time(s) a decision or the alive lease could not be written into a session", w.undecided),
+			"enforce hooks in those sessions deny after their timeout; check the daemon log for the error (a link or a full disk)", w.sessions[CodeDecisionFailed])
 	}
 	if w.telemetry > 0 {
 		add(CodeTelemetryFailed, fmt.Sprintf("%d decision log write(s) failed", w.telemetry),

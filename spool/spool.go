@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"syscall"
@@ -35,7 +36,14 @@ func IdentityOf(fi os.FileInfo) (Identity, error) {
 type Position struct {
 	ID     Identity `json:"id"`
 	Offset int64    `json:"offset"`
+	// Head fingerprints the file's first bytes. Filesystems reuse inode numbers, so a spool
+	// deleted and recreated between two reads can carry the old identity; its different first
+	// line (each starts with a random request id) gives it away.
+	Head uint64 `json:"head,omitempty"`
 }
+
+// headLen is how many leading bytes Head covers (fewer while the file is shorter).
+const headLen = 64
 
 // Line is one complete line.
 type Line struct {
@@ -71,6 +79,9 @@ type Reader struct {
 	scanned  int64
 	// done: an oversized line has been scanned to its newline and waits to be returned.
 	done bool
+	// head64 fingerprints the first headOf bytes.
+	head64 uint64
+	headOf int64
 }
 
 // Reset says why a Reader did not resume at the given position.
@@ -106,12 +117,31 @@ func NewReader(f *os.File, pos Position, maxLine int64) (*Reader, Reset, error) 
 		reset, r.off = Truncated, 0
 	case pos.ID == Identity{}:
 		r.off = 0
+	case pos.Offset > 0 && pos.Head != 0 && r.fingerprint(min(pos.Offset, headLen)) != pos.Head:
+		reset, r.off = Replaced, 0
 	}
 	return r, reset, nil
 }
 
+// fingerprint hashes the file's first n bytes (FNV-1a); 0 when they cannot be read.
+func (r *Reader) fingerprint(n int64) uint64 {
+	buf := make([]byte, n)
+	if _, err := r.f.ReadAt(buf, 0); err != nil {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write(buf)
+	return h.Sum64() | 1 // never 0, which means "unknown"
+}
+
 // Position is where the next unread line starts.
-func (r *Reader) Position() Position { return Position{ID: r.id, Offset: r.off} }
+func (r *Reader) Position() Position {
+	n := min(r.off, headLen)
+	if n > 0 && r.headOf != n {
+		r.head64, r.headOf = r.fingerprint(n), n
+	}
+	return Position{ID: r.id, Offset: r.off, Head: r.head64}
+}
 
 // Identity is the identity of the file being read.
 func (r *Reader) Identity() Identity { return r.id }

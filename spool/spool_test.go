@@ -192,3 +192,26 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// Filesystems reuse inode numbers: a spool deleted and recreated between two reads may carry the
+// old identity, and only its first bytes tell it apart.
+func TestReplacedFileWithAReusedIdentityIsCaughtByItsHead(t *testing.T) {
+	f, _ := spoolFile(t, `{"v":1,"rid":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`+"\n")
+	r, _, _ := NewReader(f, Position{}, 100)
+	drain(t, r)
+	pos := r.Position()
+	if pos.Head == 0 {
+		t.Fatal("no head fingerprint in the position")
+	}
+	// Same file, same head: resumes.
+	if r2, reset, _ := NewReader(f, pos, 100); reset != NoReset || r2.Position().Offset != pos.Offset {
+		t.Errorf("resume on the same file: reset %q offset %d", reset, r2.Position().Offset)
+	}
+	// Another file under the same identity (as after inode reuse): starts over.
+	g, _ := spoolFile(t, `{"v":1,"rid":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}`+"\nmore\n")
+	id, _, _ := NewReader(g, Position{}, 100)
+	reused := Position{ID: id.Identity(), Offset: pos.Offset, Head: pos.Head}
+	if r3, reset, _ := NewReader(g, reused, 100); reset != Replaced || r3.Position().Offset != 0 {
+		t.Errorf("reused identity: reset %q offset %d, want a restart from zero", reset, r3.Position().Offset)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/google/renameio/v2"
@@ -19,8 +20,10 @@ import (
 // those positions (decisions, telemetry) is done. A crash therefore replays, never skips.
 type Store struct {
 	path string
-	mu   sync.Mutex
-	m    map[string]Position
+	// commitMu orders commits: a snapshot taken later is never overwritten by an earlier one.
+	commitMu sync.Mutex
+	mu       sync.Mutex
+	m        map[string]Position
 }
 
 // OpenStore loads the positions at path. A missing file is an empty store. A damaged one is
@@ -63,8 +66,23 @@ func (s *Store) Forget(key string) {
 	delete(s.m, key)
 }
 
+// Keys returns the keys that start with prefix, in no particular order.
+func (s *Store) Keys(prefix string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for k := range s.m {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // Commit writes every position to disk, atomically and durably.
 func (s *Store) Commit() error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	s.mu.Lock()
 	snapshot := maps.Clone(s.m)
 	s.mu.Unlock()

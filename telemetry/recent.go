@@ -29,8 +29,8 @@ func RecentRIDs(path string, max int64) (map[string]bool, error) {
 	return rids, nil
 }
 
-// tailRIDs adds the rids of the whole lines in the last max bytes of path and returns how many
-// bytes it read; limit bounds it.
+// tailRIDs adds the rids of the whole lines in the last limit bytes of path and returns how many
+// bytes it read.
 func tailRIDs(path string, limit int64, rids map[string]bool) (int64, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -1,0 +1,265 @@
+// Package collector is the daemon's pipeline. It follows the spool of every session it is told
+// about, decodes each line, has the classifier judge it, answers a waiting enforce hook with a
+// decision file, records the event in the decision log, counts it for health, and only then
+// advances the spool offset. It also keeps each session's alive lease current, sweeps what hooks
+// left behind, and rotates spools so that raw tool input does not pile up.
+//
+// It does not find sessions (the injector does, and calls Track and Untrack) and never writes a
+// session's settings.
+package collector
+
+import (
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/spool"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// Health receives the collector's counts; *health.Health implements it.
+type Health interface {
+	Event(id string, d health.Decision, latency time.Duration)
+	Malformed(id string)
+	Oversized(id string)
+	DecisionsUnconsumed(id string, n int)
+	TelemetryFailed()
+	SpoolRefused(id string)
+	DecisionFailed(id string)
+}
+
+// Sink is the decision log; *telemetry.Log implements it.
+type Sink interface {
+	WriteBatch([]telemetry.Record) error
+	Sync() error
+}
+
+// Options are the collector's dependencies and limits; zero values take the defaults.
+type Options struct {
+	Logger  *slog.Logger
+	Health  Health
+	Sink    Sink
+	Offsets *spool.Store
+	// Recorded holds the request ids already in the decision log when the daemon started: lines
+	// replayed because a crash came before their offsets were committed are skipped, not doubled.
+	Recorded map[string]bool
+	Now      func() time.Time
+	// Workers drain sessions in parallel; one session is only ever drained by one at a time.
+	Workers int
+	// Poll, when set, switches the file watcher off and drains every session every Poll: the
+	// polling design the watcher replaced, kept for the benchmark that compares them.
+	Poll time.Duration
+	// RotateBytes: a spool drained past this size is renamed aside and a fresh one begins.
+	RotateBytes int64
+	// RotateIdle: a drained spool untouched this long is rotated away too.
+	RotateIdle time.Duration
+	// RotateGrace: a renamed spool is removed only this long after the rename, once drained, as a
+	// hook that opened it just before the rename may still append to it.
+	RotateGrace time.Duration
+	// MaxSessions bounds the sessions tracked.
+	MaxSessions int
+	// BatchLines bounds the lines handled between two offset updates.
+	BatchLines int
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Workers <= 0 {
+		o.Workers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if o.RotateBytes <= 0 {
+		o.RotateBytes = 8 << 20
+	}
+	if o.RotateIdle <= 0 {
+		o.RotateIdle = time.Hour
+	}
+	if o.RotateGrace <= 0 {
+		o.RotateGrace = 10 * time.Second
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = health.MaxSessions
+	}
+	if o.BatchLines <= 0 {
+		o.BatchLines = 256
+	}
+}
+
+// policy is what judging needs, swapped whole on a configuration change.
+type policy struct {
+	cfg managedconfig.Config
+	cls *classifier.Classifier
+}
+
+// Collector runs the pipeline for the sessions it tracks.
+type Collector struct {
+	opts   Options
+	log    *slog.Logger
+	pol    atomic.Pointer[policy]
+	reconf chan struct{}
+	commit chan struct{}
+	// recorded is opts.Recorded, consumed as replays are skipped.
+	recMu    sync.Mutex
+	recorded map[string]bool
+
+	mu       sync.Mutex
+	sessions map[string]*tracked // by session folder
+	byBridge map[string]*tracked // by the folder the watcher reports
+	queue    chan *tracked
+	w        *fsnotify.Watcher
+	stopped  bool
+	// leaseUntil is the time the alive leases last written run to.
+	leaseUntil time.Time
+}
+
+// tracked is one session. The flags are guarded by Collector.mu; the rest belongs to whichever
+// worker is draining the session, and only one ever is.
+type tracked struct {
+	dir, id, bridge string
+
+	queued, running, dirty bool
+	gone                   bool
+	housekeep              bool // refresh the lease and sweep on the next drain
+
+	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
+	decided  map[string]time.Time
+	refused  string // the last spool refusal reported, so that it is reported once
+	failures int    // consecutive decision-log failures, for the retry backoff
+}
+
+// New returns a collector judging with cls under cfg; Run starts it.
+func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Collector {
+	opts.defaults()
+	c := &Collector{
+		opts: opts, log: opts.Logger, reconf: make(chan struct{}, 1), commit: make(chan struct{}, 1),
+		recorded: opts.Recorded, sessions: map[string]*tracked{}, byBridge: map[string]*tracked{},
+		queue: make(chan *tracked, opts.MaxSessions),
+	}
+	c.pol.Store(&policy{cfg: cfg, cls: cls})
+	return c
+}
+
+// SetConfig puts a new configuration and classifier in force; the next line judged uses them.
+func (c *Collector) SetConfig(cfg managedconfig.Config, cls *classifier.Classifier) {
+	c.pol.Store(&policy{cfg: cfg, cls: cls})
+	select {
+	case c.reconf <- struct{}{}:
+	default:
+	}
+	c.scheduleAll(true) // a new lease length or mode reaches every session now
+}
+
+// Track starts following the session at dir. It writes the alive lease before it returns, so
+// that a hook put in place right after finds the daemon vouched for.
+func (c *Collector) Track(dir string) {
+	dir = filepath.Clean(dir)
+	c.mu.Lock()
+	t := c.sessions[dir]
+	if t == nil {
+		if len(c.sessions) >= c.opts.MaxSessions {
+			c.mu.Unlock()
+			c.log.Warn("session limit reached; this session's spool is not followed", "session", filepath.Base(dir), "limit", c.opts.MaxSessions)
+			return
+		}
+		t = &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)), decided: map[string]time.Time{}}
+		c.sessions[dir] = t
+		c.byBridge[t.bridge] = t
+	}
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return
+	}
+	if s, err := session.Open(dir); err == nil {
+		c.prepare(s, c.pol.Load(), c.leaseFor(c.opts.Now()))
+		s.Close()
+	}
+	c.watch(t)
+	c.schedule(t, true)
+}
+
+// Untrack stops following the session at dir: it is gone or no longer live. Its lease lapses by
+// itself; its offsets are kept while the folder exists, in case it comes back.
+func (c *Collector) Untrack(dir string) {
+	dir = filepath.Clean(dir)
+	c.mu.Lock()
+	t := c.sessions[dir]
+	if t != nil {
+		t.gone = true
+		delete(c.sessions, dir)
+		delete(c.byBridge, t.bridge)
+	}
+	w := c.w
+	c.mu.Unlock()
+	if t == nil {
+		return
+	}
+	if w != nil {
+		_ = w.Remove(t.bridge) // fails harmlessly when the folder is already gone
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		for _, k := range c.opts.Offsets.Keys(offsetPrefix(dir)) {
+			c.opts.Offsets.Forget(k)
+		}
+		c.requestCommit()
+	}
+}
+
+// Sessions is the number of sessions tracked.
+func (c *Collector) Sessions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sessions)
+}
+
+// schedule queues a drain of t, or marks it for one more pass if it is being drained now.
+func (c *Collector) schedule(t *tracked, housekeep bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.gone || c.stopped {
+		return
+	}
+	t.housekeep = t.housekeep || housekeep
+	switch {
+	case t.running:
+		t.dirty = true
+	case !t.queued:
+		t.queued = true
+		c.queue <- t // never blocks: each session is queued at most once and the queue holds them all
+	}
+}
+
+func (c *Collector) scheduleAll(housekeep bool) {
+	c.mu.Lock()
+	all := make([]*tracked, 0, len(c.sessions))
+	for _, t := range c.sessions {
+		all = append(all, t)
+	}
+	c.mu.Unlock()
+	for _, t := range all {
+		c.schedule(t, housekeep)
+	}
+}
+
+func (c *Collector) requestCommit() {
+	select {
+	case c.commit <- struct{}{}:
+	default: // one is pending and will cover this
+	}
+}

@@ -1,0 +1,606 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/spool"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// fakeHealth records what the collector reports.
+type fakeHealth struct {
+	mu     sync.Mutex
+	events map[health.Decision]int
+	counts map[string]int
+}
+
+func newFakeHealth() *fakeHealth {
+	return &fakeHealth{events: map[health.Decision]int{}, counts: map[string]int{}}
+}
+
+func (h *fakeHealth) add(k string) { h.mu.Lock(); h.counts[k]++; h.mu.Unlock() }
+func (h *fakeHealth) Event(id string, d health.Decision, _ time.Duration) {
+	h.mu.Lock()
+	h.events[d]++
+	h.mu.Unlock()
+}
+func (h *fakeHealth) Malformed(string) { h.add("malformed") }
+func (h *fakeHealth) Oversized(string) { h.add("oversized") }
+func (h *fakeHealth) DecisionsUnconsumed(_ string, n int) {
+	h.mu.Lock()
+	h.counts["unconsumed"] += n
+	h.mu.Unlock()
+}
+func (h *fakeHealth) TelemetryFailed()      { h.add("telemetry") }
+func (h *fakeHealth) SpoolRefused(string)   { h.add("refused") }
+func (h *fakeHealth) DecisionFailed(string) { h.add("decision_failed") }
+
+func (h *fakeHealth) count(k string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[k]
+}
+
+// flakySink is the real decision log behind a switch that makes writes fail.
+type flakySink struct {
+	*telemetry.Log
+	failing sync.Mutex
+	fail    int // writes still to fail
+}
+
+func (s *flakySink) WriteBatch(rs []telemetry.Record) error {
+	s.failing.Lock()
+	if s.fail > 0 {
+		s.fail--
+		s.failing.Unlock()
+		return errors.New("disk full (simulated)")
+	}
+	s.failing.Unlock()
+	return s.Log.WriteBatch(rs)
+}
+
+// fixture is a sessions root with one session, a decision log, an offsets file and a collector.
+type fixture struct {
+	t        *testing.T
+	dir      string // the session folder
+	outside  string
+	logPath  string
+	offsets  string
+	cfg      managedconfig.Config
+	health   *fakeHealth
+	sink     *flakySink
+	opts     Options
+	c        *Collector
+	cancel   context.CancelFunc
+	done     chan error
+	ridCount int
+}
+
+func newFixture(t *testing.T, mode managedconfig.Mode) *fixture {
+	t.Helper()
+	base := t.TempDir()
+	f := &fixture{t: t, dir: filepath.Join(base, "sessions", "acc", "org", "local_a"), outside: filepath.Join(base, "outside"),
+		logPath: filepath.Join(base, "logs", "decisions.jsonl"), offsets: filepath.Join(base, "state", "offsets.json"), health: newFakeHealth()}
+	for _, d := range []string{filepath.Join(f.dir, ".claude"), filepath.Join(f.dir, "outputs"), f.outside, filepath.Dir(f.logPath)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.cfg = managedconfig.Config{Mode: mode, CoworkEnabled: true, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second,
+		RescanInterval: time.Hour, MaxLineBytes: 4096}
+	f.sink = &flakySink{Log: telemetry.Open(telemetry.Options{Path: f.logPath, MaxFiles: 1})}
+	t.Cleanup(func() { f.sink.Close() })
+	return f
+}
+
+func (f *fixture) start() {
+	f.t.Helper()
+	store, err := spool.OpenStore(f.offsets)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	rec, err := telemetry.RecentRIDs(f.logPath, 1<<20)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cls, err := classifier.New(classifier.Policy{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	opts := f.opts
+	opts.Health, opts.Sink, opts.Offsets, opts.Recorded = f.health, f.sink, store, rec
+	f.c = New(f.cfg, cls, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel, f.done = cancel, make(chan error, 1)
+	go func() { f.done <- f.c.Run(ctx) }()
+	f.c.Track(f.dir)
+	f.t.Cleanup(f.stop)
+}
+
+func (f *fixture) stop() {
+	if f.cancel == nil {
+		return
+	}
+	f.cancel()
+	if err := <-f.done; err != nil {
+		f.t.Errorf("Run = %v", err)
+	}
+	f.cancel = nil
+}
+
+func (f *fixture) bridge(name string) string {
+	return filepath.Join(f.dir, ".claude", "coworkbridge", name)
+}
+
+func (f *fixture) nextRID() string {
+	f.ridCount++
+	return fmt.Sprintf("%032x", f.ridCount)
+}
+
+// envelope renders a spool line as the hook writes it.
+func envelope(rid, mode, tool, input string) string {
+	return fmt.Sprintf(`{"v":1,"rid":%q,"mode":%q,"event":{"session_id":"s","cwd":"/sessions/x/mnt/outputs","hook_event_name":"PreToolUse","tool_name":%q,"tool_input":%s}}`, rid, mode, tool, input)
+}
+
+func bash(cmd string) string {
+	b, _ := json.Marshal(map[string]string{"command": cmd})
+	return string(b)
+}
+
+func (f *fixture) appendRaw(s string) {
+	f.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(f.bridge("events.jsonl")), 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	file, err := os.OpenFile(f.bridge("events.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer file.Close()
+	if _, err := file.WriteString(s); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// records reads the decision log.
+func (f *fixture) records() []telemetry.Record {
+	f.t.Helper()
+	data, err := os.ReadFile(f.logPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.t.Fatal(err)
+	}
+	var out []telemetry.Record
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r telemetry.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			f.t.Fatalf("decision log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (f *fixture) waitRecords(n int) []telemetry.Record {
+	f.t.Helper()
+	var got []telemetry.Record
+	waitFor(f.t, func() bool { got = f.records(); return len(got) >= n }, func() string {
+		return fmt.Sprintf("%d records in the decision log, want %d", len(got), n)
+	})
+	return got
+}
+
+// decision waits for the decision file of rid and returns its content.
+func (f *fixture) decision(rid string) string {
+	f.t.Helper()
+	var data []byte
+	waitFor(f.t, func() bool {
+		var err error
+		data, err = os.ReadFile(f.bridge(filepath.Join("decisions", rid+".json")))
+		return err == nil
+	}, func() string { return "no decision file for " + rid })
+	return string(data)
+}
+
+func waitFor(t *testing.T, cond func() bool, msg func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func decisionOf(t *testing.T, out string) string {
+	t.Helper()
+	if out == "" {
+		return "allow"
+	}
+	var o struct {
+		H struct {
+			D string `json:"permissionDecision"`
+			R string `json:"permissionDecisionReason"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatalf("decision %q: %v", out, err)
+	}
+	if !strings.HasPrefix(o.H.R, "coworkbridge: ") {
+		t.Errorf("reason %q does not name coworkbridge", o.H.R)
+	}
+	return o.H.D
+}
+
+func TestEnforceAnswersEachWaitingHookAndRecordsEveryCall(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	calls := []struct {
+		tool, input, want string
+	}{
+		{"Bash", bash("ls -la"), "allow"},
+		{"Bash", bash("rm -rf ~"), "deny"},
+		{"Read", `{"file_path":"/home/u/.ssh/id_rsa"}`, "deny"},
+		{"Bash", bash("git restore src/main.go"), "ask"},
+	}
+	for _, c := range calls {
+		rid := f.nextRID()
+		f.appendRaw(envelope(rid, "enforce", c.tool, c.input) + "\n")
+		if got := decisionOf(t, f.decision(rid)); got != c.want {
+			t.Errorf("%s %s: decision %s, want %s", c.tool, c.input, got, c.want)
+		}
+	}
+	recs := f.waitRecords(len(calls))
+	for i, r := range recs {
+		if r.Decision != calls[i].want || !r.Enforced || r.Session != "local_a" || r.Transport != telemetry.TransportSpool || r.RID == "" {
+			t.Errorf("record %d = %+v", i, r)
+		}
+	}
+	if _, err := os.Stat(f.bridge("alive")); err != nil {
+		t.Errorf("no alive lease while running: %v", err)
+	}
+}
+
+func TestObserveNeverWritesDecisionsButRecordsTheVerdict(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.start()
+	rid := f.nextRID()
+	f.appendRaw(envelope(rid, "observe", "Bash", bash("rm -rf ~")) + "\n")
+	recs := f.waitRecords(1)
+	if recs[0].Decision != "deny" || recs[0].Enforced || recs[0].Mode != "observe" {
+		t.Errorf("record = %+v, want a would-be deny, not enforced", recs[0])
+	}
+	if entries, _ := os.ReadDir(f.bridge("decisions")); len(entries) != 0 {
+		t.Errorf("observe mode wrote decisions: %v", entries)
+	}
+}
+
+func TestAnEnforceHookLeftFromBeforeASwitchToObserveIsReleased(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.start()
+	rid := f.nextRID()
+	f.appendRaw(envelope(rid, "enforce", "Bash", bash("rm -rf ~")) + "\n")
+	if got := f.decision(rid); got != "" {
+		t.Errorf("decision %q, want no objection: the admin chose observe", got)
+	}
+}
+
+func TestPartialTrailingLineWaitsForItsNewline(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	rid := f.nextRID()
+	line := envelope(rid, "enforce", "Bash", bash("ls"))
+	f.appendRaw(line[:40])
+	time.Sleep(50 * time.Millisecond)
+	if len(f.records()) != 0 {
+		t.Fatal("a partial line was handled")
+	}
+	f.appendRaw(line[40:] + "\n")
+	f.decision(rid)
+	if recs := f.waitRecords(1); recs[0].RID != rid {
+		t.Errorf("record = %+v", recs[0])
+	}
+}
+
+func TestMalformedLinesAreDeniedInEnforceAndCountedInBoth(t *testing.T) {
+	for _, mode := range []managedconfig.Mode{managedconfig.Enforce, managedconfig.Observe} {
+		t.Run(string(mode), func(t *testing.T) {
+			f := newFixture(t, mode)
+			f.start()
+			cut, null := f.nextRID(), f.nextRID()
+			f.appendRaw(envelope(cut, string(mode), "Bash", bash("ls"))[:70] + "\n")
+			f.appendRaw(fmt.Sprintf(`{"v":1,"rid":%q,"mode":%q,"event":null}`, null, mode) + "\n")
+			f.appendRaw("garbage without any rid\n")
+			recs := f.waitRecords(3)
+			for _, r := range recs {
+				if r.Rule != RuleMalformed || r.Decision != "deny" {
+					t.Errorf("record = %+v", r)
+				}
+			}
+			if mode == managedconfig.Enforce {
+				for _, rid := range []string{cut, null} {
+					if got := decisionOf(t, f.decision(rid)); got != "deny" {
+						t.Errorf("malformed line %s: decision %s, want deny", rid, got)
+					}
+				}
+			} else if entries, _ := os.ReadDir(f.bridge("decisions")); len(entries) != 0 {
+				t.Errorf("observe wrote decisions: %v", entries)
+			}
+			waitFor(t, func() bool { return f.health.count("malformed") == 3 }, func() string {
+				return fmt.Sprintf("malformed count %d, want 3", f.health.count("malformed"))
+			})
+		})
+	}
+}
+
+func TestOversizedLineIsDeniedByItsRecoveredRID(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	big, small := f.nextRID(), f.nextRID()
+	f.appendRaw(envelope(big, "enforce", "Write", fmt.Sprintf(`{"file_path":"a","content":%q}`, strings.Repeat("x", 10000))) + "\n")
+	f.appendRaw(envelope(small, "enforce", "Bash", bash("ls")) + "\n")
+	out := f.decision(big)
+	if decisionOf(t, out) != "deny" || !strings.Contains(out, "max_line_bytes") {
+		t.Errorf("oversized decision = %q", out)
+	}
+	if got := decisionOf(t, f.decision(small)); got != "allow" {
+		t.Errorf("the line after an oversized one: %s", got)
+	}
+	recs := f.waitRecords(2)
+	if recs[0].Rule != RuleOversized || recs[0].RID != big || f.health.count("oversized") != 1 {
+		t.Errorf("record = %+v, oversized count %d", recs[0], f.health.count("oversized"))
+	}
+}
+
+func TestTransientLogFailureIsRetriedWithNothingLostOrDoubled(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.sink.fail = 2
+	f.start()
+	var rids []string
+	for range 5 {
+		rid := f.nextRID()
+		rids = append(rids, rid)
+		f.appendRaw(envelope(rid, "enforce", "Bash", bash("rm -rf ~")) + "\n")
+		// The decision is not held up by the failing log.
+		if got := decisionOf(t, f.decision(rid)); got != "deny" {
+			t.Errorf("decision %s", got)
+		}
+		os.Remove(f.bridge(filepath.Join("decisions", rid+".json"))) // the hook consumes it
+	}
+	recs := f.waitRecords(5)
+	time.Sleep(100 * time.Millisecond)
+	assertEachOnce(t, f.records(), rids)
+	if f.health.count("telemetry") < 1 {
+		t.Error("the failed writes were not reported")
+	}
+	_ = recs
+	// No decision was written twice: the retry found them done.
+	if entries, _ := os.ReadDir(f.bridge("decisions")); len(entries) != 0 {
+		t.Errorf("decisions rewritten on retry: %v", entries)
+	}
+}
+
+func assertEachOnce(t *testing.T, recs []telemetry.Record, rids []string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, r := range recs {
+		seen[r.RID]++
+	}
+	for _, rid := range rids {
+		if seen[rid] != 1 {
+			t.Errorf("rid %s recorded %d times, want exactly once", rid, seen[rid])
+		}
+	}
+	if len(recs) != len(rids) {
+		t.Errorf("%d records for %d events", len(recs), len(rids))
+	}
+}
+
+func TestOffsetsSurviveARestartWithNoReplay(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.start()
+	var rids []string
+	for range 3 {
+		rids = append(rids, f.nextRID())
+		f.appendRaw(envelope(rids[len(rids)-1], "observe", "Bash", bash("ls")) + "\n")
+	}
+	f.waitRecords(3)
+	f.stop()
+	for range 2 {
+		rids = append(rids, f.nextRID())
+		f.appendRaw(envelope(rids[len(rids)-1], "observe", "Bash", bash("ls")) + "\n")
+	}
+	f.start()
+	f.waitRecords(5)
+	time.Sleep(50 * time.Millisecond)
+	assertEachOnce(t, f.records(), rids)
+}
+
+func TestAReplayAfterACrashIsSkippedByRID(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.start()
+	rid := f.nextRID()
+	f.appendRaw(envelope(rid, "observe", "Bash", bash("ls")) + "\n")
+	f.waitRecords(1)
+	f.stop()
+	// As if the daemon died after the log write and before the offsets commit.
+	os.Remove(f.offsets)
+	next := f.nextRID()
+	f.appendRaw(envelope(next, "observe", "Bash", bash("ls")) + "\n")
+	f.start()
+	f.waitRecords(2)
+	time.Sleep(50 * time.Millisecond)
+	assertEachOnce(t, f.records(), []string{rid, next})
+}
+
+func TestReplacedAndTruncatedSpoolsAreReadFromTheStart(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.start()
+	a := f.nextRID()
+	f.appendRaw(envelope(a, "observe", "Bash", bash("ls -la /tmp/some/long/path/to/make/the/line/longer")) + "\n")
+	f.waitRecords(1)
+	// Truncated: the same file, shorter than the offset.
+	if err := os.Truncate(f.bridge("events.jsonl"), 0); err != nil {
+		t.Fatal(err)
+	}
+	b := f.nextRID()
+	f.appendRaw(envelope(b, "observe", "Bash", bash("ls")) + "\n")
+	f.waitRecords(2)
+	// Replaced: a new file at the name.
+	os.Remove(f.bridge("events.jsonl"))
+	c := f.nextRID()
+	f.appendRaw(envelope(c, "observe", "Bash", bash("ls -la /tmp/some/long/path/to/make/the/line/longer/still")) + "\n")
+	f.waitRecords(3)
+	time.Sleep(50 * time.Millisecond)
+	assertEachOnce(t, f.records(), []string{a, b, c})
+}
+
+func TestRotationLosesNothingEvenForAHookThatOpenedTheOldSpool(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.opts.RotateBytes = 2000
+	f.opts.RotateGrace = 200 * time.Millisecond
+	f.start()
+	var rids []string
+	// A hook that opened the spool before it was renamed and writes after.
+	early, err := os.OpenFile(f.bridge("events.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		rid := f.nextRID()
+		rids = append(rids, rid)
+		f.appendRaw(envelope(rid, "observe", "Bash", bash("ls")) + "\n")
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.waitRecords(20)
+	late := f.nextRID()
+	rids = append(rids, late)
+	if _, err := early.WriteString(envelope(late, "observe", "Bash", bash("echo late")) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	early.Close()
+	f.waitRecords(len(rids))
+	// Everything drained and the rotated files removed after the grace.
+	waitFor(t, func() bool {
+		entries, _ := os.ReadDir(f.bridge(""))
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), rotatedPrefix) {
+				return false
+			}
+		}
+		return true
+	}, func() string {
+		entries, _ := os.ReadDir(f.bridge(""))
+		return fmt.Sprintf("rotated spools remain: %v", entries)
+	})
+	assertEachOnce(t, f.records(), rids)
+}
+
+func TestLinkedSpoolIsRefusedAndReportedWithNothingReadOutside(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	secret := filepath.Join(f.outside, "events.jsonl")
+	os.WriteFile(secret, []byte(envelope(f.nextRID(), "enforce", "Bash", bash("ls"))+"\n"), 0o600)
+	os.MkdirAll(f.bridge(""), 0o700)
+	if err := os.Symlink(secret, f.bridge("events.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	waitFor(t, func() bool { return f.health.count("refused") == 1 }, func() string { return "the linked spool was not reported" })
+	if len(f.records()) != 0 {
+		t.Error("the linked spool was read")
+	}
+}
+
+func TestLinkedDecisionsFolderFailsClosedAndWritesNothingOutside(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	// The collector recreates the folder as it renews the lease: retry until the link stands.
+	waitFor(t, func() bool {
+		os.RemoveAll(f.bridge("decisions"))
+		return os.Symlink(f.outside, f.bridge("decisions")) == nil
+	}, func() string { return "could not plant the link" })
+	rid := f.nextRID()
+	f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
+	f.waitRecords(1)
+	if entries, _ := os.ReadDir(f.outside); len(entries) != 0 {
+		t.Errorf("written outside the session: %v", entries)
+	}
+	if f.health.count("decision_failed") == 0 {
+		t.Error("the failed decision was not reported")
+	}
+}
+
+func TestAliveLeaseIsWrittenOnTrackAndWithdrawnOnShutdown(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	data, err := os.ReadFile(f.bridge("alive"))
+	if err != nil {
+		t.Fatalf("Track returned before the lease was written: %v", err)
+	}
+	var until int64
+	fmt.Sscan(string(data), &until)
+	if ahead := time.Until(time.Unix(until, 0)); ahead < 10*time.Second {
+		t.Errorf("lease runs only %v ahead", ahead)
+	}
+	f.stop()
+	if _, err := os.Stat(f.bridge("alive")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lease still there after shutdown: %v", err)
+	}
+}
+
+func TestClassifierPanicIsADeny(t *testing.T) {
+	v := evaluate(context.Background(), nil, claudehook.Payload{ToolName: "Bash"})
+	if v.Decision != claudehook.Deny || v.RuleID != RuleClassifierError {
+		t.Errorf("verdict = %+v", v)
+	}
+}
+
+func TestParallelSessionsAreDrainedInOrderEach(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	base := filepath.Dir(f.dir)
+	const sessions, calls = 8, 25
+	var dirs []string
+	for i := range sessions {
+		d := filepath.Join(base, fmt.Sprintf("local_p%d", i))
+		os.MkdirAll(filepath.Join(d, ".claude", "coworkbridge"), 0o700)
+		f.c.Track(d)
+		dirs = append(dirs, d)
+	}
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Go(func() {
+			file, _ := os.OpenFile(filepath.Join(d, ".claude", "coworkbridge", "events.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			defer file.Close()
+			for j := range calls {
+				file.WriteString(envelope(fmt.Sprintf("%016x%016x", i, j), "enforce", "Bash", bash("ls")) + "\n")
+			}
+		})
+	}
+	wg.Wait()
+	recs := f.waitRecords(sessions * calls)
+	last := map[string]string{}
+	for _, r := range recs {
+		if prev, ok := last[r.Session]; ok && r.RID <= prev {
+			t.Fatalf("session %s: %s recorded after %s", r.Session, r.RID, prev)
+		}
+		last[r.Session] = r.RID
+	}
+}

@@ -1,0 +1,259 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/spool"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+var spoolBase = path.Base(session.SpoolFile)
+
+// A rotated spool is named events.r<unix nanoseconds>.jsonl, so its age survives a restart.
+const rotatedPrefix = "events.r"
+
+func rotatedName(at time.Time) string {
+	return session.BridgeDir + "/" + rotatedPrefix + strconv.FormatInt(at.UnixNano(), 10) + ".jsonl"
+}
+
+// rotatedAt parses a rotated spool's name.
+func rotatedAt(base string) (time.Time, bool) {
+	digits, ok := strings.CutPrefix(base, rotatedPrefix)
+	if digits, ok = strings.CutSuffix(digits, ".jsonl"); !ok {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, n), true
+}
+
+// offsetKey keys a spool's position by session and file identity: a spool renamed aside keeps
+// its position, a new file at the old name starts from zero.
+func offsetKey(dir string, id spool.Identity) string {
+	return fmt.Sprintf("%s#%d:%d", dir, id.Dev, id.Ino)
+}
+
+func offsetPrefix(dir string) string { return dir + "#" }
+
+// drain handles everything new in one session's spools, rotated ones first (they are older).
+func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
+	p := c.pol.Load()
+	s, err := session.Open(t.dir)
+	if err != nil {
+		c.log.Debug("cannot open session; the injector will forget it if it is gone", "session", t.id, "err", err)
+		return
+	}
+	defer s.Close()
+	now := c.opts.Now()
+	if housekeep {
+		c.housekeep(s, t, p, now)
+	}
+	for _, name := range c.rotatedSpools(s, t) {
+		c.drainFile(ctx, s, t, p, name, true)
+	}
+	c.drainFile(ctx, s, t, p, session.SpoolFile, false)
+}
+
+// prepare makes our folder (never .claude itself, which is Cowork's) and writes the lease.
+func (c *Collector) prepare(s *session.Session, p *policy, until time.Time) {
+	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {
+		return // not a session yet, or going away
+	}
+	err := s.MkdirAll(session.DecisionsDir, 0o700)
+	if err == nil {
+		err = decisions.WriteAlive(s, until)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.log.Warn("cannot write the alive lease; enforce hooks in this session will deny", "code", "decision_write_failed", "session", s.ID(), "err", err)
+		c.opts.Health.DecisionFailed(s.ID())
+	}
+}
+
+// housekeep renews the lease, re-adds the watch (the folder may have been recreated), and sweeps.
+func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now time.Time) {
+	c.prepare(s, p, c.leaseFor(now))
+	c.watch(t)
+	res, err := decisions.Sweep(s, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)
+	if err != nil {
+		c.log.Debug("sweep incomplete", "session", t.id, "err", err)
+	}
+	if res.Unconsumed > 0 {
+		c.log.Warn("decisions were never read: their hooks gave up first", "code", "decisions_unconsumed", "session", t.id, "count", res.Unconsumed)
+		c.opts.Health.DecisionsUnconsumed(t.id, res.Unconsumed)
+	}
+	for rid, at := range t.decided {
+		if now.Sub(at) > 10*time.Minute {
+			delete(t.decided, rid)
+		}
+	}
+}
+
+// rotatedSpools lists the session's rotated spools, oldest first.
+func (c *Collector) rotatedSpools(s *session.Session, t *tracked) []string {
+	entries, err := s.ReadDir(session.BridgeDir, 10000)
+	if err != nil && len(entries) == 0 {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		if _, ok := rotatedAt(e.Name()); ok {
+			names = append(names, e.Name())
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		ta, _ := rotatedAt(a)
+		tb, _ := rotatedAt(b)
+		return ta.Compare(tb)
+	})
+	for i, n := range names {
+		names[i] = session.BridgeDir + "/" + n
+	}
+	return names
+}
+
+// drainFile handles the complete lines of one spool from its committed position, then rotates
+// it or, for a rotated one, removes it once nothing more can arrive.
+func (c *Collector) drainFile(ctx context.Context, s *session.Session, t *tracked, p *policy, name string, rotated bool) {
+	f, err := s.OpenFile(name, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		c.refuse(t, name, err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		c.log.Warn("cannot examine a spool", "session", t.id, "spool", name, "err", err)
+		return
+	}
+	id, err := spool.IdentityOf(fi)
+	if err != nil {
+		c.log.Error("cannot identify spool files on this platform", "err", err)
+		return
+	}
+	key := offsetKey(t.dir, id)
+	r, reset, err := spool.NewReader(f, c.opts.Offsets.Get(key), p.cfg.MaxLineBytes)
+	if err != nil {
+		c.refuse(t, name, err)
+		return
+	}
+	if reset != spool.NoReset {
+		c.log.Warn("spool was "+string(reset)+" since it was last read; reading it from the start", "session", t.id, "spool", name)
+	}
+	for ctx.Err() == nil {
+		more, ok := c.batch(ctx, s, t, p, r, key)
+		if !ok || !more {
+			break
+		}
+	}
+	if ctx.Err() == nil {
+		c.retire(s, t, f, r, key, name, rotated)
+	}
+}
+
+// refuse reports a spool that is not a plain file, once per cause.
+func (c *Collector) refuse(t *tracked, name string, err error) {
+	if t.refused == err.Error() {
+		return
+	}
+	t.refused = err.Error()
+	c.log.Warn("refusing to read a session's spool", "code", "spool_refused", "session", t.id, "spool", name, "err", err)
+	c.opts.Health.SpoolRefused(t.id)
+}
+
+// batch handles up to BatchLines lines: decisions as it goes, then the decision log in one write,
+// then the counts and the offset. more: lines may remain. ok: false when the log write failed, in
+// which case the offset stays and a retry is scheduled.
+func (c *Collector) batch(ctx context.Context, s *session.Session, t *tracked, p *policy, r *spool.Reader, key string) (more, ok bool) {
+	started := time.Now()
+	var outs []outcome
+	more = true
+	for n := 0; n < c.opts.BatchLines; n++ {
+		l, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			more = false
+			break
+		}
+		if err != nil {
+			c.log.Warn("cannot read a spool; retrying at the next change", "session", t.id, "err", err)
+			more = false
+			break
+		}
+		if o := c.judge(ctx, s, t, p, l, started); !o.skip {
+			outs = append(outs, o)
+		}
+	}
+	if len(outs) > 0 {
+		recs := make([]telemetry.Record, len(outs))
+		for i, o := range outs {
+			recs[i] = o.rec
+		}
+		if err := c.opts.Sink.WriteBatch(recs); err != nil {
+			c.opts.Health.TelemetryFailed()
+			t.failures++
+			wait := min(time.Second<<min(t.failures-1, 5), 30*time.Second)
+			c.log.Warn("cannot write the decision log; the events stay in the spool and are retried", "code", "telemetry_write_failed", "session", t.id, "retry_in", wait.String(), "err", err)
+			time.AfterFunc(wait, func() { c.schedule(t, false) })
+			return false, false
+		}
+	}
+	t.failures = 0
+	for _, o := range outs {
+		c.count(t, o)
+	}
+	if pos := r.Position(); pos != c.opts.Offsets.Get(key) {
+		c.opts.Offsets.Set(key, pos)
+		c.requestCommit()
+	}
+	return more, true
+}
+
+// retire rotates a drained spool that is large or idle, and removes a rotated one that is drained
+// and old enough that no hook can still be appending to it.
+func (c *Collector) retire(s *session.Session, t *tracked, f *os.File, r *spool.Reader, key, name string, rotated bool) {
+	fi, err := f.Stat()
+	if err != nil || r.Position().Offset != fi.Size() {
+		return // a partial line waits for its newline
+	}
+	now := c.opts.Now()
+	if rotated {
+		at, _ := rotatedAt(path.Base(name))
+		if now.Sub(at) < c.opts.RotateGrace {
+			return
+		}
+		if err := s.Remove(name); err != nil {
+			c.log.Warn("cannot remove a drained spool", "session", t.id, "spool", name, "err", err)
+			return
+		}
+		c.opts.Offsets.Forget(key)
+		c.requestCommit()
+		return
+	}
+	if fi.Size() < c.opts.RotateBytes && (fi.Size() == 0 || now.Sub(fi.ModTime()) < c.opts.RotateIdle) {
+		return
+	}
+	to := rotatedName(now)
+	if err := s.Rename(name, to); err != nil {
+		c.log.Warn("cannot rotate a spool", "session", t.id, "err", err)
+		return
+	}
+	c.log.Debug("spool rotated", "session", t.id, "bytes", fi.Size(), "to", to)
+	// Back once the grace has passed, to drain what late hooks added and remove it.
+	time.AfterFunc(c.opts.RotateGrace+time.Second, func() { c.schedule(t, false) })
+}

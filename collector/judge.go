@@ -1,0 +1,162 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/spool"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// Rule ids for the events coworkbridge refuses before any rule sees them.
+const (
+	RuleMalformed       = "coworkbridge.malformed"
+	RuleOversized       = "coworkbridge.oversized"
+	RuleClassifierError = "coworkbridge.classifier-error"
+)
+
+// outcome is one line's result, counted once its record is in the decision log.
+type outcome struct {
+	rec  telemetry.Record
+	skip bool // already recorded before a crash
+	bad  string
+	// latency: from the batch's start to the decision file, when one was written.
+	latency time.Duration
+}
+
+// judge decides one line and, when a hook waits for it, answers at once: the decision file is the
+// latency-critical step, the log and counts come after.
+func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p *policy, l spool.Line, started time.Time) outcome {
+	rec := telemetry.Record{TS: c.opts.Now(), Session: t.id, Transport: telemetry.TransportSpool,
+		Mode: string(p.cfg.Mode), Input: json.RawMessage("null")}
+	if l.Oversized {
+		rid, waiting := waitingHook(l.Head)
+		reason := fmt.Sprintf("this tool call was blocked because its data (%d bytes) exceeds max_line_bytes (%d); ask your IT team to raise the limit if such calls are expected", l.Size, p.cfg.MaxLineBytes)
+		return c.fault(s, t, p, rec, rid, waiting, RuleOversized, reason, started)
+	}
+	env, err := claudehook.ParseEnvelope(l.Data)
+	if err != nil {
+		rid, waiting := waitingHook(l.Data[:min(len(l.Data), 256)])
+		return c.fault(s, t, p, rec, rid, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it (malformed event)", started)
+	}
+	if env.RID != "" && c.alreadyRecorded(env.RID) {
+		return outcome{skip: true}
+	}
+	waiting := env.Mode == string(managedconfig.Enforce) && env.RID != ""
+	pl, err := claudehook.ParsePayload(env.Event)
+	if err != nil {
+		return c.fault(s, t, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
+	}
+	v := evaluate(ctx, p.cls, pl)
+	rec.RID, rec.Agent, rec.Tool, rec.Input = env.RID, pl.AgentID, pl.ToolName, pl.ToolInput
+	if len(rec.Input) == 0 {
+		rec.Input = json.RawMessage("null")
+	}
+	rec.Decision, rec.Rule, rec.Reason = string(v.Decision), v.RuleID, v.Reason
+	enforce := p.cfg.Mode == managedconfig.Enforce && !v.ObserveOnly
+	applied := v.Decision
+	if !enforce {
+		applied = claudehook.Allow
+	}
+	o := outcome{rec: rec}
+	if waiting {
+		// A hook still in enforce after a switch to observe is released with no objection.
+		o.latency = c.decide(s, t, env.RID, applied, hookReason(v), v.Nudge, started)
+		o.rec.Enforced = enforce
+	}
+	return o
+}
+
+// fault handles a line no rule can judge: in enforce mode its waiting hook is denied at once
+// rather than left to time out.
+func (c *Collector) fault(s *session.Session, t *tracked, p *policy, rec telemetry.Record, rid string, waiting bool, rule, reason string, started time.Time) outcome {
+	if rid != "" && c.alreadyRecorded(rid) {
+		return outcome{skip: true}
+	}
+	rec.RID, rec.Decision, rec.Rule, rec.Reason = rid, string(claudehook.Deny), rule, reason
+	o := outcome{rec: rec, bad: rule}
+	if waiting && rid != "" {
+		d := claudehook.Allow
+		if p.cfg.Mode == managedconfig.Enforce {
+			d = claudehook.Deny
+			o.rec.Enforced = true
+		}
+		o.latency = c.decide(s, t, rid, d, "coworkbridge: "+reason, "", started)
+	}
+	return o
+}
+
+// decide writes the decision file once per request, and returns how long it took to get there.
+func (c *Collector) decide(s *session.Session, t *tracked, rid string, d claudehook.Decision, reason, context string, started time.Time) time.Duration {
+	if _, done := t.decided[rid]; done {
+		return 0 // written on an earlier attempt whose log write failed
+	}
+	if err := decisions.Write(s, rid, d, reason, context); err != nil {
+		c.log.Warn("cannot write a decision; the hook will deny when it times out", "code", "decision_write_failed", "session", t.id, "rid", rid, "err", err)
+		c.opts.Health.DecisionFailed(t.id)
+		return 0
+	}
+	t.decided[rid] = c.opts.Now()
+	return time.Since(started)
+}
+
+// count reports a recorded outcome to health.
+func (c *Collector) count(t *tracked, o outcome) {
+	delete(t.decided, o.rec.RID)
+	switch o.bad {
+	case RuleMalformed:
+		c.opts.Health.Malformed(t.id)
+	case RuleOversized:
+		c.opts.Health.Oversized(t.id)
+	}
+	c.opts.Health.Event(t.id, health.Decision(o.rec.Decision), o.latency)
+}
+
+func (c *Collector) alreadyRecorded(rid string) bool {
+	c.recMu.Lock()
+	defer c.recMu.Unlock()
+	if !c.recorded[rid] {
+		return false
+	}
+	delete(c.recorded, rid) // a rid is replayed at most once
+	return true
+}
+
+// evaluate runs the classifier; a panic in it is a deny, never a crash or an allow.
+func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload) (v classifier.Verdict) {
+	defer func() {
+		if r := recover(); r != nil {
+			v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleClassifierError,
+				Reason: fmt.Sprintf("this tool call was blocked because the policy engine failed on it (%v)", r)}
+		}
+	}()
+	return cls.Evaluate(ctx, p)
+}
+
+// hookReason is what Claude Code shows for a deny or an ask: who decided, why, and which rule.
+func hookReason(v classifier.Verdict) string {
+	if v.RuleID == "" {
+		return "coworkbridge: " + v.Reason
+	}
+	return "coworkbridge: " + v.Reason + " (rule " + v.RuleID + ")"
+}
+
+// waitingHook recovers the request id from the start of a damaged line, and whether the hook that
+// wrote it waits for an answer: the enforce hook writes {"v":1,"rid":"<32 hex>","mode":"enforce".
+func waitingHook(head []byte) (rid string, waiting bool) {
+	rid, ok := claudehook.RecoverRID(head)
+	if !ok {
+		return "", false
+	}
+	rest := head[len(`{"v":1,"rid":"`)+32+1:]
+	return rid, bytes.HasPrefix(rest, []byte(`,"mode":"enforce"`))
+}

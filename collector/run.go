@@ -1,0 +1,216 @@
+package collector
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/session"
+)
+
+// leaseCheck is how often the wall clock is compared with the leases: after a Mac wakes from
+// sleep, timers lag the clock, and leases must not lapse under sessions that are in use.
+const leaseCheck = 5 * time.Second
+
+// Run follows the tracked sessions until ctx is done, then withdraws every alive lease (so that
+// enforce hooks deny at once while the daemon is down) and commits the offsets. It returns nil
+// on cancel; a watcher that cannot start is logged and the rescan carries on alone.
+func (c *Collector) Run(ctx context.Context) error {
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if c.opts.Poll == 0 {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			c.log.Error("cannot start the spool watcher; spools are drained at each rescan only", "err", err)
+		} else {
+			defer w.Close()
+			events, errs = w.Events, w.Errors
+			c.mu.Lock()
+			c.w = w
+			c.mu.Unlock()
+		}
+	}
+	var workers sync.WaitGroup
+	for range c.opts.Workers {
+		workers.Go(func() { c.work(ctx) })
+	}
+	commitDone := make(chan struct{})
+	var committer sync.WaitGroup
+	committer.Go(func() { c.commitLoop(commitDone) })
+
+	c.mu.Lock()
+	all := make([]*tracked, 0, len(c.sessions))
+	for _, t := range c.sessions {
+		all = append(all, t)
+	}
+	c.mu.Unlock()
+	for _, t := range all {
+		c.watch(t)
+	}
+	c.scheduleAll(true)
+
+	rescan := time.NewTicker(c.rescanEvery())
+	defer rescan.Stop()
+	lease := time.NewTicker(leaseCheck)
+	defer lease.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.shutdown(&workers)
+			close(commitDone)
+			committer.Wait()
+			c.flush()
+			return nil
+		case ev := <-events:
+			c.handle(ev)
+		case err := <-errs:
+			// Typically a queue overflow: events were lost, so look everywhere.
+			c.log.Warn("spool watcher error; draining every session", "err", err)
+			c.scheduleAll(false)
+		case <-rescan.C:
+			c.scheduleAll(true)
+		case <-lease.C:
+			c.mu.Lock()
+			due := c.opts.Now().After(c.leaseUntil.Add(-c.leaseLength() / 2))
+			c.mu.Unlock()
+			if due {
+				c.scheduleAll(true)
+			}
+		case <-c.reconf:
+			rescan.Reset(c.rescanEvery())
+		}
+	}
+}
+
+// rescanEvery is the safety net's period: the configured rescan, or Poll when polling is the
+// design under test.
+func (c *Collector) rescanEvery() time.Duration {
+	if c.opts.Poll > 0 {
+		return c.opts.Poll
+	}
+	return c.pol.Load().cfg.RescanInterval
+}
+
+// leaseLength is how far ahead a lease vouches: three rescans, so that a late tick never lets it
+// lapse, and at least 15 s.
+func (c *Collector) leaseLength() time.Duration {
+	return max(3*c.pol.Load().cfg.RescanInterval, 15*time.Second)
+}
+
+// leaseFor returns the time a lease written now runs to, and remembers it.
+func (c *Collector) leaseFor(now time.Time) time.Time {
+	until := now.Add(c.leaseLength())
+	c.mu.Lock()
+	if until.After(c.leaseUntil) {
+		c.leaseUntil = until
+	}
+	c.mu.Unlock()
+	return until
+}
+
+// watch adds the session's folder of ours to the watcher; it is idempotent.
+func (c *Collector) watch(t *tracked) {
+	c.mu.Lock()
+	w := c.w
+	c.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if err := w.Add(t.bridge); err != nil {
+		c.log.Debug("cannot watch a session's spool folder; the rescan covers it", "session", t.id, "err", err)
+	}
+}
+
+// handle schedules a drain for a change to a spool.
+func (c *Collector) handle(ev fsnotify.Event) {
+	if ev.Op == fsnotify.Chmod {
+		return
+	}
+	dir, base := filepath.Split(filepath.Clean(ev.Name))
+	if !isSpoolName(base) {
+		return // our own lease and decisions, the hook's temporary files
+	}
+	c.mu.Lock()
+	t := c.byBridge[filepath.Clean(dir)]
+	c.mu.Unlock()
+	if t != nil {
+		c.schedule(t, false)
+	}
+}
+
+func isSpoolName(base string) bool {
+	return base == spoolBase || strings.HasPrefix(base, rotatedPrefix) && strings.HasSuffix(base, ".jsonl")
+}
+
+// work drains queued sessions until the queue is closed.
+func (c *Collector) work(ctx context.Context) {
+	for t := range c.queue {
+		c.mu.Lock()
+		t.queued, t.running = false, true
+		housekeep := t.housekeep
+		t.housekeep = false
+		c.mu.Unlock()
+		if ctx.Err() == nil {
+			c.drain(ctx, t, housekeep)
+		}
+		c.mu.Lock()
+		t.running = false
+		if t.dirty && !t.gone && !c.stopped {
+			t.dirty, t.queued = false, true
+			c.queue <- t
+		}
+		c.mu.Unlock()
+	}
+}
+
+// shutdown stops the workers and withdraws the leases.
+func (c *Collector) shutdown(workers *sync.WaitGroup) {
+	c.mu.Lock()
+	c.stopped = true
+	close(c.queue)
+	all := make([]*tracked, 0, len(c.sessions))
+	for _, t := range c.sessions {
+		all = append(all, t)
+	}
+	c.mu.Unlock()
+	// Leases first: hooks starting from now deny at once rather than wait for an answer.
+	for _, t := range all {
+		s, err := session.Open(t.dir)
+		if err != nil {
+			continue
+		}
+		if err := decisions.RemoveAlive(s); err != nil {
+			c.log.Warn("cannot withdraw a session's alive lease; its hooks will wait out their timeout", "session", t.id, "err", err)
+		}
+		s.Close()
+	}
+	workers.Wait()
+}
+
+func (c *Collector) commitLoop(done <-chan struct{}) {
+	for {
+		select {
+		case <-c.commit:
+			c.flush()
+		case <-done:
+			return
+		}
+	}
+}
+
+// flush makes the decision log durable, then the offsets that rely on it: a power loss may
+// replay events (skipped by rid), never lose them.
+func (c *Collector) flush() {
+	if err := c.opts.Sink.Sync(); err != nil {
+		c.log.Warn("cannot flush the decision log; offsets stay where they were", "err", err)
+		return
+	}
+	if err := c.opts.Offsets.Commit(); err != nil {
+		c.log.Warn("cannot save spool offsets; a restart will replay (not lose) events", "err", err)
+	}
+}
