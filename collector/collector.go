@@ -194,15 +194,21 @@ func (c *Collector) Track(dir string) {
 	c.schedule(t, true)
 }
 
-// Untrack stops following the session at dir: it is gone or no longer live. Its lease lapses by
-// itself; its offsets are kept while the folder exists, in case it comes back.
-func (c *Collector) Untrack(dir string) {
-	dir = filepath.Clean(dir)
+// Untrack stops following the session named id (its folder's name): it is gone or no longer
+// live. Its lease lapses by itself; its offsets are kept while the folder exists, in case it
+// comes back.
+func (c *Collector) Untrack(id string) {
 	c.mu.Lock()
-	t := c.sessions[dir]
+	var t *tracked
+	for _, s := range c.sessions {
+		if s.id == id {
+			t = s
+			break
+		}
+	}
 	if t != nil {
 		t.gone = true
-		delete(c.sessions, dir)
+		delete(c.sessions, t.dir)
 		delete(c.byBridge, t.bridge)
 	}
 	w := c.w
@@ -213,8 +219,8 @@ func (c *Collector) Untrack(dir string) {
 	if w != nil {
 		_ = w.Remove(t.bridge) // fails harmlessly when the folder is already gone
 	}
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		for _, k := range c.opts.Offsets.Keys(offsetPrefix(dir)) {
+	if _, err := os.Lstat(t.dir); errors.Is(err, fs.ErrNotExist) {
+		for _, k := range c.opts.Offsets.Keys(offsetPrefix(t.dir)) {
 			c.opts.Offsets.Forget(k)
 		}
 		c.requestCommit()

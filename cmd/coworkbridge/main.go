@@ -32,6 +32,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run the daemon (what the LaunchAgent starts)", cmdRun},
+		{"demo", "show the daemon at work on two temporary sessions (needs only /bin/sh)", cmdDemo},
 		{"status", "say whether the daemon runs and guards every session (exit 0/1/2)", cmdStatus},
 		{"check", "classify one tool call, or score the classifier on a labelled corpus", cmdCheck},
 		{"version", "print the version", cmdVersion},

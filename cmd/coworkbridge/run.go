@@ -10,13 +10,24 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/spool"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
+
+// Files in the state folder.
+const offsetsFile = "offsets.json"
+
+// recentLogBytes is how much of the decision log's end is read at start to skip replayed events.
+const recentLogBytes = 8 << 20
 
 func cmdRun(ctx context.Context, args []string, sio stdio) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -61,7 +72,10 @@ type daemon struct {
 	current managedconfig.Snapshot
 	// guard is the running session machinery, nil while coworkbridge is off.
 	guard  *guard
-	health *health.Health
+	health  *health.Health
+	offsets *spool.Store
+	// policy is the last classifier compiled without error, kept when a later policy is broken.
+	policy *classifier.Classifier
 	beat   *heartbeat
 	kick   chan struct{} // SIGUSR1: write health.json now
 }
@@ -73,16 +87,40 @@ type heartbeat struct {
 	done     chan error
 }
 
-// The daemon's health is what the injector reports to.
-var _ injector.Recorder = (*health.Health)(nil)
-
-// guard is the part of the daemon that runs only while coworkbridge is on.
+// guard is the part of the daemon that runs only while coworkbridge is on: the injector keeps the
+// hooks in place, the collector answers them.
 type guard struct {
-	injector *injector.Injector
-	roots    []string
-	cancel   context.CancelFunc
-	done     chan error
+	injector  *injector.Injector
+	collector *collector.Collector
+	log       *telemetry.Log
+	roots     []string
+	telemetry managedconfig.Telemetry
+	cancel    context.CancelFunc
+	done      chan error // the first of the two to end
+	running   sync.WaitGroup
 }
+
+// sessionEvents tells health, and the collector, what the injector finds. The collector writes a
+// session's alive lease inside SessionSeen, before the injector puts the hook in place.
+type sessionEvents struct {
+	*health.Health
+	c *collector.Collector
+}
+
+func (e sessionEvents) SessionSeen(id, dir string) {
+	e.Health.SessionSeen(id, dir)
+	e.c.Track(dir)
+}
+
+func (e sessionEvents) SessionGone(id string) {
+	e.Health.SessionGone(id)
+	e.c.Untrack(id)
+}
+
+var (
+	_ injector.Recorder = sessionEvents{}
+	_ collector.Health  = (*health.Health)(nil)
+)
 
 // newDaemon resolves the daemon's folders and takes the per-user lock.
 func newDaemon(log *slog.Logger, level *slog.LevelVar) (*daemon, func(), error) {
@@ -90,6 +128,11 @@ func newDaemon(log *slog.Logger, level *slog.LevelVar) (*daemon, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	return newDaemonIn(env, log, level)
+}
+
+// newDaemonIn is newDaemon for a given environment: the demo runs a daemon on its own folders.
+func newDaemonIn(env managedconfig.Env, log *slog.Logger, level *slog.LevelVar) (*daemon, func(), error) {
 	paths, err := env.Paths()
 	if err != nil {
 		return nil, nil, err
@@ -101,8 +144,12 @@ func newDaemon(log *slog.Logger, level *slog.LevelVar) (*daemon, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	offsets, err := spool.OpenStore(filepath.Join(paths.StateDir, offsetsFile))
+	if err != nil {
+		log.Error("spool offsets unreadable; events still in the spools will be read again (duplicates are skipped by request id)", "err", err)
+	}
 	d := &daemon{log: log, level: level, env: env, paths: paths, loader: managedconfig.NewLoader(env, paths),
-		health: health.New(time.Now), kick: make(chan struct{}, 1)}
+		health: health.New(time.Now), offsets: offsets, kick: make(chan struct{}, 1)}
 	return d, release, nil
 }
 
@@ -155,11 +202,14 @@ func (d *daemon) Run(ctx context.Context) error {
 			}
 			return err
 		case err := <-d.guardDone():
-			d.guard = nil // it has ended; nothing left to stop
+			d.stopGuard() // one part ended; the other has been told to
 			if ctx.Err() != nil {
 				continue // shutting down: the Done case ends the loop
 			}
-			return fmt.Errorf("session injector: %w", err)
+			if err == nil {
+				err = errors.New("ended unexpectedly")
+			}
+			return fmt.Errorf("session guard: %w", err)
 		}
 	}
 }
@@ -193,23 +243,83 @@ func (d *daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 }
 
 func (d *daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Config) {
-	if d.guard != nil && slices.Equal(d.guard.roots, cfg.SessionsRoots) {
+	cls := d.compilePolicy(cfg.Policy)
+	if cls == nil {
+		return
+	}
+	if d.guard != nil && slices.Equal(d.guard.roots, cfg.SessionsRoots) && d.guard.telemetry.Path == cfg.Telemetry.Path &&
+		d.guard.telemetry == cfg.Telemetry {
+		// The collector first: leases and mode are current before any hook changes.
+		d.guard.collector.SetConfig(cfg, cls)
 		d.guard.injector.SetConfig(cfg)
 		return
 	}
 	if d.guard != nil {
-		d.switchOff() // the roots moved: sessions under the old ones are no longer ours to guard
+		if !slices.Equal(d.guard.roots, cfg.SessionsRoots) {
+			d.switchOff() // the roots moved: sessions under the old ones are no longer ours to guard
+		} else {
+			d.stopGuard() // the decision log moved: start again on the new one
+		}
 	}
-	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: d.health})
+	g, err := d.newGuard(cfg, cls)
 	if err != nil {
-		d.log.Error("cannot start the session injector", "err", err)
+		d.log.Error("cannot start guarding sessions", "err", err)
 		return
 	}
 	gctx, cancel := context.WithCancel(ctx)
-	g := &guard{injector: inj, roots: slices.Clone(cfg.SessionsRoots), cancel: cancel, done: make(chan error, 1)}
-	go func() { g.done <- inj.Run(gctx) }()
+	g.cancel = cancel
+	for _, run := range []func(context.Context) error{g.collector.Run, g.injector.Run} {
+		g.running.Go(func() {
+			err := run(gctx)
+			select {
+			case g.done <- err:
+			default:
+			}
+			cancel() // one without the other guards nothing
+		})
+	}
 	d.guard = g
-	d.log.Info("guarding Cowork sessions", "mode", string(cfg.Mode), "sessions_roots", cfg.SessionsRoots)
+	d.log.Info("guarding Cowork sessions", "mode", string(cfg.Mode), "sessions_roots", cfg.SessionsRoots, "decision_log", cfg.Telemetry.Path)
+}
+
+// newGuard builds the collector and the injector for cfg.
+func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) (*guard, error) {
+	tlog := telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
+		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact})
+	recorded, err := telemetry.RecentRIDs(cfg.Telemetry.Path, recentLogBytes)
+	if err != nil {
+		d.log.Warn("cannot read the end of the decision log; events replayed after a crash may be recorded twice", "err", err)
+	}
+	col := collector.New(cfg, cls, collector.Options{
+		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
+	})
+	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col}})
+	if err != nil {
+		tlog.Close()
+		return nil, err
+	}
+	return &guard{injector: inj, collector: col, log: tlog, roots: slices.Clone(cfg.SessionsRoots),
+		telemetry: cfg.Telemetry, done: make(chan error, 1)}, nil
+}
+
+// compilePolicy compiles the admin's policy. A broken one keeps the last good classifier (or the
+// defaults) in force rather than leave sessions unguarded, and says so loudly.
+func (d *daemon) compilePolicy(p managedconfig.Policy) *classifier.Classifier {
+	cls, err := classifierFor(p)
+	if err == nil {
+		d.policy = cls
+		return cls
+	}
+	if d.policy == nil {
+		if d.policy, err = classifierFor(managedconfig.Policy{}); err != nil {
+			d.log.Error("the built-in rules do not compile; this build is broken", "err", err)
+			return nil
+		}
+		d.log.Error("policy in managed.json cannot be used: running on the built-in rules until it is fixed", "code", "config_invalid", "err", err)
+		return d.policy
+	}
+	d.log.Error("policy in managed.json cannot be used: keeping the previous policy until it is fixed", "code", "config_invalid", "err", err)
+	return d.policy
 }
 
 // stopGuard stops the session machinery and leaves the hooks in place: while the daemon is
@@ -219,7 +329,8 @@ func (d *daemon) stopGuard() {
 		return
 	}
 	d.guard.cancel()
-	<-d.guard.done
+	d.guard.running.Wait()
+	d.guard.log.Close()
 	d.guard = nil
 }
 
