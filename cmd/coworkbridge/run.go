@@ -71,7 +71,7 @@ type daemon struct {
 	// current is the configuration in force; only Run's goroutine touches it.
 	current managedconfig.Snapshot
 	// guard is the running session machinery, nil while coworkbridge is off.
-	guard  *guard
+	guard   *guard
 	health  *health.Health
 	offsets *spool.Store
 	// policy is the last classifier compiled without error, kept when a later policy is broken.
