@@ -79,6 +79,8 @@ type proc struct {
 	logs []map[string]any
 	raw  bytes.Buffer
 	done chan error
+	// exited is closed once the process has been waited for.
+	exited chan struct{}
 }
 
 func start(t *testing.T, m machine, args ...string) *proc {
@@ -87,7 +89,7 @@ func start(t *testing.T, m machine, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: exec.Command(exe, args...), done: make(chan error, 1)}
+	p := &proc{cmd: exec.Command(exe, args...), done: make(chan error, 1), exited: make(chan struct{})}
 	p.cmd.Env = m.environ()
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -107,10 +109,14 @@ func start(t *testing.T, m machine, args ...string) *proc {
 			}
 			p.mu.Unlock()
 		}
-		p.done <- p.cmd.Wait()
+		err := p.cmd.Wait()
+		close(p.exited)
+		p.done <- err
 	}()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
+		select {
+		case <-p.exited:
+		default:
 			p.cmd.Process.Kill()
 		}
 	})

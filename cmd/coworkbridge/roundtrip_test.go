@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// enforceConfig answers within 2 s: the hook gives up then, well inside Claude Code's 30 s.
+const enforceConfig = `{"version":1,"cowork_enabled":true,"mode":"enforce","decision_timeout":"2s","hook_timeout":"30s"}`
+
+// newSessionIn makes a Cowork-like session folder and returns it.
+func newSessionIn(t *testing.T, m machine, name string) string {
+	t.Helper()
+	dir := filepath.Join(m.sessions, "acct", "org", name)
+	for _, sub := range []string{".claude", "outputs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// callHook runs the session's hook as Claude Code does and returns what it printed and how long
+// it took.
+func callHook(t *testing.T, dir, hook, command string) (string, time.Duration) {
+	t.Helper()
+	input, _ := json.Marshal(map[string]string{"command": command})
+	payload, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": "/sessions/x/mnt/outputs",
+		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": json.RawMessage(input)})
+	cmd := exec.Command("/bin/sh", "-c", hook)
+	cmd.Dir = filepath.Join(dir, "outputs")
+	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
+	cmd.Stdin = bytes.NewReader(payload)
+	started := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hook failed: %v", err)
+	}
+	return string(out), time.Since(started)
+}
+
+func waitHook(t *testing.T, dir string, mode managedconfig.Mode) string {
+	t.Helper()
+	waitFile(t, filepath.Join(dir, ".claude", "settings.json"), "mode="+string(mode))
+	return hookCommand(filepath.Join(dir, ".claude", "settings.json"))
+}
+
+// assertDenied checks the hook denied, in time, with a reason naming coworkbridge.
+func assertDenied(t *testing.T, out string, took, within time.Duration, reason string) {
+	t.Helper()
+	if hookAnswer([]byte(out)) != "deny" || !strings.Contains(out, "coworkbridge: ") || !strings.Contains(out, reason) {
+		t.Errorf("hook printed %q, want a deny mentioning %q", out, reason)
+	}
+	if took > within {
+		t.Errorf("the deny took %v, more than %v", took, within)
+	}
+}
+
+func TestEnforceRoundTripThroughTheRealDaemon(t *testing.T) {
+	m := newMachine(t)
+	dir := newSessionIn(t, m, "local_1")
+	m.writeConfig(t, enforceConfig)
+	p := start(t, m, "run")
+	hook := waitHook(t, dir, managedconfig.Enforce)
+	out, _ := callHook(t, dir, hook, "rm -rf ~")
+	assertDenied(t, out, 0, time.Hour, "bash.rm-critical")
+	if out, _ := callHook(t, dir, hook, "ls -la"); out != "" {
+		t.Errorf("harmless call: hook printed %q, want nothing", out)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	// Stopped: the lease is withdrawn, so hooks deny at once rather than wait.
+	out, took := callHook(t, dir, hook, "ls -la")
+	assertDenied(t, out, took, time.Second, "not running")
+}
+
+func TestEnforceHookFailsClosedWhenTheDaemonNeverRan(t *testing.T) {
+	m := newMachine(t)
+	dir := newSessionIn(t, m, "local_1")
+	script, err := injector.Script(injector.ScriptParams{Mode: managedconfig.Enforce, DecisionTimeout: 2 * time.Second, MaxLineBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, took := callHook(t, dir, script, "ls -la")
+	assertDenied(t, out, took, time.Second, "not running")
+}
+
+func TestEnforceHookFailsClosedWhenTheDaemonStallsOrDiesWhileItWaits(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stalled", true: "SIGKILLed"}[kill], func(t *testing.T) {
+			m := newMachine(t)
+			dir := newSessionIn(t, m, "local_1")
+			m.writeConfig(t, enforceConfig)
+			p := start(t, m, "run")
+			hook := waitHook(t, dir, managedconfig.Enforce)
+			if out, _ := callHook(t, dir, hook, "ls"); out != "" {
+				t.Fatalf("warm-up call: %q", out)
+			}
+			p.cmd.Process.Signal(syscall.SIGSTOP) // the daemon holds its lease but answers nothing
+			defer p.cmd.Process.Signal(syscall.SIGCONT)
+			type result struct {
+				out  string
+				took time.Duration
+			}
+			res := make(chan result, 1)
+			go func() { o, d := callHook(t, dir, hook, "ls -la"); res <- result{o, d} }()
+			if kill {
+				time.Sleep(300 * time.Millisecond) // the hook is waiting now
+				p.cmd.Process.Kill()
+			}
+			r := <-res
+			// Decision timeout 2 s; Claude Code would let the call through at 30 s.
+			assertDenied(t, r.out, r.took, 5*time.Second, "no decision from coworkbridge within 2s")
+		})
+	}
+}
+
+func TestDemoShowsTheDenies(t *testing.T) {
+	m := newMachine(t)
+	code, out := runOnce(t, m, "demo")
+	if code != 0 {
+		t.Fatalf("demo exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"deny (bash.rm-critical)", "ask (bash.git-discard)", "no objection", "healthy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out := runOnce(t, m, "demo", "--mode", "observe"); code != 0 || strings.Contains(out, "  deny  ") {
+		t.Errorf("observe demo exit %d:\n%s", code, out)
+	}
+}
+
+// A daemon killed at random moments of its drain, again and again, loses and duplicates nothing:
+// every request id is in the decision log exactly once.
+func TestSIGKILLDuringDrainsLosesAndDuplicatesNothing(t *testing.T) {
+	m := newMachine(t)
+	dirs := []string{newSessionIn(t, m, "local_1"), newSessionIn(t, m, "local_2")}
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
+	var mu sync.Mutex
+	var rids []string
+	stopWriting := make(chan struct{})
+	var writers sync.WaitGroup
+	for i, dir := range dirs {
+		if err := os.MkdirAll(filepath.Join(dir, ".claude", "coworkbridge"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writers.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stopWriting:
+					return
+				default:
+				}
+				rid := fmt.Sprintf("%016x%016x", i+1, n)
+				line := fmt.Sprintf(`{"v":1,"rid":%q,"mode":"observe","event":{"tool_name":"Bash","tool_input":{"command":"echo %d"}}}`+"\n", rid, n)
+				f, err := os.OpenFile(filepath.Join(dir, ".claude", "coworkbridge", "events.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				f.WriteString(line)
+				f.Close()
+				mu.Lock()
+				rids = append(rids, rid)
+				mu.Unlock()
+				time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+			}
+		})
+	}
+	for range 8 {
+		p := start(t, m, "run")
+		time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond)
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	close(stopWriting)
+	writers.Wait()
+	p := start(t, m, "run")
+	logPath := filepath.Join(m.home, "logs", "decisions.jsonl")
+	deadline := time.Now().Add(30 * time.Second)
+	for len(readRecords(logPath)) < len(rids) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t)
+	seen := map[string]int{}
+	for _, r := range readRecords(logPath) {
+		seen[r.RID]++
+	}
+	lost, doubled := 0, 0
+	for _, rid := range rids {
+		switch seen[rid] {
+		case 0:
+			lost++
+		case 1:
+		default:
+			doubled++
+		}
+	}
+	if lost > 0 || doubled > 0 || len(seen) != len(rids) {
+		t.Errorf("%d events written, %d rids logged: %d lost, %d doubled", len(rids), len(seen), lost, doubled)
+	}
+	t.Logf("%d events across 8 SIGKILLs", len(rids))
+}
