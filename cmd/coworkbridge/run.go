@@ -292,6 +292,7 @@ func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	}
 	col := collector.New(cfg, cls, collector.Options{
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
+		Poll: d.spoolPoll(),
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col}})
 	if err != nil {
@@ -300,6 +301,27 @@ func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	}
 	return &guard{injector: inj, collector: col, log: tlog, roots: slices.Clone(cfg.SessionsRoots),
 		telemetry: cfg.Telemetry, done: make(chan error, 1)}, nil
+}
+
+// envSpoolPoll switches the spool watcher off and polls instead, for the round-trip benchmark
+// that compares the two designs. Never for a deployment.
+const envSpoolPoll = "COWORKBRIDGE_SPOOL_POLL"
+
+func (d *daemon) spoolPoll() time.Duration {
+	if d.env.Getenv == nil {
+		return 0
+	}
+	v := d.env.Getenv(envSpoolPoll)
+	if v == "" {
+		return 0
+	}
+	poll, err := time.ParseDuration(v)
+	if err != nil || poll <= 0 {
+		d.log.Error("ignoring "+envSpoolPoll+": not a positive duration", "value", v)
+		return 0
+	}
+	d.log.Warn(envSpoolPoll+" is set: spools are polled, not watched (benchmark only)", "poll", poll.String())
+	return poll
 }
 
 // compilePolicy compiles the admin's policy. A broken one keeps the last good classifier (or the

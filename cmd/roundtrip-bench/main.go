@@ -1,0 +1,354 @@
+// Command roundtrip-bench measures the enforce round trip the way a Cowork session lives it: the
+// real coworkbridge daemon (a separate process) guards N live sessions, and C concurrent callers
+// run the injected hook with /bin/sh -c, payload on stdin, as Claude Code does. It reports hook
+// wall time (p50/p95/p99), events per second, the daemon's CPU time per event and its peak
+// resident memory, then runs the same load with the spool watcher switched off (polling every
+// 100 ms, the design the watcher replaced) and prints the ratio.
+//
+// It is a benchmark harness, not part of the product:
+//
+//	go run ./cmd/roundtrip-bench -sessions 1,10,100,1000 -concurrency 1,8 -calls 300
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	bin := flag.String("bin", "", "coworkbridge binary (default: built from this checkout)")
+	sessions := flag.String("sessions", "1,10,100,1000", "live session counts to measure")
+	conc := flag.String("concurrency", "1,8", "concurrent hook callers to measure")
+	calls := flag.Int("calls", 300, "hook calls per measurement")
+	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
+	flag.Parse()
+	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll); err != nil {
+		fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "roundtrip-bench: %q is not a positive number\n", f)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// result is one measurement.
+type result struct {
+	sessions, conc, calls int
+	design                string
+	p50, p95, p99         time.Duration
+	perSec                float64
+	cpuPerEvent           time.Duration
+	rssMB                 float64
+	denies                int
+}
+
+func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration) error {
+	tmp, err := os.MkdirTemp("", "roundtrip-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if bin == "" {
+		bin = filepath.Join(tmp, "coworkbridge")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/coworkbridge")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
+		}
+	}
+	var results []result
+	designs := []struct {
+		name string
+		poll time.Duration
+	}{{"fsnotify", 0}}
+	if poll > 0 {
+		designs = append(designs, struct {
+			name string
+			poll time.Duration
+		}{"poll-" + poll.String(), poll})
+	}
+	for _, n := range sessionCounts {
+		for _, c := range concs {
+			for _, d := range designs {
+				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d.poll)
+				if err != nil {
+					return fmt.Errorf("%d sessions, %d callers, %s: %w", n, c, d.name, err)
+				}
+				r.design = d.name
+				results = append(results, r)
+				fmt.Fprintf(os.Stderr, "done: %d sessions, %d callers, %s\n", n, c, d.name)
+			}
+		}
+	}
+	report(results)
+	return nil
+}
+
+func report(rs []result) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "sessions\tcallers\tdesign\tcalls\tp50 ms\tp95 ms\tp99 ms\tevents/s\tdaemon CPU µs/event\tpeak RSS MB\t")
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%s\t%s\t%s\t%.0f\t%d\t%.1f\t\n", r.sessions, r.conc, r.design, r.calls,
+			ms(r.p50), ms(r.p95), ms(r.p99), r.perSec, r.cpuPerEvent.Microseconds(), r.rssMB)
+	}
+	tw.Flush()
+	for i := 0; i+1 < len(rs); i++ {
+		a, b := rs[i], rs[i+1]
+		if a.design == "fsnotify" && b.sessions == a.sessions && b.conc == a.conc && b.design != a.design {
+			fmt.Printf("%d sessions, %d callers: %s/fsnotify p50 %.1fx, p99 %.1fx\n", a.sessions, a.conc, b.design,
+				float64(b.p50)/float64(a.p50), float64(b.p99)/float64(a.p99))
+		}
+	}
+}
+
+// daemon is a running coworkbridge.
+type daemon struct {
+	cmd  *exec.Cmd
+	dir  string
+	done chan error
+}
+
+func startDaemon(bin, dir string, poll time.Duration) (*daemon, error) {
+	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn"}`
+	if err := os.WriteFile(filepath.Join(dir, "managed.json"), []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(os.Environ(),
+		"COWORKBRIDGE_MANAGED_CONFIG="+filepath.Join(dir, "managed.json"),
+		"COWORKBRIDGE_SESSIONS_ROOT="+filepath.Join(dir, "sessions"),
+		"COWORKBRIDGE_STATE_DIR="+filepath.Join(dir, "state"),
+		"COWORKBRIDGE_LOG_DIR="+filepath.Join(dir, "logs"))
+	if poll > 0 {
+		cmd.Env = append(cmd.Env, "COWORKBRIDGE_SPOOL_POLL="+poll.String())
+	}
+	logf, err := os.Create(filepath.Join(dir, "daemon.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d := &daemon{cmd: cmd, dir: dir, done: make(chan error, 1)}
+	go func() { d.done <- cmd.Wait(); logf.Close() }()
+	return d, nil
+}
+
+// cpu is the daemon's CPU time so far (Linux: /proc; elsewhere unknown until it exits).
+func (d *daemon) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+func (d *daemon) stop() (peakRSS int64, err error) {
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err = <-d.done:
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		return 0, errors.New("daemon did not stop within 30 s")
+	}
+	if ru, ok := d.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		peakRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return peakRSS, err
+}
+
+func measure(bin, dir string, n, conc, calls int, poll time.Duration) (result, error) {
+	r := result{sessions: n, conc: conc, calls: calls}
+	sessions, err := makeSessions(dir, n)
+	if err != nil {
+		return r, err
+	}
+	d, err := startDaemon(bin, dir, poll)
+	if err != nil {
+		return r, err
+	}
+	hooks, err := waitHooked(sessions, 60*time.Second)
+	if err != nil {
+		d.stop()
+		return r, fmt.Errorf("%w (daemon log: %s)", err, filepath.Join(dir, "daemon.log"))
+	}
+	cpu0 := d.cpu()
+	lat, denies, wall, err := load(sessions, hooks, conc, calls)
+	cpu := d.cpu() - cpu0
+	rss, serr := d.stop()
+	if err != nil {
+		return r, err
+	}
+	if serr != nil {
+		return r, fmt.Errorf("daemon exit: %w", serr)
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	r.p50, r.p95, r.p99 = pct(0.50), pct(0.95), pct(0.99)
+	r.perSec = float64(len(lat)) / wall.Seconds()
+	r.cpuPerEvent = cpu / time.Duration(len(lat))
+	r.rssMB = float64(rss) / (1 << 20)
+	r.denies = denies
+	return r, nil
+}
+
+func makeSessions(dir string, n int) ([]string, error) {
+	var out []string
+	for i := range n {
+		s := filepath.Join(dir, "sessions", "acct", "org", fmt.Sprintf("local_%08d-0000-4000-8000-000000000000", i))
+		for _, sub := range []string{".claude", "outputs"} {
+			if err := os.MkdirAll(filepath.Join(s, sub), 0o700); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func waitHooked(sessions []string, within time.Duration) ([]string, error) {
+	deadline := time.Now().Add(within)
+	hooks := make([]string, len(sessions))
+	for i, s := range sessions {
+		for {
+			if c := hookCommand(filepath.Join(s, ".claude", "settings.json")); strings.Contains(c, "mode=enforce") {
+				if _, err := os.Stat(filepath.Join(s, ".claude", "coworkbridge", "alive")); err == nil {
+					hooks[i] = c
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("session %d of %d not hooked within %v", i+1, len(sessions), within)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return hooks, nil
+}
+
+func hookCommand(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var s struct {
+		Hooks struct {
+			PreToolUse []struct {
+				Hooks []struct {
+					Command string `json:"command"`
+				} `json:"hooks"`
+			} `json:"PreToolUse"`
+		} `json:"hooks"`
+	}
+	if json.Unmarshal(data, &s) != nil {
+		return ""
+	}
+	for _, g := range s.Hooks.PreToolUse {
+		for _, h := range g.Hooks {
+			if strings.Contains(h.Command, "coworkbridge-hook") {
+				return h.Command
+			}
+		}
+	}
+	return ""
+}
+
+// commands are the calls played in turn, with whether the default policy denies them.
+var commands = []struct {
+	cmd  string
+	deny bool
+}{
+	{"ls -la", false}, {"git status", false}, {"npm test", false}, {"cat README.md", false},
+	{"rm -rf ~", true}, {"git push --force origin main", true}, {"python3 -c 'print(1)'", false}, {"grep -rn TODO src/", false},
+}
+
+// load runs calls hooks from conc callers on random sessions and returns each hook's wall time.
+func load(sessions, hooks []string, conc, calls int) ([]time.Duration, int, time.Duration, error) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var denies int
+	var firstErr error
+	next := make(chan int, calls)
+	for i := range calls {
+		next <- i
+	}
+	close(next)
+	started := time.Now()
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for i := range next {
+				s := rand.IntN(len(sessions))
+				c := commands[i%len(commands)]
+				took, out, err := callHook(sessions[s], hooks[s], c.cmd)
+				if err == nil && (out != "") != c.deny {
+					// A harmless call denied means the hook timed out: the daemon did not answer.
+					err = fmt.Errorf("%q answered %q", c.cmd, strings.TrimSpace(out))
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				lat = append(lat, took)
+				if strings.Contains(out, `"deny"`) {
+					denies++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(started)
+	if firstErr != nil {
+		return nil, 0, 0, firstErr
+	}
+	return lat, denies, wall, nil
+}
+
+func callHook(dir, hook, command string) (time.Duration, string, error) {
+	input, _ := json.Marshal(map[string]string{"command": command})
+	payload, _ := json.Marshal(map[string]any{"session_id": "bench", "cwd": "/sessions/bench/mnt/outputs",
+		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": json.RawMessage(input)})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", hook)
+	cmd.Dir = filepath.Join(dir, "outputs")
+	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
+	cmd.Stdin = bytes.NewReader(payload)
+	started := time.Now()
+	out, err := cmd.Output()
+	return time.Since(started), string(out), err
+}
