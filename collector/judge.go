@@ -36,7 +36,7 @@ type outcome struct {
 // judge decides one line and, when a hook waits for it, answers at once: the decision file is the
 // latency-critical step, the log and counts come after.
 func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p *policy, l spool.Line, started time.Time) outcome {
-	rec := telemetry.Record{TS: c.opts.Now(), Session: t.id, Transport: telemetry.TransportSpool,
+	rec := telemetry.Record{TS: c.opts.Now(), Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool,
 		Mode: string(p.cfg.Mode), Input: json.RawMessage("null")}
 	if l.Oversized {
 		rid, waiting := waitingHook(l.Head)
@@ -57,7 +57,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 		return c.fault(s, t, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
 	v := evaluate(ctx, p.cls, pl)
-	rec.RID, rec.Agent, rec.Tool, rec.Input = env.RID, pl.AgentID, pl.ToolName, pl.ToolInput
+	rec.RID, rec.Tool, rec.Input = env.RID, pl.ToolName, pl.ToolInput
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}
