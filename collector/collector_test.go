@@ -76,7 +76,7 @@ func (s *flakySink) WriteBatch(rs []telemetry.Record) error {
 
 // fixture is a sessions root with one session, a decision log, an offsets file and a collector.
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string // the session folder
 	outside  string
 	logPath  string
@@ -91,7 +91,7 @@ type fixture struct {
 	ridCount int
 }
 
-func newFixture(t *testing.T, mode managedconfig.Mode) *fixture {
+func newFixture(t testing.TB, mode managedconfig.Mode) *fixture {
 	t.Helper()
 	base := t.TempDir()
 	f := &fixture{t: t, dir: filepath.Join(base, "sessions", "acc", "org", "local_a"), outside: filepath.Join(base, "outside"),
@@ -218,7 +218,7 @@ func (f *fixture) decision(rid string) string {
 	return string(data)
 }
 
-func waitFor(t *testing.T, cond func() bool, msg func() string) {
+func waitFor(t testing.TB, cond func() bool, msg func() string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
