@@ -224,7 +224,9 @@ func TestRunLogsEffectiveConfigAndFollowsChanges(t *testing.T) {
 
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(t); code != 0 {
-		t.Errorf("exit %d, want 0", code)
+		p.mu.Lock()
+		t.Errorf("exit %d, want 0; log:\n%s", code, p.raw.String())
+		p.mu.Unlock()
 	}
 }
 

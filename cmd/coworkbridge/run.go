@@ -197,6 +197,10 @@ func (d *daemon) Run(ctx context.Context) error {
 			default: // one is already pending
 			}
 		case err := <-watchDone:
+			if ctx.Err() != nil { // the watcher saw the signal first
+				d.log.Info("coworkbridge stopped", "uptime", time.Since(started).Round(time.Millisecond).String())
+				return err
+			}
 			if err == nil {
 				err = errors.New("config watcher ended unexpectedly")
 			}
