@@ -76,3 +76,12 @@ func BenchmarkEvaluateBashMix(b *testing.B) {
 func BenchmarkEvaluateWriteMix(b *testing.B) { benchEvaluate(b, writeMix) }
 
 func BenchmarkEvaluateDippy(b *testing.B) { benchEvaluate(b, dippyCommands(b)) }
+
+// BenchmarkNew is compiling the default policy, which `coworkbridge hook` does once per tool call.
+func BenchmarkNew(b *testing.B) {
+	for b.Loop() {
+		if _, err := New(Policy{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -68,6 +68,15 @@ type Verdict struct {
 	ObserveOnly bool
 }
 
+// HookReason is the reason Claude Code shows for a deny or an ask: who decided, why, which rule.
+func (v Verdict) HookReason() string {
+	r := strings.TrimPrefix(v.Reason, "coworkbridge ")
+	if v.RuleID != "" && !strings.Contains(r, v.RuleID) {
+		r += " (rule " + v.RuleID + ")"
+	}
+	return "coworkbridge: " + r
+}
+
 // Classifier evaluates tool calls against a compiled policy. It is safe for concurrent use.
 type Classifier struct {
 	rules    map[Target][]*Rule

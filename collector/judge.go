@@ -70,7 +70,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	o := outcome{rec: rec}
 	if waiting {
 		// A hook still in enforce after a switch to observe is released with no objection.
-		o.latency = c.decide(s, t, env.RID, applied, hookReason(v), v.Nudge, started)
+		o.latency = c.decide(s, t, env.RID, applied, v.HookReason(), v.Nudge, started)
 		o.rec.Enforced = enforce
 	}
 	return o
@@ -140,14 +140,6 @@ func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payl
 		}
 	}()
 	return cls.Evaluate(ctx, p)
-}
-
-// hookReason is what Claude Code shows for a deny or an ask: who decided, why, and which rule.
-func hookReason(v classifier.Verdict) string {
-	if v.RuleID == "" {
-		return "coworkbridge: " + v.Reason
-	}
-	return "coworkbridge: " + v.Reason + " (rule " + v.RuleID + ")"
 }
 
 // waitingHook recovers the request id from the start of a damaged line, and whether the hook that

@@ -33,6 +33,7 @@ func commands() []command {
 	return []command{
 		{"run", "run the daemon (what the LaunchAgent starts)", cmdRun},
 		{"demo", "show the daemon at work on two temporary sessions (needs only /bin/sh)", cmdDemo},
+		{"hook", "a Claude Code PreToolUse hook for sessions on this Mac (reads the payload on stdin)", cmdHook},
 		{"status", "say whether the daemon runs and guards every session (exit 0/1/2)", cmdStatus},
 		{"check", "classify one tool call, or score the classifier on a labelled corpus", cmdCheck},
 		{"version", "print the version", cmdVersion},

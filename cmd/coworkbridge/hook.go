@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// maxHookPayload bounds what the host hook reads from stdin when no config says otherwise.
+const maxHookPayload = 16 << 20
+
+// cmdHook is an ordinary Claude Code PreToolUse command hook for sessions that run on the Mac
+// itself. It always exits 0: Claude Code treats other exit codes as errors and lets the call
+// through, so every refusal is a printed deny.
+func cmdHook(_ context.Context, args []string, sio stdio) int {
+	fs := flag.NewFlagSet("hook", flag.ContinueOnError)
+	fs.SetOutput(sio.err)
+	fs.Usage = func() {
+		fmt.Fprintln(sio.err, "Usage: coworkbridge hook < payload.json\n\nA Claude Code PreToolUse hook for sessions on this Mac: classifies the call with\n"+
+			"the managed policy, records it, and prints a deny or ask (nothing for no objection).\n"+
+			"`coworkbridge install --managed-settings` registers it for every Claude Code session.")
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitUsage
+	}
+	out := hookVerdict(sio.in, time.Now)
+	if len(out) > 0 {
+		sio.out.Write(out)
+	}
+	return exitOK
+}
+
+// hookVerdict does the hook's work and returns what to print. In enforce mode every failure,
+// a panic included, is a deny; in observe mode nothing is ever printed.
+func hookVerdict(in io.Reader, now func() time.Time) (out []byte) {
+	started := now()
+	enforce := false
+	defer func() {
+		if r := recover(); r != nil {
+			out = hookFailure(enforce, fmt.Sprintf("internal error (%v)", r))
+		}
+	}()
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		return hookFailure(true, "cannot find the user's home: "+err.Error())
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		return hookFailure(true, "cannot find coworkbridge's folders: "+err.Error())
+	}
+	snap := managedconfig.NewLoader(env, paths).Load()
+	if !snap.Enabled() {
+		if snap.Origin == managedconfig.OriginInvalid {
+			// A broken file with no good copy: nobody can say the admin meant "off".
+			return hookFailure(true, "managed.json is invalid and no good copy exists: "+errString(snap.Problem))
+		}
+		return nil // coworkbridge is off on this Mac
+	}
+	cfg := snap.Config
+	enforce = cfg.Mode == managedconfig.Enforce
+	data, err := io.ReadAll(io.LimitReader(in, max(cfg.MaxLineBytes, maxHookPayload)+1))
+	if err != nil {
+		return hookFailure(enforce, "cannot read the tool call: "+err.Error())
+	}
+	if int64(len(data)) > max(cfg.MaxLineBytes, maxHookPayload) {
+		return hookFailure(enforce, "the tool call is larger than coworkbridge accepts")
+	}
+	p, err := claudehook.ParsePayload(bytes.TrimSpace(data))
+	if err != nil {
+		return hookFailure(enforce, "cannot read the tool call: "+err.Error())
+	}
+	if guardedBySessionHook(os.Getenv("CLAUDE_CONFIG_DIR")) {
+		return nil // a Cowork session whose own hook reports to the daemon: one record per call
+	}
+	cls, err := classifierFor(cfg.Policy)
+	if err != nil {
+		return hookFailure(enforce, "the policy in managed.json cannot be used: "+err.Error())
+	}
+	v := cls.Evaluate(context.Background(), p)
+	log := telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
+		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact})
+	defer log.Close()
+	rec := telemetry.Record{TS: now(), RID: newRID(), Session: hostSession(p), Agent: "claude-code", Transport: telemetry.TransportHook,
+		Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly, Tool: p.ToolName, Input: p.ToolInput,
+		Decision: string(v.Decision), Rule: v.RuleID, Reason: v.Reason, LatencyUS: now().Sub(started).Microseconds()}
+	if len(rec.Input) == 0 {
+		rec.Input = json.RawMessage("null")
+	}
+	// A decision-log failure does not change the verdict: refusing every call on a full disk
+	// would stop all work without making anything safer.
+	_ = log.Write(rec)
+	if !rec.Enforced {
+		return nil
+	}
+	return claudehook.Output(v.Decision, v.HookReason(), v.Nudge)
+}
+
+// hookFailure is the answer when the hook cannot judge: a deny in enforce mode, nothing otherwise.
+func hookFailure(enforce bool, why string) []byte {
+	if !enforce {
+		return nil
+	}
+	return claudehook.Output(claudehook.Deny, "coworkbridge: this tool call was blocked because "+why, "")
+}
+
+// newRID gives a host-hook record a request id like the spool's, so that every record has one.
+func newRID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// hostSession names the session in the decision log: Cowork's host session id when there is
+// one, else Claude Code's own session id.
+func hostSession(p claudehook.Payload) string {
+	if id := os.Getenv("CLAUDE_CODE_HOST_SESSION_ID"); id != "" {
+		return id
+	}
+	return p.SessionID
+}
+
+// guardedBySessionHook reports whether the session's own settings carry coworkbridge's hook, so
+// that the daemon already judges this call through the spool.
+func guardedBySessionHook(configDir string) bool {
+	if configDir == "" {
+		return false
+	}
+	path := filepath.Join(configDir, "settings.json")
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4<<20 {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(data, []byte(injector.Marker))
+}
