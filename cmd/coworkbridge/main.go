@@ -34,6 +34,8 @@ func commands() []command {
 		{"run", "run the daemon (what the LaunchAgent starts)", cmdRun},
 		{"demo", "show the daemon at work on two temporary sessions (needs only /bin/sh)", cmdDemo},
 		{"hook", "a Claude Code PreToolUse hook for sessions on this Mac (reads the payload on stdin)", cmdHook},
+		{"install", "install the per-user agent (LaunchAgent on macOS, systemd user unit on Linux)", cmdInstall},
+		{"uninstall", "remove the agent (logs kept unless --purge)", cmdUninstall},
 		{"status", "say whether the daemon runs and guards every session (exit 0/1/2)", cmdStatus},
 		{"check", "classify one tool call, or score the classifier on a labelled corpus", cmdCheck},
 		{"version", "print the version", cmdVersion},

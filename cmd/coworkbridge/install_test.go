@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// fakeRunner records commands and fails the ones listed.
+type fakeRunner struct {
+	calls []string
+	fail  map[string]bool // by command line prefix
+}
+
+func (f *fakeRunner) run(name string, args ...string) (string, error) {
+	line := shellQuote(append([]string{name}, args...))
+	f.calls = append(f.calls, line)
+	for prefix := range f.fail {
+		if strings.HasPrefix(line, prefix) {
+			return "Boot-out failed: 3: No such process", errors.New("exit status 3")
+		}
+	}
+	if strings.HasPrefix(line, "stat -f %Su /dev/console") {
+		return "alex\n", nil
+	}
+	return "", nil
+}
+
+const testExe = "/Library/Application Support/CoworkBridge/bin/coworkbridge"
+
+func testInstaller(goos string, r runner, out io.Writer, managedDir string) *installer {
+	return &installer{goos: goos, exe: testExe, managedDir: managedDir, run: r, out: out}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "install", name)
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		os.WriteFile(path, got, 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n%s", name, got)
+	}
+}
+
+func TestAgentDefinitionsMatchTheirGoldenFiles(t *testing.T) {
+	golden(t, "agent.plist", plistFor(testExe, "/Users/alex/Library/Logs/CoworkBridge"))
+	golden(t, "agent.service", unitFor(testExe))
+	golden(t, dropInName, dropIn(testExe, dropInTimeout))
+}
+
+// plistValue is a minimal reader of XML property lists, enough to read the agent back.
+type plistValue struct {
+	kind string
+	str  string
+	arr  []plistValue
+	dict map[string]plistValue
+}
+
+func readPlist(t *testing.T, data []byte) plistValue {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(data))
+	d.Strict = true
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			t.Fatalf("plist: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "plist" {
+			return readValue(t, d, nextStart(t, d))
+		}
+	}
+}
+
+func nextStart(t *testing.T, d *xml.Decoder) xml.StartElement {
+	t.Helper()
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			t.Fatalf("plist: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			return se
+		}
+	}
+}
+
+func readValue(t *testing.T, d *xml.Decoder, se xml.StartElement) plistValue {
+	t.Helper()
+	v := plistValue{kind: se.Name.Local}
+	switch v.kind {
+	case "string", "integer", "key":
+		var s string
+		if err := d.DecodeElement(&s, &se); err != nil {
+			t.Fatal(err)
+		}
+		v.str = s
+	case "true", "false":
+		d.Skip()
+	case "array", "dict":
+		v.dict = map[string]plistValue{}
+		var key string
+		for {
+			tok, err := d.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, end := tok.(xml.EndElement); end {
+				return v
+			}
+			child, ok := tok.(xml.StartElement)
+			if !ok {
+				continue
+			}
+			cv := readValue(t, d, child)
+			switch {
+			case v.kind == "array":
+				v.arr = append(v.arr, cv)
+			case cv.kind == "key":
+				key = cv.str
+			default:
+				v.dict[key] = cv
+			}
+		}
+	default:
+		t.Fatalf("plist: unexpected <%s>", v.kind)
+	}
+	return v
+}
+
+func TestPlistReadsBackAsTheAgentLaunchdNeeds(t *testing.T) {
+	exe := `/Applications/Odd & "Named" <App>/coworkbridge`
+	p := readPlist(t, plistFor(exe, "/Users/alex/Library/Logs/CoworkBridge")).dict
+	if p["Label"].str != agentLabel {
+		t.Errorf("Label %q", p["Label"].str)
+	}
+	args := p["ProgramArguments"].arr
+	if len(args) != 2 || args[0].str != exe || args[1].str != "run" {
+		t.Errorf("ProgramArguments %+v", args)
+	}
+	if p["RunAtLoad"].kind != "true" || p["KeepAlive"].dict["SuccessfulExit"].kind != "false" {
+		t.Error("the agent must start at login and be restarted when it fails")
+	}
+	if p["ProcessType"].str != "Background" || p["ThrottleInterval"].str == "" {
+		t.Errorf("ProcessType %q ThrottleInterval %q", p["ProcessType"].str, p["ThrottleInterval"].str)
+	}
+	if !strings.HasPrefix(p["StandardErrorPath"].str, "/Users/alex/Library/Logs/CoworkBridge/") {
+		t.Errorf("StandardErrorPath %q", p["StandardErrorPath"].str)
+	}
+}
+
+func TestDropInValidatesAgainstTheSettingsSchema(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "..", "..", "shared", "reference", "claude-code-settings.schema.json"))
+	if err != nil {
+		t.Skipf("settings schema not beside the checkout: %v", err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("settings.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("settings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(dropIn(testExe, dropInTimeout)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(v); err != nil {
+		t.Errorf("drop-in does not validate: %v", err)
+	}
+}
+
+func TestInstallOnMacWritesTheAgentAndUsesTheModernLaunchctlVerbs(t *testing.T) {
+	home := t.TempDir()
+	r := &fakeRunner{fail: map[string]bool{"launchctl bootout": true}} // nothing loaded yet
+	var out bytes.Buffer
+	in := testInstaller("darwin", r, &out, filepath.Join(home, "managed-settings.d"))
+	tg := target{name: "alex", uid: 501, gid: 20, home: home}
+	if err := in.install(tg); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"launchctl bootout gui/501/" + agentLabel,
+		"launchctl enable gui/501/" + agentLabel,
+		"launchctl bootstrap gui/501 " + filepath.Join(home, "Library/LaunchAgents", agentLabel+".plist"),
+		"launchctl print gui/501/" + agentLabel,
+	}
+	if strings.Join(r.calls, "\n") != strings.Join(want, "\n") {
+		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(r.calls, "\n"), strings.Join(want, "\n"))
+	}
+	data, err := os.ReadFile(in.agentPath(tg))
+	if err != nil || !bytes.Equal(data, plistFor(testExe, in.logDir(tg))) {
+		t.Errorf("plist not written: %v", err)
+	}
+	if fi, err := os.Stat(in.logDir(tg)); err != nil || !fi.IsDir() {
+		t.Errorf("log folder not created: %v", err)
+	}
+	if err := in.writeDropIn(); err != nil {
+		t.Fatal(err)
+	}
+	r.calls = nil
+	if err := in.uninstall(tg, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.removeDropIn(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(in.agentPath(tg)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("plist left after uninstall: %v", err)
+	}
+	if _, err := os.Stat(in.logDir(tg)); err != nil {
+		t.Errorf("logs must stay without --purge: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(in.managedDir, dropInName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("drop-in left after uninstall: %v", err)
+	}
+	if len(r.calls) != 1 || !strings.HasPrefix(r.calls[0], "launchctl bootout gui/501/") {
+		t.Errorf("uninstall commands %v", r.calls)
+	}
+	if err := in.uninstall(tg, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(in.logDir(tg)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("logs left after --purge: %v", err)
+	}
+}
+
+func TestInstallReportsAFailedBootstrapWithWhatToCheck(t *testing.T) {
+	r := &fakeRunner{fail: map[string]bool{"launchctl bootout": true, "launchctl bootstrap": true}}
+	in := testInstaller("darwin", r, io.Discard, t.TempDir())
+	err := in.install(target{name: "alex", uid: 501, home: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "logged in") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestInstallOnLinuxManagesASystemdUserUnit(t *testing.T) {
+	home := t.TempDir()
+	r := &fakeRunner{}
+	in := testInstaller("linux", r, io.Discard, t.TempDir())
+	if err := in.install(target{name: "dev", uid: 1000, home: home}); err != nil {
+		t.Fatal(err)
+	}
+	want := "systemctl --user daemon-reload\nsystemctl --user enable --now " + agentLabel + ".service\nsystemctl --user is-active " + agentLabel + ".service"
+	if got := strings.Join(r.calls, "\n"); got != want {
+		t.Errorf("commands:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".config/systemd/user", agentLabel+".service")); err != nil {
+		t.Errorf("unit not written: %v", err)
+	}
+}
+
+func TestDryRunPrintsEverythingAndTouchesNothing(t *testing.T) {
+	home := t.TempDir()
+	r := &fakeRunner{}
+	var out bytes.Buffer
+	in := testInstaller("darwin", r, &out, filepath.Join(home, "managed"))
+	in.dryRun = true
+	tg := target{name: "alex", uid: 501, home: home}
+	if err := in.install(tg); err != nil {
+		t.Fatal(err)
+	}
+	in.writeDropIn()
+	if len(r.calls) != 0 {
+		t.Errorf("dry run ran %v", r.calls)
+	}
+	for _, want := range []string{"<key>Label</key>", "launchctl bootstrap gui/501", "launchctl print", `"command": "'` + testExe + `' hook"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("dry run wrote %v", entries)
+	}
+}
+
+func TestSystemWideFindsTheConsoleUser(t *testing.T) {
+	in := testInstaller("darwin", &fakeRunner{}, io.Discard, t.TempDir())
+	name, err := in.consoleUser()
+	if err != nil || name != "alex" {
+		t.Errorf("console user %q, %v", name, err)
+	}
+	in.run = runnerFunc(func(string, ...string) (string, error) { return "root\n", nil })
+	if _, err := in.consoleUser(); err == nil {
+		t.Error("root at the console (login window) must not be taken for a user")
+	}
+}
+
+type runnerFunc func(string, ...string) (string, error)
+
+func (f runnerFunc) run(name string, args ...string) (string, error) { return f(name, args...) }
+
+
