@@ -59,8 +59,10 @@ type installer struct {
 	chown      bool // running as root for another user: files must belong to that user
 }
 
-func cmdInstall(_ context.Context, args []string, sio stdio) int   { return installCmd(args, sio, true) }
-func cmdUninstall(_ context.Context, args []string, sio stdio) int { return installCmd(args, sio, false) }
+func cmdInstall(_ context.Context, args []string, sio stdio) int { return installCmd(args, sio, true) }
+func cmdUninstall(_ context.Context, args []string, sio stdio) int {
+	return installCmd(args, sio, false)
+}
 
 func installCmd(args []string, sio stdio, install bool) int {
 	name := map[bool]string{true: "install", false: "uninstall"}[install]

@@ -307,5 +307,3 @@ func TestSystemWideFindsTheConsoleUser(t *testing.T) {
 type runnerFunc func(string, ...string) (string, error)
 
 func (f runnerFunc) run(name string, args ...string) (string, error) { return f(name, args...) }
-
-
