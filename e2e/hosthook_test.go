@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildCoworkbridge builds the binary under test.
+func buildCoworkbridge(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "coworkbridge")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build coworkbridge: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// The host-side hook, registered as an ordinary command hook (as the managed-settings drop-in
+// does), is obeyed by the real CLI: a dangerous call is refused before it runs, a harmless one
+// proceeds under the CLI's own permission rules.
+func TestRealCLIObeysTheHostHook(t *testing.T) {
+	claudeBinary(t)
+	bin := buildCoworkbridge(t)
+	base := t.TempDir()
+	cfg := filepath.Join(base, "managed.json")
+	os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o600)
+	dir := filepath.Join(base, "project")
+	for _, d := range []string{".claude", "outputs"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+		"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": "'" + bin + "' hook", "timeout": 30}}}}}})
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), settings, 0o644)
+
+	pwned := filepath.Join(dir, "outputs", "pwned")
+	ok := filepath.Join(dir, "outputs", "ok.txt")
+	api := newFakeAPI(t,
+		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "touch " + pwned + " && git push --force origin main", "description": "push"}}},
+		[]toolUse{{Name: "Write", Input: map[string]any{"file_path": ok, "content": "fine\n"}}},
+	)
+	logDir := filepath.Join(base, "logs")
+	run := runCLI(t, api, dir, "COWORKBRIDGE_MANAGED_CONFIG="+cfg, "COWORKBRIDGE_STATE_DIR="+filepath.Join(base, "state"),
+		"COWORKBRIDGE_LOG_DIR="+logDir)
+
+	if _, err := os.Stat(pwned); err == nil {
+		t.Error("the denied command ran")
+	}
+	if data, err := os.ReadFile(ok); err != nil || string(data) != "fine\n" {
+		t.Errorf("the harmless write did not happen: %q %v", data, err)
+	}
+	res := streamToolResults(run)
+	if len(res) != 2 || !res[0].IsError || !strings.Contains(res[0].Content, "coworkbridge: rule bash.git-push-force") || res[1].IsError {
+		t.Errorf("tool results %+v", res)
+	}
+	var fromHook int
+	for _, pd := range run.permissionDecisions() {
+		if pd["source"] == "hook" {
+			fromHook++
+		}
+	}
+	if fromHook != 1 {
+		t.Errorf("%d hook permission decisions, want 1 (the deny; no objection is not an allow): %v", fromHook, run.permissionDecisions())
+	}
+	log, _ := os.ReadFile(filepath.Join(logDir, "decisions.jsonl"))
+	if strings.Count(string(log), `"transport":"host-hook"`) != 2 || !strings.Contains(string(log), `"rule":"bash.git-push-force"`) {
+		t.Errorf("decision log:\n%s", log)
+	}
+}
+
+// streamToolResults reads the tool results from the CLI's own stream records.
+func streamToolResults(run cliRun) []toolResult {
+	var out []toolResult
+	for _, rec := range run.Records {
+		msg, _ := rec["message"].(map[string]any)
+		if rec["type"] != "user" || msg == nil {
+			continue
+		}
+		content, _ := msg["content"].([]any)
+		for _, c := range content {
+			m, _ := c.(map[string]any)
+			if m["type"] != "tool_result" {
+				continue
+			}
+			text, _ := m["content"].(string)
+			isErr, _ := m["is_error"].(bool)
+			id, _ := m["tool_use_id"].(string)
+			out = append(out, toolResult{ToolUseID: id, IsError: isErr, Content: text})
+		}
+	}
+	return out
+}
