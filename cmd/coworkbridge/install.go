@@ -327,13 +327,24 @@ func shellQuote(args []string) string {
 	return strings.Join(q, " ")
 }
 
+// mkdirOwned creates dir; as root for a user, every folder it creates belongs to that user.
 func (in *installer) mkdirOwned(t target, dir string) error {
+	var created []string
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	if in.chown {
-		if err := os.Chown(dir, t.uid, t.gid); err != nil {
-			return fmt.Errorf("give %s to %s: %w", dir, t.name, err)
+	if !in.chown {
+		return nil
+	}
+	for _, d := range append(created, dir) {
+		if err := os.Chown(d, t.uid, t.gid); err != nil {
+			return fmt.Errorf("give %s to %s: %w", d, t.name, err)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -307,3 +308,27 @@ func TestSystemWideFindsTheConsoleUser(t *testing.T) {
 type runnerFunc func(string, ...string) (string, error)
 
 func (f runnerFunc) run(name string, args ...string) (string, error) { return f(name, args...) }
+
+// As root for another user (--system-wide), the agent's files belong to that user, or launchd
+// would refuse them and the daemon could not write its logs.
+func TestSystemWideInstallGivesTheFilesToTheUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files away")
+	}
+	home := t.TempDir()
+	in := testInstaller("darwin", &fakeRunner{fail: map[string]bool{"launchctl bootout": true}}, io.Discard, t.TempDir())
+	in.chown = true
+	tg := target{name: "nobody", uid: 65534, gid: 65534, home: home}
+	if err := in.install(tg); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{in.agentPath(tg), filepath.Dir(in.agentPath(tg)), in.logDir(tg), filepath.Join(home, "Library"), filepath.Join(home, "Library", "Logs")} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 || st.Gid != 65534 {
+			t.Errorf("%s belongs to %d:%d, want the user's 65534:65534", p, st.Uid, st.Gid)
+		}
+	}
+}
