@@ -180,8 +180,9 @@ func TestRealCLIUnderTheDaemonInObserveMode(t *testing.T) {
 	waitHooked(t, dir, "observe")
 	marker := filepath.Join(dir, "outputs", "ran")
 	api := newFakeAPI(t,
-		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "touch " + marker + " && git push --force origin main 2>/dev/null; true", "description": "x"}}},
-		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "ls", "description": "list"}}},
+		// The CLI's own rules may refuse this one in -p mode; the hook must not.
+		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "git push --force origin main", "description": "push"}}},
+		[]toolUse{{Name: "Write", Input: map[string]any{"file_path": marker, "content": "ran\n"}}},
 	)
 	run := runCLI(t, api, dir)
 	if _, err := os.Stat(marker); err != nil {
@@ -191,7 +192,7 @@ func TestRealCLIUnderTheDaemonInObserveMode(t *testing.T) {
 		t.Errorf("observe hook printed decisions: %v", hd)
 	}
 	recs := d.records(t, 2)
-	if recs[0].Enforced || recs[0].Mode != "observe" || recs[0].Decision != "deny" || recs[0].Rule != "bash.git-push-force" || recs[1].Decision != "allow" {
+	if recs[0].Enforced || recs[0].Mode != "observe" || recs[0].Decision != "deny" || recs[0].Rule != "bash.git-push-force" || recs[1].Decision != "allow" || recs[1].Tool != "Write" {
 		t.Errorf("records %+v", recs)
 	}
 }
