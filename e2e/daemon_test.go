@@ -196,3 +196,58 @@ func TestRealCLIUnderTheDaemonInObserveMode(t *testing.T) {
 		t.Errorf("records %+v", recs)
 	}
 }
+
+const fastEnforce = `{"version":1,"cowork_enabled":true,"mode":"enforce","decision_timeout":"2s","hook_timeout":"30s"}`
+
+// With the daemon stopped, the hooks it left deny at once (the lease is gone), naming the cause.
+func TestRealCLIWithTheDaemonStoppedIsDenied(t *testing.T) {
+	claudeBinary(t)
+	d := startDaemon(t, buildCoworkbridge(t), fastEnforce)
+	dir := newCoworkSession(t, d.root, "down1")
+	waitHooked(t, dir, "enforce")
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.exited
+	marker := filepath.Join(dir, "outputs", "ran")
+	api := newFakeAPI(t, []toolUse{{Name: "Write", Input: map[string]any{"file_path": marker, "content": "x"}}})
+	run := runCLI(t, api, dir)
+	res := streamToolResults(run)
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "coworkbridge is not running") {
+		t.Errorf("tool results %+v", res)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the call ran with the daemon down")
+	}
+}
+
+// A daemon that dies while a hook waits never lets the call through: the hook denies when its
+// decision timeout runs out, long before Claude Code's own hook timeout.
+func TestRealCLIWithTheDaemonKilledWhileAHookWaitsIsDenied(t *testing.T) {
+	claudeBinary(t)
+	d := startDaemon(t, buildCoworkbridge(t), fastEnforce)
+	dir := newCoworkSession(t, d.root, "kill1")
+	waitHooked(t, dir, "enforce")
+	d.cmd.Process.Signal(syscall.SIGSTOP) // holds its lease, answers nothing
+	marker := filepath.Join(dir, "outputs", "ran")
+	api := newFakeAPI(t, []toolUse{{Name: "Write", Input: map[string]any{"file_path": marker, "content": "x"}}})
+	go func() {
+		// Kill once the hook has appended its event and waits.
+		spool := filepath.Join(dir, ".claude", "coworkbridge", "events.jsonl")
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if fi, err := os.Stat(spool); err == nil && fi.Size() > 0 {
+				break
+			}
+		}
+		d.cmd.Process.Kill()
+	}()
+	run := runCLI(t, api, dir)
+	res := streamToolResults(run)
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "no decision from coworkbridge within 2s") {
+		t.Errorf("tool results %+v", res)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the call ran although no decision came")
+	}
+	if run.Elapsed > 20*time.Second {
+		t.Errorf("the CLI took %v; the hook must give up at its 2 s decision timeout", run.Elapsed)
+	}
+}
