@@ -251,3 +251,84 @@ func TestRealCLIWithTheDaemonKilledWhileAHookWaitsIsDenied(t *testing.T) {
 		t.Errorf("the CLI took %v; the hook must give up at its 2 s decision timeout", run.Elapsed)
 	}
 }
+
+// Eight tool calls in one turn run their hooks in parallel: each gets its own decision and
+// every one is in the decision log.
+func TestRealCLIParallelCallsEachGetTheirOwnDecision(t *testing.T) {
+	claudeBinary(t)
+	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	dir := newCoworkSession(t, d.root, "par1")
+	waitHooked(t, dir, "enforce")
+	var turn []toolUse
+	for i := range 8 {
+		p := filepath.Join(dir, "outputs", "f"+string(rune('0'+i))+".txt")
+		if i%2 == 1 {
+			p = "/Users/alex/.ssh/authorized_keys" // denied: path.secrets
+		}
+		turn = append(turn, toolUse{Name: "Write", Input: map[string]any{"file_path": p, "content": "x"}})
+	}
+	run := runCLI(t, newFakeAPI(t, turn), dir)
+	res := streamToolResults(run)
+	if len(res) != 8 {
+		t.Fatalf("%d tool results, want 8", len(res))
+	}
+	denied := 0
+	for _, r := range res {
+		if r.IsError && strings.Contains(r.Content, "coworkbridge: rule") {
+			denied++
+		}
+	}
+	if denied != 4 {
+		t.Errorf("%d calls denied by coworkbridge, want 4: %+v", denied, res)
+	}
+	for i := 0; i < 8; i += 2 {
+		if _, err := os.Stat(filepath.Join(dir, "outputs", "f"+string(rune('0'+i))+".txt")); err != nil {
+			t.Errorf("harmless write %d did not happen: %v", i, err)
+		}
+	}
+	recs := d.records(t, 8)
+	rids := map[string]bool{}
+	for _, r := range recs {
+		rids[r.RID] = true
+	}
+	if len(recs) != 8 || len(rids) != 8 {
+		t.Errorf("%d records with %d distinct rids, want 8 and 8", len(recs), len(rids))
+	}
+}
+
+// The agent trying to edit its settings to drop the hook is denied; a change made behind its
+// back is repaired before the next call.
+func TestRealCLICannotDropTheHook(t *testing.T) {
+	claudeBinary(t)
+	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	dir := newCoworkSession(t, d.root, "tamper1")
+	waitHooked(t, dir, "enforce")
+	settings := filepath.Join(dir, ".claude", "settings.json")
+	api := newFakeAPI(t,
+		// A new settings.local.json would turn every hook off; Write checks run before hooks only
+		// for existing files, so this reaches the hook.
+		[]toolUse{{Name: "Write", Input: map[string]any{"file_path": filepath.Join(dir, ".claude", "settings.local.json"), "content": `{"disableAllHooks":true}`}}},
+		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "echo '{}' > " + settings, "description": "reset"}}},
+	)
+	run := runCLI(t, api, dir)
+	res := streamToolResults(run)
+	if len(res) != 2 || !res[0].IsError || !res[1].IsError || !strings.Contains(res[0].Content, "guard-tamper") {
+		t.Errorf("tool results %+v", res)
+	}
+	if data, _ := os.ReadFile(settings); !strings.Contains(string(data), "coworkbridge-hook") {
+		t.Errorf("the hook is gone: %s", data)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude", "settings.local.json")); err == nil {
+		t.Error("settings.local.json was written")
+	}
+	// Behind its back: the daemon restores the entry before the next call.
+	os.WriteFile(settings, []byte(`{"disableAllHooks":true}`), 0o644)
+	waitHooked(t, dir, "enforce")
+	if data, _ := os.ReadFile(settings); strings.Contains(string(data), "disableAllHooks") {
+		t.Errorf("disableAllHooks survived: %s", data)
+	}
+	res = streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{{Name: "Read", Input: map[string]any{"file_path": "/Users/alex/.aws/credentials"}}}), dir))
+	if len(res) != 1 || !strings.Contains(res[0].Content, "coworkbridge: rule read.secrets") {
+		t.Errorf("after the repair: %+v", res)
+	}
+}
