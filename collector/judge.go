@@ -72,6 +72,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 		// A hook still in enforce after a switch to observe is released with no objection.
 		o.latency = c.decide(s, t, env.RID, applied, v.HookReason(), v.Nudge, started)
 		o.rec.Enforced = enforce
+		o.rec.LatencyUS = o.latency.Microseconds()
 	}
 	return o
 }
@@ -91,6 +92,7 @@ func (c *Collector) fault(s *session.Session, t *tracked, p *policy, rec telemet
 			o.rec.Enforced = true
 		}
 		o.latency = c.decide(s, t, rid, d, "coworkbridge: "+reason, "", started)
+		o.rec.LatencyUS = o.latency.Microseconds()
 	}
 	return o
 }

@@ -31,7 +31,7 @@ var (
 )
 
 // claudeBinary returns the CLI to drive, installing it once per machine if needed.
-func claudeBinary(t *testing.T) string {
+func claudeBinary(t testing.TB) string {
 	t.Helper()
 	cliOnce.Do(func() { cliPath, cliErr = findOrInstallCLI() })
 	if cliPath == "" {
@@ -112,7 +112,7 @@ func (r cliRun) permissionDecisions() []map[string]any {
 
 // runCLI runs one prompt headless in a Cowork-like session folder, the way Cowork starts it:
 // CLAUDE_CONFIG_DIR is the session's .claude, the cwd its outputs/.
-func runCLI(t *testing.T, api *fakeAPI, sessionDir string, extraEnv ...string) cliRun {
+func runCLI(t testing.TB, api *fakeAPI, sessionDir string, extraEnv ...string) cliRun {
 	t.Helper()
 	bin := claudeBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -149,7 +149,7 @@ func runCLI(t *testing.T, api *fakeAPI, sessionDir string, extraEnv ...string) c
 
 // newCoworkSession builds <root>/acct/org/local_<id>/ with .claude/settings.json = {} and the
 // folders Cowork makes.
-func newCoworkSession(t *testing.T, root, id string) string {
+func newCoworkSession(t testing.TB, root, id string) string {
 	t.Helper()
 	dir := filepath.Join(root, "acct", "org", "local_"+id)
 	for _, d := range []string{".claude", "outputs", "uploads"} {

@@ -32,7 +32,7 @@ func (d *daemon) Write(p []byte) (int, error) {
 }
 
 // startDaemon runs `coworkbridge run` with managed.json holding config.
-func startDaemon(t *testing.T, bin, config string) *daemon {
+func startDaemon(t testing.TB, bin, config string) *daemon {
 	t.Helper()
 	base := t.TempDir()
 	d := &daemon{base: base, root: filepath.Join(base, "sessions"), config: filepath.Join(base, "managed.json"),
@@ -62,7 +62,7 @@ func startDaemon(t *testing.T, bin, config string) *daemon {
 	return d
 }
 
-func (d *daemon) setConfig(t *testing.T, config string) {
+func (d *daemon) setConfig(t testing.TB, config string) {
 	t.Helper()
 	tmp := d.config + ".new"
 	if err := os.WriteFile(tmp, []byte(config), 0o600); err != nil {
@@ -74,7 +74,7 @@ func (d *daemon) setConfig(t *testing.T, config string) {
 }
 
 // waitHooked waits until the session carries the hook for mode and, in enforce, the lease.
-func waitHooked(t *testing.T, dir, mode string) {
+func waitHooked(t testing.TB, dir, mode string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
@@ -94,7 +94,7 @@ type record struct {
 }
 
 // records reads the decision log, waiting until it holds at least n records.
-func (d *daemon) records(t *testing.T, n int) []record {
+func (d *daemon) records(t testing.TB, n int) []record {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -35,7 +35,7 @@ type toolResult struct {
 	Content   string
 }
 
-func newFakeAPI(t *testing.T, turns ...[]toolUse) *fakeAPI {
+func newFakeAPI(t testing.TB, turns ...[]toolUse) *fakeAPI {
 	t.Helper()
 	f := &fakeAPI{turns: turns}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))

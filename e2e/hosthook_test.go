@@ -10,7 +10,7 @@ import (
 )
 
 // buildCoworkbridge builds the binary under test.
-func buildCoworkbridge(t *testing.T) string {
+func buildCoworkbridge(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "coworkbridge")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge").CombinedOutput()
