@@ -114,17 +114,45 @@ func (r cliRun) permissionDecisions() []map[string]any {
 // CLAUDE_CONFIG_DIR is the session's .claude, the cwd its outputs/.
 func runCLI(t testing.TB, api *fakeAPI, sessionDir string, extraEnv ...string) cliRun {
 	t.Helper()
+	return runCLIAs(t, api, sessionDir, nil, extraEnv...)
+}
+
+// vmView is how the CLI sees the session inside Cowork's VM: only at Guest
+// (/sessions/<name>/mnt), with the host's sessions root (Hide) out of sight.
+type vmView struct {
+	Guest, Hide string
+}
+
+// runCLIAs is runCLI; with a vmView, the CLI runs in a mount namespace that shows it the session
+// as the VM does, so a host path baked into a hook would fail.
+func runCLIAs(t testing.TB, api *fakeAPI, sessionDir string, vm *vmView, extraEnv ...string) cliRun {
+	t.Helper()
 	bin := claudeBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-p", "do the task", "--output-format", "stream-json", "--verbose",
-		"--permission-mode", "acceptEdits")
+	args := []string{"-p", "do the task", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"}
+	configDir := filepath.Join(sessionDir, ".claude")
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = filepath.Join(sessionDir, "outputs")
+	if vm != nil {
+		configDir = vm.Guest + "/.claude"
+		script := `set -e
+[ -d /sessions ] || mkdir /sessions
+mount -t tmpfs coworkbridge-e2e /sessions
+mkdir -p "$GUEST"
+mount --bind "$HOST" "$GUEST"
+mount -t tmpfs coworkbridge-e2e-hidden "$HIDE"
+cd "$GUEST/outputs"
+exec "$@"`
+		cmd = exec.CommandContext(ctx, "unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", bin}, args...)...)
+		cmd.Dir = ""
+		extraEnv = append(extraEnv, "GUEST="+vm.Guest, "HOST="+sessionDir, "HIDE="+vm.Hide)
+	}
 	home := t.TempDir()
 	cmd.Env = append([]string{
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL=" + api.srv.URL, "ANTHROPIC_API_KEY=sk-ant-fake",
-		"CLAUDE_CONFIG_DIR=" + filepath.Join(sessionDir, ".claude"),
+		"CLAUDE_CONFIG_DIR=" + configDir,
 		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_IS_COWORK=1",
 	}, extraEnv...)
