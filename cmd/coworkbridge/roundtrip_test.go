@@ -141,7 +141,7 @@ func TestDemoShowsTheDenies(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	if code, out := runOnce(t, m, "demo", "--mode", "observe"); code != 0 || strings.Contains(out, "  deny  ") {
+	if code, out := runOnce(t, m, "demo", "--mode", "observe"); code != 0 || strings.Contains(out, "  deny  ") || !strings.Contains(out, "would-be denies") {
 		t.Errorf("observe demo exit %d:\n%s", code, out)
 	}
 }

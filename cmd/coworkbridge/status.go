@@ -166,7 +166,11 @@ func (v statusView) render(w io.Writer) {
 	if today.Date != v.Now.Format(time.DateOnly) {
 		today = health.Today{}
 	}
-	fmt.Fprintf(w, "today: %d denies, %d asks, %d events\n", today.Denies, today.Asks, today.Events)
+	would := ""
+	if s.Config.Mode == "observe" {
+		would = "would-be " // observe applies nothing; the counts are what enforce would have done
+	}
+	fmt.Fprintf(w, "today: %d %sdenies, %d %sasks, %d events\n", today.Denies, would, today.Asks, would, today.Events)
 	if v.Stale {
 		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (launchctl kickstart -k gui/$(id -u)/com.coworkbridge.agent)\n", v.Now.Sub(s.WrittenAt).Round(time.Second))
 	}
