@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -119,6 +120,10 @@ func (c *Collector) watch(t *tracked) {
 	w := c.w
 	c.mu.Unlock()
 	if w == nil {
+		return
+	}
+	// fsnotify follows a link given to Add (inotify and kqueue alike): never watch through one.
+	if fi, err := os.Lstat(t.bridge); err != nil || !fi.IsDir() {
 		return
 	}
 	if err := w.Add(t.bridge); err != nil {
