@@ -343,3 +343,28 @@ func Strip(data []byte) ([]byte, bool, error) {
 	out, err := indent(top.encode())
 	return out, true, err
 }
+
+// HookCommand returns the command of our hook entry in a settings.json, "" when there is none:
+// for tools that run the hook as Claude Code would (the demo, the benchmarks).
+func HookCommand(settings []byte) string {
+	var s struct {
+		Hooks struct {
+			PreToolUse []struct {
+				Hooks []struct {
+					Command string `json:"command"`
+				} `json:"hooks"`
+			} `json:"PreToolUse"`
+		} `json:"hooks"`
+	}
+	if json.Unmarshal(settings, &s) != nil {
+		return ""
+	}
+	for _, g := range s.Hooks.PreToolUse {
+		for _, h := range g.Hooks {
+			if strings.Contains(h.Command, Marker) {
+				return h.Command
+			}
+		}
+	}
+	return ""
+}

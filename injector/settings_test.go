@@ -363,3 +363,22 @@ func TestStripUndoesMergeAndKeepsTheRest(t *testing.T) {
 		t.Errorf("a file we created should strip back to {}, got %q", back)
 	}
 }
+
+func TestHookCommandFindsOurEntryAmongOthers(t *testing.T) {
+	e, err := NewEntry(managedconfig.Config{Mode: managedconfig.Enforce, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, _, err := Merge([]byte(`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"other-guard"}]}]}}`), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := HookCommand(merged); !strings.HasPrefix(got, "# "+Marker+" v1 mode=enforce") {
+		t.Errorf("HookCommand = %.60q", got)
+	}
+	for _, none := range []string{``, `{}`, `not json`, `{"hooks":{"PreToolUse":[{"hooks":[{"command":"other-guard"}]}]}}`} {
+		if got := HookCommand([]byte(none)); got != "" {
+			t.Errorf("HookCommand(%s) = %q, want nothing", none, got)
+		}
+	}
+}

@@ -230,32 +230,13 @@ func (w *demoWorld) waitHooked(ctx context.Context, mode managedconfig.Mode) ([]
 	}
 }
 
-// hookCommand reads our hook's command from a settings.json, "" when it is not there.
+// hookCommand reads our hook's command from a settings.json file, "" when it is not there.
 func hookCommand(path string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	var s struct {
-		Hooks struct {
-			PreToolUse []struct {
-				Hooks []struct {
-					Command string `json:"command"`
-				} `json:"hooks"`
-			} `json:"PreToolUse"`
-		} `json:"hooks"`
-	}
-	if json.Unmarshal(data, &s) != nil {
-		return ""
-	}
-	for _, g := range s.Hooks.PreToolUse {
-		for _, h := range g.Hooks {
-			if strings.Contains(h.Command, injector.Marker) {
-				return h.Command
-			}
-		}
-	}
-	return ""
+	return injector.HookCommand(data)
 }
 
 type demoResult struct {

@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/injector"
 )
 
 func main() {
@@ -259,31 +261,13 @@ func waitHooked(sessions []string, within time.Duration) ([]string, error) {
 	return hooks, nil
 }
 
+// hookCommand reads our hook's command from a settings.json file, "" when it is not there.
 func hookCommand(path string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	var s struct {
-		Hooks struct {
-			PreToolUse []struct {
-				Hooks []struct {
-					Command string `json:"command"`
-				} `json:"hooks"`
-			} `json:"PreToolUse"`
-		} `json:"hooks"`
-	}
-	if json.Unmarshal(data, &s) != nil {
-		return ""
-	}
-	for _, g := range s.Hooks.PreToolUse {
-		for _, h := range g.Hooks {
-			if strings.Contains(h.Command, "coworkbridge-hook") {
-				return h.Command
-			}
-		}
-	}
-	return ""
+	return injector.HookCommand(data)
 }
 
 // commands are the calls played in turn, with whether the default policy denies them.
