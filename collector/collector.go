@@ -253,14 +253,20 @@ func (c *Collector) schedule(t *tracked, housekeep bool) {
 
 func (c *Collector) scheduleAll(housekeep bool) {
 	c.mu.Lock()
-	all := make([]*tracked, 0, len(c.sessions))
-	for _, t := range c.sessions {
-		all = append(all, t)
-	}
+	all := c.trackedLocked()
 	c.mu.Unlock()
 	for _, t := range all {
 		c.schedule(t, housekeep)
 	}
+}
+
+// trackedLocked lists the tracked sessions, for work done outside the lock. Callers hold mu.
+func (c *Collector) trackedLocked() []*tracked {
+	all := make([]*tracked, 0, len(c.sessions))
+	for _, t := range c.sessions {
+		all = append(all, t)
+	}
+	return all
 }
 
 func (c *Collector) requestCommit() {

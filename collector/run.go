@@ -45,10 +45,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	committer.Go(func() { c.commitLoop(commitDone) })
 
 	c.mu.Lock()
-	all := make([]*tracked, 0, len(c.sessions))
-	for _, t := range c.sessions {
-		all = append(all, t)
-	}
+	all := c.trackedLocked()
 	c.mu.Unlock()
 	for _, t := range all {
 		c.watch(t)
@@ -178,10 +175,7 @@ func (c *Collector) shutdown(workers *sync.WaitGroup) {
 	c.mu.Lock()
 	c.stopped = true
 	close(c.queue)
-	all := make([]*tracked, 0, len(c.sessions))
-	for _, t := range c.sessions {
-		all = append(all, t)
-	}
+	all := c.trackedLocked()
 	c.mu.Unlock()
 	// Leases first: hooks starting from now deny at once rather than wait for an answer.
 	for _, t := range all {
