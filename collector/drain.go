@@ -49,7 +49,8 @@ func offsetKey(dir string, id spool.Identity) string {
 
 func offsetPrefix(dir string) string { return dir + "#" }
 
-// drain handles everything new in one session's spools, rotated ones first (they are older).
+// drain handles everything new in one session's spool; on a housekeeping pass its rotated spools
+// too, first (they are older).
 func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 	p := c.pol.Load()
 	s, err := session.Open(t.dir)
@@ -62,8 +63,12 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 	if housekeep {
 		c.housekeep(s, t, p, now)
 	}
-	for _, name := range c.rotatedSpools(s, t) {
-		c.drainFile(ctx, s, t, p, name, true)
+	if housekeep {
+		// Listing the folder is not needed for each event: rotated spools are found by the
+		// housekeeping pass that follows every rotation, every change to one and every rescan.
+		for _, name := range c.rotatedSpools(s, t) {
+			c.drainFile(ctx, s, t, p, name, true)
+		}
 	}
 	c.drainFile(ctx, s, t, p, session.SpoolFile, false)
 }
@@ -255,5 +260,5 @@ func (c *Collector) retire(s *session.Session, t *tracked, f *os.File, r *spool.
 	}
 	c.log.Debug("spool rotated", "session", t.id, "bytes", fi.Size(), "to", to)
 	// Back once the grace has passed, to drain what late hooks added and remove it.
-	time.AfterFunc(c.opts.RotateGrace+time.Second, func() { c.schedule(t, false) })
+	time.AfterFunc(c.opts.RotateGrace+time.Second, func() { c.schedule(t, true) })
 }

@@ -141,7 +141,7 @@ func (c *Collector) handle(ev fsnotify.Event) {
 	t := c.byBridge[filepath.Clean(dir)]
 	c.mu.Unlock()
 	if t != nil {
-		c.schedule(t, false)
+		c.schedule(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
 	}
 }
 
