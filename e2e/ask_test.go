@@ -10,10 +10,7 @@ import (
 // The CLI's record tells the two apart: a hook deny is "permission-rule" with source "hook" and
 // a "hook error" message; an ask is "user-rejected", with our reason as the question.
 func TestAskVerdictReachesTheCLIAsAsk(t *testing.T) {
-	claudeBinary(t)
-	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
-	dir := newCoworkSession(t, d.root, "ask1")
-	waitHooked(t, dir, "enforce")
+	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, "ask1", "enforce")
 	run := runCLI(t, newFakeAPI(t, []toolUse{{Name: "Bash", Input: map[string]any{"command": "git restore src/app.ts", "description": "discard"}}}), dir)
 	res := streamToolResults(run)
 	if len(res) != 1 || !res[0].IsError || !strings.HasPrefix(res[0].Content, "coworkbridge: rule bash.git-discard") ||

@@ -88,6 +88,17 @@ func waitHooked(t testing.TB, dir, mode string) {
 	t.Fatalf("session %s not hooked in %s mode", dir, mode)
 }
 
+// guardedSession starts the daemon with config and returns it with one session of the given id,
+// hooked in mode. It skips, like every CLI test, when the CLI is not available.
+func guardedSession(t *testing.T, config, id, mode string) (*daemon, string) {
+	t.Helper()
+	claudeBinary(t)
+	d := startDaemon(t, buildCoworkbridge(t), config)
+	dir := newCoworkSession(t, d.root, id)
+	waitHooked(t, dir, mode)
+	return d, dir
+}
+
 type record struct {
 	RID, Session, Transport, Mode, Tool, Decision, Rule string
 	Enforced                                            bool
@@ -129,10 +140,7 @@ func hookDecisions(run cliRun) []map[string]any {
 // In enforce mode the real CLI, guarded by the real daemon through the session folder, refuses
 // what the policy denies before it runs, and lets harmless calls go under its own rules.
 func TestRealCLIUnderTheDaemonInEnforceMode(t *testing.T) {
-	claudeBinary(t)
-	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
-	dir := newCoworkSession(t, d.root, "enf1")
-	waitHooked(t, dir, "enforce")
+	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, "enf1", "enforce")
 	pwned := filepath.Join(dir, "outputs", "pwned")
 	ok := filepath.Join(dir, "outputs", "ok.txt")
 	zshrc := filepath.Join(dir, "outputs", "home", ".zshrc")
@@ -174,10 +182,7 @@ func TestRealCLIUnderTheDaemonInEnforceMode(t *testing.T) {
 
 // In observe mode every call runs and the decision log says what enforce would have done.
 func TestRealCLIUnderTheDaemonInObserveMode(t *testing.T) {
-	claudeBinary(t)
-	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
-	dir := newCoworkSession(t, d.root, "obs1")
-	waitHooked(t, dir, "observe")
+	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`, "obs1", "observe")
 	marker := filepath.Join(dir, "outputs", "ran")
 	api := newFakeAPI(t,
 		// The CLI's own rules may refuse this one in -p mode; the hook must not.
@@ -201,10 +206,7 @@ const fastEnforce = `{"version":1,"cowork_enabled":true,"mode":"enforce","decisi
 
 // With the daemon stopped, the hooks it left deny at once (the lease is gone), naming the cause.
 func TestRealCLIWithTheDaemonStoppedIsDenied(t *testing.T) {
-	claudeBinary(t)
-	d := startDaemon(t, buildCoworkbridge(t), fastEnforce)
-	dir := newCoworkSession(t, d.root, "down1")
-	waitHooked(t, dir, "enforce")
+	d, dir := guardedSession(t, fastEnforce, "down1", "enforce")
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	<-d.exited
 	marker := filepath.Join(dir, "outputs", "ran")
@@ -222,10 +224,7 @@ func TestRealCLIWithTheDaemonStoppedIsDenied(t *testing.T) {
 // A daemon that dies while a hook waits never lets the call through: the hook denies when its
 // decision timeout runs out, long before Claude Code's own hook timeout.
 func TestRealCLIWithTheDaemonKilledWhileAHookWaitsIsDenied(t *testing.T) {
-	claudeBinary(t)
-	d := startDaemon(t, buildCoworkbridge(t), fastEnforce)
-	dir := newCoworkSession(t, d.root, "kill1")
-	waitHooked(t, dir, "enforce")
+	d, dir := guardedSession(t, fastEnforce, "kill1", "enforce")
 	d.cmd.Process.Signal(syscall.SIGSTOP) // holds its lease, answers nothing
 	marker := filepath.Join(dir, "outputs", "ran")
 	api := newFakeAPI(t, []toolUse{{Name: "Write", Input: map[string]any{"file_path": marker, "content": "x"}}})
@@ -255,10 +254,7 @@ func TestRealCLIWithTheDaemonKilledWhileAHookWaitsIsDenied(t *testing.T) {
 // Eight tool calls in one turn run their hooks in parallel: each gets its own decision and
 // every one is in the decision log.
 func TestRealCLIParallelCallsEachGetTheirOwnDecision(t *testing.T) {
-	claudeBinary(t)
-	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
-	dir := newCoworkSession(t, d.root, "par1")
-	waitHooked(t, dir, "enforce")
+	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, "par1", "enforce")
 	var turn []toolUse
 	for i := range 8 {
 		p := filepath.Join(dir, "outputs", "f"+string(rune('0'+i))+".txt")
@@ -299,10 +295,7 @@ func TestRealCLIParallelCallsEachGetTheirOwnDecision(t *testing.T) {
 // The agent trying to edit its settings to drop the hook is denied; a change made behind its
 // back is repaired before the next call.
 func TestRealCLICannotDropTheHook(t *testing.T) {
-	claudeBinary(t)
-	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
-	dir := newCoworkSession(t, d.root, "tamper1")
-	waitHooked(t, dir, "enforce")
+	_, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, "tamper1", "enforce")
 	settings := filepath.Join(dir, ".claude", "settings.json")
 	api := newFakeAPI(t,
 		// A new settings.local.json would turn every hook off; Write checks run before hooks only

@@ -2,22 +2,50 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// buildCoworkbridge builds the binary under test.
+// binary is the coworkbridge binary under test, built once for the whole run into a folder that
+// TestMain removes.
+var binary struct {
+	dir  string
+	once sync.Once
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "coworkbridge-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	binary.dir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildCoworkbridge returns the binary under test, building it on first use.
 func buildCoworkbridge(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "coworkbridge")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build coworkbridge: %v\n%s", err, out)
+	binary.once.Do(func() {
+		binary.path = filepath.Join(binary.dir, "coworkbridge")
+		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge").CombinedOutput()
+		if err != nil {
+			binary.err = fmt.Errorf("build coworkbridge: %w\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
 	}
-	return bin
+	return binary.path
 }
 
 // The host-side hook, registered as an ordinary command hook (as the managed-settings drop-in

@@ -88,10 +88,7 @@ func (l *liveCLI) prompt(t *testing.T, text string) cliRun {
 // An admin switching managed.json from observe to enforce reaches a CLI session already running:
 // its next call is enforced.
 func TestModeSwitchReachesALiveSession(t *testing.T) {
-	claudeBinary(t)
-	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
-	dir := newCoworkSession(t, d.root, "live1")
-	waitHooked(t, dir, "observe")
+	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`, "live1", "observe")
 	first := filepath.Join(dir, "outputs", ".env")
 	second := filepath.Join(dir, "outputs", "app", ".env")
 	api := newFakeAPI(t, []toolUse{{Name: "Write", Input: map[string]any{"file_path": first, "content": "TOKEN=1\n"}}})
