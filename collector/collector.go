@@ -187,7 +187,7 @@ func (c *Collector) Track(dir string) {
 		return
 	}
 	if s, err := session.Open(dir); err == nil {
-		c.prepare(s, c.pol.Load(), c.leaseFor(c.opts.Now()))
+		c.prepare(s, c.leaseFor(c.opts.Now()))
 		s.Close()
 	}
 	c.watch(t)

@@ -74,7 +74,7 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 }
 
 // prepare makes our folder (never .claude itself, which is Cowork's) and writes the lease.
-func (c *Collector) prepare(s *session.Session, p *policy, until time.Time) {
+func (c *Collector) prepare(s *session.Session, until time.Time) {
 	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {
 		return // not a session yet, or going away
 	}
@@ -90,7 +90,7 @@ func (c *Collector) prepare(s *session.Session, p *policy, until time.Time) {
 
 // housekeep renews the lease, re-adds the watch (the folder may have been recreated), and sweeps.
 func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now time.Time) {
-	c.prepare(s, p, c.leaseFor(now))
+	c.prepare(s, c.leaseFor(now))
 	c.watch(t)
 	res, err := decisions.Sweep(s, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)
 	if err != nil {
