@@ -66,7 +66,7 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 	if housekeep {
 		// Listing the folder is not needed for each event: rotated spools are found by the
 		// housekeeping pass that follows every rotation, every change to one and every rescan.
-		for _, name := range c.rotatedSpools(s, t) {
+		for _, name := range rotatedSpools(s) {
 			c.drainFile(ctx, s, t, p, name, true)
 		}
 	}
@@ -108,7 +108,7 @@ func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now tim
 }
 
 // rotatedSpools lists the session's rotated spools, oldest first.
-func (c *Collector) rotatedSpools(s *session.Session, t *tracked) []string {
+func rotatedSpools(s *session.Session) []string {
 	entries, err := s.ReadDir(session.BridgeDir, 10000)
 	if err != nil && len(entries) == 0 {
 		return nil
