@@ -126,6 +126,10 @@ type Collector struct {
 	stopped  bool
 	// leaseUntil is the time the alive leases last written run to.
 	leaseUntil time.Time
+
+	// leaseMu: writers of leases hold it shared; shutdown takes it to set withdrawn.
+	leaseMu   sync.RWMutex
+	withdrawn bool
 }
 
 // tracked is one session. The flags are guarded by Collector.mu; the rest belongs to whichever

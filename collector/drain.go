@@ -75,6 +75,13 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 
 // prepare makes our folder (never .claude itself, which is Cowork's) and writes the lease.
 func (c *Collector) prepare(s *session.Session, until time.Time) {
+	// Leases are written under a read lock that shutdown takes to withdraw them, so that none is
+	// written after the withdrawal.
+	c.leaseMu.RLock()
+	defer c.leaseMu.RUnlock()
+	if c.withdrawn {
+		return
+	}
 	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {
 		return // not a session yet, or going away
 	}

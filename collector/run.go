@@ -177,6 +177,9 @@ func (c *Collector) shutdown(workers *sync.WaitGroup) {
 	close(c.queue)
 	all := c.trackedLocked()
 	c.mu.Unlock()
+	c.leaseMu.Lock()
+	c.withdrawn = true
+	c.leaseMu.Unlock()
 	// Leases first: hooks starting from now deny at once rather than wait for an answer.
 	for _, t := range all {
 		s, err := session.Open(t.dir)
