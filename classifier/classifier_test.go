@@ -47,6 +47,8 @@ func mcp(tool string, args map[string]any) claudehook.Payload { return payload(t
 var ruleCases = []ruleCase{
 	{"bash.guard-tamper", bashCall("sed -i 's/coworkbridge//' ../.claude/settings.json"), true},
 	{"bash.guard-tamper", bashCall("cat .claude/projects/x.jsonl"), false},
+	{"bash.analysis-limit", bashCall(doubling(30)), true},
+	{"bash.analysis-limit", bashCall("a=x; a=$a$a; echo $a"), false},
 	{"bash.rm-critical", bashCall("rm -rf ~/"), true},
 	{"bash.rm-critical", bashCall("rm -rf ./node_modules"), false},
 	{"bash.disk-wipe", bashCall("sudo mkfs.ext4 /dev/sda1"), true},

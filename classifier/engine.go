@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -55,6 +56,9 @@ func LoadRuleDirs(dirs []string) ([]RuleFile, error) {
 	}
 	return out, nil
 }
+
+// RuleTimeout is the verdict's rule when the caller's deadline ran out during evaluation.
+const RuleTimeout = "classifier.timeout"
 
 // Verdict is the classifier's answer for one tool call.
 type Verdict struct {
@@ -170,7 +174,10 @@ func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict
 	}
 	best := Verdict{Decision: claudehook.Allow}
 	for _, it := range items {
-		if ctx.Err() != nil {
+		if err := ctx.Err(); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return Verdict{Decision: claudehook.Deny, RuleID: RuleTimeout, Reason: "the call took too long to check, so it was blocked"}
+			}
 			return Verdict{Decision: claudehook.Deny, RuleID: "classifier.cancelled", Reason: "the classifier was stopped before it decided"}
 		}
 		if v, ok := c.match(it); ok && severity(v) > severity(best) {

@@ -20,6 +20,18 @@ const maxDepth = 6
 // first part and flagged.
 const maxCommandBytes = 256 << 10
 
+// Expansion is the one place where a short command can make the analyser do unbounded work:
+// `a=x; a=$a$a; a=$a$a; ...` doubles a value with each assignment, so 40 of them in 349 bytes
+// would ask for a terabyte. Each value is cut at maxValueBytes and the whole analysis stops
+// expanding after maxExpandBytes; either limit marks the analysis as exceeded, which the default
+// rules deny: nobody's legitimate command builds values that large.
+const (
+	maxValueBytes  = 64 << 10
+	maxExpandBytes = 4 << 20
+	// maxCommands bounds the simple commands one analysis records (each nested shell adds some).
+	maxCommands = 4096
+)
+
 // Command is one simple command, normalised: wrappers and leading assignments looked through,
 // quotes removed, the program's path and case reduced to its base name.
 type Command struct {
@@ -54,6 +66,18 @@ type Analysis struct {
 	Assigns    []string // NAME=value set in the script itself
 	ParseError error
 	Dynamic    []string // why some part could not be known statically
+	// Exceeded names the analysis limit the command ran into, "" when none: the rest of the
+	// command was not analysed, so nothing about it can be vouched for.
+	Exceeded string
+
+	expanded int // bytes produced by expansion so far
+}
+
+// exceed records the first limit reached.
+func (a *Analysis) exceed(why string) {
+	if a.Exceeded == "" {
+		a.Exceeded = why
+	}
 }
 
 var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "busybox": true, "fish": true}
@@ -87,6 +111,9 @@ type walker struct {
 func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 	if depth > maxDepth {
 		a.Dynamic = append(a.Dynamic, "nesting deeper than the analysis limit")
+		return
+	}
+	if a.Exceeded != "" {
 		return
 	}
 	f, err := syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
@@ -174,6 +201,9 @@ func (w *walker) env() expand.Environ {
 }
 
 func (w *walker) fields(words []*syntax.Word) []string {
+	if w.a.Exceeded != "" {
+		return w.source(words)
+	}
 	cfg := &expand.Config{
 		Env: w.env(),
 		CmdSubst: func(out io.Writer, cs *syntax.CmdSubst) error {
@@ -184,10 +214,26 @@ func (w *walker) fields(words []*syntax.Word) []string {
 	}
 	f, err := expand.Fields(cfg, words...)
 	if err != nil { // an expansion the expander refuses: keep the source text
-		f = f[:0]
-		for _, wd := range words {
-			f = append(f, printWord(wd))
+		return w.source(words)
+	}
+	for i, s := range f {
+		w.a.expanded += len(s)
+		if len(s) > maxValueBytes {
+			w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", maxValueBytes))
+			f[i] = s[:maxValueBytes]
 		}
+	}
+	if w.a.expanded > maxExpandBytes {
+		w.a.exceed(fmt.Sprintf("expansions add up to more than %d bytes", maxExpandBytes))
+	}
+	return f
+}
+
+// source is the words as written, for when they are not expanded.
+func (w *walker) source(words []*syntax.Word) []string {
+	f := make([]string, 0, len(words))
+	for _, wd := range words {
+		f = append(f, printWord(wd))
 	}
 	return f
 }
@@ -203,6 +249,10 @@ func (w *walker) assign(as *syntax.Assign) {
 		return
 	}
 	v := strings.Join(w.fields([]*syntax.Word{as.Value}), " ")
+	if len(v) > maxValueBytes {
+		w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", maxValueBytes))
+		v = v[:maxValueBytes]
+	}
 	w.vars[as.Name.Value] = v
 	w.a.Assigns = append(w.a.Assigns, as.Name.Value+"="+v)
 }
@@ -291,6 +341,10 @@ func (w *walker) call(c *syntax.CallExpr) {
 	cmd.Dynamic = isDynamicWord(c.Args[0]) && !strings.Contains(f[0], "/")
 	if cmd.Dynamic {
 		w.a.Dynamic = append(w.a.Dynamic, "command name comes from an expansion: "+printWord(c.Args[0]))
+	}
+	if len(w.a.Commands) >= maxCommands {
+		w.a.exceed(fmt.Sprintf("more than %d commands", maxCommands))
+		return
 	}
 	w.a.Commands = append(w.a.Commands, cmd)
 	w.nested(cmd, w.stmtOf(c))

@@ -17,6 +17,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"RedirectOutsideProject":  redirectOutsideProject,
 	"DynamicCode":             dynamicCode,
 	"Unparseable":             unparseable,
+	"AnalysisLimit":           analysisLimit,
 	"PrivilegeEscalation":     privilegeEscalation,
 	"ManifestDependencies":    manifestDependencies,
 	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
@@ -237,6 +238,15 @@ func dynamicCode(_ *Classifier, it item) (string, bool) {
 		return "", false
 	}
 	return it.an.Dynamic[0], true
+}
+
+// analysisLimit finds commands built to exhaust the analyser (values doubled until they are
+// gigabytes): the part past the limit was never looked at.
+func analysisLimit(_ *Classifier, it item) (string, bool) {
+	if it.cmd != nil || it.an == nil || it.an.Exceeded == "" {
+		return "", false
+	}
+	return it.an.Exceeded, true
 }
 
 func unparseable(_ *Classifier, it item) (string, bool) {

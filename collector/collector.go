@@ -144,6 +144,8 @@ type tracked struct {
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
 	decided  map[string]time.Time
 	refused  string // the last spool refusal reported, so that it is reported once
+	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
+	partial map[string]spool.Partial
 	failures int    // consecutive decision-log failures, for the retry backoff
 }
 
@@ -181,7 +183,7 @@ func (c *Collector) Track(dir string) {
 			c.log.Warn("session limit reached; this session's spool is not followed", "session", filepath.Base(dir), "limit", c.opts.MaxSessions)
 			return
 		}
-		t = &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)), decided: map[string]time.Time{}}
+		t = &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)), decided: map[string]time.Time{}, partial: map[string]spool.Partial{}}
 		c.sessions[dir] = t
 		c.byBridge[t.bridge] = t
 	}

@@ -168,11 +168,17 @@ func (c *Collector) drainFile(ctx context.Context, s *session.Session, t *tracke
 	if reset != spool.NoReset {
 		c.log.Warn("spool was "+string(reset)+" since it was last read; reading it from the start", "session", t.id, "spool", name)
 	}
+	r.Resume(t.partial[key])
 	for ctx.Err() == nil {
 		more, ok := c.batch(ctx, s, t, p, r, key)
 		if !ok || !more {
 			break
 		}
+	}
+	if pa := r.Partial(); pa.Clear > 0 {
+		t.partial[key] = pa
+	} else {
+		delete(t.partial, key)
 	}
 	if ctx.Err() == nil {
 		c.retire(s, t, f, r, key, name, rotated)
@@ -254,6 +260,7 @@ func (c *Collector) retire(s *session.Session, t *tracked, f *os.File, r *spool.
 			return
 		}
 		c.opts.Offsets.Forget(key)
+		delete(t.partial, key)
 		c.requestCommit()
 		return
 	}

@@ -133,8 +133,15 @@ func (c *Collector) alreadyRecorded(rid string) bool {
 	return true
 }
 
+// classifyBudget bounds one evaluation. The analysis limits keep ordinary and hostile commands
+// far below it; reaching it means something unforeseen, and the line is denied and committed
+// like any other, so that a restart does not meet it again.
+const classifyBudget = 2 * time.Second
+
 // evaluate runs the classifier; a panic in it is a deny, never a crash or an allow.
 func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload) (v classifier.Verdict) {
+	ctx, cancel := context.WithTimeout(ctx, classifyBudget)
+	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
 			v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleClassifierError,

@@ -67,6 +67,7 @@ const chunk = 64 << 10
 // Reader reads complete lines from one open spool.
 type Reader struct {
 	f   *os.File
+	rd  io.ReaderAt // f, or a wrapper that counts in tests
 	id  Identity
 	max int64
 	// off is the offset of the next unread line; pending holds bytes read past it that do not
@@ -82,6 +83,45 @@ type Reader struct {
 	// head64 fingerprints the first headOf bytes.
 	head64 uint64
 	headOf int64
+	// clearTo: the bytes from off up to it are known to hold no newline, so only what lies past
+	// it needs scanning (see Partial).
+	clearTo int64
+}
+
+// Partial describes an unfinished last line: the bytes from Offset up to Clear hold no newline.
+// Handed to the next Reader on the same file, it spares that reader scanning them again, so that
+// a line growing a byte at a time costs work in proportion to what is appended, not to its
+// length times the number of appends.
+type Partial struct {
+	ID     Identity
+	Offset int64
+	Clear  int64
+}
+
+// Partial returns what this reader learnt about an unfinished last line; the zero value when it
+// saw none.
+func (r *Reader) Partial() Partial {
+	end := r.off + int64(len(r.pending))
+	if r.skipping {
+		end = r.scanned
+	}
+	end = max(end, r.clearTo)
+	if end <= r.off {
+		return Partial{}
+	}
+	return Partial{ID: r.id, Offset: r.off, Clear: end}
+}
+
+// Resume takes a Partial from an earlier reader of the same file. One that does not apply to
+// this reader's file and position is ignored.
+func (r *Reader) Resume(p Partial) {
+	if p.ID != r.id || p.Offset != r.off || p.Clear <= r.off || r.skipping || len(r.pending) > 0 {
+		return
+	}
+	if fi, err := r.f.Stat(); err != nil || fi.Size() < p.Clear {
+		return
+	}
+	r.clearTo = p.Clear
 }
 
 // Reset says why a Reader did not resume at the given position.
@@ -108,7 +148,7 @@ func NewReader(f *os.File, pos Position, maxLine int64) (*Reader, Reset, error) 
 	if err != nil {
 		return nil, NoReset, err
 	}
-	r := &Reader{f: f, id: id, max: maxLine, off: pos.Offset}
+	r := &Reader{f: f, rd: f, id: id, max: maxLine, off: pos.Offset}
 	reset := NoReset
 	switch {
 	case pos.ID != id && (pos.ID != Identity{}):
@@ -126,7 +166,7 @@ func NewReader(f *os.File, pos Position, maxLine int64) (*Reader, Reset, error) 
 // fingerprint hashes the file's first n bytes (FNV-1a); 0 when they cannot be read.
 func (r *Reader) fingerprint(n int64) uint64 {
 	buf := make([]byte, n)
-	if _, err := r.f.ReadAt(buf, 0); err != nil {
+	if _, err := r.rd.ReadAt(buf, 0); err != nil {
 		return 0
 	}
 	h := fnv.New64a()
@@ -149,12 +189,17 @@ func (r *Reader) Identity() Identity { return r.id }
 // Next returns the next complete line, or io.EOF when there is none yet; a partial last line
 // waits for its newline. Memory held for one line never exceeds the limit plus one chunk.
 func (r *Reader) Next() (Line, error) {
+	if r.clearTo > r.off {
+		if err := r.skipClear(); err != nil {
+			return Line{}, err
+		}
+	}
 	for {
 		if l, ok := r.take(); ok {
 			return l, nil
 		}
 		buf := make([]byte, chunk)
-		n, err := r.f.ReadAt(buf, r.readFrom())
+		n, err := r.rd.ReadAt(buf, r.readFrom())
 		if n > 0 {
 			r.feed(buf[:n])
 			continue
@@ -164,6 +209,46 @@ func (r *Reader) Next() (Line, error) {
 		}
 		return Line{}, fmt.Errorf("read spool: %w", err)
 	}
+}
+
+// skipClear scans only past the part known to hold no newline. Without a newline there, nothing
+// is read into memory; with one, the line is read from its start as usual.
+func (r *Reader) skipClear() error {
+	from := r.clearTo
+	r.clearTo = 0
+	buf := make([]byte, chunk)
+	for {
+		n, err := r.rd.ReadAt(buf, from)
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			if from+int64(i)-r.off > r.max {
+				r.startSkipping(from + int64(i))
+			}
+			return nil // the line is complete: read it from its start
+		}
+		from += int64(n)
+		if n > 0 {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read spool: %w", err)
+		}
+		if from-r.off > r.max {
+			r.startSkipping(from)
+		} else {
+			r.clearTo = from
+		}
+		return io.EOF
+	}
+}
+
+// startSkipping treats the line at off as oversized, scanned without a newline up to scanned.
+func (r *Reader) startSkipping(scanned int64) {
+	head := make([]byte, headBytes)
+	n, _ := r.rd.ReadAt(head, r.off)
+	r.head = head[:n]
+	r.pending = nil
+	r.skipping = true
+	r.scanned = scanned
 }
 
 // readFrom is the file offset the next read starts at.
