@@ -142,11 +142,11 @@ type tracked struct {
 	housekeep              bool // refresh the lease and sweep on the next drain
 
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
-	decided  map[string]time.Time
-	refused  string // the last spool refusal reported, so that it is reported once
+	decided map[string]time.Time
+	refused string // the last spool refusal reported, so that it is reported once
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
-	partial map[string]spool.Partial
-	failures int    // consecutive decision-log failures, for the retry backoff
+	partial  map[string]spool.Partial
+	failures int // consecutive decision-log failures, for the retry backoff
 }
 
 // New returns a collector judging with cls under cfg; Run starts it.

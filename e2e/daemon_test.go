@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/injector"
 )
 
 // daemon is the real coworkbridge daemon, built by the test, on its own state, logs and root.
@@ -80,7 +83,7 @@ func waitHooked(t testing.TB, dir, mode string) {
 	for time.Now().Before(deadline) {
 		data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
 		_, alive := os.Stat(filepath.Join(dir, ".claude", "coworkbridge", "alive"))
-		if strings.Contains(string(data), "coworkbridge-hook v1 mode="+mode) && alive == nil {
+		if strings.Contains(string(data), fmt.Sprintf("coworkbridge-hook v%d mode=%s", injector.ScriptVersion, mode)) && alive == nil {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

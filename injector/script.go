@@ -15,7 +15,7 @@ const Marker = "coworkbridge-hook"
 
 // ScriptVersion changes whenever the scripts' behaviour changes, so that entries written by an
 // older daemon are recognisably stale even with the same settings.
-const ScriptVersion = 1
+const ScriptVersion = 2
 
 // ScriptParams are the values a hook script is generated from.
 type ScriptParams struct {
@@ -23,6 +23,11 @@ type ScriptParams struct {
 	DecisionTimeout time.Duration
 	// MaxLineBytes sizes dd's block so that a whole envelope line goes out in one write(2).
 	MaxLineBytes int64
+	// HostChannel is the session's folder in the daemon's own state, outside the session: where
+	// a hook running on the Mac (Cowork's host loop) hands over its event and finds its decision
+	// and the lease, out of the agent's reach. A hook that cannot see it (inside the VM) uses the
+	// session's bridge folder. Empty: every hook uses the bridge folder.
+	HostChannel string
 }
 
 // ParamsFrom takes the script parameters from a configuration.
@@ -30,14 +35,36 @@ func ParamsFrom(cfg managedconfig.Config) ScriptParams {
 	return ScriptParams{Mode: cfg.Mode, DecisionTimeout: cfg.DecisionTimeout, MaxLineBytes: cfg.MaxLineBytes}
 }
 
+// The programs the script runs, by absolute path: a PATH from the session's settings must not
+// choose them. These paths hold on macOS and on Linux alike (merged /usr or not).
+const (
+	envBin   = "/usr/bin/env"
+	shBin    = "/bin/sh"
+	trBin    = "/usr/bin/tr"
+	odBin    = "/usr/bin/od"
+	catBin   = "/bin/cat"
+	dateBin  = "/bin/date"
+	ddBin    = "/bin/dd"
+	rmBin    = "/bin/rm"
+	mkdirBin = "/bin/mkdir"
+	sleepBin = "/bin/sleep"
+)
+
 // Script returns the hook command for Claude Code to run with /bin/sh -c.
+//
+// The command at once replaces itself, through env -i, by a shell with an environment of our
+// choosing: settings can give hooks PATH, IFS, LD_PRELOAD and the like, and none of them may
+// reach the script. Where env is missing an enforce hook denies.
 //
 // Every process the script starts costs about a millisecond, so it uses shell builtins wherever
 // POSIX allows: the request id comes from the kernel's uuid file when there is one (the Linux VM)
-// and from od only as the fallback (macOS), the temporary file sits beside the spool instead of
-// coming from mktemp, and dd is given a block larger than any accepted line instead of measuring
-// the line. It must also run unchanged under zsh in its native mode, so it never relies on word
-// splitting or globbing, and avoids zsh's special names ($path, $status).
+// and from od only as the fallback (macOS), the payload is held in a variable rather than a
+// second temporary file, and dd is given a block larger than any accepted line instead of
+// measuring the line. It must also run unchanged under zsh in its native mode, so it never relies
+// on word splitting or globbing, and avoids zsh's special names ($path, $status).
+//
+// Everything it reads in the session folder is checked to be a plain file first, so that a FIFO
+// or a link planted there cannot hang it until Claude Code kills it (which lets the call run).
 func Script(p ScriptParams) (string, error) {
 	dt := int(p.DecisionTimeout / time.Second)
 	if dt < 1 {
@@ -46,61 +73,90 @@ func Script(p ScriptParams) (string, error) {
 	if p.MaxLineBytes < 1 {
 		return "", fmt.Errorf("hook script: max line bytes %d must be positive", p.MaxLineBytes)
 	}
-	var tmpl *template.Template
+	fallback := "exit 0"
+	if p.Mode == managedconfig.Enforce {
+		fallback = "printf '%s\\n' " + shellQuote(hookDeny("this tool call was blocked because "+envBin+" is missing on this machine."))
+	}
+	body, err := scriptBody(p, dt)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("# %s v%d mode=%s\n[ -x %s ] && exec %s -i PATH=/usr/bin:/bin LC_ALL=C \"CLAUDE_CONFIG_DIR=${CLAUDE_CONFIG_DIR:-$HOME/.claude}\" %s -c %s coworkbridge\n%s\n",
+		Marker, ScriptVersion, p.Mode, envBin, envBin, shBin, shellQuote(body), fallback), nil
+}
+
+// scriptBody is the script the sanitised shell runs.
+func scriptBody(p ScriptParams, dt int) (string, error) {
+	var body *template.Template
 	switch p.Mode {
 	case managedconfig.Observe:
-		tmpl = observeScript
+		body = observeScript
 	case managedconfig.Enforce:
-		tmpl = enforceScript
+		body = enforceScript
 	default:
 		return "", fmt.Errorf("hook script: unknown mode %q", p.Mode)
 	}
 	var b strings.Builder
-	err := tmpl.Execute(&b, map[string]any{
-		"Marker":  Marker,
-		"Mode":    p.Mode,
-		"Version": ScriptVersion,
-		"DT":      dt,
-		// The fast polls take about 0.1 s; then one poll every 0.1 s until the timeout.
-		"MaxPolls":  fastPolls + dt*10,
+	err := body.Execute(&b, map[string]any{
+		"DT":        dt,
+		"MaxPolls":  fastPolls + dt*10, // the fast polls take about 0.1 s; then one every 0.1 s
 		"BS":        p.MaxLineBytes + 64<<10,
 		"FastPolls": fastPolls,
+		"Host":      shellQuote(p.HostChannel),
+		"Tr":        trBin, "Od": odBin, "Cat": catBin, "Date": dateBin, "Dd": ddBin,
+		"Rm": rmBin, "Mkdir": mkdirBin, "Sleep": sleepBin,
 	})
 	return b.String(), err
 }
 
+// shellQuote quotes s for a POSIX shell as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// denyJSON is the hook output of a deny with a reason of our own.
+func hookDeny(reason string) string {
+	return `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"coworkbridge: ` + reason + `"}}`
+}
+
 const fastPolls = 6
 
-// The shared head: silence stderr (Claude Code would show it), keep temporary files private,
-// find our folder through CLAUDE_CONFIG_DIR (never the cwd, which may be outputs/ or the user's own
-// folder), and make a 32-hex request id.
-const scriptHead = `# {{.Marker}} v{{.Version}} mode={{.Mode}}
-exec 2>/dev/null
+// The shared head: silence stderr (Claude Code would show it), keep temporary files private, make
+// a 32-hex request id, and choose the channel: the host folder when this hook can see it (it runs
+// on the Mac), else the bridge folder in the session's .claude, found through CLAUDE_CONFIG_DIR
+// (never the cwd, which may be outputs/ or the user's own folder).
+const scriptHead = `exec 2>/dev/null
 umask 077
-cb_dir="${CLAUDE_CONFIG_DIR:-$HOME/.claude}/coworkbridge"
+cb_dir="$CLAUDE_CONFIG_DIR/coworkbridge"
+cb_h={{.Host}}
 cb_rid=
 cb_u=
-read -r cb_u < /proc/sys/kernel/random/uuid
+[ -f /proc/sys/kernel/random/uuid ] && read -r cb_u < /proc/sys/kernel/random/uuid
 if [ ${#cb_u} -eq 36 ]; then
   cb_r=${cb_u}
   for cb_i in 1 2 3 4; do cb_rid=$cb_rid${cb_r%%-*}; cb_r=${cb_r#*-}; done
   cb_rid=$cb_rid$cb_r
 else
-  cb_rid=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  cb_rid=$({{.Od}} -An -N16 -tx1 /dev/urandom | {{.Tr}} -d ' \n')
 fi
 case $cb_rid in *[!0-9a-f]*) cb_rid= ;; esac
 [ ${#cb_rid} -eq 32 ] || cb_rid=
-cb_t="$cb_dir/.ev-$cb_rid"
+if [ -n "$cb_h" ] && [ -d "$cb_h" ] && [ ! -h "$cb_h" ]; then cb_c=$cb_h; else cb_c=$cb_dir; cb_h=; fi
+cb_t="$cb_c/.ev-$cb_rid"
+cb_sp="$cb_dir/events.jsonl"
 `
 
-var observeScript = template.Must(template.New("observe").Parse(scriptHead + `[ -d "$cb_dir" ] || mkdir -p "$cb_dir"
-if [ -n "$cb_rid" ] && tr -d '\r\n' > "$cb_t.p"; then
-  { printf '{"v":1,"rid":"%s","mode":"observe","event":' "$cb_rid" && if [ -s "$cb_t.p" ]; then cat "$cb_t.p"; else printf null; fi && printf '}\n'; } > "$cb_t" &&
-    dd if="$cb_t" bs={{.BS}} >> "$cb_dir/events.jsonl"
-else
-  cat > /dev/null
+// In the host channel the event file itself is the hand-over (the daemon takes it from there);
+// in the bridge folder it is appended to the spool with one write.
+var observeScript = template.Must(template.New("observe").Parse(scriptHead + `[ -n "$cb_h" ] || [ -d "$cb_dir" ] || {{.Mkdir}} -p "$cb_dir"
+cb_p=$({{.Tr}} -d '\r\n')
+[ -n "$cb_p" ] || cb_p=null
+if [ -n "$cb_rid" ] && printf '{"v":1,"rid":"%s","mode":"observe","event":%s}\n' "$cb_rid" "$cb_p" > "$cb_t" && [ -z "$cb_h" ]; then
+  if [ ! -e "$cb_sp" ] || { [ -f "$cb_sp" ] && [ ! -h "$cb_sp" ]; }; then
+    {{.Dd}} if="$cb_t" bs={{.BS}} >> "$cb_sp"
+  fi
+  {{.Rm}} -f "$cb_t"
 fi
-rm -f "$cb_t" "$cb_t.p"
 exit 0
 `))
 
@@ -108,42 +164,47 @@ exit 0
 // or its own deny. It waits at most the decision timeout, counted both by polls and by the clock,
 // so that neither a sleep that rejects fractions nor a slow machine can stretch it to Claude
 // Code's hook timeout, at which the call would go through.
-var enforceScript = template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_dir/decisions/$cb_rid.json"
+var enforceScript = template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
 cb_deny() {
-  rm -f "$cb_t" "$cb_t.p"
+  [ -n "$cb_h" ] || {{.Rm}} -f "$cb_t"
   printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"coworkbridge: %s"}}\n' "$1"
   exit 0
 }
-cb_now=$(date +%s)
-case $cb_now in ''|*[!0-9]*) cat > /dev/null; cb_deny "this tool call was blocked because the hook could not read the clock." ;; esac
+cb_now=$({{.Date}} +%s)
+case $cb_now in ''|*[!0-9]*) {{.Cat}} > /dev/null; cb_deny "this tool call was blocked because the hook could not read the clock." ;; esac
 cb_alive=
-read -r cb_alive < "$cb_dir/alive"
+[ -f "$cb_c/alive" ] && [ ! -h "$cb_c/alive" ] && read -r cb_alive < "$cb_c/alive"
 case $cb_alive in ''|*[!0-9]*) cb_alive=0 ;; esac
 if [ "$cb_alive" -le "$cb_now" ]; then
-  cat > /dev/null
+  {{.Cat}} > /dev/null
   cb_deny "coworkbridge is not running on this Mac, so this tool call was blocked. It is required by your organisation; ask your IT team if this persists."
 fi
-if [ -z "$cb_rid" ]; then cat > /dev/null; cb_deny "this tool call was blocked because the hook could not make a request id."; fi
-[ -d "$cb_dir/decisions" ] || mkdir -p "$cb_dir/decisions"
-tr -d '\r\n' > "$cb_t.p" || { cat > /dev/null; cb_deny "this tool call was blocked because the hook could not write its temporary file."; }
-[ -s "$cb_t.p" ] || cb_deny "this tool call was blocked because the hook received no tool call data."
-{ printf '{"v":1,"rid":"%s","mode":"enforce","event":' "$cb_rid" && cat "$cb_t.p" && printf '}\n'; } > "$cb_t" || cb_deny "this tool call was blocked because the hook could not write its temporary file."
-dd if="$cb_t" bs={{.BS}} >> "$cb_dir/events.jsonl" || cb_deny "this tool call was blocked because the hook could not hand it to coworkbridge."
+if [ -z "$cb_rid" ]; then {{.Cat}} > /dev/null; cb_deny "this tool call was blocked because the hook could not make a request id."; fi
+[ -n "$cb_h" ] || [ -d "$cb_dir/decisions" ] || {{.Mkdir}} -p "$cb_dir/decisions"
+cb_p=$({{.Tr}} -d '\r\n')
+[ -n "$cb_p" ] || cb_deny "this tool call was blocked because the hook received no tool call data."
+printf '{"v":1,"rid":"%s","mode":"enforce","event":%s}\n' "$cb_rid" "$cb_p" > "$cb_t" || cb_deny "this tool call was blocked because the hook could not write its temporary file."
+cb_p=
+if [ -z "$cb_h" ]; then
+  { [ ! -e "$cb_sp" ] || { [ -f "$cb_sp" ] && [ ! -h "$cb_sp" ]; }; } || cb_deny "this tool call was blocked because the session's spool is not a plain file."
+  {{.Dd}} if="$cb_t" bs={{.BS}} >> "$cb_sp" || cb_deny "this tool call was blocked because the hook could not hand it to coworkbridge."
+fi
 cb_end=$((cb_now + {{.DT}}))
 cb_n=0
 while [ $cb_n -lt {{.MaxPolls}} ]; do
-  if [ -f "$cb_df" ]; then
+  if [ -f "$cb_df" ] && [ ! -h "$cb_df" ]; then
     cb_out=
     IFS= read -r cb_out < "$cb_df"
-    rm -f "$cb_t" "$cb_t.p" "$cb_df"
+    {{.Rm}} -f "$cb_df"
+    [ -n "$cb_h" ] || {{.Rm}} -f "$cb_t"
     [ -n "$cb_out" ] && printf '%s\n' "$cb_out"
     exit 0
   fi
   cb_n=$((cb_n + 1))
   case $cb_n in 1) cb_s=0.002 ;; 2) cb_s=0.003 ;; 3) cb_s=0.005 ;; 4) cb_s=0.01 ;; 5) cb_s=0.02 ;; 6) cb_s=0.05 ;; *) cb_s=0.1 ;; esac
-  sleep $cb_s || sleep 1
+  {{.Sleep}} $cb_s || {{.Sleep}} 1
   if [ $cb_n -gt {{.FastPolls}} ]; then
-    cb_now=$(date +%s)
+    cb_now=$({{.Date}} +%s)
     [ "$cb_now" -ge "$cb_end" ] && break
   fi
 done

@@ -348,7 +348,7 @@ func TestEnforceFailsClosed(t *testing.T) {
 			// spool by folders so that every write fails even for root.
 			os.MkdirAll(filepath.Join(dir, "coworkbridge", "events.jsonl"), 0o700)
 			return dir
-		}, payload, "could not hand it to coworkbridge", 0, dt / 2},
+		}, payload, "spool is not a plain file", 0, dt / 2},
 	}
 	for _, sh := range shells(t) {
 		for _, tt := range tests {
@@ -421,27 +421,36 @@ func TestScriptRejectsBadParams(t *testing.T) {
 	}
 }
 
-func TestScriptsUseOnlyTheAllowedCommands(t *testing.T) {
-	allowed := map[string]bool{"cat": true, "tr": true, "printf": true, "od": true, "date": true, "dd": true,
-		"sleep": true, "rm": true, "mkdir": true, "read": true, "exec": true, "umask": true, "exit": true, "cb_deny": true}
-	word := regexp.MustCompile(`(?m)(?:^|[;&|{(]|\bthen|\belse|\bdo|\$\()\s*([a-z_]+)\b`)
+func TestScriptsRunOnlyBuiltinsAndProgramsByAbsolutePath(t *testing.T) {
+	builtins := map[string]bool{"printf": true, "read": true, "exec": true, "umask": true, "exit": true, "cb_deny": true}
+	programs := map[string]bool{trBin: true, odBin: true, catBin: true, dateBin: true, ddBin: true, rmBin: true,
+		mkdirBin: true, sleepBin: true}
+	word := regexp.MustCompile(`(?m)(?:^|[;&|{(]|\bthen|\belse|\bdo|\$\()\s*([a-z_/]+)\b`)
 	quoted := regexp.MustCompile(`'[^']*'|"(?:[^"\\]|\\.)*"`)
 	keywords := map[string]bool{"if": true, "then": true, "else": true, "fi": true, "for": true, "in": true, "do": true,
 		"done": true, "while": true, "case": true, "esac": true, "break": true}
 	for _, mode := range []managedconfig.Mode{managedconfig.Observe, managedconfig.Enforce} {
-		s := script(t, mode, 10*time.Second)
+		p := ScriptParams{Mode: mode, DecisionTimeout: 10 * time.Second, MaxLineBytes: 4 << 20, HostChannel: "/Users/a b/it's"}
+		s, err := Script(p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !strings.HasPrefix(s, "# "+Marker+" v") || !strings.Contains(s, "mode="+string(mode)) {
 			t.Errorf("%s script lacks its marker line", mode)
 		}
-		code := quoted.ReplaceAllString(s, "''")
+		if !strings.Contains(s, "exec "+envBin+" -i ") {
+			t.Errorf("%s script does not start over with a clean environment", mode)
+		}
+		body, _ := scriptBody(p, 10)
+		code := quoted.ReplaceAllString(body, "''")
 		for _, m := range word.FindAllStringSubmatch(code, -1) {
 			w := m[1]
-			if !allowed[w] && !keywords[w] && !strings.HasPrefix(w, "cb_") {
-				t.Errorf("%s script runs %q, which is not in the portable set", mode, w)
+			if !builtins[w] && !programs[w] && !keywords[w] && !strings.HasPrefix(w, "cb_") {
+				t.Errorf("%s script runs %q, which is neither a builtin nor one of the programs it names by path", mode, w)
 			}
 		}
-		for _, bad := range []string{"$RANDOM", "+%N", "[[", "local ", "$path", "$status", "mktemp", "wc "} {
-			if strings.Contains(s, bad) {
+		for _, bad := range []string{"$RANDOM", "+%N", "[[", "local ", "$path", "$status", "mktemp", "wc ", "$PATH", "$HOME"} {
+			if strings.Contains(body, bad) {
 				t.Errorf("%s script uses %q", mode, bad)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -373,7 +374,7 @@ func TestHookCommandFindsOurEntryAmongOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := HookCommand(merged); !strings.HasPrefix(got, "# "+Marker+" v1 mode=enforce") {
+	if got := HookCommand(merged); !strings.HasPrefix(got, fmt.Sprintf("# %s v%d mode=enforce", Marker, ScriptVersion)) {
 		t.Errorf("HookCommand = %.60q", got)
 	}
 	for _, none := range []string{``, `{}`, `not json`, `{"hooks":{"PreToolUse":[{"hooks":[{"command":"other-guard"}]}]}}`} {
