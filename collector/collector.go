@@ -72,6 +72,8 @@ type Options struct {
 	MaxSessions int
 	// BatchLines bounds the lines handled between two offset updates.
 	BatchLines int
+	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); empty for none.
+	ChannelRoot string
 }
 
 func (o *Options) defaults() {
@@ -136,6 +138,8 @@ type Collector struct {
 // worker is draining the session, and only one ever is.
 type tracked struct {
 	dir, id, bridge string
+	// channel is the session's host channel and chBridge its bridge folder; empty without one.
+	channel, chBridge string
 
 	queued, running, dirty bool
 	gone                   bool
@@ -184,6 +188,11 @@ func (c *Collector) Track(dir string) {
 			return
 		}
 		t = &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)), decided: map[string]time.Time{}, partial: map[string]spool.Partial{}}
+		if c.opts.ChannelRoot != "" {
+			t.channel = session.ChannelDir(c.opts.ChannelRoot, t.id)
+			t.chBridge = filepath.Join(t.channel, filepath.FromSlash(session.BridgeDir))
+			c.byBridge[t.chBridge] = t
+		}
 		c.sessions[dir] = t
 		c.byBridge[t.bridge] = t
 	}
@@ -192,8 +201,13 @@ func (c *Collector) Track(dir string) {
 	if stopped {
 		return
 	}
+	until := c.leaseFor(c.opts.Now())
+	if cs := c.openChannel(t); cs != nil {
+		c.prepare(cs, until)
+		cs.Close()
+	}
 	if s, err := session.Open(dir); err == nil {
-		c.prepare(s, c.leaseFor(c.opts.Now()))
+		c.prepare(s, until)
 		s.Close()
 	}
 	c.watch(t)
@@ -216,6 +230,7 @@ func (c *Collector) Untrack(id string) {
 		t.gone = true
 		delete(c.sessions, t.dir)
 		delete(c.byBridge, t.bridge)
+		delete(c.byBridge, t.chBridge)
 	}
 	w := c.w
 	c.mu.Unlock()
@@ -224,8 +239,18 @@ func (c *Collector) Untrack(id string) {
 	}
 	if w != nil {
 		_ = w.Remove(t.bridge) // fails harmlessly when the folder is already gone
+		if t.chBridge != "" {
+			_ = w.Remove(t.chBridge)
+		}
 	}
 	if _, err := os.Lstat(t.dir); errors.Is(err, fs.ErrNotExist) {
+		if t.channel != "" {
+			// The session is gone: so are its hooks. Events still waiting were drained by
+			// the last pass or belong to calls that never ran.
+			if err := os.RemoveAll(t.channel); err != nil {
+				c.log.Warn("cannot remove a gone session's host channel", "session", t.id, "err", err)
+			}
+		}
 		for _, k := range c.opts.Offsets.Keys(offsetPrefix(t.dir)) {
 			c.opts.Offsets.Forget(k)
 		}

@@ -60,6 +60,14 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 	}
 	defer s.Close()
 	now := c.opts.Now()
+	if cs := c.openChannel(t); cs != nil {
+		// Events first: the sweep must never meet an event file still waiting.
+		c.drainChannel(ctx, cs, t, p)
+		if housekeep {
+			c.housekeepChannel(cs, t, p, now)
+		}
+		cs.Close()
+	}
 	if housekeep {
 		c.housekeep(s, t, p, now)
 	}
@@ -111,6 +119,19 @@ func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now tim
 		if now.Sub(at) > 10*time.Minute {
 			delete(t.decided, rid)
 		}
+	}
+}
+
+// housekeepChannel renews the lease in the host channel and sweeps what hooks left there.
+func (c *Collector) housekeepChannel(cs *session.Session, t *tracked, p *policy, now time.Time) {
+	c.prepare(cs, c.leaseFor(now))
+	res, err := decisions.SweepChannel(cs, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)
+	if err != nil {
+		c.log.Debug("host channel sweep incomplete", "session", t.id, "err", err)
+	}
+	if res.Unconsumed > 0 {
+		c.log.Warn("decisions were never read: their hooks gave up first", "code", "decisions_unconsumed", "session", t.id, "count", res.Unconsumed)
+		c.opts.Health.DecisionsUnconsumed(t.id, res.Unconsumed)
 	}
 }
 
@@ -217,6 +238,19 @@ func (c *Collector) batch(ctx context.Context, s *session.Session, t *tracked, p
 			outs = append(outs, o)
 		}
 	}
+	if !c.record(t, outs) {
+		return false, false
+	}
+	if pos := r.Position(); pos != c.opts.Offsets.Get(key) {
+		c.opts.Offsets.Set(key, pos)
+		c.requestCommit()
+	}
+	return more, true
+}
+
+// record writes the outcomes to the decision log in one write and counts them. On failure it
+// schedules a retry with backoff and reports false: the caller keeps the events where they are.
+func (c *Collector) record(t *tracked, outs []outcome) bool {
 	if len(outs) > 0 {
 		recs := make([]telemetry.Record, len(outs))
 		for i, o := range outs {
@@ -226,20 +260,16 @@ func (c *Collector) batch(ctx context.Context, s *session.Session, t *tracked, p
 			c.opts.Health.TelemetryFailed()
 			t.failures++
 			wait := min(time.Second<<min(t.failures-1, 5), 30*time.Second)
-			c.log.Warn("cannot write the decision log; the events stay in the spool and are retried", "code", "telemetry_write_failed", "session", t.id, "retry_in", wait.String(), "err", err)
+			c.log.Warn("cannot write the decision log; the events stay where they are and are retried", "code", "telemetry_write_failed", "session", t.id, "retry_in", wait.String(), "err", err)
 			time.AfterFunc(wait, func() { c.schedule(t, false) })
-			return false, false
+			return false
 		}
 	}
 	t.failures = 0
 	for _, o := range outs {
 		c.count(t, o)
 	}
-	if pos := r.Position(); pos != c.opts.Offsets.Get(key) {
-		c.opts.Offsets.Set(key, pos)
-		c.requestCommit()
-	}
-	return more, true
+	return true
 }
 
 // retire rotates a drained spool that is large or idle, and removes a rotated one that is drained

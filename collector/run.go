@@ -2,6 +2,8 @@ package collector
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,12 +121,17 @@ func (c *Collector) watch(t *tracked) {
 	if w == nil {
 		return
 	}
-	// fsnotify follows a link given to Add (inotify and kqueue alike): never watch through one.
-	if fi, err := os.Lstat(t.bridge); err != nil || !fi.IsDir() {
-		return
-	}
-	if err := w.Add(t.bridge); err != nil {
-		c.log.Debug("cannot watch a session's spool folder; the rescan covers it", "session", t.id, "err", err)
+	for _, dir := range []string{t.bridge, t.chBridge} {
+		if dir == "" {
+			continue
+		}
+		// fsnotify follows a link given to Add (inotify and kqueue alike): never watch through one.
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := w.Add(dir); err != nil {
+			c.log.Debug("cannot watch a session's folder of ours; the rescan covers it", "session", t.id, "dir", dir, "err", err)
+		}
 	}
 }
 
@@ -134,15 +141,19 @@ func (c *Collector) handle(ev fsnotify.Event) {
 		return
 	}
 	dir, base := filepath.Split(filepath.Clean(ev.Name))
-	if !isSpoolName(base) {
-		return // our own lease and decisions, the hook's temporary files
-	}
+	dir = filepath.Clean(dir)
 	c.mu.Lock()
-	t := c.byBridge[filepath.Clean(dir)]
+	t := c.byBridge[dir]
 	c.mu.Unlock()
-	if t != nil {
+	switch {
+	case t == nil:
+	case dir == t.chBridge:
+		if _, ok := decisions.EventRID(base); ok && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)) {
+			c.schedule(t, false) // an event handed over on the Mac
+		}
+	case isSpoolName(base):
 		c.schedule(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
-	}
+	} // anything else: our own lease and decisions, the hook's temporary files
 }
 
 func isSpoolName(base string) bool {
@@ -182,14 +193,19 @@ func (c *Collector) shutdown(workers *sync.WaitGroup) {
 	c.leaseMu.Unlock()
 	// Leases first: hooks starting from now deny at once rather than wait for an answer.
 	for _, t := range all {
-		s, err := session.Open(t.dir)
-		if err != nil {
-			continue
+		for _, dir := range []string{t.channel, t.dir} {
+			if dir == "" {
+				continue
+			}
+			s, err := session.Open(dir)
+			if err != nil {
+				continue
+			}
+			if err := decisions.RemoveAlive(s); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				c.log.Warn("cannot withdraw a session's alive lease; its hooks will wait out their timeout", "session", t.id, "err", err)
+			}
+			s.Close()
 		}
-		if err := decisions.RemoveAlive(s); err != nil {
-			c.log.Warn("cannot withdraw a session's alive lease; its hooks will wait out their timeout", "session", t.id, "err", err)
-		}
-		s.Close()
 	}
 	workers.Wait()
 }

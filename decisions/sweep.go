@@ -14,8 +14,15 @@ import (
 // maxEntries bounds one folder listing; a folder flooded past it is swept a slice at a time.
 const maxEntries = 10000
 
-// hookTempPrefix starts the names of the hook's own temporary files beside the spool.
+// hookTempPrefix starts the names of the hook's own temporary files beside the spool, and of
+// its event files in a host channel.
 const hookTempPrefix = ".ev-"
+
+// EventRID returns the request id of a hook's event file name (.ev-<rid>).
+func EventRID(name string) (string, bool) {
+	rid, ok := strings.CutPrefix(name, hookTempPrefix)
+	return rid, ok && claudehook.ValidRID(rid)
+}
 
 // SweepResult counts what one Sweep removed.
 type SweepResult struct {
@@ -29,6 +36,16 @@ type SweepResult struct {
 // older than tempAge. It touches only regular files with the names it knows; anything else is
 // not its business. It goes on past errors and returns the first.
 func Sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration) (SweepResult, error) {
+	return sweep(s, now, maxAge, tempAge, true)
+}
+
+// SweepChannel is Sweep for a host channel, where the hook's event files are not leftovers but
+// events waiting for the daemon: it leaves them alone.
+func SweepChannel(s *session.Session, now time.Time, maxAge, tempAge time.Duration) (SweepResult, error) {
+	return sweep(s, now, maxAge, tempAge, false)
+}
+
+func sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration, hookTemps bool) (SweepResult, error) {
 	var res SweepResult
 	var first error
 	keep := func(err error) {
@@ -46,7 +63,7 @@ func Sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration) (Sw
 		return nil
 	}))
 	keep(sweepDir(s, now, session.BridgeDir, func(name string, age time.Duration) *int {
-		if (strings.HasPrefix(name, hookTempPrefix) || strings.HasPrefix(name, session.TempPrefix)) && age > tempAge {
+		if (hookTemps && strings.HasPrefix(name, hookTempPrefix) || strings.HasPrefix(name, session.TempPrefix)) && age > tempAge {
 			return &res.Temporary
 		}
 		return nil

@@ -16,7 +16,7 @@ import (
 func injectObserve(t *testing.T, dir string) {
 	t.Helper()
 	cfg := managedconfig.Config{Mode: managedconfig.Observe, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 4 << 20}
-	e, err := injector.NewEntry(cfg)
+	e, err := injector.NewEntry(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,9 @@ type Options struct {
 	// MaxWatches bounds the folders watched; past it, sessions rely on the rescan. Default 8192,
 	// under macOS's per-process descriptor limit with room to spare (kqueue holds one per entry).
 	MaxWatches int
+	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); each hook command
+	// names its own. Empty: no host channel, every hook uses the session's bridge folder.
+	ChannelRoot string
 	// settle delays a structural rescan after folder events, so one burst is one scan.
 	settle time.Duration
 }
@@ -102,7 +105,7 @@ type tracked struct {
 // New returns an Injector for cfg; Run starts it.
 func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	opts.defaults()
-	e, err := NewEntry(cfg)
+	e, err := NewEntry(cfg, "")
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +181,7 @@ func (in *Injector) Run(ctx context.Context) error {
 }
 
 func (in *Injector) reconfigure(cfg managedconfig.Config) {
-	e, err := NewEntry(cfg)
+	e, err := NewEntry(cfg, "")
 	if err != nil {
 		in.log.Error("cannot build the hook for the new config; keeping the old one", "err", err)
 		return
@@ -404,7 +407,10 @@ func (in *Injector) ensure(dir, id string, why reason) {
 	s, err := session.Open(dir)
 	if err == nil {
 		var out Outcome
-		out, err = Ensure(s, in.entry, in.opts.Now())
+		var e Entry
+		if e, err = in.entryFor(id); err == nil {
+			out, err = Ensure(s, e, in.opts.Now())
+		}
 		s.Close()
 		if err == nil {
 			in.report(t, out, why)
@@ -417,6 +423,14 @@ func (in *Injector) ensure(dir, id string, why reason) {
 	t.hooked = false
 	in.log.Warn("cannot hook session", "code", "session_unhooked", "session", id, "err", err)
 	rec.SessionUnhooked(id, err)
+}
+
+// entryFor is the entry for one session: the configuration's, naming the session's host channel.
+func (in *Injector) entryFor(id string) (Entry, error) {
+	if in.opts.ChannelRoot == "" {
+		return in.entry, nil
+	}
+	return NewEntry(in.cfg, filepath.Join(session.ChannelDir(in.opts.ChannelRoot, id), filepath.FromSlash(session.BridgeDir)))
 }
 
 func (in *Injector) report(t *tracked, out Outcome, why reason) {

@@ -18,9 +18,12 @@ type Entry struct {
 	Timeout int // seconds, as Claude Code counts them
 }
 
-// NewEntry builds the entry for a configuration.
-func NewEntry(cfg managedconfig.Config) (Entry, error) {
-	s, err := Script(ParamsFrom(cfg))
+// NewEntry builds the entry for a configuration. hostChannel is the session's host channel
+// bridge folder, baked into the command; "" for none.
+func NewEntry(cfg managedconfig.Config, hostChannel string) (Entry, error) {
+	p := ParamsFrom(cfg)
+	p.HostChannel = hostChannel
+	s, err := Script(p)
 	if err != nil {
 		return Entry{}, err
 	}

@@ -54,7 +54,7 @@ func validate(t testing.TB, s *jsonschema.Schema, data []byte) {
 func entry(t testing.TB, mode managedconfig.Mode) Entry {
 	t.Helper()
 	cfg := managedconfig.Config{Mode: mode, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 4 << 20}
-	e, err := NewEntry(cfg)
+	e, err := NewEntry(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestStripUndoesMergeAndKeepsTheRest(t *testing.T) {
 }
 
 func TestHookCommandFindsOurEntryAmongOthers(t *testing.T) {
-	e, err := NewEntry(managedconfig.Config{Mode: managedconfig.Enforce, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 1 << 20})
+	e, err := NewEntry(managedconfig.Config{Mode: managedconfig.Enforce, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 1 << 20}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

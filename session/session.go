@@ -37,6 +37,11 @@ const (
 	AliveFile    = ".claude/coworkbridge/alive"
 )
 
+// ChannelDir is a session's host channel: a folder in the daemon's own state, outside every
+// session, laid out like the session (its BridgeDir holds the lease, the decisions and the events
+// of hooks that run on the Mac). The agent's VM cannot reach it, so nothing there is planted.
+func ChannelDir(root, id string) string { return filepath.Join(root, id) }
+
 // DecisionFile names the decision file of one request. The caller validates rid; a rid that is not
 // a single plain name is refused by every operation anyway.
 func DecisionFile(rid string) string { return DecisionsDir + "/" + rid + ".json" }

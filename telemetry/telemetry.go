@@ -47,6 +47,9 @@ type Record struct {
 const (
 	TransportSpool = "vm-spool"
 	TransportHook  = "host-hook"
+	// TransportChannel: a Cowork hook running on the Mac handed the event over through the
+	// session's host channel, out of the agent's reach.
+	TransportChannel = "host-channel"
 )
 
 // Options configure a Log.

@@ -296,9 +296,10 @@ func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	}
 	col := collector.New(cfg, cls, collector.Options{
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
-		Poll: d.spoolPoll(),
+		Poll: d.spoolPoll(), ChannelRoot: d.channelRoot(),
 	})
-	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col}})
+	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
+		ChannelRoot: d.channelRoot()})
 	if err != nil {
 		tlog.Close()
 		return nil, err
@@ -306,6 +307,11 @@ func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	return &guard{injector: inj, collector: col, log: tlog, roots: slices.Clone(cfg.SessionsRoots),
 		telemetry: cfg.Telemetry, done: make(chan error, 1)}, nil
 }
+
+// channelFolder, in the state folder, holds the sessions' host channels.
+const channelFolder = "channel"
+
+func (d *daemon) channelRoot() string { return filepath.Join(d.paths.StateDir, channelFolder) }
 
 // envSpoolPoll switches the spool watcher off and polls instead, for the round-trip benchmark
 // that compares the two designs. Never for a deployment.

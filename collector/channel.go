@@ -1,0 +1,138 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/spool"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// A session's host channel (see session.ChannelDir) is where a hook running on the Mac hands its
+// event over, one file per call, and finds its decision and the lease: all out of the agent's
+// reach, so none of it can be forged, planted or raced from inside the session. The daemon takes
+// each complete event file, judges it like a spool line, records it, and only then removes it:
+// a crash in between replays the file, and its request id in the decision log skips it.
+
+// channelEventsMax bounds the event files taken in one pass; the rest wait for the next.
+const channelEventsMax = 10000
+
+// openChannel prepares and opens the session's host channel; nil when it has none.
+func (c *Collector) openChannel(t *tracked) *session.Session {
+	if t.channel == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(t.chBridge, "decisions"), 0o700); err != nil {
+		c.log.Warn("cannot prepare a session's host channel; its hooks on the Mac will use the session folder", "session", t.id, "err", err)
+		return nil
+	}
+	s, err := session.Open(t.channel)
+	if err != nil {
+		c.log.Warn("cannot open a session's host channel", "session", t.id, "err", err)
+		return nil
+	}
+	return s
+}
+
+// channelEvent is one event file waiting in a host channel.
+type channelEvent struct {
+	name string
+	mod  time.Time
+}
+
+// pendingEvents lists the channel's event files, oldest first.
+func pendingEvents(cs *session.Session) []channelEvent {
+	entries, err := cs.ReadDir(session.BridgeDir, channelEventsMax)
+	if err != nil && len(entries) == 0 {
+		return nil
+	}
+	var evs []channelEvent
+	for _, e := range entries {
+		if _, ok := decisions.EventRID(e.Name()); !ok || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		evs = append(evs, channelEvent{session.BridgeDir + "/" + e.Name(), fi.ModTime()})
+	}
+	slices.SortFunc(evs, func(a, b channelEvent) int { return a.mod.Compare(b.mod) })
+	return evs
+}
+
+// drainChannel judges, records and removes the channel's complete event files.
+func (c *Collector) drainChannel(ctx context.Context, cs *session.Session, t *tracked, p *policy) {
+	evs := pendingEvents(cs)
+	for len(evs) > 0 && ctx.Err() == nil {
+		n := min(len(evs), c.opts.BatchLines)
+		if !c.channelBatch(ctx, cs, t, p, evs[:n]) {
+			return
+		}
+		evs = evs[n:]
+	}
+}
+
+// channelBatch handles some event files: decisions as it goes, the decision log in one write,
+// then the counts and the removal. It reports false when the log write failed: the files stay
+// and a retry is scheduled.
+func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tracked, p *policy, evs []channelEvent) bool {
+	started := time.Now()
+	var outs []outcome
+	var done []string
+	for _, ev := range evs {
+		l, ok := c.readEvent(cs, ev, p)
+		if !ok {
+			continue
+		}
+		o := c.judge(ctx, cs, t, p, l, started)
+		done = append(done, ev.name)
+		if !o.skip {
+			o.rec.Transport = telemetry.TransportChannel
+			outs = append(outs, o)
+		}
+	}
+	if !c.record(t, outs) {
+		return false
+	}
+	for _, name := range done {
+		if err := cs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.log.Warn("cannot remove a host-channel event already recorded; it may be recorded again", "session", t.id, "err", err)
+		}
+	}
+	return true
+}
+
+// readEvent reads one event file as a spool line. A file still being written (no newline yet)
+// waits, unless it is older than a hook can live: its hook died mid-write, and it is judged as
+// the damaged line it is.
+func (c *Collector) readEvent(cs *session.Session, ev channelEvent, p *policy) (spool.Line, bool) {
+	f, err := cs.OpenFile(ev.name, os.O_RDONLY, 0)
+	if err != nil {
+		return spool.Line{}, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, p.cfg.MaxLineBytes+1))
+	if err != nil {
+		return spool.Line{}, false
+	}
+	if int64(len(data)) > p.cfg.MaxLineBytes {
+		fi, _ := f.Stat()
+		return spool.Line{Oversized: true, Head: data[:min(len(data), 256)], Size: fi.Size()}, true
+	}
+	if len(data) > 0 && data[len(data)-1] == '\n' {
+		return spool.Line{Data: data[:len(data)-1], Size: int64(len(data) - 1)}, true
+	}
+	if c.opts.Now().Sub(ev.mod) < 2*p.cfg.HookTimeout {
+		return spool.Line{}, false
+	}
+	return spool.Line{Data: data, Size: int64(len(data))}, true
+}

@@ -1,0 +1,108 @@
+package collector
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+func (f *fixture) withChannel() string {
+	root := filepath.Join(filepath.Dir(f.offsets), "channel")
+	f.opts.ChannelRoot = root
+	return filepath.Join(session.ChannelDir(root, filepath.Base(f.dir)), filepath.FromSlash(session.BridgeDir))
+}
+
+// handOver writes an event file as a hook on the Mac does.
+func handOver(t *testing.T, chBridge, rid, line string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(chBridge, ".ev-"+rid), []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHostChannelEventsAreJudgedAnsweredThereRecordedAndRemoved(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	ch := f.withChannel()
+	f.start()
+	alive, err := os.ReadFile(filepath.Join(ch, "alive"))
+	if err != nil {
+		t.Fatalf("no lease in the host channel: %v", err)
+	}
+	if n, _ := strconv.ParseInt(strings.TrimSpace(string(alive)), 10, 64); n <= time.Now().Unix() {
+		t.Fatalf("host channel lease %q has lapsed", alive)
+	}
+	deny, allow := f.nextRID(), f.nextRID()
+	handOver(t, ch, deny, envelope(deny, "enforce", "Bash", bash("rm -rf ~")))
+	handOver(t, ch, allow, envelope(allow, "enforce", "Bash", bash("ls")))
+	var got string
+	waitFor(t, func() bool {
+		data, err := os.ReadFile(filepath.Join(ch, "decisions", deny+".json"))
+		got = string(data)
+		return err == nil
+	}, func() string { return "no decision in the host channel" })
+	if decisionOf(t, got) != "deny" {
+		t.Errorf("decision %q", got)
+	}
+	recs := f.waitRecords(2)
+	for _, r := range recs {
+		if r.Transport != telemetry.TransportChannel {
+			t.Errorf("record %s transport %q", r.RID, r.Transport)
+		}
+	}
+	waitFor(t, func() bool {
+		left, _ := filepath.Glob(filepath.Join(ch, ".ev-*"))
+		return len(left) == 0
+	}, func() string { return "recorded event files are still in the channel" })
+	if _, err := os.Stat(f.bridge(filepath.Join("decisions", deny+".json"))); err == nil {
+		t.Error("a host-channel decision was also written into the session, where the agent can reach it")
+	}
+}
+
+func TestAHostChannelEventStillBeingWrittenWaitsForItsNewline(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	ch := f.withChannel()
+	f.start()
+	rid := f.nextRID()
+	line := envelope(rid, "observe", "Bash", bash("ls"))
+	p := filepath.Join(ch, ".ev-"+rid)
+	os.WriteFile(p, []byte(line[:20]), 0o600)
+	time.Sleep(50 * time.Millisecond)
+	if n := len(f.records()); n != 0 {
+		t.Fatalf("a partial event was recorded (%d records)", n)
+	}
+	os.WriteFile(p, []byte(line+"\n"), 0o600)
+	if recs := f.waitRecords(1); recs[0].RID != rid || recs[0].Rule == RuleMalformed {
+		t.Errorf("record %+v", recs[0])
+	}
+}
+
+func TestHostChannelEventsWaitingWhileTheDaemonWasDownAreRecordedOnceAtStart(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	ch := f.withChannel()
+	if err := os.MkdirAll(ch, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var rids []string
+	for range 5 {
+		rid := f.nextRID()
+		rids = append(rids, rid)
+		handOver(t, ch, rid, envelope(rid, "observe", "Bash", bash("echo "+rid)))
+		old := time.Now().Add(-time.Hour) // older than any sweep age
+		os.Chtimes(filepath.Join(ch, ".ev-"+rid), old, old)
+	}
+	f.start()
+	recs := f.waitRecords(5)
+	f.stop()
+	f.start() // a second start finds nothing left to record
+	time.Sleep(50 * time.Millisecond)
+	if recs = f.records(); len(recs) != 5 {
+		t.Fatalf("%d records, want each of the 5 events once", len(recs))
+	}
+}
