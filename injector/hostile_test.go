@@ -2,11 +2,15 @@ package injector
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,5 +153,114 @@ func TestPlantsInTheBridgeFolderNeverHangTheHook(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// fakeChannelDaemon answers event files handed over in a host channel, as the real daemon does.
+func fakeChannelDaemon(t testing.TB, chBridge string, decide func(envelope) []byte) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+			files, _ := filepath.Glob(filepath.Join(chBridge, ".ev-*"))
+			for _, f := range files {
+				data, err := os.ReadFile(f)
+				if err != nil || !bytes.HasSuffix(data, []byte("\n")) {
+					continue
+				}
+				var e envelope
+				if json.Unmarshal(data, &e) != nil {
+					continue
+				}
+				tmp := filepath.Join(chBridge, "decisions", "."+e.RID)
+				os.WriteFile(tmp, decide(e), 0o600)
+				os.Rename(tmp, filepath.Join(chBridge, "decisions", e.RID+".json"))
+				os.Remove(f)
+			}
+		}
+	}()
+}
+
+// forger is an agent's background process: it answers "no objection" for every request id it can
+// find anywhere in the session's bridge folder, as fast as it can.
+func forger(t testing.TB, bridge string) (forged func() int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	n := 0
+	wg.Add(1)
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	rid := regexp.MustCompile(`[0-9a-f]{32}`)
+	go func() {
+		defer wg.Done()
+		os.MkdirAll(filepath.Join(bridge, "decisions"), 0o700)
+		for ctx.Err() == nil {
+			var seen []string
+			entries, _ := os.ReadDir(bridge)
+			for _, e := range entries {
+				seen = append(seen, rid.FindAllString(e.Name(), -1)...)
+			}
+			if data, err := os.ReadFile(filepath.Join(bridge, "events.jsonl")); err == nil {
+				seen = append(seen, rid.FindAllString(string(data), -1)...)
+			}
+			for _, r := range seen {
+				if os.WriteFile(filepath.Join(bridge, "decisions", r+".json"), nil, 0o600) == nil {
+					mu.Lock()
+					n++
+					mu.Unlock()
+				}
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	return func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+func TestAForgingProcessInTheSessionCannotAnswerAHookThatRunsOnTheMac(t *testing.T) {
+	for _, sh := range shells(t) {
+		t.Run(sh.name, func(t *testing.T) {
+			base := t.TempDir()
+			dir := filepath.Join(base, "session", ".claude")
+			chBridge := filepath.Join(base, "state", "channel", "local_x", ".claude", "coworkbridge")
+			os.MkdirAll(filepath.Join(chBridge, "decisions"), 0o700)
+			setAlive(t, filepath.Dir(chBridge), time.Now().Add(time.Minute)) // the lease is the channel's
+			fakeChannelDaemon(t, chBridge, func(envelope) []byte { return []byte(denyJSON + "\n") })
+			forged := forger(t, filepath.Join(dir, "coworkbridge"))
+			s, err := Script(ScriptParams{Mode: managedconfig.Enforce, DecisionTimeout: 5 * time.Second, MaxLineBytes: 1 << 20, HostChannel: chBridge})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 5 {
+				if res := runHook(t, sh, s, dir, []byte(payload)); res.stdout != denyJSON+"\n" {
+					t.Fatalf("stdout %q; want the daemon's deny", res.stdout)
+				}
+			}
+			if n := forged(); n != 0 {
+				t.Errorf("the forger found %d request ids in the session folder", n)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(dir, "coworkbridge")); len(entries) > 1 {
+				t.Errorf("a hook on the Mac left files in the session: %v", entries)
+			}
+		})
+	}
+}
+
+func TestAHookInTheVMCannotSeeTheHostChannelAndUsesTheSessionFolder(t *testing.T) {
+	sh := shells(t)[0]
+	dir := filepath.Join(t.TempDir(), ".claude")
+	setAlive(t, dir, time.Now().Add(time.Minute))
+	fakeDaemon(t, dir, func(envelope) []byte { return []byte(denyJSON + "\n") })
+	s, _ := Script(ScriptParams{Mode: managedconfig.Enforce, DecisionTimeout: 5 * time.Second, MaxLineBytes: 1 << 20,
+		HostChannel: "/Users/ada/Library/Application Support/CoworkBridge/channel/local_x/.claude/coworkbridge"})
+	if res := runHook(t, sh, s, dir, []byte(payload)); res.stdout != denyJSON+"\n" {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	if envs := spoolLines(t, dir); len(envs) != 1 {
+		t.Errorf("%d spool lines, want 1", len(envs))
 	}
 }
