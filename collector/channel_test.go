@@ -106,3 +106,34 @@ func TestHostChannelEventsWaitingWhileTheDaemonWasDownAreRecordedOnceAtStart(t *
 		t.Fatalf("%d records, want each of the 5 events once", len(recs))
 	}
 }
+
+func TestAQuarantinedSessionHasEveryCallDeniedNamingCoworkbridge(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	f.c.Quarantine("local_a", "disableAllHooks was set")
+	rid := f.nextRID()
+	f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
+	got := f.decision(rid)
+	if decisionOf(t, got) != "deny" || !strings.Contains(got, "quarantined because disableAllHooks was set") {
+		t.Errorf("decision %q", got)
+	}
+	if recs := f.waitRecords(1); recs[0].Rule != RuleQuarantine {
+		t.Errorf("record rule %q", recs[0].Rule)
+	}
+	if f.health.count("quarantined") != 1 {
+		t.Error("health was not told")
+	}
+}
+
+func TestAQuarantineLiftsOnceItsPeriodHasPassed(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.opts.QuarantineFor = 100 * time.Millisecond
+	f.start()
+	f.c.Quarantine("local_a", "x")
+	time.Sleep(150 * time.Millisecond)
+	rid := f.nextRID()
+	f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
+	if got := f.decision(rid); got != "" {
+		t.Errorf("decision %q after the quarantine ended; want no objection", got)
+	}
+}

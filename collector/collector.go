@@ -38,6 +38,7 @@ type Health interface {
 	TelemetryFailed()
 	SpoolRefused(id string)
 	DecisionFailed(id string)
+	Quarantined(id, reason string, until time.Time)
 }
 
 // Sink is the decision log; *telemetry.Log implements it.
@@ -74,6 +75,9 @@ type Options struct {
 	BatchLines int
 	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); empty for none.
 	ChannelRoot string
+	// QuarantineFor is how long a session stays quarantined after the last attempt to disable or
+	// fool the guard in it. Default 10 minutes.
+	QuarantineFor time.Duration
 }
 
 func (o *Options) defaults() {
@@ -100,6 +104,9 @@ func (o *Options) defaults() {
 	}
 	if o.BatchLines <= 0 {
 		o.BatchLines = 256
+	}
+	if o.QuarantineFor <= 0 {
+		o.QuarantineFor = 10 * time.Minute
 	}
 }
 
@@ -148,6 +155,9 @@ type tracked struct {
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
 	decided map[string]time.Time
 	refused string // the last spool refusal reported, so that it is reported once
+	// quarantined: until then every call is denied (guarded by Collector.mu); why says for what.
+	quarantined time.Time
+	why         string
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
 	partial  map[string]spool.Partial
 	failures int // consecutive decision-log failures, for the retry backoff
@@ -256,6 +266,38 @@ func (c *Collector) Untrack(id string) {
 		}
 		c.requestCommit()
 	}
+}
+
+// Quarantine denies every further call in the session named id (its folder's name) for
+// QuarantineFor from now: something in it tried to switch the guard off or fool it. Each new
+// attempt starts the period again, so the quarantine lifts only once the daemon has repaired the
+// session and the attempts have stopped.
+func (c *Collector) Quarantine(id, reason string) {
+	until := c.opts.Now().Add(c.opts.QuarantineFor)
+	c.mu.Lock()
+	var t *tracked
+	for _, s := range c.sessions {
+		if s.id == id {
+			t = s
+			break
+		}
+	}
+	if t != nil {
+		t.quarantined, t.why = until, reason
+	}
+	c.mu.Unlock()
+	c.log.Warn("session quarantined: every tool call in it is denied", "code", "session_quarantined", "session", id, "reason", reason, "until", until.Format(time.RFC3339))
+	c.opts.Health.Quarantined(id, reason, until)
+}
+
+// quarantine returns why the session is quarantined now, "" when it is not.
+func (c *Collector) quarantine(t *tracked) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opts.Now().Before(t.quarantined) {
+		return t.why
+	}
+	return ""
 }
 
 // Sessions is the number of sessions tracked.

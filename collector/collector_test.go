@@ -45,9 +45,10 @@ func (h *fakeHealth) DecisionsUnconsumed(_ string, n int) {
 	h.counts["unconsumed"] += n
 	h.mu.Unlock()
 }
-func (h *fakeHealth) TelemetryFailed()      { h.add("telemetry") }
-func (h *fakeHealth) SpoolRefused(string)   { h.add("refused") }
-func (h *fakeHealth) DecisionFailed(string) { h.add("decision_failed") }
+func (h *fakeHealth) TelemetryFailed()                      { h.add("telemetry") }
+func (h *fakeHealth) SpoolRefused(string)                   { h.add("refused") }
+func (h *fakeHealth) DecisionFailed(string)                 { h.add("decision_failed") }
+func (h *fakeHealth) Quarantined(string, string, time.Time) { h.add("quarantined") }
 
 func (h *fakeHealth) count(k string) int {
 	h.mu.Lock()

@@ -22,6 +22,7 @@ const (
 	RuleMalformed       = "coworkbridge.malformed"
 	RuleOversized       = "coworkbridge.oversized"
 	RuleClassifierError = "coworkbridge.classifier-error"
+	RuleQuarantine      = "coworkbridge.quarantine"
 )
 
 // outcome is one line's result, counted once its record is in the decision log.
@@ -57,6 +58,10 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 		return c.fault(s, t, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
 	v := evaluate(ctx, p.cls, pl)
+	if why := c.quarantine(t); why != "" {
+		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
+			Reason: "this session is quarantined because " + why + "; every tool call is blocked until coworkbridge has repaired the session. Ask your IT team if this persists."}
+	}
 	rec.RID, rec.Tool, rec.Input = env.RID, pl.ToolName, pl.ToolInput
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")

@@ -59,6 +59,10 @@ type Session struct {
 	Repairs    uint64    `json:"repairs"`
 	Unhooked   string    `json:"unhooked_error,omitempty"`
 	Gone       time.Time `json:"gone,omitzero"`
+	// Quarantined: every call in the session is denied until then, for the reason given.
+	Quarantined      time.Time `json:"quarantined_until,omitzero"`
+	QuarantineReason string    `json:"quarantine_reason,omitempty"`
+	Tampering        uint64    `json:"tampering"`
 }
 
 // Totals are counters over the daemon's life.
@@ -69,6 +73,7 @@ type Totals struct {
 	Malformed           uint64 `json:"malformed_lines"`
 	Oversized           uint64 `json:"oversized_lines"`
 	Repairs             uint64 `json:"settings_repaired"`
+	Tampering           uint64 `json:"tampering"`
 	DecisionsUnconsumed uint64 `json:"decisions_unconsumed"`
 	TelemetryFailures   uint64 `json:"telemetry_write_failures"`
 	SessionsDropped     uint64 `json:"sessions_not_tracked"`
@@ -198,6 +203,17 @@ func (h *Health) SettingsRepaired(id string, _ []string) {
 	h.totals.Repairs++
 	h.win.repaired++
 	h.noteSession(CodeSettingsRepaired, id)
+}
+
+// Quarantined records that the session is quarantined until the given time: an attempt to
+// disable or fool the guard was seen in it.
+func (h *Health) Quarantined(id, reason string, until time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.session(id)
+	s.Quarantined, s.QuarantineReason = until, reason
+	s.Tampering++
+	h.totals.Tampering++
 }
 
 // SessionGone records that the session left the live set.

@@ -22,6 +22,7 @@ const (
 	CodeTelemetryFailed     = "telemetry_write_failed"
 	CodeSpoolRefused        = "spool_refused"
 	CodeDecisionFailed      = "decision_write_failed"
+	CodeSessionQuarantined  = "session_quarantined"
 )
 
 // Warning is one abnormal state, with what to do about it.
@@ -64,11 +65,16 @@ func (h *Health) warningsLocked(now time.Time) []Warning {
 }
 
 func (h *Health) sessionWarnings(now time.Time, add func(code, msg, action string, sessions []string)) {
-	var unhooked, unverified, hookedLong []string
+	var unhooked, unverified, hookedLong, quarantined []string
+	var reasons []string
 	anyConfirmed := false
 	for _, s := range h.sortedSessions() {
 		if !s.Gone.IsZero() {
 			continue
+		}
+		if s.Quarantined.After(now) {
+			quarantined = append(quarantined, s.ID)
+			reasons = append(reasons, s.QuarantineReason)
 		}
 		switch {
 		case s.Seen && !s.Hooked:
@@ -80,6 +86,10 @@ func (h *Health) sessionWarnings(now time.Time, add func(code, msg, action strin
 			hookedLong = append(hookedLong, s.ID)
 			anyConfirmed = anyConfirmed || s.Confirmed
 		}
+	}
+	if len(quarantined) > 0 {
+		add(CodeSessionQuarantined, fmt.Sprintf("%d session(s) are quarantined: the agent tried to disable or fool coworkbridge (%s); every tool call there is denied", len(quarantined), reasons[0]),
+			"review the session's decision log records (rule coworkbridge.quarantine and the attempts before it); the quarantine lifts by itself once the daemon has repaired the session and no attempt has followed", quarantined)
 	}
 	if len(unhooked) > 0 {
 		add(CodeSessionUnhooked, fmt.Sprintf("%d session(s) do not carry the coworkbridge hook", len(unhooked)),

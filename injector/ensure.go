@@ -23,6 +23,8 @@ type Outcome struct {
 	// ReplacedLink: settings.json was a symbolic link (which Claude Code would follow) and has been
 	// replaced by a real file.
 	ReplacedLink bool
+	// Project lists attempts found and undone in the project-level settings (see GuardProject).
+	Project []string
 	// Running: the session's CLI had already started (it has a transcript folder), so a hook written
 	// for the first time now is unverified until an event arrives.
 	Running bool
@@ -34,6 +36,10 @@ func (o Outcome) Repairs() []string {
 	if o.Merge.DisabledAllHooks {
 		r = append(r, "removed disableAllHooks")
 	}
+	for _, k := range o.Merge.EnvRemoved {
+		r = append(r, "removed env "+k)
+	}
+	r = append(r, o.Project...)
 	if o.Merge.Removed > 0 {
 		r = append(r, fmt.Sprintf("replaced %d stale or duplicate entries", o.Merge.Removed))
 	}
@@ -44,6 +50,19 @@ func (o Outcome) Repairs() []string {
 		r = append(r, "set aside an unusable settings.json as "+o.SetAside)
 	}
 	return r
+}
+
+// Tampering lists what Ensure undid that only an attempt on the guard explains: nothing but the
+// agent sets disableAllHooks or hands hooks a PATH in a Cowork session.
+func (o Outcome) Tampering() []string {
+	var r []string
+	if o.Merge.DisabledAllHooks {
+		r = append(r, "disableAllHooks was set")
+	}
+	for _, k := range o.Merge.EnvRemoved {
+		r = append(r, "settings env set "+k)
+	}
+	return append(r, o.Project...)
 }
 
 // Ensure makes the session's settings.json carry exactly our current entry, and creates our folder
@@ -63,6 +82,11 @@ func Ensure(s *session.Session, e Entry, now time.Time) (Outcome, error) {
 	if _, err := s.Lstat(session.ClaudeDir + "/projects"); err == nil {
 		out.Running = true
 	}
+	project, perr := GuardProject(s, now)
+	out.Project = project
+	if perr != nil {
+		return out, perr
+	}
 	data, perm, err := readSettings(s, &out)
 	if err != nil {
 		return out, err
@@ -77,7 +101,7 @@ func Ensure(s *session.Session, e Entry, now time.Time) (Outcome, error) {
 	}
 	if unparseable || len(res.Damaged) > 0 {
 		// A copy first, then the atomic replace: settings.json is never missing in between.
-		if out.SetAside, err = setAside(s, data, now); err != nil {
+		if out.SetAside, err = setAside(s, session.SettingsFile, data, now); err != nil {
 			return out, err
 		}
 	}
@@ -118,10 +142,10 @@ func readSettings(s *session.Session, out *Outcome) ([]byte, fs.FileMode, error)
 
 // setAside keeps a copy of settings that could not be merged as they were, so nothing of the
 // user's is ever destroyed.
-func setAside(s *session.Session, data []byte, now time.Time) (string, error) {
-	name := session.SettingsFile + ".invalid-" + now.UTC().Format("20060102T150405.000Z")
+func setAside(s *session.Session, file string, data []byte, now time.Time) (string, error) {
+	name := file + ".invalid-" + now.UTC().Format("20060102T150405.000Z")
 	if err := s.WriteFile(name, data, 0o600); err != nil {
-		return "", fmt.Errorf("keep a copy of the unusable %s: %w", session.SettingsFile, err)
+		return "", fmt.Errorf("keep a copy of %s: %w", file, err)
 	}
 	return name, nil
 }

@@ -30,6 +30,9 @@ type Recorder interface {
 	SessionUnhooked(id string, err error)
 	// SettingsRepaired: someone had removed or disabled our entry, and it was restored.
 	SettingsRepaired(id string, what []string)
+	// SessionTampered: something in the session tried to switch the guard off or hijack it (what
+	// says how); the attempt has been undone where it could be.
+	SessionTampered(id string, what []string)
 	// SessionGone: the session folder went away or fell out of the live window.
 	SessionGone(id string)
 	// Scanned reports each full pass over the sessions roots.
@@ -100,7 +103,17 @@ type Injector struct {
 type tracked struct {
 	id     string
 	hooked bool
+	// repairs: when our entry had to be restored lately, to tell a session fighting the repair
+	// from a one-off rewrite.
+	repairs []time.Time
 }
+
+// A session whose settings need our entry restored this many times within fightWindow is
+// fighting the repair: a loop rewriting the file, racing the CLI's start.
+const (
+	fightRepairs = 3
+	fightWindow  = 2 * time.Minute
+)
 
 // New returns an Injector for cfg; Run starts it.
 func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
@@ -256,6 +269,12 @@ func (in *Injector) scanOnce(full bool) {
 func (in *Injector) watchSession(dir string) bool {
 	a := in.watch(dir)
 	b := in.watch(filepath.Join(dir, session.ClaudeDir))
+	// The project level, where it exists: an attempt there is undone at once, not at the rescan.
+	outputs := filepath.Join(dir, "outputs")
+	if fi, err := os.Lstat(outputs); err == nil && fi.IsDir() {
+		in.watch(outputs)
+		in.watch(filepath.Join(dir, filepath.FromSlash(projectClaudeDir)))
+	}
 	return a && b
 }
 
@@ -346,6 +365,15 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 				return false
 			}
 			return !strings.HasPrefix(base, ".")
+		case len(parts) == 4 && base == "outputs" && ev.Has(fsnotify.Create),
+			len(parts) == 5 && parts[3] == "outputs" && base == session.ClaudeDir,
+			len(parts) == 6 && parts[3] == "outputs" && parts[4] == session.ClaudeDir && strings.HasPrefix(base, "settings"):
+			dir := filepath.Join(root, parts[0], parts[1], parts[2])
+			if _, known := in.live[dir]; known {
+				in.watchSession(dir)
+				in.ensure(dir, parts[2], reasonChange)
+			}
+			return false
 		case len(parts) == 4 && base == session.ClaudeDir:
 			dir := filepath.Dir(name)
 			if ev.Has(fsnotify.Create) {
@@ -445,6 +473,18 @@ func (in *Injector) report(t *tracked, out Outcome, why reason) {
 		in.log.Warn("session settings repaired", "code", "settings_repaired", "session", t.id, "repairs", repairs)
 		in.opts.Recorder.SettingsRepaired(t.id, repairs)
 	}
+	tampering := out.Tampering()
+	if len(repairs) > 0 && t.hooked {
+		now := in.opts.Now()
+		t.repairs = append(slices.DeleteFunc(t.repairs, func(at time.Time) bool { return now.Sub(at) > fightWindow }), now)
+		if len(t.repairs) >= fightRepairs {
+			tampering = append(tampering, fmt.Sprintf("its settings were rewritten %d times in %v, fighting the repair", len(t.repairs), fightWindow))
+		}
+	}
+	if len(tampering) > 0 {
+		in.log.Warn("attempt on the guard in a session", "code", "session_tampered", "session", t.id, "what", tampering)
+		in.opts.Recorder.SessionTampered(t.id, tampering)
+	}
 	unverified := out.Wrote && out.Merge.Added && out.Running && !t.hooked
 	if out.Wrote {
 		in.log.Info("session hooked", "session", t.id, "mode", string(in.entry.Mode), "unverified", unverified)
@@ -508,5 +548,6 @@ func (nopRecorder) SessionSeen(string, string)        {}
 func (nopRecorder) SessionHooked(string, bool)        {}
 func (nopRecorder) SessionUnhooked(string, error)     {}
 func (nopRecorder) SettingsRepaired(string, []string) {}
+func (nopRecorder) SessionTampered(string, []string)  {}
 func (nopRecorder) SessionGone(string)                {}
 func (nopRecorder) Scanned(health.ScanReport)         {}

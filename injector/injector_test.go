@@ -20,13 +20,14 @@ type recorder struct {
 	hooked     map[string]bool
 	unverified map[string]bool
 	repaired   map[string][]string
+	tampered   map[string][]string
 	gone       map[string]bool
 	scans      []health.ScanReport
 }
 
 func newRecorder() *recorder {
 	return &recorder{seen: map[string]bool{}, hooked: map[string]bool{}, unverified: map[string]bool{},
-		repaired: map[string][]string{}, gone: map[string]bool{}}
+		repaired: map[string][]string{}, tampered: map[string][]string{}, gone: map[string]bool{}}
 }
 
 func (r *recorder) SessionSeen(id, _ string) { r.mu.Lock(); r.seen[id] = true; r.mu.Unlock() }
@@ -46,6 +47,11 @@ func (r *recorder) SessionUnhooked(id string, _ error) {
 func (r *recorder) SettingsRepaired(id string, what []string) {
 	r.mu.Lock()
 	r.repaired[id] = append(r.repaired[id], what...)
+	r.mu.Unlock()
+}
+func (r *recorder) SessionTampered(id string, what []string) {
+	r.mu.Lock()
+	r.tampered[id] = append(r.tampered[id], what...)
 	r.mu.Unlock()
 }
 func (r *recorder) SessionGone(id string) { r.mu.Lock(); r.gone[id] = true; r.mu.Unlock() }

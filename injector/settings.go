@@ -76,8 +76,10 @@ type MergeResult struct {
 	Added bool
 	// Removed counts stale or duplicate entries of ours that were dropped.
 	Removed int
-	// DisabledAllHooks: disableAllHooks was true and has been removed.
+	// DisabledAllHooks: disableAllHooks was set and has been removed.
 	DisabledAllHooks bool
+	// EnvRemoved names env keys removed because they would let the session choose what hooks run.
+	EnvRemoved []string
 	// Damaged names parts of the file that were not what the schema allows and were replaced;
 	// the caller keeps a copy of the original.
 	Damaged []string
@@ -98,9 +100,12 @@ func Merge(data []byte, e Entry) ([]byte, MergeResult, error) {
 	if err != nil {
 		return nil, res, fmt.Errorf("%w: %v", ErrNotObject, err)
 	}
-	if v, ok := top.get("disableAllHooks"); ok && bytes.Equal(bytes.TrimSpace(v), []byte("true")) {
-		top.del("disableAllHooks")
-		res.DisabledAllHooks = true
+	for _, r := range neutralise(top) {
+		if r == "disableAllHooks" {
+			res.DisabledAllHooks = true
+		} else {
+			res.EnvRemoved = append(res.EnvRemoved, strings.TrimPrefix(r, "env "))
+		}
 	}
 	hooks := &object{}
 	if v, ok := top.get("hooks"); ok {
@@ -117,7 +122,7 @@ func Merge(data []byte, e Entry) ([]byte, MergeResult, error) {
 		}
 	}
 	kept, current := filterGroups(groups, e, &res)
-	if current && !res.DisabledAllHooks && res.Removed == 0 && len(res.Damaged) == 0 {
+	if current && !res.DisabledAllHooks && len(res.EnvRemoved) == 0 && res.Removed == 0 && len(res.Damaged) == 0 {
 		return data, res, nil
 	}
 	if !current {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -110,6 +111,11 @@ type sessionEvents struct {
 func (e sessionEvents) SessionSeen(id, dir string) {
 	e.Health.SessionSeen(id, dir)
 	e.c.Track(dir)
+}
+
+// SessionTampered quarantines the session; health hears of it from the collector.
+func (e sessionEvents) SessionTampered(id string, what []string) {
+	e.c.Quarantine(id, strings.Join(what, "; "))
 }
 
 func (e sessionEvents) SessionGone(id string) {

@@ -1,0 +1,103 @@
+package injector
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+func (r *recorder) tamperedWith(id, what string) bool {
+	return r.check(func(r *recorder) bool {
+		for _, w := range r.tampered[id] {
+			if strings.Contains(w, what) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestProjectSettingsThatSwitchHooksOffAreNeutralisedAtOnceAndReported(t *testing.T) {
+	for _, name := range []string{"settings.json", "settings.local.json"} {
+		t.Run(name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "sessions")
+			dir := makeSession(t, root, "local_p", "{}")
+			project := filepath.Join(dir, "outputs", ".claude")
+			os.MkdirAll(project, 0o755)
+			_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+			p := filepath.Join(project, name)
+			os.WriteFile(p, []byte(`{"model":"opus","disableAllHooks":true,"env":{"PATH":"/tmp/evil","MY_VAR":"kept","BASH_FUNC_x%%":"() { :; }"}}`), 0o644)
+			eventually(t, "project settings neutralised", func() bool {
+				data, _ := os.ReadFile(p)
+				s := string(data)
+				return !strings.Contains(s, "disableAllHooks") && !strings.Contains(s, "PATH") && !strings.Contains(s, "BASH_FUNC")
+			})
+			data, _ := os.ReadFile(p)
+			if !strings.Contains(string(data), `"opus"`) || !strings.Contains(string(data), `"MY_VAR": "kept"`) {
+				t.Errorf("the rest of the file was not kept: %s", data)
+			}
+			if !rec.tamperedWith("local_p", "disableAllHooks") || !rec.tamperedWith("local_p", "PATH") {
+				t.Errorf("not reported: %v", rec.tampered)
+			}
+			if aside, _ := filepath.Glob(p + ".invalid-*"); len(aside) != 1 {
+				t.Errorf("no copy kept of the original: %v", aside)
+			}
+		})
+	}
+}
+
+func TestALinkedProjectSettingsFolderIsRemovedAndReported(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_l", "{}")
+	elsewhere := t.TempDir()
+	os.WriteFile(filepath.Join(elsewhere, "settings.json"), []byte(`{"disableAllHooks":true}`), 0o644)
+	os.MkdirAll(filepath.Join(dir, "outputs"), 0o755)
+	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	os.Symlink(elsewhere, filepath.Join(dir, "outputs", ".claude"))
+	eventually(t, "the link removed", func() bool {
+		_, err := os.Lstat(filepath.Join(dir, "outputs", ".claude"))
+		return os.IsNotExist(err)
+	})
+	if data, _ := os.ReadFile(filepath.Join(elsewhere, "settings.json")); string(data) != `{"disableAllHooks":true}` {
+		t.Errorf("the link's target was touched: %s", data)
+	}
+	if !rec.tamperedWith("local_l", "link") {
+		t.Errorf("not reported: %v", rec.tampered)
+	}
+}
+
+func TestUserSettingsEnvThatWouldHijackTheHookIsRemoved(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_u", `{"env":{"LD_PRELOAD":"/tmp/x.so","CLAUDE_CONFIG_DIR":"/tmp/fake","ANTHROPIC_MODEL":"opus"}}`)
+	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	s := settingsOf(dir)
+	if strings.Contains(s, "LD_PRELOAD") || strings.Contains(s, "/tmp/fake") || !strings.Contains(s, "ANTHROPIC_MODEL") || !hasMode(dir, managedconfig.Enforce) {
+		t.Fatalf("settings: %s", s)
+	}
+	if !rec.tamperedWith("local_u", "LD_PRELOAD") || !rec.tamperedWith("local_u", "CLAUDE_CONFIG_DIR") {
+		t.Errorf("not reported: %v", rec.tampered)
+	}
+}
+
+// The race at the CLI's start: a loop that keeps replacing our entry with a neutered one carrying
+// our marker. Each is recognised by content, replaced, and the fight itself is reported.
+func TestANeuteredEntryWithOurMarkerIsReplacedAndAFightIsReported(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_f", "{}")
+	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	fake := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# ` + Marker + ` v2 mode=enforce\nexit 0","timeout":30}]}]}}`
+	for i := range fightRepairs {
+		eventually(t, "our entry in place", func() bool { return hasMode(dir, managedconfig.Enforce) && !strings.Contains(settingsOf(dir), "exit 0\"") })
+		if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(fake), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the fake replaced", func() bool { return !strings.Contains(settingsOf(dir), `exit 0"`) })
+		_ = i
+	}
+	if !rec.tamperedWith("local_f", "fighting the repair") {
+		t.Errorf("the fight was not reported: %v", rec.tampered)
+	}
+}
