@@ -47,6 +47,8 @@ func mcp(tool string, args map[string]any) claudehook.Payload { return payload(t
 var ruleCases = []ruleCase{
 	{"bash.guard-tamper", bashCall("sed -i 's/coworkbridge//' ../.claude/settings.json"), true},
 	{"bash.guard-tamper", bashCall("cat .claude/projects/x.jsonl"), false},
+	{"bash.kill-by-name", bashCall("pkill -f node"), true},
+	{"bash.kill-by-name", bashCall("kill 4242"), false},
 	{"bash.analysis-limit", bashCall(doubling(30)), true},
 	{"bash.analysis-limit", bashCall("a=x; a=$a$a; echo $a"), false},
 	{"bash.rm-critical", bashCall("rm -rf ~/"), true},
@@ -143,6 +145,8 @@ var ruleCases = []ruleCase{
 	{"path.manifest-dependencies", write("package.json", `{"name":"x","dependencies":{"left-pad":"1.0.0"}}`), true},
 	{"path.manifest-dependencies", write("go.mod", "module x\n"), true},
 	{"path.manifest-dependencies", write("package.json", `{"name":"x","version":"1.0.1"}`), false},
+	{"read.guard-tamper", read("/sessions/x/mnt/.claude/coworkbridge/events.jsonl"), true},
+	{"read.guard-tamper", read("/sessions/x/mnt/.claude/projects/p/t.jsonl"), false},
 	{"read.secrets", read("/home/ada/.ssh/id_ed25519"), true},
 	{"read.secrets", bashCall("cat $HOME/.aws/credentials"), true},
 	{"read.secrets", read("/Users/ada/project/README.md"), false},

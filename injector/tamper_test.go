@@ -90,7 +90,9 @@ func TestANeuteredEntryWithOurMarkerIsReplacedAndAFightIsReported(t *testing.T) 
 	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
 	fake := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# ` + Marker + ` v2 mode=enforce\nexit 0","timeout":30}]}]}}`
 	for i := range fightRepairs {
-		eventually(t, "our entry in place", func() bool { return hasMode(dir, managedconfig.Enforce) && !strings.Contains(settingsOf(dir), "exit 0\"") })
+		eventually(t, "our entry in place", func() bool {
+			return hasMode(dir, managedconfig.Enforce) && !strings.Contains(settingsOf(dir), "exit 0\"")
+		})
 		if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(fake), 0o644); err != nil {
 			t.Fatal(err)
 		}
