@@ -177,7 +177,8 @@ func TestRealCLIUnderTheDaemonInEnforceMode(t *testing.T) {
 	}
 	recs := d.records(t, 4)
 	for _, r := range recs {
-		if r.Transport != "vm-spool" || !r.Enforced || r.Session != "local_enf1" || len(r.RID) != 32 {
+		// The CLI runs on this machine, as in Cowork's host loop: its hook uses the host channel.
+		if r.Transport != "host-channel" || !r.Enforced || r.Session != "local_enf1" || len(r.RID) != 32 {
 			t.Errorf("record %+v", r)
 		}
 	}
@@ -323,8 +324,9 @@ func TestRealCLICannotDropTheHook(t *testing.T) {
 	if data, _ := os.ReadFile(settings); strings.Contains(string(data), "disableAllHooks") {
 		t.Errorf("disableAllHooks survived: %s", data)
 	}
-	res = streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{{Name: "Read", Input: map[string]any{"file_path": "/Users/alex/.aws/credentials"}}}), dir))
-	if len(res) != 1 || !strings.Contains(res[0].Content, "coworkbridge: rule read.secrets") {
+	// The attempt quarantines the session: even a harmless call is denied, naming the cause.
+	res = streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{{Name: "Bash", Input: map[string]any{"command": "ls", "description": "list"}}}), dir))
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "quarantined because disableAllHooks was set") {
 		t.Errorf("after the repair: %+v", res)
 	}
 }

@@ -27,7 +27,8 @@ func TestEnforceAcrossASimulatedVMBoundary(t *testing.T) {
 	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
 	dir := newCoworkSession(t, d.root, "vm1")
 	waitHooked(t, dir, "enforce")
-	vm := &vmView{Guest: "/sessions/quirky-vm1/mnt", Hide: d.root}
+	// The VM sees neither the host's sessions root nor the daemon's state (the host channels).
+	vm := &vmView{Guest: "/sessions/quirky-vm1/mnt", Hide: d.base}
 	ok := vm.Guest + "/outputs/ok.txt"
 	api := newFakeAPI(t,
 		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "ls " + d.root + " | wc -l; git push --force origin main", "description": "push"}}},
@@ -48,7 +49,7 @@ func TestEnforceAcrossASimulatedVMBoundary(t *testing.T) {
 		}
 	}
 	recs := d.records(t, 2)
-	if !recs[0].Enforced || recs[0].Decision != "deny" || recs[1].Decision != "allow" {
+	if !recs[0].Enforced || recs[0].Decision != "deny" || recs[1].Decision != "allow" || recs[0].Transport != "vm-spool" {
 		t.Errorf("records %+v", recs)
 	}
 }
