@@ -25,7 +25,7 @@ func injectObserve(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := injector.Ensure(s, e, time.Now()); err != nil {
+	if _, err := injector.Ensure(s, e, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 }

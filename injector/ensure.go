@@ -1,9 +1,11 @@
 package injector
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/session"
@@ -23,6 +25,12 @@ type Outcome struct {
 	// ReplacedLink: settings.json was a symbolic link (which Claude Code would follow) and has been
 	// replaced by a real file.
 	ReplacedLink bool
+	// Replaced names what stood where settings.json must be (a FIFO, a folder, a file too large)
+	// and was removed or moved aside.
+	Replaced string
+	// Invalid lists top-level keys left out because their values fail the CLI's settings schema
+	// (the CLI would ignore the whole file, our hook with it); the original is kept aside.
+	Invalid []string
 	// Project lists attempts found and undone in the project-level settings (see GuardProject).
 	Project []string
 	// Running: the session's CLI had already started (it has a transcript folder), so a hook written
@@ -40,6 +48,12 @@ func (o Outcome) Repairs() []string {
 		r = append(r, "removed env "+k)
 	}
 	r = append(r, o.Project...)
+	if o.Replaced != "" {
+		r = append(r, "replaced a "+o.Replaced+" at settings.json")
+	}
+	if len(o.Invalid) > 0 {
+		r = append(r, "left out values the settings schema rejects: "+strings.Join(o.Invalid, ", "))
+	}
 	if o.Merge.Removed > 0 {
 		r = append(r, fmt.Sprintf("replaced %d stale or duplicate entries", o.Merge.Removed))
 	}
@@ -62,12 +76,17 @@ func (o Outcome) Tampering() []string {
 	for _, k := range o.Merge.EnvRemoved {
 		r = append(r, "settings env set "+k)
 	}
+	if o.Replaced != "" {
+		r = append(r, "a "+o.Replaced+" stood at settings.json")
+	}
 	return append(r, o.Project...)
 }
 
-// Ensure makes the session's settings.json carry exactly our current entry, and creates our folder
-// so the hook need not. It writes only when something changed.
-func Ensure(s *session.Session, e Entry, now time.Time) (Outcome, error) {
+// Ensure makes the session's settings.json carry exactly our current entry, in a file Claude Code
+// accepts, and creates our folder so the hook need not. It writes only when something changed.
+// sc, when not nil, checks the result against the CLI's settings schema: foreign values that would
+// make the CLI ignore the whole file (our hook with it) are kept aside and left out.
+func Ensure(s *session.Session, e Entry, sc *Schema, now time.Time) (Outcome, error) {
 	var out Outcome
 	// .claude is Cowork's to create: making it here could resurrect a session being deleted.
 	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {
@@ -87,7 +106,7 @@ func Ensure(s *session.Session, e Entry, now time.Time) (Outcome, error) {
 	if perr != nil {
 		return out, perr
 	}
-	data, perm, err := readSettings(s, &out)
+	data, perm, err := readSettings(s, &out, now)
 	if err != nil {
 		return out, err
 	}
@@ -99,14 +118,22 @@ func Ensure(s *session.Session, e Entry, now time.Time) (Outcome, error) {
 	if err != nil {
 		return out, fmt.Errorf("merge %s: %w", session.SettingsFile, err)
 	}
-	if unparseable || len(res.Damaged) > 0 {
+	if sc != nil {
+		if merged, out.Invalid, err = conform(sc, merged, e); err != nil {
+			return out, err
+		}
+		if len(out.Invalid) > 0 {
+			res.Changed = true
+		}
+	}
+	if (unparseable || len(res.Damaged) > 0 || len(out.Invalid) > 0) && out.SetAside == "" && data != nil {
 		// A copy first, then the atomic replace: settings.json is never missing in between.
 		if out.SetAside, err = setAside(s, session.SettingsFile, data, now); err != nil {
 			return out, err
 		}
 	}
 	out.Merge = res
-	if !res.Changed && !out.ReplacedLink {
+	if !res.Changed && !out.ReplacedLink && out.Replaced == "" {
 		return out, nil
 	}
 	if err := s.WriteFile(session.SettingsFile, merged, perm); err != nil {
@@ -116,9 +143,48 @@ func Ensure(s *session.Session, e Entry, now time.Time) (Outcome, error) {
 	return out, nil
 }
 
+// conform leaves out of merged the top-level values that fail the schema, and returns their keys.
+// A failing "hooks" is replaced by our group alone; a file that still fails, or fails as a whole,
+// is replaced by our entry alone. The caller keeps the original aside.
+func conform(sc *Schema, merged []byte, e Entry) ([]byte, []string, error) {
+	bad, err := sc.BadKeys(merged)
+	if err == nil && len(bad) == 0 {
+		return merged, nil, nil
+	}
+	if err == nil {
+		top, perr := parseObject(merged)
+		if perr != nil {
+			return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, perr)
+		}
+		for _, k := range bad {
+			if k == "hooks" {
+				top.set("hooks", marshal(map[string]any{"PreToolUse": []json.RawMessage{e.group()}}))
+				continue
+			}
+			top.del(k)
+		}
+		fixed, ierr := indent(top.encode())
+		if ierr == nil {
+			if again, aerr := sc.BadKeys(fixed); aerr == nil && len(again) == 0 {
+				return fixed, bad, nil
+			}
+		}
+	}
+	alone, _, merr := Merge(nil, e)
+	if merr != nil {
+		return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, merr)
+	}
+	if again, aerr := sc.BadKeys(alone); aerr != nil || len(again) > 0 {
+		return nil, nil, fmt.Errorf("our own hook entry fails the settings schema (%v %v): report this to the coworkbridge maintainers", again, aerr)
+	}
+	return alone, []string{"(everything)"}, nil
+}
+
 // readSettings returns the current content (nil when absent) and the mode to write with. A
-// symbolic link is removed, never followed: its target is not ours to read or change.
-func readSettings(s *session.Session, out *Outcome) ([]byte, fs.FileMode, error) {
+// symbolic link is removed, never followed: its target is not ours to read or change. A FIFO,
+// device or socket is removed without being opened; a folder or a file too large to read is moved
+// aside whole.
+func readSettings(s *session.Session, out *Outcome, now time.Time) ([]byte, fs.FileMode, error) {
 	perm := fs.FileMode(0o600) // settings may hold env values such as tokens
 	fi, err := s.Lstat(session.SettingsFile)
 	switch {
@@ -132,6 +198,19 @@ func readSettings(s *session.Session, out *Outcome) ([]byte, fs.FileMode, error)
 		}
 		out.ReplacedLink = true
 		return nil, perm, nil
+	case fi.IsDir() || fi.Mode().IsRegular() && fi.Size() > maxSettingsBytes:
+		aside := asideName(session.SettingsFile, now)
+		if err := s.MoveAside(session.SettingsFile, aside); err != nil {
+			return nil, 0, fmt.Errorf("move aside the %s at %s: %w", kindOf(fi), session.SettingsFile, err)
+		}
+		out.Replaced, out.SetAside = kindOf(fi), aside
+		return nil, perm, nil
+	case !fi.Mode().IsRegular():
+		if err := s.Remove(session.SettingsFile); err != nil {
+			return nil, 0, fmt.Errorf("remove the %s at %s: %w", kindOf(fi), session.SettingsFile, err)
+		}
+		out.Replaced = kindOf(fi)
+		return nil, perm, nil
 	}
 	data, err := s.ReadFile(session.SettingsFile, maxSettingsBytes)
 	if err != nil {
@@ -140,10 +219,31 @@ func readSettings(s *session.Session, out *Outcome) ([]byte, fs.FileMode, error)
 	return data, fi.Mode().Perm(), nil
 }
 
+// kindOf names what stands at a path, for reports.
+func kindOf(fi fs.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case fi.IsDir():
+		return "folder"
+	case t&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	case fi.Mode().IsRegular():
+		return fmt.Sprintf("file of %d bytes (over %d)", fi.Size(), maxSettingsBytes)
+	}
+	return fi.Mode().Type().String()
+}
+
+func asideName(file string, now time.Time) string {
+	return file + ".invalid-" + now.UTC().Format("20060102T150405.000Z")
+}
+
 // setAside keeps a copy of settings that could not be merged as they were, so nothing of the
 // user's is ever destroyed.
 func setAside(s *session.Session, file string, data []byte, now time.Time) (string, error) {
-	name := file + ".invalid-" + now.UTC().Format("20060102T150405.000Z")
+	name := asideName(file, now)
 	if err := s.WriteFile(name, data, 0o600); err != nil {
 		return "", fmt.Errorf("keep a copy of %s: %w", file, err)
 	}

@@ -37,7 +37,7 @@ var now = time.Date(2026, 11, 20, 19, 30, 0, 0, time.UTC)
 
 func TestEnsureCreatesSettingsAndOurFolder(t *testing.T) {
 	s, dir := newSession(t, nil)
-	out, err := Ensure(s, entry(t, managedconfig.Observe), now)
+	out, err := Ensure(s, entry(t, managedconfig.Observe), testSchema(t), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestEnsureCreatesSettingsAndOurFolder(t *testing.T) {
 func TestEnsureWritesOnlyWhenSomethingChanged(t *testing.T) {
 	s, dir := newSession(t, map[string]string{".claude/settings.json": "{}", ".claude/projects/x/y.jsonl": ""})
 	e := entry(t, managedconfig.Enforce)
-	out, err := Ensure(s, e, now)
+	out, err := Ensure(s, e, testSchema(t), now)
 	if err != nil || !out.Wrote || !out.Running {
 		t.Fatalf("first: %+v %v", out, err)
 	}
@@ -64,7 +64,7 @@ func TestEnsureWritesOnlyWhenSomethingChanged(t *testing.T) {
 		t.Errorf("mode %v: an existing file keeps its permissions", fi.Mode().Perm())
 	}
 	before, _ := os.Stat(filepath.Join(dir, ".claude", "settings.json"))
-	out, err = Ensure(s, e, now)
+	out, err = Ensure(s, e, testSchema(t), now)
 	if err != nil || out.Wrote || out.Merge.Changed {
 		t.Fatalf("second: %+v %v", out, err)
 	}
@@ -77,7 +77,7 @@ func TestEnsureWritesOnlyWhenSomethingChanged(t *testing.T) {
 func TestEnsureSetsAsideAnUnparseableFile(t *testing.T) {
 	const garbage = "{ \"model\": \"opus\", oops"
 	s, dir := newSession(t, map[string]string{".claude/settings.json": garbage})
-	out, err := Ensure(s, entry(t, managedconfig.Observe), now)
+	out, err := Ensure(s, entry(t, managedconfig.Observe), testSchema(t), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestEnsureReplacesALinkedSettingsFileWithoutTouchingItsTarget(t *testing.T)
 	if err := os.Symlink(target, filepath.Join(dir, ".claude", "settings.json")); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Ensure(s, entry(t, managedconfig.Observe), now)
+	out, err := Ensure(s, entry(t, managedconfig.Observe), testSchema(t), now)
 	if err != nil || !out.ReplacedLink || !out.Wrote {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -123,7 +123,7 @@ func TestEnsureRefusesALinkedBridgeFolder(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, ".claude", "coworkbridge")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Ensure(s, entry(t, managedconfig.Observe), now); err == nil {
+	if _, err := Ensure(s, entry(t, managedconfig.Observe), testSchema(t), now); err == nil {
 		t.Fatal("Ensure accepted a linked .claude/coworkbridge")
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {

@@ -91,6 +91,7 @@ type Injector struct {
 	// Loop state, touched only by Run's goroutine.
 	cfg     managedconfig.Config
 	entry   Entry
+	schema  *Schema
 	w       *fsnotify.Watcher
 	watched map[string]bool
 	added   int                 // watches added since the scan began
@@ -122,7 +123,11 @@ func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Injector{
+	sc, err := NewSchema()
+	if err != nil {
+		return nil, err
+	}
+	return &Injector{schema: sc,
 		opts: opts, log: opts.Logger, configs: make(chan managedconfig.Config, 1),
 		cfg: cfg, entry: e, watched: map[string]bool{}, live: map[string]*tracked{}, pending: map[string]bool{},
 	}, nil
@@ -437,7 +442,7 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		var out Outcome
 		var e Entry
 		if e, err = in.entryFor(id); err == nil {
-			out, err = Ensure(s, e, in.opts.Now())
+			out, err = Ensure(s, e, in.schema, in.opts.Now())
 		}
 		s.Close()
 		if err == nil {

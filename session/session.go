@@ -382,6 +382,28 @@ func (s *Session) Rename(oldname, newname string) error {
 	return nil
 }
 
+// MoveAside renames a regular file or a folder (never a link, FIFO or device) to newname, which
+// must not exist: for moving an entry that stands where one of ours must be, with its content kept.
+func (s *Session) MoveAside(oldname, newname string) error {
+	fi, err := s.Lstat(oldname)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		return s.errorf("rename", oldname, fmt.Errorf("%w (%v)", ErrNotRegular, fi.Mode().Type()))
+	}
+	if err := checkName(newname); err != nil {
+		return s.errorf("rename", newname, err)
+	}
+	if _, err := s.root.Lstat(newname); !errors.Is(err, fs.ErrNotExist) {
+		return s.errorf("rename", newname, fs.ErrExist)
+	}
+	if err := s.root.Rename(oldname, newname); err != nil {
+		return s.errorf("rename", oldname, err)
+	}
+	return nil
+}
+
 // Remove deletes a file or an empty folder. A link is removed itself, never its target.
 func (s *Session) Remove(name string) error {
 	if err := checkName(name); err != nil {
