@@ -37,7 +37,7 @@ func buildCoworkbridge(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
 		binary.path = filepath.Join(binary.dir, "coworkbridge")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "coworkbridge_dev", "-o", binary.path, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge").CombinedOutput()
 		if err != nil {
 			binary.err = fmt.Errorf("build coworkbridge: %w\n%s", err, out)
 		}

@@ -43,6 +43,22 @@ func (e Env) getenv(key string) string {
 	return e.Getenv(key)
 }
 
+// WithoutOverrides is e with the development overrides unset, whatever the process environment
+// says.
+func (e Env) WithoutOverrides() Env {
+	get := e.Getenv
+	if get == nil {
+		return e
+	}
+	e.Getenv = func(key string) string {
+		if strings.HasPrefix(key, "COWORKBRIDGE_") {
+			return ""
+		}
+		return get(key)
+	}
+	return e
+}
+
 // Overrides lists the development overrides set in this environment, for the daemon's start-up log.
 func (e Env) Overrides() []string {
 	var set []string

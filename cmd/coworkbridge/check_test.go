@@ -25,7 +25,7 @@ func TestCheckClassifiesOneCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
-		if code := dispatch(context.Background(), append([]string{"check"}, tt.args...), stdio{strings.NewReader(tt.stdin), &out, &errb}); code != 0 {
+		if code := dispatch(context.Background(), append([]string{"check"}, tt.args...), stdio{in: strings.NewReader(tt.stdin), out: &out, err: &errb}); code != 0 {
 			t.Fatalf("%v: exit %d: %s", tt.args, code, errb.String())
 		}
 		var got map[string]string
@@ -51,7 +51,7 @@ func TestCheckScoresACorpus(t *testing.T) {
 {"tool":"(raw_hook_json)","command":"{not json","expect":"allow"}
 `), 0o644)
 	var out bytes.Buffer
-	if code := dispatch(context.Background(), []string{"check", "--corpus", corpus, "--show-misses"}, stdio{strings.NewReader(""), &out, &out}); code != 0 {
+	if code := dispatch(context.Background(), []string{"check", "--corpus", corpus, "--show-misses"}, stdio{in: strings.NewReader(""), out: &out, err: &out}); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	for _, want := range []string{

@@ -36,7 +36,7 @@ func cmdHook(_ context.Context, args []string, sio stdio) int {
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return exitUsage
 	}
-	out := hookVerdict(sio.in, time.Now)
+	out := hookVerdict(sio.in, time.Now, sio.devOverrides)
 	if len(out) > 0 {
 		sio.out.Write(out)
 	}
@@ -45,7 +45,11 @@ func cmdHook(_ context.Context, args []string, sio stdio) int {
 
 // hookVerdict does the hook's work and returns what to print. In enforce mode every failure,
 // a panic included, is a deny; in observe mode nothing is ever printed.
-func hookVerdict(in io.Reader, now func() time.Time) (out []byte) {
+//
+// Unless devOverrides is set, the COWORKBRIDGE_* overrides are ignored: the hook's environment is
+// partly the session's to choose (settings env), and an override could point it at a policy of
+// the agent's making.
+func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []byte) {
 	started := now()
 	enforce := false
 	defer func() {
@@ -56,6 +60,9 @@ func hookVerdict(in io.Reader, now func() time.Time) (out []byte) {
 	env, err := managedconfig.SystemEnv()
 	if err != nil {
 		return hookFailure(true, "cannot find the user's home: "+err.Error())
+	}
+	if !devOverrides {
+		env = env.WithoutOverrides()
 	}
 	paths, err := env.Paths()
 	if err != nil {

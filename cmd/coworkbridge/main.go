@@ -21,6 +21,9 @@ var version = ""
 type stdio struct {
 	in       io.Reader
 	out, err io.Writer
+	// devOverrides: the host hook may honour the COWORKBRIDGE_* overrides (a development
+	// build, or the tests' own binary).
+	devOverrides bool
 }
 
 type command struct {
@@ -44,7 +47,7 @@ func commands() []command {
 }
 
 func main() {
-	os.Exit(dispatch(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+	os.Exit(dispatch(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr, devBuild}))
 }
 
 // Exit statuses shared by the subcommands.

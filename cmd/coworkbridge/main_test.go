@@ -24,7 +24,7 @@ const asMainEnv = "COWORKBRIDGE_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) == "1" {
-		os.Exit(dispatch(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+		os.Exit(dispatch(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr, true}))
 	}
 	os.Exit(m.Run())
 }
@@ -259,7 +259,7 @@ func TestCommandLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := dispatch(context.Background(), tt.args, stdio{strings.NewReader(""), &out, &errb})
+			code := dispatch(context.Background(), tt.args, stdio{in: strings.NewReader(""), out: &out, err: &errb})
 			if code != tt.code || !strings.Contains(out.String(), tt.out) || !strings.Contains(errb.String(), tt.err) {
 				t.Errorf("code %d out %q err %q; want code %d, out containing %q, err containing %q",
 					code, out.String(), errb.String(), tt.code, tt.out, tt.err)

@@ -1,0 +1,6 @@
+//go:build coworkbridge_dev
+
+package main
+
+// devBuild: a development build, whose host hook honours the COWORKBRIDGE_* overrides.
+const devBuild = true
