@@ -158,9 +158,22 @@ type tracked struct {
 	// quarantined: until then every call is denied (guarded by Collector.mu); why says for what.
 	quarantined time.Time
 	why         string
+	// Guarded by Collector.mu, for telling our writes in the session from plants:
+	// ours are the request ids whose decision file we write into the session folder (noted
+	// before the write, so its watch event can never come first); suspects are attempts seen
+	// by the watcher and not yet recorded; checkAlive asks the next drain to verify the lease.
+	ours       map[string]time.Time
+	suspects   []suspect
+	checkAlive bool
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
 	partial  map[string]spool.Partial
 	failures int // consecutive decision-log failures, for the retry backoff
+}
+
+// newTracked is a session to follow, not yet in any map.
+func newTracked(dir string) *tracked {
+	return &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)),
+		decided: map[string]time.Time{}, partial: map[string]spool.Partial{}, ours: map[string]time.Time{}}
 }
 
 // New returns a collector judging with cls under cfg; Run starts it.
@@ -197,7 +210,8 @@ func (c *Collector) Track(dir string) {
 			c.log.Warn("session limit reached; this session's spool is not followed", "session", filepath.Base(dir), "limit", c.opts.MaxSessions)
 			return
 		}
-		t = &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)), decided: map[string]time.Time{}, partial: map[string]spool.Partial{}}
+		t = newTracked(dir)
+		c.byBridge[filepath.Join(t.bridge, "decisions")] = t
 		if c.opts.ChannelRoot != "" {
 			t.channel = session.ChannelDir(c.opts.ChannelRoot, t.id)
 			t.chBridge = filepath.Join(t.channel, filepath.FromSlash(session.BridgeDir))
@@ -241,6 +255,7 @@ func (c *Collector) Untrack(id string) {
 		delete(c.sessions, t.dir)
 		delete(c.byBridge, t.bridge)
 		delete(c.byBridge, t.chBridge)
+		delete(c.byBridge, filepath.Join(t.bridge, "decisions"))
 	}
 	w := c.w
 	c.mu.Unlock()
@@ -311,6 +326,11 @@ func (c *Collector) Sessions() int {
 func (c *Collector) schedule(t *tracked, housekeep bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.scheduleLocked(t, housekeep)
+}
+
+// scheduleLocked is schedule for callers that hold mu.
+func (c *Collector) scheduleLocked(t *tracked, housekeep bool) {
 	if t.gone || c.stopped {
 		return
 	}

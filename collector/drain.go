@@ -59,6 +59,7 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 		return
 	}
 	defer s.Close()
+	c.checkPlants(s, t, p)
 	now := c.opts.Now()
 	if cs := c.openChannel(t); cs != nil {
 		// Events first: the sweep must never meet an event file still waiting.
@@ -105,6 +106,11 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 
 // housekeep renews the lease, re-adds the watch (the folder may have been recreated), and sweeps.
 func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now time.Time) {
+	// A plant the watcher has not reported yet must be seen before the renewal writes over it.
+	c.mu.Lock()
+	t.checkAlive = true
+	c.mu.Unlock()
+	c.checkPlants(s, t, p)
 	c.prepare(s, c.leaseFor(now))
 	c.watch(t)
 	res, err := decisions.Sweep(s, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)

@@ -52,7 +52,7 @@ func FuzzJudgeLine(f *testing.F) {
 		if oversized {
 			l = spool.Line{Oversized: true, Head: data[:min(len(data), 256)], Size: 1 << 20}
 		}
-		tr := &tracked{dir: dir, id: "local_f", decided: map[string]time.Time{}}
+		tr := newTracked(dir)
 		o := c.judge(context.Background(), s, tr, c.pol.Load(), l, time.Now())
 		if o.skip {
 			t.Fatal("nothing was recorded before, so nothing may be skipped")

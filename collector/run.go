@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -121,7 +122,7 @@ func (c *Collector) watch(t *tracked) {
 	if w == nil {
 		return
 	}
-	for _, dir := range []string{t.bridge, t.chBridge} {
+	for _, dir := range []string{t.bridge, filepath.Join(t.bridge, "decisions"), t.chBridge} {
 		if dir == "" {
 			continue
 		}
@@ -153,7 +154,14 @@ func (c *Collector) handle(ev fsnotify.Event) {
 		}
 	case isSpoolName(base):
 		c.schedule(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
-	} // anything else: our own lease and decisions, the hook's temporary files
+	case dir == filepath.Join(t.bridge, "decisions"):
+		c.decisionEvent(t, base, ev)
+	case dir == t.bridge && base == path.Base(session.AliveFile) && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)):
+		c.mu.Lock()
+		t.checkAlive = true
+		c.mu.Unlock()
+		c.schedule(t, false)
+	} // anything else: the hook's temporary files, our own temporary files
 }
 
 func isSpoolName(base string) bool {

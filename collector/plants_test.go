@@ -1,0 +1,87 @@
+package collector
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// VM loop: an agent's process answers a request before the daemon does. It cannot be prevented
+// there; it is recorded and the session quarantined.
+func TestAForgedDecisionInTheSessionIsDetectedRecordedAndQuarantines(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	// The daemon's own decisions are not suspects.
+	own := f.nextRID()
+	f.appendRaw(envelope(own, "enforce", "Bash", bash("ls")) + "\n")
+	f.decision(own)
+	f.waitRecords(1)
+
+	forged := f.nextRID()
+	if err := os.WriteFile(f.bridge(filepath.Join("decisions", forged+".json")), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs := f.waitRecords(2)
+	if recs[1].Rule != RuleForgedDecision || recs[1].RID != forged || recs[1].Decision != "deny" {
+		t.Fatalf("detection record %+v", recs[1])
+	}
+	if f.health.count("quarantined") != 1 {
+		t.Error("the session was not quarantined")
+	}
+	next := f.nextRID()
+	f.appendRaw(envelope(next, "enforce", "Bash", bash("ls")) + "\n")
+	if got := f.decision(next); !strings.Contains(got, "quarantined") {
+		t.Errorf("the next call's decision %q", got)
+	}
+	if n := len(f.records()); n != 3 {
+		t.Errorf("%d records, want 3: the daemon's own decisions were taken for forgeries", n)
+	}
+}
+
+func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
+	plants := map[string]func(t *testing.T, p string){
+		"a FIFO":            func(t *testing.T, p string) { syscall.Mkfifo(p, 0o600) },
+		"a link":            func(t *testing.T, p string) { os.Symlink("/dev/zero", p) },
+		"a sparse gigabyte": func(t *testing.T, p string) { fh, _ := os.Create(p); fh.Truncate(1 << 30); fh.Close() },
+		"a lease for ever":  func(t *testing.T, p string) { os.WriteFile(p, []byte("99999999999\n"), 0o600) },
+	}
+	for name, plant := range plants {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, managedconfig.Enforce)
+			f.start()
+			// After the first pass (its record is in), so the plant cannot race the lease's
+			// first write, which would simply replace it unseen.
+			first := f.nextRID()
+			f.appendRaw(envelope(first, "enforce", "Bash", bash("ls")) + "\n")
+			f.waitRecords(1)
+			p := f.bridge("alive")
+			tmp := f.bridge(".plant")
+			plant(t, tmp)
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, func() bool {
+				fi, err := os.Lstat(p)
+				if err != nil || !fi.Mode().IsRegular() || fi.Size() > 64 {
+					return false
+				}
+				data, _ := os.ReadFile(p)
+				n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+				return n > time.Now().Unix() && n <= time.Now().Add(3*f.cfg.RescanInterval+time.Minute).Unix()
+			}, func() string { return "the planted lease was not replaced by ours" })
+			recs := f.waitRecords(2)
+			if recs[1].Rule != RulePlantedLease {
+				t.Errorf("record %+v", recs[1])
+			}
+			if f.health.count("quarantined") == 0 {
+				t.Error("not quarantined")
+			}
+		})
+	}
+}
