@@ -39,6 +39,7 @@ type Health interface {
 	SpoolRefused(id string)
 	DecisionFailed(id string)
 	Quarantined(id, reason string, until time.Time)
+	UnguardedCall(id string)
 }
 
 // Sink is the decision log; *telemetry.Log implements it.
@@ -78,6 +79,9 @@ type Options struct {
 	// QuarantineFor is how long a session stays quarantined after the last attempt to disable or
 	// fool the guard in it. Default 10 minutes.
 	QuarantineFor time.Duration
+	// ReconcileGrace is how long a call seen to have run in the transcript may wait for its event
+	// before it counts as unguarded. Default 5 s.
+	ReconcileGrace time.Duration
 }
 
 func (o *Options) defaults() {
@@ -104,6 +108,9 @@ func (o *Options) defaults() {
 	}
 	if o.BatchLines <= 0 {
 		o.BatchLines = 256
+	}
+	if o.ReconcileGrace <= 0 {
+		o.ReconcileGrace = 5 * time.Second
 	}
 	if o.QuarantineFor <= 0 {
 		o.QuarantineFor = 10 * time.Minute
@@ -165,6 +172,8 @@ type tracked struct {
 	ours       map[string]time.Time
 	suspects   []suspect
 	checkAlive bool
+	// recon reconciles the transcript with the events judged; the worker's.
+	recon *reconciler
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
 	partial  map[string]spool.Partial
 	failures int // consecutive decision-log failures, for the retry backoff
@@ -173,7 +182,8 @@ type tracked struct {
 // newTracked is a session to follow, not yet in any map.
 func newTracked(dir string) *tracked {
 	return &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)),
-		decided: map[string]time.Time{}, partial: map[string]spool.Partial{}, ours: map[string]time.Time{}}
+		decided: map[string]time.Time{}, partial: map[string]spool.Partial{}, ours: map[string]time.Time{},
+		recon: newReconciler(time.Now())}
 }
 
 // New returns a collector judging with cls under cfg; Run starts it.

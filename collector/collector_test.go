@@ -49,6 +49,7 @@ func (h *fakeHealth) TelemetryFailed()                      { h.add("telemetry")
 func (h *fakeHealth) SpoolRefused(string)                   { h.add("refused") }
 func (h *fakeHealth) DecisionFailed(string)                 { h.add("decision_failed") }
 func (h *fakeHealth) Quarantined(string, string, time.Time) { h.add("quarantined") }
+func (h *fakeHealth) UnguardedCall(string)                  { h.add("unguarded") }
 
 func (h *fakeHealth) count(k string) int {
 	h.mu.Lock()

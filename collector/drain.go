@@ -80,6 +80,9 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 		}
 	}
 	c.drainFile(ctx, s, t, p, session.SpoolFile, false)
+	if ctx.Err() == nil {
+		c.reconcile(s, t, p, housekeep)
+	}
 }
 
 // prepare makes our folder (never .claude itself, which is Cowork's) and writes the lease.

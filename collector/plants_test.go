@@ -60,6 +60,7 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 			first := f.nextRID()
 			f.appendRaw(envelope(first, "enforce", "Bash", bash("ls")) + "\n")
 			f.waitRecords(1)
+			f.idle()
 			p := f.bridge("alive")
 			tmp := f.bridge(".plant")
 			plant(t, tmp)
@@ -84,4 +85,26 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// idle waits until no pass over the fixture's session is queued or running: start-up passes
+// renew the lease, and a plant that lands while they write would be replaced unseen.
+func (f *fixture) idle() {
+	f.t.Helper()
+	quiet := 0
+	waitFor(f.t, func() bool {
+		f.c.mu.Lock()
+		busy := false
+		for _, t := range f.c.sessions {
+			busy = busy || t.queued || t.running
+		}
+		f.c.mu.Unlock()
+		if busy {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		time.Sleep(5 * time.Millisecond)
+		return quiet >= 4
+	}, func() string { return "the session never went idle" })
 }

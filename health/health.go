@@ -63,6 +63,7 @@ type Session struct {
 	Quarantined      time.Time `json:"quarantined_until,omitzero"`
 	QuarantineReason string    `json:"quarantine_reason,omitempty"`
 	Tampering        uint64    `json:"tampering"`
+	Unguarded        uint64    `json:"unguarded_calls"`
 }
 
 // Totals are counters over the daemon's life.
@@ -74,6 +75,7 @@ type Totals struct {
 	Oversized           uint64 `json:"oversized_lines"`
 	Repairs             uint64 `json:"settings_repaired"`
 	Tampering           uint64 `json:"tampering"`
+	Unguarded           uint64 `json:"unguarded_calls"`
 	DecisionsUnconsumed uint64 `json:"decisions_unconsumed"`
 	TelemetryFailures   uint64 `json:"telemetry_write_failures"`
 	SessionsDropped     uint64 `json:"sessions_not_tracked"`
@@ -92,10 +94,10 @@ type Today struct {
 // window counts what happened since the last heartbeat; a counter warning stands while its
 // window count is above zero, so it clears by itself one heartbeat after the trouble stops.
 type window struct {
-	malformed, oversized, repaired, unconsumed, telemetry, refused, undecided uint64
-	sessions                                                                  map[string][]string // code -> sessions
-	latencies                                                                 []time.Duration
-	latencyDropped                                                            uint64
+	malformed, oversized, repaired, unconsumed, telemetry, refused, undecided, unguarded uint64
+	sessions                                                                             map[string][]string // code -> sessions
+	latencies                                                                            []time.Duration
+	latencyDropped                                                                       uint64
 }
 
 // ConfigState is the daemon's configuration as health reports it.
@@ -214,6 +216,17 @@ func (h *Health) Quarantined(id, reason string, until time.Time) {
 	s.Quarantined, s.QuarantineReason = until, reason
 	s.Tampering++
 	h.totals.Tampering++
+}
+
+// UnguardedCall records a tool call that ran in the session without reaching the guard, or
+// despite its deny.
+func (h *Health) UnguardedCall(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.session(id).Unguarded++
+	h.totals.Unguarded++
+	h.win.unguarded++
+	h.noteSession(CodeUnguardedCall, id)
 }
 
 // SessionGone records that the session left the live set.

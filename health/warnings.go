@@ -23,6 +23,7 @@ const (
 	CodeSpoolRefused        = "spool_refused"
 	CodeDecisionFailed      = "decision_write_failed"
 	CodeSessionQuarantined  = "session_quarantined"
+	CodeUnguardedCall       = "unguarded_call"
 )
 
 // Warning is one abnormal state, with what to do about it.
@@ -138,6 +139,10 @@ func (h *Health) counterWarnings(add func(code, msg, action string, sessions []s
 	if w.repaired > 0 {
 		add(CodeSettingsRepaired, fmt.Sprintf("%d time(s) the coworkbridge hook was removed or disabled in a session and restored", w.repaired),
 			"something in the session edits its settings; review the decision log for those sessions", w.sessions[CodeSettingsRepaired])
+	}
+	if w.unguarded > 0 {
+		add(CodeUnguardedCall, fmt.Sprintf("%d tool call(s) ran without coworkbridge: the transcript shows them, but no hook reached the daemon or the deny was not obeyed", w.unguarded),
+			"review the decision log records with rule coworkbridge.unguarded-call; in enforce mode the sessions were quarantined", w.sessions[CodeUnguardedCall])
 	}
 	if w.refused > 0 {
 		add(CodeSpoolRefused, fmt.Sprintf("%d time(s) a session's spool was a link, a FIFO or otherwise not a plain file, and was not read", w.refused),

@@ -50,6 +50,8 @@ const (
 	// TransportChannel: a Cowork hook running on the Mac handed the event over through the
 	// session's host channel, out of the agent's reach.
 	TransportChannel = "host-channel"
+	// TransportTranscript: found by reading the CLI's transcript, not reported by any hook.
+	TransportTranscript = "transcript"
 )
 
 // Options configure a Log.

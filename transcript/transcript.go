@@ -1,0 +1,82 @@
+// Package transcript reads what Claude Code's session transcripts
+// (.claude/projects/<slug>/<id>.jsonl) say about tool calls: each call the model made (a tool_use
+// with its id, tool and input) and each result the CLI recorded for one (a tool_result, an error
+// or not).
+//
+// A transcript sits in the session folder and is the agent's to edit: the package trusts nothing
+// in it, reads one line at a time, and ignores whatever does not have the expected shape. It does
+// not find transcripts or keep positions in them (see collector and spool).
+package transcript
+
+import (
+	"encoding/json"
+)
+
+// Kind says whether an Item is a call or a result.
+type Kind int
+
+const (
+	// Use: the model asked for a tool call.
+	Use Kind = iota + 1
+	// Result: the CLI recorded what came of a call.
+	Result
+)
+
+// Item is one tool call or one tool result.
+type Item struct {
+	Kind      Kind
+	ToolUseID string
+	// Tool and Input are set on a Use.
+	Tool  string
+	Input json.RawMessage
+	// IsError is set on a Result that the CLI marked as an error: a refusal (by a hook or its own
+	// rules) or a tool that ran and failed; the two cannot be told apart reliably, so callers
+	// treat only results that are not errors as proof that a call ran.
+	IsError bool
+}
+
+// line is the part of a transcript line this package reads. Only "assistant" and "user" lines
+// are the conversation; others (api-request-blob among them) repeat its blocks and are ignored.
+type line struct {
+	Type    string `json:"type"`
+	Message struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+}
+
+type block struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+}
+
+// maxID bounds a tool-use id: real ones are about 30 characters.
+const maxID = 128
+
+// Parse returns the tool calls and results of one transcript line, in order; none for a line of
+// any other kind or shape.
+func Parse(data []byte) []Item {
+	var l line
+	if json.Unmarshal(data, &l) != nil || (l.Type != "assistant" && l.Type != "user") {
+		return nil
+	}
+	var blocks []block
+	if json.Unmarshal(l.Message.Content, &blocks) != nil { // a plain string: text only
+		return nil
+	}
+	var items []Item
+	for _, b := range blocks {
+		switch {
+		case l.Type == "assistant" && b.Type == "tool_use" && validID(b.ID):
+			items = append(items, Item{Kind: Use, ToolUseID: b.ID, Tool: b.Name, Input: b.Input})
+		case l.Type == "user" && b.Type == "tool_result" && validID(b.ToolUseID):
+			items = append(items, Item{Kind: Result, ToolUseID: b.ToolUseID, IsError: b.IsError})
+		}
+	}
+	return items
+}
+
+func validID(id string) bool { return id != "" && len(id) <= maxID }
