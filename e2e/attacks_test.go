@@ -126,3 +126,23 @@ func TestAttackSettingsEnvHijacksTheHook(t *testing.T) {
 		t.Error("the call ran")
 	}
 }
+
+// A bypass nobody foresaw, stood in for by switching hooks off where the daemon cannot repair it
+// (the CLI's --settings flag): the call runs, and reconciliation of the transcript finds it.
+func TestAttackUnforeseenBypassIsFoundByReconciliation(t *testing.T) {
+	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","rescan_interval":"1s"}`, "bypass1", "enforce")
+	api := newFakeAPI(t, []toolUse{{Name: "Bash", Input: map[string]any{"command": "touch pwned", "description": "touch"}}})
+	res := streamToolResults(runCLIAs(t, api, dir, nil, []string{"--settings", `{"disableAllHooks":true}`}))
+	if len(res) != 1 || res[0].IsError {
+		t.Fatalf("the bypass did not work, so this test proves nothing: %+v", res)
+	}
+	recs := d.records(t, 1)
+	if recs[0].Rule != "coworkbridge.unguarded-call" || recs[0].Tool != "Bash" || recs[0].Transport != "transcript" {
+		t.Fatalf("record %+v", recs[0])
+	}
+	// And the session is quarantined: the next call, with hooks on, is refused.
+	res = streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{{Name: "Bash", Input: map[string]any{"command": "ls", "description": "ls"}}}), dir))
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "quarantined because a tool call ran without the guard") {
+		t.Errorf("after the bypass: %+v", res)
+	}
+}

@@ -114,7 +114,7 @@ func (r cliRun) permissionDecisions() []map[string]any {
 // CLAUDE_CONFIG_DIR is the session's .claude, the cwd its outputs/.
 func runCLI(t testing.TB, api *fakeAPI, sessionDir string, extraEnv ...string) cliRun {
 	t.Helper()
-	return runCLIAs(t, api, sessionDir, nil, extraEnv...)
+	return runCLIAs(t, api, sessionDir, nil, nil, extraEnv...)
 }
 
 // vmView is how the CLI sees the session inside Cowork's VM: only at Guest
@@ -125,12 +125,13 @@ type vmView struct {
 
 // runCLIAs is runCLI; with a vmView, the CLI runs in a mount namespace that shows it the session
 // as the VM does, so a host path baked into a hook would fail.
-func runCLIAs(t testing.TB, api *fakeAPI, sessionDir string, vm *vmView, extraEnv ...string) cliRun {
+// cliArgs are extra command-line arguments for the CLI.
+func runCLIAs(t testing.TB, api *fakeAPI, sessionDir string, vm *vmView, cliArgs []string, extraEnv ...string) cliRun {
 	t.Helper()
 	bin := claudeBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	args := []string{"-p", "do the task", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"}
+	args := append([]string{"-p", "do the task", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"}, cliArgs...)
 	configDir := filepath.Join(sessionDir, ".claude")
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = filepath.Join(sessionDir, "outputs")

@@ -34,7 +34,7 @@ func TestEnforceAcrossASimulatedVMBoundary(t *testing.T) {
 		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "ls " + d.root + " | wc -l; git push --force origin main", "description": "push"}}},
 		[]toolUse{{Name: "Write", Input: map[string]any{"file_path": ok, "content": "fine\n"}}},
 	)
-	run := runCLIAs(t, api, dir, vm)
+	run := runCLIAs(t, api, dir, vm, nil)
 	res := streamToolResults(run)
 	if len(res) != 2 || !res[0].IsError || !strings.Contains(res[0].Content, "coworkbridge: rule bash.git-push-force") || res[1].IsError {
 		t.Errorf("tool results %+v", res)
