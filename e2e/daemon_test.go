@@ -319,7 +319,12 @@ func TestRealCLICannotDropTheHook(t *testing.T) {
 		t.Error("settings.local.json was written")
 	}
 	// Behind its back: the daemon restores the entry before the next call.
-	os.WriteFile(settings, []byte(`{"disableAllHooks":true}`), 0o644)
+	// Written whole (temporary file, rename): a plain truncate-and-write may be repaired while
+	// still empty, and the attack then never lands at all.
+	os.WriteFile(settings+".tmp", []byte(`{"disableAllHooks":true}`), 0o644)
+	if err := os.Rename(settings+".tmp", settings); err != nil {
+		t.Fatal(err)
+	}
 	waitHooked(t, dir, "enforce")
 	if data, _ := os.ReadFile(settings); strings.Contains(string(data), "disableAllHooks") {
 		t.Errorf("disableAllHooks survived: %s", data)
