@@ -94,13 +94,14 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 			continue
 		}
 		o := c.judge(ctx, cs, t, p, l, started)
+		o.backlog = ev.mod.Before(t.recon.since)
 		done = append(done, ev.name)
 		if !o.skip {
 			o.rec.Transport = telemetry.TransportChannel
 			outs = append(outs, o)
 		}
 	}
-	if !c.record(t, outs) {
+	if !c.record(t, p, outs) {
 		return false
 	}
 	for _, name := range done {

@@ -82,6 +82,12 @@ type Options struct {
 	// ReconcileGrace is how long a call seen to have run in the transcript may wait for its event
 	// before it counts as unguarded. Default 5 s.
 	ReconcileGrace time.Duration
+	// BudgetRecords and BudgetBytes bound what one session may put in the decision log per
+	// minute (records, and bytes of tool input); the excess is summarised, not logged line by
+	// line, so that no session can push the others' records out through rotation. Defaults 600
+	// and 4 MiB: ten calls a second, sustained, is no agent's ordinary work.
+	BudgetRecords int
+	BudgetBytes   int64
 }
 
 func (o *Options) defaults() {
@@ -108,6 +114,12 @@ func (o *Options) defaults() {
 	}
 	if o.BatchLines <= 0 {
 		o.BatchLines = 256
+	}
+	if o.BudgetRecords <= 0 {
+		o.BudgetRecords = 600
+	}
+	if o.BudgetBytes <= 0 {
+		o.BudgetBytes = 4 << 20
 	}
 	if o.ReconcileGrace <= 0 {
 		o.ReconcileGrace = 5 * time.Second
@@ -174,6 +186,10 @@ type tracked struct {
 	checkAlive bool
 	// recon reconciles the transcript with the events judged; the worker's.
 	recon *reconciler
+	// budget is this minute's use of the decision log; backlog, by spool offset key, where each
+	// spool stood on the first pass (nil before it): the worker's.
+	budget  budget
+	backlog map[string]int64
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
 	partial  map[string]spool.Partial
 	failures int // consecutive decision-log failures, for the retry backoff

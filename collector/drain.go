@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -59,6 +60,9 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 		return
 	}
 	defer s.Close()
+	if t.backlog == nil {
+		t.backlog = backlogOf(s, t.dir)
+	}
 	c.checkPlants(s, t, p)
 	now := c.opts.Now()
 	if cs := c.openChannel(t); cs != nil {
@@ -83,6 +87,23 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 	if ctx.Err() == nil {
 		c.reconcile(s, t, p, housekeep)
 	}
+}
+
+// backlogOf notes how far each spool of the session reaches on the first pass since it was
+// followed: what lies there was written while no daemon was, and is caught up, not counted
+// against the session's budget. A spool that appears later has no backlog.
+func backlogOf(s *session.Session, dir string) map[string]int64 {
+	b := map[string]int64{}
+	for _, name := range append(rotatedSpools(s), session.SpoolFile) {
+		fi, err := s.Lstat(name)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if id, err := spool.IdentityOf(fi); err == nil {
+			b[offsetKey(dir, id)] = fi.Size()
+		}
+	}
+	return b
 }
 
 // prepare makes our folder (never .claude itself, which is Cowork's) and writes the lease.
@@ -244,10 +265,11 @@ func (c *Collector) batch(ctx context.Context, s *session.Session, t *tracked, p
 			break
 		}
 		if o := c.judge(ctx, s, t, p, l, started); !o.skip {
+			o.backlog = l.End <= t.backlog[key]
 			outs = append(outs, o)
 		}
 	}
-	if !c.record(t, outs) {
+	if !c.record(t, p, outs) {
 		return false, false
 	}
 	if pos := r.Position(); pos != c.opts.Offsets.Get(key) {
@@ -259,24 +281,32 @@ func (c *Collector) batch(ctx context.Context, s *session.Session, t *tracked, p
 
 // record writes the outcomes to the decision log in one write and counts them. On failure it
 // schedules a retry with backoff and reports false: the caller keeps the events where they are.
-func (c *Collector) record(t *tracked, outs []outcome) bool {
-	if len(outs) > 0 {
-		recs := make([]telemetry.Record, len(outs))
-		for i, o := range outs {
-			recs[i] = o.rec
+func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
+	saved := t.budget
+	saved.suppressedDecided = maps.Clone(saved.suppressedDecided)
+	keep, summaries, exceeded := c.admit(t, p, outs, c.opts.Now())
+	if len(keep)+len(summaries) > 0 {
+		recs := make([]telemetry.Record, 0, len(keep)+len(summaries))
+		for _, o := range keep {
+			recs = append(recs, o.rec)
 		}
+		recs = append(recs, summaries...)
 		if err := c.opts.Sink.WriteBatch(recs); err != nil {
 			c.opts.Health.TelemetryFailed()
 			t.failures++
 			wait := min(time.Second<<min(t.failures-1, 5), 30*time.Second)
 			c.log.Warn("cannot write the decision log; the events stay where they are and are retried", "code", "telemetry_write_failed", "session", t.id, "retry_in", wait.String(), "err", err)
 			time.AfterFunc(wait, func() { c.schedule(t, false) })
+			t.budget = saved // the retry counts these events again
 			return false
 		}
 	}
 	t.failures = 0
 	for _, o := range outs {
 		c.count(t, o)
+	}
+	if exceeded {
+		c.floodQuarantine(t, p)
 	}
 	return true
 }

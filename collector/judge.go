@@ -32,6 +32,9 @@ type outcome struct {
 	bad  string
 	// latency: from the batch's start to the decision file, when one was written.
 	latency time.Duration
+	// backlog: the event was waiting before the daemon followed the session (it was down), so it
+	// is caught up, not counted against the session's budget.
+	backlog bool
 }
 
 // judge decides one line and, when a hook waits for it, answers at once: the decision file is the

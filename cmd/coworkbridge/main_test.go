@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 // machine is one user's world: a home, a state folder, a managed.json location, a sessions root.
 type machine struct {
 	home, state, config, sessions string
+	extraEnv                      []string // more for the daemon's environment
 }
 
 func newMachine(t *testing.T) machine {
@@ -69,7 +70,7 @@ func (m machine) environ() []string {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, m.extraEnv...)
 }
 
 // proc is a running coworkbridge process whose JSON log lines are collected.

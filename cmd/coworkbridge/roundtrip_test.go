@@ -150,6 +150,8 @@ func TestDemoShowsTheDenies(t *testing.T) {
 // every request id is in the decision log exactly once.
 func TestSIGKILLDuringDrainsLosesAndDuplicatesNothing(t *testing.T) {
 	m := newMachine(t)
+	// The writers append far faster than any agent: that is a flood, not what this tests.
+	m.extraEnv = []string{"COWORKBRIDGE_SESSION_BUDGET=100000000"}
 	dirs := []string{newSessionIn(t, m, "local_1"), newSessionIn(t, m, "local_2")}
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
 	var mu sync.Mutex

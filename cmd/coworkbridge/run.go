@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -302,7 +303,7 @@ func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	}
 	col := collector.New(cfg, cls, collector.Options{
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
-		Poll: d.spoolPoll(), ChannelRoot: d.channelRoot(),
+		Poll: d.spoolPoll(), ChannelRoot: d.channelRoot(), BudgetRecords: d.sessionBudget(),
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
 		ChannelRoot: d.channelRoot()})
@@ -318,6 +319,24 @@ func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 const channelFolder = "channel"
 
 func (d *daemon) channelRoot() string { return filepath.Join(d.paths.StateDir, channelFolder) }
+
+// envSessionBudget raises the records one session may log per minute, for soak tests and
+// benchmarks that append faster than any agent. Never for a deployment.
+const envSessionBudget = "COWORKBRIDGE_SESSION_BUDGET"
+
+func (d *daemon) sessionBudget() int {
+	if d.env.Getenv == nil || d.env.Getenv(envSessionBudget) == "" {
+		return 0
+	}
+	v := d.env.Getenv(envSessionBudget)
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		d.log.Error("ignoring "+envSessionBudget+": not a positive whole number", "value", v)
+		return 0
+	}
+	d.log.Warn(envSessionBudget+" is set: sessions may log more than a deployment allows (tests only)", "records_per_minute", n)
+	return n
+}
 
 // envSpoolPoll switches the spool watcher off and polls instead, for the round-trip benchmark
 // that compares the two designs. Never for a deployment.

@@ -146,7 +146,9 @@ func startDaemon(bin, dir string, poll time.Duration) (*daemon, error) {
 		"COWORKBRIDGE_MANAGED_CONFIG="+filepath.Join(dir, "managed.json"),
 		"COWORKBRIDGE_SESSIONS_ROOT="+filepath.Join(dir, "sessions"),
 		"COWORKBRIDGE_STATE_DIR="+filepath.Join(dir, "state"),
-		"COWORKBRIDGE_LOG_DIR="+filepath.Join(dir, "logs"))
+		"COWORKBRIDGE_LOG_DIR="+filepath.Join(dir, "logs"),
+		// Hundreds of calls a second from one session would be a flood in a deployment.
+		"COWORKBRIDGE_SESSION_BUDGET=100000000")
 	if poll > 0 {
 		cmd.Env = append(cmd.Env, "COWORKBRIDGE_SPOOL_POLL="+poll.String())
 	}

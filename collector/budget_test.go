@@ -1,0 +1,72 @@
+package collector
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/spool"
+)
+
+func TestASessionOverItsBudgetIsSummarisedNotLoggedLineByLine(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.opts.BudgetRecords = 20
+	f.start()
+	f.idle() // followed, first pass done: what comes now is live
+	var b strings.Builder
+	for range 100 { // forged lines, no hook waiting for them
+		fmt.Fprintln(&b, envelope(f.nextRID(), "observe", "Bash", bash("echo noise")))
+	}
+	f.appendRaw(b.String())
+	f.waitRecords(21)
+	waitFor(t, func() bool { return f.health.count("quarantined") == 1 }, func() string { return "not quarantined" })
+	recs := f.records()
+	if len(recs) != 21 || recs[20].Rule != RuleFlood {
+		t.Fatalf("%d records, last %+v; want 20 lines and one summary", len(recs), recs[len(recs)-1])
+	}
+	// Every event was still judged: the spool is drained, nothing waits to be replayed.
+	fi, err := os.Stat(f.bridge("events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := spool.IdentityOf(fi)
+	waitFor(t, func() bool { return f.c.opts.Offsets.Get(offsetKey(f.dir, id)).Offset == int64(b.Len()) },
+		func() string { return "the spool was not drained past the suppressed events" })
+}
+
+func TestTheBudgetIsPerSession(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.opts.BudgetRecords = 5
+	f.start()
+	var b strings.Builder
+	for range 5 {
+		fmt.Fprintln(&b, envelope(f.nextRID(), "observe", "Bash", bash("ls")))
+	}
+	f.appendRaw(b.String())
+	if recs := f.waitRecords(5); len(recs) != 5 || recs[4].Rule == RuleFlood {
+		t.Fatalf("records within the budget were summarised: %+v", recs)
+	}
+	if f.health.count("quarantined") != 0 {
+		t.Error("quarantined within its budget")
+	}
+}
+
+// Events that piled up while the daemon was down are caught up whole: that is no flood.
+func TestABacklogFromWhileTheDaemonWasDownIsNotCountedAgainstTheBudget(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.opts.BudgetRecords = 5
+	var b strings.Builder
+	for range 50 {
+		fmt.Fprintln(&b, envelope(f.nextRID(), "observe", "Bash", bash("ls")))
+	}
+	f.appendRaw(b.String())
+	f.start()
+	recs := f.waitRecords(50)
+	for _, r := range recs {
+		if r.Rule == RuleFlood {
+			t.Fatalf("the backlog was taken for a flood: %+v", r)
+		}
+	}
+}
