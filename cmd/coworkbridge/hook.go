@@ -11,11 +11,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -89,7 +91,7 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 	if err != nil {
 		return hookFailure(enforce, "cannot read the tool call: "+err.Error())
 	}
-	if guardedBySessionHook(os.Getenv("CLAUDE_CONFIG_DIR")) {
+	if guardedBySessionHook(os.Getenv("CLAUDE_CONFIG_DIR"), cfg, paths.StateDir) {
 		return nil // a Cowork session whose own hook reports to the daemon: one record per call
 	}
 	cls, err := classifierFor(cfg.Policy)
@@ -139,17 +141,51 @@ func hostSession(p claudehook.Payload) string {
 	return p.SessionID
 }
 
-// guardedBySessionHook reports whether the session's own settings carry coworkbridge's hook, so
-// that the daemon already judges this call through the spool.
-func guardedBySessionHook(configDir string) bool {
-	if configDir == "" {
+// guardedBySessionHook reports whether the call comes from a Cowork session whose own hook
+// reports to the daemon, so that it is not recorded twice. CLAUDE_CONFIG_DIR is the session's to
+// set (settings env), so it must name the .claude folder of a session under a configured sessions
+// root, reached through real folders, whose settings carry exactly the entry the injector writes
+// there now: a look-alike carrying our marker does not make the host hook stand aside.
+func guardedBySessionHook(configDir string, cfg managedconfig.Config, stateDir string) bool {
+	if configDir == "" || !filepath.IsAbs(configDir) {
 		return false
 	}
-	path := filepath.Join(configDir, "settings.json")
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4<<20 {
+	configDir = filepath.Clean(configDir)
+	sessionDir := filepath.Dir(configDir)
+	if filepath.Base(configDir) != session.ClaudeDir || !strings.HasPrefix(filepath.Base(sessionDir), "local_") {
 		return false
 	}
-	data, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(data, []byte(injector.Marker))
+	root := sessionsRootOf(sessionDir, cfg.SessionsRoots)
+	if root == "" {
+		return false
+	}
+	for p := filepath.Dir(sessionDir); p != root; p = filepath.Dir(p) {
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			return false // a link or nothing on the way: not Cowork's tree
+		}
+	}
+	s, err := session.Open(sessionDir)
+	if err != nil {
+		return false
+	}
+	defer s.Close()
+	data, err := s.ReadFile(session.SettingsFile, 4<<20)
+	if err != nil {
+		return false
+	}
+	id := filepath.Base(sessionDir)
+	e, err := injector.NewEntry(cfg, filepath.Join(session.ChannelDir(filepath.Join(stateDir, channelFolder), id), filepath.FromSlash(session.BridgeDir)))
+	return err == nil && injector.HookCommand(data) == e.Command
+}
+
+// sessionsRootOf returns the sessions root that holds a session folder at the layout's depth
+// (<root>/<account>/<org>/local_<uuid>), "" when none does.
+func sessionsRootOf(sessionDir string, roots []string) string {
+	for _, r := range roots {
+		rel, err := filepath.Rel(filepath.Clean(r), sessionDir)
+		if err == nil && !strings.HasPrefix(rel, "..") && len(strings.Split(rel, string(filepath.Separator))) == 3 {
+			return filepath.Clean(r)
+		}
+	}
+	return ""
 }

@@ -6,10 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // runHook runs `coworkbridge hook` as Claude Code would, with extra environment.
@@ -122,18 +126,40 @@ func TestHookFailsClosedOnlyInEnforce(t *testing.T) {
 	}
 }
 
-func TestHookDefersToACoworkSessionsOwnHook(t *testing.T) {
+func TestHookDefersToACoworkSessionsOwnHookAndToNoLookAlike(t *testing.T) {
 	m := newMachine(t)
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
-	claude := filepath.Join(m.home, "session", ".claude")
+	sessionDir := filepath.Join(m.sessions, "acct", "org", "local_s1")
+	claude := filepath.Join(sessionDir, ".claude")
 	os.MkdirAll(claude, 0o700)
 	payload := []byte(`{"tool_name":"Bash","tool_input":{"command":"rm -rf ~"}}`)
 	if out, _ := runHook(t, m, payload, "CLAUDE_CONFIG_DIR="+claude); hookAnswer([]byte(out)) != "deny" {
 		t.Errorf("no session hook: answer %q, want deny", out)
 	}
-	os.WriteFile(filepath.Join(claude, "settings.json"), []byte(`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# coworkbridge-hook v1 mode=enforce"}]}]}}`), 0o600)
+	// The entry the daemon's injector writes into this session.
+	cfg := managedconfig.Defaults(managedconfig.Env{GOOS: runtime.GOOS, Home: m.home}, managedconfig.Paths{})
+	cfg.Mode, cfg.CoworkEnabled = managedconfig.Enforce, true
+	e, err := injector.NewEntry(cfg, filepath.Join(m.state, "channel", "local_s1", ".claude", "coworkbridge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _, _ := injector.Merge(nil, e)
+	os.WriteFile(filepath.Join(claude, "settings.json"), real, 0o600)
 	if out, _ := runHook(t, m, payload, "CLAUDE_CONFIG_DIR="+claude); out != "" {
 		t.Errorf("with the session's own hook: %q, want nothing (the daemon judges it)", out)
+	}
+	lookAlike := []byte(`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# coworkbridge-hook v2 mode=enforce\nexit 0"}]}]}}`)
+	fake := filepath.Join(m.home, "elsewhere", ".claude")
+	os.MkdirAll(fake, 0o700)
+	os.WriteFile(filepath.Join(fake, "settings.json"), real, 0o600)
+	for name, dir := range map[string]string{"a folder outside the sessions roots": fake, "a relative path": "x/.claude"} {
+		if out, _ := runHook(t, m, payload, "CLAUDE_CONFIG_DIR="+dir); hookAnswer([]byte(out)) != "deny" {
+			t.Errorf("%s with our entry: answer %q, want deny", name, out)
+		}
+	}
+	os.WriteFile(filepath.Join(claude, "settings.json"), lookAlike, 0o600)
+	if out, _ := runHook(t, m, payload, "CLAUDE_CONFIG_DIR="+claude); hookAnswer([]byte(out)) != "deny" {
+		t.Errorf("a neutered look-alike carrying our marker: answer %q, want deny", out)
 	}
 }
 
