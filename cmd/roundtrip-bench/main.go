@@ -38,8 +38,9 @@ func main() {
 	conc := flag.String("concurrency", "1,8", "concurrent hook callers to measure")
 	calls := flag.Int("calls", 300, "hook calls per measurement")
 	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
+	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
 	flag.Parse()
-	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll); err != nil {
+	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
 		os.Exit(1)
 	}
@@ -69,7 +70,7 @@ type result struct {
 	denies                int
 }
 
-func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration) error {
+func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm bool) error {
 	tmp, err := os.MkdirTemp("", "roundtrip-bench-")
 	if err != nil {
 		return err
@@ -84,20 +85,25 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration) 
 		}
 	}
 	var results []result
-	designs := []struct {
+	// On this machine the hooks see the daemon's state, as they do in Cowork's host loop, and use
+	// the host channel; the "-vm" designs hide it from them, as the VM does, so that they go
+	// through the session's spool.
+	type design struct {
 		name string
 		poll time.Duration
-	}{{"fsnotify", 0}}
+		vm   bool
+	}
+	designs := []design{{"fsnotify", 0, false}}
+	if vm {
+		designs = append(designs, design{"fsnotify-vm", 0, true})
+	}
 	if poll > 0 {
-		designs = append(designs, struct {
-			name string
-			poll time.Duration
-		}{"poll-" + poll.String(), poll})
+		designs = append(designs, design{"poll-" + poll.String() + "-vm", poll, true})
 	}
 	for _, n := range sessionCounts {
 		for _, c := range concs {
 			for _, d := range designs {
-				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d.poll)
+				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d.poll, d.vm)
 				if err != nil {
 					return fmt.Errorf("%d sessions, %d callers, %s: %w", n, c, d.name, err)
 				}
@@ -122,7 +128,7 @@ func report(rs []result) {
 	tw.Flush()
 	for i := 0; i+1 < len(rs); i++ {
 		a, b := rs[i], rs[i+1]
-		if a.design == "fsnotify" && b.sessions == a.sessions && b.conc == a.conc && b.design != a.design {
+		if a.design == "fsnotify-vm" && b.sessions == a.sessions && b.conc == a.conc && strings.HasPrefix(b.design, "poll-") {
 			fmt.Printf("%d sessions, %d callers: %s/fsnotify p50 %.1fx, p99 %.1fx\n", a.sessions, a.conc, b.design,
 				float64(b.p50)/float64(a.p50), float64(b.p99)/float64(a.p99))
 		}
@@ -194,7 +200,7 @@ func (d *daemon) stop() (peakRSS int64, err error) {
 	return peakRSS, err
 }
 
-func measure(bin, dir string, n, conc, calls int, poll time.Duration) (result, error) {
+func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool) (result, error) {
 	r := result{sessions: n, conc: conc, calls: calls}
 	sessions, err := makeSessions(dir, n)
 	if err != nil {
@@ -208,6 +214,11 @@ func measure(bin, dir string, n, conc, calls int, poll time.Duration) (result, e
 	if err != nil {
 		d.stop()
 		return r, fmt.Errorf("%w (daemon log: %s)", err, filepath.Join(dir, "daemon.log"))
+	}
+	if vm {
+		for i, h := range hooks {
+			hooks[i] = strings.ReplaceAll(h, string(filepath.Separator)+"channel"+string(filepath.Separator), string(filepath.Separator)+"not-in-the-vm"+string(filepath.Separator))
+		}
 	}
 	cpu0 := d.cpu()
 	lat, denies, wall, err := load(sessions, hooks, conc, calls)
