@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"DynamicCode":             dynamicCode,
 	"Unparseable":             unparseable,
 	"AnalysisLimit":           analysisLimit,
+	"GuardTamper":             guardTamper,
 	"PrivilegeEscalation":     privilegeEscalation,
 	"ManifestDependencies":    manifestDependencies,
 	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
@@ -238,6 +240,34 @@ func dynamicCode(_ *Classifier, it item) (string, bool) {
 		return "", false
 	}
 	return it.an.Dynamic[0], true
+}
+
+// folderTools are commands that, given the .claude folder itself, can move, link, replace or
+// change it.
+var folderTools = map[string]bool{"ln": true, "mv": true, "cp": true, "rm": true, "rmdir": true, "unlink": true, "chmod": true,
+	"chown": true, "chflags": true, "chattr": true, "mkfifo": true, "mknod": true, "rsync": true, "install": true, "touch": true, "truncate": true}
+
+// guardTamper finds commands that touch the guard's settings or folder in any spelling: a
+// command (or interpreter code) naming .claude together with settings or coworkbridge, in either
+// order and any case (.Claude/Settings.json is the same file on a Mac); disableAllHooks anywhere;
+// and the .claude folder itself handed to a tool that moves, links or replaces it. Plain
+// substring tests: this runs on every command.
+func guardTamper(_ *Classifier, it item) (string, bool) {
+	l := strings.ToLower(it.text)
+	if strings.Contains(l, "disableallhooks") {
+		return it.text, true
+	}
+	if strings.Contains(l, ".claude") && (strings.Contains(l, "settings") || strings.Contains(l, "coworkbridge")) {
+		return it.text, true
+	}
+	if it.cmd != nil && folderTools[it.cmd.Name] {
+		for _, a := range it.cmd.Args {
+			if path.Base(strings.ToLower(strings.TrimRight(a, "/"))) == ".claude" {
+				return it.cmd.Line(), true
+			}
+		}
+	}
+	return "", false
 }
 
 // analysisLimit finds commands built to exhaust the analyser (values doubled until they are
