@@ -249,14 +249,10 @@ var folderTools = map[string]bool{"ln": true, "mv": true, "cp": true, "rm": true
 
 // guardTamper finds commands that touch the guard's settings or folder in any spelling: a
 // command (or interpreter code) naming .claude together with settings or coworkbridge, in either
-// order and any case (.Claude/Settings.json is the same file on a Mac); disableAllHooks anywhere;
-// and the .claude folder itself handed to a tool that moves, links or replaces it. Plain
+// order and any case (.Claude/Settings.json is the same file on a Mac), and the .claude folder itself handed to a tool that moves, links or replaces it. Plain
 // substring tests: this runs on every command.
 func guardTamper(_ *Classifier, it item) (string, bool) {
 	l := strings.ToLower(it.text)
-	if strings.Contains(l, "disableallhooks") {
-		return it.text, true
-	}
 	if strings.Contains(l, ".claude") && (strings.Contains(l, "settings") || strings.Contains(l, "coworkbridge")) {
 		return it.text, true
 	}
