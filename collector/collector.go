@@ -190,6 +190,8 @@ type tracked struct {
 	// spool stood on the first pass (nil before it): the worker's.
 	budget  budget
 	backlog map[string]int64
+	// rids are the request ids recorded lately, to catch a line reusing one; the worker's.
+	rids ridSet
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
 	partial  map[string]spool.Partial
 	failures int // consecutive decision-log failures, for the retry backoff

@@ -304,6 +304,9 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 	t.failures = 0
 	for _, o := range outs {
 		c.count(t, o)
+		if o.rec.RID != "" && o.bad != RuleDuplicateRID {
+			t.rids.add(o.rec.RID)
+		}
 	}
 	if exceeded {
 		c.floodQuarantine(t, p)

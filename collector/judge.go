@@ -23,6 +23,7 @@ const (
 	RuleOversized       = "coworkbridge.oversized"
 	RuleClassifierError = "coworkbridge.classifier-error"
 	RuleQuarantine      = "coworkbridge.quarantine"
+	RuleDuplicateRID    = "coworkbridge.duplicate-rid"
 )
 
 // outcome is one line's result, counted once its record is in the decision log.
@@ -54,6 +55,12 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	}
 	if env.RID != "" && c.alreadyRecorded(env.RID) {
 		return outcome{skip: true}
+	}
+	if env.RID != "" && t.rids.has(env.RID) {
+		// Spool lines are self-reported: a second line with a request id already handled was
+		// not written by the hook that made the id. Its hook, if any, has had its answer.
+		c.Quarantine(t.id, "a second spool line reused request id "+env.RID+" (a forged line)")
+		return c.fault(s, t, p, rec, env.RID, false, RuleDuplicateRID, "a second spool line with request id "+env.RID+": not written by its hook", started)
 	}
 	waiting := env.Mode == string(managedconfig.Enforce) && env.RID != ""
 	pl, err := claudehook.ParsePayload(env.Event)

@@ -127,3 +127,27 @@ func (c *Collector) verifyLease(s *session.Session, leaseUntil time.Time) string
 	}
 	return what
 }
+
+// ridSet remembers the last ridSetSize request ids recorded in a session.
+type ridSet struct {
+	set  map[string]bool
+	ring []string
+	next int
+}
+
+const ridSetSize = 4096
+
+func (r *ridSet) has(rid string) bool { return r.set[rid] }
+
+func (r *ridSet) add(rid string) {
+	if r.set == nil {
+		r.set, r.ring = map[string]bool{}, make([]string, ridSetSize)
+	}
+	if r.set[rid] {
+		return
+	}
+	delete(r.set, r.ring[r.next])
+	r.ring[r.next] = rid
+	r.set[rid] = true
+	r.next = (r.next + 1) % ridSetSize
+}

@@ -108,3 +108,25 @@ func (f *fixture) idle() {
 		return quiet >= 4
 	}, func() string { return "the session never went idle" })
 }
+
+func TestASpoolLineReusingARecordedRequestIDIsAForgery(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	rid := f.nextRID()
+	f.appendRaw(envelope(rid, "enforce", "Bash", bash("rm -rf ~")) + "\n")
+	f.decision(rid)
+	f.waitRecords(1)
+	os.Remove(f.bridge(filepath.Join("decisions", rid+".json"))) // the hook took its answer
+	f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
+	recs := f.waitRecords(2)
+	if recs[1].Rule != RuleDuplicateRID || recs[1].RID != rid {
+		t.Fatalf("record %+v", recs[1])
+	}
+	if f.health.count("quarantined") != 1 {
+		t.Error("not quarantined")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := os.Stat(f.bridge(filepath.Join("decisions", rid+".json"))); err == nil {
+		t.Error("a second decision was written for a request already answered")
+	}
+}
