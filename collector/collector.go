@@ -271,13 +271,7 @@ func (c *Collector) Track(dir string) {
 // comes back.
 func (c *Collector) Untrack(id string) {
 	c.mu.Lock()
-	var t *tracked
-	for _, s := range c.sessions {
-		if s.id == id {
-			t = s
-			break
-		}
-	}
+	t := c.byIDLocked(id)
 	if t != nil {
 		t.gone = true
 		delete(c.sessions, t.dir)
@@ -318,13 +312,7 @@ func (c *Collector) Untrack(id string) {
 func (c *Collector) Quarantine(id, reason string) {
 	until := c.opts.Now().Add(c.opts.QuarantineFor)
 	c.mu.Lock()
-	var t *tracked
-	for _, s := range c.sessions {
-		if s.id == id {
-			t = s
-			break
-		}
-	}
+	t := c.byIDLocked(id)
 	if t != nil {
 		t.quarantined, t.why = until, reason
 	}
@@ -341,6 +329,16 @@ func (c *Collector) quarantine(t *tracked) string {
 		return t.why
 	}
 	return ""
+}
+
+// byIDLocked finds a tracked session by its folder's name. Callers hold mu.
+func (c *Collector) byIDLocked(id string) *tracked {
+	for _, t := range c.sessions {
+		if t.id == id {
+			return t
+		}
+	}
+	return nil
 }
 
 // Sessions is the number of sessions tracked.

@@ -138,13 +138,7 @@ func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now tim
 	c.prepare(s, c.leaseFor(now))
 	c.watch(t)
 	res, err := decisions.Sweep(s, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)
-	if err != nil {
-		c.log.Debug("sweep incomplete", "session", t.id, "err", err)
-	}
-	if res.Unconsumed > 0 {
-		c.log.Warn("decisions were never read: their hooks gave up first", "code", "decisions_unconsumed", "session", t.id, "count", res.Unconsumed)
-		c.opts.Health.DecisionsUnconsumed(t.id, res.Unconsumed)
-	}
+	c.reportSweep(t, res, err)
 	for rid, at := range t.decided {
 		if now.Sub(at) > 10*time.Minute {
 			delete(t.decided, rid)
@@ -156,8 +150,13 @@ func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now tim
 func (c *Collector) housekeepChannel(cs *session.Session, t *tracked, p *policy, now time.Time) {
 	c.prepare(cs, c.leaseFor(now))
 	res, err := decisions.SweepChannel(cs, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)
+	c.reportSweep(t, res, err)
+}
+
+// reportSweep logs what a sweep of the session found and counts unread decisions for health.
+func (c *Collector) reportSweep(t *tracked, res decisions.SweepResult, err error) {
 	if err != nil {
-		c.log.Debug("host channel sweep incomplete", "session", t.id, "err", err)
+		c.log.Debug("sweep incomplete", "session", t.id, "err", err)
 	}
 	if res.Unconsumed > 0 {
 		c.log.Warn("decisions were never read: their hooks gave up first", "code", "decisions_unconsumed", "session", t.id, "count", res.Unconsumed)

@@ -2,7 +2,6 @@ package injector
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -159,65 +158,49 @@ func TestPlantsInTheBridgeFolderNeverHangTheHook(t *testing.T) {
 // fakeChannelDaemon answers event files handed over in a host channel, as the real daemon does.
 func fakeChannelDaemon(t testing.TB, chBridge string, decide func(envelope) []byte) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			time.Sleep(time.Millisecond)
-			files, _ := filepath.Glob(filepath.Join(chBridge, ".ev-*"))
-			for _, f := range files {
-				data, err := os.ReadFile(f)
-				if err != nil || !bytes.HasSuffix(data, []byte("\n")) {
-					continue
-				}
-				var e envelope
-				if json.Unmarshal(data, &e) != nil {
-					continue
-				}
-				tmp := filepath.Join(chBridge, "decisions", "."+e.RID)
-				os.WriteFile(tmp, decide(e), 0o600)
-				os.Rename(tmp, filepath.Join(chBridge, "decisions", e.RID+".json"))
-				os.Remove(f)
+	background(t, time.Millisecond, func() {
+		files, _ := filepath.Glob(filepath.Join(chBridge, ".ev-*"))
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil || !bytes.HasSuffix(data, []byte("\n")) {
+				continue
 			}
+			var e envelope
+			if json.Unmarshal(data, &e) != nil {
+				continue
+			}
+			tmp := filepath.Join(chBridge, "decisions", "."+e.RID)
+			os.WriteFile(tmp, decide(e), 0o600)
+			os.Rename(tmp, filepath.Join(chBridge, "decisions", e.RID+".json"))
+			os.Remove(f)
 		}
-	}()
+	})
 }
 
 // forger is an agent's background process: it answers "no objection" for every request id it can
 // find anywhere in the session's bridge folder, as fast as it can.
 func forger(t testing.TB, bridge string) (forged func() int) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	n := 0
-	wg.Add(1)
-	t.Cleanup(func() { cancel(); wg.Wait() })
 	rid := regexp.MustCompile(`[0-9a-f]{32}`)
-	go func() {
-		defer wg.Done()
-		os.MkdirAll(filepath.Join(bridge, "decisions"), 0o700)
-		for ctx.Err() == nil {
-			var seen []string
-			entries, _ := os.ReadDir(bridge)
-			for _, e := range entries {
-				seen = append(seen, rid.FindAllString(e.Name(), -1)...)
-			}
-			if data, err := os.ReadFile(filepath.Join(bridge, "events.jsonl")); err == nil {
-				seen = append(seen, rid.FindAllString(string(data), -1)...)
-			}
-			for _, r := range seen {
-				if os.WriteFile(filepath.Join(bridge, "decisions", r+".json"), nil, 0o600) == nil {
-					mu.Lock()
-					n++
-					mu.Unlock()
-				}
-			}
-			time.Sleep(100 * time.Microsecond)
+	os.MkdirAll(filepath.Join(bridge, "decisions"), 0o700)
+	background(t, 100*time.Microsecond, func() {
+		var seen []string
+		entries, _ := os.ReadDir(bridge)
+		for _, e := range entries {
+			seen = append(seen, rid.FindAllString(e.Name(), -1)...)
 		}
-	}()
+		if data, err := os.ReadFile(filepath.Join(bridge, "events.jsonl")); err == nil {
+			seen = append(seen, rid.FindAllString(string(data), -1)...)
+		}
+		for _, r := range seen {
+			if os.WriteFile(filepath.Join(bridge, "decisions", r+".json"), nil, 0o600) == nil {
+				mu.Lock()
+				n++
+				mu.Unlock()
+			}
+		}
+	})
 	return func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 

@@ -214,44 +214,49 @@ func TestObserveNeverFailsEvenWhenItCannotWrite(t *testing.T) {
 	}
 }
 
+// background runs step every period until the test ends, and waits for it then.
+func background(t testing.TB, period time.Duration, step func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			time.Sleep(period)
+			step()
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
 // fakeDaemon answers every new spool line with decide(envelope), written atomically like the real
 // daemon. It stops with the test.
 func fakeDaemon(t testing.TB, configDir string, decide func(envelope) []byte) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	t.Cleanup(func() { cancel(); wg.Wait() })
 	spool := filepath.Join(configDir, "coworkbridge", "events.jsonl")
 	decisions := filepath.Join(configDir, "coworkbridge", "decisions")
-	go func() {
-		defer wg.Done()
-		var off int64
-		for ctx.Err() == nil {
-			time.Sleep(time.Millisecond)
-			f, err := os.Open(spool)
+	var off int64
+	background(t, time.Millisecond, func() {
+		f, err := os.Open(spool)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		f.Seek(off, 0)
+		r := bufio.NewReaderSize(f, 1<<20)
+		for {
+			line, err := r.ReadBytes('\n')
 			if err != nil {
+				return
+			}
+			off += int64(len(line))
+			var e envelope
+			if json.Unmarshal(line, &e) != nil {
 				continue
 			}
-			f.Seek(off, 0)
-			r := bufio.NewReaderSize(f, 1<<20)
-			for {
-				line, err := r.ReadBytes('\n')
-				if err != nil {
-					break
-				}
-				off += int64(len(line))
-				var e envelope
-				if json.Unmarshal(line, &e) != nil {
-					continue
-				}
-				tmp := filepath.Join(decisions, "."+e.RID)
-				os.WriteFile(tmp, decide(e), 0o600)
-				os.Rename(tmp, filepath.Join(decisions, e.RID+".json"))
-			}
-			f.Close()
+			tmp := filepath.Join(decisions, "."+e.RID)
+			os.WriteFile(tmp, decide(e), 0o600)
+			os.Rename(tmp, filepath.Join(decisions, e.RID+".json"))
 		}
-	}()
+	})
 }
 
 const denyJSON = `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"blocked by rule x"}}`
