@@ -50,6 +50,7 @@ func hostileEnv(t *testing.T, configDir, bin, marks string) []string {
 	}
 }
 
+// runHookEnv is runHook with the whole environment given.
 func runHookEnv(t *testing.T, sh shell, script string, env []string, payload []byte) hookResult {
 	t.Helper()
 	args := append(slices.Clone(sh.argv[1:]), script)

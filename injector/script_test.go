@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,22 +68,7 @@ type hookResult struct {
 // cwd somewhere else.
 func runHook(t *testing.T, sh shell, script, configDir string, payload []byte) hookResult {
 	t.Helper()
-	args := append(slices.Clone(sh.argv[1:]), script) // a fresh slice: hooks run concurrently
-	cmd := exec.Command(sh.argv[0], args...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = []string{"CLAUDE_CONFIG_DIR=" + configDir, "PATH=" + os.Getenv("PATH"), "HOME=/nonexistent"}
-	cmd.Stdin = bytes.NewReader(payload)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	res := hookResult{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return runHookEnv(t, sh, script, []string{"CLAUDE_CONFIG_DIR=" + configDir, "PATH=" + os.Getenv("PATH"), "HOME=/nonexistent"}, payload)
 }
 
 func script(t *testing.T, mode managedconfig.Mode, dt time.Duration) string {
