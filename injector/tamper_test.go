@@ -5,19 +5,30 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
+// tamperedWith waits a little for the report: it follows the repair it describes.
 func (r *recorder) tamperedWith(id, what string) bool {
-	return r.check(func(r *recorder) bool {
-		for _, w := range r.tampered[id] {
-			if strings.Contains(w, what) {
-				return true
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if r.check(func(r *recorder) bool {
+			for _, w := range r.tampered[id] {
+				if strings.Contains(w, what) {
+					return true
+				}
 			}
+			return false
+		}) {
+			return true
 		}
-		return false
-	})
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestProjectSettingsThatSwitchHooksOffAreNeutralisedAtOnceAndReported(t *testing.T) {
