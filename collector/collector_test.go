@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -524,9 +525,45 @@ func TestLinkedSpoolIsRefusedAndReportedWithNothingReadOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.start()
-	waitFor(t, func() bool { return f.health.count("refused") == 1 }, func() string { return "the linked spool was not reported" })
-	if len(f.records()) != 0 {
-		t.Error("the linked spool was read")
+	waitFor(t, func() bool { return f.health.count("refused") >= 1 }, func() string { return "the linked spool was not reported" })
+	// The link is taken away (never followed), the attempt recorded, the session quarantined.
+	recs := f.waitRecords(1)
+	if len(recs) != 1 || recs[0].Rule != RulePlantedSpool {
+		t.Errorf("records %+v: the linked spool was read, or the plant not recorded", recs)
+	}
+	if _, err := os.Lstat(f.bridge("events.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("the link is still there: %v", err)
+	}
+	if data, _ := os.ReadFile(secret); !strings.Contains(string(data), "ls") {
+		t.Error("the link's target was touched")
+	}
+	if f.health.count("quarantined") != 1 {
+		t.Error("not quarantined")
+	}
+}
+
+func TestAFIFOOrFolderPlantedAtTheSpoolIsTakenAway(t *testing.T) {
+	for name, plant := range map[string]func(p string) error{
+		"a FIFO":   func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"a folder": func(p string) error { return os.MkdirAll(filepath.Join(p, "inside"), 0o700) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, managedconfig.Enforce)
+			os.MkdirAll(f.bridge(""), 0o700)
+			if err := plant(f.bridge("events.jsonl")); err != nil {
+				t.Fatal(err)
+			}
+			f.start()
+			if recs := f.waitRecords(1); recs[0].Rule != RulePlantedSpool {
+				t.Errorf("record %+v", recs[0])
+			}
+			// Hooks can append again: the next line is judged as usual.
+			rid := f.nextRID()
+			f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
+			if got := f.decision(rid); !strings.Contains(got, "quarantined") {
+				t.Errorf("decision %q", got)
+			}
+		})
 	}
 }
 

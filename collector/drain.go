@@ -196,6 +196,9 @@ func (c *Collector) drainFile(ctx context.Context, s *session.Session, t *tracke
 	}
 	if err != nil {
 		c.refuse(t, name, err)
+		if !rotated {
+			c.replaceSpool(s, t, name)
+		}
 		return
 	}
 	defer f.Close()
@@ -243,6 +246,31 @@ func (c *Collector) refuse(t *tracked, name string, err error) {
 	t.refused = err.Error()
 	c.log.Warn("refusing to read a session's spool", "code", "spool_refused", "session", t.id, "spool", name, "err", err)
 	c.opts.Health.SpoolRefused(t.id)
+}
+
+// replaceSpool takes away what stands at the spool's name when it is not a plain file (a link, a
+// FIFO, a folder): hooks in the VM would deny every call until it went. Only the agent plants
+// such things there, so the session is quarantined too. A link or FIFO is removed, never
+// followed or opened; a folder is moved aside whole.
+func (c *Collector) replaceSpool(s *session.Session, t *tracked, name string) {
+	fi, err := s.Lstat(name)
+	if err != nil || fi.Mode().IsRegular() {
+		return
+	}
+	what := fmt.Sprintf("the spool was replaced by a %v", fi.Mode().Type())
+	if fi.IsDir() {
+		err = s.MoveAside(name, name+".planted-"+strconv.FormatInt(c.opts.Now().UnixNano(), 10))
+	} else {
+		err = s.Remove(name)
+	}
+	if err != nil {
+		c.log.Warn("cannot take away what was planted at a session's spool", "session", t.id, "err", err)
+	}
+	t.refused = "" // a new plant is reported again
+	c.mu.Lock()
+	t.suspects = append(t.suspects, suspect{"", RulePlantedSpool, what})
+	c.mu.Unlock()
+	c.checkPlants(s, t, c.pol.Load())
 }
 
 // batch handles up to BatchLines lines: decisions as it goes, then the decision log in one write,

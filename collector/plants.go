@@ -25,6 +25,7 @@ import (
 const (
 	RuleForgedDecision = "coworkbridge.forged-decision"
 	RulePlantedLease   = "coworkbridge.planted-lease"
+	RulePlantedSpool   = "coworkbridge.planted-spool"
 )
 
 // suspect is one attempt the watcher saw, waiting to be recorded by the session's worker.
