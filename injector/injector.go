@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -94,8 +95,10 @@ type Injector struct {
 	schema  *Schema
 	w       *fsnotify.Watcher
 	watched map[string]bool
-	added   int                 // watches added since the scan began
-	live    map[string]*tracked // by session folder
+	// nwatched mirrors len(watched) for readers outside the loop.
+	nwatched atomic.Int64
+	added    int                 // watches added since the scan began
+	live     map[string]*tracked // by session folder
 	// pending are sessions whose settings.json vanished: restored after the settle delay, unless
 	// the whole session is being removed.
 	pending map[string]bool
@@ -236,6 +239,9 @@ func (in *Injector) rescan(full bool) {
 
 func (in *Injector) scanOnce(full bool) {
 	now := in.opts.Now()
+	if full {
+		in.pruneWatches()
+	}
 	sc := session.Discover(in.cfg.SessionsRoots, in.opts.MaxSessions)
 	for _, err := range sc.Errors {
 		in.log.Warn("cannot read part of a sessions root", "err", err)
@@ -317,6 +323,7 @@ func (in *Injector) watch(dir string) bool {
 		return false
 	}
 	in.watched[dir] = true
+	in.nwatched.Store(int64(len(in.watched)))
 	in.added++
 	return true
 }
@@ -324,7 +331,18 @@ func (in *Injector) watch(dir string) bool {
 func (in *Injector) unwatch(dir string) {
 	if in.watched[dir] {
 		delete(in.watched, dir)
+		in.nwatched.Store(int64(len(in.watched)))
 		_ = in.w.Remove(dir) // fails harmlessly when the folder is already gone
+	}
+}
+
+// pruneWatches drops the watches of folders that are gone: the kernel dropped them already, and a
+// table that kept them would fill up with every deleted session tree's account and org folders.
+func (in *Injector) pruneWatches() {
+	for dir := range in.watched {
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			in.unwatch(dir)
+		}
 	}
 }
 
@@ -341,6 +359,9 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 		return false
 	}
 	name := filepath.Clean(ev.Name)
+	if (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) && in.watched[name] {
+		in.unwatch(name) // its watch went with it
+	}
 	base := filepath.Base(name)
 	for _, root := range in.cfg.SessionsRoots {
 		rel, err := filepath.Rel(root, name)
@@ -498,9 +519,8 @@ func (in *Injector) report(t *tracked, out Outcome, why reason) {
 	in.opts.Recorder.SessionHooked(t.id, unverified)
 }
 
-// Watches is the number of folders currently watched (for health); call it only from the goroutine
-// running Run or after Run has returned.
-func (in *Injector) Watches() int { return len(in.watched) }
+// Watches is the number of folders currently watched, for health; safe from any goroutine.
+func (in *Injector) Watches() int { return int(in.nwatched.Load()) }
 
 // UnhookAll removes our entries from every session under roots, for when an admin switches
 // coworkbridge off. It returns how many sessions it changed; errors are logged per session.

@@ -1,0 +1,54 @@
+package injector
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// inotifyWatches counts the inotify watches this process holds, as the kernel sees them.
+func inotifyWatches(t *testing.T) int {
+	t.Helper()
+	fds, err := filepath.Glob("/proc/self/fdinfo/*")
+	if err != nil || len(fds) == 0 {
+		t.Skip("no /proc/self/fdinfo here")
+	}
+	n := 0
+	for _, fd := range fds {
+		data, _ := os.ReadFile(fd)
+		n += bytes.Count(data, []byte("inotify wd:"))
+	}
+	return n
+}
+
+// Deleting session trees, each under its own account and org folders, must give back every watch
+// they took: the table matches the kernel's and returns to where it started.
+func TestDeletedSessionTreesGiveBackTheirWatches(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts inotify watches through /proc")
+	}
+	root := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(root, 0o755)
+	in, _ := startInjector(t, testConfig(root, managedconfig.Observe), Options{})
+	before := in.Watches()
+	const trees = 40
+	for i := range trees {
+		dir := filepath.Join(root, fmt.Sprintf("acct%d", i), fmt.Sprintf("org%d", i), fmt.Sprintf("local_%d", i))
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		eventually(t, "hooked", func() bool { return strings.Contains(settingsOf(dir), Marker) })
+	}
+	if grown := in.Watches(); grown < before+trees*4 {
+		t.Fatalf("%d watches with %d trees, want at least %d", grown, trees, before+trees*4)
+	}
+	for i := range trees {
+		os.RemoveAll(filepath.Join(root, fmt.Sprintf("acct%d", i)))
+	}
+	eventually(t, "watches given back", func() bool { return in.Watches() == before })
+	eventually(t, "the table matching the kernel", func() bool { return inotifyWatches(t) == in.Watches() })
+}
