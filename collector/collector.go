@@ -155,6 +155,9 @@ type Collector struct {
 	// leaseUntil is the time the alive leases last written run to.
 	leaseUntil time.Time
 
+	// sink tracks decision-log failures for logging.
+	sink sinkState
+
 	// leaseMu: writers of leases hold it shared; shutdown takes it to set withdrawn.
 	leaseMu   sync.RWMutex
 	withdrawn bool
@@ -194,7 +197,8 @@ type tracked struct {
 	rids ridSet
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
 	partial  map[string]spool.Partial
-	failures int // consecutive decision-log failures, for the retry backoff
+	failures int       // consecutive decision-log failures, for the retry backoff
+	retryAt  time.Time // no decision-log write before then
 }
 
 // newTracked is a session to follow, not yet in any map.

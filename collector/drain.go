@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/decisions"
@@ -309,9 +310,13 @@ func (c *Collector) batch(ctx context.Context, s *session.Session, t *tracked, p
 // record writes the outcomes to the decision log in one write and counts them. On failure it
 // schedules a retry with backoff and reports false: the caller keeps the events where they are.
 func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
+	now := c.opts.Now()
+	if len(outs) > 0 && now.Before(t.retryAt) {
+		return false // in backoff: the retry is scheduled; new events do not hasten it
+	}
 	saved := t.budget
 	saved.suppressedDecided = maps.Clone(saved.suppressedDecided)
-	keep, summaries, exceeded := c.admit(t, p, outs, c.opts.Now())
+	keep, summaries, exceeded := c.admit(t, p, outs, now)
 	if len(keep)+len(summaries) > 0 {
 		recs := make([]telemetry.Record, 0, len(keep)+len(summaries))
 		for _, o := range keep {
@@ -322,13 +327,15 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 			c.opts.Health.TelemetryFailed()
 			t.failures++
 			wait := min(time.Second<<min(t.failures-1, 5), 30*time.Second)
-			c.log.Warn("cannot write the decision log; the events stay where they are and are retried", "code", "telemetry_write_failed", "session", t.id, "retry_in", wait.String(), "err", err)
+			t.retryAt = now.Add(wait)
+			c.sinkFailed(err)
 			time.AfterFunc(wait, func() { c.schedule(t, false) })
 			t.budget = saved // the retry counts these events again
 			return false
 		}
+		c.sinkRecovered()
 	}
-	t.failures = 0
+	t.failures, t.retryAt = 0, time.Time{}
 	for _, o := range outs {
 		c.count(t, o)
 		if o.rec.RID != "" && o.bad != RuleDuplicateRID {
@@ -339,6 +346,37 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 		c.floodQuarantine(t, p)
 	}
 	return true
+}
+
+// sinkState is whether the decision log is failing, so that a full disk is logged once when it
+// starts and once when it ends, not once per attempt.
+type sinkState struct {
+	mu       sync.Mutex
+	failing  bool
+	since    time.Time
+	attempts int
+}
+
+func (c *Collector) sinkFailed(err error) {
+	c.sink.mu.Lock()
+	defer c.sink.mu.Unlock()
+	c.sink.attempts++
+	if c.sink.failing {
+		return
+	}
+	c.sink.failing, c.sink.since = true, c.opts.Now()
+	c.log.Warn("cannot write the decision log; events stay where they are and are retried with backoff (logged again when it recovers)",
+		"code", "telemetry_write_failed", "err", err)
+}
+
+func (c *Collector) sinkRecovered() {
+	c.sink.mu.Lock()
+	defer c.sink.mu.Unlock()
+	if !c.sink.failing {
+		return
+	}
+	c.log.Info("the decision log is writable again", "failed_attempts", c.sink.attempts, "failing_for", c.opts.Now().Sub(c.sink.since).String())
+	c.sink.failing, c.sink.attempts = false, 0
 }
 
 // retire rotates a drained spool that is large or idle, and removes a rotated one that is drained

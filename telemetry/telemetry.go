@@ -71,6 +71,8 @@ type Log struct {
 	f        *os.File
 	fi       os.FileInfo
 	failures atomic.Uint64
+	// torn: a write failed, and may have left part of a line at the end of the file.
+	torn bool
 }
 
 // Open returns a Log; the file is opened on the first write, so a log folder that is missing or
@@ -148,11 +150,75 @@ func (l *Log) append(line []byte) error {
 			return err
 		}
 	}
+	if l.torn {
+		if err := l.mend(); err != nil {
+			return err
+		}
+	}
 	n, err := l.f.Write(line)
 	if err == nil && n != len(line) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(line))
 	}
+	if err != nil {
+		l.torn = true // mended before the next write, whatever the outcome of this one
+	}
 	return err
+}
+
+// mendWindow bounds how far back mend looks for the last complete line.
+const mendWindow = 64 << 20
+
+// mend makes the file end on a complete line again after a failed write: a disk that filled up
+// mid-write leaves part of a line, and the next record appended after it would be glued to it and
+// lost to every line reader. It cuts back to just after the last newline, under the rotation lock
+// so that another process mending or rotating does not race it.
+func (l *Log) mend() error {
+	if err := l.lock.Lock(); err != nil {
+		return fmt.Errorf("lock to mend the end of the log: %w", err)
+	}
+	defer l.lock.Unlock()
+	fi, err := l.f.Stat()
+	if err != nil {
+		return err
+	}
+	end, err := lastLineEnd(l.f, fi.Size())
+	if err != nil {
+		return fmt.Errorf("find the last complete line: %w", err)
+	}
+	if end < 0 {
+		// No newline anywhere near the end: end the fragment with one rather than cut blindly.
+		if _, err := l.f.Write([]byte("\n")); err != nil {
+			return fmt.Errorf("end a torn line in the log: %w", err)
+		}
+	} else if end < fi.Size() {
+		if err := l.f.Truncate(end); err != nil {
+			return fmt.Errorf("cut a torn line from the end of the log: %w", err)
+		}
+	}
+	l.torn = false
+	return nil
+}
+
+// lastLineEnd returns the offset just past the last newline in the file: 0 when the whole file
+// holds none, -1 when its last mendWindow bytes hold none.
+func lastLineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	end := size
+	for end > 0 {
+		if size-end >= mendWindow {
+			return -1, nil
+		}
+		start := max(0, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && n < int(end-start) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 // current makes l.f the file now at the path, reopening when another process rotated it, and
@@ -172,7 +238,8 @@ func (l *Log) current() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(l.opts.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Read access too: a torn line is found by reading the end back (see mend).
+	f, err := os.OpenFile(l.opts.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
