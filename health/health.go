@@ -17,8 +17,13 @@ import (
 // MaxSessions bounds the sessions health tracks; past it new sessions are counted, not tracked.
 const MaxSessions = 10_000
 
-// forgetAfter is how long a gone session stays in the snapshot.
-const forgetAfter = 24 * time.Hour
+// forgetAfter is how long a gone session stays in the snapshot, and maxGone how many gone sessions
+// it keeps at most (the most recently gone): a day of session churn must not grow the daemon or
+// health.json without bound.
+const (
+	forgetAfter = 24 * time.Hour
+	maxGone     = 200
+)
 
 // silentAfter is how long hooked sessions may stay without any event before health suspects the
 // hook no longer reaches us (Cowork changed its layout or its mount).
@@ -121,6 +126,8 @@ type Health struct {
 	today    Today
 	scan     ScanReport
 	config   ConfigState
+	// goneSince counts departures since the last prune.
+	goneSince int
 }
 
 // New returns an empty Health reading time from now.
@@ -150,10 +157,22 @@ func (h *Health) session(id string) *Session {
 
 func (h *Health) pruneLocked() {
 	cut := h.now().Add(-forgetAfter)
+	var gone []*Session
 	for id, s := range h.sessions {
-		if !s.Gone.IsZero() && s.Gone.Before(cut) {
+		switch {
+		case s.Gone.IsZero():
+		case s.Gone.Before(cut):
 			delete(h.sessions, id)
+		default:
+			gone = append(gone, s)
 		}
+	}
+	if len(gone) <= maxGone {
+		return
+	}
+	slices.SortFunc(gone, func(a, b *Session) int { return b.Gone.Compare(a.Gone) })
+	for _, s := range gone[maxGone:] {
+		delete(h.sessions, s.ID)
 	}
 }
 
@@ -235,6 +254,11 @@ func (h *Health) SessionGone(id string) {
 	defer h.mu.Unlock()
 	if s, ok := h.sessions[id]; ok {
 		s.Gone = h.now()
+	}
+	h.goneSince++
+	if h.goneSince >= maxGone/2 { // prune in steps, not at every departure
+		h.goneSince = 0
+		h.pruneLocked()
 	}
 }
 

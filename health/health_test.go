@@ -335,3 +335,29 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// Session churn: thousands of sessions come and go in a day; health keeps the most recent gone
+// ones only, so the daemon and health.json stay bounded.
+func TestGoneSessionsAreBoundedUnderChurn(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	h := New(func() time.Time { return now })
+	for i := range 2050 {
+		id := fmt.Sprintf("local_%d", i)
+		h.SessionSeen(id, "/s/"+id)
+		h.SessionHooked(id, false)
+		now = now.Add(time.Second)
+		h.SessionGone(id)
+	}
+	h.SessionSeen("local_live", "/s/local_live")
+	snap := h.Snapshot(false)
+	if n := len(snap.Sessions); n > maxGone+maxGone/2+1 {
+		t.Errorf("%d sessions kept after 2,050 came and went; want at most %d", n, maxGone+maxGone/2+1)
+	}
+	found := false
+	for _, s := range snap.Sessions {
+		found = found || s.ID == "local_live"
+	}
+	if !found {
+		t.Error("the live session was pruned")
+	}
+}
