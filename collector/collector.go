@@ -244,6 +244,7 @@ func (c *Collector) Track(dir string) {
 		}
 		t = newTracked(dir)
 		c.byBridge[filepath.Join(t.bridge, "decisions")] = t
+		c.byBridge[filepath.Dir(t.bridge)] = t // .claude: a recreated bridge folder is watched at once
 		if c.opts.ChannelRoot != "" {
 			t.channel = session.ChannelDir(c.opts.ChannelRoot, t.id)
 			t.chBridge = filepath.Join(t.channel, filepath.FromSlash(session.BridgeDir))
@@ -282,6 +283,7 @@ func (c *Collector) Untrack(id string) {
 		delete(c.byBridge, t.bridge)
 		delete(c.byBridge, t.chBridge)
 		delete(c.byBridge, filepath.Join(t.bridge, "decisions"))
+		delete(c.byBridge, filepath.Dir(t.bridge))
 	}
 	w := c.w
 	c.mu.Unlock()

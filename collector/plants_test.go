@@ -130,3 +130,23 @@ func TestASpoolLineReusingARecordedRequestIDIsAForgery(t *testing.T) {
 		t.Error("a second decision was written for a request already answered")
 	}
 }
+
+// Replacing .claude/coworkbridge drops the watch on the old folder; the new one is watched at
+// once (the fixture's rescan is an hour away), and the lease is back in it.
+func TestAReplacedBridgeFolderIsWatchedAtOnce(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	f.idle()
+	if err := os.Rename(f.bridge(""), f.bridge("")+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(f.bridge(""), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(f.bridge("alive")); return err == nil }, func() string { return "no lease in the new folder" })
+	rid := f.nextRID()
+	f.appendRaw(envelope(rid, "enforce", "Bash", bash("rm -rf ~")) + "\n")
+	if decisionOf(t, f.decision(rid)) != "deny" {
+		t.Error("the new folder's spool was not answered")
+	}
+}

@@ -122,7 +122,7 @@ func (c *Collector) watch(t *tracked) {
 	if w == nil {
 		return
 	}
-	for _, dir := range []string{t.bridge, filepath.Join(t.bridge, "decisions"), t.chBridge} {
+	for _, dir := range []string{filepath.Dir(t.bridge), t.bridge, filepath.Join(t.bridge, "decisions"), t.chBridge} {
 		if dir == "" {
 			continue
 		}
@@ -154,6 +154,13 @@ func (c *Collector) handle(ev fsnotify.Event) {
 		}
 	case isSpoolName(base):
 		c.schedule(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
+	case dir == filepath.Dir(t.bridge):
+		if base == filepath.Base(t.bridge) && ev.Has(fsnotify.Create) {
+			// Our folder was replaced: watch the new one now, not at the next rescan, and put
+			// the lease back so that hooks in the VM are answered.
+			c.watch(t)
+			c.schedule(t, true)
+		}
 	case dir == filepath.Join(t.bridge, "decisions"):
 		c.decisionEvent(t, base, ev)
 	case dir == t.bridge && base == path.Base(session.AliveFile) && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)):
