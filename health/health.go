@@ -42,6 +42,9 @@ type ScanReport struct {
 	Truncated    bool
 	Watches      int // folders watched
 	WatchLimited int // live sessions left to the rescan because the watch limit was reached
+	// LowSpace names the roots whose volume is (nearly) full: hooks there cannot hand over their
+	// calls, and in enforce deny every one.
+	LowSpace []string
 }
 
 // Session is what health knows of one session.

@@ -131,6 +131,22 @@ func TestEachWarningRaisesAndClears(t *testing.T) {
 			func(h *Health, c *clock) { h.TelemetryFailed() },
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			nil},
+		{CodeSessionsVolumeFull,
+			func(h *Health, c *clock) {
+				h.Scanned(ScanReport{Roots: []string{"/r"}, LowSpace: []string{"/r (12 KiB free)"}})
+			},
+			func(h *Health, c *clock) { h.Scanned(ScanReport{Roots: []string{"/r"}}) },
+			[]string{"/r (12 KiB free)"}},
+		{CodeUnguardedCall,
+			func(h *Health, c *clock) { h.UnguardedCall("local_a") },
+			func(h *Health, c *clock) { h.Snapshot(true) },
+			[]string{"local_a"}},
+		{CodeSessionQuarantined,
+			func(h *Health, c *clock) {
+				h.Quarantined("local_a", "disableAllHooks was set", c.now().Add(10*time.Minute))
+			},
+			func(h *Health, c *clock) { c.add(11 * time.Minute) },
+			[]string{"local_a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {

@@ -24,6 +24,7 @@ const (
 	CodeDecisionFailed      = "decision_write_failed"
 	CodeSessionQuarantined  = "session_quarantined"
 	CodeUnguardedCall       = "unguarded_call"
+	CodeSessionsVolumeFull  = "sessions_volume_full"
 )
 
 // Warning is one abnormal state, with what to do about it.
@@ -111,6 +112,10 @@ func (h *Health) scanWarnings(add func(code, msg, action string, sessions []stri
 	if h.config.Enabled && len(r.Roots) > 0 && len(r.MissingRoots) == len(r.Roots) {
 		add(CodeNoSessionsRoot, "none of the sessions roots exists: "+strings.Join(r.Roots, ", "),
 			"check that Claude Desktop is installed for this user, or correct sessions_roots", nil)
+	}
+	if len(r.LowSpace) > 0 {
+		add(CodeSessionsVolumeFull, fmt.Sprintf("the volume of %d sessions root(s) is full or nearly so: hooks cannot hand over tool calls, and in enforce mode every call is denied", len(r.LowSpace)),
+			"free disk space on that volume", r.LowSpace)
 	}
 	if len(r.Unrecognised) > 0 {
 		add(CodeLayoutUnrecognised, fmt.Sprintf("%d folder(s) under the sessions roots do not match the known Cowork layout", len(r.Unrecognised)),

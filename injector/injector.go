@@ -52,6 +52,9 @@ type Options struct {
 	// MaxWatches bounds the folders watched; past it, sessions rely on the rescan. Default 8192,
 	// under macOS's per-process descriptor limit with room to spare (kqueue holds one per entry).
 	MaxWatches int
+	// MinFreeBytes: a sessions root whose volume has less free space is reported (hooks cannot
+	// append there). Default 16 MiB.
+	MinFreeBytes uint64
 	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); each hook command
 	// names its own. Empty: no host channel, every hook uses the session's bridge folder.
 	ChannelRoot string
@@ -77,6 +80,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxWatches == 0 {
 		o.MaxWatches = 8192
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = 16 << 20
 	}
 	if o.settle == 0 {
 		o.settle = 50 * time.Millisecond
@@ -272,6 +278,14 @@ func (in *Injector) scanOnce(full bool) {
 		}
 	}
 	report.Watches = len(in.watched)
+	for _, r := range in.cfg.SessionsRoots {
+		if slices.Contains(sc.MissingRoots, r) {
+			continue
+		}
+		if free, err := freeBytes(r); err == nil && free < in.opts.MinFreeBytes {
+			report.LowSpace = append(report.LowSpace, fmt.Sprintf("%s (%d KiB free)", r, free>>10))
+		}
+	}
 	in.opts.Recorder.Scanned(report)
 }
 
