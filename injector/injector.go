@@ -256,6 +256,11 @@ func (in *Injector) scanOnce(full bool) {
 	for _, f := range sc.Folders {
 		in.watch(f)
 	}
+	for _, p := range sc.Pending {
+		// A session being set up: its .claude may appear any moment, and the folder it appears
+		// in must be watched for that to be seen before the next rescan.
+		in.newSession(p)
+	}
 	report := health.ScanReport{Roots: in.cfg.SessionsRoots, Sessions: len(sc.Sessions), MissingRoots: sc.MissingRoots, Unrecognised: sc.Unrecognised, Truncated: sc.Truncated}
 	seen := make(map[string]bool, len(sc.Sessions))
 	for _, f := range sc.Sessions {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -51,4 +52,18 @@ func TestDeletedSessionTreesGiveBackTheirWatches(t *testing.T) {
 	}
 	eventually(t, "watches given back", func() bool { return in.Watches() == before })
 	eventually(t, "the table matching the kernel", func() bool { return inotifyWatches(t) == in.Watches() })
+}
+
+// Cowork creates a session's account and org folders and the session folder in one go, and its
+// .claude a moment later: the session is hooked at once, not at the next rescan (an hour here).
+func TestASessionUnderNewParentFoldersIsHookedWhenItsClaudeFolderAppears(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(root, 0o755)
+	startInjector(t, testConfig(root, managedconfig.Observe), Options{})
+	dir := filepath.Join(root, "newacct", "neworg", "local_late")
+	os.MkdirAll(dir, 0o755)
+	time.Sleep(300 * time.Millisecond) // the structural rescan has passed; .claude is not there yet
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644)
+	eventually(t, "the late session hooked", func() bool { return hasMode(dir, managedconfig.Observe) })
 }
