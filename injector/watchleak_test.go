@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -66,4 +67,41 @@ func TestASessionUnderNewParentFoldersIsHookedWhenItsClaudeFolderAppears(t *test
 	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
 	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644)
 	eventually(t, "the late session hooked", func() bool { return hasMode(dir, managedconfig.Observe) })
+}
+
+// Cowork deletes a session with the equivalent of rm -rf. The daemon must not put settings.json
+// or our folder back while that runs: the removal would fail (the folder not empty) and leave a
+// ghost session, hooked. This covers a removal faster than the restore's settle; a slower one
+// racing the collector is issue 15's item 5, still open.
+func TestAFastRemovalOfASessionIsNotUndone(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	const n = 30
+	var dirs []string
+	for i := range n {
+		dir := makeSession(t, root, fmt.Sprintf("local_rm%d", i), "{}")
+		os.MkdirAll(filepath.Join(dir, "outputs"), 0o755)
+		dirs = append(dirs, dir)
+	}
+	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	for _, d := range dirs {
+		eventually(t, "hooked", func() bool { return hasMode(d, managedconfig.Enforce) })
+		os.MkdirAll(filepath.Join(d, ".claude", "coworkbridge", "decisions"), 0o700) // as the collector makes it
+	}
+	failed := 0
+	for _, d := range dirs {
+		if out, err := exec.Command("rm", "-rf", d).CombinedOutput(); err != nil {
+			failed++
+			t.Logf("rm -rf %s: %v %s", filepath.Base(d), err, out)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	ghosts := 0
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); err == nil {
+			ghosts++
+		}
+	}
+	if failed > 0 || ghosts > 0 {
+		t.Errorf("%d of %d removals failed and %d sessions came back", failed, n, ghosts)
+	}
 }
