@@ -88,6 +88,10 @@ type Options struct {
 	// and 4 MiB: ten calls a second, sustained, is no agent's ordinary work.
 	BudgetRecords int
 	BudgetBytes   int64
+	// Removals records removals seen in sessions, shared with the injector: while one is going on
+	// in a session, neither our folder nor the lease is put back there. Default: the collector's
+	// own record.
+	Removals *session.Removals
 }
 
 func (o *Options) defaults() {
@@ -126,6 +130,9 @@ func (o *Options) defaults() {
 	}
 	if o.QuarantineFor <= 0 {
 		o.QuarantineFor = 10 * time.Minute
+	}
+	if o.Removals == nil {
+		o.Removals = session.NewRemovals(o.Now)
 	}
 }
 
@@ -199,6 +206,9 @@ type tracked struct {
 	partial  map[string]spool.Partial
 	failures int       // consecutive decision-log failures, for the retry backoff
 	retryAt  time.Time // no decision-log write before then
+	// held: a housekeeping pass was put off by a removal in progress and is due again (guarded by
+	// Collector.mu).
+	held bool
 }
 
 // newTracked is a session to follow, not yet in any map.

@@ -119,6 +119,12 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {
 		return // not a session yet, or going away
 	}
+	if wait := c.opts.Removals.Wait(s.Dir()); wait > 0 {
+		// A removal is going on in the session: a folder or lease put back now would make its
+		// last rmdir fail and leave a ghost session. Look again once it has settled.
+		c.holdFor(s.Dir(), wait)
+		return
+	}
 	err := s.MkdirAll(session.DecisionsDir, 0o700)
 	if err == nil {
 		err = decisions.WriteAlive(s, until)
@@ -127,6 +133,24 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 		c.log.Warn("cannot write the alive lease; enforce hooks in this session will deny", "code", "decision_write_failed", "session", s.ID(), "err", err)
 		c.opts.Health.DecisionFailed(s.ID())
 	}
+}
+
+// holdFor schedules the session's housekeeping again after wait, once however often it is held.
+func (c *Collector) holdFor(dir string, wait time.Duration) {
+	c.mu.Lock()
+	t := c.sessions[dir]
+	if t == nil || t.held {
+		c.mu.Unlock()
+		return
+	}
+	t.held = true
+	c.mu.Unlock()
+	time.AfterFunc(wait, func() {
+		c.mu.Lock()
+		t.held = false
+		c.mu.Unlock()
+		c.schedule(t, true)
+	})
 }
 
 // housekeep renews the lease, re-adds the watch (the folder may have been recreated), and sweeps.

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -148,5 +150,31 @@ func TestAReplacedBridgeFolderIsWatchedAtOnce(t *testing.T) {
 	f.appendRaw(envelope(rid, "enforce", "Bash", bash("rm -rf ~")) + "\n")
 	if decisionOf(t, f.decision(rid)) != "deny" {
 		t.Error("the new folder's spool was not answered")
+	}
+}
+
+// A rescan landing while Cowork deletes the session must not put our folder or the lease back
+// after the removal took them: the last rmdir would fail and leave a ghost session.
+func TestARescanDuringASessionsRemovalDoesNotRecreateOurFolder(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	proj := filepath.Join(f.dir, ".claude", "projects", "slug")
+	os.MkdirAll(proj, 0o700)
+	for i := range 100 {
+		os.WriteFile(filepath.Join(proj, fmt.Sprintf("t%03d.jsonl", i)), []byte("{}\n"), 0o600)
+	}
+	f.start()
+	f.idle()
+	rescanned := false
+	err := cbtest.RemoveTree(f.dir, func(rel string) {
+		if strings.HasPrefix(rel, ".claude/projects/") {
+			if !rescanned {
+				f.c.scheduleAll(true) // the rescan tick, with our folder already gone
+				rescanned = true
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	if err != nil {
+		t.Fatalf("the removal failed: %v", err)
 	}
 }

@@ -146,6 +146,12 @@ func (c *Collector) handle(ev fsnotify.Event) {
 	c.mu.Lock()
 	t := c.byBridge[dir]
 	c.mu.Unlock()
+	if t != nil && ev.Has(fsnotify.Remove) && (dir == filepath.Dir(t.bridge) || dir == t.bridge && base == "decisions") {
+		// Entries of .claude, or our decisions folder, going: perhaps the session's removal.
+		// (Decision files and temporary files come and go with every call, and do not count.)
+		rel, _ := filepath.Rel(t.dir, ev.Name)
+		c.opts.Removals.Saw(t.dir, filepath.ToSlash(rel))
+	}
 	switch {
 	case t == nil:
 	case dir == t.chBridge:

@@ -58,6 +58,9 @@ type Options struct {
 	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); each hook command
 	// names its own. Empty: no host channel, every hook uses the session's bridge folder.
 	ChannelRoot string
+	// Removals records removals seen in sessions, shared with the collector: nothing is written
+	// into a session while it is being removed. Default: the injector's own record.
+	Removals *session.Removals
 	// settle delays a structural rescan after folder events, so one burst is one scan.
 	settle time.Duration
 }
@@ -87,6 +90,9 @@ func (o *Options) defaults() {
 	if o.settle == 0 {
 		o.settle = 50 * time.Millisecond
 	}
+	if o.Removals == nil {
+		o.Removals = session.NewRemovals(o.Now)
+	}
 }
 
 // Injector keeps our entry current in every live session under the configured roots.
@@ -105,9 +111,12 @@ type Injector struct {
 	nwatched atomic.Int64
 	added    int                 // watches added since the scan began
 	live     map[string]*tracked // by session folder
-	// pending are sessions whose settings.json vanished: restored after the settle delay, unless
-	// the whole session is being removed.
+	// pending are sessions whose settings.json vanished, or that a removal in progress held back:
+	// ensured again once the removal has settled, unless the whole session went.
 	pending map[string]bool
+	// hold fires when the removals that held pending sessions back may be over; holdAt is when.
+	hold   *time.Timer
+	holdAt time.Time
 }
 
 type tracked struct {
@@ -176,6 +185,9 @@ func (in *Injector) Run(ctx context.Context) error {
 	structural := time.NewTimer(time.Hour)
 	structural.Stop()
 	defer structural.Stop()
+	in.hold = time.NewTimer(time.Hour)
+	in.hold.Stop()
+	defer in.hold.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -197,6 +209,9 @@ func (in *Injector) Run(ctx context.Context) error {
 			in.rescan(true)
 		case <-structural.C:
 			in.rescan(false)
+			in.flushPending()
+		case <-in.hold.C:
+			in.holdAt = time.Time{}
 			in.flushPending()
 		case <-ticker.C:
 			in.rescan(true)
@@ -381,6 +396,7 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 	if (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) && in.watched[name] {
 		in.unwatch(name) // its watch went with it
 	}
+	in.noteRemoval(name, ev)
 	base := filepath.Base(name)
 	for _, root := range in.cfg.SessionsRoots {
 		rel, err := filepath.Rel(root, name)
@@ -440,6 +456,30 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 	return false
 }
 
+// noteRemoval records a removal inside a session. Renames count only where the agent cannot make
+// them (the session folder and its own entries, moved to the Trash): the CLI and coworkbridge
+// itself save files by renaming a temporary file over them all the time.
+func (in *Injector) noteRemoval(name string, ev fsnotify.Event) {
+	if !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
+		return
+	}
+	for _, root := range in.cfg.SessionsRoots {
+		rel, err := filepath.Rel(root, name)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		switch {
+		case len(parts) < 3:
+		case len(parts) == 3 && strings.HasSuffix(parts[2], ".json"):
+			in.opts.Removals.Saw(filepath.Join(root, parts[0], parts[1], strings.TrimSuffix(parts[2], ".json")), session.MetadataName)
+		case len(parts) <= 4 || ev.Has(fsnotify.Remove):
+			in.opts.Removals.Saw(filepath.Join(root, parts[0], parts[1], parts[2]), strings.Join(parts[3:], "/"))
+		}
+		return
+	}
+}
+
 func (in *Injector) newSession(dir string) {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return // a link or already gone: the rescan reports what it is
@@ -453,11 +493,29 @@ func (in *Injector) newSession(dir string) {
 
 func (in *Injector) flushPending() {
 	for dir := range in.pending {
+		if in.heldBack(dir) {
+			continue
+		}
 		delete(in.pending, dir)
 		if fi, err := os.Lstat(filepath.Join(dir, session.ClaudeDir)); err == nil && fi.IsDir() {
 			in.ensure(dir, filepath.Base(dir), reasonChange)
 		}
 	}
+}
+
+// heldBack reports whether a removal is going on in the session; if so the session is pending
+// and the hold timer set to look again when it may be over.
+func (in *Injector) heldBack(dir string) bool {
+	wait := in.opts.Removals.Wait(dir)
+	if wait <= 0 {
+		return false
+	}
+	in.pending[dir] = true
+	if at := time.Now().Add(wait); in.hold != nil && (in.holdAt.IsZero() || at.Before(in.holdAt)) {
+		in.hold.Reset(wait)
+		in.holdAt = at
+	}
+	return true
 }
 
 type reason int
@@ -476,6 +534,11 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		t = &tracked{id: id}
 		in.live[dir] = t
 		rec.SessionSeen(id, dir)
+	}
+	if in.heldBack(dir) {
+		// Writing now could undo a removal in progress; if it is an attack instead, the
+		// hold is bounded (session.RemovalHold).
+		return
 	}
 	s, err := session.Open(dir)
 	if err == nil {

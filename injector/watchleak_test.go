@@ -71,8 +71,8 @@ func TestASessionUnderNewParentFoldersIsHookedWhenItsClaudeFolderAppears(t *test
 
 // Cowork deletes a session with the equivalent of rm -rf. The daemon must not put settings.json
 // or our folder back while that runs: the removal would fail (the folder not empty) and leave a
-// ghost session, hooked. This covers a removal faster than the restore's settle; a slower one
-// racing the collector is issue 15's item 5, still open.
+// ghost session, hooked. This covers a removal faster than the restore's settle; removal_test.go
+// has the slower ones.
 func TestAFastRemovalOfASessionIsNotUndone(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "sessions")
 	const n = 30

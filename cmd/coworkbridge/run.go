@@ -21,6 +21,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -301,12 +302,14 @@ func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	if err != nil {
 		d.log.Warn("cannot read the end of the decision log; events replayed after a crash may be recorded twice", "err", err)
 	}
+	// One record of removals: each sees the folders it watches, and neither may undo a removal.
+	removals := session.NewRemovals(nil)
 	col := collector.New(cfg, cls, collector.Options{
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
-		Poll: d.spoolPoll(), ChannelRoot: d.channelRoot(), BudgetRecords: d.sessionBudget(),
+		Poll: d.spoolPoll(), ChannelRoot: d.channelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
-		ChannelRoot: d.channelRoot()})
+		ChannelRoot: d.channelRoot(), Removals: removals})
 	if err != nil {
 		tlog.Close()
 		return nil, err

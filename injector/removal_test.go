@@ -1,0 +1,79 @@
+package injector
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
+)
+
+// populate gives a session what a used one holds: a transcript folder with many files (slow to
+// delete), our folder, outputs and the audit log beside them.
+func populate(t *testing.T, dir string, transcripts int) {
+	t.Helper()
+	proj := filepath.Join(dir, ".claude", "projects", "-sessions-x-mnt-outputs")
+	for _, d := range []string{proj, filepath.Join(dir, ".claude", "coworkbridge", "decisions"), filepath.Join(dir, "outputs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range transcripts {
+		os.WriteFile(filepath.Join(proj, fmt.Sprintf("t%03d.jsonl", i)), []byte("{}\n"), 0o600)
+	}
+	os.WriteFile(filepath.Join(dir, "audit.jsonl"), []byte("{}\n"), 0o600)
+}
+
+// Cowork deletes a session depth first. When the transcripts after settings.json take a while,
+// the repair of the vanished settings.json (due 50 ms after it goes) must wait for the removal
+// to finish: put back, it makes the last rmdir fail and leaves a ghost session, hooked.
+func TestASlowRemovalOfASessionIsNotUndone(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_slow", "{}")
+	populate(t, dir, 100)
+	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	eventually(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
+
+	err := cbtest.RemoveTree(dir, func(rel string) {
+		if strings.HasPrefix(rel, ".claude/projects/") {
+			time.Sleep(2 * time.Millisecond) // 100 files: 200 ms with no event the daemon sees
+		}
+	})
+	if err != nil {
+		t.Fatalf("the removal failed: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := os.Lstat(dir); err == nil {
+		t.Error("the session came back")
+	}
+}
+
+// An agent cannot hold the repair off for long by deleting files in its own folders: removals it
+// could have made stop counting after session.RemovalHold, and settings.json comes back.
+func TestRemovalsTheAgentCanMakeHoldTheRepairOnlyBriefly(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_busy", "{}")
+	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	eventually(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
+
+	start := time.Now()
+	if err := os.Remove(filepath.Join(dir, ".claude", "settings.json")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := start.Add(session.RemovalHold + 3*time.Second)
+	for i := 0; !hasMode(dir, managedconfig.Enforce); i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("settings.json still missing %v after it was deleted", time.Since(start))
+		}
+		junk := filepath.Join(dir, ".claude", fmt.Sprintf("junk%d", i))
+		os.WriteFile(junk, nil, 0o600)
+		os.Remove(junk)
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("restored after %v of removals", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"testing"
+	"time"
+)
+
+func TestRemovalsHoldWritesBackWhileARemovalRuns(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name string
+		saw  []removalAt   // removals, at offsets from the start
+		at   time.Duration // when Wait is asked
+		want time.Duration
+	}{
+		{name: "nothing removed", at: 0, want: 0},
+		{name: "just after a removal in .claude", saw: seen(0, ".claude/settings.json"), at: 100 * ms, want: RemovalQuiet - 100*ms},
+		{name: "after the quiet gap", saw: seen(0, ".claude/settings.json"), at: RemovalQuiet, want: 0},
+		{name: "a burst keeps holding", saw: seen(0, ".claude/a", 400*ms, ".claude/b", 800*ms, ".claude/c"), at: 900 * ms, want: 400 * ms},
+		{name: "the agent's removals hold at most RemovalHold", saw: every(250*ms, 6*time.Second, ".claude/x"), at: RemovalHold + 300*ms, want: 0},
+		{name: "removals out of the agent's reach hold as long as they last", saw: append(seen(0, "audit.jsonl"), every(250*ms, 6*time.Second, ".claude/x")...), at: RemovalHold + 300*ms, want: 450 * ms},
+		{name: "the metadata file going is out of reach", saw: append(seen(0, MetadataName), every(250*ms, 6*time.Second, "outputs/x")...), at: 5900 * ms, want: 350 * ms},
+		{name: "the session folder itself", saw: seen(0, ""), at: 10 * ms, want: RemovalQuiet - 10*ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Unix(1000, 0)
+			now := start
+			r := NewRemovals(func() time.Time { return now })
+			for _, s := range tt.saw {
+				if s.at > tt.at {
+					break
+				}
+				now = start.Add(s.at)
+				r.Saw("/s/local_a", s.rel)
+			}
+			now = start.Add(tt.at)
+			if got := r.Wait("/s/local_a"); got != tt.want {
+				t.Errorf("Wait = %v, want %v", got, tt.want)
+			}
+			if got := r.Wait("/s/local_b"); got != 0 {
+				t.Errorf("another session held for %v", got)
+			}
+		})
+	}
+}
+
+type removalAt = struct {
+	at  time.Duration
+	rel string
+}
+
+func seen(args ...any) []removalAt {
+	var r []removalAt
+	for i := 0; i < len(args); i += 2 {
+		at, ok := args[i].(time.Duration)
+		if !ok {
+			at = time.Duration(args[i].(int)) // an untyped 0
+		}
+		r = append(r, removalAt{at, args[i+1].(string)})
+	}
+	return r
+}
+
+func every(step, until time.Duration, rel string) []removalAt {
+	var r []removalAt
+	for at := step; at < until; at += step {
+		r = append(r, removalAt{at, rel})
+	}
+	return r
+}
+
+func TestAgentReachable(t *testing.T) {
+	for rel, want := range map[string]bool{
+		".claude/settings.json": true, ".claude/coworkbridge/decisions": true, "outputs/a/b": true, "uploads/f": true,
+		".claude": false, "outputs": false, "audit.jsonl": false, "": false, MetadataName: false, "other/x": false,
+	} {
+		if got := AgentReachable(rel); got != want {
+			t.Errorf("AgentReachable(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}
+
+func TestRemovalsForgetFinishedBursts(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := NewRemovals(func() time.Time { return now })
+	for i := range 1000 {
+		r.Saw(string(rune('a'+i%26))+string(rune(i)), ".claude/x")
+		now = now.Add(RemovalQuiet)
+	}
+	if n := len(r.bursts); n > 65 {
+		t.Errorf("%d bursts kept after they ended", n)
+	}
+}
