@@ -206,6 +206,10 @@ type tracked struct {
 	partial  map[string]spool.Partial
 	failures int       // consecutive decision-log failures, for the retry backoff
 	retryAt  time.Time // no decision-log write before then
+	// window bounds the lines of the next batch (0: BatchLines). A failed write drops it to one
+	// line and each success doubles it, so that a retry after a full disk writes what the freed
+	// space holds instead of retrying a whole batch that refills it and stalls.
+	window int
 	// held: a housekeeping pass was put off by a removal in progress and is due again (guarded by
 	// Collector.mu).
 	held bool

@@ -125,7 +125,10 @@ func (f *fixture) start() {
 		f.t.Fatal(err)
 	}
 	opts := f.opts
-	opts.Health, opts.Sink, opts.Offsets, opts.Recorded = f.health, f.sink, store, rec
+	opts.Health, opts.Offsets, opts.Recorded = f.health, store, rec
+	if opts.Sink == nil {
+		opts.Sink = f.sink
+	}
 	f.c = New(f.cfg, cls, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.done = cancel, make(chan error, 1)

@@ -305,7 +305,11 @@ func (c *Collector) batch(ctx context.Context, s *session.Session, t *tracked, p
 	started := time.Now()
 	var outs []outcome
 	more = true
-	for n := 0; n < c.opts.BatchLines; n++ {
+	limit := c.opts.BatchLines
+	if t.window > 0 {
+		limit = t.window
+	}
+	for n := 0; n < limit; n++ {
 		l, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			more = false
@@ -350,6 +354,7 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 		if err := c.opts.Sink.WriteBatch(recs); err != nil {
 			c.opts.Health.TelemetryFailed()
 			t.failures++
+			t.window = 1
 			wait := min(time.Second<<min(t.failures-1, 5), 30*time.Second)
 			t.retryAt = now.Add(wait)
 			c.sinkFailed(err)
@@ -360,6 +365,11 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 		c.sinkRecovered()
 	}
 	t.failures, t.retryAt = 0, time.Time{}
+	if t.window > 0 && len(outs) > 0 {
+		if t.window *= 2; t.window >= c.opts.BatchLines {
+			t.window = 0
+		}
+	}
 	for _, o := range outs {
 		c.count(t, o)
 		if o.rec.RID != "" && o.bad != RuleDuplicateRID {
