@@ -33,6 +33,9 @@ func rotatedName(at time.Time) string {
 // rotatedAt parses a rotated spool's name.
 func rotatedAt(base string) (time.Time, bool) {
 	digits, ok := strings.CutPrefix(base, rotatedPrefix)
+	if !ok {
+		return time.Time{}, false
+	}
 	if digits, ok = strings.CutSuffix(digits, ".jsonl"); !ok {
 		return time.Time{}, false
 	}

@@ -178,3 +178,16 @@ func TestARescanDuringASessionsRemovalDoesNotRecreateOurFolder(t *testing.T) {
 		t.Fatalf("the removal failed: %v", err)
 	}
 }
+
+// Only our own rotated spools (events.r<digits>.jsonl) are drained and deleted: another file of
+// digits in the folder is not ours to remove.
+func TestRotatedSpoolNamesNeedTheirPrefix(t *testing.T) {
+	for base, want := range map[string]bool{
+		"events.r1700000000000000000.jsonl": true, "1700000000000000000.jsonl": false,
+		"x1700000000000000000.jsonl": false, "events.r.jsonl": false, "events.r17.json": false,
+	} {
+		if _, got := rotatedAt(base); got != want {
+			t.Errorf("rotatedAt(%q) = %v, want %v", base, got, want)
+		}
+	}
+}
