@@ -136,6 +136,17 @@ func (c *Collector) watch(t *tracked) {
 	}
 }
 
+// Watches is the number of folders the collector watches; safe from any goroutine.
+func (c *Collector) Watches() int {
+	c.mu.Lock()
+	w := c.w
+	c.mu.Unlock()
+	if w == nil {
+		return 0
+	}
+	return len(w.WatchList())
+}
+
 // handle schedules a drain for a change to a spool.
 func (c *Collector) handle(ev fsnotify.Event) {
 	if ev.Op == fsnotify.Chmod {

@@ -120,6 +120,13 @@ func (e sessionEvents) SessionTampered(id string, what []string) {
 	e.c.Quarantine(id, strings.Join(what, "; "))
 }
 
+// Scanned counts the collector's watches with the injector's: health reports what the daemon
+// holds in all.
+func (e sessionEvents) Scanned(r health.ScanReport) {
+	r.Watches += e.c.Watches()
+	e.Health.Scanned(r)
+}
+
 func (e sessionEvents) SessionGone(id string) {
 	e.Health.SessionGone(id)
 	e.c.Untrack(id)

@@ -1,0 +1,478 @@
+// Command soak puts the real coworkbridge daemon through a long run and the faults of a working
+// Mac, then checks that nothing was lost or doubled and that it gave back what it took. It is a
+// test harness, not part of the product (Linux only: it reads the daemon's /proc entries).
+//
+// Three phases, each optional:
+//   - soak: N live sessions in enforce mode, callers running the injected hook as Claude Code
+//     does (half the sessions as Cowork's host loop runs it, half as its VM does, through the
+//     session's spool), for a duration, with K SIGKILLs of the daemon spread over it;
+//   - churn: M sessions created under their own account and org folders, a batch at a time,
+//     each waited for until hooked, then deleted with rm -rf;
+//   - check: every call whose event was handed over (all but those the hook denied at once
+//     because the daemon was down) is in the decision log exactly once; no harmful call was let
+//     through; RSS, descriptors and inotify watches (the daemon's count and the kernel's) over
+//     time.
+//
+//	go run ./cmd/soak -sessions 200 -duration 15m -kills 50 -churn 2000
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+)
+
+type options struct {
+	bin               string
+	sessions, callers int
+	duration          time.Duration
+	kills, churn      int
+	keep              bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bin, "bin", "", "coworkbridge binary (default: built from this checkout)")
+	flag.IntVar(&o.sessions, "sessions", 200, "live sessions during the soak")
+	flag.IntVar(&o.callers, "callers", 4, "concurrent hook callers")
+	flag.DurationVar(&o.duration, "duration", 15*time.Minute, "length of the soak (0 skips it)")
+	flag.IntVar(&o.kills, "kills", 50, "SIGKILLs of the daemon spread over the soak")
+	flag.IntVar(&o.churn, "churn", 2000, "sessions created and deleted after the soak (0 skips it)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	tmp, err := os.MkdirTemp("", "coworkbridge-soak-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Println("files kept in", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	if o.bin == "" {
+		o.bin = filepath.Join(tmp, "coworkbridge")
+		build := exec.Command("go", "build", "-o", o.bin, "./cmd/coworkbridge")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
+		}
+	}
+	h := &harness{dir: tmp, bin: o.bin}
+	if err := h.start(); err != nil {
+		return err
+	}
+	defer h.stop()
+	time.Sleep(2 * time.Second) // its first scan and heartbeat
+	h.sample("start")
+	if o.duration > 0 {
+		if err := h.soak(o); err != nil {
+			return err
+		}
+		h.sample("after soak")
+	}
+	if o.churn > 0 {
+		if err := h.churnSessions(o.churn); err != nil {
+			return err
+		}
+		time.Sleep(3 * time.Second) // a heartbeat (1 s here) and the deleted trees' events
+		h.sample("after churn")
+	}
+	if err := h.stop(); err != nil {
+		return err
+	}
+	return h.check()
+}
+
+// harness runs one daemon (restarted after each kill) on one temporary tree.
+type harness struct {
+	dir, bin string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan error
+	stopped  bool
+
+	seq     atomic.Int64
+	calls   sync.Map // marker -> call
+	samples []sample
+}
+
+type call struct {
+	harmful  bool
+	answer   string
+	handed   bool // the event reached the daemon's channel or spool
+	duration time.Duration
+}
+
+type sample struct {
+	phase                   string
+	rssKB, fds, kernelWatch int
+	daemonWatches           int
+	healthBytes             int64
+	goneKept                int
+}
+
+func (h *harness) path(p ...string) string { return filepath.Join(append([]string{h.dir}, p...)...) }
+
+func (h *harness) start() error {
+	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn","heartbeat_interval":"1s",
+"decision_timeout":"3s","hook_timeout":"10s","telemetry":{"max_file_mb":2048}}`
+	if err := os.MkdirAll(h.path("sessions"), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(h.path("managed.json"), []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	return h.launch()
+}
+
+func (h *harness) launch() error {
+	cmd := exec.Command(h.bin, "run")
+	cmd.Env = append(os.Environ(),
+		"COWORKBRIDGE_MANAGED_CONFIG="+h.path("managed.json"),
+		"COWORKBRIDGE_SESSIONS_ROOT="+h.path("sessions"),
+		"COWORKBRIDGE_STATE_DIR="+h.path("state"),
+		"COWORKBRIDGE_LOG_DIR="+h.path("logs"),
+		"COWORKBRIDGE_SESSION_BUDGET=100000000")
+	logf, err := os.OpenFile(h.path("daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	h.mu.Lock()
+	h.cmd, h.done = cmd, done
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *harness) kill() error {
+	h.mu.Lock()
+	cmd, done := h.cmd, h.done
+	h.mu.Unlock()
+	cmd.Process.Kill()
+	<-done
+	return h.launch()
+}
+
+func (h *harness) stop() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return nil
+	}
+	h.stopped = true
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-h.done:
+		return err
+	case <-time.After(30 * time.Second):
+		h.cmd.Process.Kill()
+		return errors.New("daemon did not stop within 30 s")
+	}
+}
+
+func (h *harness) pid() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cmd.Process.Pid
+}
+
+func newSession(dir string) error {
+	for _, sub := range []string{".claude", "outputs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600)
+}
+
+// hooked waits for the session's enforce hook and lease, and returns the hook command.
+func hooked(dir string, within time.Duration) (string, error) {
+	deadline := time.Now().Add(within)
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, ".claude", "settings.json")); err == nil {
+			if c := injector.HookCommand(data); strings.Contains(c, "mode=enforce") {
+				return c, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("session %s not hooked within %v", filepath.Base(dir), within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) soak(o options) error {
+	type live struct{ dir, hook string }
+	var ss []live
+	for i := range o.sessions {
+		dir := h.path("sessions", "acct", "org", fmt.Sprintf("local_%08d-0000-4000-8000-000000000000", i))
+		if err := newSession(dir); err != nil {
+			return err
+		}
+		ss = append(ss, live{dir: dir})
+	}
+	for i := range ss {
+		c, err := hooked(ss[i].dir, time.Minute)
+		if err != nil {
+			return err
+		}
+		if i%2 == 1 { // as the VM runs it: the host channel out of sight
+			c = strings.ReplaceAll(c, "/channel/", "/not-in-the-vm/")
+		}
+		ss[i].hook = c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range o.callers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				s := ss[rand.IntN(len(ss))]
+				h.call(s.dir, s.hook)
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	wg.Go(func() {
+		tick := time.NewTicker(30 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				h.sample("soak")
+			}
+		}
+	})
+	var killErr error
+	if o.kills > 0 {
+		every := o.duration / time.Duration(o.kills+1)
+		for k := 0; k < o.kills && ctx.Err() == nil; k++ {
+			select {
+			case <-ctx.Done():
+			case <-time.After(every/2 + rand.N(every)):
+				if err := h.kill(); err != nil {
+					killErr = err
+					cancel()
+				}
+			}
+		}
+	}
+	<-ctx.Done()
+	wg.Wait()
+	fmt.Fprintf(os.Stderr, "soak: %d calls\n", h.seq.Load())
+	return killErr
+}
+
+var notRunning = "is not running on this Mac"
+
+// call runs one hook with a harmless or a harmful command carrying a unique marker.
+func (h *harness) call(dir, hook string) {
+	n := h.seq.Add(1)
+	marker := fmt.Sprintf("soak-%09d", n)
+	harmful := n%5 == 0
+	command := "ls -la"
+	if harmful {
+		command = "rm -rf ~"
+	}
+	input, _ := json.Marshal(map[string]string{"command": command, "description": marker})
+	payload, _ := json.Marshal(map[string]any{"session_id": "soak", "cwd": "/sessions/soak/mnt/outputs",
+		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": json.RawMessage(input)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", hook)
+	cmd.Dir = filepath.Join(dir, "outputs")
+	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
+	cmd.Stdin = bytes.NewReader(payload)
+	started := time.Now()
+	out, _ := cmd.Output()
+	c := &call{harmful: harmful, answer: string(out), duration: time.Since(started)}
+	c.handed = !strings.Contains(c.answer, notRunning)
+	h.calls.Store(marker, c)
+}
+
+// churnSessions creates n sessions, each under its own account and org folders, batch at a
+// time, waits until each is hooked, and deletes them.
+func (h *harness) churnSessions(n int) error {
+	const batch = 20
+	started := time.Now()
+	for i := 0; i < n; i += batch {
+		var dirs []string
+		for j := i; j < min(n, i+batch); j++ {
+			dir := h.path("sessions", fmt.Sprintf("churn-acct%d", j), fmt.Sprintf("org%d", j), fmt.Sprintf("local_c%07d", j))
+			if err := newSession(dir); err != nil {
+				return err
+			}
+			dirs = append(dirs, dir)
+		}
+		for _, d := range dirs {
+			if _, err := hooked(d, 30*time.Second); err != nil {
+				return fmt.Errorf("churn: %w", err)
+			}
+		}
+		for j := range dirs {
+			if out, err := exec.Command("rm", "-rf", h.path("sessions", fmt.Sprintf("churn-acct%d", i+j))).CombinedOutput(); err != nil {
+				return fmt.Errorf("churn: a deletion failed (undone under it?): %v %s", err, out)
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "churn: %d sessions created, hooked and deleted in %v\n", n, time.Since(started).Round(time.Second))
+	return nil
+}
+
+func (h *harness) sample(phase string) {
+	pid := h.pid()
+	s := sample{phase: phase}
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				s.rssKB, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			}
+		}
+	}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	s.fds = len(fds)
+	infos, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", pid))
+	for _, p := range infos {
+		data, _ := os.ReadFile(p)
+		s.kernelWatch += bytes.Count(data, []byte("inotify wd:"))
+	}
+	if data, err := os.ReadFile(h.path("state", "health.json")); err == nil {
+		s.healthBytes = int64(len(data))
+		var snap struct {
+			Daemon   struct{ Watches int }
+			Sessions []struct {
+				Gone time.Time `json:"gone"`
+			}
+		}
+		if json.Unmarshal(data, &snap) == nil {
+			s.daemonWatches = snap.Daemon.Watches
+			for _, x := range snap.Sessions {
+				if !x.Gone.IsZero() {
+					s.goneKept++
+				}
+			}
+		}
+	}
+	h.samples = append(h.samples, s)
+	fmt.Fprintf(os.Stderr, "%-11s rss %6.1f MB  fds %4d  inotify watches %5d (daemon's count %5d)  health.json %7d B, %d gone sessions kept\n",
+		phase, float64(s.rssKB)/1024, s.fds, s.kernelWatch, s.daemonWatches, s.healthBytes, s.goneKept)
+}
+
+// check reads every decision log file and compares it with the calls made.
+func (h *harness) check() error {
+	byMarker := map[string]int{}
+	byRID := map[string]int{}
+	files, _ := filepath.Glob(h.path("logs", "decisions.jsonl*"))
+	for _, f := range files {
+		if err := readLog(f, byMarker, byRID); err != nil {
+			return err
+		}
+	}
+	var total, handed, lost, doubled, failOpen, downDenied int
+	var slow time.Duration
+	h.calls.Range(func(k, v any) bool {
+		c := v.(*call)
+		total++
+		slow = max(slow, c.duration)
+		if c.harmful && !strings.Contains(c.answer, `"deny"`) {
+			failOpen++
+		}
+		if !c.handed {
+			downDenied++
+			return true
+		}
+		handed++
+		switch n := byMarker[k.(string)]; {
+		case n == 0:
+			lost++
+		case n > 1:
+			doubled++
+		}
+		return true
+	})
+	dupRIDs := 0
+	for _, n := range byRID {
+		if n > 1 {
+			dupRIDs++
+		}
+	}
+	fmt.Printf("calls %d: handed over %d, denied at once while the daemon was down %d; slowest hook %v\n", total, handed, downDenied, slow.Round(time.Millisecond))
+	fmt.Printf("lost %d, recorded more than once %d (records sharing a rid: %d), harmful calls let through %d\n", lost, doubled, dupRIDs, failOpen)
+	if len(h.samples) > 0 {
+		fmt.Println("phase        RSS MB   fds  inotify(kernel)  watches(daemon)  health.json B  gone kept")
+		for _, s := range h.samples {
+			if s.phase == "soak" {
+				continue
+			}
+			fmt.Printf("%-11s %7.1f %5d %16d %16d %14d %10d\n", s.phase, float64(s.rssKB)/1024, s.fds, s.kernelWatch, s.daemonWatches, s.healthBytes, s.goneKept)
+		}
+		peak := 0
+		for _, s := range h.samples {
+			peak = max(peak, s.rssKB)
+		}
+		fmt.Printf("peak RSS seen %.1f MB\n", float64(peak)/1024)
+	}
+	if lost+doubled+failOpen > 0 {
+		return fmt.Errorf("%d lost, %d doubled, %d let through", lost, doubled, failOpen)
+	}
+	return nil
+}
+
+func readLog(path string, byMarker, byRID map[string]int) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r struct {
+			RID   string          `json:"rid"`
+			Input json.RawMessage `json:"input"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			return fmt.Errorf("%s: a line that is not one record: %.100q", path, sc.Bytes())
+		}
+		var in struct {
+			Description string `json:"description"`
+		}
+		json.Unmarshal(r.Input, &in)
+		if strings.HasPrefix(in.Description, "soak-") {
+			byMarker[in.Description]++
+			byRID[r.RID]++
+		}
+	}
+	return sc.Err()
+}
