@@ -3,17 +3,20 @@
 // test harness, not part of the product (Linux only: it reads the daemon's /proc entries).
 //
 // Three phases, each optional:
+//
 //   - soak: N live sessions in enforce mode, callers running the injected hook as Claude Code
 //     does (half the sessions as Cowork's host loop runs it, half as its VM does, through the
 //     session's spool), for a duration, with K SIGKILLs of the daemon spread over it;
+//
 //   - churn: M sessions created under their own account and org folders, a batch at a time,
 //     each waited for until hooked, then deleted with rm -rf;
+//
 //   - check: every call whose event was handed over (all but those the hook denied at once
 //     because the daemon was down) is in the decision log exactly once; no harmful call was let
 //     through; RSS, descriptors and inotify watches (the daemon's count and the kernel's) over
 //     time.
 //
-//	go run ./cmd/soak -sessions 200 -duration 15m -kills 50 -churn 2000
+//     go run ./cmd/soak -sessions 200 -duration 15m -kills 50 -churn 2000
 package main
 
 import (
