@@ -306,6 +306,10 @@ func TestRuleLanguageErrorsNameFileLineAndExpectation(t *testing.T) {
 		{"  match x\n", "x.rules:1: indented line outside a rule"},
 		{"block \"a\"\n  matches x\n", "x.rules:2: unknown keyword \"matches\""},
 		{"block \"a\"\n  match x\n  nudge bare\n", "x.rules:3: nudge wants one double-quoted string"},
+		{"block \"a\"\n  match ^rm\\b  # no rm\n", "x.rules:2: a comment cannot follow a pattern"},
+		{"block \"a\"\n  match_any\n    ^x\n    ^y\t# why\n", "x.rules:4: a comment cannot follow a pattern"},
+		{"block \"a\"\n  match x\n  unless y # not z\n", "x.rules:3: a comment cannot follow a pattern"},
+		{"block \"a\"\n  match x\n  nudge \"use {cmd}\"\n", "x.rules:3: nudge names {cmd}, which is not a variable"},
 	} {
 		_, err := ParseRules("x.rules", TargetBash, strings.NewReader(tc.src), v, lists)
 		var pe *ParseError
@@ -317,16 +321,17 @@ func TestRuleLanguageErrorsNameFileLineAndExpectation(t *testing.T) {
 block "a.b"   # trailing comment
   match_any
     ^x\b
-    ^y #not a comment inside a pattern
+    ^y\x23not a comment
+    ^#!
   unless z
 suspicious "c"
   validator Unparseable
 `), v, lists)
-	if err != nil || len(rules) != 2 || len(rules[0].Patterns) != 2 || len(rules[0].Unless) != 1 || rules[1].Action != Suspicious {
+	if err != nil || len(rules) != 2 || len(rules[0].Patterns) != 3 || len(rules[0].Unless) != 1 || rules[1].Action != Suspicious {
 		t.Fatalf("%v %+v", err, rules)
 	}
-	if !rules[0].Patterns[1].MatchString("y #not a comment inside a pattern") {
-		t.Error("a pattern runs to the end of its line, # included")
+	if !rules[0].Patterns[1].MatchString("y#not a comment") || !rules[0].Patterns[2].MatchString("#!/bin/sh") {
+		t.Error("a literal # in a pattern (\\x23, or not after a space) does not match")
 	}
 }
 
@@ -421,6 +426,40 @@ func TestREADMEDocumentsEveryDefaultRule(t *testing.T) {
 			if !strings.Contains(string(readme), "| `"+r.ID+"` |") {
 				t.Errorf("README.md has no table row for rule %s", r.ID)
 			}
+		}
+	}
+}
+
+// Every nudge variable expands, on every kind of item it can appear with.
+func TestEveryNudgeVariableExpands(t *testing.T) {
+	files := []RuleFile{
+		{Name: "t-bash.rules", Data: []byte("block \"t.curl\"\n  match curl\n  nudge \"{tool_name}: {base_command} in [{command}]\"\n" +
+			"block \"t.pipe\"\n  match ^wget\n  nudge \"{base_command}\"\n")},
+		{Name: "t-edit.rules", Data: []byte("block \"t.etc\"\n  match ^/srv/\n  nudge \"{tool_name} {file_path}\"\n")},
+		{Name: "t-mcp.rules", Data: []byte("block \"t.mcp\"\n  match ^evil \n  nudge \"{server_name} via {tool_name}\"\n")},
+	}
+	c, err := New(Policy{RuleFiles: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bashCall := func(cmd string) claudehook.Payload {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		return claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: "/home/u/p"}
+	}
+	write, _ := json.Marshal(map[string]string{"file_path": "/srv/data", "content": "x"})
+	for _, tc := range []struct {
+		p    claudehook.Payload
+		rule string
+		want string
+	}{
+		{bashCall("curl -s example.com"), "t.curl", "Bash: curl in [curl -s example.com]"},
+		{bashCall("wget x | sh"), "t.pipe", "wget"},
+		{claudehook.Payload{ToolName: "Write", ToolInput: write, Cwd: "/home/u/p"}, "t.etc", "Write /srv/data"},
+		{claudehook.Payload{ToolName: "mcp__evil__run", ToolInput: json.RawMessage(`{}`)}, "t.mcp", "evil via mcp__evil__run"},
+	} {
+		v := c.Evaluate(context.Background(), tc.p)
+		if v.RuleID != tc.rule || v.Nudge != tc.want {
+			t.Errorf("%s: rule %s nudge %q, want %s %q", tc.p.ToolName, v.RuleID, v.Nudge, tc.rule, tc.want)
 		}
 	}
 }

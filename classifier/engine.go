@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -40,21 +41,33 @@ type RuleFile struct {
 // LoadRuleDirs reads every *.rules file of the given folders, in name order.
 func LoadRuleDirs(dirs []string) ([]RuleFile, error) {
 	var out []RuleFile
+	var errs []error
 	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() {
+			if err == nil {
+				err = errors.New("not a folder")
+			}
+			// A folder of admin rules that is not there would quietly weaken the policy.
+			errs = append(errs, fmt.Errorf("policy.rules_dirs: %s: %w; create it, or remove it from the list", d, err))
+			continue
+		}
 		files, err := filepath.Glob(filepath.Join(d, "*.rules"))
 		if err != nil {
-			return nil, fmt.Errorf("list rules in %s: %w", d, err)
+			errs = append(errs, fmt.Errorf("list rules in %s: %w", d, err))
+			continue
 		}
 		slices.Sort(files)
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
-				return nil, fmt.Errorf("read rules: %w", err)
+				errs = append(errs, fmt.Errorf("read rules: %w", err))
+				continue
 			}
 			out = append(out, RuleFile{Name: f, Data: data})
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // RuleTimeout is the verdict's rule when the caller's deadline ran out during evaluation.
@@ -114,15 +127,19 @@ func New(p Policy) (*Classifier, error) {
 		disabled[id] = true
 	}
 	known := map[string]bool{}
+	// Every problem, not the first: an admin fixes a policy in one round.
+	var errs []error
 	for _, f := range all {
 		base := path.Base(filepath.ToSlash(f.Name))
 		target := Target(strings.TrimSuffix(base[strings.LastIndex(base, "-")+1:], ".rules"))
 		if !validTarget(target) {
-			return nil, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules or mcp.rules", f.Name)
+			errs = append(errs, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules or mcp.rules", f.Name))
+			continue
 		}
 		rules, err := ParseRules(f.Name, target, strings.NewReader(string(f.Data)), validatorNames(), map[string]bool{"allowed_executables": true})
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		for _, r := range rules {
 			known[r.ID] = true
@@ -131,15 +148,18 @@ func New(p Policy) (*Classifier, error) {
 			}
 		}
 	}
-	for id := range p.RuleModes {
+	for _, id := range slices.Sorted(maps.Keys(p.RuleModes)) {
 		if !known[id] {
-			return nil, fmt.Errorf("policy.rule_modes names rule %q, which no rule file defines", id)
+			errs = append(errs, fmt.Errorf("policy.rule_modes names rule %q, which no rule file defines", id))
 		}
 	}
 	for _, id := range p.DisabledRules {
 		if !known[id] {
-			return nil, fmt.Errorf("policy.disabled_rules names rule %q, which no rule file defines", id)
+			errs = append(errs, fmt.Errorf("policy.disabled_rules names rule %q, which no rule file defines", id))
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return c, nil
 }
@@ -164,6 +184,7 @@ type item struct {
 	cwd     string
 	server  string // for mcp
 	content string // for edit items: the text being written, when known
+	tool    string // the call's tool, for nudges
 }
 
 // Evaluate judges one tool call. It never fails: what it cannot understand it asks about.
@@ -180,6 +201,7 @@ func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict
 			}
 			return Verdict{Decision: claudehook.Deny, RuleID: "classifier.cancelled", Reason: "the classifier was stopped before it decided"}
 		}
+		it.tool = p.ToolName
 		if v, ok := c.match(it); ok && severity(v) > severity(best) {
 			best = v
 			if v.Decision == claudehook.Deny && !v.ObserveOnly {
@@ -271,27 +293,41 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 	return matched, true
 }
 
-var nudgeVar = regexp.MustCompile(`\{(command|base_command|file_path|tool_name|server_name)\}`)
+// nudgeVars are the variables a nudge may name; the rule parser refuses any other.
+var nudgeVars = map[string]bool{"command": true, "base_command": true, "file_path": true, "tool_name": true, "server_name": true}
+
+var nudgeVar = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 func expandNudge(n string, it item) string {
 	if n == "" {
 		return ""
 	}
 	return nudgeVar.ReplaceAllStringFunc(n, func(v string) string {
-		switch v {
-		case "{command}":
+		switch v[1 : len(v)-1] {
+		case "command", "file_path":
 			return it.text
-		case "{base_command}":
-			if it.cmd != nil {
-				return it.cmd.Name
-			}
-		case "{file_path}":
-			return it.text
-		case "{server_name}":
+		case "base_command":
+			return baseCommand(it)
+		case "tool_name":
+			return it.tool
+		case "server_name":
 			return it.server
 		}
-		return ""
+		return v
 	})
+}
+
+// baseCommand is the program an item runs: its own for one simple command, the first one's for a
+// whole command line.
+func baseCommand(it item) string {
+	switch {
+	case it.cmd != nil:
+		return it.cmd.Name
+	case it.an != nil && len(it.an.Commands) > 0:
+		return it.an.Commands[0].Name
+	}
+	name, _, _ := strings.Cut(strings.TrimSpace(it.text), " ")
+	return name
 }
 
 // normalisedTool maps the names Cowork and old Claude Code builds use to one set.

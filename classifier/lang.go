@@ -140,6 +140,11 @@ func (p *ruleParser) parseLine(raw string) error {
 		if err != nil {
 			return p.errorf("nudge wants one double-quoted string, got %s", rest)
 		}
+		for _, m := range nudgeVar.FindAllStringSubmatch(s, -1) {
+			if !nudgeVars[m[1]] {
+				return p.errorf("nudge names {%s}, which is not a variable; known: %s", m[1], keys(nudgeVars))
+			}
+		}
 		p.cur.Nudge = s
 		return nil
 	}
@@ -182,6 +187,10 @@ var ruleIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
 func (p *ruleParser) pattern(dst *[]*regexp.Regexp, expr string) error {
 	if expr == "" {
 		return p.errorf("empty pattern")
+	}
+	// A pattern runs to the end of its line, so "foo  # why" would silently match the comment too.
+	if i := strings.Index(expr, "#"); i > 0 && (expr[i-1] == ' ' || expr[i-1] == '\t') {
+		return p.errorf("a comment cannot follow a pattern on its line (it would become part of the pattern); put it on a line of its own, or write a literal '#' as \\x23")
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {

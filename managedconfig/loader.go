@@ -73,11 +73,20 @@ func errText(err error) string {
 type Loader struct {
 	env   Env
 	paths Paths
+	// keep: this loader is the daemon's, the one writer of the last-good copy.
+	keep bool
 }
 
-// NewLoader returns a Loader for the given environment. The last-good copy lives in paths.StateDir.
+// NewLoader returns a Loader that only reads: the configuration, and when it is invalid the
+// last-good copy in paths.StateDir. Commands other than the daemon use it, so that trying a
+// candidate file can never replace the copy a running deployment falls back on.
 func NewLoader(env Env, paths Paths) *Loader {
 	return &Loader{env: env, paths: paths}
+}
+
+// NewDaemonLoader returns the daemon's Loader, which also keeps the last-good copy current.
+func NewDaemonLoader(env Env, paths Paths) *Loader {
+	return &Loader{env: env, paths: paths, keep: true}
 }
 
 // Load looks at the configuration once. It never fails: every outcome, including an unreadable or
@@ -98,7 +107,11 @@ func (l *Loader) Load() Snapshot {
 		cfg, err = Parse(data, path, l.env, l.paths)
 	}
 	if err == nil {
-		return Snapshot{Config: cfg, Origin: OriginFile, Path: path, Hash: hash(data), SaveErr: l.saveLastGood(data)}
+		snap := Snapshot{Config: cfg, Origin: OriginFile, Path: path, Hash: hash(data)}
+		if l.keep {
+			snap.SaveErr = l.saveLastGood(data)
+		}
+		return snap
 	}
 	return l.fallBack(off, err)
 }

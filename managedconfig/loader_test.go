@@ -30,7 +30,7 @@ func newFixture(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{config: config, loader: NewLoader(env, paths), paths: paths}
+	return fixture{config: config, loader: NewDaemonLoader(env, paths), paths: paths}
 }
 
 func (f fixture) write(t *testing.T, content string) {
@@ -289,4 +289,23 @@ func TestWatchDeliversAChangeMadeBeforeItStarted(t *testing.T) {
 	got := make(chan Snapshot, 4)
 	go f.loader.Watch(ctx, first, WatchOptions{Poll: time.Hour}, func(s Snapshot) { got <- s })
 	waitFor(t, got, func(s Snapshot) bool { return s.Config.Mode == Enforce })
+}
+
+// Only the daemon keeps the last-good copy: a command that reads a candidate file (check,
+// validate, the host hook) must not replace the copy an enforce deployment falls back on.
+func TestAReadOnlyLoaderNeverWritesTheLastGoodCopy(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	if s := f.loader.Load(); s.Origin != OriginFile {
+		t.Fatalf("setup: %+v", s)
+	}
+	f.write(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
+	ro := NewLoader(f.loader.env, f.paths)
+	if s := ro.Load(); s.Origin != OriginFile || s.Config.Mode != Observe {
+		t.Fatalf("the read-only loader: %+v", s)
+	}
+	f.write(t, `{"version":1,`)
+	if s := ro.Load(); s.Origin != OriginLastGood || s.Config.Mode != Enforce {
+		t.Errorf("after a read-only load of an observe file, the fallback is %s (%s), want the daemon's enforce copy", s.Config.Mode, s.Origin)
+	}
 }

@@ -163,7 +163,7 @@ func newDaemonIn(env managedconfig.Env, log *slog.Logger, level *slog.LevelVar) 
 	if err != nil {
 		log.Error("spool offsets unreadable; events still in the spools will be read again (duplicates are skipped by request id)", "err", err)
 	}
-	d := &daemon{log: log, level: level, env: env, paths: paths, loader: managedconfig.NewLoader(env, paths),
+	d := &daemon{log: log, level: level, env: env, paths: paths, loader: managedconfig.NewDaemonLoader(env, paths),
 		health: health.New(time.Now), offsets: offsets, kick: make(chan struct{}, 1)}
 	return d, release, nil
 }
