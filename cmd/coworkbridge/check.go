@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,8 +16,11 @@ import (
 )
 
 func cmdCheck(ctx context.Context, args []string, sio stdio) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(sio.err)
+	fs := newFlags("check", "[--bash CMD | --write PATH | PAYLOAD.json | - | --corpus FILE.jsonl...] [--json]",
+		"Classifies one tool call with the policy in force (managed.json's, or the last good copy the daemon\n"+
+			"runs on), or reads a PreToolUse payload from a file or stdin ('-'), or scores the policy on labelled\n"+
+			"corpora. An invalid managed.json with no good copy is an error, never a silent fallback to the\n"+
+			"built-in rules. Exit status 0 whatever the verdict; 1 on error; 64 usage.", sio)
 	bash := fs.String("bash", "", "classify this shell command")
 	write := fs.String("write", "", "classify a Write to this path")
 	cwd := fs.String("cwd", "/home/user/project", "working folder for --bash and --write")
@@ -26,19 +28,24 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	var corpora multiFlag
 	fs.Var(&corpora, "corpus", "score a labelled corpus (JSON lines: tool, command, expect); repeatable")
 	misses := fs.Bool("show-misses", false, "with --corpus, list the rows whose verdict disagrees")
-	fs.Usage = func() {
-		fmt.Fprintln(sio.err, "Usage: coworkbridge check [--bash CMD | --write PATH | PAYLOAD.json | --corpus FILE.jsonl ...]\n\n"+
-			"Classifies one tool call with the policy in force (managed.json's policy if there is one), or reads a\n"+
-			"PreToolUse payload from a file or stdin. Exit status 0 whatever the verdict; 1 on error.")
-		fs.PrintDefaults()
+	if code, done := fs.parse(args); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
+	if fs.NArg() > 1 {
+		return fs.usageError("check takes at most one payload file, got %d", fs.NArg())
+	}
+	if *bash == "" && *write == "" && len(corpora) == 0 && fs.NArg() == 0 && stdinIsTerminal(sio.in) {
+		// Nothing to read but a person at a terminal: say what check wants instead of waiting.
+		fs.printUsage(sio.err)
 		return exitUsage
 	}
-	c, err := policyClassifier()
+	c, note, err := policyClassifier()
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
+	}
+	if note != "" {
+		fmt.Fprintln(sio.err, "coworkbridge check:", note)
 	}
 	if len(corpora) > 0 {
 		for _, f := range corpora {
@@ -77,34 +84,34 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-// policyClassifier compiles the policy of the managed config in force, or the defaults.
-func policyClassifier() (*classifier.Classifier, error) {
+func stdinIsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// policyClassifier compiles the policy in force: managed.json's, the last good copy's when the
+// file is invalid (note says so), the built-in rules when there is no file. An invalid file with
+// no good copy is an error: checking with rules the daemon does not run would mislead.
+func policyClassifier() (c *classifier.Classifier, note string, err error) {
 	env, err := managedconfig.SystemEnv()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	paths, err := env.Paths()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	s := managedconfig.NewLoader(env, paths).Load()
-	return classifierFor(s.Config.Policy)
-}
-
-// classifierFor turns managed.json's policy into a compiled classifier.
-func classifierFor(p managedconfig.Policy) (*classifier.Classifier, error) {
-	files, err := classifier.LoadRuleDirs(p.RulesDirs)
-	if err != nil {
-		return nil, err
+	switch s.Origin {
+	case managedconfig.OriginInvalid:
+		return nil, "", fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)", s.Problem, s.Path)
+	case managedconfig.OriginLastGood:
+		note = fmt.Sprintf("%s is invalid; checking with the last good copy the daemon runs on (%v)", s.Path, s.Problem)
 	}
-	modes := map[string]string{}
-	for id, m := range p.RuleModes {
-		modes[id] = string(m)
+	if c, err = classifierFor(s.Config.Policy); err != nil {
+		return nil, "", fmt.Errorf("the policy of %s does not compile:\n%v\nwhat to do: fix it ('coworkbridge validate' lists every problem)", s.Path, err)
 	}
-	return classifier.New(classifier.Policy{
-		RuleFiles: files, DisabledRules: p.DisabledRules, RuleModes: modes,
-		AllowedExecutables: p.AllowedExecutables, AllowedMCPServers: p.AllowedMCPServers, RestrictMCPServers: p.RestrictMCPServers,
-	})
+	return c, note, nil
 }
 
 func checkPayload(bash, write, cwd string, args []string, stdin io.Reader) (claudehook.Payload, error) {

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -54,22 +53,16 @@ func demoScript() []demoCall {
 }
 
 func cmdDemo(ctx context.Context, args []string, sio stdio) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(sio.err)
-	mode := fs.String("mode", "enforce", "the mode to demonstrate: enforce or observe")
+	fs := newFlags("demo", "[--mode enforce|observe] [--keep]", "Runs the daemon in-process on two Cowork-like sessions in a temporary folder and plays\n"+
+		"realistic tool calls through the real hook, as Claude Code runs it. Needs only /bin/sh.", sio)
+	mode := &choice{value: "enforce", allowed: []string{"enforce", "observe"}}
+	fs.Var(mode, "mode", "the mode to demonstrate: enforce or observe")
 	keep := fs.Bool("keep", false, "keep the temporary folder (sessions, daemon log, decision log) and print where it is")
-	fs.Usage = func() {
-		fmt.Fprintln(sio.err, "Usage: coworkbridge demo [--mode enforce|observe] [--keep]\n\n"+
-			"Runs the daemon in-process on two Cowork-like sessions in a temporary folder and plays\n"+
-			"realistic tool calls through the real hook, as Claude Code runs it. Needs only /bin/sh.")
-		fs.PrintDefaults()
+	if code, done := fs.parse(args); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 || (*mode != "enforce" && *mode != "observe") {
-		fs.Usage()
-		return exitUsage
+	if code, done := fs.noArgs(); done {
+		return code
 	}
 	tmp, err := os.MkdirTemp("", "coworkbridge-demo-")
 	if err != nil {
@@ -83,7 +76,7 @@ func cmdDemo(ctx context.Context, args []string, sio stdio) int {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := runDemo(ctx, tmp, managedconfig.Mode(*mode), sio.out); err != nil {
+	if err := runDemo(ctx, tmp, managedconfig.Mode(mode.value), sio.out); err != nil {
 		fmt.Fprintf(sio.err, "coworkbridge demo: %v\n", err)
 		if data, rerr := os.ReadFile(filepath.Join(tmp, "logs", "daemon.log")); rerr == nil {
 			fmt.Fprintf(sio.err, "daemon log:\n%s", tail(data, 4000))

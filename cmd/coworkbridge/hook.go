@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,15 +27,14 @@ const maxHookPayload = 16 << 20
 // itself. It always exits 0: Claude Code treats other exit codes as errors and lets the call
 // through, so every refusal is a printed deny.
 func cmdHook(_ context.Context, args []string, sio stdio) int {
-	fs := flag.NewFlagSet("hook", flag.ContinueOnError)
-	fs.SetOutput(sio.err)
-	fs.Usage = func() {
-		fmt.Fprintln(sio.err, "Usage: coworkbridge hook < payload.json\n\nA Claude Code PreToolUse hook for sessions on this Mac: classifies the call with\n"+
-			"the managed policy, records it, and prints a deny or ask (nothing for no objection).\n"+
-			"`coworkbridge install --managed-settings` registers it for every Claude Code session.")
+	fs := newFlags("hook", "< PAYLOAD.json", "A Claude Code PreToolUse hook for sessions on this Mac: classifies the call with\n"+
+		"the managed policy, records it, and prints a deny or ask (nothing for no objection).\n"+
+		"`coworkbridge install --managed-settings` registers it for every Claude Code session.", sio)
+	if code, done := fs.parse(args); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	if code, done := fs.noArgs(); done {
+		return code
 	}
 	out := hookVerdict(sio.in, time.Now, sio.devOverrides)
 	if len(out) > 0 {

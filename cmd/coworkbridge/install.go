@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -66,8 +65,12 @@ func cmdUninstall(_ context.Context, args []string, sio stdio) int {
 
 func installCmd(args []string, sio stdio, install bool) int {
 	name := map[bool]string{true: "install", false: "uninstall"}[install]
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(sio.err)
+	about := "Installs the per-user agent (a LaunchAgent on macOS, a systemd user unit on Linux) and starts it."
+	if !install {
+		about = "Removes coworkbridge's hooks from every session of the user first (so that no enforce hook is left\n" +
+			"to deny every call), then stops and removes the agent. Logs and state are kept unless --purge."
+	}
+	fs := newFlags(name, "[--dry-run] [--system-wide [--user NAME]...] [--managed-settings] [--binary PATH]"+map[bool]string{true: "", false: " [--purge]"}[install], about, sio)
 	dry := fs.Bool("dry-run", false, "print the files and commands instead of acting")
 	systemWide := fs.Bool("system-wide", false, "as root (an MDM post-install script): act for the console user, or each --user")
 	var users stringList
@@ -75,9 +78,17 @@ func installCmd(args []string, sio stdio, install bool) int {
 	managed := fs.Bool("managed-settings", false, "also "+map[bool]string{true: "write", false: "remove"}[install]+
 		" the Claude Code managed-settings drop-in that runs `coworkbridge hook` for sessions on this Mac (needs root)")
 	binary := fs.String("binary", "", "the installed coworkbridge binary the agent runs (default: this one)")
-	purge := fs.Bool("purge", false, "uninstall only: also remove logs and state")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || (install && *purge) {
-		return exitUsage
+	var purge *bool
+	if !install {
+		purge = fs.Bool("purge", false, "also remove logs and state")
+	} else {
+		purge = new(bool)
+	}
+	if code, done := fs.parse(args); done {
+		return code
+	}
+	if code, done := fs.noArgs(); done {
+		return code
 	}
 	in, err := newInstaller(*binary, sio.out, *dry)
 	if err != nil {

@@ -41,6 +41,7 @@ func commands() []command {
 		{"uninstall", "remove the agent (logs kept unless --purge)", cmdUninstall},
 		{"status", "say whether the daemon runs and guards every session (exit 0/1/2)", cmdStatus},
 		{"check", "classify one tool call, or score the classifier on a labelled corpus", cmdCheck},
+		{"validate", "check a managed.json and its whole policy, listing every problem (exit 0/1)", cmdValidate},
 		{"version", "print the version", cmdVersion},
 		{"help", "list the commands", cmdHelp},
 	}
@@ -54,7 +55,7 @@ func main() {
 const (
 	exitOK    = 0
 	exitFail  = 1
-	exitUsage = 2
+	exitUsage = 64 // EX_USAGE: distinct from every command's own statuses (status uses 1 and 2)
 )
 
 func dispatch(ctx context.Context, args []string, sio stdio) int {
@@ -63,8 +64,11 @@ func dispatch(ctx context.Context, args []string, sio stdio) int {
 		return exitUsage
 	}
 	name := args[0]
-	if name == "-h" || name == "--help" || name == "-help" {
+	switch name {
+	case "-h", "--help", "-help":
 		name = "help"
+	case "--version", "-version", "-v":
+		name = "version"
 	}
 	i := slices.IndexFunc(commands(), func(c command) bool { return c.name == name })
 	if i < 0 {
@@ -74,7 +78,15 @@ func dispatch(ctx context.Context, args []string, sio stdio) int {
 	return commands()[i].run(ctx, args[1:], sio)
 }
 
-func cmdHelp(_ context.Context, _ []string, sio stdio) int {
+func cmdHelp(ctx context.Context, args []string, sio stdio) int {
+	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" {
+		// help COMMAND is COMMAND -h.
+		if slices.ContainsFunc(commands(), func(c command) bool { return c.name == args[0] && c.name != "help" }) {
+			return dispatch(ctx, []string{args[0], "-h"}, sio)
+		}
+		fmt.Fprintf(sio.err, "coworkbridge help: unknown command %q\n", args[0])
+		return exitUsage
+	}
 	var b strings.Builder
 	b.WriteString("coworkbridge puts Claude Cowork sessions under your organisation's policy.\n\nUsage: coworkbridge <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
@@ -85,7 +97,14 @@ func cmdHelp(_ context.Context, _ []string, sio stdio) int {
 	return exitOK
 }
 
-func cmdVersion(_ context.Context, _ []string, sio stdio) int {
+func cmdVersion(_ context.Context, args []string, sio stdio) int {
+	fs := newFlags("version", "", "Prints the version of this coworkbridge binary.", sio)
+	if code, done := fs.parse(args); done {
+		return code
+	}
+	if code, done := fs.noArgs(); done {
+		return code
+	}
 	fmt.Fprintf(sio.out, "coworkbridge %s\n", versionString())
 	return exitOK
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,18 +32,14 @@ const offsetsFile = "offsets.json"
 const recentLogBytes = 8 << 20
 
 func cmdRun(ctx context.Context, args []string, sio stdio) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(sio.err)
-	fs.Usage = func() {
-		fmt.Fprintln(sio.err, "Usage: coworkbridge run\n\nRuns the daemon until SIGTERM or SIGINT. It reads managed.json from\n"+
-			"$"+managedconfig.EnvManagedConfig+", else the system location, and idles while cowork_enabled is false.")
+	fs := newFlags("run", "", "Runs the daemon until SIGTERM or SIGINT (what the LaunchAgent starts). It reads managed.json\n"+
+		"from $"+managedconfig.EnvManagedConfig+" (development), else the system location, and idles while\n"+
+		"cowork_enabled is false.", sio)
+	if code, done := fs.parse(args); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return exitUsage
+	if code, done := fs.noArgs(); done {
+		return code
 	}
 	level := new(slog.LevelVar)
 	log := newLogger(sio.err, level)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
+	osuser "os/user"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -30,17 +32,18 @@ const (
 const healthFile = "health.json"
 
 func cmdStatus(_ context.Context, args []string, sio stdio) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(sio.err)
+	fs := newFlags("status", "[--json] [--user NAME]", "Says whether the daemon runs and guards every session. Exit status: 0 healthy,\n"+
+		"1 a warning is active, 2 the daemon is not running, 64 usage. As root (an MDM script), --user names\n"+
+		"the user whose daemon to ask; without it, the console user's.", sio)
 	asJSON := fs.Bool("json", false, "print the state as one JSON object")
-	fs.Usage = func() {
-		fmt.Fprintln(sio.err, "Usage: coworkbridge status [--json]\n\nSays whether the daemon runs and guards every session. Exit status: 0 healthy,\n1 a warning is active, 2 the daemon is not running.")
-		fs.PrintDefaults()
+	user := fs.String("user", "", "as root: the user whose daemon to ask (default: the console user)")
+	if code, done := fs.parse(args); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	if code, done := fs.noArgs(); done {
+		return code
 	}
-	env, err := managedconfig.SystemEnv()
+	env, err := statusEnv(*user)
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge status:", err)
 		return exitFail
@@ -61,8 +64,30 @@ func cmdStatus(_ context.Context, args []string, sio stdio) int {
 	return v.exitCode()
 }
 
+// statusEnv is the environment of the user whose daemon status asks: the caller's, or (for a
+// root MDM script) the named user's or the console user's, whose folders are derived from their
+// home alone (root's XDG variables and development overrides say nothing about them).
+func statusEnv(name string) (managedconfig.Env, error) {
+	if name == "" && (os.Geteuid() != 0 || runtime.GOOS != "darwin") {
+		return managedconfig.SystemEnv() // root on Linux may run a daemon of its own
+	}
+	if name == "" {
+		out, err := exec.Command("stat", "-f", "%Su", "/dev/console").Output()
+		name = strings.TrimSpace(string(out))
+		if err != nil || name == "" || name == "root" || name == "_mbsetupuser" {
+			return managedconfig.Env{}, fmt.Errorf("no user is logged in at the console (%q); name one with --user NAME", name)
+		}
+	}
+	u, err := osuser.Lookup(name)
+	if err != nil {
+		return managedconfig.Env{}, fmt.Errorf("user %q: %w", name, err)
+	}
+	return managedconfig.Env{GOOS: runtime.GOOS, Home: u.HomeDir}, nil
+}
+
 // statusView is everything `status` reports, gathered once.
 type statusView struct {
+	GOOS     string // whose service manager the advice names
 	Now      time.Time
 	Running  bool
 	Snapshot *health.Snapshot
@@ -71,7 +96,7 @@ type statusView struct {
 }
 
 func readStatus(paths managedconfig.Paths, now time.Time) statusView {
-	v := statusView{Now: now, Running: daemonRunning(paths.LockFile())}
+	v := statusView{GOOS: runtime.GOOS, Now: now, Running: daemonRunning(paths.LockFile())}
 	s, err := health.ReadSnapshot(filepath.Join(paths.StateDir, healthFile))
 	switch {
 	case err == nil:
@@ -109,6 +134,20 @@ func daemonRunning(lockPath string) bool {
 	return !ok
 }
 
+// restartCommand is how the user starts (or, kill, restarts) their agent on this platform.
+func restartCommand(goos string, kill bool) string {
+	if goos == "darwin" {
+		if kill {
+			return "launchctl kickstart -k gui/$(id -u)/" + agentLabel
+		}
+		return "launchctl kickstart gui/$(id -u)/" + agentLabel
+	}
+	if kill {
+		return "systemctl --user restart " + agentLabel
+	}
+	return "systemctl --user start " + agentLabel
+}
+
 func (v statusView) exitCode() int {
 	switch {
 	case !v.Running:
@@ -141,7 +180,7 @@ func (v statusView) render(w io.Writer) {
 	switch {
 	case !v.Running:
 		fmt.Fprintln(w, "coworkbridge is NOT running: Cowork sessions in enforce mode deny every tool call, in observe mode nothing is recorded.")
-		fmt.Fprintln(w, "  what to do: restart it with 'launchctl kickstart gui/$(id -u)/com.coworkbridge.agent', or ask IT to reinstall coworkbridge.")
+		fmt.Fprintf(w, "  what to do: start it with '%s', or ask IT to reinstall coworkbridge.\n", restartCommand(v.GOOS, false))
 		if s != nil {
 			fmt.Fprintf(w, "  last health snapshot: %s\n", ago(v.Now, s.WrittenAt))
 		}
@@ -172,7 +211,7 @@ func (v statusView) render(w io.Writer) {
 	}
 	fmt.Fprintf(w, "today: %d %sdenies, %d %sasks, %d events\n", today.Denies, would, today.Asks, would, today.Events)
 	if v.Stale {
-		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (launchctl kickstart -k gui/$(id -u)/com.coworkbridge.agent)\n", v.Now.Sub(s.WrittenAt).Round(time.Second))
+		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (%s)\n", v.Now.Sub(s.WrittenAt).Round(time.Second), restartCommand(v.GOOS, true))
 	}
 	if len(s.Warnings) == 0 && !v.Stale {
 		fmt.Fprintln(w, "healthy: no warnings")

@@ -45,11 +45,12 @@ func TestStatusOutputAndExitCodes(t *testing.T) {
 		view statusView
 		code int
 	}{
-		{"healthy", statusView{Now: statusNow, Running: true, Snapshot: fixtureSnapshot(false)}, statusHealthy},
-		{"warning", statusView{Now: statusNow, Running: true, Snapshot: fixtureSnapshot(true)}, statusWarning},
-		{"stale", statusView{Now: statusNow.Add(time.Hour), Running: true, Snapshot: fixtureSnapshot(false), Stale: true}, statusWarning},
-		{"not-running", statusView{Now: statusNow, Running: false, Snapshot: fixtureSnapshot(false)}, statusNotRunning},
-		{"running-no-snapshot", statusView{Now: statusNow, Running: true}, statusWarning},
+		{"healthy", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: fixtureSnapshot(false)}, statusHealthy},
+		{"warning", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: fixtureSnapshot(true)}, statusWarning},
+		{"stale", statusView{GOOS: "darwin", Now: statusNow.Add(time.Hour), Running: true, Snapshot: fixtureSnapshot(false), Stale: true}, statusWarning},
+		{"not-running", statusView{GOOS: "darwin", Now: statusNow, Running: false, Snapshot: fixtureSnapshot(false)}, statusNotRunning},
+		{"running-no-snapshot", statusView{GOOS: "darwin", Now: statusNow, Running: true}, statusWarning},
+		{"not-running-linux", statusView{GOOS: "linux", Now: statusNow, Running: false}, statusNotRunning},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), args, stdio{in: strings.NewReader(stdin), out: &out, err: &errb})
+	return code, out.String(), errb.String()
+}
+
+// Every subcommand has a synopsis that -h and --help print on stdout, exiting 0.
+func TestEverySubcommandHasASynopsisAndHelpExitsZero(t *testing.T) {
+	for _, c := range commands() {
+		for _, h := range []string{"-h", "--help"} {
+			code, out, errs := runCLI(t, "", c.name, h)
+			want := "Usage: coworkbridge " + c.name
+			if c.name == "help" {
+				want = "Usage: coworkbridge <command>"
+			}
+			if code != exitOK || !strings.Contains(out, want) {
+				t.Errorf("%s %s: exit %d, stdout %q, stderr %q", c.name, h, code, out, errs)
+			}
+		}
+	}
+}
+
+// Misuse exits 64 with a message that names what was wrong, never a status with another meaning
+// (status's 2 means "not running") and never silently.
+func TestMisuseExits64AndSaysWhy(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--mode", "enforcee"}, `"enforcee" is not one of enforce, observe`},
+		{[]string{"status", "extra"}, `unexpected argument "extra"`},
+		{[]string{"status", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"validate", "a.json", "b.json"}, "at most one file"},
+		{[]string{"check", "a.json", "b.json"}, "at most one payload file"},
+		{[]string{"version", "x"}, `unexpected argument "x"`},
+		{[]string{"uninstall", "--frob"}, "flag provided but not defined"},
+		{[]string{"install", "--purge"}, "flag provided but not defined: -purge"},
+		{[]string{"help", "nope"}, `unknown command "nope"`},
+	}
+	for _, tt := range tests {
+		code, _, errs := runCLI(t, "", tt.args...)
+		if code != exitUsage || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 64 and %q", tt.args, code, errs, tt.want)
+		}
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	for _, a := range []string{"--version", "version"} {
+		if code, out, _ := runCLI(t, "", a); code != exitOK || !strings.HasPrefix(out, "coworkbridge ") {
+			t.Errorf("%s: exit %d, %q", a, code, out)
+		}
+	}
+}
+
+// validate lists every problem of the file and of its policy, each with file:line, and writes
+// nothing.
+func TestValidateListsEveryProblemWithFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	t.Setenv("COWORKBRIDGE_STATE_DIR", state)
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(dir, "none.json"))
+	rules := filepath.Join(dir, "rules")
+	os.MkdirAll(rules, 0o755)
+	os.WriteFile(filepath.Join(rules, "org-bash.rules"), []byte("block \"org.curl\"\n  match ^curl  # no curl\n"), 0o644)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{
+  "version": 1,
+  "mode": "enforcee",
+  "hook_timeout": "5s"
+}`), 0o644)
+	code, out, _ := runCLI(t, "", "validate", bad)
+	if code != validateInvalid || !strings.Contains(out, bad+":3: mode:") || !strings.Contains(out, `"enforcee"`) {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+
+	policy := filepath.Join(dir, "policy.json")
+	os.WriteFile(policy, []byte(`{
+  "version": 1,
+  "cowork_enabled": true,
+  "policy": {
+    "rules_dirs": [`+quote(rules)+`, `+quote(filepath.Join(dir, "missing"))+`],
+    "disabled_rules": ["bash.no-such-rule"]
+  }
+}`), 0o644)
+	code, out, _ = runCLI(t, "", "validate", policy)
+	for _, want := range []string{"(3 problems)", "org-bash.rules:2: a comment cannot follow a pattern", "missing: ", "create it, or remove it",
+		policy + ":6: policy.disabled_rules names rule \"bash.no-such-rule\""} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != validateInvalid {
+		t.Errorf("exit %d, want 1", code)
+	}
+
+	good := filepath.Join(dir, "good.json")
+	os.WriteFile(good, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o644)
+	if code, out, _ := runCLI(t, "", "validate", good); code != validateOK || !strings.Contains(out, "is valid: coworkbridge on, mode enforce") {
+		t.Errorf("a valid file: exit %d %q", code, out)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Error("validate wrote into the state folder")
+	}
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// check with a candidate managed.json never replaces the last-good copy a running enforce
+// deployment falls back on, and an invalid file with no good copy is an error, not a silent
+// fallback to the built-in rules.
+func TestCheckNeitherWritesTheLastGoodCopyNorHidesAnInvalidConfig(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	os.MkdirAll(state, 0o700)
+	lastGood := filepath.Join(state, "managed.last-good.json")
+	enforce := `{"version":1,"cowork_enabled":true,"mode":"enforce"}`
+	os.WriteFile(lastGood, []byte(enforce), 0o600)
+	candidate := filepath.Join(dir, "candidate.json")
+	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"mode":"observe"}`), 0o644)
+	t.Setenv("COWORKBRIDGE_STATE_DIR", state)
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", candidate)
+	if code, _, errs := runCLI(t, "", "check", "--bash", "ls"); code != exitOK {
+		t.Fatalf("check: %d %s", code, errs)
+	}
+	if data, _ := os.ReadFile(lastGood); string(data) != enforce {
+		t.Errorf("check replaced the last-good copy with %s", data)
+	}
+
+	os.WriteFile(candidate, []byte(`{"version":1,"mode":`), 0o644)
+	code, _, errs := runCLI(t, "", "check", "--bash", "ls")
+	if code != exitOK || !strings.Contains(errs, "invalid; checking with the last good copy") {
+		t.Errorf("with a good copy: exit %d %q", code, errs)
+	}
+	os.Remove(lastGood)
+	code, _, errs = runCLI(t, "", "check", "--bash", "ls")
+	if code != exitFail || !strings.Contains(errs, "coworkbridge validate") {
+		t.Errorf("with no good copy: exit %d %q; want 1 and advice", code, errs)
+	}
+}
