@@ -30,7 +30,13 @@ type Policy struct {
 	AllowedExecutables []string
 	AllowedMCPServers  []string
 	RestrictMCPServers bool
+	// DenyAll, when set, is the reason every call is denied for (rule RuleDenyAll): the policy that
+	// was meant to be enforced cannot be known, so nothing can be let through.
+	DenyAll string
 }
+
+// RuleDenyAll is the rule of a verdict under Policy.DenyAll.
+const RuleDenyAll = "coworkbridge.config-invalid"
 
 // RuleFile is one rule file's name and content.
 type RuleFile struct {
@@ -101,10 +107,14 @@ type Classifier struct {
 	allowed  map[string]bool
 	mcpAllow map[string]bool
 	mcpOn    bool
+	denyAll  string
 }
 
 // New compiles the embedded default rules and the policy's additions.
 func New(p Policy) (*Classifier, error) {
+	if p.DenyAll != "" {
+		return &Classifier{denyAll: p.DenyAll}, nil
+	}
 	c := &Classifier{rules: map[Target][]*Rule{}, modes: p.RuleModes, allowed: map[string]bool{}, mcpOn: p.RestrictMCPServers, mcpAllow: map[string]bool{}}
 	for _, e := range defaultExecutables {
 		c.allowed[e] = true
@@ -189,6 +199,9 @@ type item struct {
 
 // Evaluate judges one tool call. It never fails: what it cannot understand it asks about.
 func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict {
+	if c.denyAll != "" {
+		return Verdict{Decision: claudehook.Deny, RuleID: RuleDenyAll, Reason: c.denyAll}
+	}
 	items, v := c.items(p)
 	if v.Decision != "" {
 		return v

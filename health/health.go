@@ -116,6 +116,10 @@ type ConfigState struct {
 	Mode    string `json:"mode"`
 	Enabled bool   `json:"enabled"`
 	Problem string `json:"problem,omitempty"`
+	// PolicyProblem: the file is valid but its policy (rule files, rule ids) does not compile, so
+	// PolicyFallback ("the previous policy", "the built-in rules") is in force instead.
+	PolicyProblem  string `json:"policy_problem,omitempty"`
+	PolicyFallback string `json:"policy_fallback,omitempty"`
 }
 
 // Health is safe for concurrent use.
@@ -377,7 +381,16 @@ func (h *Health) TelemetryFailed() {
 func (h *Health) SetConfig(c ConfigState) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	c.PolicyProblem, c.PolicyFallback = h.config.PolicyProblem, h.config.PolicyFallback
 	h.config = c
+}
+
+// SetPolicyProblem records that the policy does not compile (problem, what runs instead), or
+// with "" that it compiles again.
+func (h *Health) SetPolicyProblem(problem, fallback string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.config.PolicyProblem, h.config.PolicyFallback = problem, fallback
 }
 
 // sortedSessions returns copies of the tracked sessions, by id.

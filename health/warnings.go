@@ -54,11 +54,18 @@ func (h *Health) warningsLocked(now time.Time) []Warning {
 	c := h.config
 	if c.Problem != "" && (c.Origin == "last-good" || c.Origin == "invalid") {
 		state := "running on the last good copy"
-		if c.Origin == "invalid" {
+		switch {
+		case c.Origin == "invalid" && c.Mode == "enforce":
+			state = "it asks for enforce and no good copy exists, so every tool call is DENIED"
+		case c.Origin == "invalid":
 			state = "coworkbridge is OFF"
 		}
 		add(CodeConfigInvalid, "managed.json is invalid ("+state+"): "+c.Problem,
-			"fix the file your MDM delivers; the message lists every problem", nil)
+			"fix the file your MDM delivers; 'coworkbridge validate FILE' lists every problem", nil)
+	}
+	if c.PolicyProblem != "" {
+		add(CodeConfigInvalid, "the policy in managed.json does not compile (running on "+c.PolicyFallback+"): "+c.PolicyProblem,
+			"fix the rule files or rule ids it names; 'coworkbridge validate' lists every problem", nil)
 	}
 	h.sessionWarnings(now, add)
 	h.scanWarnings(add)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 
 	"github.com/google/renameio/v2"
 )
@@ -42,6 +43,9 @@ type Snapshot struct {
 	Problem error
 	// SaveErr reports a failure to keep the last-good copy; the config itself is still in force.
 	SaveErr error
+	// Intent, for OriginInvalid, is the mode the broken file clearly asks for (IntentOf), so that
+	// a broken enforce file fails closed while a broken observe file blocks nothing.
+	Intent Mode
 }
 
 // Enabled reports whether the daemon should guard Cowork sessions.
@@ -93,6 +97,9 @@ func NewDaemonLoader(env Env, paths Paths) *Loader {
 // invalid file, is a Snapshot.
 func (l *Loader) Load() Snapshot {
 	off := Snapshot{Config: Defaults(l.env, l.paths), Origin: OriginNone}
+	if cfg, err := Parse([]byte(`{"version":1}`), "the defaults", l.env, l.paths); err == nil {
+		off.Config = cfg // the defaults as this process sees them (development overrides included)
+	}
 	path, err := l.locate()
 	if path == "" && err == nil {
 		return off
@@ -105,6 +112,7 @@ func (l *Loader) Load() Snapshot {
 	var cfg Config
 	if err == nil {
 		cfg, err = Parse(data, path, l.env, l.paths)
+		off.Intent = IntentOf(data)
 	}
 	if err == nil {
 		snap := Snapshot{Config: cfg, Origin: OriginFile, Path: path, Hash: hash(data)}
@@ -119,6 +127,9 @@ func (l *Loader) Load() Snapshot {
 // fallBack runs on the last good copy when the current file cannot be used. It never turns an
 // invalid file into a more permissive configuration than the last one an admin delivered.
 func (l *Loader) fallBack(off Snapshot, problem error) Snapshot {
+	if off.Intent == "" {
+		off.Intent = Observe // an unreadable file says nothing
+	}
 	off.Problem = problem
 	off.Origin = OriginInvalid
 	data, err := readLimited(l.paths.LastGoodFile())
@@ -134,6 +145,21 @@ func (l *Loader) fallBack(off Snapshot, problem error) Snapshot {
 		return off
 	}
 	return Snapshot{Config: cfg, Origin: OriginLastGood, Path: off.Path, Hash: hash(data), Problem: problem}
+}
+
+var (
+	saysEnforce  = regexp.MustCompile(`"mode"\s*:\s*"enforce"`)
+	saysDisabled = regexp.MustCompile(`"cowork_enabled"\s*:\s*false`)
+)
+
+// IntentOf is the mode a managed.json that does not parse clearly asks for: Enforce when it
+// names mode enforce and does not switch coworkbridge off, Observe otherwise. It is read from
+// the raw bytes, since the file is broken, and only ever used to choose how to fail.
+func IntentOf(data []byte) Mode {
+	if saysEnforce.Match(data) && !saysDisabled.Match(data) {
+		return Enforce
+	}
+	return Observe
 }
 
 // locate returns the first candidate that exists. A candidate that exists but cannot be examined

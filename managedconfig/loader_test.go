@@ -309,3 +309,23 @@ func TestAReadOnlyLoaderNeverWritesTheLastGoodCopy(t *testing.T) {
 		t.Errorf("after a read-only load of an observe file, the fallback is %s (%s), want the daemon's enforce copy", s.Config.Mode, s.Origin)
 	}
 }
+
+func TestABrokenFilesIntentIsWhatItClearlyAsksFor(t *testing.T) {
+	for data, want := range map[string]Mode{
+		`{"version":1,"cowork_enabled":true,"mode":"enforce",}`:  Enforce,
+		`{"version":1, "mode" : "enforce", "hook_timeout": "1x"}`: Enforce,
+		`{"version":1,"cowork_enabled":false,"mode":"enforce"`:   Observe,
+		`{"version":1,"cowork_enabled":true,"mode":"observe",}`:  Observe,
+		`{"version":1,"mode":"enforcee"}`:                        Observe,
+		``:                                                       Observe,
+	} {
+		if got := IntentOf([]byte(data)); got != want {
+			t.Errorf("IntentOf(%s) = %s, want %s", data, got, want)
+		}
+	}
+	f := newFixture(t)
+	f.write(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","hook_timeout":"0s"}`)
+	if s := f.loader.Load(); s.Origin != OriginInvalid || s.Intent != Enforce {
+		t.Errorf("Load: origin %s intent %q", s.Origin, s.Intent)
+	}
+}

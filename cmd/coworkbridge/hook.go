@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -69,11 +70,11 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 		return hookFailure(true, "cannot find coworkbridge's folders: "+err.Error())
 	}
 	snap := managedconfig.NewLoader(env, paths).Load()
-	if !snap.Enabled() {
-		if snap.Origin == managedconfig.OriginInvalid {
-			// A broken file with no good copy: nobody can say the admin meant "off".
-			return hookFailure(true, "managed.json is invalid and no good copy exists: "+errString(snap.Problem))
-		}
+	if snap.Origin == managedconfig.OriginInvalid {
+		// A broken file and no good copy: as the daemon does, fail closed when the file clearly
+		// asks for enforce, block nothing otherwise, and say config_invalid either way.
+		snap.Config.CoworkEnabled, snap.Config.Mode = true, snap.Intent
+	} else if !snap.Enabled() {
 		return nil // coworkbridge is off on this Mac
 	}
 	cfg := snap.Config
@@ -92,9 +93,15 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 	if guardedBySessionHook(os.Getenv("CLAUDE_CONFIG_DIR"), cfg, paths.StateDir) {
 		return nil // a Cowork session whose own hook reports to the daemon: one record per call
 	}
-	cls, err := classifierFor(cfg.Policy)
+	var cls *classifier.Classifier
+	if snap.Origin == managedconfig.OriginInvalid {
+		cls, err = classifier.New(classifier.Policy{DenyAll: "coworkbridge's configuration (managed.json) is invalid (config_invalid) " +
+			"and no good copy exists, so no call can be checked: " + errString(snap.Problem) + ". Ask your IT team to fix it."})
+	} else {
+		cls, err = classifierFor(cfg.Policy)
+	}
 	if err != nil {
-		return hookFailure(enforce, "the policy in managed.json cannot be used: "+err.Error())
+		return hookFailure(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error())
 	}
 	v := cls.Evaluate(context.Background(), p)
 	log := telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,

@@ -109,7 +109,10 @@ func TestHookFailsClosedOnlyInEnforce(t *testing.T) {
 		{"broken admin rule file, enforce", `{"version":1,"cowork_enabled":true,"mode":"enforce","policy":{"rules_dirs":["RULES"]}}`, `{"tool_name":"Bash","tool_input":{"command":"ls"}}`, "deny"},
 		{"broken admin rule file, observe", `{"version":1,"cowork_enabled":true,"mode":"observe","policy":{"rules_dirs":["RULES"]}}`, `{"tool_name":"Bash","tool_input":{"command":"ls"}}`, ""},
 		{"switched off", `{"version":1,"cowork_enabled":false,"mode":"enforce"}`, `{"tool_name":"Bash","tool_input":{"command":"rm -rf ~"}}`, ""},
-		{"invalid config and no good copy", `{"version":1,"mode":"sometimes"}`, `{"tool_name":"Bash","tool_input":{"command":"ls"}}`, "deny"},
+		// A broken file and no good copy: its clear intent decides, as it does for the daemon.
+		{"invalid config, no good copy, no clear intent", `{"version":1,"mode":"sometimes"}`, `{"tool_name":"Bash","tool_input":{"command":"rm -rf ~"}}`, ""},
+		{"invalid config, no good copy, observe intent", `{"version":1,"cowork_enabled":true,"mode":"observe","hook_timeout":"1x"}`, `{"tool_name":"Bash","tool_input":{"command":"rm -rf ~"}}`, ""},
+		{"invalid config, no good copy, enforce intent", `{"version":1,"cowork_enabled":true,"mode":"enforce","hook_timeout":"1x"}`, `{"tool_name":"Bash","tool_input":{"command":"ls"}}`, "deny"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,6 +124,14 @@ func TestHookFailsClosedOnlyInEnforce(t *testing.T) {
 			out, code := runHook(t, m, []byte(tt.payload))
 			if got := hookAnswer([]byte(out)); code != 0 || got != tt.want {
 				t.Errorf("exit %d, answer %q (%s), want %q", code, got, out, tt.want)
+			}
+			if strings.HasPrefix(tt.name, "invalid config") {
+				if tt.want == "deny" && !strings.Contains(hookReason(t, out), "config_invalid") {
+					t.Errorf("the deny does not name config_invalid: %s", out)
+				}
+				if log := m.decisionLog(t); !strings.Contains(log, `"rule":"coworkbridge.config-invalid"`) {
+					t.Errorf("the call was not recorded as config_invalid: %q", log)
+				}
 			}
 		})
 	}

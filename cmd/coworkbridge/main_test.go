@@ -368,3 +368,10 @@ func TestStatusFollowsTheDaemon(t *testing.T) {
 		t.Errorf("after stop: exit %d", code)
 	}
 }
+
+// decisionLog is the machine's decision log at its default place, "" when there is none.
+func (m machine) decisionLog(t *testing.T) string {
+	t.Helper()
+	data, _ := os.ReadFile(filepath.Join(m.home, "logs", "decisions.jsonl"))
+	return string(data)
+}

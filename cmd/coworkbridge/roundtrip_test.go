@@ -220,3 +220,49 @@ func TestSIGKILLDuringDrainsLosesAndDuplicatesNothing(t *testing.T) {
 	}
 	t.Logf("%d events across 8 SIGKILLs", len(rids))
 }
+
+// A broken managed.json that clearly asks for enforce, with no good copy to fall back on: the
+// daemon fails closed as the host hook does (every call denied, naming the broken file), and
+// says config_invalid in its log and heartbeat.
+func TestABrokenEnforceConfigWithNoGoodCopyFailsClosed(t *testing.T) {
+	m := newMachine(t)
+	dir := newSessionIn(t, m, "local_1")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","heartbeat_interval":"1s","hook_timeout":"30"}`)
+	p := start(t, m, "run")
+	p.waitLog(t, "every tool call is DENIED", map[string]any{"code": "config_invalid"})
+	hook := waitHook(t, dir, managedconfig.Enforce)
+	out, _ := callHook(t, dir, hook, "ls -la")
+	assertDenied(t, out, 0, time.Hour, "configuration (managed.json) is invalid")
+	p.waitLog(t, "managed.json is invalid (it asks for enforce", map[string]any{"code": "config_invalid"})
+
+	// Fixed: the real policy is in force again.
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","heartbeat_interval":"1s"}`)
+	p.waitLog(t, "managed config in force", nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if out, _ := callHook(t, dir, hook, "ls -la"); out == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ls is still denied after the file was fixed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A managed.json whose policy does not compile is logged with its error and raised as
+// config_invalid in the heartbeat, while the built-in rules keep guarding.
+func TestAPolicyThatDoesNotCompileIsLoggedWithItsErrorAndRaised(t *testing.T) {
+	m := newMachine(t)
+	newSessionIn(t, m, "local_1")
+	rules := filepath.Join(m.home, "rules")
+	os.MkdirAll(rules, 0o700)
+	os.WriteFile(filepath.Join(rules, "org-bash.rules"), []byte("block \"org.x\"\n  match (unclosed\n"), 0o600)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","heartbeat_interval":"1s","policy":{"rules_dirs":["`+rules+`"]}}`)
+	p := start(t, m, "run")
+	rec := p.waitLog(t, "policy in managed.json cannot be used: running on the built-in rules", map[string]any{"code": "config_invalid"})
+	if e, _ := rec["err"].(string); !strings.Contains(e, "org-bash.rules:2: bad regular expression") {
+		t.Errorf("err = %v, want the rule file's problem", rec["err"])
+	}
+	p.waitLog(t, "the policy in managed.json does not compile (running on the built-in rules)", map[string]any{"code": "config_invalid"})
+}

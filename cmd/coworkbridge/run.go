@@ -242,11 +242,19 @@ func (d *daemon) logStart() {
 // change takes effect.
 func (d *daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	d.logConfig(prev, s)
+	mode := s.Config.Mode
+	if s.Origin == managedconfig.OriginInvalid {
+		mode = s.Intent
+	}
 	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: string(s.Origin), Hash: s.ShortHash(),
-		Mode: string(s.Config.Mode), Enabled: s.Enabled(), Problem: errString(s.Problem)})
+		Mode: string(mode), Enabled: s.Enabled(), Problem: errString(s.Problem)})
 	switch {
 	case s.Enabled():
-		d.startOrUpdateGuard(ctx, s.Config)
+		if cls := d.compilePolicy(s.Config.Policy); cls != nil {
+			d.startOrUpdateGuard(ctx, s.Config, cls)
+		}
+	case s.Origin == managedconfig.OriginInvalid && s.Intent == managedconfig.Enforce:
+		d.failClosed(ctx, s)
 	case s.Origin == managedconfig.OriginInvalid:
 		// Off, but hooks an earlier install left stay: removing them would relax enforcement
 		// on the strength of a broken file.
@@ -256,11 +264,22 @@ func (d *daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	}
 }
 
-func (d *daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Config) {
-	cls := d.compilePolicy(cfg.Policy)
-	if cls == nil {
+// failClosed guards the sessions in enforce mode with every call denied: the file meant to
+// enforce is broken and no good copy exists, so which calls it would allow cannot be known. The
+// roots and limits are the defaults.
+func (d *daemon) failClosed(ctx context.Context, s managedconfig.Snapshot) {
+	cfg := s.Config // the defaults: the file's own values are unreadable
+	cfg.CoworkEnabled, cfg.Mode = true, managedconfig.Enforce
+	cls, err := classifier.New(classifier.Policy{DenyAll: "this tool call was blocked because the organisation's coworkbridge " +
+		"configuration (managed.json) is invalid and asks for enforce mode, so no call can be checked. Ask your IT team to fix it."})
+	if err != nil {
+		d.log.Error("cannot build the deny-all policy", "err", err.Error())
 		return
 	}
+	d.startOrUpdateGuard(ctx, cfg, cls)
+}
+
+func (d *daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Config, cls *classifier.Classifier) {
 	if d.guard != nil && slices.Equal(d.guard.roots, cfg.SessionsRoots) && d.guard.telemetry.Path == cfg.Telemetry.Path &&
 		d.guard.telemetry == cfg.Telemetry {
 		// The collector first: leases and mode are current before any hook changes.
@@ -365,22 +384,26 @@ func (d *daemon) spoolPoll() time.Duration {
 }
 
 // compilePolicy compiles the admin's policy. A broken one keeps the last good classifier (or the
-// defaults) in force rather than leave sessions unguarded, and says so loudly.
+// built-in rules, when there is none yet), is logged with every problem, and raised as
+// config_invalid in the heartbeat and status until a policy compiles again.
 func (d *daemon) compilePolicy(p managedconfig.Policy) *classifier.Classifier {
 	cls, err := classifierFor(p)
 	if err == nil {
 		d.policy = cls
+		d.health.SetPolicyProblem("", "")
 		return cls
 	}
+	fallback := "the previous policy"
 	if d.policy == nil {
-		if d.policy, err = classifierFor(managedconfig.Policy{}); err != nil {
-			d.log.Error("the built-in rules do not compile; this build is broken", "err", err)
+		builtin, berr := classifierFor(managedconfig.Policy{})
+		if berr != nil {
+			d.log.Error("the built-in rules do not compile; this build is broken", "err", berr.Error())
 			return nil
 		}
-		d.log.Error("policy in managed.json cannot be used: running on the built-in rules until it is fixed", "code", "config_invalid", "err", err)
-		return d.policy
+		d.policy, fallback = builtin, "the built-in rules"
 	}
-	d.log.Error("policy in managed.json cannot be used: keeping the previous policy until it is fixed", "code", "config_invalid", "err", err)
+	d.log.Error("policy in managed.json cannot be used: running on "+fallback+" until it is fixed", "code", "config_invalid", "err", err.Error())
+	d.health.SetPolicyProblem(err.Error(), fallback)
 	return d.policy
 }
 
@@ -449,12 +472,17 @@ func (d *daemon) logConfig(prev, s managedconfig.Snapshot) {
 		d.log.Info("no managed config found: coworkbridge is off", "looked_in", d.env.ConfigCandidates())
 		return
 	case managedconfig.OriginInvalid:
+		if s.Intent == managedconfig.Enforce {
+			d.log.Error("managed config is invalid, asks for enforce, and no good copy exists: every tool call is DENIED until the file is fixed",
+				"code", "config_invalid", "path", s.Path, "err", errString(s.Problem))
+			return
+		}
 		d.log.Error("managed config is invalid and no good copy exists: coworkbridge is OFF until the file is fixed",
-			"code", "config_invalid", "path", s.Path, "err", s.Problem)
+			"code", "config_invalid", "path", s.Path, "err", errString(s.Problem))
 		return
 	case managedconfig.OriginLastGood:
 		d.log.Error("managed config is invalid: running on the last good copy until the file is fixed",
-			"code", "config_invalid", "path", s.Path, "err", s.Problem)
+			"code", "config_invalid", "path", s.Path, "err", errString(s.Problem))
 	}
 	if prev.Hash == s.Hash && prev.Origin != managedconfig.OriginNone && prev.Origin != managedconfig.OriginInvalid {
 		if prev.Origin == managedconfig.OriginLastGood && s.Origin == managedconfig.OriginFile {
