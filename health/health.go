@@ -135,6 +135,9 @@ type Health struct {
 	config   ConfigState
 	// goneSince counts departures since the last prune.
 	goneSince int
+	// changed is signalled (never blocking) when the state status reports changes, so that
+	// the snapshot file follows it rather than waiting for the next heartbeat.
+	changed chan struct{}
 }
 
 // New returns an empty Health reading time from now.
@@ -142,7 +145,7 @@ func New(now func() time.Time) *Health {
 	if now == nil {
 		now = time.Now
 	}
-	return &Health{now: now, sessions: map[string]*Session{}, win: window{sessions: map[string][]string{}}}
+	return &Health{now: now, sessions: map[string]*Session{}, win: window{sessions: map[string][]string{}}, changed: make(chan struct{}, 1)}
 }
 
 // session returns the entry for id, creating it unless the limit is reached. Callers hold mu.
@@ -193,6 +196,7 @@ func (h *Health) noteSession(code, id string) {
 func (h *Health) SessionSeen(id, dir string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	s := h.session(id)
 	s.Dir, s.Gone, s.Seen = dir, time.Time{}, true
 }
@@ -201,6 +205,7 @@ func (h *Health) SessionSeen(id, dir string) {
 func (h *Health) SessionHooked(id string, unverified bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	s := h.session(id)
 	if !s.Hooked {
 		s.HookedAt = h.now()
@@ -215,6 +220,7 @@ func (h *Health) SessionHooked(id string, unverified bool) {
 func (h *Health) SessionUnhooked(id string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	s := h.session(id)
 	s.Hooked = false
 	s.Unhooked = "unknown error"
@@ -227,6 +233,7 @@ func (h *Health) SessionUnhooked(id string, err error) {
 func (h *Health) SettingsRepaired(id string, _ []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.session(id).Repairs++
 	h.totals.Repairs++
 	h.win.repaired++
@@ -238,6 +245,7 @@ func (h *Health) SettingsRepaired(id string, _ []string) {
 func (h *Health) Quarantined(id, reason string, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	s := h.session(id)
 	s.Quarantined, s.QuarantineReason = until, reason
 	s.Tampering++
@@ -249,6 +257,7 @@ func (h *Health) Quarantined(id, reason string, until time.Time) {
 func (h *Health) UnguardedCall(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.session(id).Unguarded++
 	h.totals.Unguarded++
 	h.win.unguarded++
@@ -259,6 +268,7 @@ func (h *Health) UnguardedCall(id string) {
 func (h *Health) SessionGone(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	if s, ok := h.sessions[id]; ok {
 		s.Gone = h.now()
 	}
@@ -273,6 +283,7 @@ func (h *Health) SessionGone(id string) {
 func (h *Health) Scanned(r ScanReport) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.scan = r
 }
 
@@ -322,6 +333,7 @@ func (h *Health) Event(id string, d Decision, latency time.Duration) {
 func (h *Health) Malformed(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.session(id).Malformed++
 	h.totals.Malformed++
 	h.win.malformed++
@@ -332,6 +344,7 @@ func (h *Health) Malformed(id string) {
 func (h *Health) Oversized(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.session(id).Oversized++
 	h.totals.Oversized++
 	h.win.oversized++
@@ -345,6 +358,7 @@ func (h *Health) DecisionsUnconsumed(id string, n int) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.totals.DecisionsUnconsumed += uint64(n)
 	h.win.unconsumed += uint64(n)
 	h.noteSession(CodeDecisionsUnconsumed, id)
@@ -354,6 +368,7 @@ func (h *Health) DecisionsUnconsumed(id string, n int) {
 func (h *Health) SpoolRefused(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.totals.SpoolsRefused++
 	h.win.refused++
 	h.noteSession(CodeSpoolRefused, id)
@@ -364,6 +379,7 @@ func (h *Health) SpoolRefused(id string) {
 func (h *Health) DecisionFailed(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.totals.DecisionFailures++
 	h.win.undecided++
 	h.noteSession(CodeDecisionFailed, id)
@@ -373,6 +389,7 @@ func (h *Health) DecisionFailed(id string) {
 func (h *Health) TelemetryFailed() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.totals.TelemetryFailures++
 	h.win.telemetry++
 }
@@ -381,6 +398,7 @@ func (h *Health) TelemetryFailed() {
 func (h *Health) SetConfig(c ConfigState) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	c.PolicyProblem, c.PolicyFallback = h.config.PolicyProblem, h.config.PolicyFallback
 	h.config = c
 }
@@ -390,7 +408,16 @@ func (h *Health) SetConfig(c ConfigState) {
 func (h *Health) SetPolicyProblem(problem, fallback string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.changedLocked()
 	h.config.PolicyProblem, h.config.PolicyFallback = problem, fallback
+}
+
+// changedLocked notes a change of state for the snapshot writer. Callers hold mu.
+func (h *Health) changedLocked() {
+	select {
+	case h.changed <- struct{}{}:
+	default: // one is pending already
+	}
 }
 
 // sortedSessions returns copies of the tracked sessions, by id.

@@ -377,3 +377,52 @@ func TestGoneSessionsAreBoundedUnderChurn(t *testing.T) {
 		t.Error("the live session was pruned")
 	}
 }
+
+// The snapshot follows changes of state between heartbeats, so that status is never a heartbeat
+// out of date: after a scan hooks sessions, after a quarantine.
+func TestTheSnapshotFollowsChangesOfStateBetweenHeartbeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(time.Now)
+		h.SetConfig(ConfigState{Origin: "file", Mode: "enforce", Enabled: true})
+		path := filepath.Join(t.TempDir(), "health.json")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go h.Heartbeat(ctx, HeartbeatOptions{Interval: time.Hour, Path: path, Logger: slog.New(slog.DiscardHandler), Daemon: DaemonInfo{StartedAt: time.Now()}})
+		synctest.Wait()
+		if s, _ := ReadSnapshot(path); s.Counts.Hooked != 0 {
+			t.Fatalf("at start: %+v", s.Counts)
+		}
+		for _, id := range []string{"local_a", "local_b"} {
+			h.SessionSeen(id, "/s/"+id)
+			h.SessionHooked(id, false)
+		}
+		h.Scanned(ScanReport{Roots: []string{"/s"}, Sessions: 2, Live: 2})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		s, _ := ReadSnapshot(path)
+		if s.Counts.Hooked != 2 || !s.Healthy() {
+			t.Errorf("a second after the first scan: %+v %v", s.Counts, codes(s))
+		}
+		h.Quarantined("local_a", "disableAllHooks was set", time.Now().Add(10*time.Minute))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if s, _ := ReadSnapshot(path); warning(s, CodeSessionQuarantined) == nil {
+			t.Errorf("a second after a quarantine: %v", codes(s))
+		}
+	})
+}
+
+// A session just found and not yet hooked is not unhooked: the first heartbeat must not say so
+// for every session before the first injection. One still unhooked a minute on, is.
+func TestASessionAwaitingItsHookIsNotUnhookedYet(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	h := New(c.now)
+	h.SessionSeen("local_a", "/s/a")
+	if w := warning(h.Snapshot(false), CodeSessionUnhooked); w != nil {
+		t.Errorf("just seen: %v", w)
+	}
+	c.add(2 * time.Minute)
+	if w := warning(h.Snapshot(false), CodeSessionUnhooked); w == nil {
+		t.Error("two minutes on and still not hooked: no warning")
+	}
+}

@@ -157,9 +157,16 @@ type HeartbeatOptions struct {
 // Heartbeat logs a heartbeat record and one WARN per active warning every interval, writing each
 // snapshot to health.json, until ctx is done. It writes one at once on start. Failing to write
 // the file is logged, never fatal.
+//
+// Between heartbeats the file follows every change of state (a session hooked, a warning raised
+// or cleared), at most once per snapshotGap, so that status is never stale by a heartbeat.
 func (h *Health) Heartbeat(ctx context.Context, o HeartbeatOptions) error {
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
+	gap := time.NewTimer(time.Hour)
+	gap.Stop()
+	defer gap.Stop()
+	pending := false
 	h.beat(o, true)
 	for {
 		select {
@@ -169,9 +176,20 @@ func (h *Health) Heartbeat(ctx context.Context, o HeartbeatOptions) error {
 			h.beat(o, true)
 		case <-o.Kick:
 			h.beat(o, false)
+		case <-h.changed:
+			if !pending {
+				pending = true
+				gap.Reset(snapshotGap)
+			}
+		case <-gap.C:
+			pending = false
+			h.beat(o, false)
 		}
 	}
 }
+
+// snapshotGap gathers a burst of changes (a scan hooking many sessions) into one write.
+const snapshotGap = 200 * time.Millisecond
 
 func (h *Health) beat(o HeartbeatOptions, log bool) {
 	s := h.Snapshot(log)

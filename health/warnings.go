@@ -35,6 +35,10 @@ type Warning struct {
 	Sessions []string `json:"sessions,omitempty"`
 }
 
+// unhookedGrace is how long a session found may wait for its hook before it counts as unhooked
+// without an error: a removal in progress or a busy scan can delay an injection that long.
+const unhookedGrace = time.Minute
+
 // maxListed bounds the sessions or paths named in one warning.
 const maxListed = 20
 
@@ -86,7 +90,9 @@ func (h *Health) sessionWarnings(now time.Time, add func(code, msg, action strin
 			reasons = append(reasons, s.QuarantineReason)
 		}
 		switch {
-		case s.Seen && !s.Hooked:
+		case s.Seen && !s.Hooked && (s.Unhooked != "" || now.Sub(s.FirstSeen) > unhookedGrace):
+			// Found and not yet hooked is the moment between discovery and injection, not a
+			// fault: only a failed attempt, or one that never came, is.
 			unhooked = append(unhooked, s.ID)
 		case s.Unverified && !s.Confirmed:
 			unverified = append(unverified, s.ID)
