@@ -312,12 +312,12 @@ func TestAReadOnlyLoaderNeverWritesTheLastGoodCopy(t *testing.T) {
 
 func TestABrokenFilesIntentIsWhatItClearlyAsksFor(t *testing.T) {
 	for data, want := range map[string]Mode{
-		`{"version":1,"cowork_enabled":true,"mode":"enforce",}`:  Enforce,
+		`{"version":1,"cowork_enabled":true,"mode":"enforce",}`:   Enforce,
 		`{"version":1, "mode" : "enforce", "hook_timeout": "1x"}`: Enforce,
-		`{"version":1,"cowork_enabled":false,"mode":"enforce"`:   Observe,
-		`{"version":1,"cowork_enabled":true,"mode":"observe",}`:  Observe,
-		`{"version":1,"mode":"enforcee"}`:                        Observe,
-		``:                                                       Observe,
+		`{"version":1,"cowork_enabled":false,"mode":"enforce"`:    Observe,
+		`{"version":1,"cowork_enabled":true,"mode":"observe",}`:   Observe,
+		`{"version":1,"mode":"enforcee"}`:                         Observe,
+		``:                                                        Observe,
 	} {
 		if got := IntentOf([]byte(data)); got != want {
 			t.Errorf("IntentOf(%s) = %s, want %s", data, got, want)
