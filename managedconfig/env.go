@@ -133,11 +133,17 @@ func (e Env) Paths() (Paths, error) {
 	return p, nil
 }
 
-var errRelative = errors.New("must be an absolute path or start with ~/")
+var errRelative = errors.New("must be an absolute path or start with ~/ or $HOME/")
 
 // absPath expands a leading ~ to the home folder and insists on an absolute, clean result.
 // "~user" forms are refused: the daemon runs as one user and must not guess at another's home.
 func (e Env) absPath(p string) (string, error) {
+	// $HOME means the home folder too: a fleet-wide file cannot name /Users/<each user>.
+	for _, h := range []string{"$HOME", "${HOME}"} {
+		if p == h || strings.HasPrefix(p, h+"/") {
+			p = "~" + p[len(h):]
+		}
+	}
 	switch {
 	case p == "~":
 		p = e.Home

@@ -38,3 +38,18 @@ func FuzzFieldLine(f *testing.F) {
 		}
 	})
 }
+
+// Paths in managed.json may start from the user's home as ~ or $HOME; a Mac home written out is
+// an absolute path like any other.
+func TestHomeInPathsAsTildeOrDollarHome(t *testing.T) {
+	e := Env{GOOS: "darwin", Home: "/Users/ada"}
+	for in, want := range map[string]string{
+		"~/x": "/Users/ada/x", "$HOME/x": "/Users/ada/x", "${HOME}/x/../y": "/Users/ada/y", "$HOME": "/Users/ada",
+		"/Users/ada/z": "/Users/ada/z", "$HOMEX/y": "", "~bob/x": "", "rel/x": "",
+	} {
+		got, err := e.absPath(in)
+		if (err != nil) != (want == "") || got != want {
+			t.Errorf("absPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

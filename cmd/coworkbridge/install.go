@@ -16,9 +16,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // agentLabel names the LaunchAgent and the systemd user unit.
@@ -56,6 +60,9 @@ type installer struct {
 	out        io.Writer
 	dryRun     bool
 	chown      bool // running as root for another user: files must belong to that user
+	// unhook removes our hooks from every session of a user and returns how many it changed;
+	// nil: unhookSessions.
+	unhook func(t target) (int, error)
 }
 
 func cmdInstall(_ context.Context, args []string, sio stdio) int { return installCmd(args, sio, true) }
@@ -288,6 +295,21 @@ func (in *installer) uninstall(t target, purge bool) error {
 	} else {
 		in.cmd(true, "systemctl", "--user", "disable", "--now", agentLabel+".service")
 	}
+	// At once after the stop (before it, the daemon would put them back): an enforce hook left
+	// in a session with no daemon to answer denies every call.
+	if in.dryRun {
+		fmt.Fprintf(in.out, "%s unhook   # as %s\n", shellQuote([]string{in.exe}), t.name)
+	} else {
+		unhook := in.unhook
+		if unhook == nil {
+			unhook = in.unhookSessions
+		}
+		n, err := unhook(t)
+		if err != nil {
+			return fmt.Errorf("remove coworkbridge's hooks from %s's sessions (run 'coworkbridge unhook' as %s): %w", t.name, t.name, err)
+		}
+		fmt.Fprintf(in.out, "coworkbridge's hooks removed from %d session(s) of %s\n", n, t.name)
+	}
 	paths := []string{in.agentPath(t)}
 	if purge {
 		state := filepath.Join(t.home, ".local", "state", "coworkbridge")
@@ -312,6 +334,88 @@ func (in *installer) uninstall(t target, purge bool) error {
 		fmt.Fprintf(in.out, "coworkbridge agent removed for %s%s\n", t.name, map[bool]string{true: " (logs and state purged)", false: "; logs kept"}[purge])
 	}
 	return nil
+}
+
+// unhookSessions removes our hooks from t's sessions: in this process when it is t's, else by
+// running this binary's unhook as t, so that the settings files it rewrites stay t's.
+func (in *installer) unhookSessions(t target) (int, error) {
+	if !in.chown {
+		env, err := managedconfig.SystemEnv()
+		if err != nil {
+			return 0, err
+		}
+		env.GOOS, env.Home = in.goos, t.home
+		return unhookUser(env)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, fmt.Errorf("find this binary: %w", err)
+	}
+	cmd := exec.Command(self, "unhook", "--quiet-count")
+	cmd.Env = []string{"HOME=" + t.home, "PATH=/usr/bin:/bin"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(t.uid), Gid: uint32(t.gid)}}
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s unhook as %s: %w", self, t.name, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return 0, fmt.Errorf("%s unhook as %s printed %q", self, t.name, out)
+	}
+	return n, nil
+}
+
+// unhookUser removes our hooks from every session under the sessions roots of env's user:
+// managed.json's (read, never written), or the defaults.
+func unhookUser(env managedconfig.Env) (int, error) {
+	paths, err := env.Paths()
+	if err != nil {
+		return 0, err
+	}
+	s := managedconfig.NewLoader(env, paths).Load()
+	return injector.UnhookAll(s.Config.SessionsRoots, nil), nil
+}
+
+func cmdUnhook(_ context.Context, args []string, sio stdio) int {
+	fs := newFlags("unhook", "[--quiet-count]", "Removes coworkbridge's hooks from every Cowork session of this user, as uninstall does right\n"+
+		"after it stops the agent. The daemon puts them back while it runs, so stop it first.", sio)
+	quiet := fs.Bool("quiet-count", false, "print only the number of sessions changed (for uninstall run as root)")
+	if code, done := fs.parse(args); done {
+		return code
+	}
+	if code, done := fs.noArgs(); done {
+		return code
+	}
+	env, err := managedconfig.SystemEnv()
+	if err == nil {
+		var paths managedconfig.Paths
+		if paths, err = env.Paths(); err == nil && daemonRunning(paths.LockFile()) {
+			err = fmt.Errorf("the daemon is running and would put the hooks back; stop it first (%s), or use 'coworkbridge uninstall'", stopCommand(runtime.GOOS))
+		}
+	}
+	var n int
+	if err == nil {
+		n, err = unhookUser(env)
+	}
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge unhook:", err)
+		return exitFail
+	}
+	if *quiet {
+		fmt.Fprintln(sio.out, n)
+	} else {
+		fmt.Fprintf(sio.out, "coworkbridge's hooks removed from %d session(s)\n", n)
+	}
+	return exitOK
+}
+
+// stopCommand is how the user stops their agent on this platform.
+func stopCommand(goos string) string {
+	if goos == "darwin" {
+		return "launchctl bootout gui/$(id -u)/" + agentLabel
+	}
+	return "systemctl --user stop " + agentLabel
 }
 
 // cmd runs (or, dry, prints) one command. tolerant: a failure is expected and ignored.

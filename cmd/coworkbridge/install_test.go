@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // fakeRunner records commands and fails the ones listed.
@@ -330,5 +333,53 @@ func TestSystemWideInstallGivesTheFilesToTheUser(t *testing.T) {
 		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 || st.Gid != 65534 {
 			t.Errorf("%s belongs to %d:%d, want the user's 65534:65534", p, st.Uid, st.Gid)
 		}
+	}
+}
+
+// uninstall takes our hooks out of every session of the user, right after it stops the agent
+// (before, the daemon would put them back): an enforce hook left behind with no daemon to answer
+// would deny every call in Cowork.
+func TestUninstallRemovesOurHooksFromEverySessionRightAfterStoppingTheAgent(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(home, "none.json"))
+	t.Setenv("COWORKBRIDGE_SESSIONS_ROOT", "")
+	root := filepath.Join(home, "Library", "Application Support", "Claude", "local-agent-mode-sessions")
+	env := managedconfig.Env{GOOS: "darwin", Home: home}
+	cfg := managedconfig.Defaults(env, managedconfig.Paths{})
+	cfg.Mode, cfg.CoworkEnabled = managedconfig.Enforce, true
+	e, err := injector.NewEntry(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settings []string
+	for _, id := range []string{"local_a", "local_b"} {
+		dir := filepath.Join(root, "acct", "org", id, ".claude")
+		os.MkdirAll(dir, 0o700)
+		merged, _, _ := injector.Merge([]byte(`{"model":"opus"}`), e)
+		os.WriteFile(filepath.Join(dir, "settings.json"), merged, 0o600)
+		settings = append(settings, filepath.Join(dir, "settings.json"))
+	}
+	r := &fakeRunner{}
+	var out bytes.Buffer
+	in := testInstaller("darwin", r, &out, filepath.Join(home, "managed-settings.d"))
+	stoppedFirst := false
+	in.unhook = func(tg target) (int, error) {
+		stoppedFirst = len(r.calls) > 0 && strings.HasPrefix(r.calls[0], "launchctl bootout")
+		return in.unhookSessions(tg)
+	}
+	if err := in.uninstall(target{name: "alex", uid: 501, gid: 20, home: home}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !stoppedFirst {
+		t.Error("the hooks were removed before the agent was stopped: the daemon would put them back")
+	}
+	for _, s := range settings {
+		data, _ := os.ReadFile(s)
+		if strings.Contains(string(data), injector.Marker) || !strings.Contains(string(data), "opus") {
+			t.Errorf("%s after uninstall: %s", s, data)
+		}
+	}
+	if !strings.Contains(out.String(), "removed from 2 session(s) of alex") {
+		t.Errorf("output %q", out.String())
 	}
 }

@@ -266,3 +266,25 @@ func TestAPolicyThatDoesNotCompileIsLoggedWithItsErrorAndRaised(t *testing.T) {
 	}
 	p.waitLog(t, "the policy in managed.json does not compile (running on the built-in rules)", map[string]any{"code": "config_invalid"})
 }
+
+// unhook refuses while the daemon runs (it would put the hooks back at once), and once it is
+// stopped takes our entry out of every session, leaving the rest of the settings.
+func TestUnhookWaitsForTheDaemonToStopThenRemovesEveryHook(t *testing.T) {
+	m := newMachine(t)
+	dir := newSessionIn(t, m, "local_1")
+	m.writeConfig(t, enforceConfig)
+	p := start(t, m, "run")
+	waitHook(t, dir, managedconfig.Enforce)
+	if code, _ := runOnce(t, m, "unhook"); code != exitFail {
+		t.Errorf("unhook with the daemon running: exit %d, want 1", code)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t)
+	code, out := runOnce(t, m, "unhook")
+	if code != exitOK || !strings.Contains(out, "removed from 1 session(s)") {
+		t.Errorf("unhook: exit %d %q", code, out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json")); strings.Contains(string(data), "coworkbridge-hook") {
+		t.Errorf("a hook is left: %s", data)
+	}
+}
