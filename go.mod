@@ -9,6 +9,7 @@ require (
 	github.com/lmittmann/tint v1.2.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	golang.org/x/sys v0.47.0
+	howett.net/plist v1.0.1
 	mvdan.cc/sh/v3 v3.14.1
 )
 

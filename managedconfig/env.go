@@ -78,11 +78,16 @@ func (e Env) SystemConfigPath() string {
 	return "/etc/coworkbridge/managed.json"
 }
 
-// ConfigCandidates lists the places managed.json is looked for, in order; the first that exists wins.
+// ConfigCandidates lists the places the configuration is looked for, in order; the first that
+// exists wins. On a Mac a configuration profile (managed preferences) comes before managed.json:
+// it is the Mac's own way for an MDM to set an app's settings, and users cannot change it.
 func (e Env) ConfigCandidates() []string {
 	var c []string
 	if p := e.getenv(EnvManagedConfig); p != "" {
 		c = append(c, p)
+	}
+	if e.GOOS == "darwin" {
+		c = append(c, ManagedPreferencesPath)
 	}
 	return append(c, e.SystemConfigPath())
 }

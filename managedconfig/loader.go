@@ -109,6 +109,12 @@ func (l *Loader) Load() Snapshot {
 	if err == nil {
 		data, err = readLimited(path)
 	}
+	if err == nil && IsProfile(path) {
+		data, err = ProfileJSON(data) // checked, hashed and kept as last good in its JSON form
+		if err != nil {
+			err = &InvalidError{Source: path, Problems: []Problem{{Msg: err.Error()}}}
+		}
+	}
 	var cfg Config
 	if err == nil {
 		cfg, err = Parse(data, path, l.env, l.paths)

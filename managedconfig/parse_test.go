@@ -281,7 +281,7 @@ func TestConfigCandidatesPutEnvironmentFirst(t *testing.T) {
 		vars map[string]string
 		want []string
 	}{
-		{"darwin", nil, []string{"/Library/Application Support/CoworkBridge/managed.json"}},
+		{"darwin", nil, []string{"/Library/Managed Preferences/com.coworkbridge.agent.plist", "/Library/Application Support/CoworkBridge/managed.json"}},
 		{"linux", nil, []string{"/etc/coworkbridge/managed.json"}},
 		{"linux", map[string]string{EnvManagedConfig: "/tmp/m.json"}, []string{"/tmp/m.json", "/etc/coworkbridge/managed.json"}},
 	}

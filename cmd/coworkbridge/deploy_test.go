@@ -2,8 +2,13 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	"howett.net/plist"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -33,5 +38,93 @@ func TestDeployExamplesAreValidManagedConfigs(t *testing.T) {
 		if !cfg.CoworkEnabled {
 			t.Errorf("%s does not switch coworkbridge on", f)
 		}
+	}
+}
+
+// The example configuration profile: its coworkbridge payload is a valid configuration as
+// macOS hands it over (managed preferences), and its managed login item names our agent.
+func TestTheExampleProfileConfiguresAndLocksTheAgent(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "profile", "coworkbridge.mobileconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profile struct {
+		PayloadType    string
+		PayloadContent []map[string]any
+	}
+	if _, err := plist.Unmarshal(data, &profile); err != nil || profile.PayloadType != "Configuration" {
+		t.Fatalf("not a configuration profile: %v %q", err, profile.PayloadType)
+	}
+	var settings, loginItems map[string]any
+	for _, p := range profile.PayloadContent {
+		switch p["PayloadType"] {
+		case managedconfig.ProfileDomain:
+			settings = p
+		case "com.apple.servicemanagement":
+			loginItems = p
+		}
+	}
+	if settings == nil || loginItems == nil {
+		t.Fatalf("payloads: settings %v, login items %v", settings != nil, loginItems != nil)
+	}
+	// macOS writes the payload's keys to the managed preferences file; Payload* keys among them.
+	prefs, err := plist.Marshal(settings, plist.BinaryFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := managedconfig.ProfileJSON(prefs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := managedconfig.Env{GOOS: "darwin", Home: "/Users/alex", Getenv: func(string) string { return "" }}
+	paths, _ := env.Paths()
+	if cfg, err := managedconfig.Parse(js, "profile", env, paths); err != nil || !cfg.CoworkEnabled {
+		t.Errorf("the profile's settings: %v (enabled %v)", err, cfg.CoworkEnabled)
+	}
+	rules, _ := loginItems["Rules"].([]any)
+	if len(rules) != 1 || rules[0].(map[string]any)["RuleType"] != "Label" || rules[0].(map[string]any)["RuleValue"] != agentLabel {
+		t.Errorf("login item rules %v, want the label %s", rules, agentLabel)
+	}
+}
+
+// fakeStatus is a coworkbridge binary that answers status with the given output and exit code.
+func fakeStatus(t *testing.T, out string, code int) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "coworkbridge")
+	script := "#!/bin/sh\ncat <<'JSON'\n" + out + "\nJSON\nexit " + strconv.Itoa(code) + "\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// The MDM scripts built on status: the Jamf extension attribute and the compliance check.
+func TestTheMDMScriptsReportWhatStatusSays(t *testing.T) {
+	warn := `{"running":true,"healthy":false,"snapshot":{"warnings":[{"code":"session_unhooked"},{"code": "config_invalid"}]}}`
+	tests := []struct {
+		name      string
+		bin       string
+		ea        string
+		compliant bool
+	}{
+		{"healthy", fakeStatus(t, `{"running":true,"healthy":true}`, 0), "<result>healthy</result>", true},
+		{"warnings", fakeStatus(t, warn, 1), "<result>warning: config_invalid,session_unhooked</result>", false},
+		{"not running", fakeStatus(t, `{"running":false}`, 2), "<result>not running</result>", false},
+		{"not installed", filepath.Join(t.TempDir(), "missing"), "<result>not installed</result>", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ea := exec.Command("/bin/sh", filepath.Join("..", "..", "deploy", "jamf", "coworkbridge-status-ea.sh"))
+			ea.Env = append(os.Environ(), "COWORKBRIDGE_BIN="+tt.bin)
+			out, err := ea.Output()
+			if err != nil || strings.TrimSpace(string(out)) != tt.ea {
+				t.Errorf("extension attribute: %q %v, want %q", out, err, tt.ea)
+			}
+			c := exec.Command("/bin/sh", filepath.Join("..", "..", "deploy", "scripts", "coworkbridge-compliance.sh"))
+			c.Env = append(os.Environ(), "COWORKBRIDGE_BIN="+tt.bin)
+			if err := c.Run(); (err == nil) != tt.compliant {
+				t.Errorf("compliance: %v, want compliant %v", err, tt.compliant)
+			}
+		})
 	}
 }

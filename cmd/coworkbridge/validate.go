@@ -84,6 +84,12 @@ func locateConfig(env managedconfig.Env) string {
 // one line: where (file:line) and what is wrong, with what to do.
 func validateFile(file string, env managedconfig.Env, paths managedconfig.Paths) ([]string, managedconfig.Config) {
 	data, err := readConfigFile(file)
+	if err == nil && managedconfig.IsProfile(file) {
+		// Lines of the property list are not those of its JSON form: problems name fields only.
+		if data, err = managedconfig.ProfileJSON(data); err != nil {
+			err = fmt.Errorf("%s: %w", file, err)
+		}
+	}
 	if err != nil {
 		return []string{err.Error()}, managedconfig.Config{}
 	}
@@ -93,7 +99,7 @@ func validateFile(file string, env managedconfig.Env, paths managedconfig.Paths)
 		var out []string
 		for _, p := range inv.Problems {
 			where := file
-			if line := managedconfig.FieldLine(data, p.Field); line > 0 {
+			if line := managedconfig.FieldLine(data, p.Field); line > 0 && !managedconfig.IsProfile(file) {
 				where = fmt.Sprintf("%s:%d", file, line)
 			}
 			out = append(out, where+": "+p.String())
@@ -117,7 +123,7 @@ func policyProblems(err error, file string, data []byte) []string {
 		msg := e.Error()
 		if field, _, ok := strings.Cut(msg, " "); ok && strings.HasPrefix(field, "policy.") {
 			field = strings.TrimSuffix(field, ":")
-			if line := managedconfig.FieldLine(data, field); line > 0 {
+			if line := managedconfig.FieldLine(data, field); line > 0 && !managedconfig.IsProfile(file) {
 				msg = fmt.Sprintf("%s:%d: %s", file, line, msg)
 			}
 		}
