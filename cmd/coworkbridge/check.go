@@ -136,7 +136,9 @@ func checkPayload(bash, write, cwd string, args []string, stdin io.Reader) (clau
 	return claudehook.ParsePayload(data)
 }
 
-// corpusRow is one labelled command (the format of shared/corpus).
+// corpusRow is one labelled command (the format of shared/corpus), or one decision-log record,
+// labelled by the decision it got: scoring a candidate policy on a fleet's own log says where it
+// would now decide otherwise.
 type corpusRow struct {
 	Tool     string          `json:"tool"`
 	Command  string          `json:"command"`
@@ -144,6 +146,27 @@ type corpusRow struct {
 	Category string          `json:"category"`
 	Env      json.RawMessage `json:"env"`
 	CwdArg   json.RawMessage `json:"cwd_arg"`
+	// A decision-log record's fields.
+	Input    json.RawMessage `json:"input"`
+	Decision string          `json:"decision"`
+}
+
+// fromLog turns a decision-log record into a labelled row: what was denied or asked is expected
+// to be caught, what was allowed to pass.
+func (r *corpusRow) fromLog() {
+	if r.Expect != "" || r.Decision == "" {
+		return
+	}
+	r.Expect = "deny"
+	if r.Decision == "allow" {
+		r.Expect = "allow"
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(r.Input, &in) == nil && in.Command != "" {
+		r.Command = in.Command
+	}
 }
 
 type score struct {
@@ -181,6 +204,7 @@ func scoreCorpus(ctx context.Context, c *classifier.Classifier, file string, sho
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return fmt.Errorf("%s:%d: %w", file, n, err)
 		}
+		r.fromLog()
 		v, crashed := classifyRow(ctx, c, r)
 		counted := []*score{&all}
 		if r.Category != "edge_cases" && len(r.Env) == 0 && len(r.CwdArg) == 0 {
@@ -233,6 +257,12 @@ func classifyRow(ctx context.Context, c *classifier.Classifier, r corpusRow) (v 
 		}
 	}()
 	var p claudehook.Payload
+	if len(r.Input) > 0 && r.Decision != "" && r.Tool != "Bash" && r.Tool != "mcp__workspace__bash" {
+		// A decision-log record of another tool: its input as it was logged (redacted values
+		// stay redacted).
+		p = claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: "/home/user/project", HookEventName: "PreToolUse"}
+		return c.Evaluate(ctx, p), false
+	}
 	if r.Tool == "(raw_hook_json)" {
 		var err error
 		if p, err = claudehook.ParsePayload([]byte(r.Command)); err != nil {

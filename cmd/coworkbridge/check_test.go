@@ -65,3 +65,26 @@ func TestCheckScoresACorpus(t *testing.T) {
 		}
 	}
 }
+
+// check --corpus reads a decision log as it reads a labelled corpus: each record is labelled by
+// the decision it got, so a candidate policy is scored against a fleet's own traffic.
+func TestCheckCorpusScoresADecisionLog(t *testing.T) {
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	t.Setenv("COWORKBRIDGE_STATE_DIR", t.TempDir())
+	log := filepath.Join(t.TempDir(), "decisions.jsonl")
+	os.WriteFile(log, []byte(strings.Join([]string{
+		`{"ts":"2026-11-20T10:00:00Z","rid":"a","tool":"Bash","input":{"command":"rm -rf ~"},"decision":"deny","rule":"bash.rm-critical"}`,
+		`{"ts":"2026-11-20T10:00:01Z","rid":"b","tool":"Bash","input":{"command":"ls -la"},"decision":"allow"}`,
+		`{"ts":"2026-11-20T10:00:02Z","rid":"c","tool":"Read","input":{"file_path":"/p/.env"},"decision":"deny","rule":"read.dotenv"}`,
+		`{"ts":"2026-11-20T10:00:03Z","rid":"d","tool":"Bash","input":{"command":"git status"},"decision":"deny","rule":"org.no-git"}`,
+	}, "\n")+"\n"), 0o600)
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"check", "--corpus", log, "--show-misses"}, stdio{in: strings.NewReader(""), out: &out, err: &errb})
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "deny caught    2/3") || !strings.Contains(out.String(), "allow blocked    0/1") ||
+		!strings.Contains(out.String(), `"git status"`) {
+		t.Errorf("scores:\n%s", out.String())
+	}
+}

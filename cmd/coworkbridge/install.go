@@ -102,12 +102,13 @@ func installCmd(args []string, sio stdio, install bool) int {
 		fmt.Fprintf(sio.err, "coworkbridge %s: %v\n", name, err)
 		return exitFail
 	}
+	// The drop-in is machine-wide: a Mac with nobody at the console (pre-staged at the login
+	// window) still gets it, and the per-user part is reported as deferred.
 	targets, err := in.targets(*systemWide, users)
-	if err != nil {
-		fmt.Fprintf(sio.err, "coworkbridge %s: %v\n", name, err)
-		return exitFail
-	}
 	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, t := range targets {
 		if install {
 			errs = append(errs, in.install(t))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -381,5 +382,21 @@ func TestUninstallRemovesOurHooksFromEverySessionRightAfterStoppingTheAgent(t *t
 	}
 	if !strings.Contains(out.String(), "removed from 2 session(s) of alex") {
 		t.Errorf("output %q", out.String())
+	}
+}
+
+// The package's postinstall runs install --system-wide --managed-settings. With nobody at the
+// console (a Mac pre-staged at the login window) the per-user part waits for a login, but the
+// machine-wide drop-in is written all the same, and the exit status says something was left.
+func TestWithNoConsoleUserTheDropInIsStillWritten(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("relies on the console user being unknown, as it is off macOS")
+	}
+	code, out, errs := runCLI(t, "", "install", "--system-wide", "--managed-settings", "--dry-run", "--binary", "/opt/cb/coworkbridge")
+	if code != exitFail || !strings.Contains(errs, "console user") {
+		t.Errorf("exit %d, stderr %q; want 1 naming the console user", code, errs)
+	}
+	if !strings.Contains(out, dropInName) {
+		t.Errorf("the drop-in was not written: %q", out)
 	}
 }
