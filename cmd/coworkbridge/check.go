@@ -108,7 +108,11 @@ func policyClassifier() (c *classifier.Classifier, note string, err error) {
 	case managedconfig.OriginLastGood:
 		note = fmt.Sprintf("%s is invalid; checking with the last good copy the daemon runs on (%v)", s.Path, s.Problem)
 	}
-	if c, err = classifierFor(s.Config.Policy); err != nil {
+	c, err = classifierFor(s.Config.Policy)
+	if err != nil && c != nil {
+		return c, strings.TrimSpace(note + "\nthe policy of " + s.Path + " is incomplete: " + err.Error()), nil
+	}
+	if err != nil {
 		return nil, "", fmt.Errorf("the policy of %s does not compile:\n%v\nwhat to do: fix it ('coworkbridge validate' lists every problem)", s.Path, err)
 	}
 	return c, note, nil

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -148,5 +150,24 @@ func TestCheckNeitherWritesTheLastGoodCopyNorHidesAnInvalidConfig(t *testing.T) 
 	code, _, errs = runCLI(t, "", "check", "--bash", "ls")
 	if code != exitFail || !strings.Contains(errs, "coworkbridge validate") {
 		t.Errorf("with no good copy: exit %d %q; want 1 and advice", code, errs)
+	}
+}
+
+// A rules folder missing on this Mac is a problem to report, not a reason to drop the rest of
+// the policy: the classifier keeps allowed_executables and the folders that are there.
+func TestAMissingRulesFolderKeepsTheRestOfThePolicy(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules")
+	os.MkdirAll(rules, 0o755)
+	os.WriteFile(filepath.Join(rules, "org-bash.rules"), []byte("block \"org.no-make\"\n  match ^make\\b\n"), 0o644)
+	cls, err := classifierFor(managedconfig.Policy{RulesDirs: []string{filepath.Join(dir, "missing"), rules}, AllowedExecutables: []string{"terraform"}})
+	if cls == nil || err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("classifier %v, error %v; want both", cls != nil, err)
+	}
+	for cmd, want := range map[string]string{"terraform plan": "allow", "make all": "deny"} {
+		p, _ := checkPayload(cmd, "", "/p", nil, nil)
+		if v := cls.Evaluate(context.Background(), p); string(v.Decision) != want {
+			t.Errorf("%s: %s (%s), want %s", cmd, v.Decision, v.RuleID, want)
+		}
 	}
 }

@@ -100,7 +100,7 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 	} else {
 		cls, err = classifierFor(cfg.Policy)
 	}
-	if err != nil {
+	if err != nil && cls == nil {
 		return hookFailure(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error())
 	}
 	v := cls.Evaluate(context.Background(), p)

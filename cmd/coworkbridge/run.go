@@ -393,6 +393,12 @@ func (d *daemon) compilePolicy(p managedconfig.Policy) *classifier.Classifier {
 		d.health.SetPolicyProblem("", "")
 		return cls
 	}
+	if cls != nil { // a rules folder is missing: the rest of the policy stands
+		d.policy = cls
+		d.log.Error("part of the policy in managed.json is missing: running without it until it is there", "code", "config_invalid", "err", err.Error())
+		d.health.SetPolicyProblem(err.Error(), "the rest of the policy")
+		return cls
+	}
 	fallback := "the previous policy"
 	if d.policy == nil {
 		builtin, berr := classifierFor(managedconfig.Policy{})

@@ -109,7 +109,7 @@ func validateFile(file string, env managedconfig.Env, paths managedconfig.Paths)
 	if err != nil {
 		return []string{err.Error()}, cfg
 	}
-	if _, err := classifierFor(cfg.Policy); err != nil {
+	if _, err := classifierFor(cfg.Policy); err != nil { // a missing rules folder included
 		return policyProblems(err, file, data), cfg
 	}
 	return nil, cfg
@@ -159,7 +159,9 @@ func readConfigFile(file string) ([]byte, error) {
 }
 
 // classifierFor turns managed.json's policy into a compiled classifier, with every problem of
-// its rule folders and rule files at once.
+// its rule folders and rule files at once. A rule folder that is missing or unreadable is a
+// problem but not a failure: the classifier is still returned, with the rules that were found,
+// beside the error (the rest of the policy, such as allowed_executables, must not be lost to it).
 func classifierFor(p managedconfig.Policy) (*classifier.Classifier, error) {
 	files, lerr := classifier.LoadRuleDirs(p.RulesDirs)
 	modes := map[string]string{}
@@ -170,8 +172,8 @@ func classifierFor(p managedconfig.Policy) (*classifier.Classifier, error) {
 		RuleFiles: files, DisabledRules: p.DisabledRules, RuleModes: modes,
 		AllowedExecutables: p.AllowedExecutables, AllowedMCPServers: p.AllowedMCPServers, RestrictMCPServers: p.RestrictMCPServers,
 	})
-	if err := errors.Join(lerr, err); err != nil {
-		return nil, err
+	if err != nil {
+		return nil, errors.Join(lerr, err)
 	}
-	return c, nil
+	return c, lerr
 }
