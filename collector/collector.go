@@ -210,9 +210,12 @@ type tracked struct {
 	// line and each success doubles it, so that a retry after a full disk writes what the freed
 	// space holds instead of retrying a whole batch that refills it and stalls.
 	window int
-	// held: a housekeeping pass was put off by a removal in progress and is due again (guarded by
-	// Collector.mu).
-	held bool
+	// held: a housekeeping pass was put off by a removal in progress and is due again;
+	// prepared: our folder was made in the session once; bridgeGone: when it was first found
+	// gone since (all guarded by Collector.mu).
+	held       bool
+	prepared   bool
+	bridgeGone time.Time
 }
 
 // newTracked is a session to follow, not yet in any map.

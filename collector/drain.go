@@ -128,14 +128,50 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 		c.holdFor(s.Dir(), wait)
 		return
 	}
+	if c.justVanished(s) {
+		return
+	}
 	err := s.MkdirAll(session.DecisionsDir, 0o700)
 	if err == nil {
+		c.mu.Lock()
+		if t := c.sessions[s.Dir()]; t != nil {
+			t.prepared = true
+		}
+		c.mu.Unlock()
 		err = decisions.WriteAlive(s, until)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		c.log.Warn("cannot write the alive lease; enforce hooks in this session will deny", "code", "decision_write_failed", "session", s.ID(), "err", err)
 		c.opts.Health.DecisionFailed(s.ID())
 	}
+}
+
+// justVanished reports whether our folder, made in this session before, is found gone: the first
+// sign of a removal whose events have not reached us yet. It is put back only after one hold of
+// session.RemovalQuiet (a removal goes on meanwhile, and its events extend the hold).
+func (c *Collector) justVanished(s *session.Session) bool {
+	_, err := s.Lstat(session.BridgeDir)
+	gone := errors.Is(err, fs.ErrNotExist)
+	c.mu.Lock()
+	t := c.sessions[s.Dir()]
+	if t == nil { // a host channel, or a session not tracked
+		c.mu.Unlock()
+		return false
+	}
+	first := false
+	switch {
+	case !gone:
+		t.prepared, t.bridgeGone = true, time.Time{}
+	case t.prepared && t.bridgeGone.IsZero():
+		t.bridgeGone, first = c.opts.Now(), true
+	}
+	c.mu.Unlock()
+	if !first {
+		return false
+	}
+	c.opts.Removals.Saw(s.Dir(), session.BridgeDir)
+	c.holdFor(s.Dir(), session.RemovalQuiet)
+	return true
 }
 
 // holdFor schedules the session's housekeeping again after wait, once however often it is held.

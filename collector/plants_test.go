@@ -12,6 +12,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
 )
 
 // VM loop: an agent's process answers a request before the daemon does. It cannot be prevented
@@ -190,4 +191,28 @@ func TestRotatedSpoolNamesNeedTheirPrefix(t *testing.T) {
 			t.Errorf("rotatedAt(%q) = %v, want %v", base, got, want)
 		}
 	}
+}
+
+// A housekeeping pass that runs just after a removal took our folder, before the removal's
+// events have reached the collector (the pass was queued earlier), must not put the folder back
+// at once: the removal's last rmdir would fail.
+func TestOurFolderFoundGoneIsNotPutBackAtOnce(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.opts.Poll = time.Hour // no watcher: the removal's events never arrive
+	f.start()
+	f.idle()
+	if err := os.RemoveAll(f.bridge("")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f.c.prepare(s, time.Now().Add(time.Minute))
+	if _, err := os.Lstat(f.bridge("")); err == nil {
+		t.Fatal("our folder was put back at once")
+	}
+	// Not a removal after all (nothing else went): it is back after the hold.
+	waitFor(t, func() bool { _, err := os.Stat(f.bridge("alive")); return err == nil }, func() string { return "our folder never came back" })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -122,6 +123,9 @@ type Injector struct {
 type tracked struct {
 	id     string
 	hooked bool
+	// missingSince: when settings.json or our folder was first found gone from this hooked
+	// session; one removal hold is waited out before they are put back.
+	missingSince time.Time
 	// repairs: when our entry had to be restored lately, to tell a session fighting the repair
 	// from a one-off rewrite.
 	repairs []time.Time
@@ -503,6 +507,32 @@ func (in *Injector) flushPending() {
 	}
 }
 
+// justVanished reports whether files we put in a hooked session (settings.json, our folder) have
+// just been found gone: the first sign of a removal whose events have not reached us yet (our
+// own earlier write's event can come first). The session is held back once, for RemovalQuiet,
+// before they are put back.
+func (in *Injector) justVanished(dir string, t *tracked) bool {
+	if !t.hooked {
+		return false
+	}
+	gone := false
+	for _, name := range []string{session.SettingsFile, session.BridgeDir} {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name))); errors.Is(err, fs.ErrNotExist) {
+			gone = true
+		}
+	}
+	switch {
+	case !gone:
+		t.missingSince = time.Time{}
+		return false
+	case !t.missingSince.IsZero():
+		return false // held once already: put them back
+	}
+	t.missingSince = in.opts.Now()
+	in.opts.Removals.Saw(dir, session.SettingsFile)
+	return in.heldBack(dir)
+}
+
 // heldBack reports whether a removal is going on in the session; if so the session is pending
 // and the hold timer set to look again when it may be over.
 func (in *Injector) heldBack(dir string) bool {
@@ -535,7 +565,7 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		in.live[dir] = t
 		rec.SessionSeen(id, dir)
 	}
-	if in.heldBack(dir) {
+	if in.heldBack(dir) || in.justVanished(dir, t) {
 		// Writing now could undo a removal in progress; if it is an attack instead, the
 		// hold is bounded (session.RemovalHold).
 		return

@@ -77,3 +77,35 @@ func TestRemovalsTheAgentCanMakeHoldTheRepairOnlyBriefly(t *testing.T) {
 	}
 	t.Logf("restored after %v of removals", time.Since(start).Round(time.Millisecond))
 }
+
+// The injector's own write to settings.json raises an event that may be handled only after a
+// removal has begun and taken the files: that late ensure must not put them back at once.
+func TestAHookedSessionsFilesFoundGoneAreNotPutBackAtOnce(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_late", "{}")
+	in, err := New(testConfig(root, managedconfig.Enforce), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.ensure(dir, "local_late", reasonNew) // hooked, our folder made
+	if !hasMode(dir, managedconfig.Enforce) {
+		t.Fatal("setup: not hooked")
+	}
+	// The removal runs; none of its events has been handled.
+	os.RemoveAll(filepath.Join(dir, ".claude", "coworkbridge"))
+	os.Remove(filepath.Join(dir, ".claude", "settings.json"))
+	in.ensure(dir, "local_late", reasonChange)
+	for _, p := range []string{"settings.json", "coworkbridge"} {
+		if _, err := os.Lstat(filepath.Join(dir, ".claude", p)); err == nil {
+			t.Errorf("%s was put back at once", p)
+		}
+	}
+	if !in.pending[dir] {
+		t.Error("the session is not pending: it would never be looked at again before the rescan")
+	}
+	time.Sleep(session.RemovalQuiet)
+	in.flushPending()
+	if !hasMode(dir, managedconfig.Enforce) {
+		t.Error("not a removal after all: settings.json was not put back after the hold")
+	}
+}
