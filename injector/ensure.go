@@ -87,6 +87,20 @@ func (o Outcome) Tampering() []string {
 // sc, when not nil, checks the result against the CLI's settings schema: foreign values that would
 // make the CLI ignore the whole file (our hook with it) are kept aside and left out.
 func Ensure(s *session.Session, e Entry, sc *Schema, now time.Time) (Outcome, error) {
+	return ensure(s, e, sc, now, true)
+}
+
+// ErrVanished: Repair found settings.json or our folder gone, and creates neither.
+var ErrVanished = errors.New("gone from the session (being removed?)")
+
+// Repair is Ensure for a session hooked before: settings.json or our folder found gone is not
+// created again but reported as ErrVanished, since a removal of the session may be under way.
+// Reading and writing are one step here, so no removal can slip between a check and the write.
+func Repair(s *session.Session, e Entry, sc *Schema, now time.Time) (Outcome, error) {
+	return ensure(s, e, sc, now, false)
+}
+
+func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool) (Outcome, error) {
 	var out Outcome
 	// .claude is Cowork's to create: making it here could resurrect a session being deleted.
 	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {
@@ -94,6 +108,11 @@ func Ensure(s *session.Session, e Entry, sc *Schema, now time.Time) (Outcome, er
 			err = session.ErrNotDir
 		}
 		return out, fmt.Errorf("examine %s: %w", session.ClaudeDir, err)
+	}
+	if !create {
+		if _, err := s.Lstat(session.BridgeDir); errors.Is(err, fs.ErrNotExist) {
+			return out, fmt.Errorf("%s: %w", session.BridgeDir, ErrVanished)
+		}
 	}
 	if err := s.MkdirAll(session.DecisionsDir, 0o700); err != nil {
 		return out, fmt.Errorf("prepare %s: %w", session.BridgeDir, err)
@@ -109,6 +128,9 @@ func Ensure(s *session.Session, e Entry, sc *Schema, now time.Time) (Outcome, er
 	data, perm, err := readSettings(s, &out, now)
 	if err != nil {
 		return out, err
+	}
+	if data == nil && !create && !out.ReplacedLink && out.Replaced == "" && out.SetAside == "" {
+		return out, fmt.Errorf("%s: %w", session.SettingsFile, ErrVanished)
 	}
 	merged, res, err := Merge(data, e)
 	unparseable := errors.Is(err, ErrNotObject)

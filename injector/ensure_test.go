@@ -1,6 +1,7 @@
 package injector
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,34 @@ func TestEnsureRefusesALinkedBridgeFolder(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("wrote outside the session: %v", entries)
+	}
+}
+
+// Repair, for a session hooked before, creates neither settings.json nor our folder when it finds
+// them gone: a removal of the session may be under way, and one file put back makes it fail.
+func TestRepairCreatesNothingThatVanished(t *testing.T) {
+	e := entry(t, managedconfig.Enforce)
+	s, dir := newSession(t, nil)
+	if _, err := Ensure(s, e, testSchema(t), now); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, ".claude", "settings.json"))
+	if _, err := Repair(s, e, testSchema(t), now); !errors.Is(err, ErrVanished) {
+		t.Errorf("settings.json gone: %v, want ErrVanished", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".claude", "settings.json")); err == nil {
+		t.Error("settings.json was created again")
+	}
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"model":"opus"}`), 0o600)
+	os.RemoveAll(filepath.Join(dir, ".claude", "coworkbridge"))
+	if _, err := Repair(s, e, testSchema(t), now); !errors.Is(err, ErrVanished) {
+		t.Errorf("our folder gone: %v, want ErrVanished", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".claude", "coworkbridge")); err == nil {
+		t.Error("our folder was created again")
+	}
+	os.MkdirAll(filepath.Join(dir, ".claude", "coworkbridge"), 0o700)
+	if out, err := Repair(s, e, testSchema(t), now); err != nil || !out.Merge.Added {
+		t.Errorf("an existing file missing our entry is repaired: %+v %v", out, err)
 	}
 }

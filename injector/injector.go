@@ -118,14 +118,14 @@ type Injector struct {
 	// hold fires when the removals that held pending sessions back may be over; holdAt is when.
 	hold   *time.Timer
 	holdAt time.Time
+	// missing: sessions whose settings.json (or, once hooked, our folder) was found missing, and
+	// since when; one removal hold is waited out before anything is created.
+	missing map[string]time.Time
 }
 
 type tracked struct {
 	id     string
 	hooked bool
-	// missingSince: when settings.json or our folder was first found gone from this hooked
-	// session; one removal hold is waited out before they are put back.
-	missingSince time.Time
 	// repairs: when our entry had to be restored lately, to tell a session fighting the repair
 	// from a one-off rewrite.
 	repairs []time.Time
@@ -151,7 +151,7 @@ func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	}
 	return &Injector{schema: sc,
 		opts: opts, log: opts.Logger, configs: make(chan managedconfig.Config, 1),
-		cfg: cfg, entry: e, watched: map[string]bool{}, live: map[string]*tracked{}, pending: map[string]bool{},
+		cfg: cfg, entry: e, watched: map[string]bool{}, live: map[string]*tracked{}, pending: map[string]bool{}, missing: map[string]time.Time{},
 	}, nil
 }
 
@@ -183,15 +183,15 @@ func (in *Injector) Run(ctx context.Context) error {
 		defer w.Close()
 		events, errs = w.Events, w.Errors
 	}
+	in.hold = time.NewTimer(time.Hour) // before the first scan, which may hold sessions back
+	in.hold.Stop()
+	defer in.hold.Stop()
 	in.rescan(true)
 	ticker := time.NewTicker(in.cfg.RescanInterval)
 	defer ticker.Stop()
 	structural := time.NewTimer(time.Hour)
 	structural.Stop()
 	defer structural.Stop()
-	in.hold = time.NewTimer(time.Hour)
-	in.hold.Stop()
-	defer in.hold.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -385,6 +385,7 @@ func (in *Injector) pruneWatches() {
 }
 
 func (in *Injector) forget(dir string, t *tracked) {
+	delete(in.missing, dir)
 	in.unwatch(filepath.Join(dir, session.ClaudeDir))
 	in.unwatch(dir)
 	delete(in.live, dir)
@@ -507,28 +508,31 @@ func (in *Injector) flushPending() {
 	}
 }
 
-// justVanished reports whether files we put in a hooked session (settings.json, our folder) have
-// just been found gone: the first sign of a removal whose events have not reached us yet (our
-// own earlier write's event can come first). The session is held back once, for RemovalQuiet,
-// before they are put back.
-func (in *Injector) justVanished(dir string, t *tracked) bool {
-	if !t.hooked {
-		return false
+// justVanished reports whether settings.json (and, in a hooked session, our folder) is missing
+// for the first time: the first sign of a removal whose events have not reached us yet (the
+// event of our own earlier write can come first, or a rescan can find a session half removed).
+// Cowork creates settings.json as it sets a session up, so nothing is lost by waiting: the
+// session is held back once, for RemovalQuiet, before anything is created.
+func (in *Injector) justVanished(dir string, hooked bool) bool {
+	names := []string{session.SettingsFile}
+	if hooked {
+		names = append(names, session.BridgeDir)
 	}
 	gone := false
-	for _, name := range []string{session.SettingsFile, session.BridgeDir} {
+	for _, name := range names {
 		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name))); errors.Is(err, fs.ErrNotExist) {
 			gone = true
 		}
 	}
+	_, held := in.missing[dir]
 	switch {
 	case !gone:
-		t.missingSince = time.Time{}
+		delete(in.missing, dir)
 		return false
-	case !t.missingSince.IsZero():
-		return false // held once already: put them back
+	case held:
+		return false // held once already: create them (the entry goes once they are)
 	}
-	t.missingSince = in.opts.Now()
+	in.missing[dir] = in.opts.Now()
 	in.opts.Removals.Saw(dir, session.SettingsFile)
 	return in.heldBack(dir)
 }
@@ -560,26 +564,39 @@ const (
 func (in *Injector) ensure(dir, id string, why reason) {
 	rec := in.opts.Recorder
 	t := in.live[dir]
+	if in.heldBack(dir) || in.justVanished(dir, t != nil && t.hooked) {
+		// Writing now could undo a removal in progress; if it is an attack instead, the
+		// hold is bounded (session.RemovalHold). Before SessionSeen: the collector would make
+		// its folder in the session.
+		return
+	}
 	if t == nil {
 		t = &tracked{id: id}
 		in.live[dir] = t
 		rec.SessionSeen(id, dir)
-	}
-	if in.heldBack(dir) || in.justVanished(dir, t) {
-		// Writing now could undo a removal in progress; if it is an attack instead, the
-		// hold is bounded (session.RemovalHold).
-		return
 	}
 	s, err := session.Open(dir)
 	if err == nil {
 		var out Outcome
 		var e Entry
 		if e, err = in.entryFor(id); err == nil {
-			out, err = Ensure(s, e, in.schema, in.opts.Now())
+			if t.hooked && in.missing[dir].IsZero() {
+				out, err = Repair(s, e, in.schema, in.opts.Now())
+			} else {
+				out, err = Ensure(s, e, in.schema, in.opts.Now())
+			}
 		}
 		s.Close()
 		if err == nil {
+			delete(in.missing, dir)
 			in.report(t, out, why)
+			return
+		}
+		if errors.Is(err, ErrVanished) {
+			// Gone between the look and the read: the same first sign of a removal.
+			in.missing[dir] = in.opts.Now()
+			in.opts.Removals.Saw(dir, session.SettingsFile)
+			in.heldBack(dir)
 			return
 		}
 	}

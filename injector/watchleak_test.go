@@ -43,6 +43,7 @@ func TestDeletedSessionTreesGiveBackTheirWatches(t *testing.T) {
 	for i := range trees {
 		dir := filepath.Join(root, fmt.Sprintf("acct%d", i), fmt.Sprintf("org%d", i), fmt.Sprintf("local_%d", i))
 		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600) // as Cowork does
 		eventually(t, "hooked", func() bool { return strings.Contains(settingsOf(dir), Marker) })
 	}
 	if grown := in.Watches(); grown < before+trees*4 {
