@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	osuser "os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -169,5 +170,22 @@ func TestAMissingRulesFolderKeepsTheRestOfThePolicy(t *testing.T) {
 		if v := cls.Evaluate(context.Background(), p); string(v.Decision) != want {
 			t.Errorf("%s: %s (%s), want %s", cmd, v.Decision, v.RuleID, want)
 		}
+	}
+}
+
+// status --user NAME asks that user's daemon, found from the user's home alone (root's own
+// environment says nothing about another user's folders); an unknown user is an error.
+func TestStatusForANamedUser(t *testing.T) {
+	code, _, errs := runCLI(t, "", "status", "--user", "no-such-user-cb")
+	if code != exitFail || !strings.Contains(errs, `user "no-such-user-cb"`) {
+		t.Errorf("unknown user: exit %d %q", code, errs)
+	}
+	me, err := osuser.Current()
+	if err != nil {
+		t.Skip(err)
+	}
+	env, err := statusEnv(me.Username)
+	if err != nil || env.Home != me.HomeDir || env.Getenv != nil {
+		t.Errorf("statusEnv(%s) = %+v, %v; want the home %s and no environment", me.Username, env, err, me.HomeDir)
 	}
 }
