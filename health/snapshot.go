@@ -152,6 +152,9 @@ type HeartbeatOptions struct {
 	Kick <-chan struct{}
 	// Daemon supplies the figures health cannot know (pid, version, start time).
 	Daemon DaemonInfo
+	// Watches, when set, counts the folders the daemon watches now, for every snapshot; without
+	// it the count of the last scan is reported.
+	Watches func() int
 }
 
 // Heartbeat logs a heartbeat record and one WARN per active warning every interval, writing each
@@ -208,6 +211,9 @@ func daemonFigures(o HeartbeatOptions, d DaemonInfo, now time.Time) DaemonInfo {
 	d.UptimeSeconds = int64(now.Sub(in.StartedAt).Seconds())
 	d.HeartbeatInterval = o.Interval.String()
 	d.Goroutines = runtime.NumGoroutine()
+	if o.Watches != nil {
+		d.Watches = o.Watches()
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		d.MaxRSSBytes = int64(ru.Maxrss)

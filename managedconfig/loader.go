@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"sync/atomic"
 
 	"github.com/google/renameio/v2"
 )
@@ -79,6 +80,8 @@ type Loader struct {
 	paths Paths
 	// keep: this loader is the daemon's, the one writer of the last-good copy.
 	keep bool
+	// watches: folders Watch watches now.
+	watches atomic.Int64
 }
 
 // NewLoader returns a Loader that only reads: the configuration, and when it is invalid the

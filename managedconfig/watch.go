@@ -61,6 +61,7 @@ func (l *Loader) Watch(ctx context.Context, last Snapshot, opts WatchOptions, de
 		}
 	}
 	reload() // a change made between the caller's Load and the watches above is not lost
+	defer l.watches.Store(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -104,7 +105,11 @@ func (l *Loader) addWatches(w *fsnotify.Watcher, dirs []string) {
 	for _, d := range dirs {
 		_ = w.Add(d) // a missing folder is retried on the next poll
 	}
+	l.watches.Store(int64(len(w.WatchList())))
 }
+
+// Watches is the number of folders Watch holds watches on, for health; safe from any goroutine.
+func (l *Loader) Watches() int { return int(l.watches.Load()) }
 
 // relevant ignores events on other files in the watched folders and pure attribute changes.
 func (l *Loader) relevant(ev fsnotify.Event) bool {

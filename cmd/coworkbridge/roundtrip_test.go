@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -286,5 +288,40 @@ func TestUnhookWaitsForTheDaemonToStopThenRemovesEveryHook(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json")); strings.Contains(string(data), "coworkbridge-hook") {
 		t.Errorf("a hook is left: %s", data)
+	}
+}
+
+// The watches health reports are all the daemon holds, as the kernel counts them: the injector's,
+// the collector's and the configuration watcher's.
+func TestHealthCountsEveryWatchTheDaemonHolds(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts inotify watches through /proc")
+	}
+	m := newMachine(t)
+	for _, id := range []string{"local_1", "local_2", "local_3"} {
+		newSessionIn(t, m, id)
+	}
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","heartbeat_interval":"1s"}`)
+	p := start(t, m, "run")
+	p.waitLog(t, "heartbeat", map[string]any{"sessions_hooked": float64(3)})
+	kernel := func() int {
+		infos, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", p.cmd.Process.Pid))
+		n := 0
+		for _, f := range infos {
+			data, _ := os.ReadFile(f)
+			n += bytes.Count(data, []byte("inotify wd:"))
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := health.ReadSnapshot(filepath.Join(m.state, "health.json"))
+		if err == nil && s.Daemon.Watches > 0 && s.Daemon.Watches == kernel() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health reports %d watches, the kernel counts %d", s.Daemon.Watches, kernel())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,6 +77,18 @@ type daemon struct {
 	policy *classifier.Classifier
 	beat   *heartbeat
 	kick   chan struct{} // SIGUSR1: write health.json now
+	// watching is the running guard's parts, for the heartbeat's count of watches (it runs in its
+	// own goroutine, so it cannot look at guard).
+	watching atomic.Pointer[guard]
+}
+
+// watches counts every folder the daemon watches now: the guard's and the config watcher's.
+func (d *daemon) watches() int {
+	n := d.loader.Watches()
+	if g := d.watching.Load(); g != nil {
+		n += g.injector.Watches() + g.collector.Watches()
+	}
+	return n
 }
 
 // heartbeat is the running health heartbeat and the interval it was started with.
@@ -113,13 +126,6 @@ func (e sessionEvents) SessionSeen(id, dir string) {
 // SessionTampered quarantines the session; health hears of it from the collector.
 func (e sessionEvents) SessionTampered(id string, what []string) {
 	e.c.Quarantine(id, strings.Join(what, "; "))
-}
-
-// Scanned counts the collector's watches with the injector's: health reports what the daemon
-// holds in all.
-func (e sessionEvents) Scanned(r health.ScanReport) {
-	r.Watches += e.c.Watches()
-	e.Health.Scanned(r)
 }
 
 func (e sessionEvents) SessionGone(id string) {
@@ -312,6 +318,7 @@ func (d *daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Confi
 		})
 	}
 	d.guard = g
+	d.watching.Store(g)
 	d.log.Info("guarding Cowork sessions", "mode", string(cfg.Mode), "sessions_roots", cfg.SessionsRoots, "decision_log", cfg.Telemetry.Path)
 }
 
@@ -419,6 +426,7 @@ func (d *daemon) stopGuard() {
 	if d.guard == nil {
 		return
 	}
+	d.watching.Store(nil)
 	d.guard.cancel()
 	d.guard.running.Wait()
 	d.guard.log.Close()
@@ -443,7 +451,7 @@ func (d *daemon) startHeartbeat(ctx context.Context, started time.Time) {
 	b := &heartbeat{interval: interval, cancel: cancel, done: make(chan error, 1)}
 	opts := health.HeartbeatOptions{
 		Interval: interval, Path: filepath.Join(d.paths.StateDir, healthFile),
-		Logger: d.log.With("component", "health"), Kick: d.kick,
+		Logger: d.log.With("component", "health"), Kick: d.kick, Watches: d.watches,
 		Daemon: health.DaemonInfo{PID: os.Getpid(), Version: versionString(), StartedAt: started},
 	}
 	go func() { b.done <- d.health.Heartbeat(hctx, opts) }()
