@@ -118,6 +118,7 @@ type harness struct {
 	stopped  bool
 
 	seq     atomic.Int64
+	kills   int
 	calls   sync.Map // marker -> call
 	samples []sample
 }
@@ -288,12 +289,13 @@ func (h *harness) soak(o options) error {
 					killErr = err
 					cancel()
 				}
+				h.kills++
 			}
 		}
 	}
 	<-ctx.Done()
 	wg.Wait()
-	fmt.Fprintf(os.Stderr, "soak: %d calls\n", h.seq.Load())
+	fmt.Fprintf(os.Stderr, "soak: %d calls, %d SIGKILLs\n", h.seq.Load(), h.kills)
 	return killErr
 }
 
@@ -430,6 +432,7 @@ func (h *harness) check() error {
 			dupRIDs++
 		}
 	}
+	fmt.Printf("SIGKILLs %d\n", h.kills)
 	fmt.Printf("calls %d: handed over %d, denied at once while the daemon was down %d; slowest hook %v\n", total, handed, downDenied, slow.Round(time.Millisecond))
 	fmt.Printf("lost %d, recorded more than once %d (records sharing a rid: %d), harmful calls let through %d\n", lost, doubled, dupRIDs, failOpen)
 	if len(h.samples) > 0 {
