@@ -280,7 +280,7 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 		}
 		matched = m
 	case r.NotInList != "":
-		if it.cmd == nil || it.cmd.Name == "" || c.allowed[it.cmd.Name] {
+		if it.cmd == nil || it.cmd.Name == "" || it.cmd.Function || c.allowed[it.cmd.Name] {
 			return "", false
 		}
 		matched = it.cmd.Name

@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -41,6 +42,7 @@ type Command struct {
 	Wrappers  []string // sudo, env, timeout... in the order they appeared
 	PipedFrom string   // the command feeding its stdin through a pipe, if any
 	Dynamic   bool     // its name came from a substitution or variable
+	Function  bool     // it calls a function the command itself defined (judged through its body)
 }
 
 // Line is the form rules match: the name and the arguments joined by spaces.
@@ -71,6 +73,10 @@ type Analysis struct {
 	Exceeded string
 
 	expanded int // bytes produced by expansion so far
+	// aliases and funcs are those the command defines for itself (alias x=..., f() {...}), so
+	// that a later use is judged for what it runs.
+	aliases map[string]string
+	funcs   map[string]string
 }
 
 // exceed records the first limit reached.
@@ -80,7 +86,7 @@ func (a *Analysis) exceed(why string) {
 	}
 }
 
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "busybox": true, "fish": true}
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true}
 
 var interpreters = map[string]string{ // name -> flag that takes code
 	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
@@ -100,8 +106,9 @@ func Analyze(src string) *Analysis {
 
 // analyzer state for one parse.
 type walker struct {
-	a     *Analysis
-	depth int
+	a       *Analysis
+	depth   int
+	folding int // substitutions being folded, nested
 	vars  map[string]string
 	piped map[*syntax.CallExpr]string
 	// lastStmt maps a call to its statement, which holds its redirections and heredocs.
@@ -145,6 +152,15 @@ func (w *walker) visit(n syntax.Node) bool {
 		}
 	case *syntax.CallExpr:
 		w.call(n)
+	case *syntax.FuncDecl:
+		if n.Name != nil && n.Body != nil {
+			var b bytes.Buffer
+			syntax.NewPrinter().Print(&b, n.Body)
+			if w.a.funcs == nil {
+				w.a.funcs = map[string]string{}
+			}
+			w.a.funcs[n.Name.Value] = b.String()
+		}
 	case *syntax.DeclClause:
 		for _, as := range n.Args {
 			w.assign(as)
@@ -189,6 +205,9 @@ func (w *walker) env() expand.Environ {
 	return expand.FuncEnviron(func(name string) string {
 		switch name {
 		case "IFS":
+			if v, ok := w.vars["IFS"]; ok {
+				return v // a custom IFS splits as the shell would split it
+			}
 			return " \t\n"
 		case "HOME":
 			return "~"
@@ -207,6 +226,10 @@ func (w *walker) fields(words []*syntax.Word) []string {
 	cfg := &expand.Config{
 		Env: w.env(),
 		CmdSubst: func(out io.Writer, cs *syntax.CmdSubst) error {
+			if s, ok := w.foldSubst(cs); ok {
+				_, err := io.WriteString(out, s)
+				return err
+			}
 			_, err := io.WriteString(out, "$(...)")
 			return err
 		},
@@ -333,12 +356,18 @@ func (w *walker) call(c *syntax.CallExpr) {
 			assigns = append(assigns, as.Name.Value+"="+w.vars[as.Name.Value])
 		}
 	}
+	if v, ok := w.a.aliases[f[0]]; ok && w.depth < maxDepth { // an alias the command defined
+		f = append(strings.Fields(v), f[1:]...)
+	}
 	cmd := w.unwrap(f, assigns)
 	if cmd.Name == "" {
 		return
 	}
 	cmd.PipedFrom = w.piped[c]
-	cmd.Dynamic = isDynamicWord(c.Args[0]) && !strings.Contains(f[0], "/")
+	_, cmd.Function = w.a.funcs[cmd.Name]
+	// A name from an expansion is dynamic only while it stays unknown: a variable the command
+	// set, or a substitution that folds, is known.
+	cmd.Dynamic = isDynamicWord(c.Args[0]) && !strings.Contains(f[0], "/") && strings.Contains(f[0], "$")
 	if cmd.Dynamic {
 		w.a.Dynamic = append(w.a.Dynamic, "command name comes from an expansion: "+printWord(c.Args[0]))
 	}
@@ -347,7 +376,37 @@ func (w *walker) call(c *syntax.CallExpr) {
 		return
 	}
 	w.a.Commands = append(w.a.Commands, cmd)
+	w.defines(cmd)
 	w.nested(cmd, w.stmtOf(c))
+}
+
+// defines records aliases the command sets, and analyses a call of a function it defined with
+// the call's arguments in place of $1, $2, $@.
+func (w *walker) defines(cmd Command) {
+	if cmd.Name == "alias" {
+		for _, a := range cmd.Args {
+			if name, value, ok := strings.Cut(a, "="); ok && name != "" {
+				if w.a.aliases == nil {
+					w.a.aliases = map[string]string{}
+				}
+				w.a.aliases[name] = value
+			}
+		}
+		return
+	}
+	body, ok := w.a.funcs[cmd.Name]
+	if !ok || len(cmd.Wrappers) > 0 {
+		return
+	}
+	vars := make(map[string]string, len(w.vars)+len(cmd.Args)+2)
+	for k, v := range w.vars {
+		vars[k] = v
+	}
+	for i, a := range cmd.Args {
+		vars[strconv.Itoa(i+1)] = a
+	}
+	vars["@"], vars["*"] = strings.Join(cmd.Args, " "), strings.Join(cmd.Args, " ")
+	w.a.shell(body, w.depth+1, vars)
 }
 
 // stmtOf finds the statement of a call, for its heredoc.
@@ -368,6 +427,9 @@ func (w *walker) unwrap(f []string, assigns []string) Command {
 	cmd := Command{Assigns: assigns}
 	for len(f) > 0 {
 		name := baseName(f[0])
+		if name == "env" {
+			f = splitEnvS(f) // env -S "rm -rf ~" runs rm -rf ~
+		}
 		skip, ok := wrapperArgs(name, f[1:], &cmd)
 		if !ok {
 			break
@@ -383,8 +445,34 @@ func (w *walker) unwrap(f []string, assigns []string) Command {
 		return cmd
 	}
 	cmd.Name = baseName(f[0])
+	if g := resolveGlob(f[0]); g != "" {
+		cmd.Name = g // /bin/r? and /???/?m run a system program: judged as the worst it can be
+	}
 	cmd.Args = f[1:]
 	return cmd
+}
+
+// splitEnvS replaces env's -S STRING (--split-string) by the words of STRING.
+func splitEnvS(f []string) []string {
+	for i := 1; i < len(f); i++ {
+		a := f[i]
+		var s string
+		switch {
+		case (a == "-S" || a == "--split-string") && i+1 < len(f):
+			s = f[i+1]
+			return append(append(slices.Clone(f[:i]), strings.Fields(s)...), f[i+2:]...)
+		case strings.HasPrefix(a, "--split-string="):
+			s = strings.TrimPrefix(a, "--split-string=")
+		case strings.HasPrefix(a, "-S") && len(a) > 2:
+			s = a[2:]
+		case !strings.HasPrefix(a, "-"):
+			return f
+		default:
+			continue
+		}
+		return append(append(slices.Clone(f[:i]), strings.Fields(s)...), f[i+1:]...)
+	}
+	return f
 }
 
 func baseName(s string) string {
@@ -411,7 +499,8 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 		"stdbuf":  {"-i": true, "-o": true, "-e": true},
 	}
 	switch name {
-	case "sudo", "doas", "env", "nice", "ionice", "timeout", "exec", "xargs", "stdbuf", "nohup", "time", "command", "builtin", "caffeinate":
+	case "sudo", "doas", "env", "nice", "ionice", "timeout", "exec", "xargs", "stdbuf", "nohup", "time", "command", "builtin", "caffeinate",
+		"busybox", "toybox": // an applet runs as the program it is named after
 	default:
 		return 0, false
 	}
