@@ -109,8 +109,8 @@ type walker struct {
 	a       *Analysis
 	depth   int
 	folding int // substitutions being folded, nested
-	vars  map[string]string
-	piped map[*syntax.CallExpr]string
+	vars    map[string]string
+	piped   map[*syntax.CallExpr]string
 	// lastStmt maps a call to its statement, which holds its redirections and heredocs.
 	lastStmt map[*syntax.CallExpr]*syntax.Stmt
 }
