@@ -176,7 +176,7 @@ func New(p Policy) (*Classifier, error) {
 
 func validTarget(t Target) bool {
 	switch t {
-	case TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP:
+	case TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect:
 		return true
 	}
 	return false
@@ -233,8 +233,15 @@ func severity(v Verdict) int {
 	return s
 }
 
+// match finds the rule that judges an item: the first in file order, unless a later one is
+// stricter (an admin's block after a default ask, an enforced rule after one in observe).
 func (c *Classifier) match(it item) (Verdict, bool) {
+	var best Verdict
+	found := false
 	for _, r := range c.rules[it.target] {
+		if found && r.Action == Suspicious {
+			continue // cannot be stricter than what was found
+		}
 		matched, ok := c.ruleMatches(r, it)
 		if !ok {
 			continue
@@ -243,14 +250,20 @@ func (c *Classifier) match(it item) (Verdict, bool) {
 		if r.Action == Suspicious {
 			d = claudehook.Ask
 		}
-		return Verdict{
+		v := Verdict{
 			Decision: d, RuleID: r.ID, Matched: matched,
 			Reason:      fmt.Sprintf("coworkbridge rule %s: %s", r.ID, describeMatch(it, matched)),
 			Nudge:       expandNudge(r.Nudge, it),
 			ObserveOnly: c.modes[r.ID] == "observe",
-		}, true
+		}
+		if !found || severity(v) > severity(best) {
+			best, found = v, true
+		}
+		if best.Decision == claudehook.Deny && !best.ObserveOnly {
+			break
+		}
 	}
-	return Verdict{}, false
+	return best, found
 }
 
 func describeMatch(it item, matched string) string {
@@ -266,6 +279,8 @@ func describeMatch(it item, matched string) string {
 		return "the content contains " + fmt.Sprintf("%q", matched)
 	case TargetMCP:
 		return "MCP call " + matched
+	case TargetEffect:
+		return "the command would " + matched
 	}
 	return "command " + fmt.Sprintf("%q", matched)
 }
@@ -341,6 +356,49 @@ func baseCommand(it item) string {
 	}
 	name, _, _ := strings.Cut(strings.TrimSpace(it.text), " ")
 	return name
+}
+
+// effects lists what the analysed command does, per command and across them.
+func (c *Classifier) effects(an *Analysis, cwd string) []Effect {
+	var out []Effect
+	for i := range an.Commands {
+		out = append(out, commandEffects(&an.Commands[i], cwd, c.secretPath)...)
+	}
+	return append(out, analysisEffects(an, cwd)...)
+}
+
+// analysisEffects are effects of several commands together.
+func analysisEffects(an *Analysis, cwd string) []Effect {
+	out := append(downloadThenRun(an, cwd), newRemotePush(an)...)
+	for _, ce := range an.CodeEffects {
+		out = append(out, ce.effect(cwd))
+	}
+	return out
+}
+
+// secretPath reports whether reading p is denied by a read rule: the policy's own idea of a
+// secret (credentials, keys, .env files).
+func (c *Classifier) secretPath(p string) bool {
+	v, ok := c.match(item{target: TargetRead, text: p})
+	return ok && v.Decision == claudehook.Deny
+}
+
+// Effects lists, for `check`, the effects the classifier sees in a call's shell command.
+func (c *Classifier) Effects(p claudehook.Payload) []string {
+	if c.denyAll != "" || normalisedTool(p.ToolName) != "Bash" {
+		return nil
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(p.ToolInput, &in) != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range c.effects(Analyze(in.Command), p.Cwd) {
+		out = append(out, e.String())
+	}
+	return out
 }
 
 // normalisedTool maps the names Cowork and old Claude Code builds use to one set.
@@ -465,6 +523,18 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 				}
 			}
 		}
+	}
+	for i := range an.Commands {
+		cmd := &an.Commands[i]
+		for _, e := range commandEffects(cmd, cwd, c.secretPath) {
+			items = append(items, item{target: TargetEffect, text: e.String(), cmd: cmd, an: an, cwd: cwd})
+		}
+	}
+	for _, e := range analysisEffects(an, cwd) {
+		items = append(items, item{target: TargetEffect, text: e.String(), an: an, cwd: cwd})
+	}
+	for _, p := range an.CodePaths {
+		items = append(items, item{target: TargetRead, text: canonPath(p, cwd)})
 	}
 	for _, code := range an.Code {
 		items = append(items, item{target: TargetBash, text: code.Interp + " -c " + code.Text, an: an, cwd: cwd})

@@ -20,6 +20,7 @@ const (
 	TargetRead    Target = "read"    // the path a Read, Glob or Grep reads (and files shell readers open)
 	TargetContent Target = "content" // the text being written
 	TargetMCP     Target = "mcp"     // "<server> <tool> <arguments JSON>"
+	TargetEffect  Target = "effect"  // one line per effect of a shell command (see Effect.String)
 )
 
 // Action is what a matching rule asks for.

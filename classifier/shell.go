@@ -41,8 +41,10 @@ type Command struct {
 	Assigns   []string // NAME=value given to the command (leading or through env)
 	Wrappers  []string // sudo, env, timeout... in the order they appeared
 	PipedFrom string   // the command feeding its stdin through a pipe, if any
+	PipesTo   string   // the command its stdout feeds through a pipe, if any
 	Dynamic   bool     // its name came from a substitution or variable
 	Function  bool     // it calls a function the command itself defined (judged through its body)
+	Exe       string   // the program as written, when it is a path (./install.sh, /tmp/x)
 }
 
 // Line is the form rules match: the name and the arguments joined by spaces.
@@ -68,6 +70,10 @@ type Analysis struct {
 	Assigns    []string // NAME=value set in the script itself
 	ParseError error
 	Dynamic    []string // why some part could not be known statically
+	// CodeEffects and CodePaths are what interpreter code does (see scanCode): effects, and the
+	// literal paths it names, judged by the read rules.
+	CodeEffects []codeEffect
+	CodePaths   []string
 	// Exceeded names the analysis limit the command ran into, "" when none: the rest of the
 	// command was not analysed, so nothing about it can be vouched for.
 	Exceeded string
@@ -111,6 +117,7 @@ type walker struct {
 	folding int // substitutions being folded, nested
 	vars    map[string]string
 	piped   map[*syntax.CallExpr]string
+	pipesTo map[*syntax.CallExpr]string
 	// lastStmt maps a call to its statement, which holds its redirections and heredocs.
 	lastStmt map[*syntax.CallExpr]*syntax.Stmt
 }
@@ -133,7 +140,7 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 	if vars == nil {
 		vars = map[string]string{}
 	}
-	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{}}
+	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{}}
 	syntax.Walk(f, w.visit)
 }
 
@@ -143,6 +150,7 @@ func (w *walker) visit(n syntax.Node) bool {
 		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 			if from, to := lastCall(n.X), firstCall(n.Y); from != nil && to != nil {
 				w.piped[to] = w.callName(from)
+				w.pipesTo[from] = w.callName(to)
 			}
 		}
 	case *syntax.Stmt:
@@ -363,7 +371,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if cmd.Name == "" {
 		return
 	}
-	cmd.PipedFrom = w.piped[c]
+	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
 	_, cmd.Function = w.a.funcs[cmd.Name]
 	// A name from an expansion is dynamic only while it stays unknown: a variable the command
 	// set, or a substitution that folds, is known.
@@ -445,6 +453,9 @@ func (w *walker) unwrap(f []string, assigns []string) Command {
 		return cmd
 	}
 	cmd.Name = baseName(f[0])
+	if strings.Contains(f[0], "/") {
+		cmd.Exe = f[0]
+	}
 	if g := resolveGlob(f[0]); g != "" {
 		cmd.Name = g // /bin/r? and /???/?m run a system program: judged as the worst it can be
 	}
@@ -533,6 +544,9 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 // interpreter code.
 func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 	a := w.a
+	for _, s := range execStrings(&cmd) {
+		a.shell(s, w.depth+1, w.vars)
+	}
 	switch {
 	case shells[cmd.Name]:
 		if code, ok := flagValue(cmd.Args, "-c"); ok {
@@ -555,6 +569,10 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		}
 	case cmd.Name == "find":
 		w.findExec(cmd.Args)
+	case cmd.Name == "sed" || cmd.Name == "gsed":
+		if sedExecutes(cmd.Args) {
+			a.Dynamic = append(a.Dynamic, "sed runs a command its script builds (the e command or flag)")
+		}
 	case cmd.Name == "ssh":
 		if remote := sshCommand(cmd.Args); remote != "" {
 			a.shell(remote, w.depth+1, w.vars)
@@ -628,6 +646,7 @@ var quotedString = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'`)
 
 func (a *Analysis) interp(name, code string, w *walker) {
 	a.Code = append(a.Code, Code{Interp: name, Text: code})
+	a.scanCode(name, code, w)
 	for _, m := range shellCall.FindAllStringSubmatch(code, -1) {
 		arg := m[1] + m[2] + m[3]
 		if strings.HasPrefix(arg, "[") { // an argv list: join its strings

@@ -158,40 +158,21 @@ var secretVar = regexp.MustCompile(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PA
 
 var remoteSpec = regexp.MustCompile(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)
 
-// exfiltration finds data leaving the machine: files or stdin posted with curl or wget, input
-// piped to nc or ssh, scp or rsync to a remote host, secrets in request data.
+// exfiltration finds data leaving the machine that no effect rule weighs: secrets named in
+// request data (a variable, a substitution), input piped to nc or ssh. Files and standard input
+// sent by curl, wget, scp and rsync are effects (send data=file:..., secret when the file is one).
 func exfiltration(_ *Classifier, it item) (string, bool) {
 	cmd := it.cmd
 	if cmd == nil {
 		return "", false
 	}
 	switch cmd.Name {
-	case "curl":
-		dataFlags := map[string]bool{"-d": true, "--data": true, "--data-binary": true, "--data-raw": true, "--data-urlencode": true,
-			"--data-ascii": true, "-F": true, "--form": true, "-T": true, "--upload-file": true, "--json": true}
-		for i, a := range cmd.Args {
-			flag, val, inline := strings.Cut(a, "=")
-			if !dataFlags[flag] && !(len(a) > 2 && dataFlags[a[:2]] && !strings.HasPrefix(a, "--")) {
-				continue
-			}
-			if !inline && dataFlags[a] {
-				if i+1 >= len(cmd.Args) {
-					continue
+	case "curl", "wget":
+		for opt := range sendOptions[cmd.Name] {
+			for _, v := range optionValues(cmd.Args, opt) {
+				if secretVar.MatchString(v) || strings.Contains(v, "$(...)") {
+					return cmd.Line(), true
 				}
-				val = cmd.Args[i+1]
-			} else if !inline {
-				val = a[2:]
-			}
-			if flag == "-T" || flag == "--upload-file" || strings.HasPrefix(val, "@") || strings.Contains(val, "=@") ||
-				secretVar.MatchString(val) || strings.Contains(val, "$(...)") {
-				return cmd.Line(), true
-			}
-		}
-	case "wget":
-		for _, a := range cmd.Args {
-			if strings.HasPrefix(a, "--post-file") || strings.HasPrefix(a, "--body-file") ||
-				(strings.HasPrefix(a, "--post-data") && (secretVar.MatchString(a) || strings.Contains(a, "$(...)"))) {
-				return cmd.Line(), true
 			}
 		}
 	case "nc", "ncat", "netcat", "socat", "telnet":
@@ -201,16 +182,6 @@ func exfiltration(_ *Classifier, it item) (string, bool) {
 	case "ssh":
 		if cmd.PipedFrom != "" {
 			return cmd.PipedFrom + " | " + cmd.Line(), true
-		}
-	case "scp", "rsync", "sftp":
-		var operands []string
-		for _, a := range cmd.Args {
-			if !strings.HasPrefix(a, "-") {
-				operands = append(operands, a)
-			}
-		}
-		if n := len(operands); n >= 2 && remoteSpec.MatchString(operands[n-1]) && !remoteSpec.MatchString(operands[0]) {
-			return cmd.Line(), true
 		}
 	}
 	if cmd.PipedFrom != "" && secretVar.MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {

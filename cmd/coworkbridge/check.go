@@ -63,7 +63,8 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	}
 	v := c.Evaluate(ctx, p)
 	if *asJSON {
-		json.NewEncoder(sio.out).Encode(map[string]string{"decision": string(v.Decision), "rule": v.RuleID, "reason": v.Reason, "matched": v.Matched})
+		json.NewEncoder(sio.out).Encode(map[string]any{"decision": string(v.Decision), "rule": v.RuleID, "reason": v.Reason, "matched": v.Matched,
+			"effects": c.Effects(p)})
 		return exitOK
 	}
 	fmt.Fprintf(sio.out, "decision: %s\n", v.Decision)
@@ -75,6 +76,13 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	}
 	if v.ObserveOnly {
 		fmt.Fprintln(sio.out, "mode:     observe (reported, not applied)")
+	}
+	for i, e := range c.Effects(p) {
+		label := "effects: "
+		if i > 0 {
+			label = "         "
+		}
+		fmt.Fprintf(sio.out, "%s %s\n", label, e)
 	}
 	return exitOK
 }

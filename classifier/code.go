@@ -1,0 +1,176 @@
+package classifier
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"regexp"
+	"strings"
+)
+
+// Code inside interpreters: a small scanner per language family finds what python -c, node -e,
+// ruby -e and perl -e code does: deleting files, sending data off the machine, reading secret
+// files, running code it decodes at run time. It reads text only, never runs anything, and
+// every pattern is linear (RE2), so no input can make it slow or crash it.
+
+// codeDeletes: calls that delete what their first argument names; tree: recursively.
+var codeDeletes = regexp.MustCompile(`(?:shutil\.rmtree|os\.remove|os\.unlink|os\.rmdir|os\.removedirs|send2trash|` +
+	`(?:fs(?:\.promises)?|\))\.(?:rmSync|rm|rmdirSync|rmdir|unlinkSync|unlink)|rimraf(?:\.sync)?|fse?\.(?:removeSync|remove|emptyDirSync)|` +
+	`FileUtils\.(?:rm_rf|rm_r|rm|remove_dir|remove_entry|remove_entry_secure|rmtree)|File\.delete|Dir\.delete|` +
+	`rmtree|remove_tree|unlink)\s*\(?\s*(?:(?:os\.path\.expanduser|path\.resolve|File\.expand_path|Path)\s*\(\s*)?` +
+	`(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|` + "`([^`]*)`" + `)`)
+
+var treeDelete = regexp.MustCompile(`rmtree|rm_rf|rm_r|remove_dir|remove_tree|rmSync|rimraf|removeSync|fs(?:\.promises)?\.rm\b|removedirs|emptyDirSync`)
+
+// codeSends: calls that send data off the machine.
+var codeSends = regexp.MustCompile(`requests\.(?:post|put|patch)|httpx\.(?:post|put|patch)|urlopen\([^)]*data\s*=|` +
+	`urllib\.request\.Request\([^)]*data\s*=|\.request\(\s*["']POST|smtplib|ftplib|socket\.(?:socket|create_connection)|` +
+	`\bfetch\([^)]*(?:method\s*:\s*["'](?:POST|PUT|PATCH)|body\s*:)|axios\.(?:post|put|patch)|https?\.request\(|net\.(?:connect|createConnection)|` +
+	`Net::HTTP(?:\.post|::Post|\.start)|TCPSocket|LWP::UserAgent|HTTP::Tiny|->post\(|IO::Socket`)
+
+// codeSecrets: code that reads the environment's secrets wholesale, or a credential store.
+var codeSecrets = regexp.MustCompile(`os\.environ\b|os\.getenv\(\s*["'][A-Z0-9_]*(?:TOKEN|SECRET|KEY|PASSWORD)|process\.env\b|ENV\[|%ENV|` +
+	`keyring\.get_password|getpass`)
+
+// codeDecodedExec: code that runs text it decodes: exec(base64.b64decode('...')),
+// eval(Buffer.from('...', 'base64').toString()), eval(atob('...')).
+var codeDecodedExec = regexp.MustCompile(`(?:exec|eval|Function|system|popen|instance_eval|class_eval)\s*\(\s*(?:compile\s*\(\s*)?` +
+	`(?:[\w.()'"]{0,64}?(?:b64decode|standard_b64decode|fromhex|decode64|decode_base64)|Buffer\.from|atob|unpack)\s*\(\s*` +
+	`(?:"([^"]*)"|'([^']*)')(?:\s*,\s*["'](base64|hex)["'])?`)
+
+// codeDynamicExec: code that runs text it builds at run time, with nothing literal to decode.
+var codeDynamicExec = regexp.MustCompile(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|\bcompile\(\s*[A-Za-z_]`)
+
+// codeStrings are the string literals of a piece of code.
+var codeStrings = regexp.MustCompile(`"((?:[^"\\\n]|\\.){1,1000})"|'((?:[^'\\\n]|\\.){1,1000})'`)
+
+// maxCodeBytes bounds the code scanned per snippet; the rest is flagged, not read.
+const maxCodeBytes = 256 << 10
+
+// scanCode records what interpreter code does: the files it deletes, reads (string literals that
+// are paths, for the read rules) and sends, and the code it decodes and runs, which is analysed
+// in turn.
+func (a *Analysis) scanCode(name, code string, w *walker) {
+	if len(code) > maxCodeBytes {
+		a.Dynamic = append(a.Dynamic, name+" code longer than the analysis limit")
+		code = code[:maxCodeBytes]
+	}
+	for _, m := range codeDeletes.FindAllStringSubmatch(code, 64) {
+		a.CodeEffects = append(a.CodeEffects, codeEffect{kind: EffectDelete, by: name, target: m[1] + m[2] + m[3], tree: treeDelete.MatchString(m[0])})
+	}
+	for _, m := range codeStrings.FindAllStringSubmatch(code, 256) {
+		if s := m[1] + m[2]; looksLikePath(s) && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~")) {
+			a.CodePaths = append(a.CodePaths, s)
+		}
+	}
+	if codeSends.MatchString(code) {
+		e := codeEffect{kind: EffectSend, by: name, secret: codeSecrets.MatchString(code)}
+		a.CodeEffects = append(a.CodeEffects, e)
+	}
+	for _, m := range codeDecodedExec.FindAllStringSubmatch(code, 16) {
+		lit := m[1] + m[2]
+		decoded, ok := decodeLiteral(lit, m[0], m[3])
+		if !ok {
+			a.Dynamic = append(a.Dynamic, name+" runs code it decodes at run time")
+			continue
+		}
+		a.expanded += len(decoded)
+		if a.expanded > maxExpandBytes {
+			a.exceed("decoded code adds up to more than the analysis limit")
+			return
+		}
+		if w.depth < maxDepth {
+			w.depth++
+			a.interp(name, decoded, w) // as code of the same language,
+			a.shell(decoded, w.depth, w.vars)
+			w.depth--
+		}
+	}
+	if codeDynamicExec.MatchString(code) {
+		a.Dynamic = append(a.Dynamic, name+" runs code it builds at run time")
+	}
+}
+
+// sedExecutes reports whether a sed script runs commands: the e command, or the e flag of s.
+func sedExecutes(args []string) bool {
+	scripts := optionValues(args, "-e", "--expression")
+	if len(scripts) == 0 {
+		if ops := operands(args); len(ops) > 0 {
+			scripts = ops[:1]
+		}
+	}
+	for _, sc := range scripts {
+		for _, cmd := range strings.FieldsFunc(sc, func(r rune) bool { return r == ';' || r == '\n' }) {
+			cmd = strings.TrimLeft(cmd, " \t0123456789,$/!")
+			if strings.HasPrefix(cmd, "e") && (len(cmd) == 1 || cmd[1] == ' ') {
+				return true
+			}
+			if len(cmd) > 2 && cmd[0] == 's' {
+				d := cmd[1]
+				parts, esc := 0, false
+				for i := 2; i < len(cmd); i++ {
+					switch {
+					case esc:
+						esc = false
+					case cmd[i] == '\\':
+						esc = true
+					case cmd[i] == d:
+						parts++
+						if parts == 2 && strings.Contains(cmd[i+1:], "e") {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// decodeLiteral decodes the literal a decoding call was given: base64 unless the call or its
+// encoding argument says hex.
+func decodeLiteral(lit, call, enc string) (string, bool) {
+	if strings.Contains(call, "fromhex") || enc == "hex" {
+		b, err := hex.DecodeString(lit)
+		return string(b), err == nil
+	}
+	b, err := base64.StdEncoding.DecodeString(lit)
+	if err != nil {
+		b, err = base64.RawStdEncoding.DecodeString(lit)
+	}
+	return string(b), err == nil
+}
+
+// codeEffect is an effect found in interpreter code, before paths are resolved.
+type codeEffect struct {
+	kind   EffectKind
+	by     string
+	target string // a path, for deletes
+	tree   bool
+	secret bool
+}
+
+// effect resolves the code effect against the working folder.
+func (ce codeEffect) effect(cwd string) Effect {
+	switch ce.kind {
+	case EffectDelete:
+		e := effect(EffectDelete, ce.by, "target", "?")
+		if ce.target != "" {
+			p := canonPath(ce.target, cwd)
+			e.Attrs[0][1] = p
+			if ce.tree {
+				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
+			}
+			if criticalPath.MatchString(p) {
+				e.Attrs = append(e.Attrs, [2]string{"critical", ""})
+			}
+		}
+		return e
+	case EffectSend:
+		e := effect(EffectSend, ce.by, "data", "code")
+		if ce.secret {
+			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+		}
+		return e
+	}
+	return effect(ce.kind, ce.by)
+}

@@ -1,0 +1,529 @@
+package classifier
+
+import (
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The effect model: what a command does, typed, whatever its spelling. Each simple command the
+// analysis reaches (wrappers looked through, values folded) is mapped through the tool tables to
+// effects with their targets; rules of target "effect" judge them, matched against one line per
+// effect such as
+//
+//	send data=file:~/.ssh/id_rsa secret to=https://paste.example by=curl
+//	credential what="GitHub token" by=gh
+//	fetch-exec from=https://get.example/i.sh file=/tmp/i.sh by=sh
+//	config key=core.fsmonitor exec by=git
+//
+// `coworkbridge check` lists the effects it saw, so an admin writing a rule sees the lines.
+
+// EffectKind names what a command does.
+type EffectKind string
+
+// The effect kinds.
+const (
+	EffectDelete      EffectKind = "delete"       // removes files: target, recursive, critical
+	EffectSend        EffectKind = "send"         // data leaves the machine: data=, to=
+	EffectFetchExec   EffectKind = "fetch-exec"   // runs what it downloaded
+	EffectExec        EffectKind = "exec"         // runs code handed to it (a command in an option)
+	EffectCredential  EffectKind = "credential"   // prints a credential for the agent to read
+	EffectSecurityOff EffectKind = "security-off" // switches a protection off
+	EffectPersist     EffectKind = "persist"      // makes something run again later
+	EffectConfig      EffectKind = "config"       // changes a tool's configuration; exec when it runs a command
+	EffectInstall     EffectKind = "install"      // installs a package from a source it names
+	EffectPrivilege   EffectKind = "privilege"    // asks for administrator rights
+)
+
+// Effect is one thing a command does.
+type Effect struct {
+	Kind EffectKind
+	// Attrs are the effect's details in order, rendered as key=value (or a bare key for a flag).
+	Attrs [][2]string
+	By    string // the program
+}
+
+// String is the line effect rules match.
+func (e Effect) String() string {
+	var b strings.Builder
+	b.WriteString(string(e.Kind))
+	for _, kv := range e.Attrs {
+		b.WriteByte(' ')
+		b.WriteString(kv[0])
+		if kv[1] != "" {
+			b.WriteByte('=')
+			if strings.ContainsAny(kv[1], " \t") {
+				b.WriteString(`"` + kv[1] + `"`)
+			} else {
+				b.WriteString(kv[1])
+			}
+		}
+	}
+	if e.By != "" {
+		b.WriteString(" by=" + e.By)
+	}
+	return b.String()
+}
+
+func effect(kind EffectKind, by string, attrs ...string) Effect {
+	e := Effect{Kind: kind, By: by}
+	for i := 0; i+1 < len(attrs); i += 2 {
+		e.Attrs = append(e.Attrs, [2]string{attrs[i], attrs[i+1]})
+	}
+	return e
+}
+
+// commandEffects maps one command to its effects. secret tells whether a path holds a secret.
+func commandEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
+	var out []Effect
+	for _, tables := range []struct {
+		rows []subcommand
+		kind EffectKind
+	}{{credentialCommands, EffectCredential}, {securityOff, EffectSecurityOff}, {persistence, EffectPersist}, {backupDeletes, EffectDelete}} {
+		for _, s := range tables.rows {
+			if tables.kind == EffectCredential && credentialConsumers[cmd.PipesTo] {
+				break
+			}
+			if s.matches(cmd) {
+				e := effect(tables.kind, cmd.Name, "what", s.what)
+				if tables.kind == EffectDelete {
+					e.Attrs = append(e.Attrs, [2]string{"backups", ""})
+				}
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	out = append(out, sendEffects(cmd, cwd, secret)...)
+	switch cmd.Name {
+	case "crontab":
+		if !slices.Contains(cmd.Args, "-l") {
+			out = append(out, effect(EffectPersist, "crontab", "what", "a cron job"))
+		}
+	case "git":
+		out = append(out, gitEffects(cmd)...)
+	case "find":
+		out = append(out, findDeletes(cmd, cwd)...)
+	case "osascript":
+		if strings.Contains(strings.Join(cmd.Args, " "), "administrator privileges") {
+			out = append(out, effect(EffectPrivilege, "osascript", "what", "administrator privileges"))
+		}
+	}
+	if subs, ok := installers[cmd.Name]; ok {
+		out = append(out, installEffects(cmd, subs)...)
+	}
+	if cmd.Name == "python" || cmd.Name == "python3" {
+		if i := slices.Index(cmd.Args, "-m"); i >= 0 && i+1 < len(cmd.Args) && cmd.Args[i+1] == "pip" {
+			out = append(out, installEffects(&Command{Name: "pip", Args: cmd.Args[i+2:]}, installers["pip"])...)
+		}
+	}
+	return out
+}
+
+// matches reports whether cmd is this subcommand: its program, its words in order among the
+// operands (options skipped), and one of anyFlag among all arguments when set.
+func (s subcommand) matches(cmd *Command) bool {
+	if cmd.Name != s.prog {
+		return false
+	}
+	ops := operands(cmd.Args)
+	if len(ops) < len(s.words) {
+		return false
+	}
+	for i, w := range s.words {
+		if !strings.EqualFold(ops[i], w) {
+			return false
+		}
+	}
+	if s.test != nil && !s.test(cmd) {
+		return false
+	}
+	if len(s.anyFlag) == 0 {
+		return true
+	}
+	for _, a := range cmd.Args {
+		for _, f := range s.anyFlag {
+			if strings.EqualFold(a, f) || strings.HasPrefix(a, f+"=") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// operands are the arguments that are not options.
+func operands(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// optionValues returns each value of the options named, given as "-o v", "-ov", "--opt v" or
+// "--opt=v".
+func optionValues(args []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		for _, n := range names {
+			switch {
+			case a == n && i+1 < len(args):
+				out = append(out, args[i+1])
+			case strings.HasPrefix(n, "--") && strings.HasPrefix(a, n+"="):
+				out = append(out, a[len(n)+1:])
+			case len(n) == 2 && !strings.HasPrefix(n, "--") && len(a) > 2 && strings.HasPrefix(a, n) && !strings.HasPrefix(a, "--"):
+				out = append(out, a[2:])
+			}
+		}
+	}
+	return out
+}
+
+// sendEffects finds what a network client sends and where.
+func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
+	dest := destination(cmd)
+	var out []Effect
+	add := func(data string, isFile bool) {
+		attrs := []string{"data", data}
+		e := effect(EffectSend, cmd.Name, attrs...)
+		if isFile {
+			p := canonPath(strings.TrimPrefix(data, "file:"), cwd)
+			e.Attrs[0][1] = "file:" + p
+			if secret(p) {
+				e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+			}
+		} else if secretVar.MatchString(data) {
+			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+		}
+		if dest != "" {
+			e.Attrs = append(e.Attrs, [2]string{"to", dest})
+		}
+		out = append(out, e)
+	}
+	for opt, form := range sendOptions[cmd.Name] {
+		for _, v := range optionValues(cmd.Args, opt) {
+			switch {
+			case form == formFile && v == "-":
+				add("stdin", false)
+			case form == formFile:
+				add("file:"+v, true)
+			case form == formData && v == "@-":
+				add("stdin", false)
+			case form == formData && strings.HasPrefix(v, "@"):
+				add("file:"+v[1:], true)
+			case form == formForm && (strings.Contains(v, "=@") || strings.Contains(v, "=<")):
+				f := v[strings.IndexAny(v, "@<")+1:]
+				f, _, _ = strings.Cut(f, ";") // ;type=...
+				add("file:"+f, true)
+			case form == formURLEncode && strings.Contains(v, "@"):
+				add("file:"+v[strings.Index(v, "@")+1:], true)
+			default:
+				add(v, false)
+			}
+		}
+	}
+	if rawSenders[cmd.Name] && cmd.PipedFrom != "" {
+		add("stdin:"+cmd.PipedFrom, false)
+	}
+	if cmd.Name == "scp" || cmd.Name == "rsync" || cmd.Name == "sftp" {
+		ops := operands(cmd.Args)
+		if n := len(ops); n >= 2 && remoteSpec.MatchString(ops[n-1]) {
+			dest = ops[n-1]
+			for _, src := range ops[:n-1] {
+				if !remoteSpec.MatchString(src) {
+					add("file:"+src, true)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// destination is where a network client sends: its URL, or host for raw senders.
+func destination(cmd *Command) string {
+	for _, a := range cmd.Args {
+		if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "ftp") && u.Host != "" {
+			return u.Scheme + "://" + u.Host + u.Path
+		}
+	}
+	if rawSenders[cmd.Name] {
+		if ops := operands(cmd.Args); len(ops) > 0 {
+			return ops[0]
+		}
+	}
+	return ""
+}
+
+// gitEffects: configuration keys that run commands, set with git config or git -c.
+func gitEffects(cmd *Command) []Effect {
+	var out []Effect
+	check := func(key, value string) {
+		key = strings.ToLower(key)
+		always, known := gitExecKeys[key]
+		execs := known && (always || strings.ContainsAny(value, "|;&$`()<> ") || strings.HasPrefix(value, "!"))
+		for _, p := range gitExecKeyPrefixes {
+			if strings.HasPrefix(key, p) && (p != "alias." || strings.HasPrefix(strings.TrimSpace(value), "!")) &&
+				(p == "alias." || strings.HasSuffix(key, ".clean") || strings.HasSuffix(key, ".smudge") ||
+					strings.HasSuffix(key, ".process") || strings.HasSuffix(key, ".command") || strings.HasSuffix(key, ".driver") ||
+					strings.HasSuffix(key, ".cmd") || strings.HasSuffix(key, ".textconv") || p == "pager.") {
+				execs = true
+			}
+		}
+		if execs {
+			out = append(out, effect(EffectConfig, "git", "key", key, "exec", "", "value", value))
+		}
+	}
+	for _, kv := range optionValues(cmd.Args, "-c") {
+		k, v, _ := strings.Cut(kv, "=")
+		check(k, v)
+	}
+	ops := operands(cmd.Args)
+	if i := slices.Index(ops, "config"); i >= 0 && i+1 < len(ops) {
+		v := ""
+		if i+2 < len(ops) {
+			v = strings.Join(ops[i+2:], " ")
+		}
+		if v != "" || slices.Contains(cmd.Args, "--add") {
+			check(ops[i+1], v)
+		}
+	}
+	return out
+}
+
+// findTakesValue are find's primaries and options that take a value (which may look like
+// -delete: find -name -delete).
+var findTakesValue = map[string]bool{"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true,
+	"-regex": true, "-iregex": true, "-type": true, "-xtype": true, "-newer": true, "-user": true, "-group": true,
+	"-perm": true, "-size": true, "-mtime": true, "-mmin": true, "-atime": true, "-amin": true, "-ctime": true,
+	"-cmin": true, "-maxdepth": true, "-mindepth": true, "-links": true, "-inum": true, "-samefile": true,
+	"-fstype": true, "-uid": true, "-gid": true, "-printf": true, "-fprintf": true, "-fprint": true, "-lname": true,
+	"-ilname": true, "-used": true, "-context": true, "-newermt": true}
+
+// findDeleteAction reports whether find's expression holds the -delete action itself, not as a
+// value (-name -delete) or inside -exec ... ;.
+func findDeleteAction(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-delete":
+			return true
+		case findTakesValue[a]:
+			i++
+		case a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir":
+			for i++; i < len(args) && args[i] != ";" && args[i] != "+"; i++ {
+			}
+		}
+	}
+	return false
+}
+
+// findFilters reports whether find's expression selects files (-name, -type, -mtime...) rather
+// than taking everything below its starting points.
+func findFilters(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-delete", "-print", "-print0", "-depth", "-d", "-xdev", "-mount", "-follow", "-L", "-P", "-H", "-ls":
+		case "-maxdepth", "-mindepth":
+		default:
+			if strings.HasPrefix(a, "-") && findTakesValue[a] && a != "-maxdepth" && a != "-mindepth" {
+				return true
+			}
+			if a == "-empty" || a == "-newer" || a == "-prune" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// findDeletes: find -delete removes what it finds below each starting point.
+func findDeletes(cmd *Command, cwd string) []Effect {
+	if !findDeleteAction(cmd.Args) {
+		return nil
+	}
+	var out []Effect
+	filtered := findFilters(cmd.Args)
+	for _, a := range cmd.Args {
+		if strings.HasPrefix(a, "-") || strings.HasPrefix(a, "(") || a == "!" {
+			break // the expression starts
+		}
+		p := canonPath(a, cwd)
+		e := effect(EffectDelete, "find", "target", p, "recursive", "")
+		if criticalPath.MatchString(p) && !filtered {
+			e.Attrs = append(e.Attrs, [2]string{"critical", ""}) // everything below it goes
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 { // find -delete with no starting point: the working folder
+		out = append(out, effect(EffectDelete, "find", "target", canonPath(".", cwd), "recursive", ""))
+	}
+	return out
+}
+
+var gitSource = regexp.MustCompile(`^(git\+|git@|github:|gitlab:|bitbucket:|https?://|file:|ftp://)|\.(tgz|tar\.gz|whl|zip)$`)
+
+// installEffects: packages installed from a URL, a repository or another index.
+func installEffects(cmd *Command, subs []string) []Effect {
+	ops := operands(cmd.Args)
+	if len(ops) == 0 || !slices.Contains(subs, ops[0]) {
+		return nil
+	}
+	var out []Effect
+	for _, v := range optionValues(cmd.Args, installIndexOptions...) {
+		out = append(out, effect(EffectInstall, cmd.Name, "from", v, "index", ""))
+	}
+	for _, p := range ops[1:] {
+		if gitSource.MatchString(p) {
+			out = append(out, effect(EffectInstall, cmd.Name, "from", p))
+		}
+	}
+	return out
+}
+
+// execStrings are the commands a command hands to a shell through an option or a script:
+// tar --to-command, ssh -o ProxyCommand, rsync -e, trap, osascript's do shell script, awk's
+// system(), find -exec is elsewhere. The analysis reads each as shell.
+func execStrings(cmd *Command) []string {
+	var out []string
+	switch cmd.Name {
+	case "tar", "gtar", "bsdtar":
+		out = append(out, optionValues(cmd.Args, tarExecOptions...)...)
+		for _, v := range optionValues(cmd.Args, "--checkpoint-action") {
+			if c, ok := strings.CutPrefix(v, "exec="); ok {
+				out = append(out, c)
+			}
+		}
+	case "ssh", "scp", "sftp":
+		for _, o := range optionValues(cmd.Args, "-o") {
+			k, v, ok := strings.Cut(o, "=")
+			if !ok {
+				k, v, _ = strings.Cut(o, " ")
+			}
+			if strings.EqualFold(k, "ProxyCommand") || strings.EqualFold(k, "LocalCommand") || strings.EqualFold(k, "RemoteCommand") {
+				out = append(out, v)
+			}
+		}
+	case "rsync":
+		out = append(out, optionValues(cmd.Args, "-e", "--rsh", "--rsync-path")...)
+	case "trap":
+		if ops := operands(cmd.Args); len(ops) > 0 {
+			out = append(out, ops[0])
+		}
+	case "osascript":
+		for _, s := range optionValues(cmd.Args, "-e") {
+			for _, m := range doShellScript.FindAllStringSubmatch(s, -1) {
+				out = append(out, strings.ReplaceAll(m[1]+m[2], `\"`, `"`))
+			}
+		}
+	case "awk", "gawk", "mawk", "nawk":
+		for _, a := range cmd.Args {
+			for _, m := range awkShell.FindAllStringSubmatch(a, -1) {
+				out = append(out, m[1]+m[2])
+			}
+		}
+	case "watch", "entr":
+		if ops := operands(cmd.Args); len(ops) > 0 && cmd.Name == "watch" {
+			out = append(out, strings.Join(ops, " "))
+		}
+	}
+	return out
+}
+
+var doShellScript = regexp.MustCompile(`do shell script\s+(?:"((?:[^"\\]|\\.)*)"|'([^']*)')`)
+
+var awkShell = regexp.MustCompile(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\|\s*"(sh|bash|zsh)"`)
+
+// fetchedFiles lists the files the commands download to, by path.
+func fetchedFiles(cmds []Command, cwd string) map[string]string {
+	files := map[string]string{}
+	for i := range cmds {
+		c := &cmds[i]
+		spec, ok := fetchOutput[c.Name]
+		if !ok {
+			continue
+		}
+		src := destination(c)
+		if src == "" || strings.HasPrefix(src, "file:") {
+			continue // a local copy is not a download
+		}
+		for _, f := range optionValues(c.Args, spec.output...) {
+			if f != "-" {
+				files[canonPath(f, cwd)] = src
+			}
+		}
+		dir := cwd
+		if d := optionValues(c.Args, spec.dir...); len(d) > 0 {
+			dir = canonPath(d[0], cwd)
+		}
+		named := c.Name == "wget" && len(optionValues(c.Args, spec.output...)) == 0
+		for _, a := range c.Args {
+			if slices.Contains(spec.remoteName, a) {
+				named = true
+			}
+		}
+		if named && src != "" {
+			if base := path.Base(src); base != "" && base != "/" && base != "." {
+				files[canonPath(path.Join(dir, base), cwd)] = src
+			}
+		}
+	}
+	return files
+}
+
+// downloadThenRun finds a file the command downloads and then runs: curl -o x && sh x,
+// wget URL && chmod +x f && ./f, tee to a file then source it.
+func downloadThenRun(an *Analysis, cwd string) []Effect {
+	files := fetchedFiles(an.Commands, cwd)
+	if len(files) == 0 {
+		return nil
+	}
+	var out []Effect
+	for i := range an.Commands {
+		c := &an.Commands[i]
+		var ran string
+		switch {
+		case shells[c.Name] || interpreters[c.Name] != "" || c.Name == "source" || c.Name == ".":
+			if ops := operands(c.Args); len(ops) > 0 {
+				ran = ops[0]
+			}
+		default:
+			if c.Exe != "" {
+				ran = c.Exe
+			}
+		}
+		if ran == "" {
+			continue
+		}
+		p := canonPath(ran, cwd)
+		if src, ok := files[p]; ok {
+			out = append(out, effect(EffectFetchExec, c.Name, "from", src, "file", p))
+		}
+	}
+	return out
+}
+
+// newRemotePush finds repository contents pushed to a remote the command itself added.
+func newRemotePush(an *Analysis) []Effect {
+	added := map[string]string{}
+	var out []Effect
+	for i := range an.Commands {
+		c := &an.Commands[i]
+		if c.Name != "git" {
+			continue
+		}
+		ops := operands(c.Args)
+		switch {
+		case len(ops) >= 4 && ops[0] == "remote" && ops[1] == "add":
+			added[ops[2]] = ops[3]
+		case len(ops) >= 2 && ops[0] == "push":
+			if url, ok := added[ops[1]]; ok {
+				out = append(out, effect(EffectSend, "git", "data", "repository", "to", url, "new-remote", ""))
+			}
+		}
+	}
+	return out
+}
