@@ -35,6 +35,8 @@ const (
 	EffectConfig      EffectKind = "config"       // changes a tool's configuration; exec when it runs a command
 	EffectInstall     EffectKind = "install"      // installs a package from a source it names
 	EffectPrivilege   EffectKind = "privilege"    // asks for administrator rights
+	EffectRemoteShell EffectKind = "remote-shell" // hands a shell to the network
+	EffectPermissions EffectKind = "permissions"  // changes modes or owners: target, recursive
 )
 
 // Effect is one thing a command does.
@@ -97,6 +99,9 @@ func commandEffects(cmd *Command, cwd string, secret func(string) bool) []Effect
 		}
 	}
 	out = append(out, sendEffects(cmd, cwd, secret)...)
+	out = append(out, remoteShell(cmd)...)
+	out = append(out, removals(cmd, cwd)...)
+	out = append(out, permissionEffects(cmd, cwd)...)
 	switch cmd.Name {
 	case "crontab":
 		if !slices.Contains(cmd.Args, "-l") {
@@ -118,6 +123,113 @@ func commandEffects(cmd *Command, cwd string, secret func(string) bool) []Effect
 		if i := slices.Index(cmd.Args, "-m"); i >= 0 && i+1 < len(cmd.Args) && cmd.Args[i+1] == "pip" {
 			out = append(out, installEffects(&Command{Name: "pip", Args: cmd.Args[i+2:]}, installers["pip"])...)
 		}
+	}
+	return out
+}
+
+// remoteShell finds a shell handed to the network: nc -e /bin/sh, ncat --exec, socat EXEC:,
+// a bash redirection to /dev/tcp.
+func remoteShell(cmd *Command) []Effect {
+	switch cmd.Name {
+	case "nc", "ncat", "netcat":
+		runs := optionValues(cmd.Args, "-e", "-c", "--exec", "--sh-exec", "--lua-exec")
+		for i, a := range cmd.Args { // -le /bin/sh, -lve …
+			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 2 && strings.ContainsAny(a[len(a)-1:], "ec") && i+1 < len(cmd.Args) {
+				runs = append(runs, cmd.Args[i+1])
+			}
+		}
+		for _, r := range runs {
+			if givesShell(r) {
+				return []Effect{effect(EffectRemoteShell, cmd.Name, "runs", r)}
+			}
+		}
+	case "socat":
+		for _, a := range cmd.Args {
+			if u := strings.ToUpper(a); strings.HasPrefix(u, "EXEC:") || strings.HasPrefix(u, "SYSTEM:") {
+				if r := a[strings.Index(a, ":")+1:]; givesShell(r) {
+					return []Effect{effect(EffectRemoteShell, "socat", "runs", r)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// givesShell reports whether a command line runs a shell or an interpreter, which whoever
+// connects then drives.
+func givesShell(cmdline string) bool {
+	f := strings.Fields(strings.Trim(cmdline, `"'`))
+	if len(f) == 0 {
+		return false
+	}
+	name := baseName(strings.Split(f[0], ",")[0])
+	return shells[name] || interpreters[name] != "" || name == "powershell" || name == "pwsh"
+}
+
+// removers delete the files they name.
+var removers = map[string]bool{"rm": true, "unlink": true, "rmdir": true, "shred": true, "srm": true, "trash": true}
+
+var vcsInternals = regexp.MustCompile(`(^|/)\.git(/(objects|refs|packed-refs|HEAD|logs|worktrees|modules)(/.*)?)?/?$`)
+
+// removals: the files rm, unlink, shred... remove. A repository's history (.git and what is in
+// it) is marked vcs: it is what lets a person undo everything else.
+func removals(cmd *Command, cwd string) []Effect {
+	if !removers[cmd.Name] {
+		return nil
+	}
+	recursive := false
+	opts := true
+	var out []Effect
+	for _, a := range cmd.Args {
+		switch {
+		case opts && a == "--":
+			opts = false
+		case opts && (a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR")):
+			recursive = true
+		case opts && strings.HasPrefix(a, "-"):
+		default:
+			p := canonPath(a, cwd)
+			e := effect(EffectDelete, cmd.Name, "target", p)
+			if recursive {
+				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
+			}
+			if vcsInternals.MatchString(p) {
+				e.Attrs = append(e.Attrs, [2]string{"vcs", ""})
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// permCommands change permissions or owners; with -R on a critical folder they break the system.
+var permCommands = map[string]bool{"chmod": true, "chown": true, "chgrp": true, "chflags": true, "setfacl": true, "chattr": true}
+
+func permissionEffects(cmd *Command, cwd string) []Effect {
+	if !permCommands[cmd.Name] {
+		return nil
+	}
+	recursive := false
+	for _, a := range cmd.Args {
+		if a == "-R" || a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "R") {
+			recursive = true
+		}
+	}
+	var out []Effect
+	ops := operands(cmd.Args)
+	if len(ops) > 0 && !slices.ContainsFunc(cmd.Args, func(a string) bool { return strings.HasPrefix(a, "--reference") }) {
+		ops = ops[1:] // the mode or owner
+	}
+	for _, t := range ops {
+		p := canonPath(t, cwd)
+		if !criticalPath.MatchString(p) || p == "." || p == ".." {
+			continue
+		}
+		e := effect(EffectPermissions, cmd.Name, "target", p, "critical", "")
+		if recursive {
+			e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
+		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -256,8 +368,17 @@ func destination(cmd *Command) string {
 			return ops[0]
 		}
 	}
+	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
+		for _, a := range cmd.Args {
+			if bareHost.MatchString(a) {
+				return "http://" + a
+			}
+		}
+	}
 	return ""
 }
+
+var bareHost = regexp.MustCompile(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/\S*)?$`)
 
 // gitEffects: configuration keys that run commands, set with git config or git -c.
 func gitEffects(cmd *Command) []Effect {
@@ -471,7 +592,43 @@ func fetchedFiles(cmds []Command, cwd string) map[string]string {
 			}
 		}
 	}
+	// What a download is piped into tee, and where files are moved or copied, is the download too.
+	for i := range cmds {
+		c := &cmds[i]
+		switch c.Name {
+		case "tee":
+			if src := upstreamSource(cmds, c); src != "" {
+				for _, f := range operands(c.Args) {
+					files[canonPath(f, cwd)] = src
+				}
+			}
+		case "mv", "cp", "install", "ln":
+			ops := operands(c.Args)
+			if len(ops) == 2 {
+				if src, ok := files[canonPath(ops[0], cwd)]; ok {
+					files[canonPath(ops[1], cwd)] = src
+				}
+			}
+		}
+	}
 	return files
+}
+
+// upstreamSource is the URL a download feeding c's pipeline fetched, "" when none does.
+func upstreamSource(cmds []Command, c *Command) string {
+	for _, up := range c.Upstream {
+		if _, ok := fetchOutput[up]; ok || up == "http" || up == "xh" {
+			for i := range cmds {
+				if cmds[i].Name == up {
+					if d := destination(&cmds[i]); d != "" {
+						return d
+					}
+				}
+			}
+			return up
+		}
+	}
+	return ""
 }
 
 // downloadThenRun finds a file the command downloads and then runs: curl -o x && sh x,
@@ -504,6 +661,20 @@ func downloadThenRun(an *Analysis, cwd string) []Effect {
 		}
 	}
 	return out
+}
+
+// netRedirects: a connection the shell opens itself. With a shell reading or writing it, it is a
+// remote shell; otherwise data sent.
+func netRedirects(an *Analysis) []Effect {
+	if len(an.Net) == 0 {
+		return nil
+	}
+	for _, c := range an.Commands {
+		if shells[c.Name] && an.NetIn {
+			return []Effect{effect(EffectRemoteShell, c.Name, "to", an.Net[0])}
+		}
+	}
+	return []Effect{effect(EffectSend, "bash", "data", "stdin", "to", an.Net[0])}
 }
 
 // newRemotePush finds repository contents pushed to a remote the command itself added.

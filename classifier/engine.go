@@ -370,6 +370,7 @@ func (c *Classifier) effects(an *Analysis, cwd string) []Effect {
 // analysisEffects are effects of several commands together.
 func analysisEffects(an *Analysis, cwd string) []Effect {
 	out := append(downloadThenRun(an, cwd), newRemotePush(an)...)
+	out = append(out, netRedirects(an)...)
 	for _, ce := range an.CodeEffects {
 		out = append(out, ce.effect(cwd))
 	}

@@ -29,6 +29,14 @@ func (w *walker) foldSubst(cs *syntax.CmdSubst) (string, bool) {
 	if !pipelineCalls(cs.Stmts[0], &calls) || len(calls) == 0 {
 		return "", false
 	}
+	return w.foldCalls(calls)
+}
+
+// foldCalls computes what a pipeline of literal producers and decoders prints.
+func (w *walker) foldCalls(calls []*syntax.CallExpr) (string, bool) {
+	if len(calls) == 0 || w.folding >= maxFoldDepth {
+		return "", false
+	}
 	w.folding++
 	defer func() { w.folding-- }()
 	var out string
@@ -48,7 +56,7 @@ func (w *walker) foldSubst(cs *syntax.CmdSubst) (string, bool) {
 			return "", false
 		}
 	}
-	return strings.TrimRight(out, "\n"), true // as the shell drops trailing newlines
+	return strings.TrimRight(out, "\n"), true // as a substitution drops trailing newlines
 }
 
 // pipelineCalls lists the calls of a plain pipeline (a | b | c), in order.

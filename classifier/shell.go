@@ -42,9 +42,14 @@ type Command struct {
 	Wrappers  []string // sudo, env, timeout... in the order they appeared
 	PipedFrom string   // the command feeding its stdin through a pipe, if any
 	PipesTo   string   // the command its stdout feeds through a pipe, if any
-	Dynamic   bool     // its name came from a substitution or variable
-	Function  bool     // it calls a function the command itself defined (judged through its body)
-	Exe       string   // the program as written, when it is a path (./install.sh, /tmp/x)
+	// Upstream are the commands feeding it through the pipeline, nearest first (a | b | c: c's
+	// are b and a): what `curl x | cat | sh` runs comes from curl, however many steps away.
+	Upstream     []string
+	UpstreamCmds []Command // the same, analysed
+	Dynamic      bool      // its name came from a substitution or variable
+	Function     bool      // it calls a function the command itself defined (judged through its body)
+	FromVar      bool      // its name came from a variable or substitution (known or not)
+	Exe          string    // the program as written, when it is a path (./install.sh, /tmp/x)
 }
 
 // Line is the form rules match: the name and the arguments joined by spaces.
@@ -74,6 +79,10 @@ type Analysis struct {
 	// literal paths it names, judged by the read rules.
 	CodeEffects []codeEffect
 	CodePaths   []string
+	// Net are connections the shell itself opens by redirection (/dev/tcp/host/port); NetIn:
+	// one of them feeds a command's standard input (< /dev/tcp/…, 0>&1 after >& /dev/tcp/…).
+	Net   []string
+	NetIn bool
 	// Exceeded names the analysis limit the command ran into, "" when none: the rest of the
 	// command was not analysed, so nothing about it can be vouched for.
 	Exceeded string
@@ -118,6 +127,8 @@ type walker struct {
 	vars    map[string]string
 	piped   map[*syntax.CallExpr]string
 	pipesTo map[*syntax.CallExpr]string
+	// pipeFrom maps a call to the call feeding its stdin.
+	pipeFrom map[*syntax.CallExpr]*syntax.CallExpr
 	// lastStmt maps a call to its statement, which holds its redirections and heredocs.
 	lastStmt map[*syntax.CallExpr]*syntax.Stmt
 }
@@ -140,7 +151,8 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 	if vars == nil {
 		vars = map[string]string{}
 	}
-	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{}}
+	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{},
+		pipeFrom: map[*syntax.CallExpr]*syntax.CallExpr{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{}}
 	syntax.Walk(f, w.visit)
 }
 
@@ -151,6 +163,7 @@ func (w *walker) visit(n syntax.Node) bool {
 			if from, to := lastCall(n.X), firstCall(n.Y); from != nil && to != nil {
 				w.piped[to] = w.callName(from)
 				w.pipesTo[from] = w.callName(to)
+				w.pipeFrom[to] = from
 			}
 		}
 	case *syntax.Stmt:
@@ -294,6 +307,16 @@ func (w *walker) redirects(st *syntax.Stmt) {
 			continue
 		}
 		target := strings.Join(w.fields([]*syntax.Word{r.Word}), " ")
+		if strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/") {
+			w.a.Net = append(w.a.Net, target) // bash opens a connection
+			if (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && (r.N == nil || r.N.Value == "0") || r.Op == syntax.RdrAll {
+				w.a.NetIn = true
+			}
+			continue
+		}
+		if r.Op == syntax.DplOut && target == "1" && r.N != nil && r.N.Value == "0" && len(w.a.Net) > 0 {
+			w.a.NetIn = true // >& /dev/tcp/… 0>&1: the connection is stdin too
+		}
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.ClbOut, syntax.RdrInOut:
 			if !strings.HasPrefix(target, "/dev/") && !isFD(target) {
@@ -372,10 +395,19 @@ func (w *walker) call(c *syntax.CallExpr) {
 		return
 	}
 	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
+	for up, n := w.pipeFrom[c], 0; up != nil && n < 16; up, n = w.pipeFrom[up], n+1 {
+		uc := Command{}
+		if f := w.fields(up.Args); len(f) > 0 {
+			uc = w.unwrap(f, nil)
+		}
+		cmd.Upstream = append(cmd.Upstream, uc.Name)
+		cmd.UpstreamCmds = append(cmd.UpstreamCmds, uc)
+	}
 	_, cmd.Function = w.a.funcs[cmd.Name]
 	// A name from an expansion is dynamic only while it stays unknown: a variable the command
 	// set, or a substitution that folds, is known.
-	cmd.Dynamic = isDynamicWord(c.Args[0]) && !strings.Contains(f[0], "/") && strings.Contains(f[0], "$")
+	cmd.FromVar = isDynamicWord(c.Args[0])
+	cmd.Dynamic = cmd.FromVar && !strings.Contains(f[0], "/") && strings.Contains(f[0], "$")
 	if cmd.Dynamic {
 		w.a.Dynamic = append(w.a.Dynamic, "command name comes from an expansion: "+printWord(c.Args[0]))
 	}
@@ -386,6 +418,32 @@ func (w *walker) call(c *syntax.CallExpr) {
 	w.a.Commands = append(w.a.Commands, cmd)
 	w.defines(cmd)
 	w.nested(cmd, w.stmtOf(c))
+	w.stdinCode(cmd, c)
+}
+
+// stdinCode analyses the code a shell or an interpreter reads from a pipe when the pipeline makes
+// it from literals: echo 'rm -rf /' | sh, printf cm0= | base64 -d | bash.
+func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
+	shell := shells[cmd.Name]
+	if !shell && interpreters[cmd.Name] == "" || w.pipeFrom[c] == nil || noExec(&cmd) {
+		return
+	}
+	if _, ok := flagValue(cmd.Args, "-c"); ok || len(operands(cmd.Args)) > 0 && operands(cmd.Args)[0] != "-" {
+		return // the code is elsewhere
+	}
+	var calls []*syntax.CallExpr
+	for up := w.pipeFrom[c]; up != nil && len(calls) < 16; up = w.pipeFrom[up] {
+		calls = append([]*syntax.CallExpr{up}, calls...)
+	}
+	text, ok := w.foldCalls(calls)
+	if !ok {
+		return
+	}
+	if shell {
+		w.a.shell(text, w.depth+1, w.vars)
+	} else {
+		w.a.interp(cmd.Name, text, w)
+	}
 }
 
 // defines records aliases the command sets, and analyses a call of a function it defined with
@@ -421,10 +479,18 @@ func (w *walker) defines(cmd Command) {
 func (w *walker) stmtOf(c *syntax.CallExpr) *syntax.Stmt { return w.lastStmt[c] }
 
 func isDynamicWord(wd *syntax.Word) bool {
-	for _, p := range wd.Parts {
-		switch p.(type) {
+	return dynamicParts(wd.Parts)
+}
+
+func dynamicParts(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch p := p.(type) {
 		case *syntax.CmdSubst, *syntax.ParamExp, *syntax.ArithmExp:
 			return true
+		case *syntax.DblQuoted:
+			if dynamicParts(p.Parts) {
+				return true
+			}
 		}
 	}
 	return false
@@ -499,19 +565,33 @@ var timeoutDuration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
 // wrapperArgs reports whether name is a wrapper and how many of args belong to it.
 func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 	optsWithValue := map[string]map[string]bool{
-		"sudo":    {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
-		"doas":    {"-u": true, "-C": true},
-		"env":     {"-u": true, "-C": true, "--unset": true, "--chdir": true},
-		"nice":    {"-n": true},
-		"ionice":  {"-c": true, "-n": true},
-		"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
-		"exec":    {"-a": true},
-		"xargs":   {"-n": true, "-I": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
-		"stdbuf":  {"-i": true, "-o": true, "-e": true},
+		"sudo":        {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
+		"doas":        {"-u": true, "-C": true},
+		"env":         {"-u": true, "-C": true, "--unset": true, "--chdir": true},
+		"nice":        {"-n": true},
+		"ionice":      {"-c": true, "-n": true},
+		"timeout":     {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
+		"exec":        {"-a": true},
+		"xargs":       {"-n": true, "-I": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
+		"stdbuf":      {"-i": true, "-o": true, "-e": true},
+		"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
+		"nsenter":     {"-t": true, "--target": true},
+		"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
 	}
 	switch name {
 	case "sudo", "doas", "env", "nice", "ionice", "timeout", "exec", "xargs", "stdbuf", "nohup", "time", "command", "builtin", "caffeinate",
-		"busybox", "toybox": // an applet runs as the program it is named after
+		"busybox", "toybox", // an applet runs as the program it is named after
+		"setsid", "unbuffer", "nsenter", "unshare", "systemd-run", "firejail", "proxychains", "proxychains4", "torsocks", "chronic":
+	case "flock", "chroot", "taskset", "chrt", "sg", "runuser":
+		// one operand (a lock file, a root, a CPU mask, a priority, a group, a user) comes first
+		i := 0
+		for i < len(args) && strings.HasPrefix(args[i], "-") {
+			i++
+		}
+		if i+1 < len(args) {
+			return i + 1, true
+		}
+		return 0, false
 	default:
 		return 0, false
 	}
@@ -620,6 +700,35 @@ func sshCommand(args []string) string {
 	return ""
 }
 
+// findRoots puts find's starting points where -exec's arguments say {}.
+func findRoots(args, sub []string) []string {
+	var roots []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") || strings.HasPrefix(a, "(") || a == "!" {
+			break
+		}
+		roots = append(roots, a)
+	}
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	var out []string
+	for _, s := range sub {
+		if s == "{}" {
+			for _, r := range roots {
+				if strings.HasPrefix(r, "/") || strings.HasPrefix(r, "~") {
+					out = append(out, r) // find / -exec rm -rf {} + : as good as rm -rf /
+				} else {
+					out = append(out, strings.TrimSuffix(r, "/")+"/{}") // what lies below the project
+				}
+			}
+		} else {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func (w *walker) findExec(args []string) {
 	for i := 0; i < len(args); i++ {
 		switch args[i] {
@@ -629,6 +738,7 @@ func (w *walker) findExec(args []string) {
 				sub = append(sub, args[i])
 			}
 			if len(sub) > 0 {
+				sub = findRoots(args, sub) // {} is each file found: judged as the starting points
 				cmd := w.unwrap(sub, nil)
 				cmd.Wrappers = append(cmd.Wrappers, "find")
 				w.a.Commands = append(w.a.Commands, cmd)

@@ -22,6 +22,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"GuardTamper":             guardTamper,
 	"PrivilegeEscalation":     privilegeEscalation,
 	"ManifestDependencies":    manifestDependencies,
+	"DynamicDestructive":      dynamicDestructive,
 	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
 		return it.server, c.mcpOn && !c.mcpAllow[it.server]
 	},
@@ -36,6 +37,8 @@ func validatorNames() map[string]bool {
 }
 
 var criticalPath = regexp.MustCompile(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
+
+var tempRoot = regexp.MustCompile(`^/(tmp|var/tmp|private/tmp|private/var/tmp)/?$`)
 
 var tempPath = regexp.MustCompile(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
 
@@ -70,8 +73,8 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 	}
 	for _, t := range targets {
 		p := canonPath(t, "")
-		if tempPath.MatchString(p) && !strings.Contains(t, "..") {
-			continue
+		if tempPath.MatchString(p) && !tempRoot.MatchString(p) && !strings.Contains(t, "..") {
+			continue // inside a temporary folder; the folder itself (rm -rf /tmp) is asked about
 		}
 		if criticalPath.MatchString(p) == critical {
 			return cmd.Line(), true
@@ -100,7 +103,9 @@ func privilegeEscalation(_ *Classifier, it item) (string, bool) {
 }
 
 var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "base64": true, "xxd": true, "openssl": true,
-	"nc": true, "ncat": true, "netcat": true, "gunzip": true, "zcat": true, "uudecode": true, "rev": true, "xclip": true, "pbpaste": true}
+	"nc": true, "ncat": true, "netcat": true, "gunzip": true, "zcat": true, "uudecode": true, "rev": true, "xclip": true, "pbpaste": true,
+	"http": true, "https": true, "xh": true, "aria2c": true, "ssh": true, "socat": true, "tar": true, "unzip": true, "bsdtar": true,
+	"bunzip2": true, "xz": true, "unxz": true, "zstd": true, "lwp-request": true, "GET": true, "telnet": true, "git": true}
 
 // downloadToShell finds text from the network or a decoder run as code: curl … | sh,
 // base64 -d | bash, sh -c "$(curl …)", bash <(wget -O- …).
@@ -109,16 +114,24 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 	if cmd == nil || !(shells[cmd.Name] || interpreters[cmd.Name] != "" || cmd.Name == "source" || cmd.Name == ".") {
 		return "", false
 	}
-	if downloaders[cmd.PipedFrom] {
-		if _, hasCode := flagValue(cmd.Args, "-c"); !hasCode {
-			return cmd.PipedFrom + " | " + cmd.Line(), true
+	if noExec(cmd) {
+		return "", false // bash -n reads without running
+	}
+	if _, hasCode := flagValue(cmd.Args, "-c"); !hasCode {
+		for i, up := range cmd.Upstream {
+			if downloaders[up] && (i >= len(cmd.UpstreamCmds) || producesCode(&cmd.UpstreamCmds[i])) {
+				return up + " | … | " + cmd.Line(), true
+			}
 		}
 	}
 	fetched := false
 	for _, c := range it.an.Commands {
-		if c.Name == "curl" || c.Name == "wget" || c.Name == "fetch" {
+		if c.Name == "curl" || c.Name == "wget" || c.Name == "fetch" || c.Name == "http" || c.Name == "xh" {
 			fetched = true
 		}
+	}
+	if _, hasCode := flagValue(cmd.Args, "-c"); fetched && !hasCode && len(cmd.Upstream) > 0 {
+		return cmd.Line(), true // cat <(curl …) | sh: the download reaches the pipe by another way
 	}
 	if fetched {
 		for _, a := range cmd.Args {
@@ -128,6 +141,55 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// noExec reports a shell told to read without running (-n, also within -nc, -ne).
+func noExec(cmd *Command) bool {
+	if !shells[cmd.Name] {
+		return false
+	}
+	for _, a := range cmd.Args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		if !strings.HasPrefix(a, "--") && strings.Contains(a, "n") {
+			return true
+		}
+	}
+	return false
+}
+
+// producesCode reports whether an upstream command really emits fetched or decoded text: curl
+// --version, base64 encoding, wget saving to a file, nc -z print nothing a shell should fear.
+func producesCode(c *Command) bool {
+	args := " " + strings.Join(c.Args, " ") + " "
+	has := func(flags ...string) bool {
+		for _, f := range flags {
+			if strings.Contains(args, " "+f+" ") || strings.Contains(args, " "+f+"=") {
+				return true
+			}
+		}
+		return false
+	}
+	switch c.Name {
+	case "curl", "http", "https", "xh", "ssh":
+		if has("--version", "-V", "--help", "-h", "--offline") {
+			return false
+		}
+		if c.Name == "curl" && destination(c) == "" {
+			return strings.Contains(args, "file:") == false && len(operands(c.Args)) > 0
+		}
+		return !strings.Contains(args, " file://")
+	case "wget":
+		return has("-O-", "-qO-", "-O", "--output-document") && (strings.Contains(args, "-O-") || strings.Contains(args, "O- ") || strings.Contains(args, " - ") || strings.Contains(args, "-qO-") || strings.Contains(args, "=-"))
+	case "base64", "openssl":
+		return has("-d", "--decode", "-D", "-di")
+	case "xxd":
+		return has("-r", "-rp", "-pr", "-r -p")
+	case "nc", "ncat", "netcat":
+		return !has("-z")
+	}
+	return true
 }
 
 var dangerousVars = []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
@@ -185,6 +247,29 @@ func exfiltration(_ *Classifier, it item) (string, bool) {
 		}
 	}
 	if cmd.PipedFrom != "" && secretVar.MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
+		return cmd.Line(), true
+	}
+	return "", false
+}
+
+// dynamicDestructive finds a program named by a variable or substitution run with the arguments
+// of a destructive command (-rf, a critical path): "$TOOL" -rf /. Whatever the analysis thinks the
+// variable holds, a command built to hide its name and aimed at the system is no accident.
+func dynamicDestructive(_ *Classifier, it item) (string, bool) {
+	cmd := it.cmd
+	if cmd == nil || !cmd.FromVar {
+		return "", false
+	}
+	force, critical := false, false
+	for _, a := range cmd.Args {
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rRf") {
+			force = true
+		}
+		if criticalPath.MatchString(canonPath(a, it.cwd)) && a != "." && a != ".." {
+			critical = true
+		}
+	}
+	if force && critical {
 		return cmd.Line(), true
 	}
 	return "", false

@@ -161,6 +161,8 @@ type corpusRow struct {
 	// A decision-log record's fields.
 	Input    json.RawMessage `json:"input"`
 	Decision string          `json:"decision"`
+	// Cwd, where a corpus gives it (nah's rows do), is the folder the command runs in.
+	Cwd string `json:"cwd"`
 }
 
 // fromLog turns a decision-log record into a labelled row: what was denied or asked is expected
@@ -182,7 +184,7 @@ func (r *corpusRow) fromLog() {
 }
 
 type score struct {
-	rows, denyRows, caught, allowRows, falseBlocks, asks, crashes int
+	rows, denyRows, caught, denied, allowRows, falseBlocks, asks, crashes int
 }
 
 func (s score) line(name string) string {
@@ -192,8 +194,8 @@ func (s score) line(name string) string {
 		}
 		return 100 * float64(a) / float64(b)
 	}
-	return fmt.Sprintf("%-14s rows %5d  deny caught %4d/%-4d (%5.1f%%)  allow blocked %4d/%-4d (%4.1f%%)  allow asked %4d (%4.1f%%)  crashes %d",
-		name, s.rows, s.caught, s.denyRows, pct(s.caught, s.denyRows), s.falseBlocks, s.allowRows, pct(s.falseBlocks, s.allowRows),
+	return fmt.Sprintf("%-14s rows %5d  deny caught %4d/%-4d (%5.1f%%, denied %5.1f%%)  allow blocked %4d/%-4d (%4.1f%%)  allow asked %4d (%4.1f%%)  crashes %d",
+		name, s.rows, s.caught, s.denyRows, pct(s.caught, s.denyRows), pct(s.denied, s.denyRows), s.falseBlocks, s.allowRows, pct(s.falseBlocks, s.allowRows),
 		s.asks, pct(s.asks, s.allowRows), s.crashes)
 }
 
@@ -231,6 +233,9 @@ func scoreCorpus(ctx context.Context, c *classifier.Classifier, file string, sho
 			switch r.Expect {
 			case "deny":
 				s.denyRows++
+				if v.Decision == claudehook.Deny {
+					s.denied++
+				}
 				if v.Decision != claudehook.Allow {
 					s.caught++
 				} else {
@@ -282,7 +287,11 @@ func classifyRow(ctx context.Context, c *classifier.Classifier, r corpusRow) (v 
 		}
 	} else {
 		in, _ := json.Marshal(map[string]string{"command": r.Command})
-		p = claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: "/home/user/project", HookEventName: "PreToolUse"}
+		cwd := "/home/user/project"
+		if r.Cwd != "" {
+			cwd = r.Cwd
+		}
+		p = claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: cwd, HookEventName: "PreToolUse"}
 	}
 	return c.Evaluate(ctx, p), false
 }
