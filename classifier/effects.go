@@ -342,6 +342,33 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 	if rawSenders[cmd.Name] && cmd.PipedFrom != "" {
 		add("stdin:"+cmd.PipedFrom, false)
 	}
+	if cmd.Name == "gh" { // gh gist create FILE..., gh api -F f=@FILE / --input FILE
+		ops := operands(cmd.Args)
+		if len(ops) >= 2 && ops[0] == "gist" && (ops[1] == "create" || ops[1] == "new" || ops[1] == "edit") {
+			dest = "https://gist.github.com"
+			for _, f := range ops[2:] {
+				add("file:"+f, true)
+			}
+		}
+		if len(ops) >= 1 && ops[0] == "api" {
+			dest = "https://api.github.com"
+			for _, v := range optionValues(cmd.Args, "-F", "--field", "--input") {
+				if f, ok := strings.CutPrefix(v[strings.Index(v, "=")+1:], "@"); ok {
+					add("file:"+f, true)
+				} else if !strings.Contains(v, "=") && v != "-" {
+					add("file:"+v, true)
+				}
+			}
+		}
+	}
+	if cmd.Name == "tar" || cmd.Name == "gtar" || cmd.Name == "bsdtar" { // tar -cf host:archive
+		for _, f := range optionValues(cmd.Args, "-f", "--file") {
+			if remoteSpec.MatchString(f) && !strings.Contains(f, "://") {
+				dest = f
+				add("archive", false)
+			}
+		}
+	}
 	if cmd.Name == "scp" || cmd.Name == "rsync" || cmd.Name == "sftp" {
 		ops := operands(cmd.Args)
 		if n := len(ops); n >= 2 && remoteSpec.MatchString(ops[n-1]) {

@@ -417,6 +417,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	}
 	w.a.Commands = append(w.a.Commands, cmd)
 	w.defines(cmd)
+	w.readHere(cmd, w.stmtOf(c))
 	w.nested(cmd, w.stmtOf(c))
 	w.stdinCode(cmd, c)
 }
@@ -446,9 +447,45 @@ func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
 	}
 }
 
+// readHere sets the variable read takes from a here-string: read TOOL <<< rm.
+func (w *walker) readHere(cmd Command, st *syntax.Stmt) {
+	if cmd.Name != "read" || st == nil {
+		return
+	}
+	ops := operands(cmd.Args)
+	if len(ops) != 1 {
+		return
+	}
+	for _, r := range st.Redirs {
+		if r.Op == syntax.WordHdoc && r.Word != nil {
+			if f := w.fields([]*syntax.Word{r.Word}); len(f) > 0 {
+				w.vars[ops[0]] = strings.Join(f, " ")
+			}
+		}
+	}
+}
+
 // defines records aliases the command sets, and analyses a call of a function it defined with
 // the call's arguments in place of $1, $2, $@.
 func (w *walker) defines(cmd Command) {
+	switch cmd.Name {
+	case "printf": // printf -v VAR FORMAT ARGS sets VAR
+		if len(cmd.Args) >= 3 && cmd.Args[0] == "-v" {
+			if out, ok := printfOutput(cmd.Args[2], cmd.Args[3:]); ok {
+				w.vars[cmd.Args[1]] = out
+			}
+		}
+	case "declare", "typeset", "local":
+		if len(cmd.Args) >= 2 && strings.Contains(cmd.Args[0], "n") && strings.HasPrefix(cmd.Args[0], "-") {
+			for _, a := range cmd.Args[1:] { // a name reference: the variable it names
+				if ref, target, ok := strings.Cut(a, "="); ok {
+					if v, known := w.vars[target]; known {
+						w.vars[ref] = v
+					}
+				}
+			}
+		}
+	}
 	if cmd.Name == "alias" {
 		for _, a := range cmd.Args {
 			if name, value, ok := strings.Cut(a, "="); ok && name != "" {
