@@ -150,8 +150,12 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 // sign of a removal whose events have not reached us yet. It is put back only after one hold of
 // session.RemovalQuiet (a removal goes on meanwhile, and its events extend the hold).
 func (c *Collector) justVanished(s *session.Session) bool {
-	_, err := s.Lstat(session.BridgeDir)
-	gone := errors.Is(err, fs.ErrNotExist)
+	gone := false
+	for _, name := range []string{session.BridgeDir, session.DecisionsDir} {
+		if _, err := s.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			gone = true // a removal takes decisions/ first, then our folder
+		}
+	}
 	c.mu.Lock()
 	t := c.sessions[s.Dir()]
 	if t == nil { // a host channel, or a session not tracked

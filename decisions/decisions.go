@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -35,11 +36,35 @@ func Write(s *session.Session, rid string, d claudehook.Decision, reason, contex
 }
 
 // WriteAlive vouches that the daemon answers hooks in this session until the given time.
+//
+// A renewal rewrites the lease in place when it can: a temporary file and a rename would add an
+// entry to our folder, and one added while Cowork deletes the session makes the deletion fail
+// ("directory not empty") and leaves a ghost session. In place means: the same length (a Unix
+// time, so always until 2286), a plain file with one link (a hard link planted there would carry
+// the write to a file outside the session). Anything else is replaced whole.
 func WriteAlive(s *session.Session, until time.Time) error {
-	if err := s.Publish(session.AliveFile, []byte(strconv.FormatInt(until.Unix(), 10)+"\n"), 0o600); err != nil {
+	data := []byte(strconv.FormatInt(until.Unix(), 10) + "\n")
+	if renewInPlace(s, data) {
+		return nil
+	}
+	if err := s.Publish(session.AliveFile, data, 0o600); err != nil {
 		return fmt.Errorf("write alive lease: %w", err)
 	}
 	return nil
+}
+
+func renewInPlace(s *session.Session, data []byte) bool {
+	f, err := s.OpenFile(session.AliveFile, os.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	fi, err := f.Stat()
+	ok := err == nil && fi.Size() == int64(len(data)) && links(fi) == 1
+	if ok {
+		_, err = f.WriteAt(data, 0)
+		ok = err == nil
+	}
+	return f.Close() == nil && ok
 }
 
 // RemoveAlive withdraws the lease, so that enforce hooks deny at once instead of waiting out their

@@ -210,3 +210,40 @@ func TestSweepOfASessionWithoutOurFolderIsQuiet(t *testing.T) {
 		t.Errorf("Sweep = %+v, %v", res, err)
 	}
 }
+
+// A renewal rewrites the lease in place: no new entry appears in our folder (one appearing while
+// Cowork deletes the session would make the deletion fail). A lease hard-linked to a file outside
+// the session is replaced, never written through.
+func TestTheLeaseIsRenewedInPlaceButNeverThroughAHardLink(t *testing.T) {
+	s, dir, _ := newSession(t)
+	if err := WriteAlive(s, time.Unix(2000000000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	lease := filepath.Join(dir, ".claude", "coworkbridge", "alive")
+	before, _ := os.Stat(lease)
+	if err := WriteAlive(s, time.Unix(2000000100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(lease)
+	if !os.SameFile(before, after) {
+		t.Error("the renewal replaced the lease instead of rewriting it")
+	}
+	if until, err := ReadAlive(s); err != nil || until.Unix() != 2000000100 {
+		t.Errorf("lease %v %v", until, err)
+	}
+	outside := filepath.Join(t.TempDir(), "precious")
+	os.WriteFile(outside, []byte("2000000000\n"), 0o600)
+	os.Remove(lease)
+	if err := os.Link(outside, lease); err != nil {
+		t.Skip(err)
+	}
+	if err := WriteAlive(s, time.Unix(2000000200, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(outside); string(data) != "2000000000\n" {
+		t.Errorf("the file outside the session was written through a hard link: %q", data)
+	}
+	if until, _ := ReadAlive(s); until.Unix() != 2000000200 {
+		t.Errorf("the lease was not renewed: %v", until)
+	}
+}

@@ -110,8 +110,10 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 		return out, fmt.Errorf("examine %s: %w", session.ClaudeDir, err)
 	}
 	if !create {
-		if _, err := s.Lstat(session.BridgeDir); errors.Is(err, fs.ErrNotExist) {
-			return out, fmt.Errorf("%s: %w", session.BridgeDir, ErrVanished)
+		for _, name := range []string{session.BridgeDir, session.DecisionsDir} {
+			if _, err := s.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+				return out, fmt.Errorf("%s: %w", name, ErrVanished)
+			}
 		}
 	}
 	if err := s.MkdirAll(session.DecisionsDir, 0o700); err != nil {

@@ -155,7 +155,7 @@ func TestRepairCreatesNothingThatVanished(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dir, ".claude", "coworkbridge")); err == nil {
 		t.Error("our folder was created again")
 	}
-	os.MkdirAll(filepath.Join(dir, ".claude", "coworkbridge"), 0o700)
+	os.MkdirAll(filepath.Join(dir, ".claude", "coworkbridge", "decisions"), 0o700)
 	if out, err := Repair(s, e, testSchema(t), now); err != nil || !out.Merge.Added {
 		t.Errorf("an existing file missing our entry is repaired: %+v %v", out, err)
 	}
