@@ -600,21 +600,23 @@ func baseName(s string) string {
 var timeoutDuration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
 
 // wrapperArgs reports whether name is a wrapper and how many of args belong to it.
+// wrapperOptsWithValue are the options of each wrapper that take a value.
+var wrapperOptsWithValue = map[string]map[string]bool{
+	"sudo":        {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
+	"doas":        {"-u": true, "-C": true},
+	"env":         {"-u": true, "-C": true, "--unset": true, "--chdir": true},
+	"nice":        {"-n": true},
+	"ionice":      {"-c": true, "-n": true},
+	"timeout":     {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
+	"exec":        {"-a": true},
+	"xargs":       {"-n": true, "-I": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
+	"stdbuf":      {"-i": true, "-o": true, "-e": true},
+	"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
+	"nsenter":     {"-t": true, "--target": true},
+	"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
+}
+
 func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
-	optsWithValue := map[string]map[string]bool{
-		"sudo":        {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
-		"doas":        {"-u": true, "-C": true},
-		"env":         {"-u": true, "-C": true, "--unset": true, "--chdir": true},
-		"nice":        {"-n": true},
-		"ionice":      {"-c": true, "-n": true},
-		"timeout":     {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
-		"exec":        {"-a": true},
-		"xargs":       {"-n": true, "-I": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
-		"stdbuf":      {"-i": true, "-o": true, "-e": true},
-		"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
-		"nsenter":     {"-t": true, "--target": true},
-		"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
-	}
 	switch name {
 	case "sudo", "doas", "env", "nice", "ionice", "timeout", "exec", "xargs", "stdbuf", "nohup", "time", "command", "builtin", "caffeinate",
 		"busybox", "toybox", // an applet runs as the program it is named after
@@ -644,7 +646,7 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 		case name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
 			cmd.Assigns = append(cmd.Assigns, a)
 		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if optsWithValue[name][a] {
+			if wrapperOptsWithValue[name][a] {
 				i++
 			}
 		case name == "timeout" && timeoutDuration.MatchString(a):
