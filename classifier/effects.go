@@ -101,6 +101,7 @@ func commandEffects(cmd *Command, cwd string, secret func(string) bool) []Effect
 	out = append(out, sendEffects(cmd, cwd, secret)...)
 	out = append(out, remoteShell(cmd)...)
 	out = append(out, removals(cmd, cwd)...)
+	out = append(out, movesAway(cmd, cwd)...)
 	out = append(out, permissionEffects(cmd, cwd)...)
 	switch cmd.Name {
 	case "crontab":
@@ -184,7 +185,7 @@ func removals(cmd *Command, cwd string) []Effect {
 		switch {
 		case opts && a == "--":
 			opts = false
-		case opts && (a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR")):
+		case opts && (longOption(a, "--recursive") || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR")):
 			recursive = true
 		case opts && strings.HasPrefix(a, "-"):
 		default:
@@ -202,6 +203,38 @@ func removals(cmd *Command, cwd string) []Effect {
 	return out
 }
 
+// longOption reports whether a is the long option full or an abbreviation of it that GNU tools
+// accept (--rec for --recursive).
+func longOption(a, full string) bool {
+	return len(a) >= 5 && strings.HasPrefix(full, a)
+}
+
+// movesAway: mv takes its sources away from where they were; rsync --delete removes what the
+// destination has beyond the source. Aimed at a critical folder, both are a deletion of it.
+func movesAway(cmd *Command, cwd string) []Effect {
+	ops := operands(cmd.Args)
+	var targets []string
+	switch {
+	case cmd.Name == "mv" && len(ops) >= 2:
+		targets = ops[:len(ops)-1]
+	case cmd.Name == "rsync" && len(ops) >= 2 && slices.ContainsFunc(cmd.Args, func(a string) bool { return strings.HasPrefix(a, "--delete") }) &&
+		!slices.ContainsFunc(cmd.Args, func(a string) bool {
+			return a == "--dry-run" || a == "--list-only" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "n")
+		}):
+		targets = ops[len(ops)-1:]
+	}
+	var out []Effect
+	for _, t := range targets {
+		if p := canonPath(t, cwd); criticalPath.MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
+			if cwdP := canonPath(cwd, ""); p == cwdP || strings.HasPrefix(p, cwdP+"/") {
+				continue // the project's own folders
+			}
+			out = append(out, effect(EffectDelete, cmd.Name, "target", p, "critical", ""))
+		}
+	}
+	return out
+}
+
 // permCommands change permissions or owners; with -R on a critical folder they break the system.
 var permCommands = map[string]bool{"chmod": true, "chown": true, "chgrp": true, "chflags": true, "setfacl": true, "chattr": true}
 
@@ -211,7 +244,7 @@ func permissionEffects(cmd *Command, cwd string) []Effect {
 	}
 	recursive := false
 	for _, a := range cmd.Args {
-		if a == "-R" || a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "R") {
+		if a == "-R" || longOption(a, "--recursive") || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "R") {
 			recursive = true
 		}
 	}
@@ -362,7 +395,13 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 		}
 	}
 	if cmd.Name == "tar" || cmd.Name == "gtar" || cmd.Name == "bsdtar" { // tar -cf host:archive
-		for _, f := range optionValues(cmd.Args, "-f", "--file") {
+		files := optionValues(cmd.Args, "-f", "--file")
+		for i, a := range cmd.Args { // -cf ARCHIVE, -czf ARCHIVE
+			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.HasSuffix(a, "f") && len(a) > 2 && i+1 < len(cmd.Args) {
+				files = append(files, cmd.Args[i+1])
+			}
+		}
+		for _, f := range files {
 			if remoteSpec.MatchString(f) && !strings.Contains(f, "://") {
 				dest = f
 				add("archive", false)
@@ -573,9 +612,32 @@ func execStrings(cmd *Command) []string {
 				out = append(out, m[1]+m[2])
 			}
 		}
-	case "watch", "entr":
-		if ops := operands(cmd.Args); len(ops) > 0 && cmd.Name == "watch" {
-			out = append(out, strings.Join(ops, " "))
+	case "watch":
+		i := 0
+		for i < len(cmd.Args) && strings.HasPrefix(cmd.Args[i], "-") {
+			if a := cmd.Args[i]; a == "-n" || a == "--interval" || a == "-q" || a == "--equexit" {
+				i++
+			}
+			i++
+		}
+		if i < len(cmd.Args) {
+			out = append(out, strings.Join(cmd.Args[i:], " "))
+		}
+	case "tmux":
+		ops := operands(cmd.Args)
+		if len(ops) >= 2 && (ops[0] == "new-session" || ops[0] == "new" || ops[0] == "new-window" || ops[0] == "split-window" || ops[0] == "respawn-pane") {
+			out = append(out, ops[len(ops)-1])
+		}
+	case "screen":
+		for i, a := range cmd.Args {
+			if (a == "-dm" || a == "-dmS" || a == "-d" || a == "-m") && i+1 < len(cmd.Args) {
+				rest := cmd.Args[i+1:]
+				if a == "-dmS" && len(rest) > 0 {
+					rest = rest[1:]
+				}
+				out = append(out, strings.Join(rest, " "))
+				break
+			}
 		}
 	}
 	return out
@@ -623,6 +685,15 @@ func fetchedFiles(cmds []Command, cwd string) map[string]string {
 	for i := range cmds {
 		c := &cmds[i]
 		switch c.Name {
+		case "scp", "rsync": // copied from a remote host, or a download copied on
+			ops := operands(c.Args)
+			if len(ops) == 2 && remoteSpec.MatchString(ops[0]) && !remoteSpec.MatchString(ops[1]) {
+				files[canonPath(ops[1], cwd)] = ops[0]
+			} else if len(ops) == 2 {
+				if src, ok := files[canonPath(ops[0], cwd)]; ok {
+					files[canonPath(ops[1], cwd)] = src
+				}
+			}
 		case "tee":
 			if src := upstreamSource(cmds, c); src != "" {
 				for _, f := range operands(c.Args) {
@@ -662,6 +733,9 @@ func upstreamSource(cmds []Command, c *Command) string {
 // wget URL && chmod +x f && ./f, tee to a file then source it.
 func downloadThenRun(an *Analysis, cwd string) []Effect {
 	files := fetchedFiles(an.Commands, cwd)
+	for p, src := range an.Fetched { // base64 -d > x.sh, curl … > x.sh
+		files[canonPath(p, cwd)] = src
+	}
 	if len(files) == 0 {
 		return nil
 	}
@@ -670,13 +744,11 @@ func downloadThenRun(an *Analysis, cwd string) []Effect {
 		c := &an.Commands[i]
 		var ran string
 		switch {
+		case c.Exe != "":
+			ran = c.Exe // ./bash is the file named bash, whatever its name says
 		case shells[c.Name] || interpreters[c.Name] != "" || c.Name == "source" || c.Name == ".":
 			if ops := operands(c.Args); len(ops) > 0 {
 				ran = ops[0]
-			}
-		default:
-			if c.Exe != "" {
-				ran = c.Exe
 			}
 		}
 		if ran == "" {

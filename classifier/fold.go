@@ -47,9 +47,12 @@ func (w *walker) foldCalls(calls []*syntax.CallExpr) (string, bool) {
 		}
 		name, args := baseName(f[0]), f[1:]
 		var ok bool
-		if i == 0 {
+		switch {
+		case i == 0 && name == "cat" && len(args) == 0 && w.lastStmt[c] != nil:
+			out, ok = heredoc(w.lastStmt[c]) // cat <<'EOF' | bash
+		case i == 0:
 			out, ok = produce(name, args)
-		} else {
+		default:
 			out, ok = transform(name, args, out)
 		}
 		if !ok {

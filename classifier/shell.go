@@ -79,6 +79,13 @@ type Analysis struct {
 	// literal paths it names, judged by the read rules.
 	CodeEffects []codeEffect
 	CodePaths   []string
+	// Fetched are files a downloader or decoder writes by redirection (curl … > x.sh); Scripts are
+	// literal text written to files (echo 'rm -rf /' > x.sh), analysed when a shell runs them.
+	Fetched map[string]string
+	Scripts map[string]string
+	// ForkBomb: a function that calls itself in the background or through a pipe, or a loop that
+	// never ends and starts a background job each time.
+	ForkBomb bool
 	// Net are connections the shell itself opens by redirection (/dev/tcp/host/port); NetIn:
 	// one of them feeds a command's standard input (< /dev/tcp/…, 0>&1 after >& /dev/tcp/…).
 	Net   []string
@@ -106,6 +113,24 @@ var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true
 var interpreters = map[string]string{ // name -> flag that takes code
 	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
 	"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
+	"pwsh": "-Command", "powershell": "-Command",
+}
+
+// canonicalProgram folds version suffixes of interpreters: python3.12 runs as python3, node18
+// as node.
+func canonicalProgram(name string) string {
+	switch {
+	case strings.HasPrefix(name, "python3"):
+		return "python3"
+	case strings.HasPrefix(name, "python2"):
+		return "python2"
+	}
+	for _, p := range []string{"node", "ruby", "perl", "php", "lua", "pwsh"} {
+		if strings.HasPrefix(name, p) && strings.Trim(name[len(p):], "0123456789.-") == "" {
+			return p
+		}
+	}
+	return name
 }
 
 // Analyze parses a shell command string and reaches every simple command in it.
@@ -181,6 +206,17 @@ func (w *walker) visit(n syntax.Node) bool {
 				w.a.funcs = map[string]string{}
 			}
 			w.a.funcs[n.Name.Value] = b.String()
+			if spawnsItself(n.Name.Value, n.Body) {
+				w.a.ForkBomb = true
+			}
+		}
+	case *syntax.WhileClause:
+		if endless(n) && spawnsBackground(n.Do) {
+			w.a.ForkBomb = true
+		}
+	case *syntax.ForClause:
+		if c, ok := n.Loop.(*syntax.CStyleLoop); ok && c.Cond == nil && spawnsBackground(n.Do) {
+			w.a.ForkBomb = true
 		}
 	case *syntax.DeclClause:
 		for _, as := range n.Args {
@@ -188,6 +224,65 @@ func (w *walker) visit(n syntax.Node) bool {
 		}
 	}
 	return true
+}
+
+// spawnsItself reports a function body that calls the function in the background or in a pipe.
+func spawnsItself(name string, body *syntax.Stmt) bool {
+	found := false
+	syntax.Walk(body, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			if c, ok := n.Cmd.(*syntax.CallExpr); ok && n.Background && len(c.Args) > 0 && c.Args[0].Lit() == name {
+				found = true
+			}
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				for _, s := range []*syntax.Stmt{n.X, n.Y} {
+					if c, ok := s.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 && c.Args[0].Lit() == name {
+						found = true
+					}
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// endless reports a while loop whose condition is always true (or an until loop's always false).
+func endless(n *syntax.WhileClause) bool {
+	if len(n.Cond) != 1 {
+		return false
+	}
+	c, ok := n.Cond[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) != 1 {
+		return false
+	}
+	switch path.Base(c.Args[0].Lit()) {
+	case "true", ":":
+		return !n.Until
+	case "false":
+		return n.Until
+	}
+	return false
+}
+
+// spawnsBackground reports a loop body that starts a background job and never waits for it nor
+// leaves the loop.
+func spawnsBackground(stmts []*syntax.Stmt) bool {
+	bg := false
+	for _, s := range stmts {
+		if s.Background {
+			bg = true
+		}
+		if c, ok := s.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+			switch c.Args[0].Lit() {
+			case "wait", "break", "exit", "return":
+				return false
+			}
+		}
+	}
+	return bg
 }
 
 func firstCall(s *syntax.Stmt) *syntax.CallExpr {
@@ -320,11 +415,35 @@ func (w *walker) redirects(st *syntax.Stmt) {
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.ClbOut, syntax.RdrInOut:
 			if !strings.HasPrefix(target, "/dev/") && !isFD(target) {
+				w.noteWritten(st, target)
 				w.a.Writes = append(w.a.Writes, target)
 			}
 		case syntax.RdrIn:
 			w.a.Reads = append(w.a.Reads, target)
 		}
+	}
+}
+
+// noteWritten remembers what a redirection writes to a file when it is known: a download or a
+// decoded blob (its source), or literal text (the text).
+func (w *walker) noteWritten(st *syntax.Stmt, target string) {
+	c, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) == 0 {
+		return
+	}
+	if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok {
+		if w.a.Scripts == nil {
+			w.a.Scripts = map[string]string{}
+		}
+		w.a.Scripts[target] = text
+		return
+	}
+	name := w.callName(c)
+	if downloaders[name] {
+		if w.a.Fetched == nil {
+			w.a.Fetched = map[string]string{}
+		}
+		w.a.Fetched[target] = name
 	}
 }
 
@@ -555,7 +674,7 @@ func (w *walker) unwrap(f []string, assigns []string) Command {
 		}
 		return cmd
 	}
-	cmd.Name = baseName(f[0])
+	cmd.Name = canonicalProgram(baseName(f[0]))
 	if strings.Contains(f[0], "/") {
 		cmd.Exe = f[0]
 	}
@@ -667,7 +786,12 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		a.shell(s, w.depth+1, w.vars)
 	}
 	switch {
+	case shells[cmd.Name] && noExec(&cmd):
+		// bash -n reads without running: nothing it is given runs
 	case shells[cmd.Name]:
+		if ops := operands(cmd.Args); len(ops) > 0 && a.Scripts[ops[0]] != "" {
+			a.shell(a.Scripts[ops[0]], w.depth+1, w.vars) // echo 'rm -rf /' > x.sh; sh x.sh
+		}
 		if code, ok := flagValue(cmd.Args, "-c"); ok {
 			a.shell(code, w.depth+1, w.vars)
 		} else if slices.Contains(cmd.Args, "-c") {

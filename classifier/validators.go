@@ -23,6 +23,9 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"PrivilegeEscalation":     privilegeEscalation,
 	"ManifestDependencies":    manifestDependencies,
 	"DynamicDestructive":      dynamicDestructive,
+	"ForkBomb": func(_ *Classifier, it item) (string, bool) {
+		return "a process that copies itself without end", it.cmd == nil && it.an != nil && it.an.ForkBomb
+	},
 	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
 		return it.server, c.mcpOn && !c.mcpAllow[it.server]
 	},
@@ -117,7 +120,19 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 	if noExec(cmd) {
 		return "", false // bash -n reads without running
 	}
-	if _, hasCode := flagValue(cmd.Args, "-c"); !hasCode {
+	codeFlag := "-c"
+	if f := interpreters[cmd.Name]; f != "" {
+		codeFlag = f
+	}
+	code, hasCode := flagValue(cmd.Args, codeFlag)
+	if hasCode && slices.Contains(cmd.Wrappers, "xargs") && (strings.Contains(code, "{}") || code == "--" || code == "$@") {
+		hasCode = false // xargs sh -c '{}': the code is each input line
+	}
+	ops := slices.DeleteFunc(operands(cmd.Args), func(o string) bool { return strings.HasPrefix(o, "+") }) // set +n and the like
+	if !hasCode && len(ops) > 0 && ops[0] != "-" && !slices.Contains(cmd.Wrappers, "xargs") {
+		return "", false // bash script.sh: the code is the script, not what the pipe brings
+	}
+	if !hasCode {
 		for i, up := range cmd.Upstream {
 			if downloaders[up] && (i >= len(cmd.UpstreamCmds) || producesCode(&cmd.UpstreamCmds[i])) {
 				return up + " | … | " + cmd.Line(), true
@@ -130,7 +145,7 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 			fetched = true
 		}
 	}
-	if _, hasCode := flagValue(cmd.Args, "-c"); fetched && !hasCode && len(cmd.Upstream) > 0 {
+	if fetched && !hasCode && slices.ContainsFunc(cmd.UpstreamCmds, func(u Command) bool { return slices.Contains(u.Args, "/dev/fd/63") }) {
 		return cmd.Line(), true // cat <(curl …) | sh: the download reaches the pipe by another way
 	}
 	if fetched {
@@ -148,15 +163,18 @@ func noExec(cmd *Command) bool {
 	if !shells[cmd.Name] {
 		return false
 	}
+	no := false
 	for _, a := range cmd.Args {
-		if a == "--" || !strings.HasPrefix(a, "-") {
-			break
-		}
-		if !strings.HasPrefix(a, "--") && strings.Contains(a, "n") {
-			return true
+		switch {
+		case a == "+n" || strings.HasPrefix(a, "+") && strings.Contains(a, "n"):
+			no = false // set +n: execution back on
+		case a == "--" || !strings.HasPrefix(a, "-"):
+			return no
+		case !strings.HasPrefix(a, "--") && strings.Contains(a, "n"):
+			no = true
 		}
 	}
-	return false
+	return no
 }
 
 // producesCode reports whether an upstream command really emits fetched or decoded text: curl
