@@ -514,6 +514,12 @@ func (w *walker) call(c *syntax.CallExpr) {
 		return
 	}
 	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
+	if slices.Contains(cmd.Wrappers, "xargs") && w.pipeFrom[c] != nil && !slices.Contains(f, "-I") {
+		// echo / | xargs rm -rf: xargs adds what the pipe brings to the arguments
+		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok {
+			cmd.Args = append(cmd.Args, strings.Fields(text)...)
+		}
+	}
 	for up, n := w.pipeFrom[c], 0; up != nil && n < 16; up, n = w.pipeFrom[up], n+1 {
 		uc := Command{}
 		if f := w.fields(up.Args); len(f) > 0 {
@@ -659,6 +665,13 @@ func (w *walker) unwrap(f []string, assigns []string) Command {
 		name := baseName(f[0])
 		if name == "env" {
 			f = splitEnvS(f) // env -S "rm -rf ~" runs rm -rf ~
+		}
+		if name == "parallel" { // parallel CMD ::: ARGS runs CMD with each of ARGS
+			if i := slices.Index(f, ":::"); i > 1 {
+				f = append(slices.Clone(f[1:i]), f[i+1:]...)
+				cmd.Wrappers = append(cmd.Wrappers, "parallel")
+				continue
+			}
 		}
 		skip, ok := wrapperArgs(name, f[1:], &cmd)
 		if !ok {
