@@ -514,7 +514,8 @@ func (w *walker) call(c *syntax.CallExpr) {
 		return
 	}
 	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
-	if slices.Contains(cmd.Wrappers, "xargs") && w.pipeFrom[c] != nil && !slices.Contains(f, "-I") {
+	if slices.Contains(cmd.Wrappers, "xargs") && w.pipeFrom[c] != nil && !slices.Contains(f, "-I") &&
+		!shells[cmd.Name] && interpreters[cmd.Name] == "" { // xargs sh -c: the input is code, judged as such
 		// echo / | xargs rm -rf: xargs adds what the pipe brings to the arguments
 		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok {
 			cmd.Args = append(cmd.Args, strings.Fields(text)...)
