@@ -284,7 +284,7 @@ func (h *harness) soak(o options) error {
 		for k := 0; k < o.kills && ctx.Err() == nil; k++ {
 			select {
 			case <-ctx.Done():
-			case <-time.After(every/2 + rand.N(every)):
+			case <-time.After(every/2 + rand.N(every/2)): // at most every: all K fit in the run
 				if err := h.kill(); err != nil {
 					killErr = err
 					cancel()
