@@ -55,8 +55,8 @@ func TestCheckScoresACorpus(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	for _, want := range []string{
-		"all            rows     5  deny caught    1/2    ( 50.0%)  allow blocked    1/3    (33.3%)",
-		"scored         rows     4  deny caught    1/1    (100.0%)  allow blocked    1/3    (33.3%)",
+		"all            rows     5  deny caught    1/2    ( 50.0%, denied  50.0%)  allow blocked    1/3    (33.3%)",
+		"scored         rows     4  deny caught    1/1    (100.0%, denied 100.0%)  allow blocked    1/3    (33.3%)",
 		`c.jsonl:3 expect allow got deny bash.privilege-escalation: "sudo ls"`,
 		"crashes 0",
 	} {
