@@ -404,7 +404,13 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 		for _, f := range files {
 			if remoteSpec.MatchString(f) && !strings.Contains(f, "://") {
 				dest = f
-				add("archive", false)
+				sources := slices.DeleteFunc(operands(cmd.Args), func(o string) bool { return o == f })
+				for _, src := range sources {
+					add("file:"+src, true)
+				}
+				if len(sources) == 0 {
+					add("archive", false)
+				}
 			}
 		}
 	}

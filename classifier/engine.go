@@ -510,11 +510,16 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			items = append(items, item{target: TargetBash, text: line, cmd: cmd, an: an, cwd: cwd})
 		}
 		for _, a := range cmd.Args {
-			if strings.HasPrefix(a, "-") || !looksLikePath(a) {
+			if strings.HasPrefix(a, "-") {
 				continue
 			}
-			if readers[cmd.Name] {
+			if readers[cmd.Name] && (looksLikePath(a) || secretName.MatchString(a)) {
 				items = append(items, item{target: TargetRead, text: canonPath(a, cwd)})
+			}
+			if cmd.Name == "git" { // git show HEAD:.env, git cat-file -p HEAD:id_rsa
+				if _, p, ok := strings.Cut(a, ":"); ok && p != "" && !strings.Contains(a, "://") && !strings.HasPrefix(p, "/") {
+					items = append(items, item{target: TargetRead, text: canonPath(p, cwd)})
+				}
 			}
 		}
 		if writers[cmd.Name] {
@@ -548,6 +553,9 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	}
 	return items
 }
+
+// secretName: bare file names that hold secrets wherever they are (cat id_rsa).
+var secretName = regexp.MustCompile(`^(id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials(\.[a-z]+)?|\.?env(\.[A-Za-z0-9_-]+)?)$`)
 
 func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")

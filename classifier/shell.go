@@ -99,6 +99,7 @@ type Analysis struct {
 	// that a later use is judged for what it runs.
 	aliases map[string]string
 	funcs   map[string]string
+	envSeen map[string]bool // command-carrying variables already analysed
 }
 
 // exceed records the first limit reached.
@@ -541,6 +542,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 		w.a.exceed(fmt.Sprintf("more than %d commands", maxCommands))
 		return
 	}
+	w.envCommands(&cmd)
 	w.a.Commands = append(w.a.Commands, cmd)
 	w.defines(cmd)
 	w.readHere(cmd, w.stmtOf(c))
@@ -573,6 +575,53 @@ func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
 	}
 }
 
+// envCommandVars are variables whose value a program runs as a command.
+var envCommandVars = map[string]bool{"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_EXTERNAL_DIFF": true, "GIT_PAGER": true,
+	"GIT_EDITOR": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true, "PAGER": true, "EDITOR": true, "VISUAL": true,
+	"RSYNC_RSH": true, "LESSOPEN": true, "LESSCLOSE": true, "MANPAGER": true, "BROWSER": true}
+
+// envCommands analyses what a command's environment makes it run (GIT_SSH_COMMAND, PAGER…), and
+// hands tar the options TAR_OPTIONS gives it.
+func (w *walker) envCommands(cmd *Command) {
+	value := func(name string) (string, bool) {
+		for _, a := range cmd.Assigns {
+			if k, v, ok := strings.Cut(a, "="); ok && k == name {
+				return v, true
+			}
+		}
+		v, ok := w.vars[name]
+		return v, ok && v != ""
+	}
+	for name := range envCommandVars {
+		if v, ok := value(name); ok && strings.ContainsAny(v, " ;|&$`") && !w.a.envSeen[v] {
+			if w.a.envSeen == nil {
+				w.a.envSeen = map[string]bool{}
+			}
+			w.a.envSeen[v] = true // once: the nested commands inherit the same environment
+			w.a.shell(v, w.depth+1, w.vars)
+		}
+	}
+	if cmd.Name == "tar" || cmd.Name == "gtar" {
+		if v, ok := value("TAR_OPTIONS"); ok {
+			cmd.Args = append(w.splitWords(v), cmd.Args...)
+		}
+	}
+}
+
+// splitWords splits text into words as the shell would (quotes honoured, nothing expanded that
+// the walker does not know).
+func (w *walker) splitWords(s string) []string {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(": "+s), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return strings.Fields(s)
+	}
+	c, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) < 1 {
+		return strings.Fields(s)
+	}
+	return w.fields(c.Args[1:])
+}
+
 // readHere sets the variable read takes from a here-string: read TOOL <<< rm.
 func (w *walker) readHere(cmd Command, st *syntax.Stmt) {
 	if cmd.Name != "read" || st == nil {
@@ -595,6 +644,10 @@ func (w *walker) readHere(cmd Command, st *syntax.Stmt) {
 // the call's arguments in place of $1, $2, $@.
 func (w *walker) defines(cmd Command) {
 	switch cmd.Name {
+	case "unset": // ${x:-default} then takes the default
+		for _, op := range operands(cmd.Args) {
+			w.vars[op] = ""
+		}
 	case "printf": // printf -v VAR FORMAT ARGS sets VAR
 		if len(cmd.Args) >= 3 && cmd.Args[0] == "-v" {
 			if out, ok := printfOutput(cmd.Args[2], cmd.Args[3:]); ok {
