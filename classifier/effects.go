@@ -146,6 +146,9 @@ func remoteShell(cmd *Command) []Effect {
 		}
 	case "socat":
 		for _, a := range cmd.Args {
+			if u := strings.ToUpper(strings.Trim(a, `'"`)); u == "SHELL" || strings.HasPrefix(u, "SHELL:") {
+				return []Effect{effect(EffectRemoteShell, "socat", "runs", "a shell")}
+			}
 			if u := strings.ToUpper(a); strings.HasPrefix(u, "EXEC:") || strings.HasPrefix(u, "SYSTEM:") {
 				if r := a[strings.Index(a, ":")+1:]; givesShell(r) {
 					return []Effect{effect(EffectRemoteShell, "socat", "runs", r)}
@@ -339,7 +342,7 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 		if isFile {
 			p := canonPath(strings.TrimPrefix(data, "file:"), cwd)
 			e.Attrs[0][1] = "file:" + p
-			if secret(p) {
+			if secret(p) || keyFile.MatchString(p) {
 				e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 			}
 		} else if secretVar.MatchString(data) {
@@ -374,6 +377,27 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 	}
 	if rawSenders[cmd.Name] && cmd.PipedFrom != "" {
 		add("stdin:"+cmd.PipedFrom, false)
+	}
+	if cmd.Name == "socat" { // socat OPEN:file TCP:host — a file to a socket
+		net := ""
+		var files []string
+		for _, a := range cmd.Args {
+			addr := strings.Trim(a, `'"`)
+			kind, rest, _ := strings.Cut(addr, ":")
+			switch strings.ToUpper(kind) {
+			case "OPEN", "GOPEN", "FILE", "READLINE":
+				p, _, _ := strings.Cut(strings.Trim(rest, `'"`), ",")
+				files = append(files, p)
+			case "TCP", "TCP4", "TCP6", "UDP", "UDP4", "UDP6", "OPENSSL", "SSL", "VSOCK-CONNECT", "SCTP", "SOCKS4", "SOCKS4A", "PROXY":
+				net = rest
+			}
+		}
+		if net != "" {
+			dest = net
+			for _, f := range files {
+				add("file:"+f, true)
+			}
+		}
 	}
 	if cmd.Name == "gh" { // gh gist create FILE..., gh api -F f=@FILE / --input FILE
 		ops := operands(cmd.Args)
@@ -427,6 +451,10 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 	}
 	return out
 }
+
+// keyFile names files that hold private keys or certificates' secrets: not secret to read (a
+// Keynote deck is a .key too), but never to be sent off the machine.
+var keyFile = regexp.MustCompile(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|asc|gpg)$|(^|/)(id_[a-z0-9]+|\.env(\.[^/]*)?)$`)
 
 // destination is where a network client sends: its URL, or host for raw senders.
 func destination(cmd *Command) string {
@@ -606,6 +634,14 @@ func execStrings(cmd *Command) []string {
 		if ops := operands(cmd.Args); len(ops) > 0 {
 			out = append(out, ops[0])
 		}
+	case "socat":
+		for _, a := range cmd.Args {
+			addr := strings.Trim(a, `'"`)
+			if kind, rest, ok := strings.Cut(addr, ":"); ok && (strings.EqualFold(kind, "EXEC") || strings.EqualFold(kind, "SYSTEM")) {
+				cmdline, _, _ := strings.Cut(strings.Trim(rest, `'"`), ",")
+				out = append(out, strings.ReplaceAll(cmdline, `\ `, " "))
+			}
+		}
 	case "osascript":
 		for _, s := range optionValues(cmd.Args, "-e") {
 			for _, m := range doShellScript.FindAllStringSubmatch(s, -1) {
@@ -705,6 +741,19 @@ func fetchedFiles(cmds []Command, cwd string) map[string]string {
 				for _, f := range operands(c.Args) {
 					files[canonPath(f, cwd)] = src
 				}
+			}
+		case "dd":
+			var in, of string
+			for _, a := range c.Args {
+				if v, ok := strings.CutPrefix(a, "if="); ok {
+					in = v
+				}
+				if v, ok := strings.CutPrefix(a, "of="); ok {
+					of = v
+				}
+			}
+			if src, ok := files[canonPath(in, cwd)]; ok && of != "" {
+				files[canonPath(of, cwd)] = src
 			}
 		case "mv", "cp", "install", "ln":
 			ops := operands(c.Args)

@@ -229,6 +229,20 @@ func escapeAt(s string, i int) (string, int) {
 		}
 		v, _ := strconv.ParseUint(s[i+2:j], 16, 8)
 		return string([]byte{byte(v)}), j - i
+	case 'u', 'U':
+		n := 4
+		if c == 'U' {
+			n = 8
+		}
+		j := i + 2
+		for j < len(s) && j < i+2+n && isHex(s[j]) {
+			j++
+		}
+		if j == i+2 {
+			return s[i : i+2], 2
+		}
+		v, _ := strconv.ParseUint(s[i+2:j], 16, 32)
+		return string(rune(v)), j - i
 	case '0', '1', '2', '3', '4', '5', '6', '7':
 		j := i + 1
 		if c == '0' {

@@ -109,7 +109,8 @@ func (a *Analysis) exceed(why string) {
 	}
 }
 
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true}
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true,
+	"mksh": true, "yash": true, "posh": true, "rbash": true, "tcsh": true, "csh": true, "oksh": true, "loksh": true}
 
 var interpreters = map[string]string{ // name -> flag that takes code
 	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
@@ -255,15 +256,27 @@ func endless(n *syntax.WhileClause) bool {
 	if len(n.Cond) != 1 {
 		return false
 	}
-	c, ok := n.Cond[0].Cmd.(*syntax.CallExpr)
-	if !ok || len(c.Args) != 1 {
-		return false
-	}
-	switch path.Base(c.Args[0].Lit()) {
-	case "true", ":":
-		return !n.Until
-	case "false":
-		return n.Until
+	switch c := n.Cond[0].Cmd.(type) {
+	case *syntax.CallExpr:
+		switch {
+		case len(c.Args) == 1:
+			switch path.Base(c.Args[0].Lit()) {
+			case "true", ":":
+				return !n.Until
+			case "false":
+				return n.Until
+			}
+		case len(c.Args) == 3 && c.Args[0].Lit() == "[" && c.Args[2].Lit() == "]" && c.Args[1].Lit() != "":
+			return !n.Until // [ true ]: a non-empty word is true
+		}
+	case *syntax.TestClause:
+		if w, ok := c.X.(*syntax.Word); ok && w.Lit() != "" {
+			return !n.Until // [[ 1 ]]
+		}
+	case *syntax.ArithmCmd:
+		if w, ok := c.X.(*syntax.Word); ok && w.Lit() != "" && strings.Trim(w.Lit(), "0") != "" {
+			return !n.Until // ((1))
+		}
 	}
 	return false
 }
@@ -271,19 +284,28 @@ func endless(n *syntax.WhileClause) bool {
 // spawnsBackground reports a loop body that starts a background job and never waits for it nor
 // leaves the loop.
 func spawnsBackground(stmts []*syntax.Stmt) bool {
-	bg := false
+	pending := false // a job started and not yet waited for
 	for _, s := range stmts {
 		if s.Background {
-			bg = true
+			pending = true
 		}
-		if c, ok := s.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 {
-			switch c.Args[0].Lit() {
-			case "wait", "break", "exit", "return":
-				return false
+		switch c := s.Cmd.(type) {
+		case *syntax.CallExpr:
+			if len(c.Args) > 0 {
+				switch c.Args[0].Lit() {
+				case "break", "exit", "return":
+					return false
+				case "wait":
+					pending = false
+				}
+			}
+		case *syntax.Subshell:
+			if spawnsBackground(c.Stmts) { // (work &) leaves a job behind
+				pending = true
 			}
 		}
 	}
-	return bg
+	return pending
 }
 
 func firstCall(s *syntax.Stmt) *syntax.CallExpr {
@@ -722,7 +744,11 @@ func (w *walker) unwrap(f []string, assigns []string) Command {
 		}
 		if name == "parallel" { // parallel CMD ::: ARGS runs CMD with each of ARGS
 			if i := slices.Index(f, ":::"); i > 1 {
-				f = append(slices.Clone(f[1:i]), f[i+1:]...)
+				head := f[1:i]
+				if len(head) == 1 && strings.Contains(head[0], " ") {
+					head = strings.Fields(head[0]) // parallel 'rm -rf /' ::: x runs the string through a shell
+				}
+				f = append(slices.Clone(head), f[i+1:]...)
 				cmd.Wrappers = append(cmd.Wrappers, "parallel")
 				continue
 			}
@@ -800,13 +826,17 @@ var wrapperOptsWithValue = map[string]map[string]bool{
 	"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
 	"nsenter":     {"-t": true, "--target": true},
 	"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
+	"strace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-E": true, "-u": true, "-a": true, "-O": true, "-S": true, "-P": true},
+	"ltrace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-u": true, "-a": true},
+	"gdb":         {"-ex": true, "-x": true},
 }
 
 func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 	switch name {
 	case "sudo", "doas", "env", "nice", "ionice", "timeout", "exec", "xargs", "stdbuf", "nohup", "time", "command", "builtin", "caffeinate",
 		"busybox", "toybox", // an applet runs as the program it is named after
-		"setsid", "unbuffer", "nsenter", "unshare", "systemd-run", "firejail", "proxychains", "proxychains4", "torsocks", "chronic":
+		"setsid", "unbuffer", "nsenter", "unshare", "systemd-run", "firejail", "proxychains", "proxychains4", "torsocks", "chronic",
+		"strace", "ltrace", "valgrind", "dtruss", "catchsegv", "eatmydata", "fakeroot", "nocache", "pv":
 	case "flock", "chroot", "taskset", "chrt", "sg", "runuser":
 		// one operand (a lock file, a root, a CPU mask, a priority, a group, a user) comes first
 		i := 0

@@ -28,7 +28,8 @@ var sendOptions = map[string]map[string]dataForm{
 }
 
 // rawSenders send their standard input to the host named in their arguments.
-var rawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true}
+var rawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true,
+	"mail": true, "mailx": true, "sendmail": true, "mutt": true, "msmtp": true}
 
 // fetchOutput are the options naming the file a download is saved to; remoteName ones save it
 // under the URL's own name.
