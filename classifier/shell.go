@@ -349,6 +349,9 @@ func (w *walker) env() expand.Environ {
 			}
 			return " \t\n"
 		case "HOME":
+			if v, ok := w.vars["HOME"]; ok {
+				return v // HOME=/tmp/x; rm -rf "$HOME" is about /tmp/x
+			}
 			return "~"
 		}
 		if v, ok := w.vars[name]; ok {

@@ -68,8 +68,8 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 			targets = append(targets, a)
 		}
 	}
-	if !recursive {
-		return "", false
+	if !recursive || slices.Contains(cmd.Args, "--help") || slices.Contains(cmd.Args, "--version") {
+		return "", false // rm --help removes nothing
 	}
 	if len(targets) == 0 && slices.Contains(cmd.Wrappers, "xargs") && !critical {
 		return cmd.Line(), true // the targets come from stdin: unknown, so asked about
