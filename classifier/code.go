@@ -33,12 +33,13 @@ var codeSecrets = regexp.MustCompile(`os\.environ\b|os\.getenv\(\s*["'][A-Z0-9_]
 
 // codeDecodedExec: code that runs text it decodes: exec(base64.b64decode('...')),
 // eval(Buffer.from('...', 'base64').toString()), eval(atob('...')).
-var codeDecodedExec = regexp.MustCompile(`(?:exec|eval|Function|system|popen|instance_eval|class_eval)\s*\(\s*(?:compile\s*\(\s*)?` +
-	`(?:[\w.()'"]{0,64}?(?:b64decode|standard_b64decode|fromhex|decode64|decode_base64)|Buffer\.from|atob|unpack)\s*\(\s*` +
+var codeDecodedExec = regexp.MustCompile(`(?:exec|eval|Function|system|popen|instance_eval|class_eval|run|call|check_call|check_output|Popen|getoutput|execSync|spawnSync)\s*\(\s*(?:compile\s*\(\s*)?` +
+	`(?:[\w.()'"]{0,64}?(?:b64decode|standard_b64decode|urlsafe_b64decode|fromhex|decode64|decode_base64)|Buffer\.from|atob|unpack)\s*\(\s*` +
 	`(?:"([^"]*)"|'([^']*)')(?:\s*,\s*["'](base64|hex)["'])?`)
 
 // codeDynamicExec: code that runs text it builds at run time, with nothing literal to decode.
-var codeDynamicExec = regexp.MustCompile(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|\bcompile\(\s*[A-Za-z_]`)
+var codeDynamicExec = regexp.MustCompile(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|\bcompile\(\s*[A-Za-z_]|` +
+	`(?:system|popen|run|call|check_call|check_output|Popen)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64)\(\s*[A-Za-z_]`)
 
 // codeStrings are the string literals of a piece of code.
 var codeStrings = regexp.MustCompile(`"((?:[^"\\\n]|\\.){1,1000})"|'((?:[^'\\\n]|\\.){1,1000})'`)

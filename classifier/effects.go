@@ -218,6 +218,9 @@ func movesAway(cmd *Command, cwd string) []Effect {
 	ops := operands(cmd.Args)
 	var targets []string
 	switch {
+	case cmd.Name == "mv" && len(optionValues(cmd.Args, "-t", "--target-directory")) > 0:
+		t := optionValues(cmd.Args, "-t", "--target-directory")[0]
+		targets = slices.DeleteFunc(ops, func(o string) bool { return o == t })
 	case cmd.Name == "mv" && len(ops) >= 2:
 		targets = ops[:len(ops)-1]
 	case cmd.Name == "rsync" && len(ops) >= 2 && slices.ContainsFunc(cmd.Args, func(a string) bool { return strings.HasPrefix(a, "--delete") }) &&
@@ -245,7 +248,7 @@ func permissionEffects(cmd *Command, cwd string) []Effect {
 	if !permCommands[cmd.Name] {
 		return nil
 	}
-	recursive := false
+	recursive := slices.Contains(cmd.Wrappers, "find") // find / -exec chmod … {} + reaches every file
 	for _, a := range cmd.Args {
 		if a == "-R" || longOption(a, "--recursive") || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "R") {
 			recursive = true
@@ -314,22 +317,50 @@ func operands(args []string) []string {
 
 // optionValues returns each value of the options named, given as "-o v", "-ov", "--opt v" or
 // "--opt=v".
+//
+// Long options may be abbreviated as GNU tools allow (--post-f for --post-file, six characters at
+// least), and a short one may end a cluster of flags (-sF name=@x, -voProxyCommand=…).
 func optionValues(args []string, names ...string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if a == "--" {
+			break
+		}
 		for _, n := range names {
+			long := strings.HasPrefix(n, "--")
+			name, value, inline := strings.Cut(a, "=")
 			switch {
 			case a == n && i+1 < len(args):
 				out = append(out, args[i+1])
-			case strings.HasPrefix(n, "--") && strings.HasPrefix(a, n+"="):
-				out = append(out, a[len(n)+1:])
-			case len(n) == 2 && !strings.HasPrefix(n, "--") && len(a) > 2 && strings.HasPrefix(a, n) && !strings.HasPrefix(a, "--"):
-				out = append(out, a[2:])
+			case long && inline && (name == n || len(name) >= 6 && strings.HasPrefix(n, name)):
+				out = append(out, value)
+			case long && !inline && len(a) >= 6 && a != n && strings.HasPrefix(n, a) && i+1 < len(args):
+				out = append(out, args[i+1])
+			case !long && len(n) == 2 && len(a) > 2 && a[0] == '-' && a[1] != '-':
+				// -Fvalue, or -sF value / -sFvalue: the option's letter inside a cluster
+				if k := strings.IndexByte(a[1:], n[1]); k >= 0 && isFlagCluster(a[1:1+k]) {
+					if rest := a[2+k:]; rest != "" {
+						out = append(out, rest)
+					} else if i+1 < len(args) {
+						out = append(out, args[i+1])
+					}
+				}
 			}
 		}
 	}
 	return out
+}
+
+// isFlagCluster reports letters that can only be flags without values before an option in a
+// cluster: plain letters.
+func isFlagCluster(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // sendEffects finds what a network client sends and where.
@@ -420,6 +451,11 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 	}
 	if cmd.Name == "tar" || cmd.Name == "gtar" || cmd.Name == "bsdtar" { // tar -cf host:archive
 		files := optionValues(cmd.Args, "-f", "--file")
+		for _, a := range cmd.Assigns { // TAPE=host:archive names the archive too
+			if v, ok := strings.CutPrefix(a, "TAPE="); ok {
+				files = append(files, v)
+			}
+		}
 		for i, a := range cmd.Args { // -cf ARCHIVE, -czf ARCHIVE
 			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.HasSuffix(a, "f") && len(a) > 2 && i+1 < len(cmd.Args) {
 				files = append(files, cmd.Args[i+1])

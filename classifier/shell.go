@@ -516,6 +516,28 @@ func unquote(s string) string {
 }
 
 func (w *walker) call(c *syntax.CallExpr) {
+	if len(c.Args) > 0 && len(c.Assigns) > 0 {
+		// X=1 cmd: X holds for cmd (and what it runs) only, not for the commands after it.
+		saved := map[string]*string{}
+		for _, as := range c.Assigns {
+			if as.Name != nil {
+				if v, ok := w.vars[as.Name.Value]; ok {
+					saved[as.Name.Value] = &v
+				} else {
+					saved[as.Name.Value] = nil
+				}
+			}
+		}
+		defer func() {
+			for k, v := range saved {
+				if v == nil {
+					delete(w.vars, k)
+				} else {
+					w.vars[k] = *v
+				}
+			}
+		}()
+	}
 	for _, as := range c.Assigns {
 		w.assign(as)
 	}

@@ -128,8 +128,9 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 	if hasCode && slices.Contains(cmd.Wrappers, "xargs") && (strings.Contains(code, "{}") || code == "--" || code == "$@") {
 		hasCode = false // xargs sh -c '{}': the code is each input line
 	}
-	ops := slices.DeleteFunc(operands(cmd.Args), func(o string) bool { return strings.HasPrefix(o, "+") }) // set +n and the like
-	if !hasCode && len(ops) > 0 && ops[0] != "-" && !slices.Contains(cmd.Wrappers, "xargs") {
+	ops := slices.DeleteFunc(operands(shellArgs(cmd.Args)), func(o string) bool { return strings.HasPrefix(o, "+") }) // set +n and the like
+	if !hasCode && len(ops) > 0 && ops[0] != "-" && !slices.Contains(cmd.Wrappers, "xargs") &&
+		!strings.HasPrefix(ops[0], "/dev/fd/") && !strings.Contains(ops[0], "$(...)") {
 		return "", false // bash script.sh: the code is the script, not what the pipe brings
 	}
 	if !hasCode {
@@ -156,6 +157,19 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// shellArgs drops the values of a shell's -o/+o options (bash -euo pipefail), which are no script.
+func shellArgs(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		out = append(out, a)
+		if (strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")) && !strings.HasPrefix(a, "--") && strings.HasSuffix(a, "o") && i+1 < len(args) {
+			i++
+		}
+	}
+	return out
 }
 
 // noExec reports a shell told to read without running (-n, also within -nc, -ne).
