@@ -158,10 +158,11 @@ func (c *Collector) handle(ev fsnotify.Event) {
 	t := c.byBridge[dir]
 	c.mu.Unlock()
 	if t != nil && ev.Has(fsnotify.Remove) && (dir == filepath.Dir(t.bridge) || dir == t.bridge && base == "decisions") {
-		// Entries of .claude, or our decisions folder, going: perhaps the session's removal.
-		// (Decision files and temporary files come and go with every call, and do not count.)
-		rel, _ := filepath.Rel(t.dir, ev.Name)
-		c.opts.Removals.Saw(t.dir, filepath.ToSlash(rel))
+		// settings.json, our folder or the transcripts going: perhaps the session's removal.
+		// (Decision files, lock and temporary files come and go all the time, and do not count.)
+		if rel, err := filepath.Rel(t.dir, ev.Name); err == nil && session.RemovalSign(filepath.ToSlash(rel)) {
+			c.opts.Removals.Saw(t.dir, filepath.ToSlash(rel))
+		}
 	}
 	switch {
 	case t == nil:

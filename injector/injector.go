@@ -478,7 +478,7 @@ func (in *Injector) noteRemoval(name string, ev fsnotify.Event) {
 		case len(parts) < 3:
 		case len(parts) == 3 && strings.HasSuffix(parts[2], ".json"):
 			in.opts.Removals.Saw(filepath.Join(root, parts[0], parts[1], strings.TrimSuffix(parts[2], ".json")), session.MetadataName)
-		case len(parts) <= 4 || ev.Has(fsnotify.Remove):
+		case len(parts) <= 4 || ev.Has(fsnotify.Remove) && session.RemovalSign(strings.Join(parts[3:], "/")):
 			in.opts.Removals.Saw(filepath.Join(root, parts[0], parts[1], parts[2]), strings.Join(parts[3:], "/"))
 		}
 		return

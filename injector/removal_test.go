@@ -70,10 +70,11 @@ func TestRemovalsTheAgentCanMakeHoldTheRepairOnlyBriefly(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("settings.json still missing %v after it was deleted", time.Since(start))
 		}
-		junk := filepath.Join(dir, ".claude", fmt.Sprintf("junk%d", i))
-		os.WriteFile(junk, nil, 0o600)
-		os.Remove(junk)
+		proj := filepath.Join(dir, ".claude", "projects") // a removal that counts: the transcripts
+		os.MkdirAll(proj, 0o700)
+		os.Remove(proj)
 		time.Sleep(100 * time.Millisecond)
+		_ = i
 	}
 	t.Logf("restored after %v of removals", time.Since(start).Round(time.Millisecond))
 }
@@ -108,4 +109,25 @@ func TestAHookedSessionsFilesFoundGoneAreNotPutBackAtOnce(t *testing.T) {
 	if !hasMode(dir, managedconfig.Enforce) {
 		t.Error("not a removal after all: settings.json was not put back after the hold")
 	}
+}
+
+// The CLI makes and removes lock and temporary files in .claude all the time (at each start): they
+// are no sign of a removal, and must not hold a repair back.
+func TestTheCLIsOwnTemporaryFilesDoNotHoldARepair(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_cli", "{}")
+	removals := session.NewRemovals(nil)
+	startInjector(t, testConfig(root, managedconfig.Enforce), Options{Removals: removals})
+	eventually(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
+	for i := range 20 {
+		lock := filepath.Join(dir, ".claude", fmt.Sprintf(".claude.json.lock%d", i))
+		os.WriteFile(lock, nil, 0o600)
+		os.Remove(lock)
+	}
+	time.Sleep(100 * time.Millisecond) // the watcher delivers what is queued; its removals must leave no burst
+	if wait := removals.Wait(dir); wait > 0 {
+		t.Errorf("lock files held writes back for %v", wait)
+	}
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600) // our entry gone
+	eventually(t, "repaired", func() bool { return hasMode(dir, managedconfig.Enforce) })
 }

@@ -99,6 +99,22 @@ func (r *Removals) pruneLocked(now time.Time) {
 	}
 }
 
+// RemovalSign reports whether the removal of rel (relative to the session folder) can be part of
+// the session's deletion worth holding writes for: the session folder's own entries, and in
+// .claude the files a deletion must take (settings.json, our folder, the transcripts). The CLI's
+// own lock and temporary files come and go in .claude all the time; counting them would hold
+// every repair back at each CLI start.
+func RemovalSign(rel string) bool {
+	if !AgentReachable(rel) {
+		return true
+	}
+	switch rel {
+	case SettingsFile, BridgeDir, DecisionsDir, ClaudeDir + "/projects", "outputs/" + ClaudeDir:
+		return true
+	}
+	return false
+}
+
 // MetadataName stands, in Removals.Saw, for the session's metadata file local_<uuid>.json, which
 // lies beside the session folder rather than in it.
 const MetadataName = "../metadata"

@@ -92,3 +92,15 @@ func TestRemovalsForgetFinishedBursts(t *testing.T) {
 		t.Errorf("%d bursts kept after they ended", n)
 	}
 }
+
+func TestRemovalSign(t *testing.T) {
+	for rel, want := range map[string]bool{
+		".claude/settings.json": true, ".claude/coworkbridge": true, ".claude/coworkbridge/decisions": true, ".claude/projects": true,
+		"outputs": true, "audit.jsonl": true, MetadataName: true, "": true,
+		".claude/.claude.json.lock": false, ".claude/todos/x.json": false, "outputs/report.md": false,
+	} {
+		if got := RemovalSign(rel); got != want {
+			t.Errorf("RemovalSign(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}
