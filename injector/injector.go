@@ -121,7 +121,13 @@ type Injector struct {
 	// missing: sessions whose settings.json (or, once hooked, our folder) was found missing, and
 	// since when; one removal hold is waited out before anything is created.
 	missing map[string]time.Time
+	// forgotten: sessions dropped from tracking lately (folder gone, or half removed when a scan
+	// looked): one that comes back within forgetMemory is repaired, never set up anew.
+	forgotten map[string]time.Time
 }
+
+// forgetMemory is how long a forgotten session counts as hooked before.
+const forgetMemory = time.Minute
 
 type tracked struct {
 	id     string
@@ -151,7 +157,7 @@ func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	}
 	return &Injector{schema: sc,
 		opts: opts, log: opts.Logger, configs: make(chan managedconfig.Config, 1),
-		cfg: cfg, entry: e, watched: map[string]bool{}, live: map[string]*tracked{}, pending: map[string]bool{}, missing: map[string]time.Time{},
+		cfg: cfg, entry: e, watched: map[string]bool{}, live: map[string]*tracked{}, pending: map[string]bool{}, missing: map[string]time.Time{}, forgotten: map[string]time.Time{},
 	}, nil
 }
 
@@ -386,6 +392,15 @@ func (in *Injector) pruneWatches() {
 
 func (in *Injector) forget(dir string, t *tracked) {
 	delete(in.missing, dir)
+	now := in.opts.Now()
+	if t.hooked {
+		in.forgotten[dir] = now
+	}
+	for d, at := range in.forgotten {
+		if now.Sub(at) > forgetMemory {
+			delete(in.forgotten, d)
+		}
+	}
 	in.unwatch(filepath.Join(dir, session.ClaudeDir))
 	in.unwatch(dir)
 	delete(in.live, dir)
@@ -564,7 +579,9 @@ const (
 func (in *Injector) ensure(dir, id string, why reason) {
 	rec := in.opts.Recorder
 	t := in.live[dir]
-	if in.heldBack(dir) || in.justVanished(dir, t != nil && t.hooked) {
+	at, wasHooked := in.forgotten[dir]
+	wasHooked = wasHooked && in.opts.Now().Sub(at) < forgetMemory
+	if in.heldBack(dir) || in.justVanished(dir, t != nil && t.hooked || wasHooked) {
 		// Writing now could undo a removal in progress; if it is an attack instead, the
 		// hold is bounded (session.RemovalHold). Before SessionSeen: the collector would make
 		// its folder in the session.
@@ -580,7 +597,8 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		var out Outcome
 		var e Entry
 		if e, err = in.entryFor(id); err == nil {
-			if t.hooked && in.missing[dir].IsZero() {
+			_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)))
+			if (t.hooked || wasHooked || err == nil) && in.missing[dir].IsZero() { // set up before: repair only
 				out, err = Repair(s, e, in.schema, in.opts.Now())
 			} else {
 				out, err = Ensure(s, e, in.schema, in.opts.Now())
