@@ -151,9 +151,9 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 // session.RemovalQuiet (a removal goes on meanwhile, and its events extend the hold).
 func (c *Collector) justVanished(s *session.Session) bool {
 	gone := false
-	for _, name := range []string{session.BridgeDir, session.DecisionsDir, session.AliveFile} {
+	for _, name := range []string{session.BridgeDir, session.DecisionsDir} {
 		if _, err := s.Lstat(name); errors.Is(err, fs.ErrNotExist) {
-			gone = true // a removal takes the lease and decisions/ first, then our folder
+			gone = true // a removal takes decisions/ first, then our folder (the lease is ours to replace)
 		}
 	}
 	c.mu.Lock()
