@@ -365,6 +365,9 @@ func isFlagCluster(s string) bool {
 
 // sendEffects finds what a network client sends and where.
 func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
+	if sendOptions[cmd.Name] == nil && !rawSenders[cmd.Name] && !otherSenders[cmd.Name] {
+		return nil // most commands send nothing: no URL parsing for them
+	}
 	dest := destination(cmd)
 	var out []Effect
 	add := func(data string, isFile bool) {
@@ -491,6 +494,9 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 // keyFile names files that hold private keys or certificates' secrets: not secret to read (a
 // Keynote deck is a .key too), but never to be sent off the machine.
 var keyFile = regexp.MustCompile(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|asc|gpg)$|(^|/)(id_[a-z0-9]+|\.env(\.[^/]*)?)$`)
+
+// otherSenders are the programs besides sendOptions' and rawSenders' that sendEffects knows.
+var otherSenders = map[string]bool{"gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
 
 // destination is where a network client sends: its URL, or host for raw senders.
 func destination(cmd *Command) string {
