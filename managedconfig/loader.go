@@ -110,13 +110,7 @@ func (l *Loader) Load() Snapshot {
 	off.Path = path
 	var data []byte
 	if err == nil {
-		data, err = readLimited(path)
-	}
-	if err == nil && IsProfile(path) {
-		data, err = ProfileJSON(data) // checked, hashed and kept as last good in its JSON form
-		if err != nil {
-			err = &InvalidError{Source: path, Problems: []Problem{{Msg: err.Error()}}}
-		}
+		data, err = ReadSource(path)
 	}
 	var cfg Config
 	if err == nil {
@@ -198,6 +192,18 @@ func (l *Loader) saveLastGood(data []byte) error {
 		return fmt.Errorf("save last good config: %w", err)
 	}
 	return nil
+}
+
+// ReadSource reads a configuration file, bounded, as JSON: a configuration profile's property
+// list is turned into its JSON form (checked, hashed and kept as last good in that form).
+func ReadSource(path string) ([]byte, error) {
+	data, err := readLimited(path)
+	if err == nil && IsProfile(path) {
+		if data, err = ProfileJSON(data); err != nil {
+			err = &InvalidError{Source: path, Problems: []Problem{{Msg: err.Error()}}}
+		}
+	}
+	return data, err
 }
 
 func readLimited(path string) ([]byte, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -83,13 +82,9 @@ func locateConfig(env managedconfig.Env) string {
 // validateFile checks one managed.json and, when it parses, the policy it names. Each problem is
 // one line: where (file:line) and what is wrong, with what to do.
 func validateFile(file string, env managedconfig.Env, paths managedconfig.Paths) ([]string, managedconfig.Config) {
-	data, err := readConfigFile(file)
-	if err == nil && managedconfig.IsProfile(file) {
-		// Lines of the property list are not those of its JSON form: problems name fields only.
-		if data, err = managedconfig.ProfileJSON(data); err != nil {
-			err = fmt.Errorf("%s: %w", file, err)
-		}
-	}
+	// A profile is checked in its JSON form, whose lines are not the property list's: its
+	// problems name fields only.
+	data, err := managedconfig.ReadSource(file)
 	if err != nil {
 		return []string{err.Error()}, managedconfig.Config{}
 	}
@@ -142,20 +137,6 @@ func flatten(err error) []error {
 		return out
 	}
 	return []error{err}
-}
-
-// readConfigFile reads a managed.json an admin names, bounded.
-func readConfigFile(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", file, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", file)
-	}
-	return io.ReadAll(io.LimitReader(f, 16<<20))
 }
 
 // classifierFor turns managed.json's policy into a compiled classifier, with every problem of
