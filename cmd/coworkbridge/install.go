@@ -208,12 +208,19 @@ func (in *installer) consoleUser() (string, error) {
 	if in.goos != "darwin" {
 		return "", errors.New("--system-wide without --user finds the console user on macOS only; name the users with --user")
 	}
-	out, err := in.run.run("stat", "-f", "%Su", "/dev/console")
-	name := strings.TrimSpace(out)
-	if err != nil || name == "" || name == "root" || name == "_mbsetupuser" {
+	name, ok := consoleUserOf(in.run)
+	if !ok {
 		return "", fmt.Errorf("no user is logged in at the console (%q); the agent will be installed at the next run, or name users with --user", name)
 	}
 	return name, nil
+}
+
+// consoleUserOf asks macOS who owns the console; ok is false at the login window (nobody, root
+// or the setup assistant's user).
+func consoleUserOf(r runner) (name string, ok bool) {
+	out, err := r.run("stat", "-f", "%Su", "/dev/console")
+	name = strings.TrimSpace(out)
+	return name, err == nil && name != "" && name != "root" && name != "_mbsetupuser"
 }
 
 // agentPath is where the agent definition goes for t.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	osuser "os/user"
 	"path/filepath"
 	"runtime"
@@ -72,9 +71,8 @@ func statusEnv(name string) (managedconfig.Env, error) {
 		return managedconfig.SystemEnv() // root on Linux may run a daemon of its own
 	}
 	if name == "" {
-		out, err := exec.Command("stat", "-f", "%Su", "/dev/console").Output()
-		name = strings.TrimSpace(string(out))
-		if err != nil || name == "" || name == "root" || name == "_mbsetupuser" {
+		var ok bool
+		if name, ok = consoleUserOf(execRunner{}); !ok {
 			return managedconfig.Env{}, fmt.Errorf("no user is logged in at the console (%q); name one with --user NAME", name)
 		}
 	}
