@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,7 +104,7 @@ func TestHostChannelEventsWaitingWhileTheDaemonWasDownAreRecordedOnceAtStart(t *
 	f.start() // a second start finds nothing left to record
 	time.Sleep(50 * time.Millisecond)
 	if recs = f.records(); len(recs) != 5 {
-		t.Fatalf("%d records, want each of the 5 events once", len(recs))
+		t.Fatalf("%d records, want each of the 5 events once: %s", len(recs), describe(recs))
 	}
 }
 
@@ -136,4 +137,12 @@ func TestAQuarantineLiftsOnceItsPeriodHasPassed(t *testing.T) {
 	if got := f.decision(rid); got != "" {
 		t.Errorf("decision %q after the quarantine ended; want no objection", got)
 	}
+}
+
+func describe(recs []telemetry.Record) string {
+	var b strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&b, "\n\t%s %s %s %s", r.RID, r.Rule, r.Decision, r.Transport)
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -89,6 +90,8 @@ func (c *Collector) checkPlants(s *session.Session, t *tracked, p *policy) {
 	if len(found) == 0 {
 		return
 	}
+	// Quarantine first: the session's next call is denied even if the record below is slow.
+	c.Quarantine(t.id, found[0].what)
 	recs := make([]telemetry.Record, 0, len(found))
 	for _, f := range found {
 		recs = append(recs, telemetry.Record{TS: now, RID: f.rid, Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool,
@@ -99,7 +102,6 @@ func (c *Collector) checkPlants(s *session.Session, t *tracked, p *policy) {
 		c.opts.Health.TelemetryFailed()
 		c.log.Warn("cannot record an attempt on the guard in the decision log", "code", "telemetry_write_failed", "session", t.id, "err", err)
 	}
-	c.Quarantine(t.id, found[0].what)
 }
 
 // verifyLease replaces a lease that we cannot have written, and says what stood there; "" when
@@ -112,6 +114,8 @@ func (c *Collector) verifyLease(s *session.Session, leaseUntil time.Time) string
 	until, rerr := decisions.ReadAlive(s)
 	var what string
 	switch {
+	case errors.Is(rerr, fs.ErrNotExist):
+		return "" // withdrawn between the two looks (a shutdown does that), which is no plant
 	case fi.Mode()&fs.ModeSymlink != 0:
 		what = "the alive lease was replaced by a symbolic link"
 	case !fi.Mode().IsRegular():

@@ -42,8 +42,10 @@ func TestAForgedDecisionInTheSessionIsDetectedRecordedAndQuarantines(t *testing.
 	if got := f.decision(next); !strings.Contains(got, "quarantined") {
 		t.Errorf("the next call's decision %q", got)
 	}
-	if n := len(f.records()); n != 3 {
-		t.Errorf("%d records, want 3: the daemon's own decisions were taken for forgeries", n)
+	f.waitRecords(3)
+	f.idle()
+	if recs := f.records(); len(recs) != 3 {
+		t.Errorf("%d records, want 3: the daemon's own decisions were taken for forgeries:%s", len(recs), describe(recs))
 	}
 }
 
