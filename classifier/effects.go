@@ -77,8 +77,8 @@ func effect(kind EffectKind, by string, attrs ...string) Effect {
 	return e
 }
 
-// commandEffects maps one command to its effects. secret tells whether a path holds a secret.
-func commandEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
+// commandEffects maps one command to its effects. fl tells what holds a secret.
+func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 	var out []Effect
 	for _, tables := range []struct {
 		rows []subcommand
@@ -98,7 +98,7 @@ func commandEffects(cmd *Command, cwd string, secret func(string) bool) []Effect
 			}
 		}
 	}
-	out = append(out, sendEffects(cmd, cwd, secret)...)
+	out = append(out, sendEffects(cmd, cwd, fl)...)
 	out = append(out, remoteShell(cmd)...)
 	out = append(out, removals(cmd, cwd)...)
 	out = append(out, movesAway(cmd, cwd)...)
@@ -364,7 +364,7 @@ func isFlagCluster(s string) bool {
 }
 
 // sendEffects finds what a network client sends and where.
-func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
+func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 	if sendOptions[cmd.Name] == nil && !rawSenders[cmd.Name] && !otherSenders[cmd.Name] {
 		return nil // most commands send nothing: no URL parsing for them
 	}
@@ -373,13 +373,23 @@ func sendEffects(cmd *Command, cwd string, secret func(string) bool) []Effect {
 	add := func(data string, isFile bool) {
 		attrs := []string{"data", data}
 		e := effect(EffectSend, cmd.Name, attrs...)
-		if isFile {
-			p := canonPath(strings.TrimPrefix(data, "file:"), cwd)
+		switch {
+		case isFile:
+			raw := strings.TrimPrefix(data, "file:")
+			p := canonPath(raw, cwd)
 			e.Attrs[0][1] = "file:" + p
-			if secret(p) || keyFile.MatchString(p) {
+			if fl.secret(raw) {
 				e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+			} else if wholeTree(raw, cwd) {
+				e.Attrs = append(e.Attrs, [2]string{"tree", ""})
 			}
-		} else if secretVar.MatchString(data) {
+		case data == "stdin" || strings.HasPrefix(data, "stdin:"):
+			if fl.stdinSecret(cmd) {
+				e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+			} else if upstreamTree(cmd, cwd) {
+				e.Attrs = append(e.Attrs, [2]string{"tree", ""})
+			}
+		case secretVar.MatchString(data):
 			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 		}
 		if dest != "" {
@@ -859,18 +869,54 @@ func downloadThenRun(an *Analysis, cwd string) []Effect {
 	return out
 }
 
-// netRedirects: a connection the shell opens itself. With a shell reading or writing it, it is a
-// remote shell; otherwise data sent.
-func netRedirects(an *Analysis) []Effect {
+// netRedirects: a connection the shell opens itself. With a shell reading it, it is a remote
+// shell; otherwise each command writing to it sends its output (a secret when the command reads
+// one: tar -cf - certs >&3 with 3 on /dev/tcp).
+func netRedirects(an *Analysis, fl *flow) []Effect {
 	if len(an.Net) == 0 {
 		return nil
 	}
 	for _, c := range an.Commands {
-		if shells[c.Name] && an.NetIn {
+		if (shells[c.Name] || c.Name == "source" || c.Name == ".") && an.NetIn {
 			return []Effect{effect(EffectRemoteShell, c.Name, "to", an.Net[0])}
 		}
 	}
-	return []Effect{effect(EffectSend, "bash", "data", "stdin", "to", an.Net[0])}
+	var out []Effect
+	for i := range an.Commands {
+		c := &an.Commands[i]
+		to := ""
+		if o, ok := c.fd("1"); ok && o.net != "" {
+			to = o.net
+		}
+		for _, a := range c.Args {
+			if src, ok := c.fdOf(a); ok && src.net != "" {
+				to = src.net // tar -cf /dev/fd/3 certs
+			}
+		}
+		if to == "" {
+			continue
+		}
+		e := effect(EffectSend, c.Name, "data", "output")
+		if fl.outputSecret(c) || fl.stdinSecret(c) {
+			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+		}
+		e.Attrs = append(e.Attrs, [2]string{"to", to})
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		out = append(out, effect(EffectSend, "bash", "data", "stdin", "to", an.Net[0]))
+	}
+	return out
+}
+
+// upstreamTree reports a pipeline that packs everything (tar cf - . | curl -d @- …).
+func upstreamTree(c *Command, cwd string) bool {
+	for _, u := range c.UpstreamCmds {
+		if contentReaders[u.Name] && slices.ContainsFunc(operands(u.Args), func(p string) bool { return wholeTree(p, cwd) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // newRemotePush finds repository contents pushed to a remote the command itself added.

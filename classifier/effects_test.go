@@ -157,7 +157,7 @@ func FuzzScanCode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, code string) {
 		a := Analyze("python3 -c " + shellQuote(code))
-		_ = analysisEffects(a, "/p")
+		_ = analysisEffects(a, "/p", newFlow(a, "/p", func(string) bool { return false }))
 	})
 }
 

@@ -361,16 +361,17 @@ func baseCommand(it item) string {
 // effects lists what the analysed command does, per command and across them.
 func (c *Classifier) effects(an *Analysis, cwd string) []Effect {
 	var out []Effect
+	fl := newFlow(an, cwd, c.secretPath)
 	for i := range an.Commands {
-		out = append(out, commandEffects(&an.Commands[i], cwd, c.secretPath)...)
+		out = append(out, commandEffects(&an.Commands[i], cwd, fl)...)
 	}
-	return append(out, analysisEffects(an, cwd)...)
+	return append(out, analysisEffects(an, cwd, fl)...)
 }
 
 // analysisEffects are effects of several commands together.
-func analysisEffects(an *Analysis, cwd string) []Effect {
+func analysisEffects(an *Analysis, cwd string, fl *flow) []Effect {
 	out := append(downloadThenRun(an, cwd), newRemotePush(an)...)
-	out = append(out, netRedirects(an)...)
+	out = append(out, netRedirects(an, fl)...)
 	for _, ce := range an.CodeEffects {
 		out = append(out, ce.effect(cwd))
 	}
@@ -505,8 +506,10 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
 		line := cmd.Line()
-		if !seen[line] {
-			seen[line] = true
+		// The same line fed differently is another command: echo hi | bash; curl … | bash.
+		key := line + "\x00" + strings.Join(cmd.Upstream, "|")
+		if !seen[key] {
+			seen[key] = true
 			items = append(items, item{target: TargetBash, text: line, cmd: cmd, an: an, cwd: cwd})
 		}
 		for _, a := range cmd.Args {
@@ -530,13 +533,14 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			}
 		}
 	}
+	fl := newFlow(an, cwd, c.secretPath)
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
-		for _, e := range commandEffects(cmd, cwd, c.secretPath) {
+		for _, e := range commandEffects(cmd, cwd, fl) {
 			items = append(items, item{target: TargetEffect, text: e.String(), cmd: cmd, an: an, cwd: cwd})
 		}
 	}
-	for _, e := range analysisEffects(an, cwd) {
+	for _, e := range analysisEffects(an, cwd, fl) {
 		items = append(items, item{target: TargetEffect, text: e.String(), an: an, cwd: cwd})
 	}
 	for _, p := range an.CodePaths {

@@ -50,6 +50,9 @@ type Command struct {
 	Function     bool      // it calls a function the command itself defined (judged through its body)
 	FromVar      bool      // its name came from a variable or substitution (known or not)
 	Exe          string    // the program as written, when it is a path (./install.sh, /tmp/x)
+	// FDs are the descriptors it reaches that the command line itself opened: its standard
+	// input and output when redirected, and those its arguments name (/dev/fd/3).
+	FDs fdTable
 }
 
 // Line is the form rules match: the name and the arguments joined by spaces.
@@ -158,6 +161,10 @@ type walker struct {
 	pipeFrom map[*syntax.CallExpr]*syntax.CallExpr
 	// lastStmt maps a call to its statement, which holds its redirections and heredocs.
 	lastStmt map[*syntax.CallExpr]*syntax.Stmt
+	// fds are the descriptors the shell holds open (see fds.go); stmtFDs, each statement's view.
+	fds     fdTable
+	nextFD  int
+	stmtFDs map[*syntax.Stmt]fdTable
 }
 
 func (a *Analysis) shell(src string, depth int, vars map[string]string) {
@@ -179,7 +186,8 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 		vars = map[string]string{}
 	}
 	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{},
-		pipeFrom: map[*syntax.CallExpr]*syntax.CallExpr{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{}}
+		pipeFrom: map[*syntax.CallExpr]*syntax.CallExpr{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{},
+		stmtFDs: map[*syntax.Stmt]fdTable{}}
 	syntax.Walk(f, w.visit)
 }
 
@@ -195,6 +203,9 @@ func (w *walker) visit(n syntax.Node) bool {
 		}
 	case *syntax.Stmt:
 		w.redirects(n)
+		if t := w.openFDs(n); len(t) > 0 {
+			w.stmtFDs[n] = t
+		}
 		if c, ok := n.Cmd.(*syntax.CallExpr); ok {
 			w.lastStmt[c] = n
 		}
@@ -545,8 +556,8 @@ func (w *walker) call(c *syntax.CallExpr) {
 		return
 	}
 	f := w.fields(c.Args)
-	if len(f) == 0 {
-		return
+	if len(f) == 0 || f[0] == "exec" && (len(f) == 1 || len(f) == 2 && f[1] == "-c") {
+		return // nothing, or exec changing the shell's own descriptors (see openFDs)
 	}
 	var assigns []string
 	for _, as := range c.Assigns {
@@ -562,6 +573,10 @@ func (w *walker) call(c *syntax.CallExpr) {
 		return
 	}
 	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
+	cmd.FDs = fdsUsed(w.stmtFDs[w.stmtOf(c)], cmd.Args)
+	if cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray" {
+		cmd.FDs = w.stmtFDs[w.stmtOf(c)] // -u N names any of them
+	}
 	if slices.Contains(cmd.Wrappers, "xargs") && w.pipeFrom[c] != nil && !slices.Contains(f, "-I") &&
 		!shells[cmd.Name] && interpreters[cmd.Name] == "" { // xargs sh -c: the input is code, judged as such
 		// echo / | xargs rm -rf: xargs adds what the pipe brings to the arguments
@@ -595,6 +610,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	w.readHere(cmd, w.stmtOf(c))
 	w.nested(cmd, w.stmtOf(c))
 	w.stdinCode(cmd, c)
+	w.throughFDs(&w.a.Commands[len(w.a.Commands)-1], c)
 }
 
 // stdinCode analyses the code a shell or an interpreter reads from a pipe when the pipeline makes
@@ -762,6 +778,7 @@ func dynamicParts(parts []syntax.WordPart) bool {
 // unwrap looks through wrappers to the command they run.
 func (w *walker) unwrap(f []string, assigns []string) Command {
 	cmd := Command{Assigns: assigns}
+	var lastArgs []string
 	for len(f) > 0 {
 		name := baseName(f[0])
 		if name == "env" {
@@ -783,12 +800,14 @@ func (w *walker) unwrap(f []string, assigns []string) Command {
 			break
 		}
 		cmd.Wrappers = append(cmd.Wrappers, name)
+		lastArgs = f[1 : 1+skip]
 		f = f[1+skip:]
 	}
 	if len(f) == 0 {
-		if len(cmd.Wrappers) > 0 { // `sudo` alone, `env` alone: the wrapper is the command
+		if len(cmd.Wrappers) > 0 { // `sudo` alone, `env -i` alone: the wrapper is the command
 			cmd.Name = cmd.Wrappers[len(cmd.Wrappers)-1]
 			cmd.Wrappers = cmd.Wrappers[:len(cmd.Wrappers)-1]
+			cmd.Args = lastArgs
 		}
 		return cmd
 	}

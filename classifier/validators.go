@@ -130,7 +130,7 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 	}
 	ops := slices.DeleteFunc(operands(shellArgs(cmd.Args)), func(o string) bool { return strings.HasPrefix(o, "+") }) // set +n and the like
 	if !hasCode && len(ops) > 0 && ops[0] != "-" && !slices.Contains(cmd.Wrappers, "xargs") &&
-		!strings.HasPrefix(ops[0], "/dev/fd/") && !strings.Contains(ops[0], "$(...)") {
+		!strings.HasPrefix(ops[0], "/dev/fd/") && !fdArg.MatchString(ops[0]) && ops[0] != "/dev/stdin" && !strings.Contains(ops[0], "$(...)") {
 		return "", false // bash script.sh: the code is the script, not what the pipe brings
 	}
 	if !hasCode {

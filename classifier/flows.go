@@ -1,0 +1,248 @@
+package classifier
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Where the data a command sends comes from. A secret is rarely sent by name: it is piped
+// (cat key | curl -d @-), staged in a file first (cp key blob; curl -T blob), packed (tar cf - certs),
+// compressed (gzip -k key; curl -T key.gz), or it is the environment (env | curl). The flow
+// analysis follows those steps within one command line, so that the send is judged by what it
+// carries. It never reads the disk: what a path holds is judged by its name and by what the
+// command line itself put there.
+
+// secretDir names folders that hold keys and certificates, wherever they are.
+var secretDir = regexp.MustCompile(`(?i)(^|/)(certs?|certificates|keys|secrets?|private|\.ssh|\.gnupg|\.aws|\.azure|\.kube|\.docker|credentials|keychains?|ssl/private)(/|$)`)
+
+// contentReaders write what they read from their file operands (or a transformation of it) to
+// their output.
+var contentReaders = map[string]bool{"cat": true, "tac": true, "head": true, "tail": true, "base64": true, "base32": true,
+	"xxd": true, "od": true, "hexdump": true, "strings": true, "gzip": true, "bzip2": true, "xz": true, "zstd": true, "lz4": true,
+	"pigz": true, "tar": true, "gtar": true, "bsdtar": true, "zip": true, "cpio": true, "pax": true, "7z": true, "sort": true, "uniq": true,
+	"cut": true, "sed": true, "awk": true, "jq": true, "yq": true, "tr": true, "nl": true, "paste": true, "column": true, "rev": true,
+	"fold": true, "dd": true, "openssl": true, "gpg": true, "uuencode": true, "less": true, "more": true, "bat": true}
+
+// searchers print the lines of files that match a pattern; with a credential pattern, what they
+// print is the credential.
+var searchers = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true}
+
+// credentialPattern is what a search for credentials looks for.
+var credentialPattern = regexp.MustCompile(`(?i)AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-[a-z0-9]|sk_live|password|passwd|secret|token|api[_-]?key|access[_-]?key|credential|bearer`)
+
+// flow is what the command line's own steps put in files: paths that hold a secret because a
+// command wrote one there.
+type flow struct {
+	cwd     string
+	named   func(string) bool // the policy's secret paths
+	tainted []string          // paths (files or folders) holding a secret the line put there
+	known   map[string]bool   // secret's answers so far
+	stems   []string          // p such that p.<suffix> holds a secret (gzip -k p, -S suffix)
+}
+
+// maxTainted bounds what one command line can taint.
+const maxTainted = 256
+
+// newFlow follows the commands in order, marking where secrets land.
+func newFlow(an *Analysis, cwd string, named func(string) bool) *flow {
+	f := &flow{cwd: cwd, named: named}
+	for i := range an.Commands {
+		f.step(&an.Commands[i])
+	}
+	return f
+}
+
+// secret reports whether a path holds a secret: by its name, its folder's name, or because the
+// command line put one there (in it, or below it).
+func (f *flow) secret(p string) bool {
+	if p == "" {
+		return false
+	}
+	if v, ok := f.known[p]; ok {
+		return v
+	}
+	v := f.judge(p)
+	if f.known == nil {
+		f.known = map[string]bool{}
+	}
+	f.known[p] = v
+	return v
+}
+
+func (f *flow) judge(p string) bool {
+	cp := canonPath(p, f.cwd)
+	if f.named(cp) || keyFile.MatchString(cp) || secretDir.MatchString(strings.TrimRight(p, "/*")) || secretDir.MatchString(cp) {
+		return true
+	}
+	for _, t := range f.tainted {
+		if cp == t || strings.HasPrefix(t, strings.TrimSuffix(cp, "/*")+"/") || strings.HasPrefix(cp, t+"/") {
+			return true
+		}
+	}
+	for _, s := range f.stems {
+		if strings.HasPrefix(cp, s+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *flow) taint(p string) {
+	if p != "" && p != "-" && len(f.tainted) < maxTainted {
+		f.tainted = append(f.tainted, canonPath(p, f.cwd))
+		clear(f.known)
+	}
+}
+
+// step marks where one command puts a secret it reads.
+func (f *flow) step(c *Command) {
+	carries := f.outputSecret(c) || f.stdinSecret(c)
+	if out, ok := c.fd("1"); ok && out.file != "" && carries {
+		f.taint(out.file) // cat key > blob
+	}
+	ops := operands(c.Args)
+	switch c.Name {
+	case "cp", "mv", "ln", "link", "install", "ditto", "rsync":
+		if len(ops) >= 2 && !remoteSpec.MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
+			f.taint(ops[len(ops)-1])
+		}
+	case "tee":
+		if carries {
+			for _, o := range ops {
+				f.taint(o)
+			}
+		}
+	case "gzip", "bzip2", "xz", "zstd", "lz4", "pigz", "compress", "brotli":
+		for _, o := range ops {
+			if f.secret(o) && len(f.stems) < maxTainted {
+				f.stems = append(f.stems, canonPath(o, f.cwd)) // key → key.gz, key.packed
+				clear(f.known)
+			}
+		}
+	case "openssl", "gpg", "age":
+		if slices.ContainsFunc(optionValues(c.Args, "-in", "--input", "-i"), f.secret) || carries {
+			for _, o := range optionValues(c.Args, "-out", "--output", "-o") {
+				f.taint(o)
+			}
+		}
+	}
+	if archive, members := archiveOf(c); archive != "" && (slices.ContainsFunc(members, f.secret) || carries) {
+		f.taint(archive) // tar cf blob.tgz certs; zip blob.zip key
+	}
+}
+
+// archiveOf returns the archive a command creates and what it packs into it.
+func archiveOf(c *Command) (string, []string) {
+	ops := operands(c.Args)
+	switch c.Name {
+	case "tar", "gtar", "bsdtar":
+		files := optionValues(c.Args, "-f", "--file")
+		for i, a := range c.Args {
+			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.HasSuffix(a, "f") && len(a) > 2 && i+1 < len(c.Args) {
+				files = append(files, c.Args[i+1])
+			}
+		}
+		if len(files) == 0 || files[0] == "-" {
+			return "", nil
+		}
+		return files[0], slices.DeleteFunc(ops, func(o string) bool { return o == files[0] })
+	case "zip", "7z", "7za", "rar":
+		if c.Name != "zip" && len(ops) > 0 && (ops[0] == "a" || ops[0] == "u") {
+			ops = ops[1:]
+		}
+		if len(ops) >= 1 {
+			return ops[0], ops[1:]
+		}
+	}
+	return "", nil
+}
+
+// outputSecret reports whether what the command prints holds a secret: a secret file it reads,
+// the environment, or the matches of a search for credentials.
+func (f *flow) outputSecret(c *Command) bool {
+	if in, ok := c.fd("0"); ok && in.file != "" && f.secret(in.file) {
+		return true // cmd < .env
+	}
+	ops := operands(c.Args)
+	switch {
+	case c.Name == "env" || c.Name == "printenv":
+		// the whole environment (tokens included); env -i, printenv PATH print none of it
+		return len(ops) == 0 && !slices.Contains(c.Args, "-i") && !slices.Contains(c.Args, "--ignore-environment")
+	case c.Name == "export" || c.Name == "declare" || c.Name == "typeset":
+		return len(ops) == 0 && (slices.Contains(c.Args, "-p") || slices.Contains(c.Args, "-x"))
+	case c.Name == "set":
+		return len(c.Args) == 0
+	case searchers[c.Name]:
+		return f.searchesForCredentials(c, ops)
+	case contentReaders[c.Name]:
+		if c.Name == "sed" || c.Name == "awk" || c.Name == "jq" || c.Name == "yq" {
+			if len(ops) > 0 && !slices.ContainsFunc(c.Args, func(a string) bool { return a == "-e" || a == "-f" }) {
+				ops = ops[1:] // the program comes first
+			}
+		}
+		if c.Name == "dd" {
+			for _, a := range c.Args {
+				if p, ok := strings.CutPrefix(a, "if="); ok && f.secret(p) {
+					return true
+				}
+			}
+		}
+		if slices.ContainsFunc(optionValues(c.Args, "-in", "-C", "--directory"), f.secret) && c.Name == "openssl" {
+			return true
+		}
+		if slices.ContainsFunc(ops, f.secret) {
+			return true
+		}
+		if c.Name == "tar" || c.Name == "gtar" || c.Name == "bsdtar" || c.Name == "zip" || c.Name == "cpio" {
+			// what a list names: tar -T list, --files-from; those lists are not read here
+			return false
+		}
+	}
+	return false
+}
+
+// searchesForCredentials: grep -r AKIA ~, rg 'BEGIN .* PRIVATE KEY'. A search of one file that
+// is not a secret prints no secret.
+func (f *flow) searchesForCredentials(c *Command, ops []string) bool {
+	patterns := optionValues(c.Args, "-e", "--regexp")
+	files := ops
+	if len(patterns) == 0 && len(ops) > 0 {
+		patterns, files = ops[:1], ops[1:]
+	}
+	if slices.ContainsFunc(files, f.secret) {
+		return true
+	}
+	if !slices.ContainsFunc(patterns, credentialPattern.MatchString) {
+		return false
+	}
+	recursive := c.Name != "grep" && c.Name != "egrep" && c.Name != "fgrep" || slices.ContainsFunc(c.Args, func(a string) bool {
+		return a == "--recursive" || a == "--dereference-recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR")
+	})
+	return recursive
+}
+
+// stdinSecret reports whether what reaches the command's standard input holds a secret: through
+// the pipeline (however many steps: cat key | base64 | curl -d @-) or a redirection.
+func (f *flow) stdinSecret(c *Command) bool {
+	if in, ok := c.fd("0"); ok && in.file != "" && f.secret(in.file) {
+		return true
+	}
+	for i := range c.UpstreamCmds {
+		if f.outputSecret(&c.UpstreamCmds[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// wholeTree reports a path that stands for everything: the working folder, the home folder, the
+// root. Sending it sends whatever secrets it holds.
+func wholeTree(p, cwd string) bool {
+	cp := canonPath(strings.TrimSuffix(strings.TrimSuffix(p, "/*"), "/"), cwd)
+	switch cp {
+	case canonPath(".", cwd), "~", "/", "/Users", "/home":
+		return p != ""
+	}
+	return false
+}
