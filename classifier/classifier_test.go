@@ -93,6 +93,8 @@ var ruleCases = []ruleCase{
 	{"bash.git-reset-hard", bashCall(`git commit -m "never git reset --hard"`), false},
 	{"bash.git-clean-force", bashCall("git clean -fdx"), true},
 	{"bash.git-clean-force", bashCall("git clean -n"), false},
+	{"bash.git-discard-all", bashCall("git checkout -- ."), true},
+	{"bash.git-discard-all", bashCall("git checkout -- src/main.go"), false},
 	{"bash.package-unpublish", bashCall("npm unpublish my-pkg@1.0.0"), true},
 	{"bash.package-unpublish", bashCall("npm publish"), false},
 	{"bash.cloud-delete", bashCall("aws ec2 terminate-instances --instance-ids i-1"), true},

@@ -1,0 +1,379 @@
+package classifier
+
+import (
+	"slices"
+	"strings"
+)
+
+// What a git command line means, as git itself reads it: global options and -c settings before
+// the subcommand, aliases those settings define, long options abbreviated (reset --h is
+// --hard), options that take a value (push -o --force pushes an option named --force), --help
+// anywhere (nothing runs), and -- (what follows are paths, never options).
+
+// gitCall is one git invocation, read.
+type gitCall struct {
+	sub    string
+	opts   []string // the subcommand's options, long ones spelled out in full, "--opt=value" kept
+	ops    []string // operands before --
+	paths  []string // after --
+	config map[string]string
+	help   bool
+}
+
+// gitGlobalValue are git's global options that take the next word as their value.
+var gitGlobalValue = map[string]bool{"-c": true, "-C": true, "--git-dir": true, "--work-tree": true, "--namespace": true,
+	"--config-env": true, "--super-prefix": true, "--exec-path": false, "--list-cmds": false}
+
+// gitLong are the long options of the subcommands judged here, to spell out abbreviations.
+var gitLong = map[string][]string{
+	"reset":       {"--hard", "--soft", "--mixed", "--merge", "--keep", "--quiet", "--no-quiet", "--patch", "--pathspec-from-file", "--recurse-submodules", "--no-refresh", "--refresh", "--intent-to-add"},
+	"push":        {"--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune", "--dry-run", "--all", "--tags", "--repo", "--receive-pack", "--exec", "--push-option", "--set-upstream", "--no-verify", "--verify", "--atomic", "--porcelain", "--follow-tags", "--signed", "--quiet", "--verbose", "--progress", "--thin", "--no-thin", "--recurse-submodules", "--ipv4", "--ipv6", "--branches"},
+	"clean":       {"--force", "--dry-run", "--interactive", "--quiet", "--exclude", "--no-force"},
+	"checkout":    {"--force", "--no-force", "--patch", "--no-patch", "--merge", "--no-merge", "--ours", "--theirs", "--detach", "--no-detach", "--orphan", "--conflict", "--track", "--no-track", "--quiet", "--progress", "--overlay", "--no-overlay", "--pathspec-from-file", "--ignore-other-worktrees", "--recurse-submodules", "--guess", "--no-guess"},
+	"switch":      {"--force", "--discard-changes", "--create", "--force-create", "--detach", "--orphan", "--merge", "--conflict", "--track", "--no-track", "--quiet", "--guess", "--no-guess"},
+	"restore":     {"--source", "--staged", "--worktree", "--patch", "--ours", "--theirs", "--merge", "--conflict", "--overlay", "--no-overlay", "--quiet", "--progress", "--pathspec-from-file", "--ignore-unmerged", "--recurse-submodules"},
+	"gc":          {"--prune", "--no-prune", "--aggressive", "--auto", "--quiet", "--force", "--keep-largest-pack", "--cruft", "--no-cruft"},
+	"prune":       {"--expire", "--dry-run", "--verbose", "--progress"},
+	"reflog":      {"--expire", "--expire-unreachable", "--all", "--dry-run", "--rewrite", "--updateref", "--stale-fix", "--verbose", "--single-worktree"},
+	"filter-repo": {"--force", "--dry-run", "--replace-text", "--path", "--invert-paths", "--path-rename", "--analyze", "--refs", "--partial", "--subdirectory-filter", "--to-subdirectory-filter"},
+}
+
+// gitValue are the subcommands' options that take the next word as their value.
+var gitValue = map[string]map[string]bool{
+	"push":          {"--repo": true, "--receive-pack": true, "--exec": true, "-o": true, "--push-option": true},
+	"clean":         {"-e": true, "--exclude": true},
+	"checkout":      {"-b": true, "-B": true, "--orphan": true, "--conflict": true, "--pathspec-from-file": true},
+	"switch":        {"-c": true, "-C": true, "--create": true, "--force-create": true, "--orphan": true},
+	"restore":       {"-s": true, "--source": true, "--pathspec-from-file": true},
+	"reset":         {"--pathspec-from-file": true},
+	"filter-repo":   {"--replace-text": true, "--path": true, "--path-rename": true, "--refs": true, "--subdirectory-filter": true, "--to-subdirectory-filter": true, "--path-glob": true, "--path-regex": true, "--replace-message": true},
+	"filter-branch": {"--env-filter": true, "--tree-filter": true, "--index-filter": true, "--msg-filter": true, "--commit-filter": true, "--tag-name-filter": true, "--subdirectory-filter": true, "--parent-filter": true, "-d": true, "--original": true, "--state-branch": true, "--setup": true},
+}
+
+// parseGit reads a git command; ok is false for anything else.
+func parseGit(cmd *Command) (gitCall, bool) {
+	if cmd == nil || cmd.Name != "git" {
+		return gitCall{}, false
+	}
+	g := gitCall{config: map[string]string{}}
+	args := cmd.Args
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			break
+		}
+		if a == "--help" || a == "-h" {
+			g.help = true
+		}
+		name, value, inline := strings.Cut(a, "=")
+		if gitGlobalValue[name] && !inline && i+1 < len(args) {
+			i++
+			value = args[i]
+		}
+		if name == "-c" {
+			k, v, _ := strings.Cut(value, "=")
+			g.config[strings.ToLower(k)] = v
+		}
+		if strings.HasPrefix(a, "-c") && len(a) > 2 && !strings.HasPrefix(a, "--") { // -ckey=value
+			k, v, _ := strings.Cut(a[2:], "=")
+			g.config[strings.ToLower(k)] = v
+		}
+	}
+	if i >= len(args) {
+		return g, true
+	}
+	rest := args[i:]
+	// An alias the command line defines (git -c alias.wipe='reset --hard' wipe): once, as git does
+	// for a non-shell alias.
+	if v, ok := g.config["alias."+strings.ToLower(rest[0])]; ok && !strings.HasPrefix(strings.TrimSpace(v), "!") {
+		rest = append(strings.Fields(v), rest[1:]...)
+	}
+	g.sub = strings.ToLower(rest[0]) // a case-insensitive disk finds git-RESET as git-reset
+	g.readArgs(rest[1:])
+	return g, true
+}
+
+func (g *gitCall) readArgs(args []string) {
+	values := gitValue[g.sub]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			g.paths = append(g.paths, args[i+1:]...)
+			return
+		case a == "--help" || a == "-h":
+			g.help = true
+		case strings.HasPrefix(a, "--"):
+			name, value, inline := strings.Cut(a, "=")
+			name = g.spell(strings.ToLower(name))
+			if inline {
+				g.opts = append(g.opts, name+"="+value)
+			} else {
+				g.opts = append(g.opts, name)
+			}
+			if values[name] && !inline {
+				i++ // the value, whatever it looks like
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			for k, r := range a[1:] { // a cluster: -fd, -fb topic
+				flag := "-" + string(r)
+				g.opts = append(g.opts, flag)
+				if values[flag] {
+					if k == len(a)-2 {
+						i++ // the value is the next word
+					}
+					break // or the rest of this one
+				}
+			}
+		default:
+			g.ops = append(g.ops, a)
+		}
+	}
+}
+
+// spell spells out an abbreviated long option when it is the prefix of exactly one.
+func (g *gitCall) spell(name string) string {
+	longs := gitLong[g.sub]
+	if slices.Contains(longs, name) {
+		return name
+	}
+	found := ""
+	for _, l := range longs {
+		if strings.HasPrefix(l, name) {
+			if found != "" {
+				return name // ambiguous: git refuses it
+			}
+			found = l
+		}
+	}
+	if found == "" {
+		return name
+	}
+	return found
+}
+
+// has reports whether any of the options was given (long ones also as --opt=value).
+func (g *gitCall) has(names ...string) bool {
+	for _, o := range g.opts {
+		name, _, _ := strings.Cut(o, "=")
+		if slices.Contains(names, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// value returns the last value given to a long option as --opt=value.
+func (g *gitCall) value(name string) (string, bool) {
+	v, ok := "", false
+	for _, o := range g.opts {
+		if n, val, inline := strings.Cut(o, "="); inline && n == name {
+			v, ok = val, true
+		}
+	}
+	return v, ok
+}
+
+// last reports which of two opposite options comes last: true for on, false for off or neither.
+func (g *gitCall) last(on, off []string) bool {
+	state := false
+	for _, o := range g.opts {
+		name, _, _ := strings.Cut(o, "=")
+		switch {
+		case slices.Contains(on, name):
+			state = true
+		case slices.Contains(off, name):
+			state = false
+		}
+	}
+	return state
+}
+
+// wholeTreeSpec reports a pathspec that names the whole working tree.
+func wholeTreeSpec(p string) bool {
+	switch strings.TrimSuffix(p, "/") {
+	case ".", ":/", "*", ":(top)", ":/*", "./*", ":(glob)**", "**":
+		return true
+	}
+	return false
+}
+
+// expiresNow reports an expiry that leaves nothing to recover: now, all, 0.
+func expiresNow(v string) bool {
+	switch strings.ToLower(strings.Trim(v, `'"`)) {
+	case "now", "all", "0", "never-keep", "0.seconds", "0 seconds":
+		return true
+	}
+	return false
+}
+
+// gitDiscard tells what a git command throws away for good: "" when nothing, else what; all is
+// true when it is all uncommitted work or history (not one path, one branch, one stash).
+func gitDiscard(g gitCall) (what string, all bool) {
+	if g.help {
+		return "", false
+	}
+	dry := g.has("--dry-run", "-n")
+	switch g.sub {
+	case "checkout":
+		if g.has("--patch", "-p") && !g.last([]string{"--no-patch"}, []string{"--patch", "-p"}) {
+			return "", false // interactive
+		}
+		force := g.has("--force", "-f")
+		paths := append(slices.Clone(g.paths), g.ops...)
+		switch {
+		case slices.ContainsFunc(paths, wholeTreeSpec):
+			return "every uncommitted change in the working tree", true
+		case force && len(g.paths) == 0:
+			return "every uncommitted change (checkout --force)", true
+		case len(g.paths) > 0:
+			return "uncommitted changes to " + strings.Join(g.paths, " "), false
+		case len(g.ops) >= 2 || g.has("--pathspec-from-file"):
+			return "uncommitted changes to the files named", false // checkout main a.txt
+		case force:
+			return "uncommitted changes (checkout --force)", false
+		}
+	case "reset":
+		if g.has("--merge", "--keep") && !g.help {
+			return "uncommitted changes (reset --" + map[bool]string{true: "merge", false: "keep"}[g.has("--merge")] + ")", false
+		}
+	case "switch":
+		if g.has("--discard-changes", "--force", "-f") {
+			return "every uncommitted change (switch --discard-changes)", true
+		}
+	case "restore":
+		if g.has("--patch", "-p") {
+			return "", false
+		}
+		paths := append(slices.Clone(g.paths), g.ops...)
+		worktree := g.has("--worktree", "-W") || !g.has("--staged", "-S")
+		switch {
+		case worktree && slices.ContainsFunc(paths, wholeTreeSpec):
+			return "every uncommitted change in the working tree", true
+		case len(paths) > 0:
+			return "uncommitted changes to " + strings.Join(paths, " "), false
+		}
+	case "stash":
+		if len(g.ops) > 0 && (g.ops[0] == "clear" || g.ops[0] == "drop") {
+			return "stashed work (stash " + g.ops[0] + ")", false
+		}
+	case "branch":
+		if g.has("-D") || g.has("--delete", "-d") && g.has("--force", "-f") {
+			return "a branch and its unmerged commits", false
+		}
+	case "gc":
+		v, ok := g.value("--prune")
+		if ok && expiresNow(v) || expiresNow(g.config["gc.pruneexpire"]) {
+			return "unreachable commits, at once (gc --prune=now)", true
+		}
+	case "prune":
+		v, ok := g.value("--expire")
+		if !dry && (ok && expiresNow(v) || !ok && expiresNow(g.config["gc.pruneexpire"])) {
+			return "unreachable commits, at once (prune --expire=now)", true
+		}
+	case "reflog":
+		if len(g.ops) == 0 {
+			return "", false
+		}
+		switch g.ops[0] {
+		case "expire":
+			v, ok := g.value("--expire")
+			u, uok := g.value("--expire-unreachable")
+			if !dry && (ok && expiresNow(v) || uok && expiresNow(u)) {
+				return "the reflog, which is how lost commits are found again", true
+			}
+			if !dry {
+				return "old reflog entries", false
+			}
+		case "delete":
+			return "reflog entries", false
+		}
+	case "filter-branch":
+		if g.has("-f", "--force") {
+			return "history, rewritten over its backup (filter-branch -f)", true
+		}
+		return "history, rewritten (filter-branch)", false
+	case "filter-repo":
+		if dry || g.has("--analyze") {
+			return "", false
+		}
+		if g.has("--force", "-f") {
+			return "history, rewritten without a safety check (filter-repo --force)", true
+		}
+		return "history, rewritten (filter-repo)", false
+	case "push":
+		if dry {
+			return "", false
+		}
+		if g.has("--mirror") {
+			return "the remote's branches, replaced by this repository's (push --mirror)", true
+		}
+		if g.has("--delete", "-d", "--prune") || slices.ContainsFunc(g.ops, func(o string) bool { return strings.HasPrefix(o, ":") && len(o) > 1 }) {
+			return "branches on the remote", false
+		}
+	case "update-ref":
+		if g.has("-d") {
+			return "a ref", false
+		}
+	}
+	return "", false
+}
+
+// gitResetHard reports a reset that throws away uncommitted work: --hard, as git reads it.
+func gitResetHard(g gitCall) bool {
+	return g.sub == "reset" && !g.help && g.has("--hard")
+}
+
+// gitForcePush reports a push that can overwrite the remote's history: --force or a +refspec.
+// A lease on every ref (--force-with-lease with no ref named) still holds under --force: git
+// rejects a stale ref first. A lease on named refs leaves the others forced.
+func gitForcePush(g gitCall) bool {
+	if g.sub != "push" || g.help || g.has("--dry-run", "-n") {
+		return false
+	}
+	if slices.Contains(g.opts, "--force-with-lease") {
+		return false
+	}
+	return g.has("--force", "-f") || slices.ContainsFunc(g.ops, func(o string) bool { return strings.HasPrefix(o, "+") && len(o) > 1 })
+}
+
+// gitForceClean reports a clean that removes untracked files: forced by option or by setting.
+func gitForceClean(g gitCall) bool {
+	if g.sub != "clean" || g.help || g.has("--dry-run", "-n", "--interactive", "-i") {
+		return false
+	}
+	if g.last([]string{"--force", "-f"}, []string{"--no-force"}) {
+		return true
+	}
+	switch strings.ToLower(g.config["clean.requireforce"]) {
+	case "false", "no", "off", "0":
+		return true
+	}
+	return false
+}
+
+// gitValidator adapts a test of a git command to a rule validator.
+func gitValidator(test func(gitCall) bool) func(*Classifier, item) (string, bool) {
+	return func(_ *Classifier, it item) (string, bool) {
+		g, ok := parseGit(it.cmd)
+		if !ok || !test(g) {
+			return "", false
+		}
+		return it.cmd.Line(), true
+	}
+}
+
+// gitDiscardValidator matches a git command that throws work away: all of it, or a part.
+func gitDiscardValidator(all bool) func(*Classifier, item) (string, bool) {
+	return func(_ *Classifier, it item) (string, bool) {
+		g, ok := parseGit(it.cmd)
+		if !ok {
+			return "", false
+		}
+		if what, isAll := gitDiscard(g); what != "" && isAll == all {
+			return it.cmd.Line() + " (discards " + what + ")", true
+		}
+		return "", false
+	}
+}
