@@ -39,7 +39,7 @@ func TestGitIsReadAsGitReadsIt(t *testing.T) {
 		{"git reset --merge", claudehook.Ask, "bash.git-discard"},
 		{"git filter-branch -- --all", claudehook.Ask, "bash.git-discard"},
 		// what does not
-		{"git reset -- --hard", claudehook.Allow, ""},    // a path named --hard
+		{"git reset -- --hard", claudehook.Allow, ""},     // a path named --hard
 		{"git reset --hard --help", claudehook.Allow, ""}, // help, nothing runs
 		{"git push -- --force", claudehook.Allow, ""},
 		{"git push --dry-run --force origin main", claudehook.Allow, ""},

@@ -23,11 +23,11 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"PrivilegeEscalation":     privilegeEscalation,
 	"ManifestDependencies":    manifestDependencies,
 	"DynamicDestructive":      dynamicDestructive,
-	"GitResetHard":   gitValidator(gitResetHard),
-	"GitForcePush":   gitValidator(gitForcePush),
-	"GitForceClean":  gitValidator(gitForceClean),
-	"GitDiscardAll":  gitDiscardValidator(true),
-	"GitDiscardPart": gitDiscardValidator(false),
+	"GitResetHard":            gitValidator(gitResetHard),
+	"GitForcePush":            gitValidator(gitForcePush),
+	"GitForceClean":           gitValidator(gitForceClean),
+	"GitDiscardAll":           gitDiscardValidator(true),
+	"GitDiscardPart":          gitDiscardValidator(false),
 	"ForkBomb": func(_ *Classifier, it item) (string, bool) {
 		return "a process that copies itself without end", it.cmd == nil && it.an != nil && it.an.ForkBomb
 	},
