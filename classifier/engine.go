@@ -496,8 +496,58 @@ var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": t
 	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
 	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true}
 
-// writers are commands whose last path argument is written.
+// writers are commands that write files their arguments name; copiers write only the last.
 var writers = map[string]bool{"cp": true, "mv": true, "install": true, "tee": true, "ln": true, "touch": true, "dd": true, "truncate": true, "chmod": true}
+
+var copiers = map[string]bool{"cp": true, "install": true, "ln": true, "rsync": true, "scp": true, "ditto": true}
+
+// readerValueOpts are options of readers whose value is not a file read: sort -o OUT writes it,
+// less -p PATTERN searches for it.
+var readerValueOpts = map[string]map[string]bool{
+	"sort": {"-o": true, "--output": true, "-t": true, "-k": true, "-S": true, "-T": true, "--field-separator": true, "--key": true},
+	"less": {"-p": true, "-P": true, "-j": true, "-x": true, "-y": true, "-h": true, "-b": true, "-t": true, "-T": true, "-k": true, "-o": true, "-O": true, "--pattern": true},
+	"head": {"-n": true, "-c": true}, "tail": {"-n": true, "-c": true},
+}
+
+// fileOperands splits a command's operands into the files it reads and those it writes.
+func fileOperands(cmd *Command) (read, written []string) {
+	values := readerValueOpts[cmd.Name]
+	var ops []string
+	for i := 0; i < len(cmd.Args); i++ {
+		a := cmd.Args[i]
+		if strings.HasPrefix(a, "-") {
+			name, value, inline := strings.Cut(a, "=")
+			if values[name] {
+				if !inline && i+1 < len(cmd.Args) {
+					i++
+					value = cmd.Args[i]
+				}
+				if cmd.Name == "sort" && (name == "-o" || name == "--output") {
+					written = append(written, value)
+				}
+			}
+			continue
+		}
+		ops = append(ops, a)
+	}
+	switch {
+	case copiers[cmd.Name] && len(ops) >= 2:
+		read = ops[:len(ops)-1]
+		if dest := ops[len(ops)-1]; !remoteSpec.MatchString(dest) {
+			written = append(written, dest) // a remote destination is not a file here
+		}
+	case cmd.Name == "mv":
+		read, written = ops, append(written, ops...) // the sources go, the destination is written
+	case writers[cmd.Name]:
+		read, written = ops, append(written, ops...)
+	default:
+		read = ops
+	}
+	if !writers[cmd.Name] && !copiers[cmd.Name] && cmd.Name != "sort" {
+		written = nil
+	}
+	return read, written
+}
 
 func (c *Classifier) bashItems(command, cwd string) []item {
 	an := Analyze(command)
@@ -512,10 +562,8 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			seen[key] = true
 			items = append(items, item{target: TargetBash, text: line, cmd: cmd, an: an, cwd: cwd})
 		}
-		for _, a := range cmd.Args {
-			if strings.HasPrefix(a, "-") {
-				continue
-			}
+		read, written := fileOperands(cmd)
+		for _, a := range read {
 			if readers[cmd.Name] && (looksLikePath(a) || secretName.MatchString(a)) {
 				items = append(items, item{target: TargetRead, text: canonPath(a, cwd)})
 			}
@@ -525,11 +573,9 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 				}
 			}
 		}
-		if writers[cmd.Name] {
-			for _, a := range cmd.Args {
-				if !strings.HasPrefix(a, "-") && looksLikePath(a) {
-					items = append(items, item{target: TargetEdit, text: canonPath(strings.TrimPrefix(a, "of="), cwd)})
-				}
+		for _, a := range written {
+			if looksLikePath(a) {
+				items = append(items, item{target: TargetEdit, text: canonPath(strings.TrimPrefix(a, "of="), cwd)})
 			}
 		}
 	}

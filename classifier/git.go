@@ -38,6 +38,14 @@ var gitLong = map[string][]string{
 	"filter-repo": {"--force", "--dry-run", "--replace-text", "--path", "--invert-paths", "--path-rename", "--analyze", "--refs", "--partial", "--subdirectory-filter", "--to-subdirectory-filter"},
 }
 
+// gitBuiltins are commands an alias cannot hide: git ignores alias.status.
+var gitBuiltins = map[string]bool{"add": true, "am": true, "archive": true, "bisect": true, "blame": true, "branch": true,
+	"checkout": true, "cherry-pick": true, "clean": true, "clone": true, "commit": true, "config": true, "describe": true,
+	"diff": true, "fetch": true, "gc": true, "grep": true, "init": true, "log": true, "merge": true, "mv": true, "prune": true,
+	"pull": true, "push": true, "rebase": true, "reflog": true, "remote": true, "reset": true, "restore": true, "revert": true,
+	"rm": true, "show": true, "stash": true, "status": true, "switch": true, "tag": true, "worktree": true, "fsck": true,
+	"update-ref": true, "filter-branch": true, "submodule": true, "ls-files": true, "rev-parse": true, "help": true, "version": true}
+
 // gitValue are the subcommands' options that take the next word as their value.
 var gitValue = map[string]map[string]bool{
 	"push":          {"--repo": true, "--receive-pack": true, "--exec": true, "-o": true, "--push-option": true},
@@ -86,7 +94,7 @@ func parseGit(cmd *Command) (gitCall, bool) {
 	rest := args[i:]
 	// An alias the command line defines (git -c alias.wipe='reset --hard' wipe): once, as git does
 	// for a non-shell alias.
-	if v, ok := g.config["alias."+strings.ToLower(rest[0])]; ok && !strings.HasPrefix(strings.TrimSpace(v), "!") {
+	if v, ok := g.config["alias."+strings.ToLower(rest[0])]; ok && !gitBuiltins[strings.ToLower(rest[0])] && !strings.HasPrefix(strings.TrimSpace(v), "!") {
 		rest = append(strings.Fields(v), rest[1:]...)
 	}
 	g.sub = strings.ToLower(rest[0]) // a case-insensitive disk finds git-RESET as git-reset
@@ -263,8 +271,11 @@ func gitDiscard(g gitCall) (what string, all bool) {
 			return "a branch and its unmerged commits", false
 		}
 	case "gc":
+		if g.has("--no-prune") {
+			return "", false
+		}
 		v, ok := g.value("--prune")
-		if ok && expiresNow(v) || expiresNow(g.config["gc.pruneexpire"]) {
+		if ok && expiresNow(v) || !ok && expiresNow(g.config["gc.pruneexpire"]) {
 			return "unreachable commits, at once (gc --prune=now)", true
 		}
 	case "prune":
@@ -335,7 +346,24 @@ func gitForcePush(g gitCall) bool {
 	if slices.Contains(g.opts, "--force-with-lease") {
 		return false
 	}
-	return g.has("--force", "-f") || slices.ContainsFunc(g.ops, func(o string) bool { return strings.HasPrefix(o, "+") && len(o) > 1 })
+	leased := map[string]bool{}
+	for _, o := range g.opts {
+		if v, ok := strings.CutPrefix(o, "--force-with-lease="); ok {
+			ref, _, _ := strings.Cut(v, ":")
+			leased[strings.TrimPrefix(ref, "refs/heads/")] = true
+		}
+	}
+	if g.has("--force", "-f") {
+		return true
+	}
+	return slices.ContainsFunc(g.ops, func(o string) bool {
+		ref, ok := strings.CutPrefix(o, "+")
+		src, dst, colon := strings.Cut(ref, ":")
+		if !colon {
+			dst = src
+		}
+		return ok && ref != "" && !leased[strings.TrimPrefix(dst, "refs/heads/")]
+	})
 }
 
 // gitForceClean reports a clean that removes untracked files: forced by option or by setting.

@@ -21,7 +21,8 @@ func TestGitIsReadAsGitReadsIt(t *testing.T) {
 		{"git reset --h", claudehook.Deny, "bash.git-reset-hard"}, // the one long option --h can be
 		{"git -c 'alias.wipe=reset --hard' wipe", claudehook.Deny, "bash.git-reset-hard"},
 		{"git push --force --force-with-lease", claudehook.Allow, ""}, // the lease still holds
-		{"git push --force-with-lease=main origin +main", claudehook.Deny, "bash.git-push-force"},
+		{"git push --force-with-lease=other origin +main", claudehook.Deny, "bash.git-push-force"},
+		{"git push --force-with-lease=main origin +main", claudehook.Allow, ""}, // main is leased
 		{"git -c gc.pruneExpire=now gc", claudehook.Deny, "bash.git-discard-all"},
 		{"git gc --p=now", claudehook.Deny, "bash.git-discard-all"},
 		{"git reflog expire --expire-unreachable=now --all", claudehook.Deny, "bash.git-discard-all"},
@@ -49,6 +50,8 @@ func TestGitIsReadAsGitReadsIt(t *testing.T) {
 		{"git filter-repo --dry-run --force", claudehook.Allow, ""},
 		{"git reflog expire --dry-run --expire=now --all", claudehook.Allow, ""},
 		{"git checkout -b topic", claudehook.Allow, ""},
+		{"git -c gc.pruneExpire=now gc --no-prune", claudehook.Allow, ""},
+		{"git -c 'alias.status=reset --hard' status", claudehook.Allow, ""}, // git ignores an alias of a builtin
 		{"git commit -m 'git reset --hard'", claudehook.Allow, ""},
 	}
 	for _, tt := range tests {

@@ -292,13 +292,15 @@ func endless(n *syntax.WhileClause) bool {
 	return false
 }
 
-// spawnsBackground reports a loop body that starts a background job and never waits for it nor
-// leaves the loop.
+// spawnsBackground reports a loop body that starts background jobs faster than it waits for
+// them, and never leaves the loop. The body runs again and again, so a wait anywhere in it
+// bounds the jobs its own shell started (wait; sleep 1 &); one started inside a subshell,
+// (work &), belongs to a process that is gone and no wait reaches it.
 func spawnsBackground(stmts []*syntax.Stmt) bool {
-	pending := false // a job started and not yet waited for
+	started, orphaned, waits := false, false, false
 	for _, s := range stmts {
 		if s.Background {
-			pending = true
+			started = true
 		}
 		switch c := s.Cmd.(type) {
 		case *syntax.CallExpr:
@@ -307,16 +309,16 @@ func spawnsBackground(stmts []*syntax.Stmt) bool {
 				case "break", "exit", "return":
 					return false
 				case "wait":
-					pending = false
+					waits = true
 				}
 			}
 		case *syntax.Subshell:
-			if spawnsBackground(c.Stmts) { // (work &) leaves a job behind
-				pending = true
+			if !s.Background && spawnsBackground(c.Stmts) {
+				orphaned = true
 			}
 		}
 	}
-	return pending
+	return orphaned || started && !waits
 }
 
 func firstCall(s *syntax.Stmt) *syntax.CallExpr {
