@@ -419,8 +419,16 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 			}
 		}
 	}
-	if rawSenders[cmd.Name] && cmd.PipedFrom != "" {
-		add("stdin:"+cmd.PipedFrom, false)
+	if cmd.Name == "ssh" {
+		dest = sshHost(cmd.Args)
+	}
+	if rawSenders[cmd.Name] || cmd.Name == "ssh" {
+		if cmd.PipedFrom != "" {
+			add("stdin:"+cmd.PipedFrom, false) // tar cf - src | ssh host cat
+		}
+		if in, ok := cmd.fd("0"); ok && in.file != "" {
+			add("file:"+in.file, true) // nc host 4444 < .env
+		}
 	}
 	if cmd.Name == "socat" { // socat OPEN:file TCP:host — a file to a socket
 		net := ""
@@ -506,7 +514,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 var keyFile = regexp.MustCompile(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|asc|gpg)$|(^|/)(id_[a-z0-9]+|\.env(\.[^/]*)?)$`)
 
 // otherSenders are the programs besides sendOptions' and rawSenders' that sendEffects knows.
-var otherSenders = map[string]bool{"gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
+var otherSenders = map[string]bool{"ssh": true, "gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
 
 // destination is where a network client sends: its URL, or host for raw senders.
 func destination(cmd *Command) string {

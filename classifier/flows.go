@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +16,9 @@ import (
 
 // secretDir names folders that hold keys and certificates, wherever they are.
 var secretDir = regexp.MustCompile(`(?i)(^|/)(certs?|certificates|keys|secrets?|private|\.ssh|\.gnupg|\.aws|\.azure|\.kube|\.docker|credentials|keychains?|ssl/private)(/|$)`)
+
+// secretFileName names files kept to hold secrets, whatever folder they are in.
+var secretFileName = regexp.MustCompile(`(?i)^(secrets?|credentials?|passwords?|passwd|tokens?|api[_-]?keys?)([._-][^/]*)?$`)
 
 // contentReaders write what they read from their file operands (or a transformation of it) to
 // their output.
@@ -72,7 +76,7 @@ func (f *flow) secret(p string) bool {
 
 func (f *flow) judge(p string) bool {
 	cp := canonPath(p, f.cwd)
-	if f.named(cp) || keyFile.MatchString(cp) || secretDir.MatchString(strings.TrimRight(p, "/*")) || secretDir.MatchString(cp) {
+	if f.named(cp) || keyFile.MatchString(cp) || secretFileName.MatchString(path.Base(cp)) || secretDir.MatchString(strings.TrimRight(p, "/*")) || secretDir.MatchString(cp) {
 		return true
 	}
 	for _, t := range f.tainted {

@@ -987,6 +987,25 @@ func flagValue(args []string, flag string) (string, bool) {
 	return "", false
 }
 
+// sshHost returns the host ssh connects to: its first operand.
+func sshHost(args []string) string {
+	withValue := "pilLoFJRDbceEmOSWwB"
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			continue
+		case strings.HasPrefix(a, "-"):
+			if len(a) == 2 && strings.ContainsRune(withValue, rune(a[1])) {
+				i++
+			}
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
 // sshCommand returns the command ssh runs on the remote host: what follows the host.
 func sshCommand(args []string) string {
 	withValue := "pilLoFJRDbceEmOSWwB"

@@ -258,8 +258,8 @@ var secretVar = regexp.MustCompile(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PA
 var remoteSpec = regexp.MustCompile(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)
 
 // exfiltration finds data leaving the machine that no effect rule weighs: secrets named in
-// request data (a variable, a substitution), input piped to nc or ssh. Files and standard input
-// sent by curl, wget, scp and rsync are effects (send data=file:..., secret when the file is one).
+// request data (a variable, a substitution). Files and standard input sent by curl, wget, scp,
+// rsync, nc or ssh are effects (send data=file:..., secret when what they carry is one).
 func exfiltration(_ *Classifier, it item) (string, bool) {
 	cmd := it.cmd
 	if cmd == nil {
@@ -273,14 +273,6 @@ func exfiltration(_ *Classifier, it item) (string, bool) {
 					return cmd.Line(), true
 				}
 			}
-		}
-	case "nc", "ncat", "netcat", "socat", "telnet":
-		if cmd.PipedFrom != "" || (it.an != nil && len(it.an.Reads) > 0) {
-			return cmd.PipedFrom + " | " + cmd.Line(), true
-		}
-	case "ssh":
-		if cmd.PipedFrom != "" {
-			return cmd.PipedFrom + " | " + cmd.Line(), true
 		}
 	}
 	if cmd.PipedFrom != "" && secretVar.MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
