@@ -494,7 +494,8 @@ func instructionFile(p string) bool { return instructionPath.MatchString(p) }
 var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
 	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
 	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
-	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true}
+	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
+	"ln": true, "link": true, "install": true, "ditto": true} // a link to a secret, or a copy, exposes it
 
 // writers are commands that write files their arguments name; copiers write only the last.
 var writers = map[string]bool{"cp": true, "mv": true, "install": true, "tee": true, "ln": true, "touch": true, "dd": true, "truncate": true, "chmod": true}
@@ -505,7 +506,7 @@ var copiers = map[string]bool{"cp": true, "install": true, "ln": true, "rsync": 
 // less -p PATTERN searches for it.
 var readerValueOpts = map[string]map[string]bool{
 	"sort": {"-o": true, "--output": true, "-t": true, "-k": true, "-S": true, "-T": true, "--field-separator": true, "--key": true},
-	"less": {"-p": true, "-P": true, "-j": true, "-x": true, "-y": true, "-h": true, "-b": true, "-t": true, "-T": true, "-k": true, "-o": true, "-O": true, "--pattern": true},
+	"less": {"-p": true, "-P": true, "-j": true, "-x": true, "-y": true, "-h": true, "-b": true, "-t": true, "--pattern": true},
 	"head": {"-n": true, "-c": true}, "tail": {"-n": true, "-c": true},
 }
 
