@@ -397,8 +397,16 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		}
 		out = append(out, e)
 	}
+	masked := cmd.Args
+	if opts := sendOptions[cmd.Name]; opts != nil {
+		keep := make([]string, 0, len(opts))
+		for opt := range opts {
+			keep = append(keep, opt)
+		}
+		masked = maskValues(cmd.Name, cmd.Args, keep...) // curl -o -d@.env saves to a file, sends nothing
+	}
 	for opt, form := range sendOptions[cmd.Name] {
-		for _, v := range optionValues(cmd.Args, opt) {
+		for _, v := range optionValues(masked, opt) {
 			switch {
 			case form == formFile && v == "-":
 				add("stdin", false)
@@ -472,18 +480,21 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 	}
 	if cmd.Name == "tar" || cmd.Name == "gtar" || cmd.Name == "bsdtar" { // tar -cf host:archive
 		files := optionValues(cmd.Args, "-f", "--file")
-		for _, a := range cmd.Assigns { // TAPE=host:archive names the archive too
-			if v, ok := strings.CutPrefix(a, "TAPE="); ok {
-				files = append(files, v)
-			}
-		}
 		for i, a := range cmd.Args { // -cf ARCHIVE, -czf ARCHIVE
 			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.HasSuffix(a, "f") && len(a) > 2 && i+1 < len(cmd.Args) {
 				files = append(files, cmd.Args[i+1])
 			}
 		}
+		if len(files) == 0 { // TAPE=host:archive names the archive when no -f does
+			for _, a := range cmd.Assigns {
+				if v, ok := strings.CutPrefix(a, "TAPE="); ok {
+					files = append(files, v)
+				}
+			}
+		}
+		local := slices.Contains(cmd.Args, "--force-local") // host:name is a local file then
 		for _, f := range files {
-			if remoteSpec.MatchString(f) && !strings.Contains(f, "://") {
+			if !local && remoteSpec.MatchString(f) && !strings.Contains(f, "://") {
 				dest = f
 				sources := slices.DeleteFunc(operands(cmd.Args), func(o string) bool { return o == f })
 				for _, src := range sources {
@@ -518,7 +529,8 @@ var otherSenders = map[string]bool{"ssh": true, "gh": true, "tar": true, "gtar":
 
 // destination is where a network client sends: its URL, or host for raw senders.
 func destination(cmd *Command) string {
-	for _, a := range cmd.Args {
+	args := maskValues(cmd.Name, cmd.Args, "--url")
+	for _, a := range args {
 		if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "ftp") && u.Host != "" {
 			return u.Scheme + "://" + u.Host + u.Path
 		}
@@ -529,7 +541,7 @@ func destination(cmd *Command) string {
 		}
 	}
 	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
-		for _, a := range cmd.Args {
+		for _, a := range args {
 			if bareHost.MatchString(a) {
 				return "http://" + a
 			}

@@ -1,6 +1,9 @@
 package classifier
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Tool knowledge: what the programs agents use do, as data. effects.go reads these tables; a new
 // tool is a row here, not a branch there.
@@ -161,3 +164,79 @@ var installers = map[string][]string{
 
 // installIndexOptions name another package index.
 var installIndexOptions = []string{"-i", "--index-url", "--extra-index-url", "--registry", "--source", "--git", "--find-links", "-f"}
+
+// valueOptions are the options of network clients that take the next word as their value, so
+// that a value is never read as an option (curl -o -d@.env saves to a file named -d@.env; curl -H
+// --help sends a header named --help and fetches all the same). Short ones are letters.
+var valueOptions = map[string]struct {
+	short string
+	long  map[string]bool
+}{
+	"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: setOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
+		"--config", "--connect-timeout", "--connect-to", "--cookie", "--cookie-jar", "--continue-at", "--data", "--data-ascii",
+		"--data-binary", "--data-raw", "--data-urlencode", "--dump-header", "--form", "--form-string", "--header", "--json",
+		"--key", "--key-type", "--limit-rate", "--max-time", "--max-filesize", "--output", "--output-dir", "--proxy",
+		"--proxy-header", "--proxy-user", "--quote", "--range", "--referer", "--request", "--resolve", "--retry",
+		"--retry-delay", "--retry-max-time", "--upload-file", "--url", "--user", "--user-agent", "--write-out", "--interface",
+		"--dns-servers", "--unix-socket", "--abstract-unix-socket", "--aws-sigv4", "--oauth2-bearer", "--noproxy",
+		"--preproxy", "--variable", "--pinnedpubkey", "--proto", "--proto-redir", "--trace", "--trace-ascii", "--stderr",
+		"--local-port", "--netrc-file", "--hostpubsha256", "--crlfile", "--egd-file", "--random-file", "--mail-from",
+		"--mail-rcpt", "--mail-auth", "--socks5", "--socks5-hostname", "--socks4", "--socks4a", "--telnet-option")},
+	"wget": {short: "OoaPtTwUeiBQlARDXIY", long: setOf("--output-document", "--output-file", "--append-output",
+		"--directory-prefix", "--tries", "--timeout", "--wait", "--user-agent", "--execute", "--input-file", "--base",
+		"--quota", "--level", "--accept", "--reject", "--domains", "--header", "--post-data", "--post-file", "--body-data",
+		"--body-file", "--method", "--user", "--password", "--load-cookies", "--save-cookies")},
+	"http":  {short: "aAo", long: setOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")},
+	"https": {short: "aAo", long: setOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")},
+	"ssh":   {short: "pilLoFJRDbceEmOSWwB"},
+}
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// maskedValue stands in for an option's value that must not be read as anything else.
+const maskedValue = "\x00"
+
+// maskValues returns the arguments with the values of the program's value-taking options
+// replaced by maskedValue, except those of the options named in keep. Programs without a table
+// get their arguments back as they are.
+func maskValues(name string, args []string, keep ...string) []string {
+	vo, ok := valueOptions[name]
+	if !ok {
+		return args
+	}
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case a == "--":
+			return out
+		case strings.HasPrefix(a, "--"):
+			if vo.long[a] && i+1 < len(out) {
+				if !slices.Contains(keep, a) {
+					out[i+1] = maskedValue
+				}
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			for k := 1; k < len(a); k++ {
+				if !strings.ContainsRune(vo.short, rune(a[k])) {
+					continue
+				}
+				if k == len(a)-1 && i+1 < len(out) { // -sSo FILE: the value is the next word
+					if !slices.Contains(keep, "-"+string(a[k])) {
+						out[i+1] = maskedValue
+					}
+					i++
+				}
+				break // or the rest of this word
+			}
+		}
+	}
+	return out
+}

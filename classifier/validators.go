@@ -199,7 +199,7 @@ func noExec(cmd *Command) bool {
 // producesCode reports whether an upstream command really emits fetched or decoded text: curl
 // --version, base64 encoding, wget saving to a file, nc -z print nothing a shell should fear.
 func producesCode(c *Command) bool {
-	args := " " + strings.Join(c.Args, " ") + " "
+	args := " " + strings.Join(maskValues(c.Name, c.Args), " ") + " " // curl -H --help URL still fetches
 	has := func(flags ...string) bool {
 		for _, f := range flags {
 			if strings.Contains(args, " "+f+" ") || strings.Contains(args, " "+f+"=") {
@@ -218,7 +218,7 @@ func producesCode(c *Command) bool {
 		}
 		return !strings.Contains(args, " file://")
 	case "wget":
-		return has("-O-", "-qO-", "-O", "--output-document") && (strings.Contains(args, "-O-") || strings.Contains(args, "O- ") || strings.Contains(args, " - ") || strings.Contains(args, "-qO-") || strings.Contains(args, "=-"))
+		return slices.Contains(optionValues(maskValues("wget", c.Args, "-O", "--output-document"), "-O", "--output-document"), "-")
 	case "base64", "openssl":
 		return has("-d", "--decode", "-D", "-di")
 	case "xxd":
