@@ -419,7 +419,11 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 			case form == formForm && (strings.Contains(v, "=@") || strings.Contains(v, "=<")):
 				f := v[strings.IndexAny(v, "@<")+1:]
 				f, _, _ = strings.Cut(f, ";") // ;type=...
-				add("file:"+f, true)
+				for _, one := range strings.Split(f, ",") { // name=@a,b uploads both
+					if one != "" {
+						add("file:"+one, true)
+					}
+				}
 			case form == formURLEncode && strings.Contains(v, "@"):
 				add("file:"+v[strings.Index(v, "@")+1:], true)
 			default:
@@ -879,6 +883,7 @@ func downloadThenRun(an *Analysis, cwd string) []Effect {
 			}
 		}
 		if ran == "" {
+			forgetReplaced(files, c, cwd)
 			continue
 		}
 		p := canonPath(ran, cwd)
@@ -887,6 +892,35 @@ func downloadThenRun(an *Analysis, cwd string) []Effect {
 		}
 	}
 	return out
+}
+
+// forgetReplaced drops the downloads a command certainly removes or overwrites (rm x.sh; echo
+// safe > x.sh; mv other x.sh) from what later commands may run. A command that may not run, or
+// not in the order written (false && rm x.sh), removes nothing.
+func forgetReplaced(files map[string]string, c *Command, cwd string) {
+	if c.Cond {
+		return
+	}
+	ops := operands(c.Args)
+	switch c.Name {
+	case "rm", "unlink":
+		for _, o := range ops {
+			delete(files, canonPath(o, cwd))
+		}
+	case "mv":
+		if len(ops) == 2 {
+			src, dst := canonPath(ops[0], cwd), canonPath(ops[1], cwd)
+			if v, ok := files[src]; ok {
+				files[dst] = v
+			} else {
+				delete(files, dst) // what stood there is replaced by what was not downloaded
+			}
+			delete(files, src)
+		}
+	}
+	if out, ok := c.fd("1"); ok && out.file != "" && !out.appends && !downloaders[c.Name] && c.Name != "tee" && len(c.Upstream) == 0 {
+		delete(files, canonPath(out.file, cwd)) // echo safe > x.sh
+	}
 }
 
 // netRedirects: a connection the shell opens itself. With a shell reading it, it is a remote

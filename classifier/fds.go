@@ -21,6 +21,8 @@ type fdSource struct {
 	file string // a file
 	text string // literal text from a here-document or here-string
 	lit  bool   // text is set (and may be empty)
+	// appends: the file is opened to append (>>), which keeps what it held.
+	appends bool
 }
 
 // fdTable maps a descriptor number to what it is open on.
@@ -138,6 +140,7 @@ func (w *walker) applyRedir(t fdTable, n string, r *syntax.Redirect) {
 		src.from = w.procProgram(procSubst(r.Word))
 	default:
 		src.file = target
+		src.appends = r.Op == syntax.AppOut || r.Op == syntax.AppAll
 	}
 	t[n] = src
 	if r.Op == syntax.RdrAll || r.Op == syntax.AppAll {

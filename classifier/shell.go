@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"reflect"
 	"bytes"
 	"fmt"
 	"io"
@@ -53,6 +54,9 @@ type Command struct {
 	// FDs are the descriptors it reaches that the command line itself opened: its standard
 	// input and output when redirected, and those its arguments name (/dev/fd/3).
 	FDs fdTable
+	// Cond: it may not run, or not in the order written (after && or ||, in a branch or a
+	// loop, in the background, in a function body).
+	Cond bool
 }
 
 // Line is the form rules match: the name and the arguments joined by spaces.
@@ -165,6 +169,8 @@ type walker struct {
 	fds     fdTable
 	nextFD  int
 	stmtFDs map[*syntax.Stmt]fdTable
+	// cond are the calls that may not run, or not in the order written (see markCond).
+	cond map[*syntax.CallExpr]bool
 }
 
 func (a *Analysis) shell(src string, depth int, vars map[string]string) {
@@ -187,13 +193,16 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 	}
 	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{},
 		pipeFrom: map[*syntax.CallExpr]*syntax.CallExpr{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{},
-		stmtFDs: map[*syntax.Stmt]fdTable{}}
+		stmtFDs: map[*syntax.Stmt]fdTable{}, cond: map[*syntax.CallExpr]bool{}}
 	syntax.Walk(f, w.visit)
 }
 
 func (w *walker) visit(n syntax.Node) bool {
 	switch n := n.(type) {
 	case *syntax.BinaryCmd:
+		if n.Op == syntax.AndStmt || n.Op == syntax.OrStmt {
+			w.markCond(n.Y)
+		}
 		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 			if from, to := lastCall(n.X), firstCall(n.Y); from != nil && to != nil {
 				w.piped[to] = w.callName(from)
@@ -201,7 +210,17 @@ func (w *walker) visit(n syntax.Node) bool {
 				w.pipeFrom[to] = from
 			}
 		}
+	case *syntax.IfClause:
+		w.markCond(n.Else)
+		for _, st := range n.Then {
+			w.markCond(st)
+		}
+	case *syntax.CaseClause:
+		w.markCond(n)
 	case *syntax.Stmt:
+		if n.Background {
+			w.markCond(n) // runs alongside what follows, in no order
+		}
 		w.redirects(n)
 		if t := w.openFDs(n); len(t) > 0 {
 			w.stmtFDs[n] = t
@@ -212,6 +231,7 @@ func (w *walker) visit(n syntax.Node) bool {
 	case *syntax.CallExpr:
 		w.call(n)
 	case *syntax.FuncDecl:
+		w.markCond(n.Body)
 		if n.Name != nil && n.Body != nil {
 			var b bytes.Buffer
 			syntax.NewPrinter().Print(&b, n.Body)
@@ -224,10 +244,16 @@ func (w *walker) visit(n syntax.Node) bool {
 			}
 		}
 	case *syntax.WhileClause:
+		for _, st := range n.Do {
+			w.markCond(st)
+		}
 		if endless(n) && spawnsBackground(n.Do) {
 			w.a.ForkBomb = true
 		}
 	case *syntax.ForClause:
+		for _, st := range n.Do {
+			w.markCond(st)
+		}
 		if c, ok := n.Loop.(*syntax.CStyleLoop); ok && c.Cond == nil && spawnsBackground(n.Do) {
 			w.a.ForkBomb = true
 		}
@@ -237,6 +263,20 @@ func (w *walker) visit(n syntax.Node) bool {
 		}
 	}
 	return true
+}
+
+// markCond records the calls below n as conditional: they may not run, or not in the order
+// written.
+func (w *walker) markCond(n syntax.Node) {
+	if n == nil || reflect.ValueOf(n).IsNil() {
+		return
+	}
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.CallExpr); ok {
+			w.cond[c] = true
+		}
+		return true
+	})
 }
 
 // spawnsItself reports a function body that calls the function in the background or in a pipe.
@@ -576,6 +616,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	}
 	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
 	cmd.FDs = fdsUsed(w.stmtFDs[w.stmtOf(c)], cmd.Args)
+	cmd.Cond = w.cond[c] || w.depth > 0 // nested code's order is not followed: never certain
 	if cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray" {
 		cmd.FDs = w.stmtFDs[w.stmtOf(c)] // -u N names any of them
 	}
