@@ -418,7 +418,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 				add("file:"+v[1:], true)
 			case form == formForm && (strings.Contains(v, "=@") || strings.Contains(v, "=<")):
 				f := v[strings.IndexAny(v, "@<")+1:]
-				f, _, _ = strings.Cut(f, ";") // ;type=...
+				f, _, _ = strings.Cut(f, ";")               // ;type=...
 				for _, one := range strings.Split(f, ",") { // name=@a,b uploads both
 					if one != "" {
 						add("file:"+one, true)

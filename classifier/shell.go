@@ -1,11 +1,11 @@
 package classifier
 
 import (
-	"reflect"
 	"bytes"
 	"fmt"
 	"io"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
