@@ -139,6 +139,13 @@ func remoteShell(cmd *Command) []Effect {
 				runs = append(runs, cmd.Args[i+1])
 			}
 		}
+		ops := slices.DeleteFunc(operands(cmd.Args), func(o string) bool { return slices.Contains(runs, o) })
+		listens := slices.ContainsFunc(cmd.Args, func(a string) bool {
+			return a == "--listen" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "l")
+		})
+		if len(ops) == 0 && !listens {
+			return nil // no host to connect to, no port to listen on: nc only complains
+		}
 		for _, r := range runs {
 			if givesShell(r) {
 				return []Effect{effect(EffectRemoteShell, cmd.Name, "runs", r)}
@@ -162,12 +169,16 @@ func remoteShell(cmd *Command) []Effect {
 // givesShell reports whether a command line runs a shell or an interpreter, which whoever
 // connects then drives.
 func givesShell(cmdline string) bool {
-	f := strings.Fields(strings.Trim(cmdline, `"'`))
-	if len(f) == 0 {
-		return false
+	cmdline = strings.Trim(cmdline, `"'`)
+	if i := strings.IndexByte(cmdline, ','); i >= 0 && !strings.ContainsAny(cmdline[:i], " ") {
+		cmdline = cmdline[:i] // socat EXEC:/bin/sh,pty,stderr: the options follow a comma
 	}
-	name := baseName(strings.Split(f[0], ",")[0])
-	return shells[name] || interpreters[name] != "" || name == "powershell" || name == "pwsh"
+	for _, c := range Analyze(cmdline).Commands { // env -u X exec nice -n 5 sh is a shell too
+		if shells[c.Name] || interpreters[c.Name] != "" || c.Name == "powershell" || c.Name == "pwsh" {
+			return true
+		}
+	}
+	return false
 }
 
 // removers delete the files they name.
@@ -378,7 +389,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 			raw := strings.TrimPrefix(data, "file:")
 			p := canonPath(raw, cwd)
 			e.Attrs[0][1] = "file:" + p
-			if fl.secret(raw) {
+			if fl.secretIn(cmd, raw) {
 				e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 			} else if wholeTree(raw, cwd) {
 				e.Attrs = append(e.Attrs, [2]string{"tree", ""})

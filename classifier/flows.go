@@ -74,6 +74,27 @@ func (f *flow) secret(p string) bool {
 	return v
 }
 
+// secretIn is secret for a path a command packs or copies: without recursion (tar
+// --no-recursion, rsync --no-recursive) a folder goes without what it holds, so only its own
+// name counts.
+func (f *flow) secretIn(c *Command, p string) bool {
+	if !noRecursion(c) || strings.ContainsAny(p, "*?[") {
+		return f.secret(p)
+	}
+	cp := canonPath(p, f.cwd)
+	return f.named(cp) || keyFile.MatchString(cp) || secretFileName.MatchString(path.Base(cp)) || slices.Contains(f.tainted, cp)
+}
+
+func noRecursion(c *Command) bool {
+	switch c.Name {
+	case "tar", "gtar", "bsdtar":
+		return slices.Contains(c.Args, "--no-recursion")
+	case "rsync":
+		return slices.Contains(c.Args, "--no-recursive") || slices.Contains(c.Args, "--no-r")
+	}
+	return false
+}
+
 func (f *flow) judge(p string) bool {
 	cp := canonPath(p, f.cwd)
 	if f.named(cp) || keyFile.MatchString(cp) || secretFileName.MatchString(path.Base(cp)) || secretDir.MatchString(strings.TrimRight(p, "/*")) || secretDir.MatchString(cp) {
@@ -195,7 +216,7 @@ func (f *flow) outputSecret(c *Command) bool {
 		if slices.ContainsFunc(optionValues(c.Args, "-in", "-C", "--directory"), f.secret) && c.Name == "openssl" {
 			return true
 		}
-		if slices.ContainsFunc(ops, f.secret) {
+		if slices.ContainsFunc(ops, func(p string) bool { return f.secretIn(c, p) }) {
 			return true
 		}
 		if c.Name == "tar" || c.Name == "gtar" || c.Name == "bsdtar" || c.Name == "zip" || c.Name == "cpio" {

@@ -34,6 +34,7 @@ var gitLong = map[string][]string{
 	"restore":     {"--source", "--staged", "--worktree", "--patch", "--ours", "--theirs", "--merge", "--conflict", "--overlay", "--no-overlay", "--quiet", "--progress", "--pathspec-from-file", "--ignore-unmerged", "--recurse-submodules"},
 	"gc":          {"--prune", "--no-prune", "--aggressive", "--auto", "--quiet", "--force", "--keep-largest-pack", "--cruft", "--no-cruft"},
 	"prune":       {"--expire", "--dry-run", "--verbose", "--progress"},
+	"worktree":    {"--force"},
 	"reflog":      {"--expire", "--expire-unreachable", "--all", "--dry-run", "--rewrite", "--updateref", "--stale-fix", "--verbose", "--single-worktree"},
 	"filter-repo": {"--force", "--dry-run", "--replace-text", "--path", "--invert-paths", "--path-rename", "--analyze", "--refs", "--partial", "--subdirectory-filter", "--to-subdirectory-filter"},
 }
@@ -322,6 +323,10 @@ func gitDiscard(g gitCall) (what string, all bool) {
 		}
 		if g.has("--delete", "-d", "--prune") || slices.ContainsFunc(g.ops, func(o string) bool { return strings.HasPrefix(o, ":") && len(o) > 1 }) {
 			return "branches on the remote", false
+		}
+	case "worktree":
+		if len(g.ops) > 0 && g.ops[0] == "remove" && g.has("--force", "-f") {
+			return "uncommitted changes in the worktree removed", false
 		}
 	case "update-ref":
 		if g.has("-d") {

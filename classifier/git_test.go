@@ -36,6 +36,7 @@ func TestGitIsReadAsGitReadsIt(t *testing.T) {
 		{"git restore --staged .", claudehook.Ask, "bash.git-discard"},
 		{"git checkout -f -- src/lib.rs", claudehook.Ask, "bash.git-discard"},
 		{"git stash clear", claudehook.Ask, "bash.git-discard"},
+		{"git worktree remove --force ../other", claudehook.Ask, "bash.git-discard"},
 		{"git checkout main a.txt b.txt", claudehook.Ask, "bash.git-discard"},
 		{"git reset --merge", claudehook.Ask, "bash.git-discard"},
 		{"git filter-branch -- --all", claudehook.Ask, "bash.git-discard"},

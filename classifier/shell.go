@@ -624,6 +624,9 @@ func (w *walker) call(c *syntax.CallExpr) {
 		!shells[cmd.Name] && interpreters[cmd.Name] == "" { // xargs sh -c: the input is code, judged as such
 		// echo / | xargs rm -rf: xargs adds what the pipe brings to the arguments
 		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok {
+			if strings.TrimSpace(text) == "" && xargsSkipsEmpty(f) {
+				return // printf '' | xargs -r rm -rf /: nothing comes, nothing runs
+			}
 			cmd.Args = append(cmd.Args, strings.Fields(text)...)
 		}
 	}
@@ -654,6 +657,20 @@ func (w *walker) call(c *syntax.CallExpr) {
 	w.nested(cmd, w.stmtOf(c))
 	w.stdinCode(cmd, c)
 	w.throughFDs(&w.a.Commands[len(w.a.Commands)-1], c)
+}
+
+// xargsSkipsEmpty reports xargs -r (--no-run-if-empty) before the command it runs.
+func xargsSkipsEmpty(f []string) bool {
+	i := slices.Index(f, "xargs")
+	for _, a := range f[i+1:] {
+		if !strings.HasPrefix(a, "-") {
+			return false
+		}
+		if a == "--no-run-if-empty" || !strings.HasPrefix(a, "--") && strings.Contains(a, "r") {
+			return true
+		}
+	}
+	return false
 }
 
 // stdinCode analyses the code a shell or an interpreter reads from a pipe when the pipeline makes

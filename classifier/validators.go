@@ -199,7 +199,7 @@ func noExec(cmd *Command) bool {
 // producesCode reports whether an upstream command really emits fetched or decoded text: curl
 // --version, base64 encoding, wget saving to a file, nc -z print nothing a shell should fear.
 func producesCode(c *Command) bool {
-	args := " " + strings.Join(maskValues(c.Name, c.Args), " ") + " " // curl -H --help URL still fetches
+	args := " " + strings.Join(maskValues(c.Name, c.Args, "--url"), " ") + " " // curl -H --help URL still fetches
 	has := func(flags ...string) bool {
 		for _, f := range flags {
 			if strings.Contains(args, " "+f+" ") || strings.Contains(args, " "+f+"=") {
@@ -210,7 +210,7 @@ func producesCode(c *Command) bool {
 	}
 	switch c.Name {
 	case "curl", "http", "https", "xh", "ssh":
-		if has("--version", "-V", "--help", "-h", "--offline") {
+		if has("--version", "-V", "--help", "-h", "--offline") || c.Name != "curl" && c.Name != "ssh" && has("--download", "-d") {
 			return false
 		}
 		if c.Name == "curl" && destination(c) == "" {
