@@ -107,6 +107,16 @@ type Analysis struct {
 	aliases map[string]string
 	funcs   map[string]string
 	envSeen map[string]bool // command-carrying variables already analysed
+	parser  *syntax.Parser
+}
+
+// parse parses shell text with the analysis's parser: one per analysis, reused by nested code,
+// since a parser's buffers are its largest allocation and the tree it returns is its own.
+func (a *Analysis) parse(src string) (*syntax.File, error) {
+	if a.parser == nil {
+		a.parser = syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash))
+	}
+	return a.parser.Parse(strings.NewReader(src), "")
 }
 
 // exceed records the first limit reached.
@@ -181,7 +191,7 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 	if a.Exceeded != "" {
 		return
 	}
-	f, err := syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := a.parse(src)
 	if err != nil {
 		if a.ParseError == nil {
 			a.ParseError = err
@@ -734,7 +744,7 @@ func (w *walker) envCommands(cmd *Command) {
 // splitWords splits text into words as the shell would (quotes honoured, nothing expanded that
 // the walker does not know).
 func (w *walker) splitWords(s string) []string {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(": "+s), "")
+	f, err := w.a.parse(": " + s)
 	if err != nil || len(f.Stmts) != 1 {
 		return strings.Fields(s)
 	}
