@@ -453,26 +453,8 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 			add("file:"+in.file, true) // nc host 4444 < .env
 		}
 	}
-	if cmd.Name == "socat" { // socat OPEN:file TCP:host — a file to a socket
-		net := ""
-		var files []string
-		for _, a := range cmd.Args {
-			addr := strings.Trim(a, `'"`)
-			kind, rest, _ := strings.Cut(addr, ":")
-			switch strings.ToUpper(kind) {
-			case "OPEN", "GOPEN", "FILE", "READLINE":
-				p, _, _ := strings.Cut(strings.Trim(rest, `'"`), ",")
-				files = append(files, p)
-			case "TCP", "TCP4", "TCP6", "UDP", "UDP4", "UDP6", "OPENSSL", "SSL", "VSOCK-CONNECT", "SCTP", "SOCKS4", "SOCKS4A", "PROXY":
-				net = rest
-			}
-		}
-		if net != "" {
-			dest = net
-			for _, f := range files {
-				add("file:"+f, true)
-			}
-		}
+	if cmd.Name == "socat" {
+		out = append(out, socatSends(cmd, fl)...)
 	}
 	if cmd.Name == "gh" { // gh gist create FILE..., gh api -F f=@FILE / --input FILE
 		ops := operands(cmd.Args)

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -270,4 +271,85 @@ func wholeTree(p, cwd string) bool {
 		return p != ""
 	}
 	return false
+}
+
+// socatAddr is one side of a socat relay, as far as sends go.
+type socatAddr struct {
+	net    string // where it connects or listens, when it is the network
+	file   string // the file it reads, when it is one
+	secret bool   // what it yields holds a secret
+	data   bool   // it yields data at all
+}
+
+// socatSends finds socat relaying local data to the network: a file (OPEN:key TCP:host), a
+// command's output (EXEC:'cat key' TCP:host), or onto a descriptor the line opened on a
+// connection (FD:3), or into a network client it starts (EXEC:'curl -d @- host').
+func socatSends(cmd *Command, fl *flow) []Effect {
+	var addrs []socatAddr
+	for _, a := range operands(cmd.Args) {
+		for _, part := range strings.Split(strings.Trim(a, `'"`), "!!") { // read!!write
+			addrs = append(addrs, fl.socatAddress(cmd, part))
+		}
+	}
+	var net, src *socatAddr
+	for i := range addrs {
+		switch {
+		case addrs[i].net != "" && net == nil:
+			net = &addrs[i]
+		case addrs[i].data && src == nil:
+			src = &addrs[i]
+		}
+	}
+	if net == nil || src == nil {
+		return nil
+	}
+	e := effect(EffectSend, "socat", "data", "output")
+	if src.file != "" {
+		e.Attrs[0][1] = "file:" + canonPath(src.file, fl.cwd)
+	}
+	if src.secret {
+		e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+	}
+	e.Attrs = append(e.Attrs, [2]string{"to", net.net})
+	return []Effect{e}
+}
+
+var socatNet = map[string]bool{"TCP": true, "TCP4": true, "TCP6": true, "UDP": true, "UDP4": true, "UDP6": true, "SCTP": true,
+	"OPENSSL": true, "SSL": true, "VSOCK-CONNECT": true, "SOCKS4": true, "SOCKS4A": true, "SOCKS5": true, "PROXY": true,
+	"TCP-LISTEN": true, "TCP4-LISTEN": true, "TCP6-LISTEN": true, "UDP-LISTEN": true, "OPENSSL-LISTEN": true,
+	"UDP-SENDTO": true, "UDP-DATAGRAM": true, "DTLS": true, "QUIC": true}
+
+func (f *flow) socatAddress(cmd *Command, addr string) socatAddr {
+	kind, rest, _ := strings.Cut(addr, ":")
+	kind = strings.ToUpper(kind)
+	rest = strings.Trim(rest, `'"`)
+	opt := func(s string) string { v, _, _ := strings.Cut(s, ","); return v }
+	switch {
+	case socatNet[kind]:
+		return socatAddr{net: opt(rest)}
+	case kind == "OPEN" || kind == "GOPEN" || kind == "FILE" || kind == "READLINE" || kind == "PIPE":
+		p := opt(rest)
+		return socatAddr{file: p, data: true, secret: f.secret(p)}
+	case kind == "FD":
+		n, err := strconv.ParseInt(opt(rest), 0, 32)
+		if err != nil {
+			return socatAddr{}
+		}
+		if src, ok := cmd.FDs[strconv.FormatInt(n, 10)]; ok && src.net != "" {
+			return socatAddr{net: src.net}
+		}
+	case kind == "EXEC" || kind == "SYSTEM":
+		an := Analyze(opt(rest))
+		var out socatAddr
+		for i := range an.Commands {
+			c := &an.Commands[i]
+			if d := destination(c); d != "" && (sendOptions[c.Name] != nil || rawSenders[c.Name] || otherSenders[c.Name]) {
+				out.net = d // EXEC:'curl --data-binary @- host': a client that sends what it is given
+			}
+			out.data = true
+			out.secret = out.secret || f.outputSecret(c)
+		}
+		return out
+	}
+	return socatAddr{}
 }

@@ -627,8 +627,8 @@ func (w *walker) call(c *syntax.CallExpr) {
 	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
 	cmd.FDs = fdsUsed(w.stmtFDs[w.stmtOf(c)], cmd.Args)
 	cmd.Cond = w.cond[c] || w.depth > 0 // nested code's order is not followed: never certain
-	if cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray" {
-		cmd.FDs = w.stmtFDs[w.stmtOf(c)] // -u N names any of them
+	if cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray" || cmd.Name == "socat" {
+		cmd.FDs = w.stmtFDs[w.stmtOf(c)] // -u N, FD:N name any of them
 	}
 	if slices.Contains(cmd.Wrappers, "xargs") && w.pipeFrom[c] != nil && !slices.Contains(f, "-I") &&
 		!shells[cmd.Name] && interpreters[cmd.Name] == "" { // xargs sh -c: the input is code, judged as such
