@@ -102,3 +102,25 @@ func TestCommandsAreReadAsTheyRun(t *testing.T) {
 		}
 	}
 }
+
+// A pattern is a pattern only where the shell expands it.
+func TestPatternsInRemovalsAreMatchedAgainstSystemFolders(t *testing.T) {
+	c, err := New(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]claudehook.Decision{
+		`rm -rf /et?`:        claudehook.Deny,
+		`rm -rf /et[c]`:      claudehook.Deny,
+		`rm -rf /u*`:         claudehook.Deny,
+		`rm -rf '/et?'`:      claudehook.Ask, // a file named /et? — odd, not the system
+		`rm -rf /et\?`:       claudehook.Ask,
+		`rm -rf ./build/*`:   claudehook.Ask,
+		`rm -rf /run`:        claudehook.Deny,
+		`rm -rf /tmp/build1`: claudehook.Allow,
+	} {
+		if v := judgeBash(t, c, cmd); v.Decision != want {
+			t.Errorf("%s: %s (%s), want %s", cmd, v.Decision, v.RuleID, want)
+		}
+	}
+}

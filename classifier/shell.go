@@ -57,6 +57,9 @@ type Command struct {
 	// Cond: it may not run, or not in the order written (after && or ||, in a branch or a
 	// loop, in the background, in a function body).
 	Cond bool
+	// Globs are the arguments the shell expands as patterns (unquoted *, ?, [): rm -rf /et?
+	// removes /etc, rm -rf '/et?' a file of that name.
+	Globs []string
 }
 
 // Line is the form rules match: the name and the arguments joined by spaces.
@@ -626,6 +629,11 @@ func (w *walker) call(c *syntax.CallExpr) {
 	}
 	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
 	cmd.FDs = fdsUsed(w.stmtFDs[w.stmtOf(c)], cmd.Args)
+	for _, wd := range c.Args[1:] {
+		if unquotedGlob(wd) {
+			cmd.Globs = append(cmd.Globs, w.fields([]*syntax.Word{wd})...)
+		}
+	}
 	cmd.Cond = w.cond[c] || w.depth > 0 // nested code's order is not followed: never certain
 	if cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray" || cmd.Name == "socat" {
 		cmd.FDs = w.stmtFDs[w.stmtOf(c)] // -u N, FD:N name any of them
@@ -667,6 +675,25 @@ func (w *walker) call(c *syntax.CallExpr) {
 	w.nested(cmd, w.stmtOf(c))
 	w.stdinCode(cmd, c)
 	w.throughFDs(&w.a.Commands[len(w.a.Commands)-1], c)
+}
+
+// unquotedGlob reports a word with a pattern character outside quotes and not escaped.
+func unquotedGlob(wd *syntax.Word) bool {
+	for _, p := range wd.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			continue
+		}
+		for i := 0; i < len(l.Value); i++ {
+			switch l.Value[i] {
+			case '\\':
+				i++
+			case '*', '?', '[':
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // xargsSkipsEmpty reports xargs -r (--no-run-if-empty) before the command it runs.

@@ -81,6 +81,18 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 	}
 	for _, t := range targets {
 		p := canonPath(t, "")
+		if slices.Contains(cmd.Globs, t) && globsCritical(p) {
+			if critical {
+				return cmd.Line() + " (" + t + " matches a system folder)", true
+			}
+			continue
+		}
+		if runRoot.MatchString(p) {
+			if critical {
+				return cmd.Line(), true // the running system's sockets and locks
+			}
+			continue
+		}
 		if tempPath.MatchString(p) && !tempRoot.MatchString(p) && !strings.Contains(t, "..") {
 			continue // inside a temporary folder; the folder itself (rm -rf /tmp) is asked about
 		}
@@ -89,6 +101,24 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+var runRoot = regexp.MustCompile(`^/(run|var/run|private/var/run)/?$`)
+
+// systemFolders are what a pattern in rm's arguments is matched against: the shell expands it
+// against the disk, and these are what it would find there that matter most.
+var systemFolders = []string{"/", "/etc", "/usr", "/var", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/opt", "/System",
+	"/Library", "/Applications", "/Users", "/home", "/root", "/private", "/dev", "/tmp", "/run", "/proc", "/sys", "/Volumes",
+	"/usr/bin", "/usr/lib", "/usr/local", "/var/lib", "/var/log", "/private/etc", "/private/var"}
+
+// globsCritical reports a pattern that matches a system folder: /et?, /et[c], /u*.
+func globsCritical(pattern string) bool {
+	for _, d := range systemFolders {
+		if ok, _ := path.Match(pattern, d); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // privilegeEscalation finds commands run as another user: sudo, doas, su, pkexec, or a wrapper
