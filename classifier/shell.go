@@ -184,6 +184,9 @@ type walker struct {
 	stmtFDs map[*syntax.Stmt]fdTable
 	// cond are the calls that may not run, or not in the order written (see markCond).
 	cond map[*syntax.CallExpr]bool
+	// funcDecls are the functions defined so far; inFunc, the calls inside their bodies.
+	funcDecls map[string]*syntax.Stmt
+	inFunc    map[*syntax.CallExpr]bool
 }
 
 func (a *Analysis) shell(src string, depth int, vars map[string]string) {
@@ -206,7 +209,8 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 	}
 	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{},
 		pipeFrom: map[*syntax.CallExpr]*syntax.CallExpr{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{},
-		stmtFDs: map[*syntax.Stmt]fdTable{}, cond: map[*syntax.CallExpr]bool{}}
+		stmtFDs: map[*syntax.Stmt]fdTable{}, cond: map[*syntax.CallExpr]bool{},
+		funcDecls: map[string]*syntax.Stmt{}, inFunc: map[*syntax.CallExpr]bool{}}
 	syntax.Walk(f, w.visit)
 }
 
@@ -245,7 +249,9 @@ func (w *walker) visit(n syntax.Node) bool {
 		w.call(n)
 	case *syntax.FuncDecl:
 		w.markCond(n.Body)
+		w.markInFunc(n.Body)
 		if n.Name != nil && n.Body != nil {
+			w.funcDecls[n.Name.Value] = n.Body
 			var b bytes.Buffer
 			syntax.NewPrinter().Print(&b, n.Body)
 			if w.a.funcs == nil {
@@ -290,6 +296,77 @@ func (w *walker) markCond(n syntax.Node) {
 		}
 		return true
 	})
+}
+
+func (w *walker) markInFunc(n syntax.Node) {
+	if n == nil || reflect.ValueOf(n).IsNil() {
+		return
+	}
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.CallExpr); ok {
+			w.inFunc[c] = true
+		}
+		return true
+	})
+}
+
+// funcCall is a call of a function from another's body; spawn: in the background or a pipe.
+type funcCall struct {
+	name  string
+	spawn bool
+}
+
+func callsIn(body *syntax.Stmt) []funcCall {
+	var out []funcCall
+	piped := map[*syntax.CallExpr]bool{}
+	syntax.Walk(body, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				for _, s := range []*syntax.Stmt{n.X, n.Y} {
+					if c, ok := s.Cmd.(*syntax.CallExpr); ok {
+						piped[c] = true
+					}
+				}
+			}
+		case *syntax.Stmt:
+			if c, ok := n.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+				out = append(out, funcCall{c.Args[0].Lit(), n.Background || piped[c]})
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// spawnCycle reports whether calling start leads back to start through the functions defined,
+// with at least one call on the way that starts a new process each time round.
+func spawnCycle(start string, decls map[string]*syntax.Stmt) bool {
+	type state struct {
+		name  string
+		spawn bool
+	}
+	seen := map[state]bool{}
+	stack := []state{{start, false}}
+	for len(stack) > 0 && len(seen) < 4*len(decls)+4 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[cur] {
+			continue
+		}
+		seen[cur] = true
+		for _, fc := range callsIn(decls[cur.name]) {
+			if _, ok := decls[fc.name]; !ok {
+				continue
+			}
+			next := state{fc.name, cur.spawn || fc.spawn}
+			if next.name == start && next.spawn {
+				return true
+			}
+			stack = append(stack, next)
+		}
+	}
+	return false
 }
 
 // spawnsItself reports a function body that calls the function in the background or in a pipe.
@@ -363,6 +440,8 @@ func spawnsBackground(stmts []*syntax.Stmt) bool {
 					return false
 				case "wait":
 					waits = true
+				case "disown":
+					orphaned = orphaned || started // out of wait's reach from now on
 				}
 			}
 		case *syntax.Subshell:
@@ -406,25 +485,49 @@ func (w *walker) callName(c *syntax.CallExpr) string {
 // env expands variables the script set; unknown ones stay visible as $NAME, so that a rule can
 // still see `rm -rf $DIR/` for what it is. HOME is ~, so paths under it read the same whatever
 // the variable holds; IFS is the shell's default, so rm${IFS}-rf splits as the shell splits it.
-func (w *walker) env() expand.Environ {
-	return expand.FuncEnviron(func(name string) string {
-		switch name {
-		case "IFS":
-			if v, ok := w.vars["IFS"]; ok {
-				return v // a custom IFS splits as the shell would split it
-			}
-			return " \t\n"
-		case "HOME":
-			if v, ok := w.vars["HOME"]; ok {
-				return v // HOME=/tmp/x; rm -rf "$HOME" is about /tmp/x
-			}
-			return "~"
+func (w *walker) env() expand.Environ { return walkerEnv{w} }
+
+// walkerEnv is the variables the walker knows, as the expander sees them: writable, so that
+// ${x:=default} sets x as the shell would.
+type walkerEnv struct{ w *walker }
+
+func (e walkerEnv) Get(name string) expand.Variable {
+	v := e.value(name)
+	if v == "" {
+		return expand.Variable{}
+	}
+	return expand.Variable{Set: true, Exported: true, Kind: expand.String, Str: v}
+}
+
+func (e walkerEnv) value(name string) string {
+	switch name {
+	case "IFS":
+		if v, ok := e.w.vars["IFS"]; ok {
+			return v // a custom IFS splits as the shell would split it
 		}
-		if v, ok := w.vars[name]; ok {
-			return v
+		return " \t\n"
+	case "HOME":
+		if v, ok := e.w.vars["HOME"]; ok {
+			return v // HOME=/tmp/x; rm -rf "$HOME" is about /tmp/x
 		}
-		return "$" + name
-	})
+		return "~"
+	}
+	if v, ok := e.w.vars[name]; ok {
+		return v
+	}
+	return "$" + name
+}
+
+func (e walkerEnv) Each(func(string, expand.Variable) bool) {}
+
+func (e walkerEnv) Set(name string, vr expand.Variable) error {
+	switch {
+	case !vr.IsSet():
+		e.w.vars[name] = ""
+	case vr.Kind == expand.String:
+		e.w.vars[name] = vr.Str
+	}
+	return nil
 }
 
 func (w *walker) fields(words []*syntax.Word) []string {
@@ -657,6 +760,9 @@ func (w *walker) call(c *syntax.CallExpr) {
 		cmd.UpstreamCmds = append(cmd.UpstreamCmds, uc)
 	}
 	_, cmd.Function = w.a.funcs[cmd.Name]
+	if _, ok := w.funcDecls[cmd.Name]; ok && !w.inFunc[c] && spawnCycle(cmd.Name, w.funcDecls) {
+		w.a.ForkBomb = true // a(){ b & }; b(){ a; }; a — with the functions defined by now
+	}
 	// A name from an expansion is dynamic only while it stays unknown: a variable the command
 	// set, or a substitution that folds, is known.
 	cmd.FromVar = isDynamicWord(c.Args[0])
@@ -824,6 +930,16 @@ func (w *walker) defines(cmd Command) {
 				}
 			}
 		}
+	}
+	if cmd.Name == "hash" && len(cmd.Args) >= 3 && cmd.Args[0] == "-p" {
+		// hash -p /bin/rm wipe: wipe now runs /bin/rm, like an alias of it
+		if w.a.aliases == nil {
+			w.a.aliases = map[string]string{}
+		}
+		for _, name := range cmd.Args[2:] {
+			w.a.aliases[name] = cmd.Args[1]
+		}
+		return
 	}
 	if cmd.Name == "alias" {
 		for _, a := range cmd.Args {
