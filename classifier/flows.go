@@ -317,7 +317,7 @@ func socatSends(cmd *Command, fl *flow) []Effect {
 var socatNet = map[string]bool{"TCP": true, "TCP4": true, "TCP6": true, "UDP": true, "UDP4": true, "UDP6": true, "SCTP": true,
 	"OPENSSL": true, "SSL": true, "VSOCK-CONNECT": true, "SOCKS4": true, "SOCKS4A": true, "SOCKS5": true, "PROXY": true,
 	"TCP-LISTEN": true, "TCP4-LISTEN": true, "TCP6-LISTEN": true, "UDP-LISTEN": true, "OPENSSL-LISTEN": true,
-	"UDP-SENDTO": true, "UDP-DATAGRAM": true, "DTLS": true, "QUIC": true}
+	"UDP-SENDTO": true, "UDP-DATAGRAM": true, "DTLS": true}
 
 func (f *flow) socatAddress(cmd *Command, addr string) socatAddr {
 	kind, rest, _ := strings.Cut(addr, ":")

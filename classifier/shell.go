@@ -111,6 +111,18 @@ type Analysis struct {
 	funcs   map[string]string
 	envSeen map[string]bool // command-carrying variables already analysed
 	parser  *syntax.Parser
+	// hashed are builtins given a path by hash -p, which only counts once enable -n disabled
+	// them; disabled are those.
+	hashed   map[string]string
+	disabled map[string]bool
+}
+
+func setKey[V any](m map[string]V, k string, v V) map[string]V {
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[k] = v
+	return m
 }
 
 // parse parses shell text with the analysis's parser: one per analysis, reused by nested code,
@@ -802,6 +814,11 @@ func unquotedGlob(wd *syntax.Word) bool {
 	return false
 }
 
+// builtins are commands bash runs itself, whatever hash or PATH say (unless `enable -n`).
+var builtins = map[string]bool{"echo": true, "printf": true, "cd": true, "pwd": true, "test": true, "[": true, "true": true,
+	"false": true, "read": true, "type": true, "kill": true, "export": true, "set": true, "unset": true, "eval": true,
+	"exec": true, "source": true, ".": true, ":": true, "command": true, "builtin": true, "hash": true, "alias": true}
+
 // xargsSkipsEmpty reports xargs -r (--no-run-if-empty) before the command it runs.
 func xargsSkipsEmpty(f []string) bool {
 	i := slices.Index(f, "xargs")
@@ -937,7 +954,23 @@ func (w *walker) defines(cmd Command) {
 			w.a.aliases = map[string]string{}
 		}
 		for _, name := range cmd.Args[2:] {
+			if builtins[name] && !w.a.disabled[name] {
+				w.a.hashed = setKey(w.a.hashed, name, cmd.Args[1]) // the builtin runs first, until enable -n
+				continue
+			}
 			w.a.aliases[name] = cmd.Args[1]
+		}
+		return
+	}
+	if cmd.Name == "enable" && len(cmd.Args) >= 2 && cmd.Args[0] == "-n" {
+		for _, name := range cmd.Args[1:] {
+			w.a.disabled = setKey(w.a.disabled, name, true)
+			if p, ok := w.a.hashed[name]; ok {
+				if w.a.aliases == nil {
+					w.a.aliases = map[string]string{}
+				}
+				w.a.aliases[name] = p
+			}
 		}
 		return
 	}
