@@ -41,6 +41,12 @@ var codeDecodedExec = regexp.MustCompile(`(?:exec|eval|Function|system|popen|ins
 var codeDynamicExec = regexp.MustCompile(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|\bcompile\(\s*[A-Za-z_]|` +
 	`(?:system|popen|run|call|check_call|check_output|Popen)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64)\(\s*[A-Za-z_]`)
 
+// codeDecodedShell: code that hands a shell text it decodes from data the command does not
+// show: os.system(b64decode(payload)), subprocess.run(b64decode(x), shell=True). Hiding a
+// command line that way has no purpose but hiding it.
+var codeDecodedShell = regexp.MustCompile(`(?:\bsystem|\bpopen|getoutput|execSync)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64|atob)\(\s*[A-Za-z_]|` +
+	`(?:\brun|\bcall|check_call|check_output|Popen)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64)\(\s*[A-Za-z_][^;\n]*shell\s*=\s*True`)
+
 // codeStrings are the string literals of a piece of code.
 var codeStrings = regexp.MustCompile(`"((?:[^"\\\n]|\\.){1,1000})"|'((?:[^'\\\n]|\\.){1,1000})'`)
 
@@ -86,7 +92,9 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			w.depth--
 		}
 	}
-	if codeDynamicExec.MatchString(code) {
+	if codeDecodedShell.MatchString(code) {
+		a.Obfuscated = append(a.Obfuscated, name+" hands a shell a command it decodes at run time")
+	} else if codeDynamicExec.MatchString(code) {
 		a.Dynamic = append(a.Dynamic, name+" runs code it builds at run time")
 	}
 }

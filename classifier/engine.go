@@ -534,6 +534,9 @@ func fileOperands(cmd *Command) (read, written []string) {
 	switch {
 	case copiers[cmd.Name] && len(ops) >= 2:
 		read = ops[:len(ops)-1]
+		if cmd.Name == "cp" && slices.Contains(cmd.Args, "--attributes-only") {
+			read = nil // the copy gets the source's mode and times, none of its content
+		}
 		if dest := ops[len(ops)-1]; !remoteSpec.MatchString(dest) {
 			written = append(written, dest) // a remote destination is not a file here
 		}

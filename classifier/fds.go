@@ -299,12 +299,33 @@ func (w *walker) readFD(cmd *Command) {
 		}
 	}
 	src, ok := cmd.fd(fd)
-	if !ok || !src.lit {
-		return
-	}
 	if name == "" {
 		name = map[bool]string{true: "REPLY", false: "MAPFILE"}[cmd.Name == "read"]
 	}
+	if ok && downloaders[src.from] {
+		w.fetchedVars = setKey(w.fetchedVars, name, src.from) // read -u 3 cmd, 3 on <(curl …)
+		return
+	}
+	if !ok || !src.lit {
+		return
+	}
 	line, _, _ := strings.Cut(src.text, "\n")
 	w.vars[name] = line
+}
+
+// runsFetched records a command that runs text a download put in a variable (eval "$cmd" after
+// read -u from <(curl …)) as the shell reading that download, which is what it is.
+func (w *walker) runsFetched(cmd Command) {
+	if len(w.fetchedVars) == 0 || !(cmd.Name == "eval" || shells[cmd.Name] || cmd.Name == "source" || cmd.Name == ".") {
+		return
+	}
+	text := strings.Join(cmd.Args, " ")
+	for name, from := range w.fetchedVars {
+		if strings.Contains(text, "$"+name) || strings.Contains(text, "${"+name) {
+			if len(w.a.Commands) < maxCommands {
+				w.a.Commands = append(w.a.Commands, Command{Name: "sh", Upstream: []string{from}, Cond: cmd.Cond})
+			}
+			return
+		}
+	}
 }

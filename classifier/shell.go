@@ -100,6 +100,9 @@ type Analysis struct {
 	// one of them feeds a command's standard input (< /dev/tcp/…, 0>&1 after >& /dev/tcp/…).
 	Net   []string
 	NetIn bool
+	// Obfuscated says why the command runs code it decodes from data it does not show
+	// (bash -c "$(base64 -d)", os.system(b64decode(payload))): hidden on purpose.
+	Obfuscated []string
 	// Exceeded names the analysis limit the command ran into, "" when none: the rest of the
 	// command was not analysed, so nothing about it can be vouched for.
 	Exceeded string
@@ -199,6 +202,30 @@ type walker struct {
 	// funcDecls are the functions defined so far; inFunc, the calls inside their bodies.
 	funcDecls map[string]*syntax.Stmt
 	inFunc    map[*syntax.CallExpr]bool
+	// fetchedVars are variables holding text a download gave (read -u from <(curl …)).
+	fetchedVars map[string]string
+	// decodedSubsts counts substitutions of a decoder's output that could not be folded.
+	decodedSubsts int
+}
+
+// decoderSubst reports a substitution whose command decodes: $(base64 -d), $(xxd -r -p …).
+func decoderSubst(cs *syntax.CmdSubst) bool {
+	for _, st := range cs.Stmts {
+		for c := lastCall(st); c != nil; c = nil {
+			var words []string
+			for _, a := range c.Args {
+				words = append(words, a.Lit())
+			}
+			if len(words) == 0 {
+				continue
+			}
+			cmd := Command{Name: baseName(words[0]), Args: words[1:]}
+			if (downloaders[cmd.Name] && cmd.Name != "curl" && cmd.Name != "wget") && producesCode(&cmd) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (a *Analysis) shell(src string, depth int, vars map[string]string) {
@@ -553,6 +580,9 @@ func (w *walker) fields(words []*syntax.Word) []string {
 				_, err := io.WriteString(out, s)
 				return err
 			}
+			if decoderSubst(cs) {
+				w.decodedSubsts++
+			}
 			_, err := io.WriteString(out, "$(...)")
 			return err
 		},
@@ -725,7 +755,9 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if len(c.Args) == 0 {
 		return
 	}
+	decoded := w.decodedSubsts
 	f := w.fields(c.Args)
+	decoded = w.decodedSubsts - decoded
 	if len(f) == 0 || f[0] == "exec" && (len(f) == 1 || len(f) == 2 && f[1] == "-c") {
 		return // nothing, or exec changing the shell's own descriptors (see openFDs)
 	}
@@ -793,6 +825,10 @@ func (w *walker) call(c *syntax.CallExpr) {
 	w.nested(cmd, w.stmtOf(c))
 	w.stdinCode(cmd, c)
 	w.throughFDs(&w.a.Commands[len(w.a.Commands)-1], c)
+	w.runsFetched(cmd)
+	if decoded > 0 && (shells[cmd.Name] || cmd.Name == "eval" || interpreters[cmd.Name] != "") && !noExec(&cmd) {
+		w.a.Obfuscated = append(w.a.Obfuscated, cmd.Name+" runs what a decoder makes of data the command does not show")
+	}
 }
 
 // unquotedGlob reports a word with a pattern character outside quotes and not escaped.

@@ -23,6 +23,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"PrivilegeEscalation":     privilegeEscalation,
 	"ManifestDependencies":    manifestDependencies,
 	"DynamicDestructive":      dynamicDestructive,
+	"Obfuscated":              obfuscated,
 	"GitResetHard":            gitValidator(gitResetHard),
 	"GitForcePush":            gitValidator(gitForcePush),
 	"GitForceClean":           gitValidator(gitForceClean),
@@ -348,6 +349,14 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 		return w, true
 	}
 	return "", false
+}
+
+// obfuscated finds code decoded at run time from data the command does not show, then run.
+func obfuscated(_ *Classifier, it item) (string, bool) {
+	if it.cmd != nil || it.an == nil || len(it.an.Obfuscated) == 0 {
+		return "", false
+	}
+	return it.an.Obfuscated[0], true
 }
 
 func dynamicCode(_ *Classifier, it item) (string, bool) {
