@@ -104,11 +104,17 @@ func (w *walker) redirTarget(r *syntax.Redirect) string {
 func (w *walker) applyRedir(t fdTable, n string, r *syntax.Redirect) {
 	switch r.Op {
 	case syntax.Hdoc, syntax.DashHdoc:
+		if _, ok := t[n]; !ok && len(t) >= maxFDs {
+			return
+		}
 		if r.Hdoc != nil {
 			t[n] = fdSource{text: hdocText(r.Hdoc), lit: true}
 		}
 		return
 	case syntax.WordHdoc:
+		if _, ok := t[n]; !ok && len(t) >= maxFDs {
+			return
+		}
 		if r.Word != nil {
 			t[n] = fdSource{text: unquote(printWord(r.Word)), lit: true}
 		}
@@ -131,6 +137,9 @@ func (w *walker) applyRedir(t fdTable, n string, r *syntax.Redirect) {
 			delete(t, n) // a copy of something unknown, or of the terminal
 		}
 		return
+	}
+	if _, ok := t[n]; !ok && len(t) >= maxFDs {
+		return // a table that large is no command anybody writes; what it hides stays unknown
 	}
 	var src fdSource
 	switch {

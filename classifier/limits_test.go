@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"fmt"
 	"context"
 	"runtime"
 	"strings"
@@ -20,6 +21,18 @@ func doubling(n int) string {
 	return b.String()
 }
 
+// functionChain defines n functions each calling the next, and calls each one.
+func functionChain(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "f%d(){ f%d; }; ", i, i+1)
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "f%d; ", i)
+	}
+	return b.String()
+}
+
 func TestCommandsBuiltToExhaustTheAnalyserAreDeniedWithBoundedMemory(t *testing.T) {
 	c := newTestClassifier(t, Policy{})
 	cases := map[string]string{
@@ -28,6 +41,9 @@ func TestCommandsBuiltToExhaustTheAnalyserAreDeniedWithBoundedMemory(t *testing.
 		"doubling by export":    strings.ReplaceAll(doubling(40), "a=$a$a", "export a=$a$a"),
 		"many commands":         strings.Repeat("true;", 5000) + "rm -rf /",
 		"doubling in a heredoc": "bash <<'E'\n" + doubling(40) + "\nE",
+		"many functions":        functionChain(1500) + "rm -rf /",
+		"many descriptors":      strings.Repeat("exec {fd}<<<'x'; ", 2000) + "rm -rf /",
+		"many staging steps":    strings.Repeat("cp .env a; cp a b; ", 1500) + "rm -rf /",
 	}
 	for name, cmd := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -206,6 +206,10 @@ type walker struct {
 	fetchedVars map[string]string
 	// decodedSubsts counts substitutions of a decoder's output that could not be folded.
 	decodedSubsts int
+	// calls caches each function body's calls; cycleSteps counts the states spawnCycle
+	// followed, against maxCycleSteps.
+	calls      map[*syntax.Stmt][]funcCall
+	cycleSteps int
 }
 
 // decoderSubst reports a substitution whose command decodes: $(base64 -d), $(xxd -r -p …).
@@ -355,7 +359,13 @@ type funcCall struct {
 	spawn bool
 }
 
-func callsIn(body *syntax.Stmt) []funcCall {
+// maxCycleSteps bounds the function-call states one analysis follows looking for fork bombs.
+const maxCycleSteps = 20000
+
+func (w *walker) callsIn(body *syntax.Stmt) []funcCall {
+	if calls, ok := w.calls[body]; ok {
+		return calls
+	}
 	var out []funcCall
 	piped := map[*syntax.CallExpr]bool{}
 	syntax.Walk(body, func(n syntax.Node) bool {
@@ -375,26 +385,35 @@ func callsIn(body *syntax.Stmt) []funcCall {
 		}
 		return true
 	})
+	if w.calls == nil {
+		w.calls = map[*syntax.Stmt][]funcCall{}
+	}
+	w.calls[body] = out
 	return out
 }
 
 // spawnCycle reports whether calling start leads back to start through the functions defined,
 // with at least one call on the way that starts a new process each time round.
-func spawnCycle(start string, decls map[string]*syntax.Stmt) bool {
+func (w *walker) spawnCycle(start string) bool {
 	type state struct {
 		name  string
 		spawn bool
 	}
+	decls := w.funcDecls
 	seen := map[state]bool{}
 	stack := []state{{start, false}}
-	for len(stack) > 0 && len(seen) < 4*len(decls)+4 {
+	for len(stack) > 0 {
 		cur := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if seen[cur] {
 			continue
 		}
 		seen[cur] = true
-		for _, fc := range callsIn(decls[cur.name]) {
+		if w.cycleSteps++; w.cycleSteps > maxCycleSteps {
+			w.a.exceed(fmt.Sprintf("more than %d function calls to follow", maxCycleSteps))
+			return false
+		}
+		for _, fc := range w.callsIn(decls[cur.name]) {
 			if _, ok := decls[fc.name]; !ok {
 				continue
 			}
@@ -804,7 +823,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 		cmd.UpstreamCmds = append(cmd.UpstreamCmds, uc)
 	}
 	_, cmd.Function = w.a.funcs[cmd.Name]
-	if _, ok := w.funcDecls[cmd.Name]; ok && !w.inFunc[c] && spawnCycle(cmd.Name, w.funcDecls) {
+	if _, ok := w.funcDecls[cmd.Name]; ok && !w.inFunc[c] && w.spawnCycle(cmd.Name) {
 		w.a.ForkBomb = true // a(){ b & }; b(){ a; }; a — with the functions defined by now
 	}
 	// A name from an expansion is dynamic only while it stays unknown: a variable the command
