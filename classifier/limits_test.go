@@ -1,8 +1,8 @@
 package classifier
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
