@@ -93,6 +93,8 @@ var ruleCases = []ruleCase{
 	{"bash.git-reset-hard", bashCall(`git commit -m "never git reset --hard"`), false},
 	{"bash.git-clean-force", bashCall("git clean -fdx"), true},
 	{"bash.git-clean-force", bashCall("git clean -n"), false},
+	{"bash.disk-wipe", bashCall("diskutil apfs deleteVolume disk3s2"), true},
+	{"bash.disk-wipe", bashCall("diskutil list"), false},
 	{"bash.decoded-exec", bashCall(`bash -c "$(base64 --decode)"`), true},
 	{"bash.decoded-exec", bashCall(`bash -c "$(cat script.sh)"`), false},
 	{"bash.git-discard-all", bashCall("git checkout -- ."), true},
