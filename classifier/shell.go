@@ -804,14 +804,23 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray" || cmd.Name == "socat" {
 		cmd.FDs = w.stmtFDs[w.stmtOf(c)] // -u N, FD:N name any of them
 	}
-	if slices.Contains(cmd.Wrappers, "xargs") && w.pipeFrom[c] != nil && !slices.Contains(f, "-I") &&
-		!shells[cmd.Name] && interpreters[cmd.Name] == "" { // xargs sh -c: the input is code, judged as such
-		// echo / | xargs rm -rf: xargs adds what the pipe brings to the arguments
-		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok {
+	if fanned := slices.Contains(cmd.Wrappers, "xargs") || slices.Contains(cmd.Wrappers, "parallel") && !slices.Contains(f, ":::"); fanned && w.pipeFrom[c] != nil {
+		// echo / | xargs rm -rf: the command gets what the pipe brings, in place of -I's
+		// string or after its arguments (xargs sh -c with no replace string: the input is code,
+		// judged as such by stdinCode)
+		repl := xargsReplace(f)
+		if slices.Contains(cmd.Wrappers, "parallel") {
+			repl = "{}"
+		}
+		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !shells[cmd.Name] && interpreters[cmd.Name] == "") {
 			if strings.TrimSpace(text) == "" && xargsSkipsEmpty(f) {
 				return // printf '' | xargs -r rm -rf /: nothing comes, nothing runs
 			}
-			cmd.Args = append(cmd.Args, strings.Fields(text)...)
+			lines := strings.FieldsFunc(text, func(r rune) bool { return r == '\n' })
+			if repl == "" {
+				lines = strings.Fields(text)
+			}
+			cmd.Args = fanOut(cmd.Args, lines, repl)
 		}
 	}
 	for up, n := w.pipeFrom[c], 0; up != nil && n < 16; up, n = w.pipeFrom[up], n+1 {
@@ -1086,12 +1095,9 @@ func (w *walker) unwrap(f []string, assigns []string) Command {
 			f = splitEnvS(f) // env -S "rm -rf ~" runs rm -rf ~
 		}
 		if name == "parallel" { // parallel CMD ::: ARGS runs CMD with each of ARGS
-			if i := slices.Index(f, ":::"); i > 1 {
-				head := f[1:i]
-				if len(head) == 1 && strings.Contains(head[0], " ") {
-					head = strings.Fields(head[0]) // parallel 'rm -rf /' ::: x runs the string through a shell
-				}
-				f = append(slices.Clone(head), f[i+1:]...)
+			tmpl, inputs, repl, ok := parallelParts(f[1:])
+			if ok || len(tmpl) > 0 {
+				f = fanOut(tmpl, inputs, repl)
 				cmd.Wrappers = append(cmd.Wrappers, "parallel")
 				continue
 			}
@@ -1159,14 +1165,15 @@ var timeoutDuration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
 // wrapperArgs reports whether name is a wrapper and how many of args belong to it.
 // wrapperOptsWithValue are the options of each wrapper that take a value.
 var wrapperOptsWithValue = map[string]map[string]bool{
-	"sudo":        {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
-	"doas":        {"-u": true, "-C": true},
-	"env":         {"-u": true, "-C": true, "--unset": true, "--chdir": true},
-	"nice":        {"-n": true},
-	"ionice":      {"-c": true, "-n": true},
-	"timeout":     {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
-	"exec":        {"-a": true},
-	"xargs":       {"-n": true, "-I": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
+	"sudo":    {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
+	"doas":    {"-u": true, "-C": true},
+	"env":     {"-u": true, "-C": true, "-P": true, "--unset": true, "--chdir": true},
+	"nice":    {"-n": true},
+	"ionice":  {"-c": true, "-n": true},
+	"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
+	"exec":    {"-a": true},
+	"xargs": {"-n": true, "-I": true, "-J": true, "-R": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true,
+		"--delimiter": true, "--max-args": true, "--max-procs": true, "--max-lines": true, "--eof": true, "--arg-file": true, "--max-chars": true},
 	"stdbuf":      {"-i": true, "-o": true, "-e": true},
 	"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
 	"nsenter":     {"-t": true, "--target": true},
@@ -1206,6 +1213,7 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 			return i + 1, true
 		case name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
 			cmd.Assigns = append(cmd.Assigns, a)
+		case name == "env" && a == "-": // env - CMD: env -i CMD
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			if wrapperOptsWithValue[name][a] {
 				i++
