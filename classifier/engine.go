@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"mvdan.cc/sh/v3/syntax"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
@@ -108,6 +110,9 @@ type Classifier struct {
 	mcpAllow map[string]bool
 	mcpOn    bool
 	denyAll  string
+	// parsers are shell parsers kept between calls: a parser's buffers are the largest single
+	// allocation of an analysis, and fewer allocations is a shorter tail of latencies.
+	parsers sync.Pool
 }
 
 // New compiles the embedded default rules and the policy's additions.
@@ -554,7 +559,12 @@ func fileOperands(cmd *Command) (read, written []string) {
 }
 
 func (c *Classifier) bashItems(command, cwd string) []item {
-	an := Analyze(command)
+	p, _ := c.parsers.Get().(*syntax.Parser)
+	an := analyze(command, p)
+	if an.parser != nil {
+		c.parsers.Put(an.parser)
+		an.parser = nil
+	}
 	items := []item{{target: TargetBash, text: strings.TrimSpace(command), an: an, cwd: cwd}}
 	seen := map[string]bool{}
 	for i := range an.Commands {

@@ -171,8 +171,11 @@ func canonicalProgram(name string) string {
 }
 
 // Analyze parses a shell command string and reaches every simple command in it.
-func Analyze(src string) *Analysis {
-	a := &Analysis{}
+func Analyze(src string) *Analysis { return analyze(src, nil) }
+
+// analyze is Analyze with a parser to reuse (nil: a new one).
+func analyze(src string, p *syntax.Parser) *Analysis {
+	a := &Analysis{parser: p}
 	if len(src) > maxCommandBytes {
 		a.Dynamic = append(a.Dynamic, "command longer than the analysis limit")
 		src = src[:maxCommandBytes]
