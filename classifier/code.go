@@ -73,7 +73,13 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		e := codeEffect{kind: EffectSend, by: name, secret: codeSecrets.MatchString(code)}
 		a.CodeEffects = append(a.CodeEffects, e)
 	}
+	// The patterns below are costly to run and need words most code lacks: looked for first.
+	decodes := containsAny(code, "decode", "fromhex", "atob", "Buffer.from", "unpack")
+	builds := decodes || containsAny(code, "exec", "eval", "Function", "compile")
 	for _, m := range codeDecodedExec.FindAllStringSubmatch(code, 16) {
+		if !decodes {
+			break
+		}
 		lit := m[1] + m[2]
 		decoded, ok := decodeLiteral(lit, m[0], m[3])
 		if !ok {
@@ -92,9 +98,9 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			w.depth--
 		}
 	}
-	if codeDecodedShell.MatchString(code) {
+	if decodes && codeDecodedShell.MatchString(code) {
 		a.Obfuscated = append(a.Obfuscated, name+" hands a shell a command it decodes at run time")
-	} else if codeDynamicExec.MatchString(code) {
+	} else if builds && codeDynamicExec.MatchString(code) {
 		a.Dynamic = append(a.Dynamic, name+" runs code it builds at run time")
 	}
 }
@@ -182,4 +188,14 @@ func (ce codeEffect) effect(cwd string) Effect {
 		return e
 	}
 	return effect(ce.kind, ce.by)
+}
+
+// containsAny reports whether s contains any of the words.
+func containsAny(s string, words ...string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
