@@ -332,25 +332,18 @@ func (w *walker) visit(n syntax.Node) bool {
 
 // markCond records the calls below n as conditional: they may not run, or not in the order
 // written.
-func (w *walker) markCond(n syntax.Node) {
-	if n == nil || reflect.ValueOf(n).IsNil() {
-		return
-	}
-	syntax.Walk(n, func(n syntax.Node) bool {
-		if c, ok := n.(*syntax.CallExpr); ok {
-			w.cond[c] = true
-		}
-		return true
-	})
-}
+func (w *walker) markCond(n syntax.Node) { markCalls(n, w.cond) }
 
-func (w *walker) markInFunc(n syntax.Node) {
+// markInFunc records the calls below n as inside a function body.
+func (w *walker) markInFunc(n syntax.Node) { markCalls(n, w.inFunc) }
+
+func markCalls(n syntax.Node, set map[*syntax.CallExpr]bool) {
 	if n == nil || reflect.ValueOf(n).IsNil() {
 		return
 	}
 	syntax.Walk(n, func(n syntax.Node) bool {
 		if c, ok := n.(*syntax.CallExpr); ok {
-			w.inFunc[c] = true
+			set[c] = true
 		}
 		return true
 	})
