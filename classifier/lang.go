@@ -21,6 +21,7 @@ const (
 	TargetContent Target = "content" // the text being written
 	TargetMCP     Target = "mcp"     // "<server> <tool> <arguments JSON>"
 	TargetEffect  Target = "effect"  // one line per effect of a shell command (see Effect.String)
+	TargetURL     Target = "url"     // a URL a tool call fetches or names, its host normalised (see normalURL)
 )
 
 // Action is what a matching rule asks for.

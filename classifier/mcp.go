@@ -1,0 +1,251 @@
+package classifier
+
+import (
+	"encoding/json"
+	"net/url"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/secrets"
+)
+
+// Connector calls (MCP tools) are judged on their arguments, not only their names: a path an
+// argument names is read (or written) like one a Read or Write names; a URL is judged by where
+// it really points; a secret in any string leaves the machine with the call. Servers may be
+// named by a UUID (mcp__<uuid>__tool): nothing here depends on the server's name.
+
+// mcpLimits bound the work one call's arguments can cause.
+const (
+	mcpMaxDepth   = 16
+	mcpMaxStrings = 2000
+	mcpMaxString  = 256 << 10
+)
+
+// pathKeys are argument names whose value is a file or folder.
+var pathKeys = regexp.MustCompile(`(?i)^(?:path|paths|file|files|file_?path|file_?name|filename|dir|directory|folder|repo_?path|repository_?path|target|target_?path|` +
+	`src|source|source_?path|dest|destination|destination_?path|output|output_?path|input_?path|attachments?|attachment_?paths?|cwd|root|` +
+	`workspace|local_?path|notebook_?path|location|from|to|old_?path|new_?path)$`)
+
+// writingTool matches tool names that change what their path arguments name.
+var writingTool = regexp.MustCompile(`(?i)write|create|save|edit|update|put|upload|move|rename|copy|delete|remove|append|mkdir|patch|replace|insert`)
+
+// contentKeys are argument names whose value is the text a writing tool writes.
+var contentKeys = regexp.MustCompile(`(?i)^(?:content|contents|text|body|data|new_?string|new_?source|markdown)$`)
+
+// mcpItems are the items of one connector call: the call as text (for mcp rules), each path,
+// each URL, text written into an instruction file, and a send of any secret its strings carry.
+func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd string) []item {
+	items := []item{{target: TargetMCP, text: server + " " + tool + " " + string(input), server: server}}
+	var args any
+	if json.Unmarshal(input, &args) != nil {
+		return items
+	}
+	writes := writingTool.MatchString(tool)
+	var secretKinds []string
+	var instruction []string // instruction files a writing tool names
+	var content []string
+	n := 0
+	walkStrings(args, "", 0, &n, func(key, v string) {
+		if secretKind := firstSecret(v); secretKind != "" {
+			secretKinds = append(secretKinds, secretKind)
+		}
+		if u, ok := urlArg(v); ok {
+			items = append(items, urlItems(u)...)
+			if file, ok := fileURL(u); ok {
+				v, key = file, "path"
+			}
+		}
+		if p, ok := pathArg(key, v); ok {
+			cp := canonPath(p, cwd)
+			items = append(items, item{target: TargetRead, text: cp})
+			if writes {
+				items = append(items, item{target: TargetEdit, text: cp})
+				if instructionFile(cp) {
+					instruction = append(instruction, cp)
+				}
+			}
+		}
+		if writes && contentKeys.MatchString(key) {
+			content = append(content, v)
+		}
+	})
+	if len(instruction) > 0 {
+		for _, text := range content {
+			items = append(items, item{target: TargetContent, text: text})
+		}
+	}
+	if len(secretKinds) > 0 { // any connector call takes its arguments off the machine
+		e := effect(EffectSend, "mcp", "data", "arguments:"+strings.Join(secretKinds, ","), "secret", "", "to", "mcp:"+server+"/"+tool)
+		items = append(items, item{target: TargetEffect, text: e.String()})
+	}
+	return items
+}
+
+// walkStrings calls fn for every string in a decoded JSON value with the key it is under,
+// within the limits.
+func walkStrings(v any, key string, depth int, n *int, fn func(key, v string)) {
+	if depth > mcpMaxDepth || *n >= mcpMaxStrings {
+		return
+	}
+	switch v := v.(type) {
+	case string:
+		*n++
+		if len(v) > mcpMaxString {
+			v = v[:mcpMaxString]
+		}
+		fn(key, v)
+	case []any:
+		for _, e := range v {
+			walkStrings(e, key, depth+1, n, fn)
+		}
+	case map[string]any:
+		for k, e := range v {
+			walkStrings(e, k, depth+1, n, fn)
+		}
+	}
+}
+
+func firstSecret(s string) string {
+	if f := secrets.Find(s); len(f) > 0 {
+		return f[0].Kind
+	}
+	return ""
+}
+
+// pathArg reports whether an argument names a file: by its key, or by its shape when it is one
+// word that can only be a path (/x, ~/x, ../x, ./x). A message that merely mentions a path is
+// not one.
+func pathArg(key, v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 4096 || strings.ContainsAny(v, "\n\x00") || strings.Contains(v, "://") {
+		return "", false
+	}
+	if pathKeys.MatchString(key) {
+		return v, true
+	}
+	if strings.ContainsAny(v, " \t") {
+		return "", false
+	}
+	for _, prefix := range []string{"/", "~/", "../", "./", "$HOME/", "${HOME}/"} {
+		if strings.HasPrefix(v, prefix) && len(v) > len(prefix) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// urlArg reports a string that is a URL a tool may fetch.
+func urlArg(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	if len(v) > 8192 || strings.ContainsAny(v, " \n\t") {
+		return "", false
+	}
+	scheme, _, ok := strings.Cut(v, "://")
+	if !ok || scheme == "" || len(scheme) > 16 {
+		return "", false
+	}
+	return v, true
+}
+
+// fileURL returns the path a file:// URL names.
+func fileURL(u string) (string, bool) {
+	parsed, err := url.Parse(u)
+	if err != nil || !strings.EqualFold(parsed.Scheme, "file") {
+		return "", false
+	}
+	p := parsed.Path
+	if p == "" {
+		p = parsed.Opaque
+	}
+	return path.Clean("/" + strings.TrimPrefix(p, "/")), p != ""
+}
+
+// urlItems is the item a URL is judged as: scheme://host[:port]/path?query with the host
+// normalised, or the raw text when it does not parse (judged as it stands).
+func urlItems(u string) []item {
+	if u == "" {
+		return nil
+	}
+	return []item{{target: TargetURL, text: normalURL(u)}}
+}
+
+// normalURL lowercases the scheme and host and writes an IPv4 host however it was spelled
+// (2852039166, 0xa9fea9fe, 0251.0376.0251.0376, ::ffff:169.254.169.254) as a dotted quad, so
+// that rules about addresses see the address.
+func normalURL(raw string) string {
+	parsed, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || parsed.Scheme == "" {
+		return raw
+	}
+	host := strings.ToLower(strings.TrimSuffix(parsed.Hostname(), "."))
+	if ip, ok := ipv4Host(host); ok {
+		host = ip
+	}
+	out := strings.ToLower(parsed.Scheme) + "://" + host
+	if strings.Contains(host, ":") {
+		out = strings.ToLower(parsed.Scheme) + "://[" + host + "]"
+	}
+	if port := parsed.Port(); port != "" {
+		out += ":" + port
+	}
+	out += parsed.EscapedPath()
+	if parsed.RawQuery != "" {
+		out += "?" + parsed.RawQuery
+	}
+	return out
+}
+
+// ipv4Host reads a host that is an IPv4 address in any form inet_aton accepts, or mapped into
+// IPv6, and returns it dotted.
+func ipv4Host(h string) (string, bool) {
+	h = strings.TrimPrefix(h, "::ffff:")
+	parts := strings.Split(h, ".")
+	if len(parts) == 0 || len(parts) > 4 {
+		return "", false
+	}
+	var nums []uint64
+	for _, p := range parts {
+		n, err := strconv.ParseUint(p, 0, 32) // 0x.., 0.. (octal) and decimal
+		if err != nil {
+			if len(p) > 1 && p[0] == '0' && strings.Trim(p, "01234567") == "" {
+				n, err = strconv.ParseUint(p[1:], 8, 32)
+			}
+			if err != nil {
+				return "", false
+			}
+		}
+		nums = append(nums, n)
+	}
+	// a.b.c.d; a.b.c (c is 16 bits); a.b (b is 24 bits); a (32 bits)
+	var v uint64
+	for i, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return "", false
+		}
+		v |= n << (8 * (3 - i))
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return "", false
+	}
+	v |= last
+	return strconv.Itoa(int(v>>24)) + "." + strconv.Itoa(int(v>>16&255)) + "." + strconv.Itoa(int(v>>8&255)) + "." + strconv.Itoa(int(v&255)), true
+}
+
+// loopbackURL reports a URL to this machine's own loopback address.
+func loopbackURL(u string) bool {
+	n := normalURL(u)
+	_, rest, _ := strings.Cut(n, "://")
+	host := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		host = rest[:i]
+	}
+	if h, _, ok := strings.Cut(host, "]"); ok && strings.HasPrefix(host, "[") {
+		host = h + "]"
+	} else if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	return host == "localhost" || strings.HasPrefix(host, "127.") || host == "[::1]" || host == "0.0.0.0"
+}
