@@ -643,7 +643,7 @@ func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")
 }
 
-var homePrefix = regexp.MustCompile(`^(/root|/home/[^/]+|/Users/[^/]+|/var/root|\$HOME|\$\{HOME\})(/|$)`)
+var homePrefix = regexp.MustCompile(`^(/root|/home/[^/]+|/Users/[^/]+|/var/root|/private/var/root|\$HOME|\$\{HOME\}|~[a-z_][a-z0-9_.-]*)(/|$)`)
 
 // canonPath cleans a path, resolves it against cwd, and writes any home folder as ~, so that one
 // rule covers the Mac's /Users/ada, the VM's /root or /home/ada, and $HOME.
@@ -652,7 +652,7 @@ func canonPath(p, cwd string) string {
 		return ""
 	}
 	switch {
-	case p == "~" || strings.HasPrefix(p, "~/"):
+	case strings.HasPrefix(p, "~"): // ~, ~/x, ~ada/x
 	case strings.HasPrefix(p, "/"), strings.HasPrefix(p, "$"):
 	case cwd != "":
 		p = cwd + "/" + p

@@ -340,15 +340,36 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 	if it.cmd != nil || it.an == nil || it.cwd == "" {
 		return "", false
 	}
-	cwd := canonPath(it.cwd, "")
+	roots := projectRoots(canonPath(it.cwd, ""))
 	for _, w := range it.an.Writes {
 		p := canonPath(w, it.cwd)
-		if p == cwd || strings.HasPrefix(p, cwd+"/") || tempPath.MatchString(p) || strings.HasPrefix(p, "$") {
+		if slices.ContainsFunc(roots, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") }) ||
+			tempPath.MatchString(p) || strings.HasPrefix(p, "$") {
 			continue
 		}
 		return w, true
 	}
 	return "", false
+}
+
+// sessionMounts is a Cowork session's folder of mounts as the VM sees it; hostOutputs, a host
+// session's working folder.
+var (
+	sessionMounts = regexp.MustCompile(`^/sessions/[^/]+/mnt`)
+	hostOutputs   = regexp.MustCompile(`/local_[^/]+/outputs$`)
+)
+
+// projectRoots are the folders a session works in: its working folder and, in Cowork, every
+// folder mounted beside it (the user's folders, uploads, outputs). Their .claude stays guarded
+// by its own rules.
+func projectRoots(cwd string) []string {
+	roots := []string{cwd}
+	if m := sessionMounts.FindString(cwd); m != "" {
+		roots = append(roots, m)
+	} else if hostOutputs.MatchString(cwd) {
+		roots = append(roots, path.Dir(cwd))
+	}
+	return roots
 }
 
 // obfuscated finds code decoded at run time from data the command does not show, then run.
@@ -366,6 +387,42 @@ func dynamicCode(_ *Classifier, it item) (string, bool) {
 	return it.an.Dynamic[0], true
 }
 
+// settingsReaders only read the files they name (sed and yq without -i).
+var settingsReaders = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true,
+	"grep": true, "egrep": true, "fgrep": true, "rg": true, "jq": true, "yq": true, "sed": true, "wc": true, "diff": true,
+	"cmp": true, "file": true, "stat": true, "ls": true, "md5sum": true, "shasum": true, "sha256sum": true, "od": true,
+	"xxd": true, "hexdump": true, "strings": true, "plutil": false}
+
+// onlyReadsSettings reports a command that reads the session's settings and changes nothing:
+// reading is not tampering, and knowing the hook is there gives the agent nothing.
+func onlyReadsSettings(it item) bool {
+	reads := func(c *Command) bool {
+		return settingsReaders[c.Name] && len(c.Wrappers) == 0 && !slices.ContainsFunc(c.Args, func(a string) bool {
+			return a == "-i" || strings.HasPrefix(a, "-i") && (c.Name == "sed" || c.Name == "yq") || a == "--in-place"
+		})
+	}
+	if it.cmd != nil {
+		return reads(it.cmd)
+	}
+	an := it.an
+	if an == nil || an.ParseError != nil || len(an.Dynamic) > 0 || an.Exceeded != "" {
+		return false
+	}
+	if len(an.Writes) > 0 {
+		return false // cd .claude && echo … > settings.json
+	}
+	for i := range an.Commands {
+		c := &an.Commands[i]
+		switch {
+		case reads(c):
+		case c.Name == "cd" || c.Name == "pushd" || c.Name == "popd" || c.Name == "pwd" || c.Name == "echo":
+		default:
+			return false // every command of the line reads, or only moves about
+		}
+	}
+	return true
+}
+
 // folderTools are commands that, given the .claude folder itself, can move, link, replace or
 // change it.
 var folderTools = map[string]bool{"ln": true, "mv": true, "cp": true, "rm": true, "rmdir": true, "unlink": true, "chmod": true,
@@ -377,7 +434,10 @@ var folderTools = map[string]bool{"ln": true, "mv": true, "cp": true, "rm": true
 // substring tests: this runs on every command.
 func guardTamper(_ *Classifier, it item) (string, bool) {
 	l := strings.ToLower(it.text)
-	if strings.Contains(l, ".claude") && (strings.Contains(l, "settings") || strings.Contains(l, "coworkbridge")) {
+	if strings.Contains(l, ".claude") && strings.Contains(l, "coworkbridge") {
+		return it.text, true // its request ids and decisions: not even to be read
+	}
+	if strings.Contains(l, ".claude") && strings.Contains(l, "settings") && !onlyReadsSettings(it) {
 		return it.text, true
 	}
 	if it.cmd != nil && folderTools[it.cmd.Name] {
@@ -424,6 +484,10 @@ sqlite3 psql mysql redis-cli mongo mongosh eslint prettier black ruff mypy flake
 mocha playwright cypress webpack vite rollup esbuild swc turbo nx lerna bash sh zsh dash fish exit return local
 for while if case function then do done fi esac printf cal history jobs fg bg wait trap ulimit umask shopt hash
 convert ffmpeg pandoc latexmk pdflatex xelatex sips pbcopy pbpaste osascript defaults plutil launchctl aws gcloud az
+soffice libreoffice lowriter localc loimpress unoconv pdftotext pdftoppm pdfinfo pdfimages pdffonts pdfseparate pdfunite
+pdftohtml pdftk qpdf mutool ocrmypdf img2pdf magick identify mogrify montage tesseract gs ghostscript exiftool markitdown
+wkhtmltopdf weasyprint textutil qlmanage mdls mdfind ffprobe csvlook csvcut csvstat in2csv csvsql xlsx2csv docx2txt
+antiword catdoc unrtf html2text lynx w3m
 `)
 
 var manifestPath = regexp.MustCompile(`(^|/)(package\.json|pyproject\.toml|setup\.py|setup\.cfg|Cargo\.toml|go\.mod|Gemfile|composer\.json|pom\.xml|build\.gradle(\.kts)?|requirements[^/]*\.txt|Pipfile)$`)
