@@ -99,6 +99,17 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		}
 	}
 	out = append(out, sendEffects(cmd, cwd, fl)...)
+	if searchers[cmd.Name] { // grep -r AKIA ~: the matches are the keys
+		ops := operands(cmd.Args)
+		if len(ops) >= 1 && fl.searchesForCredentials(cmd, ops) {
+			for _, where := range append(ops[1:], optionValues(cmd.Args, "-r", "-R")...) {
+				if root := canonPath(where, cwd); (root == "~" || root == "/" || root == "/Users" || secretDir.MatchString(root)) && keyMaterial.MatchString(strings.Join(cmd.Args, " ")) {
+					out = append(out, effect(EffectCredential, cmd.Name, "what", "a search for key material in "+root))
+					break
+				}
+			}
+		}
+	}
 	out = append(out, remoteShell(cmd)...)
 	out = append(out, removals(cmd, cwd)...)
 	out = append(out, movesAway(cmd, cwd)...)

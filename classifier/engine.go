@@ -466,6 +466,9 @@ func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
 				items = append(items, item{target: TargetRead, text: canonPath(v, p.Cwd)})
 			}
 		}
+		if e, ok := c.keySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
+			items = append(items, item{target: TargetEffect, text: e.String()})
+		}
 		return items, Verdict{}
 	}
 	if server, name, ok := mcpName(p.ToolName); ok {
@@ -662,4 +665,30 @@ func canonPath(p, cwd string) string {
 		p = "~" + p[len(m[1]):]
 	}
 	return p
+}
+
+// keyMaterial is what a search for keys and tokens looks for: their shapes, not the word
+// "password" a policy document contains.
+var keyMaterial = regexp.MustCompile(`AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-(ant-|proj-)?[A-Za-z0-9]|sk_live|(?i:aws_secret|secret_access_key|api[_-]?key\s*[:=])`)
+
+// keyFileGlob is a file-name pattern aimed at key files.
+var keyFileGlob = regexp.MustCompile(`(?i)(id_(rsa|dsa|ecdsa|ed25519)|\.pem|\.key|\.p12|\.pfx|\.kdbx|\.env|credentials|\.netrc|\.npmrc|\.pgpass|\.git-credentials)`)
+
+// keySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
+// disk or a folder that holds secrets: the matches are the secrets, read a line at a time.
+func (c *Classifier) keySearch(tool, pattern, glob, where, cwd string) (Effect, bool) {
+	if where == "" {
+		where = cwd
+	}
+	root := canonPath(where, cwd)
+	broad := root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir.MatchString(root) || c.secretPath(root)
+	switch {
+	case !broad:
+		return Effect{}, false
+	case tool == "Grep" && keyMaterial.MatchString(pattern):
+	case tool == "Glob" && keyFileGlob.MatchString(pattern+" "+glob):
+	default:
+		return Effect{}, false
+	}
+	return effect(EffectCredential, tool, "what", "a search for key material in "+root), true
 }
