@@ -614,6 +614,11 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			}
 		}
 	}
+	for target, text := range an.Scripts { // echo '…' >> CLAUDE.md, cat <<EOF > AGENTS.md
+		if instructionFile(canonPath(target, cwd)) {
+			items = append(items, item{target: TargetContent, text: text})
+		}
+	}
 	fl := newFlow(an, cwd, c.secretPath)
 	for i := range an.Commands {
 		cmd := &an.Commands[i]

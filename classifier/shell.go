@@ -284,6 +284,9 @@ func (w *walker) visit(n syntax.Node) bool {
 		if n.Background {
 			w.markCond(n) // runs alongside what follows, in no order
 		}
+		if c, ok := n.Cmd.(*syntax.CallExpr); ok {
+			w.lastStmt[c] = n // before the redirections: cat <<EOF > f folds through it
+		}
 		w.redirects(n)
 		if t := w.openFDs(n); len(t) > 0 {
 			w.stmtFDs[n] = t
@@ -687,7 +690,7 @@ func (w *walker) noteWritten(st *syntax.Stmt, target string) {
 		if w.a.Scripts == nil {
 			w.a.Scripts = map[string]string{}
 		}
-		w.a.Scripts[target] = text
+		w.a.Scripts[target] += text // >> appends; > then >> in one line writes both
 		return
 	}
 	name := w.callName(c)
@@ -696,6 +699,28 @@ func (w *walker) noteWritten(st *syntax.Stmt, target string) {
 			w.a.Fetched = map[string]string{}
 		}
 		w.a.Fetched[target] = name
+	}
+}
+
+// teeWrites records what tee writes to its files when the command line makes it: a here-string,
+// a heredoc, or a pipeline of literals (echo … | tee -a CLAUDE.md).
+func (w *walker) teeWrites(cmd Command, c *syntax.CallExpr) {
+	var text string
+	var ok bool
+	if st := w.stmtOf(c); st != nil {
+		text, ok = heredoc(st)
+	}
+	if !ok && w.pipeFrom[c] != nil {
+		text, ok = w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]})
+	}
+	if !ok {
+		return
+	}
+	for _, op := range operands(cmd.Args) {
+		if w.a.Scripts == nil {
+			w.a.Scripts = map[string]string{}
+		}
+		w.a.Scripts[op] += text
 	}
 }
 
@@ -850,6 +875,9 @@ func (w *walker) call(c *syntax.CallExpr) {
 	w.stdinCode(cmd, c)
 	w.throughFDs(&w.a.Commands[len(w.a.Commands)-1], c)
 	w.runsFetched(cmd)
+	if cmd.Name == "tee" {
+		w.teeWrites(cmd, c)
+	}
 	if decoded > 0 && (shells[cmd.Name] || cmd.Name == "eval" || interpreters[cmd.Name] != "") && !noExec(&cmd) {
 		w.a.Obfuscated = append(w.a.Obfuscated, cmd.Name+" runs what a decoder makes of data the command does not show")
 	}
