@@ -180,7 +180,8 @@ var ruleCases = []ruleCase{
 	{"path.shell-startup", write("/home/ada/.zshrc", "alias x=y"), true},
 	{"path.shell-startup", write("docs/zshrc-tips.md", ""), false},
 	{"path.agent-and-tool-config", write(".git/hooks/pre-commit", "#!/bin/sh"), true},
-	{"path.agent-and-tool-config", write(".claude/commands/deploy.md", "run it"), true},
+	{"path.agent-and-tool-config", write(".claude/hooks/pre.sh", "#!/bin/sh"), true},
+	{"path.agent-and-tool-config", write(".claude/commands/deploy.md", "Run make deploy."), false}, // instructions: judged by content
 	{"path.agent-and-tool-config", write("src/git/hooks.go", ""), false},
 	{"path.persistence", write("~/Library/LaunchAgents/com.x.plist", ""), true},
 	{"path.persistence", write("docs/LaunchAgents.md", ""), false},

@@ -200,6 +200,7 @@ type item struct {
 	server  string // for mcp
 	content string // for edit items: the text being written, when known
 	tool    string // the call's tool, for nudges
+	args    any    // for mcp: the arguments, decoded
 }
 
 // Evaluate judges one tool call. It never fails: what it cannot understand it asks about.

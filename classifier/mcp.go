@@ -34,12 +34,47 @@ var writingTool = regexp.MustCompile(`(?i)write|create|save|edit|update|put|uplo
 // contentKeys are argument names whose value is the text a writing tool writes.
 var contentKeys = regexp.MustCompile(`(?i)^(?:content|contents|text|body|data|new_?string|new_?source|markdown)$`)
 
+// commandRunnerWords, among the words of a server's or tool's name, mark one that runs commands.
+var commandRunnerWords = setOf("shell", "terminal", "bash", "sh", "zsh", "cmd", "command", "commands", "exec", "git", "make",
+	"npm", "npx", "yarn", "pnpm", "docker", "kubectl", "process", "script", "subprocess", "run", "cli")
+
+// shellSyntax is what only a shell makes something of: substitutions, chaining, pipes.
+var shellSyntax = regexp.MustCompile("\\$\\(|`|&&|\\|\\||;\\s*[A-Za-z./~$]|\\|\\s*[A-Za-z./~$]|>\\s*[A-Za-z./~]")
+
+// runsCommands reports a server or tool whose name says it runs commands.
+func runsCommands(server, tool string) bool {
+	for _, name := range []string{server, tool} {
+		for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+			if commandRunnerWords[w] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shellMetacharacters finds shell syntax in an argument of a tool that runs commands.
+func shellMetacharacters(_ *Classifier, it item) (string, bool) {
+	if it.target != TargetMCP || it.args == nil || !runsCommands(it.server, it.tool) {
+		return "", false
+	}
+	found := ""
+	n := 0
+	walkStrings(it.args, "", 0, &n, func(_, v string) {
+		if found == "" && shellSyntax.MatchString(v) {
+			found = v
+		}
+	})
+	return found, found != ""
+}
+
 // mcpItems are the items of one connector call: the call as text (for mcp rules), each path,
 // each URL, text written into an instruction file, and a send of any secret its strings carry.
 func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd string) []item {
-	items := []item{{target: TargetMCP, text: server + " " + tool + " " + string(input), server: server}}
 	var args any
-	if json.Unmarshal(input, &args) != nil {
+	json.Unmarshal(input, &args)
+	items := []item{{target: TargetMCP, text: server + " " + tool + " " + string(input), server: server, tool: tool, args: args}}
+	if args == nil {
 		return items
 	}
 	writes := writingTool.MatchString(tool)

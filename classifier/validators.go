@@ -24,6 +24,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"ManifestDependencies":    manifestDependencies,
 	"DynamicDestructive":      dynamicDestructive,
 	"Obfuscated":              obfuscated,
+	"ShellMetacharacters":     shellMetacharacters,
 	"GitResetHard":            gitValidator(gitResetHard),
 	"GitForcePush":            gitValidator(gitForcePush),
 	"GitForceClean":           gitValidator(gitForceClean),
