@@ -40,6 +40,7 @@ type Health interface {
 	DecisionFailed(id string)
 	Quarantined(id, reason string, until time.Time)
 	UnguardedCall(id string)
+	InstructionFindings(id string, files map[string][]string)
 }
 
 // Sink is the decision log; *telemetry.Log implements it.
@@ -196,6 +197,8 @@ type tracked struct {
 	checkAlive bool
 	// recon reconciles the transcript with the events judged; the worker's.
 	recon *reconciler
+	// instr is what the last scan of the session's instruction files saw; the worker's.
+	instr instructionScan
 	// budget is this minute's use of the decision log; backlog, by spool offset key, where each
 	// spool stood on the first pass (nil before it): the worker's.
 	budget  budget

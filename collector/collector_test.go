@@ -27,6 +27,7 @@ type fakeHealth struct {
 	mu     sync.Mutex
 	events map[health.Decision]int
 	counts map[string]int
+	instr  map[string][]string
 }
 
 func newFakeHealth() *fakeHealth {
@@ -51,6 +52,11 @@ func (h *fakeHealth) SpoolRefused(string)                   { h.add("refused") }
 func (h *fakeHealth) DecisionFailed(string)                 { h.add("decision_failed") }
 func (h *fakeHealth) Quarantined(string, string, time.Time) { h.add("quarantined") }
 func (h *fakeHealth) UnguardedCall(string)                  { h.add("unguarded") }
+func (h *fakeHealth) InstructionFindings(_ string, files map[string][]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.instr = files
+}
 
 func (h *fakeHealth) count(k string) int {
 	h.mu.Lock()

@@ -205,6 +205,7 @@ func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now tim
 	c.checkPlants(s, t, p)
 	c.prepare(s, c.leaseFor(now))
 	c.watch(t)
+	c.scanInstructions(s, t, p)
 	res, err := decisions.Sweep(s, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)
 	c.reportSweep(t, res, err)
 	for rid, at := range t.decided {

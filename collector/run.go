@@ -178,6 +178,8 @@ func (c *Collector) handle(ev fsnotify.Event) {
 			// the lease back so that hooks in the VM are answered.
 			c.watch(t)
 			c.schedule(t, true)
+		} else if instructionName(session.ClaudeDir+"/"+base) && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write) || ev.Has(fsnotify.Rename)) {
+			c.schedule(t, true) // .claude/CLAUDE.md changed: scan it now, not at the next rescan
 		}
 	case dir == filepath.Join(t.bridge, "decisions"):
 		c.decisionEvent(t, base, ev)

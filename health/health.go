@@ -72,6 +72,9 @@ type Session struct {
 	QuarantineReason string    `json:"quarantine_reason,omitempty"`
 	Tampering        uint64    `json:"tampering"`
 	Unguarded        uint64    `json:"unguarded_calls"`
+	// Instructions are the session's instruction and memory files found holding text an agent
+	// would obey, by file (relative to the session) and the content rules that matched.
+	Instructions map[string][]string `json:"instruction_findings,omitempty"`
 }
 
 // Totals are counters over the daemon's life.
@@ -250,6 +253,18 @@ func (h *Health) Quarantined(id, reason string, until time.Time) {
 	s.Quarantined, s.QuarantineReason = until, reason
 	s.Tampering++
 	h.totals.Tampering++
+}
+
+// InstructionFindings records what the scan of the session's instruction and memory files
+// found now: file → rules. An empty map clears the warning.
+func (h *Health) InstructionFindings(id string, files map[string][]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.changedLocked()
+	if len(files) == 0 {
+		files = nil
+	}
+	h.session(id).Instructions = files
 }
 
 // UnguardedCall records a tool call that ran in the session without reaching the guard, or

@@ -2,6 +2,8 @@ package health
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -25,6 +27,7 @@ const (
 	CodeSessionQuarantined  = "session_quarantined"
 	CodeUnguardedCall       = "unguarded_call"
 	CodeSessionsVolumeFull  = "sessions_volume_full"
+	CodeInstructionFound    = "instruction_injection"
 )
 
 // Warning is one abnormal state, with what to do about it.
@@ -78,8 +81,8 @@ func (h *Health) warningsLocked(now time.Time) []Warning {
 }
 
 func (h *Health) sessionWarnings(now time.Time, add func(code, msg, action string, sessions []string)) {
-	var unhooked, unverified, hookedLong, quarantined []string
-	var reasons []string
+	var unhooked, unverified, hookedLong, quarantined, injected []string
+	var reasons, files []string
 	anyConfirmed := false
 	for _, s := range h.sortedSessions() {
 		if !s.Gone.IsZero() {
@@ -88,6 +91,12 @@ func (h *Health) sessionWarnings(now time.Time, add func(code, msg, action strin
 		if s.Quarantined.After(now) {
 			quarantined = append(quarantined, s.ID)
 			reasons = append(reasons, s.QuarantineReason)
+		}
+		if len(s.Instructions) > 0 {
+			injected = append(injected, s.ID)
+			for _, f := range slices.Sorted(maps.Keys(s.Instructions)) {
+				files = append(files, s.ID+"/"+f+" ("+strings.Join(s.Instructions[f], ", ")+")")
+			}
 		}
 		switch {
 		case s.Seen && !s.Hooked && (s.Unhooked != "" || now.Sub(s.FirstSeen) > unhookedGrace):
@@ -105,6 +114,10 @@ func (h *Health) sessionWarnings(now time.Time, add func(code, msg, action strin
 	if len(quarantined) > 0 {
 		add(CodeSessionQuarantined, fmt.Sprintf("%d session(s) are quarantined: the agent tried to disable or fool coworkbridge (%s); every tool call there is denied", len(quarantined), reasons[0]),
 			"review the session's decision log records (rule coworkbridge.quarantine and the attempts before it); the quarantine lifts by itself once the daemon has repaired the session and no attempt has followed", quarantined)
+	}
+	if len(injected) > 0 {
+		add(CodeInstructionFound, fmt.Sprintf("%d session(s) have instruction or memory files holding text an agent would obey: %s", len(injected), strings.Join(listed(files), "; ")),
+			"read the files named: text that tells the agent to hide things, claims approvals or sends secrets did not come from the user; coworkbridge never changes these files (with policy.quarantine_on_injection, enforce mode denies every call there until the text is gone)", injected)
 	}
 	if len(unhooked) > 0 {
 		add(CodeSessionUnhooked, fmt.Sprintf("%d session(s) do not carry the coworkbridge hook", len(unhooked)),

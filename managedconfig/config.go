@@ -56,6 +56,10 @@ type Policy struct {
 	// the key at all: an empty list then allows no server, while an absent key allows every one.
 	AllowedMCPServers  []string
 	RestrictMCPServers bool
+	// QuarantineOnInjection: in enforce mode, a session whose instruction or memory files are
+	// found holding text a block rule forbids (prompt injection, forged approvals) is
+	// quarantined until the text is gone. The files themselves are never changed.
+	QuarantineOnInjection bool
 }
 
 // Telemetry configures the decision log.

@@ -346,6 +346,7 @@ func (p *parser) policy(field string, raw json.RawMessage) {
 				pol.AllowedMCPServers, pol.RestrictMCPServers = names, true
 			}
 		},
+		"quarantine_on_injection": func(f string, r json.RawMessage) { p.boolean(f, r, &pol.QuarantineOnInjection) },
 	})
 }
 

@@ -65,7 +65,8 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 	    "disabled_rules": ["bash.git-push-force"],
 	    "rule_modes": {"bash.sudo": "observe", "path.ssh": "enforce"},
 	    "allowed_executables": ["terraform", "kubectl"],
-	    "allowed_mcp_servers": []
+	    "allowed_mcp_servers": [],
+	    "quarantine_on_injection": true
 	  },
 	  "telemetry": {"path": "/var/log/cb/decisions.jsonl", "max_file_mb": 10, "max_files": 3, "redact": false},
 	  "log_level": "debug"
@@ -83,12 +84,13 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 		RescanInterval:    5 * time.Second,
 		MaxLineBytes:      65536,
 		Policy: Policy{
-			RulesDirs:          []string{"/Users/ada/rules"},
-			DisabledRules:      []string{"bash.git-push-force"},
-			RuleModes:          map[string]Mode{"bash.sudo": Observe, "path.ssh": Enforce},
-			AllowedExecutables: []string{"terraform", "kubectl"},
-			AllowedMCPServers:  []string{},
-			RestrictMCPServers: true,
+			RulesDirs:             []string{"/Users/ada/rules"},
+			DisabledRules:         []string{"bash.git-push-force"},
+			RuleModes:             map[string]Mode{"bash.sudo": Observe, "path.ssh": Enforce},
+			AllowedExecutables:    []string{"terraform", "kubectl"},
+			AllowedMCPServers:     []string{},
+			RestrictMCPServers:    true,
+			QuarantineOnInjection: true,
 		},
 		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false},
 		LogLevel:  slog.LevelDebug,
