@@ -85,3 +85,24 @@ func BenchmarkNew(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEvaluateConnectorMix runs the connector, instruction and path families' calls:
+// connector arguments walked, URLs normalised, secrets searched.
+func BenchmarkEvaluateConnectorMix(b *testing.B) {
+	var calls []claudehook.Payload
+	for _, file := range []string{"connectors", "instructions", "paths"} {
+		f, err := os.Open("testdata/families/" + file + ".jsonl")
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var r familyRow
+			if json.Unmarshal(sc.Bytes(), &r) == nil {
+				calls = append(calls, claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: "/Users/ada/work/project"})
+			}
+		}
+		f.Close()
+	}
+	benchEvaluate(b, calls)
+}
