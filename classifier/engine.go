@@ -593,7 +593,12 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			for _, a := range cmd.Args {
 				// curl http://169.254.169.254/…; not localhost, where a developer's own services
 				// (curl localhost:9200/_cat/indices) are ordinary work
-				if u, ok := urlArg(a); ok && !loopbackURL(u) {
+				u, ok := urlArg(a)
+				switch file, local := fileURL(u); {
+				case !ok:
+				case local: // curl file:///x reads x: judged by the read rules, as cat x would be
+					items = append(items, item{target: TargetRead, text: canonPath(file, cwd)})
+				case !loopbackURL(u):
 					items = append(items, urlItems(u)...)
 				}
 			}
