@@ -204,6 +204,9 @@ func (f *fixture) records() []telemetry.Record {
 		if err := json.Unmarshal(line, &r); err != nil {
 			f.t.Fatalf("decision log line %q: %v", line, err)
 		}
+		if err := telemetry.CheckRecord(line); err != nil { // every record the pipeline writes
+			f.t.Fatalf("decision log line %s: %v", line, err)
+		}
 		out = append(out, r)
 	}
 	return out

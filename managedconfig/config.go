@@ -68,6 +68,9 @@ type Telemetry struct {
 	MaxFileMB int
 	MaxFiles  int
 	Redact    bool
+	// Inputs is what is logged of the input of calls nothing objected to: "all", "metadata" or
+	// "none". Deny and ask records always keep theirs.
+	Inputs string
 }
 
 // Defaults returns the configuration that applies to every field the file leaves out.
@@ -90,6 +93,7 @@ func Defaults(env Env, paths Paths) Config {
 			MaxFileMB: 50,
 			MaxFiles:  5,
 			Redact:    true,
+			Inputs:    "all",
 		},
 		LogLevel: slog.LevelInfo,
 	}

@@ -393,6 +393,18 @@ func (p *parser) telemetry(field string, raw json.RawMessage) {
 		"max_file_mb": func(f string, r json.RawMessage) { p.intRange(f, r, &t.MaxFileMB, 1, maxFileMB) },
 		"max_files":   func(f string, r json.RawMessage) { p.intRange(f, r, &t.MaxFiles, 1, maxFiles) },
 		"redact":      func(f string, r json.RawMessage) { p.boolean(f, r, &t.Redact) },
+		"inputs": func(f string, r json.RawMessage) {
+			s, ok := p.str(f, r)
+			if !ok {
+				return
+			}
+			switch s {
+			case "all", "metadata", "none":
+				t.Inputs = s
+			default:
+				p.addf(f, "%q is not a choice; use \"all\" (the input, redacted), \"metadata\" (its keys and size) or \"none\": what is logged of calls nothing objected to", s)
+			}
+		},
 	})
 }
 

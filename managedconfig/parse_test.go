@@ -39,7 +39,7 @@ func TestParseMinimalFileGetsEveryDefault(t *testing.T) {
 		MaxLineBytes: 4 << 20,
 		Telemetry: Telemetry{
 			Path:      "/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl",
-			MaxFileMB: 50, MaxFiles: 5, Redact: true,
+			MaxFileMB: 50, MaxFiles: 5, Redact: true, Inputs: "all",
 		},
 		LogLevel: slog.LevelInfo,
 	}
@@ -68,7 +68,7 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 	    "allowed_mcp_servers": [],
 	    "quarantine_on_injection": true
 	  },
-	  "telemetry": {"path": "/var/log/cb/decisions.jsonl", "max_file_mb": 10, "max_files": 3, "redact": false},
+	  "telemetry": {"path": "/var/log/cb/decisions.jsonl", "max_file_mb": 10, "max_files": 3, "redact": false, "inputs": "metadata"},
 	  "log_level": "debug"
 	}`
 	cfg, err := Parse([]byte(data), "managed.json", env, mustPaths(t, env))
@@ -92,7 +92,7 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 			RestrictMCPServers:    true,
 			QuarantineOnInjection: true,
 		},
-		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false},
+		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false, Inputs: "metadata"},
 		LogLevel:  slog.LevelDebug,
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -153,6 +153,7 @@ func TestParseRejectsWithMessageNamingFieldValueAndAllowed(t *testing.T) {
 		{"executable with path", `{"version":1,"policy":{"allowed_executables":["/usr/bin/git"]}}`, []string{`policy.allowed_executables[0]: "/usr/bin/git" is not a bare command name`}},
 		{"rules dir relative", `{"version":1,"policy":{"rules_dirs":["rules"]}}`, []string{`policy.rules_dirs[0]: "rules"`, "absolute"}},
 		{"telemetry files zero", `{"version":1,"telemetry":{"max_files":0}}`, []string{"telemetry.max_files: 0 is out of range; allowed from 1 to 100"}},
+		{"telemetry inputs unknown", `{"version":1,"telemetry":{"inputs":"some"}}`, []string{`telemetry.inputs: "some" is not a choice`}},
 		{"telemetry size huge", `{"version":1,"telemetry":{"max_file_mb":99999}}`, []string{"telemetry.max_file_mb: 99999 is out of range"}},
 		{"telemetry path relative", `{"version":1,"telemetry":{"path":"d.jsonl"}}`, []string{`telemetry.path: "d.jsonl"`, "absolute"}},
 		{"telemetry redact string", `{"version":1,"telemetry":{"redact":"no"}}`, []string{`telemetry.redact: got string "no"`}},

@@ -9,11 +9,14 @@ package telemetry
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,6 +31,8 @@ const MaxStringBytes = 4 << 10
 
 // Record is one line of the decision log.
 type Record struct {
+	// Schema is the record format's version (SchemaVersion); record.schema.json describes it.
+	Schema    int             `json:"schema"`
 	TS        time.Time       `json:"ts"`
 	RID       string          `json:"rid"`
 	Session   string          `json:"session"`
@@ -41,7 +46,33 @@ type Record struct {
 	Rule      string          `json:"rule,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
 	LatencyUS int64           `json:"latency_us"`
+	// Where the record comes from, so that logs from a fleet can be told apart: filled from the
+	// log's Stamp when the writer leaves them empty.
+	Host         string `json:"host,omitempty"`
+	User         string `json:"user,omitempty"`
+	Version      string `json:"version,omitempty"`
+	ConfigHash   string `json:"config_hash,omitempty"`
+	ConfigOrigin string `json:"config_origin,omitempty"`
+	// InputOmitted says why Input is not the call's input: "metadata" or "none" (telemetry.inputs).
+	InputOmitted string `json:"input_omitted,omitempty"`
 }
+
+// SchemaVersion is the version of the record format. 2 added schema, host, user, version,
+// config_hash, config_origin and input_omitted.
+const SchemaVersion = 2
+
+// Stamp is what every record says about where it comes from.
+type Stamp struct {
+	Host, User, Version, ConfigHash, ConfigOrigin string
+}
+
+// What is logged of a call's input when nothing objected to it (deny and ask records always
+// keep theirs, redacted).
+const (
+	InputsAll      = "all"      // the input, redacted
+	InputsMetadata = "metadata" // its shape only: the keys of the object and its size
+	InputsNone     = "none"     // nothing
+)
 
 // Transports.
 const (
@@ -61,6 +92,10 @@ type Options struct {
 	// MaxFiles counts the live file and the rotated ones (path.1 ... path.N-1).
 	MaxFiles int
 	Redact   bool
+	// Inputs is InputsAll (the default when empty), InputsMetadata or InputsNone.
+	Inputs string
+	// Stamp is written into every record; SetStamp changes it when the configuration does.
+	Stamp Stamp
 }
 
 // Log is the decision log. Its methods are safe for concurrent use.
@@ -72,7 +107,8 @@ type Log struct {
 	fi       os.FileInfo
 	failures atomic.Uint64
 	// torn: a write failed, and may have left part of a line at the end of the file.
-	torn bool
+	torn  bool
+	stamp atomic.Pointer[Stamp]
 }
 
 // Open returns a Log; the file is opened on the first write, so a log folder that is missing or
@@ -81,8 +117,14 @@ func Open(o Options) *Log {
 	if o.MaxFiles < 1 {
 		o.MaxFiles = 1
 	}
-	return &Log{opts: o, lock: flock.New(o.Path+".lock", flock.SetPermissions(0o600))}
+	l := &Log{opts: o, lock: flock.New(o.Path+".lock", flock.SetPermissions(0o600))}
+	l.stamp.Store(&o.Stamp)
+	return l
 }
+
+// SetStamp changes what later records say about where they come from: a new configuration's
+// hash and origin.
+func (l *Log) SetStamp(s Stamp) { l.stamp.Store(&s) }
 
 // Failures counts writes that failed.
 func (l *Log) Failures() uint64 { return l.failures.Load() }
@@ -125,8 +167,23 @@ func (l *Log) WriteBatch(rs []Record) error {
 
 // Encode renders a record as its log line, redacted and truncated, ending in a newline.
 func (l *Log) Encode(r Record) ([]byte, error) {
+	r.Schema = SchemaVersion
 	r.TS = r.TS.UTC()
+	st := l.stamp.Load()
+	r.Host = cmp.Or(r.Host, st.Host)
+	r.User = cmp.Or(r.User, st.User)
+	r.Version = cmp.Or(r.Version, st.Version)
+	r.ConfigHash = cmp.Or(r.ConfigHash, st.ConfigHash)
+	r.ConfigOrigin = cmp.Or(r.ConfigOrigin, st.ConfigOrigin)
 	r.Input = sanitizeInput(r.Input, l.opts.Redact)
+	if r.Decision == "allow" && r.InputOmitted == "" {
+		switch l.opts.Inputs {
+		case InputsMetadata:
+			r.Input, r.InputOmitted = inputShape(r.Input), InputsMetadata
+		case InputsNone:
+			r.Input, r.InputOmitted = json.RawMessage("null"), InputsNone
+		}
+	}
 	if l.opts.Redact {
 		r.Reason = Redact(r.Reason)
 	}
@@ -310,6 +367,24 @@ func (l *Log) Close() error {
 
 // sanitizeInput redacts and truncates every string in a tool input. Input that is not JSON is
 // kept as one (redacted, truncated) string, so that nothing unredacted slips through.
+// inputShape is what InputsMetadata keeps of an input: its keys, when it is an object, and its
+// size.
+func inputShape(raw json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	shape := struct {
+		Keys  []string `json:"keys,omitempty"`
+		Bytes int      `json:"bytes"`
+	}{Bytes: len(raw)}
+	if json.Unmarshal(raw, &obj) == nil {
+		shape.Keys = slices.Sorted(maps.Keys(obj))
+	}
+	out, err := json.Marshal(shape)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return out
+}
+
 func sanitizeInput(raw json.RawMessage, redact bool) json.RawMessage {
 	if len(raw) == 0 {
 		return json.RawMessage("null")

@@ -105,7 +105,7 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 	}
 	v := cls.Evaluate(context.Background(), p)
 	log := telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
-		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact})
+		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: recordStamp(snap)})
 	defer log.Close()
 	rec := telemetry.Record{TS: now(), RID: newRID(), Session: hostSession(p), Agent: "claude-code", Transport: telemetry.TransportHook,
 		Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly, Tool: p.ToolName, Input: p.ToolInput,

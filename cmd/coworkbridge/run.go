@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -80,6 +81,9 @@ type daemon struct {
 	// watching is the running guard's parts, for the heartbeat's count of watches (it runs in its
 	// own goroutine, so it cannot look at guard).
 	watching atomic.Pointer[guard]
+	// stamp is what decision-log records say of where they come from; only Run's goroutine
+	// touches it.
+	stamp telemetry.Stamp
 }
 
 // watches counts every folder the daemon watches now: the guard's and the config watcher's.
@@ -254,10 +258,14 @@ func (d *daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	}
 	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: string(s.Origin), Hash: s.ShortHash(),
 		Mode: string(mode), Enabled: s.Enabled(), Problem: errString(s.Problem)})
+	d.stamp = recordStamp(s)
 	switch {
 	case s.Enabled():
 		if cls := d.compilePolicy(s.Config.Policy); cls != nil {
 			d.startOrUpdateGuard(ctx, s.Config, cls)
+			if d.guard != nil {
+				d.guard.log.SetStamp(d.stamp)
+			}
 		}
 	case s.Origin == managedconfig.OriginInvalid && s.Intent == managedconfig.Enforce:
 		d.failClosed(ctx, s)
@@ -325,7 +333,7 @@ func (d *daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Confi
 // newGuard builds the collector and the injector for cfg.
 func (d *daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) (*guard, error) {
 	tlog := telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
-		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact})
+		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: d.stamp})
 	recorded, err := telemetry.RecentRIDs(cfg.Telemetry.Path, recentLogBytes)
 	if err != nil {
 		d.log.Warn("cannot read the end of the decision log; events replayed after a crash may be recorded twice", "err", err)
@@ -528,4 +536,15 @@ func effectiveAttrs(s managedconfig.Snapshot) []any {
 			"max_files", c.Telemetry.MaxFiles, "redact", c.Telemetry.Redact),
 		"log_level", c.LogLevel.String(),
 	}
+}
+
+// recordStamp is what the decision log's records say about where they come from under the
+// configuration s: this Mac, its user, this build, and the configuration's hash and origin.
+func recordStamp(s managedconfig.Snapshot) telemetry.Stamp {
+	host, _ := os.Hostname()
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return telemetry.Stamp{Host: host, User: name, Version: versionString(), ConfigHash: s.ShortHash(), ConfigOrigin: string(s.Origin)}
 }
