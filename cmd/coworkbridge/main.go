@@ -43,6 +43,7 @@ func commands() []command {
 		{"status", "say whether the daemon runs and guards every session (exit 0/1/2)", cmdStatus},
 		{"check", "classify one tool call, or score the classifier on a labelled corpus", cmdCheck},
 		{"validate", "check a managed.json and its whole policy, listing every problem (exit 0/1)", cmdValidate},
+		{"report", "summarise decision logs for a rollout (tables, --json, or --html with charts)", cmdReport},
 		{"version", "print the version", cmdVersion},
 		{"help", "list the commands", cmdHelp},
 	}

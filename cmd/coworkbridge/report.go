@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/coworkbridge/coworkbridge/report"
+)
+
+func cmdReport(_ context.Context, args []string, sio stdio) int {
+	fs := newFlags("report", "[--json | --html FILE] [--top N] LOG...", "Summarises decision logs for a rollout: per rule, tool, host, session and day, what observe mode\n"+
+		"would have denied or asked and what enforce mode did; the noisiest rules; the Macs where nothing\n"+
+		"would have been denied (ready for enforce); the tuning the records suggest. LOG is a decision\n"+
+		"log (its rotated files LOG.1, LOG.2... are read too), or - for stdin; logs of many Macs may be\n"+
+		"concatenated. Reads in bounded memory; records seen twice (same host and request id) count once.", sio)
+	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
+	html := fs.String("html", "", "write a self-contained HTML page (no network) with charts to FILE")
+	top := fs.Int("top", 15, "rows per table")
+	if code, done := fs.parse(args); done {
+		return code
+	}
+	if fs.NArg() == 0 {
+		return fs.usageError("name at least one decision log (or - for stdin)")
+	}
+	if *top < 1 {
+		return fs.usageError("--top %d: give a number of rows of at least 1", *top)
+	}
+	if *asJSON && *html != "" {
+		return fs.usageError("--json and --html cannot be combined")
+	}
+	rp := report.New()
+	for _, name := range fs.Args() {
+		if err := addLog(rp, name, sio); err != nil {
+			fmt.Fprintln(sio.err, "coworkbridge report:", err)
+			return exitFail
+		}
+	}
+	rp.Finish()
+	switch {
+	case *asJSON:
+		return reportDone(rp.WriteJSON(sio.out), sio)
+	case *html != "":
+		f, err := os.OpenFile(*html, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			fmt.Fprintf(sio.err, "coworkbridge report: cannot write the page: %v\n", err)
+			return exitFail
+		}
+		if err := rp.WriteHTML(f, *top); err != nil {
+			f.Close()
+			return reportDone(err, sio)
+		}
+		if err := f.Close(); err != nil {
+			return reportDone(err, sio)
+		}
+		fmt.Fprintf(sio.out, "wrote %s (%d records from %d file%s)\n", *html, rp.Records, len(rp.Files), plural(len(rp.Files)))
+		return exitOK
+	}
+	return reportDone(rp.WriteText(sio.out, *top), sio)
+}
+
+// addLog reads one log and, for a live log, its rotated files, oldest first.
+func addLog(rp *report.Report, name string, sio stdio) error {
+	if name == "-" {
+		return rp.Add("stdin", sio.in)
+	}
+	names := []string{}
+	for i := 100; i >= 1; i-- { // the rotation keeps at most 100 files
+		rotated := name + "." + strconv.Itoa(i)
+		if fi, err := os.Stat(rotated); err == nil && fi.Mode().IsRegular() {
+			names = append(names, rotated)
+		}
+	}
+	names = append(names, name)
+	for _, n := range names {
+		f, err := os.Open(n)
+		if err != nil {
+			return fmt.Errorf("open decision log: %w", err)
+		}
+		err = rp.Add(n, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func reportDone(err error, sio stdio) int {
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge report:", err)
+		return exitFail
+	}
+	return exitOK
+}

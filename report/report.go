@@ -1,0 +1,340 @@
+// Package report turns decision logs into the evidence a rollout needs: what each rule, tool,
+// host, session and day would have denied or asked in observe mode, and did in enforce; the
+// noisiest rules; the Macs with nothing a rule would have denied; and the tuning the records
+// suggest. It reads logs as streams, in bounded memory, from one Mac or many concatenated (a
+// SIEM export), and renders a terminal table, JSON or one self-contained HTML page.
+//
+// It reads records only; it never judges a call again (that is check --replay) and never
+// writes anywhere but the writer it is given.
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Limits that keep memory bounded whatever the logs hold.
+const (
+	// MaxLine is the longest record read; longer lines are counted as invalid and skipped.
+	MaxLine = 16 << 20
+	// dedupWindow is how many recent request ids are remembered to drop a record seen twice
+	// (a shipper's retry, overlapping exports).
+	dedupWindow = 1 << 18
+	// maxKeys bounds each breakdown; what comes after falls into "(other)".
+	maxKeys = 20000
+)
+
+// Other is the key of what a full breakdown could not name.
+const Other = "(other)"
+
+// Counts are the verdicts of a group of records. Would* are observe mode's (or a rule in
+// observe): what would have been denied or asked. Deny and Ask were applied.
+type Counts struct {
+	Records   int64 `json:"records"`
+	Allow     int64 `json:"allow"`
+	Ask       int64 `json:"ask"`
+	Deny      int64 `json:"deny"`
+	WouldAsk  int64 `json:"would_ask"`
+	WouldDeny int64 `json:"would_deny"`
+}
+
+// Objections are the denies and asks, applied or not.
+func (c *Counts) Objections() int64 { return c.Ask + c.Deny + c.WouldAsk + c.WouldDeny }
+
+// Report is what the logs say. Build it with New and Add, then Finish.
+type Report struct {
+	Files      []string  `json:"files"`
+	Records    int64     `json:"records"`
+	Invalid    int64     `json:"invalid_lines"`
+	Duplicates int64     `json:"duplicates"`
+	First      time.Time `json:"first,omitzero"`
+	Last       time.Time `json:"last,omitzero"`
+	Totals     Counts    `json:"totals"`
+
+	Modes    map[string]int64   `json:"modes"`
+	Rules    map[string]*Counts `json:"rules"`
+	Tools    map[string]*Counts `json:"tools"`
+	Hosts    map[string]*Counts `json:"hosts"`
+	Sessions map[string]*Counts `json:"sessions"`
+	Days     map[string]*Counts `json:"days"`
+	// Programs are the programs the unknown-executable rule asked about, by how often.
+	Programs map[string]int64 `json:"unknown_programs"`
+
+	// Derived by Finish.
+	ReadyHosts []string     `json:"hosts_ready_for_enforce"`
+	Suggest    []Suggestion `json:"suggestions"`
+
+	seen   map[uint64]struct{}
+	ring   []uint64
+	ringAt int
+	// ruleHosts are the hosts where each rule objected, up to maxRuleHosts each.
+	ruleHosts map[string]map[string]struct{}
+}
+
+// maxRuleHosts bounds the hosts remembered per rule; a count at the bound means "at least".
+const maxRuleHosts = 10000
+
+// Suggestion is one change the records argue for.
+type Suggestion struct {
+	Kind   string `json:"kind"` // allow_executable | rule_observe | review_denies
+	Name   string `json:"name"`
+	Count  int64  `json:"count"`
+	Hosts  int    `json:"hosts,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// New starts an empty report.
+func New() *Report {
+	return &Report{Modes: map[string]int64{}, Rules: map[string]*Counts{}, Tools: map[string]*Counts{},
+		Hosts: map[string]*Counts{}, Sessions: map[string]*Counts{}, Days: map[string]*Counts{}, Programs: map[string]int64{},
+		seen: map[uint64]struct{}{}, ring: make([]uint64, dedupWindow), ruleHosts: map[string]map[string]struct{}{}}
+}
+
+// record is the part of a decision-log record the report reads.
+type record struct {
+	TS       time.Time `json:"ts"`
+	RID      string    `json:"rid"`
+	Session  string    `json:"session"`
+	Mode     string    `json:"mode"`
+	Enforced bool      `json:"enforced"`
+	Tool     string    `json:"tool"`
+	Decision string    `json:"decision"`
+	Rule     string    `json:"rule"`
+	Reason   string    `json:"reason"`
+	Host     string    `json:"host"`
+}
+
+// Add reads one log (or a concatenation of many) line by line.
+func (rp *Report) Add(name string, r io.Reader) error {
+	rp.Files = append(rp.Files, name)
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 {
+			rp.addLine(line)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if errors.Is(err, errTooLong) {
+			rp.Invalid++
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+	}
+}
+
+var errTooLong = errors.New("line longer than the report reads")
+
+// readLine returns the next line without its newline; a line over MaxLine is skipped whole and
+// reported as errTooLong.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) > MaxLine {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return nil, errTooLong
+		}
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(buf, "\r\n"), err
+	}
+}
+
+func (rp *Report) addLine(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	var r record
+	if err := json.Unmarshal(line, &r); err != nil || r.Decision == "" {
+		rp.Invalid++
+		return
+	}
+	if r.RID != "" && rp.duplicate(r.Host+"/"+r.RID) {
+		rp.Duplicates++
+		return
+	}
+	rp.Records++
+	if !r.TS.IsZero() {
+		if rp.First.IsZero() || r.TS.Before(rp.First) {
+			rp.First = r.TS
+		}
+		if r.TS.After(rp.Last) {
+			rp.Last = r.TS
+		}
+	}
+	host := r.Host
+	if host == "" {
+		host = "(unnamed)"
+	}
+	rp.Modes[r.Mode]++
+	day := r.TS.UTC().Format("2006-01-02")
+	for _, c := range []*Counts{&rp.Totals, group(rp.Rules, ruleKey(r.Rule)), group(rp.Tools, r.Tool), group(rp.Hosts, host),
+		group(rp.Sessions, host+"/"+r.Session), group(rp.Days, day)} {
+		c.count(r)
+	}
+	if r.Decision != "allow" && r.Rule != "" {
+		hs := rp.ruleHosts[r.Rule]
+		if hs == nil && len(rp.ruleHosts) < maxKeys {
+			hs = map[string]struct{}{}
+			rp.ruleHosts[r.Rule] = hs
+		}
+		if hs != nil && len(hs) < maxRuleHosts {
+			hs[host] = struct{}{}
+		}
+	}
+	if r.Rule == "bash.unknown-executable" {
+		if m := quoted.FindStringSubmatch(r.Reason); m != nil {
+			k := m[1]
+			if _, ok := rp.Programs[k]; !ok && len(rp.Programs) >= maxKeys {
+				k = Other
+			}
+			rp.Programs[k]++
+		}
+	}
+}
+
+// quoted is the program an unknown-executable reason names: `... command "terraform"`.
+var quoted = regexp.MustCompile(`"([^"\s]{1,64})"`)
+
+func ruleKey(rule string) string {
+	if rule == "" {
+		return "(no rule)"
+	}
+	return rule
+}
+
+func group(m map[string]*Counts, key string) *Counts {
+	if c, ok := m[key]; ok {
+		return c
+	}
+	if len(m) >= maxKeys {
+		key = Other
+		if c, ok := m[key]; ok {
+			return c
+		}
+	}
+	c := &Counts{}
+	m[key] = c
+	return c
+}
+
+func (c *Counts) count(r record) {
+	c.Records++
+	switch {
+	case r.Decision == "deny" && r.Enforced:
+		c.Deny++
+	case r.Decision == "deny":
+		c.WouldDeny++
+	case r.Decision == "ask" && r.Enforced:
+		c.Ask++
+	case r.Decision == "ask":
+		c.WouldAsk++
+	default:
+		c.Allow++
+	}
+}
+
+// duplicate reports a request id already seen within the window, and remembers it.
+func (rp *Report) duplicate(id string) bool {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	k := h.Sum64()
+	if _, ok := rp.seen[k]; ok {
+		return true
+	}
+	if old := rp.ring[rp.ringAt]; old != 0 {
+		delete(rp.seen, old)
+	}
+	rp.ring[rp.ringAt] = k
+	rp.ringAt = (rp.ringAt + 1) % len(rp.ring)
+	rp.seen[k] = struct{}{}
+	return false
+}
+
+// Finish derives the hosts ready for enforce and the suggestions.
+func (rp *Report) Finish() {
+	rp.ReadyHosts = nil
+	for host, c := range rp.Hosts {
+		if host != Other && c.Records > 0 && c.WouldDeny == 0 && c.Deny == 0 {
+			rp.ReadyHosts = append(rp.ReadyHosts, host)
+		}
+	}
+	sort.Strings(rp.ReadyHosts)
+	rp.Suggest = nil
+	for _, kv := range Top(rp.Programs, 10) {
+		if kv.Value >= 3 {
+			rp.Suggest = append(rp.Suggest, Suggestion{Kind: "allow_executable", Name: kv.Key, Count: kv.Value,
+				Reason: fmt.Sprintf("asked about %d times as an unknown program; if it is part of your users' work, add it to policy.allowed_executables", kv.Value)})
+		}
+	}
+	for _, kv := range TopCounts(rp.Rules, 10) {
+		c := rp.Rules[kv.Key]
+		wouldBe := c.WouldAsk + c.WouldDeny
+		if kv.Key == "(no rule)" || kv.Key == "bash.unknown-executable" || wouldBe == 0 || wouldBe*1000 < rp.Totals.Records {
+			continue // under 0.1% of all calls: not noisy
+		}
+		s := Suggestion{Kind: "rule_observe", Name: kv.Key, Count: wouldBe, Hosts: len(rp.ruleHosts[kv.Key]),
+			Reason: "a noisy ask: review its records; if they are ordinary work, keep it in observe (policy.rule_modes) while the rest enforces"}
+		if c.WouldDeny > c.WouldAsk {
+			s.Kind, s.Reason = "review_denies", "would deny this often: read these records before enforcing; each is an attack blocked or a false deny to tune away"
+		}
+		rp.Suggest = append(rp.Suggest, s)
+	}
+}
+
+// KV is a key and its count, for sorted output.
+type KV struct {
+	Key   string
+	Value int64
+}
+
+// Top returns the n largest counts, largest first, ties by key.
+func Top(m map[string]int64, n int) []KV {
+	out := make([]KV, 0, len(m))
+	for k, v := range m {
+		out = append(out, KV{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Value != out[j].Value {
+			return out[i].Value > out[j].Value
+		}
+		return out[i].Key < out[j].Key
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// TopCounts returns the n groups with the most objections.
+func TopCounts(m map[string]*Counts, n int) []KV {
+	return Top(objectionsOf(m), n)
+}
+
+func objectionsOf(m map[string]*Counts) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, c := range m {
+		out[k] = c.Objections()
+	}
+	return out
+}

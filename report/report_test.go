@@ -1,0 +1,224 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	_ "image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// line renders one record as the decision log does.
+func line(host, rid, mode, decision, rule string, ts time.Time) string {
+	r := map[string]any{"schema": 2, "ts": ts.UTC().Format(time.RFC3339Nano), "rid": rid, "session": "local_1", "agent": "cowork",
+		"transport": "vm-spool", "mode": mode, "enforced": mode == "enforce", "tool": "Bash", "input": nil, "decision": decision,
+		"latency_us": 500, "host": host}
+	if rule != "" {
+		r["rule"] = rule
+	}
+	if rule == "bash.unknown-executable" {
+		r["reason"] = `coworkbridge rule bash.unknown-executable: command "terraform"`
+	}
+	b, _ := json.Marshal(r)
+	return string(b) + "\n"
+}
+
+func sampleLog() string {
+	day := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	b.WriteString(line("mac-a", "a1", "observe", "deny", "bash.rm-critical", day))
+	b.WriteString(line("mac-a", "a2", "observe", "ask", "bash.unknown-executable", day))
+	b.WriteString(line("mac-a", "a3", "observe", "ask", "bash.unknown-executable", day.Add(24*time.Hour)))
+	b.WriteString(line("mac-a", "a4", "observe", "ask", "bash.unknown-executable", day.Add(24*time.Hour)))
+	b.WriteString(line("mac-b", "b1", "enforce", "deny", "bash.rm-critical", day))
+	b.WriteString(line("mac-b", "b2", "enforce", "allow", "", day))
+	b.WriteString(line("mac-c", "c1", "observe", "allow", "", day))
+	b.WriteString(line("mac-c", "c2", "observe", "ask", "path.dotenv", day))
+	b.WriteString(line("mac-a", "a1", "observe", "deny", "bash.rm-critical", day)) // shipped twice
+	b.WriteString(line("mac-c", "a1", "observe", "allow", "", day))                // same rid, another Mac
+	b.WriteString("not a record\n{\"truncated\n")
+	return b.String()
+}
+
+func TestAReportCountsWouldBeAndRealVerdictsByEveryBreakdown(t *testing.T) {
+	rp := New()
+	if err := rp.Add("d.jsonl", strings.NewReader(sampleLog())); err != nil {
+		t.Fatal(err)
+	}
+	rp.Finish()
+	if rp.Records != 9 || rp.Duplicates != 1 || rp.Invalid != 2 {
+		t.Fatalf("records %d duplicates %d invalid %d", rp.Records, rp.Duplicates, rp.Invalid)
+	}
+	if c := rp.Rules["bash.rm-critical"]; c.WouldDeny != 1 || c.Deny != 1 {
+		t.Errorf("rm-critical %+v: one would-be deny in observe, one real deny in enforce", c)
+	}
+	if c := rp.Hosts["mac-a"]; c.WouldAsk != 3 || c.WouldDeny != 1 || c.Records != 4 {
+		t.Errorf("mac-a %+v", c)
+	}
+	if len(rp.Days) != 2 || rp.Days["2026-11-03"].WouldAsk != 2 {
+		t.Errorf("days %v", rp.Days)
+	}
+	if strings.Join(rp.ReadyHosts, ",") != "mac-c" {
+		t.Errorf("hosts ready for enforce %v, want mac-c alone (mac-a and mac-b would deny)", rp.ReadyHosts)
+	}
+	var kinds []string
+	for _, s := range rp.Suggest {
+		kinds = append(kinds, s.Kind+":"+s.Name)
+	}
+	if got := strings.Join(kinds, " "); !strings.Contains(got, "allow_executable:terraform") || !strings.Contains(got, "review_denies:bash.rm-critical") ||
+		!strings.Contains(got, "rule_observe:path.dotenv") {
+		t.Errorf("suggestions %s", got)
+	}
+	var text bytes.Buffer
+	if err := rp.WriteText(&text, 10); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"9 (2 invalid lines skipped, 1 duplicates dropped)", "bash.rm-critical", "mac-c", "allow_executable terraform"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := rp.WriteJSON(&js); err != nil || !json.Valid(js.Bytes()) {
+		t.Errorf("JSON report: %v", err)
+	}
+}
+
+func TestALineLongerThanTheReportReadsIsSkippedNotFatal(t *testing.T) {
+	rp := New()
+	long := `{"decision":"allow","rid":"x","input":"` + strings.Repeat("a", MaxLine) + "\"}\n"
+	in := long + line("mac-a", "r2", "observe", "allow", "", time.Now())
+	if err := rp.Add("d", strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	if rp.Records != 1 || rp.Invalid != 1 {
+		t.Errorf("records %d invalid %d", rp.Records, rp.Invalid)
+	}
+}
+
+// The HTML page is checked where it matters, in a real browser: it loads from a file with no
+// network, the charts draw (the screenshot is not blank and shows the chart colours), and the
+// text a reader needs is there. Chromium comes from Debian's package; CI installs it and sets
+// COWORKBRIDGE_BROWSER=require.
+func TestTheHTMLReportRendersItsChartsInARealBrowser(t *testing.T) {
+	browser := findBrowser()
+	if browser == "" {
+		if os.Getenv("COWORKBRIDGE_BROWSER") == "require" {
+			t.Fatal("no chromium on PATH, and COWORKBRIDGE_BROWSER=require")
+		}
+		t.Skip("no chromium on PATH (apt install chromium); set COWORKBRIDGE_BROWSER=require to make this a failure")
+	}
+	rp := New()
+	rp.Add("d.jsonl", strings.NewReader(sampleLog()))
+	rp.Finish()
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	if err := rp.WriteHTML(&b, 10); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b.Bytes(), []byte("http://")) || bytes.Contains(b.Bytes(), []byte("https://")) || bytes.Contains(b.Bytes(), []byte("<script")) {
+		t.Error("the page refers to the network or runs script")
+	}
+	os.WriteFile(page, b.Bytes(), 0o600)
+	shot := filepath.Join(dir, "shot.png")
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,900",
+		"--user-data-dir=" + filepath.Join(dir, "profile")}
+	run := func(extra ...string) []byte {
+		cmd := exec.Command(browser, append(append(args, extra...), "file://"+page)...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", browser, err)
+		}
+		return out
+	}
+	run("--screenshot=" + shot)
+	dom := string(run("--dump-dom"))
+	for _, want := range []string{`id="chart-days"`, `id="chart-rules"`, "bash.rm-critical", "<rect", `id="records">9<`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the rendered page lacks %q", want)
+		}
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	colours, red := map[uint32]bool{}, 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y += 2 {
+		for x := bounds.Min.X; x < bounds.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			colours[r>>8<<16|g>>8<<8|bl>>8] = true
+			if r>>8 > 180 && g>>8 < 80 && bl>>8 < 80 { // the "denied" bars
+				red++
+			}
+		}
+	}
+	if len(colours) < 8 || red < 20 {
+		t.Errorf("the screenshot looks blank or chartless: %d colours, %d red pixels", len(colours), red)
+	}
+	if keep := os.Getenv("COWORKBRIDGE_REPORT_SHOT"); keep != "" {
+		data, _ := os.ReadFile(shot)
+		os.WriteFile(keep, data, 0o600)
+	}
+}
+
+func findBrowser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// BenchmarkReport measures throughput (b.SetBytes: MB/s, so time per GB) and the heap it
+// needs, streaming records from a generator as a 1 GB log would come from disk.
+func BenchmarkReport(b *testing.B) {
+	const records = 200000
+	var lines [][]byte
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 4096 {
+		lines = append(lines, []byte(line(fmt.Sprintf("mac-%03d", i%300), "", []string{"observe", "enforce"}[i%2],
+			[]string{"allow", "allow", "allow", "ask", "deny"}[i%5], []string{"", "bash.unknown-executable", "path.dotenv", "bash.rm-critical"}[i%4], t0.Add(time.Duration(i)*time.Minute))))
+	}
+	var size int64
+	for i := range records {
+		size += int64(len(lines[i%len(lines)])) + 40
+	}
+	b.SetBytes(size)
+	var peak uint64
+	for b.Loop() {
+		rp := New()
+		pr, pw := io.Pipe()
+		go func() {
+			for i := range records {
+				l := lines[i%len(lines)]
+				// a distinct rid on every line, so that de-duplication does real work
+				fmt.Fprintf(pw, "%s,\"rid\":\"%032x\"}\n", l[:len(l)-2], i)
+			}
+			pw.Close()
+		}()
+		if err := rp.Add("gen", pr); err != nil {
+			b.Fatal(err)
+		}
+		rp.Finish()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapInuse)
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "heap-MiB")
+}
