@@ -72,7 +72,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
 			Reason: "this session is quarantined because " + why + "; every tool call is blocked until coworkbridge has repaired the session. Ask your IT team if this persists."}
 	}
-	rec.RID, rec.Tool, rec.Input = env.RID, pl.ToolName, pl.ToolInput
+	rec.RID, rec.Tool, rec.Input, rec.Cwd = env.RID, pl.ToolName, pl.ToolInput, pl.Cwd
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}

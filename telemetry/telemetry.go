@@ -42,10 +42,13 @@ type Record struct {
 	Enforced  bool            `json:"enforced"`
 	Tool      string          `json:"tool"`
 	Input     json.RawMessage `json:"input"`
-	Decision  string          `json:"decision"`
-	Rule      string          `json:"rule,omitempty"`
-	Reason    string          `json:"reason,omitempty"`
-	LatencyUS int64           `json:"latency_us"`
+	// Cwd is the call's working folder as the agent saw it, so that a replay judges its paths
+	// as they were judged.
+	Cwd       string `json:"cwd,omitempty"`
+	Decision  string `json:"decision"`
+	Rule      string `json:"rule,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	LatencyUS int64  `json:"latency_us"`
 	// Where the record comes from, so that logs from a fleet can be told apart: filled from the
 	// log's Stamp when the writer leaves them empty.
 	Host         string `json:"host,omitempty"`
@@ -58,7 +61,7 @@ type Record struct {
 }
 
 // SchemaVersion is the version of the record format. 2 added schema, host, user, version,
-// config_hash, config_origin and input_omitted.
+// config_hash, config_origin, cwd and input_omitted.
 const SchemaVersion = 2
 
 // Stamp is what every record says about where it comes from.

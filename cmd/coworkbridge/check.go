@@ -16,11 +16,12 @@ import (
 )
 
 func cmdCheck(ctx context.Context, args []string, sio stdio) int {
-	fs := newFlags("check", "[--bash CMD | --write PATH | PAYLOAD.json | - | --corpus FILE.jsonl...] [--json]",
+	fs := newFlags("check", "[--bash CMD | --write PATH | PAYLOAD.json | - | --corpus FILE.jsonl... | --replay LOG [--config CANDIDATE]] [--json]",
 		"Classifies one tool call with the policy in force (managed.json's, or the last good copy the daemon\n"+
 			"runs on), or reads a PreToolUse payload from a file or stdin ('-'), or scores the policy on labelled\n"+
-			"corpora. An invalid managed.json with no good copy is an error, never a silent fallback to the\n"+
-			"built-in rules. Exit status 0 whatever the verdict; 1 on error; 64 usage.", sio)
+			"corpora, or judges every call of a decision log again under a candidate managed.json and shows\n"+
+			"what would change. An invalid managed.json with no good copy is an error, never a silent fallback\n"+
+			"to the built-in rules. Exit status 0 whatever the verdict; 1 on error; 64 usage.", sio)
 	bash := fs.String("bash", "", "classify this shell command")
 	write := fs.String("write", "", "classify a Write to this path")
 	cwd := fs.String("cwd", "/home/user/project", "working folder for --bash and --write")
@@ -28,8 +29,19 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	var corpora multiFlag
 	fs.Var(&corpora, "corpus", "score a labelled corpus (JSON lines: tool, command, expect); repeatable")
 	misses := fs.Bool("show-misses", false, "with --corpus, list the rows whose verdict disagrees")
+	replayLog := fs.String("replay", "", "judge every call of this decision log again and show what would change")
+	candidate := fs.String("config", "", "with --replay: the candidate managed.json to judge with (default: the one in force)")
 	if code, done := fs.parse(args); done {
 		return code
+	}
+	if *candidate != "" && *replayLog == "" {
+		return fs.usageError("--config names the candidate for --replay; give --replay LOG too")
+	}
+	if *replayLog != "" {
+		if *bash != "" || *write != "" || len(corpora) > 0 || fs.NArg() > 0 {
+			return fs.usageError("--replay cannot be combined with a call to classify or --corpus")
+		}
+		return runReplay(ctx, *replayLog, *candidate, *asJSON, sio)
 	}
 	if fs.NArg() > 1 {
 		return fs.usageError("check takes at most one payload file, got %d", fs.NArg())

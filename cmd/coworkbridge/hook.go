@@ -108,7 +108,7 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: recordStamp(snap)})
 	defer log.Close()
 	rec := telemetry.Record{TS: now(), RID: newRID(), Session: hostSession(p), Agent: "claude-code", Transport: telemetry.TransportHook,
-		Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly, Tool: p.ToolName, Input: p.ToolInput,
+		Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly, Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd,
 		Decision: string(v.Decision), Rule: v.RuleID, Reason: v.Reason, LatencyUS: now().Sub(started).Microseconds()}
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReplayShowsWhatACandidateWouldChange(t *testing.T) {
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	dir := t.TempDir()
+	rec := func(rid, tool, input, decision, rule, omitted string) string {
+		r := map[string]any{"schema": 2, "ts": "2026-11-20T10:00:00Z", "rid": rid, "session": "local_a", "agent": "cowork", "transport": "vm-spool",
+			"mode": "observe", "enforced": false, "tool": tool, "input": json.RawMessage(input), "decision": decision, "latency_us": 1, "cwd": "/Users/ada/p"}
+		if rule != "" {
+			r["rule"] = rule
+		}
+		if omitted != "" {
+			r["input_omitted"] = omitted
+		}
+		b, _ := json.Marshal(r)
+		return string(b) + "\n"
+	}
+	log := filepath.Join(dir, "decisions.jsonl")
+	os.WriteFile(log, []byte(
+		rec("01", "Read", `{"file_path":".env"}`, "deny", "read.dotenv", "")+
+			rec("02", "Read", `{"file_path":".env.local"}`, "deny", "read.dotenv", "")+
+			rec("03", "Bash", `{"command":"git clean -f"}`, "allow", "", "")+ // judged under an older policy
+			rec("04", "Bash", `{"command":"ls"}`, "allow", "", "")+
+			rec("05", "Bash", `null`, "allow", "", "none")+
+			rec("06", "Bash", `null`, "deny", "coworkbridge.quarantine", "")+
+			"garbage\n"), 0o600)
+	candidate := filepath.Join(dir, "candidate.json")
+	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv"]}}`), 0o600)
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"check", "--replay", log, "--config", candidate, "--json"}, stdio{out: &out, err: &errb}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res replayResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if res.Records != 6 || res.Replayed != 4 || res.NotLogged != 1 || res.GuardEvents != 1 || res.Invalid != 1 {
+		t.Errorf("counts %+v", res)
+	}
+	if res.Changes["deny->allow"] != 2 || res.Changes["allow->ask"] != 1 || len(res.Changes) != 2 {
+		t.Errorf("changes %v, want 2 deny->allow (read.dotenv disabled) and 1 allow->ask (git clean -f)", res.Changes)
+	}
+	if ex := res.Examples["allow->ask"]; len(ex) != 1 || ex[0].RID != "03" || ex[0].NewRule != "bash.git-clean-force" {
+		t.Errorf("examples %+v", ex)
+	}
+	out.Reset()
+	dispatch(context.Background(), []string{"check", "--replay", log, "--config", candidate}, stdio{out: &out, err: &errb})
+	if !strings.Contains(out.String(), "deny → allow: 2") {
+		t.Errorf("text output:\n%s", out.String())
+	}
+}
+
+func TestReplayRefusesAnInvalidCandidateNamingItsProblems(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "d.jsonl")
+	os.WriteFile(log, nil, 0o600)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"version":1,"mode":"enforcee"}`), 0o600)
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"check", "--replay", log, "--config", bad}, stdio{out: &out, err: &errb}); code != exitFail ||
+		!strings.Contains(errb.String(), "enforcee") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+	if code := dispatch(context.Background(), []string{"check", "--config", bad}, stdio{out: &out, err: &errb}); code != exitUsage {
+		t.Errorf("--config without --replay: exit %d", code)
+	}
+}
