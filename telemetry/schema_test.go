@@ -77,3 +77,21 @@ func TestTheInputsSettingKeepsDeniesAndAsksWhole(t *testing.T) {
 		}
 	}
 }
+
+// The sample log shipped for admins to try report and replay on is a valid log.
+func TestTheSampleLogInDeployMatchesTheSchema(t *testing.T) {
+	data, err := os.ReadFile("../deploy/examples/decisions.sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range bytes.Lines(data) {
+		n++
+		if err := CheckRecord(line); err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d records", n)
+	}
+}

@@ -83,10 +83,14 @@ func replay(ctx context.Context, c *classifier.Classifier, log io.Reader) (repla
 		}
 		v := c.Evaluate(ctx, claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: cwd, HookEventName: "PreToolUse"})
 		res.Replayed++
-		if string(v.Decision) == r.Decision {
+		now := string(v.Decision)
+		if v.ObserveOnly && v.Decision != claudehook.Allow {
+			now += " (rule in observe)" // reported, not applied, even in enforce mode
+		}
+		if now == r.Decision {
 			continue
 		}
-		key := r.Decision + "->" + string(v.Decision)
+		key := r.Decision + "->" + now
 		res.Changes[key]++
 		if len(res.Examples[key]) < replayExamples {
 			in := string(r.Input)
