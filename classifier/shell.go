@@ -668,7 +668,7 @@ func (w *walker) redirects(st *syntax.Stmt) {
 			w.a.NetIn = true // >& /dev/tcp/… 0>&1: the connection is stdin too
 		}
 		switch r.Op {
-		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.ClbOut, syntax.RdrInOut:
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut:
 			if !strings.HasPrefix(target, "/dev/") && !isFD(target) {
 				w.noteWritten(st, target)
 				w.a.Writes = append(w.a.Writes, target)

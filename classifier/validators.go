@@ -246,7 +246,7 @@ func producesCode(c *Command) bool {
 			return false
 		}
 		if c.Name == "curl" && destination(c) == "" {
-			return strings.Contains(args, "file:") == false && len(operands(c.Args)) > 0
+			return !strings.Contains(args, "file:") && len(operands(c.Args)) > 0
 		}
 		return !strings.Contains(args, " file://")
 	case "wget":

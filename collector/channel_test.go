@@ -90,20 +90,18 @@ func TestHostChannelEventsWaitingWhileTheDaemonWasDownAreRecordedOnceAtStart(t *
 	if err := os.MkdirAll(ch, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	var rids []string
 	for range 5 {
 		rid := f.nextRID()
-		rids = append(rids, rid)
 		handOver(t, ch, rid, envelope(rid, "observe", "Bash", bash("echo "+rid)))
 		old := time.Now().Add(-time.Hour) // older than any sweep age
 		os.Chtimes(filepath.Join(ch, ".ev-"+rid), old, old)
 	}
 	f.start()
-	recs := f.waitRecords(5)
+	f.waitRecords(5)
 	f.stop()
 	f.start() // a second start finds nothing left to record
 	time.Sleep(50 * time.Millisecond)
-	if recs = f.records(); len(recs) != 5 {
+	if recs := f.records(); len(recs) != 5 {
 		t.Fatalf("%d records, want each of the 5 events once: %s", len(recs), describe(recs))
 	}
 }

@@ -597,8 +597,8 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		var out Outcome
 		var e Entry
 		if e, err = in.entryFor(id); err == nil {
-			_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)))
-			if (t.hooked || wasHooked || err == nil) && in.missing[dir].IsZero() { // set up before: repair only
+			_, bridgeErr := os.Lstat(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)))
+			if (t.hooked || wasHooked || bridgeErr == nil) && in.missing[dir].IsZero() { // set up before: repair only
 				out, err = Repair(s, e, in.schema, in.opts.Now())
 			} else {
 				out, err = Ensure(s, e, in.schema, in.opts.Now())

@@ -131,3 +131,29 @@ func TestTheCLIsOwnTemporaryFilesDoNotHoldARepair(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600) // our entry gone
 	eventually(t, "repaired", func() bool { return hasMode(dir, managedconfig.Enforce) })
 }
+
+// A repair that fails is reported as a failure: the session is unhooked in health, not counted
+// as hooked with nothing done.
+func TestAFailedRepairIsReportedNotTakenForSuccess(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_fifo", "{}")
+	rec := newRecorder()
+	in, err := New(testConfig(root, managedconfig.Enforce), Options{Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.ensure(dir, "local_fifo", reasonNew)
+	if !rec.check(func(r *recorder) bool { return r.hooked["local_fifo"] }) {
+		t.Fatal("setup: not hooked")
+	}
+	// Our decisions folder turned into a file: the repair cannot prepare the folder it needs.
+	decisions := filepath.Join(dir, ".claude", "coworkbridge", "decisions")
+	os.RemoveAll(decisions)
+	if err := os.WriteFile(decisions, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in.ensure(dir, "local_fifo", reasonChange)
+	if rec.check(func(r *recorder) bool { return r.hooked["local_fifo"] }) {
+		t.Error("a repair that could not prepare our folder was reported as hooked")
+	}
+}

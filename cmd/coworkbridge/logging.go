@@ -13,7 +13,7 @@ import (
 // stderr to a file that log shippers read). The level can change while running.
 func newLogger(w io.Writer, level *slog.LevelVar) *slog.Logger {
 	if f, ok := w.(*os.File); ok && isTerminal(f) {
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly}))
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly}))
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
