@@ -1,7 +1,8 @@
 // Command coworkbridge puts Claude Cowork sessions on a Mac under an organisation's policy.
 //
 // It runs as a per-user LaunchAgent (`coworkbridge run`). The subcommands are listed by
-// `coworkbridge help`.
+// `coworkbridge help`. This package is the binary's flags, output and wiring; the work itself
+// is done by the packages it imports, not here.
 package main
 
 import (
