@@ -13,6 +13,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
 )
 
 func cmdCheck(ctx context.Context, args []string, sio stdio) int {
@@ -128,7 +129,7 @@ func policyClassifier() (c *classifier.Classifier, note string, err error) {
 	case managedconfig.OriginLastGood:
 		note = fmt.Sprintf("%s is invalid; checking with the last good copy the daemon runs on (%v)", s.Path, s.Problem)
 	}
-	c, err = classifierFor(s.Config.Policy)
+	c, err = policy.Compile(s.Config.Policy)
 	if err != nil && c != nil {
 		return c, strings.TrimSpace(note + "\nthe policy of " + s.Path + " is incomplete: " + err.Error()), nil
 	}

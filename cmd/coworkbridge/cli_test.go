@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -161,7 +162,7 @@ func TestAMissingRulesFolderKeepsTheRestOfThePolicy(t *testing.T) {
 	rules := filepath.Join(dir, "rules")
 	os.MkdirAll(rules, 0o755)
 	os.WriteFile(filepath.Join(rules, "org-bash.rules"), []byte("block \"org.no-make\"\n  match ^make\\b\n"), 0o644)
-	cls, err := classifierFor(managedconfig.Policy{RulesDirs: []string{filepath.Join(dir, "missing"), rules}, AllowedExecutables: []string{"terraform"}})
+	cls, err := policy.Compile(managedconfig.Policy{RulesDirs: []string{filepath.Join(dir, "missing"), rules}, AllowedExecutables: []string{"terraform"}})
 	if cls == nil || err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("classifier %v, error %v; want both", cls != nil, err)
 	}

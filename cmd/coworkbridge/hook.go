@@ -17,6 +17,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -98,7 +99,7 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 		cls, err = classifier.New(classifier.Policy{DenyAll: "coworkbridge's configuration (managed.json) is invalid (config_invalid) " +
 			"and no good copy exists, so no call can be checked: " + errString(snap.Problem) + ". Ask your IT team to fix it."})
 	} else {
-		cls, err = classifierFor(cfg.Policy)
+		cls, err = policy.Compile(cfg.Policy)
 	}
 	if err != nil && cls == nil {
 		return hookFailure(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error())

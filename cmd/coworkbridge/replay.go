@@ -14,6 +14,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
 )
 
 // A replay judges every call a decision log recorded again, under a candidate configuration,
@@ -123,7 +124,7 @@ func candidateClassifier(file string) (*classifier.Classifier, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("the candidate %s is invalid:\n  %s\nwhat to do: fix it ('coworkbridge validate %s' says the same)", file, strings.Join(problems, "\n  "), file)
 	}
-	return classifierFor(cfg.Policy)
+	return policy.Compile(cfg.Policy)
 }
 
 func writeReplay(w io.Writer, res replayResult, asJSON bool) {

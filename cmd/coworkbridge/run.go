@@ -22,6 +22,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -74,8 +75,8 @@ type daemon struct {
 	guard   *guard
 	health  *health.Health
 	offsets *spool.Store
-	// policy is the last classifier compiled without error, kept when a later policy is broken.
-	policy *classifier.Classifier
+	// policy keeps the last classifier compiled without error, for when a later policy is broken.
+	policy policy.Keeper
 	beat   *heartbeat
 	kick   chan struct{} // SIGUSR1: write health.json now
 	// watching is the running guard's parts, for the heartbeat's count of watches (it runs in its
@@ -402,30 +403,21 @@ func (d *daemon) spoolPoll() time.Duration {
 // built-in rules, when there is none yet), is logged with every problem, and raised as
 // config_invalid in the heartbeat and status until a policy compiles again.
 func (d *daemon) compilePolicy(p managedconfig.Policy) *classifier.Classifier {
-	cls, err := classifierFor(p)
-	if err == nil {
-		d.policy = cls
+	res, err := d.policy.Apply(p)
+	switch {
+	case err != nil:
+		d.log.Error("cannot run at all", "err", err.Error())
+		return nil
+	case res.Problem == nil:
 		d.health.SetPolicyProblem("", "")
-		return cls
+	case res.Fallback == policy.FallbackRest:
+		d.log.Error("part of the policy in managed.json is missing: running without it until it is there", "code", "config_invalid", "err", res.Problem.Error())
+		d.health.SetPolicyProblem(res.Problem.Error(), res.Fallback)
+	default:
+		d.log.Error("policy in managed.json cannot be used: running on "+res.Fallback+" until it is fixed", "code", "config_invalid", "err", res.Problem.Error())
+		d.health.SetPolicyProblem(res.Problem.Error(), res.Fallback)
 	}
-	if cls != nil { // a rules folder is missing: the rest of the policy stands
-		d.policy = cls
-		d.log.Error("part of the policy in managed.json is missing: running without it until it is there", "code", "config_invalid", "err", err.Error())
-		d.health.SetPolicyProblem(err.Error(), "the rest of the policy")
-		return cls
-	}
-	fallback := "the previous policy"
-	if d.policy == nil {
-		builtin, berr := classifierFor(managedconfig.Policy{})
-		if berr != nil {
-			d.log.Error("the built-in rules do not compile; this build is broken", "err", berr.Error())
-			return nil
-		}
-		d.policy, fallback = builtin, "the built-in rules"
-	}
-	d.log.Error("policy in managed.json cannot be used: running on "+fallback+" until it is fixed", "code", "config_invalid", "err", err.Error())
-	d.health.SetPolicyProblem(err.Error(), fallback)
-	return d.policy
+	return res.Classifier
 }
 
 // stopGuard stops the session machinery and leaves the hooks in place: while the daemon is

@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
 )
 
 // Exit statuses of validate.
@@ -104,7 +104,7 @@ func validateFile(file string, env managedconfig.Env, paths managedconfig.Paths)
 	if err != nil {
 		return []string{err.Error()}, cfg
 	}
-	if _, err := classifierFor(cfg.Policy); err != nil { // a missing rules folder included
+	if _, err := policy.Compile(cfg.Policy); err != nil { // a missing rules folder included
 		return policyProblems(err, file, data), cfg
 	}
 	return nil, cfg
@@ -137,24 +137,4 @@ func flatten(err error) []error {
 		return out
 	}
 	return []error{err}
-}
-
-// classifierFor turns managed.json's policy into a compiled classifier, with every problem of
-// its rule folders and rule files at once. A rule folder that is missing or unreadable is a
-// problem but not a failure: the classifier is still returned, with the rules that were found,
-// beside the error (the rest of the policy, such as allowed_executables, must not be lost to it).
-func classifierFor(p managedconfig.Policy) (*classifier.Classifier, error) {
-	files, lerr := classifier.LoadRuleDirs(p.RulesDirs)
-	modes := map[string]string{}
-	for id, m := range p.RuleModes {
-		modes[id] = string(m)
-	}
-	c, err := classifier.New(classifier.Policy{
-		RuleFiles: files, DisabledRules: p.DisabledRules, RuleModes: modes,
-		AllowedExecutables: p.AllowedExecutables, AllowedMCPServers: p.AllowedMCPServers, RestrictMCPServers: p.RestrictMCPServers,
-	})
-	if err != nil {
-		return nil, errors.Join(lerr, err)
-	}
-	return c, lerr
 }

@@ -1,0 +1,79 @@
+// Package policy turns the policy a managed configuration names (rule folders, disabled rules,
+// rule modes, allowed programs and servers) into a classifier, and keeps the last one that
+// compiled, so that a broken change never leaves the daemon without rules. The daemon, the host
+// hook, check and validate all compile through it, so they agree.
+//
+// It does not read managed.json (managedconfig does), judge calls (classifier does), or log and
+// report: it says what it put in force and why, and its caller tells the admin.
+package policy
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// Compile builds the classifier of p. A rules folder that is missing is an error returned
+// with a classifier all the same (the rest of the policy stands); any other problem returns no
+// classifier.
+func Compile(p managedconfig.Policy) (*classifier.Classifier, error) {
+	files, lerr := classifier.LoadRuleDirs(p.RulesDirs)
+	modes := map[string]string{}
+	for id, m := range p.RuleModes {
+		modes[id] = string(m)
+	}
+	c, err := classifier.New(classifier.Policy{
+		RuleFiles: files, DisabledRules: p.DisabledRules, RuleModes: modes,
+		AllowedExecutables: p.AllowedExecutables, AllowedMCPServers: p.AllowedMCPServers, RestrictMCPServers: p.RestrictMCPServers,
+	})
+	if err != nil {
+		return nil, errors.Join(lerr, err)
+	}
+	return c, lerr
+}
+
+// What runs when the policy given cannot be used whole.
+const (
+	FallbackRest     = "the rest of the policy" // a rules folder is missing
+	FallbackPrevious = "the previous policy"    // the policy does not compile; the last good one runs
+	FallbackBuiltin  = "the built-in rules"     // it does not compile and none compiled before
+)
+
+// Result is what Keeper.Apply put in force.
+type Result struct {
+	Classifier *classifier.Classifier
+	// Problem is why the policy given is not in force whole; "" when it is.
+	Problem error
+	// Fallback names what runs instead (a Fallback* constant); "" when nothing is missing.
+	Fallback string
+}
+
+// Keeper keeps the last classifier that compiled. It is not safe for concurrent use: the
+// daemon applies configurations one at a time.
+type Keeper struct {
+	last *classifier.Classifier
+}
+
+// Apply compiles p and puts it in force, or keeps what ran before when it cannot. The error is
+// only for a build whose own built-in rules do not compile.
+func (k *Keeper) Apply(p managedconfig.Policy) (Result, error) {
+	cls, err := Compile(p)
+	switch {
+	case err == nil:
+		k.last = cls
+		return Result{Classifier: cls}, nil
+	case cls != nil:
+		k.last = cls
+		return Result{Classifier: cls, Problem: err, Fallback: FallbackRest}, nil
+	case k.last != nil:
+		return Result{Classifier: k.last, Problem: err, Fallback: FallbackPrevious}, nil
+	}
+	builtin, berr := Compile(managedconfig.Policy{})
+	if berr != nil {
+		return Result{}, fmt.Errorf("the built-in rules do not compile; this build is broken: %w", berr)
+	}
+	k.last = builtin
+	return Result{Classifier: builtin, Problem: err, Fallback: FallbackBuiltin}, nil
+}

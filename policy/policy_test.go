@@ -1,0 +1,58 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+func judge(t *testing.T, c *classifier.Classifier, cmd string) claudehook.Decision {
+	t.Helper()
+	in, _ := json.Marshal(map[string]string{"command": cmd})
+	return c.Evaluate(context.Background(), claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: "/p"}).Decision
+}
+
+func rulesDir(t *testing.T, rules string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "org-bash.rules"), []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A broken change never leaves the daemon without rules: each step says what runs instead.
+func TestTheKeeperKeepsTheLastGoodPolicyThroughBrokenChanges(t *testing.T) {
+	good := rulesDir(t, "block \"org.no-make\"\n  match ^make\\b\n")
+	broken := rulesDir(t, "block \"org.bad\"\n  match ([\n")
+	var k Keeper
+
+	// Broken from the start: the built-in rules run.
+	res, err := k.Apply(managedconfig.Policy{RulesDirs: []string{broken}})
+	if err != nil || res.Fallback != FallbackBuiltin || res.Problem == nil || judge(t, res.Classifier, "rm -rf /") != claudehook.Deny {
+		t.Fatalf("broken first: %+v %v", res, err)
+	}
+	// A good policy: in force whole.
+	res, _ = k.Apply(managedconfig.Policy{RulesDirs: []string{good}})
+	if res.Fallback != "" || res.Problem != nil || judge(t, res.Classifier, "make all") != claudehook.Deny {
+		t.Fatalf("good: %+v", res)
+	}
+	// Broken again: the previous good one stays, its own rule included.
+	res, _ = k.Apply(managedconfig.Policy{RulesDirs: []string{broken}})
+	if res.Fallback != FallbackPrevious || !strings.Contains(res.Problem.Error(), "org-bash.rules") || judge(t, res.Classifier, "make all") != claudehook.Deny {
+		t.Fatalf("broken after good: %+v", res)
+	}
+	// A rules folder missing: the rest of the policy stands.
+	res, _ = k.Apply(managedconfig.Policy{RulesDirs: []string{filepath.Join(t.TempDir(), "missing"), good}, AllowedExecutables: []string{"terraform"}})
+	if res.Fallback != FallbackRest || res.Problem == nil || judge(t, res.Classifier, "terraform plan") != claudehook.Allow ||
+		judge(t, res.Classifier, "make all") != claudehook.Deny {
+		t.Fatalf("missing folder: %+v", res)
+	}
+}
