@@ -91,18 +91,9 @@ func BenchmarkNew(b *testing.B) {
 func BenchmarkEvaluateConnectorMix(b *testing.B) {
 	var calls []claudehook.Payload
 	for _, file := range []string{"connectors", "instructions", "paths"} {
-		f, err := os.Open("testdata/families/" + file + ".jsonl")
-		if err != nil {
-			b.Fatal(err)
+		for _, r := range readFamily(b, "testdata/families/"+file+".jsonl") {
+			calls = append(calls, claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: "/Users/ada/work/project"})
 		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var r familyRow
-			if json.Unmarshal(sc.Bytes(), &r) == nil {
-				calls = append(calls, claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: "/Users/ada/work/project"})
-			}
-		}
-		f.Close()
 	}
 	benchEvaluate(b, calls)
 }

@@ -81,7 +81,7 @@ func TestFamiliesMeetTheirTargets(t *testing.T) {
 	}
 }
 
-func readFamily(t *testing.T, file string) []familyRow {
+func readFamily(t testing.TB, file string) []familyRow {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {

@@ -214,10 +214,7 @@ func normalURL(raw string) string {
 	if err != nil || parsed.Scheme == "" {
 		return raw
 	}
-	host := strings.ToLower(strings.TrimSuffix(parsed.Hostname(), "."))
-	if ip, ok := ipv4Host(host); ok {
-		host = ip
-	}
+	host := hostOf(parsed)
 	out := strings.ToLower(parsed.Scheme) + "://" + host
 	if strings.Contains(host, ":") {
 		out = strings.ToLower(parsed.Scheme) + "://[" + host + "]"
@@ -269,18 +266,22 @@ func ipv4Host(h string) (string, bool) {
 	return strconv.Itoa(int(v>>24)) + "." + strconv.Itoa(int(v>>16&255)) + "." + strconv.Itoa(int(v>>8&255)) + "." + strconv.Itoa(int(v&255)), true
 }
 
+// hostOf is a URL's host, lowercased, without a trailing dot, an IPv4 address however it was
+// spelled written as a dotted quad.
+func hostOf(parsed *url.URL) string {
+	host := strings.ToLower(strings.TrimSuffix(parsed.Hostname(), "."))
+	if ip, ok := ipv4Host(host); ok {
+		host = ip
+	}
+	return host
+}
+
 // loopbackURL reports a URL to this machine's own loopback address.
 func loopbackURL(u string) bool {
-	n := normalURL(u)
-	_, rest, _ := strings.Cut(n, "://")
-	host := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		host = rest[:i]
+	parsed, err := url.Parse(strings.TrimSpace(u))
+	if err != nil {
+		return false
 	}
-	if h, _, ok := strings.Cut(host, "]"); ok && strings.HasPrefix(host, "[") {
-		host = h + "]"
-	} else if i := strings.LastIndexByte(host, ':'); i >= 0 {
-		host = host[:i]
-	}
-	return host == "localhost" || strings.HasPrefix(host, "127.") || host == "[::1]" || host == "0.0.0.0"
+	host := hostOf(parsed)
+	return host == "localhost" || strings.HasPrefix(host, "127.") || host == "::1" || host == "0.0.0.0"
 }

@@ -218,18 +218,17 @@ type walker struct {
 // decoderSubst reports a substitution whose command decodes: $(base64 -d), $(xxd -r -p …).
 func decoderSubst(cs *syntax.CmdSubst) bool {
 	for _, st := range cs.Stmts {
-		for c := lastCall(st); c != nil; c = nil {
-			var words []string
-			for _, a := range c.Args {
-				words = append(words, a.Lit())
-			}
-			if len(words) == 0 {
-				continue
-			}
-			cmd := Command{Name: baseName(words[0]), Args: words[1:]}
-			if (downloaders[cmd.Name] && cmd.Name != "curl" && cmd.Name != "wget") && producesCode(&cmd) {
-				return true
-			}
+		c := lastCall(st)
+		if c == nil || len(c.Args) == 0 {
+			continue
+		}
+		words := make([]string, len(c.Args))
+		for i, a := range c.Args {
+			words[i] = a.Lit()
+		}
+		cmd := Command{Name: baseName(words[0]), Args: words[1:]}
+		if downloaders[cmd.Name] && cmd.Name != "curl" && cmd.Name != "wget" && producesCode(&cmd) {
+			return true
 		}
 	}
 	return false

@@ -168,10 +168,7 @@ var installIndexOptions = []string{"-i", "--index-url", "--extra-index-url", "--
 // valueOptions are the options of network clients that take the next word as their value, so
 // that a value is never read as an option (curl -o -d@.env saves to a file named -d@.env; curl -H
 // --help sends a header named --help and fetches all the same). Short ones are letters.
-var valueOptions = map[string]struct {
-	short string
-	long  map[string]bool
-}{
+var valueOptions = map[string]optionTable{
 	"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: setOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
 		"--config", "--connect-timeout", "--connect-to", "--cookie", "--cookie-jar", "--continue-at", "--data", "--data-ascii",
 		"--data-binary", "--data-raw", "--data-urlencode", "--dump-header", "--form", "--form-string", "--header", "--json",
@@ -186,10 +183,18 @@ var valueOptions = map[string]struct {
 		"--directory-prefix", "--tries", "--timeout", "--wait", "--user-agent", "--execute", "--input-file", "--base",
 		"--quota", "--level", "--accept", "--reject", "--domains", "--header", "--post-data", "--post-file", "--body-data",
 		"--body-file", "--method", "--user", "--password", "--load-cookies", "--save-cookies")},
-	"http":  {short: "aAo", long: setOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")},
-	"https": {short: "aAo", long: setOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")},
+	"http":  httpieValues,
+	"https": httpieValues, // HTTPie's two names
 	"ssh":   {short: "pilLoFJRDbceEmOSWwB"},
 }
+
+// optionTable is a program's value-taking options: short ones as letters, long ones by name.
+type optionTable struct {
+	short string
+	long  map[string]bool
+}
+
+var httpieValues = optionTable{short: "aAo", long: setOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")}
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
