@@ -103,7 +103,7 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		ops := operands(cmd.Args)
 		if len(ops) >= 1 && fl.searchesForCredentials(cmd, ops) {
 			for _, where := range append(ops[1:], optionValues(cmd.Args, "-r", "-R")...) {
-				if root := canonPath(where, cwd); (root == "~" || root == "/" || root == "/Users" || secretDir.MatchString(root)) && keyMaterial.MatchString(strings.Join(cmd.Args, " ")) {
+				if root := canonPath(where, cwd); keyRoot(root) && keyMaterial.MatchString(strings.Join(cmd.Args, " ")) {
 					out = append(out, effect(EffectCredential, cmd.Name, "what", "a search for key material in "+root))
 					break
 				}

@@ -685,6 +685,12 @@ var keyMaterial = regexp.MustCompile(`AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|O
 // keyFileGlob is a file-name pattern aimed at key files.
 var keyFileGlob = regexp.MustCompile(`(?i)(id_(rsa|dsa|ecdsa|ed25519)|\.pem|\.key|\.p12|\.pfx|\.kdbx|\.env|credentials|\.netrc|\.npmrc|\.pgpass|\.git-credentials)`)
 
+// keyRoot reports a folder a search for key material must not sweep: the home folder, the
+// disk, the folders of homes, or a folder named for secrets.
+func keyRoot(root string) bool {
+	return root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir.MatchString(root)
+}
+
 // keySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
 // disk or a folder that holds secrets: the matches are the secrets, read a line at a time.
 func (c *Classifier) keySearch(tool, pattern, glob, where, cwd string) (Effect, bool) {
@@ -692,7 +698,7 @@ func (c *Classifier) keySearch(tool, pattern, glob, where, cwd string) (Effect, 
 		where = cwd
 	}
 	root := canonPath(where, cwd)
-	broad := root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir.MatchString(root) || c.secretPath(root)
+	broad := keyRoot(root) || c.secretPath(root)
 	switch {
 	case !broad:
 		return Effect{}, false

@@ -119,6 +119,8 @@ func TestCommandsAreReadAsTheyRun(t *testing.T) {
 		{`parallel gzip {} ::: a.log b.log`, false},
 		{`env -P /usr/bin git reset --hard`, true},
 		{`env - git reset --hard`, true},
+		{"grep -r AKIA /home", true}, // the shell's search is judged like the Grep tool's
+		{"grep -r AKIA src", false},
 		{`cp ~/.ssh/id_rsa key-copy`, true},
 		{`cp --attributes-only ~/.ssh/id_rsa key-copy`, false}, // mode and times, no content
 		{`bash -c "$(base64 --decode)"`, true},
