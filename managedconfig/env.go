@@ -94,7 +94,7 @@ func (e Env) ConfigCandidates() []string {
 
 // Paths are the daemon's own folders: trusted, outside every session.
 type Paths struct {
-	// StateDir holds daemon.lock, offsets.json, health.json and managed.last-good.json.
+	// StateDir holds daemon.lock, offsets.json, health.json, managed.last-good.json and channel/.
 	StateDir string
 	// LogDir holds the decision log by default.
 	LogDir string
@@ -105,6 +105,16 @@ func (p Paths) LastGoodFile() string { return filepath.Join(p.StateDir, "managed
 
 // LockFile is the flock that allows one daemon per user.
 func (p Paths) LockFile() string { return filepath.Join(p.StateDir, "daemon.lock") }
+
+// HealthFile is the daemon's snapshot for status, rewritten at every heartbeat.
+func (p Paths) HealthFile() string { return filepath.Join(p.StateDir, "health.json") }
+
+// OffsetsFile records how far each spool has been read.
+func (p Paths) OffsetsFile() string { return filepath.Join(p.StateDir, "offsets.json") }
+
+// ChannelRoot holds each session's host channel: the lease, decisions and events of hooks that
+// run on the Mac. The daemon and the host hook must agree on it.
+func (p Paths) ChannelRoot() string { return filepath.Join(p.StateDir, "channel") }
 
 // Paths resolves the daemon's folders for this platform and environment.
 func (e Env) Paths() (Paths, error) {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -67,6 +68,17 @@ const SchemaVersion = 2
 // Stamp is what every record says about where it comes from.
 type Stamp struct {
 	Host, User, Version, ConfigHash, ConfigOrigin string
+}
+
+// LocalStamp is the stamp of records written on this machine by this process's user, under the
+// configuration with the given hash and origin.
+func LocalStamp(version, configHash, configOrigin string) Stamp {
+	host, _ := os.Hostname()
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return Stamp{Host: host, User: name, Version: version, ConfigHash: configHash, ConfigOrigin: configOrigin}
 }
 
 // What is logged of a call's input when nothing objected to it (deny and ask records always

@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -98,11 +99,11 @@ func runDemo(ctx context.Context, tmp string, mode managedconfig.Mode, out io.Wr
 	if err != nil {
 		return err
 	}
-	d, release, logFile, err := w.daemon()
+	d, logFile, err := w.daemon()
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer d.Close()
 	defer logFile.Close()
 	dctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -141,7 +142,7 @@ func runDemo(ctx context.Context, tmp string, mode managedconfig.Mode, out io.Wr
 		fmt.Fprintln(out, "\nObserve mode: every call went through; the decision log says what enforce mode would have done.")
 	}
 	fmt.Fprintln(out, "\nHealth:")
-	snap := d.health.Snapshot(false)
+	snap := d.Health()
 	snap.Daemon = health.DaemonInfo{PID: os.Getpid(), Version: versionString(), StartedAt: started,
 		UptimeSeconds: int64(time.Since(started).Seconds())}
 	statusView{Now: time.Now(), Running: true, Snapshot: &snap}.render(out)
@@ -177,7 +178,7 @@ func newDemoWorld(tmp string, mode managedconfig.Mode) (*demoWorld, error) {
 }
 
 // daemon builds an in-process daemon on the demo's folders, logging to a file.
-func (w *demoWorld) daemon() (*daemon, func(), *os.File, error) {
+func (w *demoWorld) daemon() (*daemon.Daemon, *os.File, error) {
 	vars := map[string]string{
 		managedconfig.EnvManagedConfig: filepath.Join(w.dir, "managed.json"),
 		managedconfig.EnvSessionsRoot:  filepath.Join(w.dir, "sessions"),
@@ -187,16 +188,16 @@ func (w *demoWorld) daemon() (*daemon, func(), *os.File, error) {
 	env := managedconfig.Env{GOOS: "darwin", Home: w.dir, Getenv: func(k string) string { return vars[k] }}
 	logFile, err := os.OpenFile(filepath.Join(w.dir, "logs", "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open the demo daemon log: %w", err)
+		return nil, nil, fmt.Errorf("open the demo daemon log: %w", err)
 	}
 	level := new(slog.LevelVar)
 	log := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level}))
-	d, release, err := newDaemonIn(env, log, level)
+	d, err := daemon.New(env, daemon.Options{Logger: log, Level: level, Version: versionString()})
 	if err != nil {
 		logFile.Close()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return d, release, logFile, nil
+	return d, logFile, nil
 }
 
 // waitHooked waits until every session carries the hook for mode, and returns the commands.

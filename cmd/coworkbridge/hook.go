@@ -91,7 +91,7 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 	if err != nil {
 		return hookFailure(enforce, "cannot read the tool call: "+err.Error())
 	}
-	if guardedBySessionHook(os.Getenv("CLAUDE_CONFIG_DIR"), cfg, paths.StateDir) {
+	if guardedBySessionHook(os.Getenv("CLAUDE_CONFIG_DIR"), cfg, paths.ChannelRoot()) {
 		return nil // a Cowork session whose own hook reports to the daemon: one record per call
 	}
 	var cls *classifier.Classifier
@@ -106,7 +106,7 @@ func hookVerdict(in io.Reader, now func() time.Time, devOverrides bool) (out []b
 	}
 	v := cls.Evaluate(context.Background(), p)
 	log := telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
-		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: recordStamp(snap)})
+		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: telemetry.LocalStamp(versionString(), snap.ShortHash(), string(snap.Origin))})
 	defer log.Close()
 	rec := telemetry.Record{TS: now(), RID: newRID(), Session: hostSession(p), Agent: "claude-code", Transport: telemetry.TransportHook,
 		Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly, Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd,
@@ -180,7 +180,7 @@ func guardedBySessionHook(configDir string, cfg managedconfig.Config, stateDir s
 		return false
 	}
 	id := filepath.Base(sessionDir)
-	e, err := injector.NewEntry(cfg, filepath.Join(session.ChannelDir(filepath.Join(stateDir, channelFolder), id), filepath.FromSlash(session.BridgeDir)))
+	e, err := injector.NewEntry(cfg, filepath.Join(session.ChannelDir(stateDir, id), filepath.FromSlash(session.BridgeDir)))
 	return err == nil && injector.HookCommand(data) == e.Command
 }
 

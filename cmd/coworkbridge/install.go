@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -398,7 +399,7 @@ func cmdUnhook(_ context.Context, args []string, sio stdio) int {
 	env, err := managedconfig.SystemEnv()
 	if err == nil {
 		var paths managedconfig.Paths
-		if paths, err = env.Paths(); err == nil && daemonRunning(paths.LockFile()) {
+		if paths, err = env.Paths(); err == nil && daemon.Running(paths.LockFile()) {
 			err = fmt.Errorf("the daemon is running and would put the hooks back; stop it first (%s), or use 'coworkbridge uninstall'", stopCommand(runtime.GOOS))
 		}
 	}

@@ -9,13 +9,11 @@ import (
 	"io/fs"
 	"os"
 	osuser "os/user"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
-
+		"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -26,9 +24,6 @@ const (
 	statusWarning    = 1
 	statusNotRunning = 2
 )
-
-// healthFile is the snapshot's name in the state folder.
-const healthFile = "health.json"
 
 func cmdStatus(_ context.Context, args []string, sio stdio) int {
 	fs := newFlags("status", "[--json] [--user NAME]", "Says whether the daemon runs and guards every session. Exit status: 0 healthy,\n"+
@@ -94,8 +89,8 @@ type statusView struct {
 }
 
 func readStatus(paths managedconfig.Paths, now time.Time) statusView {
-	v := statusView{GOOS: runtime.GOOS, Now: now, Running: daemonRunning(paths.LockFile())}
-	s, err := health.ReadSnapshot(filepath.Join(paths.StateDir, healthFile))
+	v := statusView{GOOS: runtime.GOOS, Now: now, Running: daemon.Running(paths.LockFile())}
+	s, err := health.ReadSnapshot(paths.HealthFile())
 	switch {
 	case err == nil:
 		v.Snapshot = &s
@@ -113,23 +108,6 @@ func staleAfter(s health.Snapshot) time.Duration {
 		d = 5 * time.Minute
 	}
 	return 2*d + time.Minute
-}
-
-// daemonRunning asks the lock, not the pid: the daemon holds daemon.lock exclusively for its
-// whole life. The shared lock taken here to ask is released at once.
-func daemonRunning(lockPath string) bool {
-	if _, err := os.Stat(lockPath); err != nil {
-		return false
-	}
-	lk := flock.New(lockPath, flock.SetFlag(os.O_RDONLY))
-	ok, err := lk.TryRLock()
-	if err != nil {
-		return false
-	}
-	if ok {
-		lk.Unlock()
-	}
-	return !ok
 }
 
 // restartCommand is how the user starts (or, kill, restarts) their agent on this platform.

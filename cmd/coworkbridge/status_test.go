@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -80,13 +81,13 @@ func TestStatusFindsTheDaemonByItsLock(t *testing.T) {
 	if v := readStatus(paths, statusNow); v.Running || v.exitCode() != statusNotRunning {
 		t.Fatalf("no lock file: %+v", v)
 	}
-	release, err := acquireLock(paths.LockFile())
+	release, err := daemon.Lock(paths.LockFile())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := fixtureSnapshot(false)
 	s.WrittenAt = statusNow
-	if err := s.WriteFile(filepath.Join(dir, healthFile)); err != nil {
+	if err := s.WriteFile(paths.HealthFile()); err != nil {
 		t.Fatal(err)
 	}
 	v := readStatus(paths, statusNow.Add(time.Minute))
@@ -101,7 +102,7 @@ func TestStatusFindsTheDaemonByItsLock(t *testing.T) {
 		t.Error("released lock still reads as running")
 	}
 	// Asking must not get in the way of a daemon starting.
-	release, err = acquireLock(paths.LockFile())
+	release, err = daemon.Lock(paths.LockFile())
 	if err != nil {
 		t.Fatalf("status left the lock held: %v", err)
 	}

@@ -1,0 +1,536 @@
+// Package daemon is the long-running process of one user: it holds the per-user lock, follows
+// managed.json, and while coworkbridge is on runs the injector and the collector over the
+// sessions roots, with the health heartbeat beside them. Every change of configuration takes
+// effect in one place (switching on and off, moving roots or the decision log, a broken file or
+// policy).
+//
+// It does not parse flags, print for people, or install itself; cmd/coworkbridge does. Nor does it
+// judge calls or touch session files itself: the collector, injector and classifier do.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/collector"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/spool"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// recentLogBytes is how much of the decision log's end is read at start to skip replayed events.
+const recentLogBytes = 8 << 20
+
+// Options are what the daemon needs besides its environment.
+type Options struct {
+	// Logger receives the daemon's log; required.
+	Logger *slog.Logger
+	// Level is Logger's level, set from managed.json's log_level; nil: the level stays as it is.
+	Level *slog.LevelVar
+	// Version is this build's, for the log, health.json and decision-log records.
+	Version string
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Daemon is the long-running process of one user. Run it once; Close it after Run returns.
+type Daemon struct {
+	log     *slog.Logger
+	level   *slog.LevelVar
+	version string
+	now     func() time.Time
+	release func() // the per-user lock
+	env    managedconfig.Env
+	paths  managedconfig.Paths
+	loader *managedconfig.Loader
+	// current is the configuration in force; only Run's goroutine touches it.
+	current managedconfig.Snapshot
+	// guard is the running session machinery, nil while coworkbridge is off.
+	guard   *guard
+	health  *health.Health
+	offsets *spool.Store
+	// policy keeps the last classifier compiled without error, for when a later policy is broken.
+	policy policy.Keeper
+	beat   *heartbeat
+	kick   chan struct{} // SIGUSR1: write health.json now
+	// watching is the running guard's parts, for the heartbeat's count of watches (it runs in its
+	// own goroutine, so it cannot look at guard).
+	watching atomic.Pointer[guard]
+	// stamp is what decision-log records say of where they come from; only Run's goroutine
+	// touches it.
+	stamp telemetry.Stamp
+}
+
+// watches counts every folder the daemon watches now: the guard's and the config watcher's.
+func (d *Daemon) watches() int {
+	n := d.loader.Watches()
+	if g := d.watching.Load(); g != nil {
+		n += g.injector.Watches() + g.collector.Watches()
+	}
+	return n
+}
+
+// heartbeat is the running health heartbeat and the interval it was started with.
+type heartbeat struct {
+	interval time.Duration
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+// guard is the part of the daemon that runs only while coworkbridge is on: the injector keeps the
+// hooks in place, the collector answers them.
+type guard struct {
+	injector  *injector.Injector
+	collector *collector.Collector
+	log       *telemetry.Log
+	roots     []string
+	telemetry managedconfig.Telemetry
+	cancel    context.CancelFunc
+	done      chan error // the first of the two to end
+	running   sync.WaitGroup
+}
+
+// sessionEvents tells health, and the collector, what the injector finds. The collector writes a
+// session's alive lease inside SessionSeen, before the injector puts the hook in place.
+type sessionEvents struct {
+	*health.Health
+	c *collector.Collector
+}
+
+func (e sessionEvents) SessionSeen(id, dir string) {
+	e.Health.SessionSeen(id, dir)
+	e.c.Track(dir)
+}
+
+// SessionTampered quarantines the session; health hears of it from the collector.
+func (e sessionEvents) SessionTampered(id string, what []string) {
+	e.c.Quarantine(id, strings.Join(what, "; "))
+}
+
+func (e sessionEvents) SessionGone(id string) {
+	e.Health.SessionGone(id)
+	e.c.Untrack(id)
+}
+
+var (
+	_ injector.Recorder = sessionEvents{}
+	_ collector.Health  = (*health.Health)(nil)
+)
+
+// New resolves the daemon's folders for env and takes the per-user lock: a second daemon of the
+// same user gets an *AlreadyRunningError. Close releases the lock.
+func New(env managedconfig.Env, opts Options) (*Daemon, error) {
+	if opts.Logger == nil {
+		return nil, errors.New("daemon: no logger")
+	}
+	if opts.Level == nil {
+		opts.Level = new(slog.LevelVar)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(paths.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state folder %s: %w", paths.StateDir, err)
+	}
+	release, err := Lock(paths.LockFile())
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	offsets, err := spool.OpenStore(paths.OffsetsFile())
+	if err != nil {
+		log.Error("spool offsets unreadable; events still in the spools will be read again (duplicates are skipped by request id)", "err", err)
+	}
+	return &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, release: release, env: env, paths: paths,
+		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
+		kick: make(chan struct{}, 1)}, nil
+}
+
+// Close releases the per-user lock. Call it once Run has returned.
+func (d *Daemon) Close() error {
+	d.release()
+	return nil
+}
+
+// Health is the daemon's state as status reports it, without the daemon's own details.
+func (d *Daemon) Health() health.Snapshot { return d.health.Snapshot(false) }
+
+// Run loads the configuration, follows its changes, and returns nil once ctx is cancelled.
+func (d *Daemon) Run(ctx context.Context) error {
+	started := d.now()
+	d.current = d.loader.Load()
+	d.logStart()
+	d.apply(ctx, managedconfig.Snapshot{}, d.current)
+	defer d.stopGuard()
+	d.startHeartbeat(ctx, started)
+	defer d.stopHeartbeat()
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+
+	changes := make(chan managedconfig.Snapshot)
+	watchDone := make(chan error, 1)
+	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Logger: d.log}
+	go func() {
+		watchDone <- d.loader.Watch(ctx, d.current, opts, func(s managedconfig.Snapshot) {
+			select {
+			case changes <- s:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			err := <-watchDone
+			d.log.Info("coworkbridge stopped", "uptime", d.now().Sub(started).Round(time.Millisecond).String())
+			return err
+		case s := <-changes:
+			prev := d.current
+			d.current = s
+			d.apply(ctx, prev, s)
+			if d.beat.interval != s.Config.HeartbeatInterval {
+				d.stopHeartbeat()
+				d.startHeartbeat(ctx, started)
+			}
+		case <-usr1:
+			select {
+			case d.kick <- struct{}{}:
+			default: // one is already pending
+			}
+		case err := <-watchDone:
+			if ctx.Err() != nil { // the watcher saw the signal first
+				d.log.Info("coworkbridge stopped", "uptime", d.now().Sub(started).Round(time.Millisecond).String())
+				return err
+			}
+			if err == nil {
+				err = errors.New("config watcher ended unexpectedly")
+			}
+			return err
+		case err := <-d.guardDone():
+			d.stopGuard() // one part ended; the other has been told to
+			if ctx.Err() != nil {
+				continue // shutting down: the Done case ends the loop
+			}
+			if err == nil {
+				err = errors.New("ended unexpectedly")
+			}
+			return fmt.Errorf("session guard: %w", err)
+		}
+	}
+}
+
+func (d *Daemon) logStart() {
+	d.log.Info("coworkbridge starting",
+		"version", d.version, "pid", os.Getpid(),
+		"state_dir", d.paths.StateDir, "log_dir", d.paths.LogDir,
+		"config_candidates", d.env.ConfigCandidates())
+	if o := d.env.Overrides(); len(o) > 0 {
+		d.log.Warn("development overrides in effect; a deployment should set none of them", "variables", o)
+	}
+}
+
+// apply puts a new configuration into force and says so. It is the one place a configuration
+// change takes effect.
+func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
+	d.logConfig(prev, s)
+	mode := s.Config.Mode
+	if s.Origin == managedconfig.OriginInvalid {
+		mode = s.Intent
+	}
+	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: string(s.Origin), Hash: s.ShortHash(),
+		Mode: string(mode), Enabled: s.Enabled(), Problem: errText(s.Problem)})
+	d.stamp = telemetry.LocalStamp(d.version, s.ShortHash(), string(s.Origin))
+	switch {
+	case s.Enabled():
+		if cls := d.compilePolicy(s.Config.Policy); cls != nil {
+			d.startOrUpdateGuard(ctx, s.Config, cls)
+			if d.guard != nil {
+				d.guard.log.SetStamp(d.stamp)
+			}
+		}
+	case s.Origin == managedconfig.OriginInvalid && s.Intent == managedconfig.Enforce:
+		d.failClosed(ctx, s)
+	case s.Origin == managedconfig.OriginInvalid:
+		// Off, but hooks an earlier install left stay: removing them would relax enforcement
+		// on the strength of a broken file.
+		d.stopGuard()
+	default:
+		d.switchOff()
+	}
+}
+
+// failClosed guards the sessions in enforce mode with every call denied: the file meant to
+// enforce is broken and no good copy exists, so which calls it would allow cannot be known. The
+// roots and limits are the defaults.
+func (d *Daemon) failClosed(ctx context.Context, s managedconfig.Snapshot) {
+	cfg := s.Config // the defaults: the file's own values are unreadable
+	cfg.CoworkEnabled, cfg.Mode = true, managedconfig.Enforce
+	cls, err := classifier.New(classifier.Policy{DenyAll: "this tool call was blocked because the organisation's coworkbridge " +
+		"configuration (managed.json) is invalid and asks for enforce mode, so no call can be checked. Ask your IT team to fix it."})
+	if err != nil {
+		d.log.Error("cannot build the deny-all policy", "err", err.Error())
+		return
+	}
+	d.startOrUpdateGuard(ctx, cfg, cls)
+}
+
+func (d *Daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Config, cls *classifier.Classifier) {
+	if d.guard != nil && slices.Equal(d.guard.roots, cfg.SessionsRoots) && d.guard.telemetry.Path == cfg.Telemetry.Path &&
+		d.guard.telemetry == cfg.Telemetry {
+		// The collector first: leases and mode are current before any hook changes.
+		d.guard.collector.SetConfig(cfg, cls)
+		d.guard.injector.SetConfig(cfg)
+		return
+	}
+	if d.guard != nil {
+		if !slices.Equal(d.guard.roots, cfg.SessionsRoots) {
+			d.switchOff() // the roots moved: sessions under the old ones are no longer ours to guard
+		} else {
+			d.stopGuard() // the decision log moved: start again on the new one
+		}
+	}
+	g, err := d.newGuard(cfg, cls)
+	if err != nil {
+		d.log.Error("cannot start guarding sessions", "err", err)
+		return
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	g.cancel = cancel
+	for _, run := range []func(context.Context) error{g.collector.Run, g.injector.Run} {
+		g.running.Go(func() {
+			err := run(gctx)
+			select {
+			case g.done <- err:
+			default:
+			}
+			cancel() // one without the other guards nothing
+		})
+	}
+	d.guard = g
+	d.watching.Store(g)
+	d.log.Info("guarding Cowork sessions", "mode", string(cfg.Mode), "sessions_roots", cfg.SessionsRoots, "decision_log", cfg.Telemetry.Path)
+}
+
+// newGuard builds the collector and the injector for cfg.
+func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) (*guard, error) {
+	tlog := telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
+		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: d.stamp})
+	recorded, err := telemetry.RecentRIDs(cfg.Telemetry.Path, recentLogBytes)
+	if err != nil {
+		d.log.Warn("cannot read the end of the decision log; events replayed after a crash may be recorded twice", "err", err)
+	}
+	// One record of removals: each sees the folders it watches, and neither may undo a removal.
+	removals := session.NewRemovals(nil)
+	col := collector.New(cfg, cls, collector.Options{
+		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
+		Poll: d.spoolPoll(), ChannelRoot: d.channelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
+	})
+	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
+		ChannelRoot: d.channelRoot(), Removals: removals})
+	if err != nil {
+		tlog.Close()
+		return nil, err
+	}
+	return &guard{injector: inj, collector: col, log: tlog, roots: slices.Clone(cfg.SessionsRoots),
+		telemetry: cfg.Telemetry, done: make(chan error, 1)}, nil
+}
+
+func (d *Daemon) channelRoot() string { return d.paths.ChannelRoot() }
+
+// envSessionBudget raises the records one session may log per minute, for soak tests and
+// benchmarks that append faster than any agent. Never for a deployment.
+const envSessionBudget = "COWORKBRIDGE_SESSION_BUDGET"
+
+func (d *Daemon) sessionBudget() int {
+	if d.env.Getenv == nil || d.env.Getenv(envSessionBudget) == "" {
+		return 0
+	}
+	v := d.env.Getenv(envSessionBudget)
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		d.log.Error("ignoring "+envSessionBudget+": not a positive whole number", "value", v)
+		return 0
+	}
+	d.log.Warn(envSessionBudget+" is set: sessions may log more than a deployment allows (tests only)", "records_per_minute", n)
+	return n
+}
+
+// envSpoolPoll switches the spool watcher off and polls instead, for the round-trip benchmark
+// that compares the two designs. Never for a deployment.
+const envSpoolPoll = "COWORKBRIDGE_SPOOL_POLL"
+
+func (d *Daemon) spoolPoll() time.Duration {
+	if d.env.Getenv == nil {
+		return 0
+	}
+	v := d.env.Getenv(envSpoolPoll)
+	if v == "" {
+		return 0
+	}
+	poll, err := time.ParseDuration(v)
+	if err != nil || poll <= 0 {
+		d.log.Error("ignoring "+envSpoolPoll+": not a positive duration", "value", v)
+		return 0
+	}
+	d.log.Warn(envSpoolPoll+" is set: spools are polled, not watched (benchmark only)", "poll", poll.String())
+	return poll
+}
+
+// compilePolicy compiles the admin's policy. A broken one keeps the last good classifier (or the
+// built-in rules, when there is none yet), is logged with every problem, and raised as
+// config_invalid in the heartbeat and status until a policy compiles again.
+func (d *Daemon) compilePolicy(p managedconfig.Policy) *classifier.Classifier {
+	res, err := d.policy.Apply(p)
+	switch {
+	case err != nil:
+		d.log.Error("cannot run at all", "err", err.Error())
+		return nil
+	case res.Problem == nil:
+		d.health.SetPolicyProblem("", "")
+	case res.Fallback == policy.FallbackRest:
+		d.log.Error("part of the policy in managed.json is missing: running without it until it is there", "code", "config_invalid", "err", res.Problem.Error())
+		d.health.SetPolicyProblem(res.Problem.Error(), res.Fallback)
+	default:
+		d.log.Error("policy in managed.json cannot be used: running on "+res.Fallback+" until it is fixed", "code", "config_invalid", "err", res.Problem.Error())
+		d.health.SetPolicyProblem(res.Problem.Error(), res.Fallback)
+	}
+	return res.Classifier
+}
+
+// stopGuard stops the session machinery and leaves the hooks in place: while the daemon is
+// down, enforce hooks deny, which is the point.
+func (d *Daemon) stopGuard() {
+	if d.guard == nil {
+		return
+	}
+	d.watching.Store(nil)
+	d.guard.cancel()
+	d.guard.running.Wait()
+	d.guard.log.Close()
+	d.guard = nil
+}
+
+// switchOff is for an admin turning coworkbridge off: our hooks leave every session, or enforce
+// hooks would deny every call once nobody answers them.
+func (d *Daemon) switchOff() {
+	if d.guard == nil {
+		return
+	}
+	roots := d.guard.roots
+	d.stopGuard()
+	n := injector.UnhookAll(roots, d.log)
+	d.log.Info("coworkbridge switched off: hooks removed from sessions", "sessions_changed", n)
+}
+
+func (d *Daemon) startHeartbeat(ctx context.Context, started time.Time) {
+	interval := d.current.Config.HeartbeatInterval
+	hctx, cancel := context.WithCancel(ctx)
+	b := &heartbeat{interval: interval, cancel: cancel, done: make(chan error, 1)}
+	opts := health.HeartbeatOptions{
+		Interval: interval, Path: d.paths.HealthFile(),
+		Logger: d.log.With("component", "health"), Kick: d.kick, Watches: d.watches,
+		Daemon: health.DaemonInfo{PID: os.Getpid(), Version: d.version, StartedAt: started},
+	}
+	go func() { b.done <- d.health.Heartbeat(hctx, opts) }()
+	d.beat = b
+}
+
+func (d *Daemon) stopHeartbeat() {
+	if d.beat == nil {
+		return
+	}
+	d.beat.cancel()
+	<-d.beat.done
+	d.beat = nil
+}
+
+// guardDone yields the injector's fatal error; nil channel (never ready) while off.
+func (d *Daemon) guardDone() <-chan error {
+	if d.guard == nil {
+		return nil
+	}
+	return d.guard.done
+}
+
+func (d *Daemon) logConfig(prev, s managedconfig.Snapshot) {
+	d.level.Set(s.Config.LogLevel)
+	if s.SaveErr != nil {
+		d.log.Warn("could not keep a last-good copy of the config; a later broken file would switch coworkbridge off",
+			"err", s.SaveErr, "path", d.paths.LastGoodFile())
+	}
+	switch s.Origin {
+	case managedconfig.OriginNone:
+		d.log.Info("no managed config found: coworkbridge is off", "looked_in", d.env.ConfigCandidates())
+		return
+	case managedconfig.OriginInvalid:
+		if s.Intent == managedconfig.Enforce {
+			d.log.Error("managed config is invalid, asks for enforce, and no good copy exists: every tool call is DENIED until the file is fixed",
+				"code", "config_invalid", "path", s.Path, "err", errText(s.Problem))
+			return
+		}
+		d.log.Error("managed config is invalid and no good copy exists: coworkbridge is OFF until the file is fixed",
+			"code", "config_invalid", "path", s.Path, "err", errText(s.Problem))
+		return
+	case managedconfig.OriginLastGood:
+		d.log.Error("managed config is invalid: running on the last good copy until the file is fixed",
+			"code", "config_invalid", "path", s.Path, "err", errText(s.Problem))
+	}
+	if prev.Hash == s.Hash && prev.Origin != managedconfig.OriginNone && prev.Origin != managedconfig.OriginInvalid {
+		if prev.Origin == managedconfig.OriginLastGood && s.Origin == managedconfig.OriginFile {
+			d.log.Info("managed config is valid again", "path", s.Path, "hash", s.ShortHash())
+		}
+		return // the same configuration is still in force
+	}
+	d.log.Info("managed config in force", effectiveAttrs(s)...)
+	if !s.Config.CoworkEnabled {
+		d.log.Info("cowork_enabled is false: coworkbridge is idle")
+	}
+}
+
+func effectiveAttrs(s managedconfig.Snapshot) []any {
+	c := s.Config
+	return []any{
+		"path", s.Path, "origin", string(s.Origin), "hash", s.ShortHash(),
+		"cowork_enabled", c.CoworkEnabled, "mode", string(c.Mode),
+		"sessions_roots", c.SessionsRoots,
+		"hook_timeout", c.HookTimeout.String(), "decision_timeout", c.DecisionTimeout.String(),
+		"heartbeat_interval", c.HeartbeatInterval.String(), "rescan_interval", c.RescanInterval.String(),
+		"max_line_bytes", c.MaxLineBytes,
+		slog.Group("policy",
+			"rules_dirs", c.Policy.RulesDirs, "disabled_rules", c.Policy.DisabledRules,
+			"rule_modes", len(c.Policy.RuleModes), "allowed_executables", len(c.Policy.AllowedExecutables),
+			"restrict_mcp_servers", c.Policy.RestrictMCPServers),
+		slog.Group("telemetry",
+			"path", c.Telemetry.Path, "max_file_mb", c.Telemetry.MaxFileMB,
+			"max_files", c.Telemetry.MaxFiles, "redact", c.Telemetry.Redact),
+		"log_level", c.LogLevel.String(),
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,258 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// machine is one user's Mac in a temporary folder: managed.json, the state and log folders, and
+// two sessions roots the configuration can point at.
+type machine struct {
+	dir    string
+	env    managedconfig.Env
+	log    *syncBuffer
+	config string
+}
+
+func newMachine(t *testing.T) *machine {
+	t.Helper()
+	dir := t.TempDir()
+	m := &machine{dir: dir, config: filepath.Join(dir, "managed.json"), log: new(syncBuffer)}
+	vars := map[string]string{
+		managedconfig.EnvManagedConfig: m.config,
+		managedconfig.EnvStateDir:      filepath.Join(dir, "state"),
+		managedconfig.EnvLogDir:        filepath.Join(dir, "logs"),
+	}
+	m.env = managedconfig.Env{GOOS: "darwin", Home: dir, Getenv: func(k string) string { return vars[k] }}
+	return m
+}
+
+func (m *machine) root(name string) string { return filepath.Join(m.dir, name) }
+
+// writeConfig replaces managed.json in one step, as an MDM does.
+func (m *machine) writeConfig(t *testing.T, format string, args ...any) {
+	t.Helper()
+	tmp := m.config + ".tmp"
+	if err := os.WriteFile(tmp, fmt.Appendf(nil, format, args...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, m.config); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// session makes a Cowork session folder under root, with the settings Cowork writes at start.
+func (m *machine) session(t *testing.T, root, id string) string {
+	t.Helper()
+	dir := filepath.Join(root, "acct", "org", "local_"+id)
+	if err := os.MkdirAll(filepath.Join(dir, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// start runs a daemon on m until the test ends.
+func (m *machine) start(t *testing.T) *Daemon {
+	t.Helper()
+	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, nil)), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		d.Close()
+	})
+	return d
+}
+
+// hook is our hook's command in a session's settings, "" when it is not there.
+func hook(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
+	if err != nil {
+		return ""
+	}
+	return injector.HookCommand(data)
+}
+
+func waitHook(t *testing.T, dir, want string) {
+	t.Helper()
+	cbtest.WaitForf(t, func() bool {
+		h := hook(dir)
+		if want == "" {
+			return h == ""
+		}
+		return strings.Contains(h, "mode="+want)
+	}, func() string {
+		return fmt.Sprintf("%s: hook %q, want mode %q", filepath.Base(dir), hook(dir), want)
+	})
+}
+
+func waitHealth(t *testing.T, d *Daemon, what string, ok func(health.Snapshot) bool) health.Snapshot {
+	t.Helper()
+	var s health.Snapshot
+	cbtest.WaitForf(t, func() bool { s = d.Health(); return ok(s) }, func() string {
+		return fmt.Sprintf("timed out waiting for %s; config %+v, warnings %+v", what, s.Config, s.Warnings)
+	})
+	return s
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestASecondDaemonOfTheSameUserIsRefusedNamingTheFirst(t *testing.T) {
+	m := newMachine(t)
+	m.start(t)
+	_, err := New(m.env, Options{Logger: slog.New(slog.DiscardHandler)})
+	var running *AlreadyRunningError
+	if !errors.As(err, &running) || running.PID != os.Getpid() {
+		t.Fatalf("second daemon: %v, want AlreadyRunningError naming pid %d", err, os.Getpid())
+	}
+}
+
+func TestSwitchingOffTakesOurHooksOutOfEverySession(t *testing.T) {
+	m := newMachine(t)
+	root := m.root("sessions")
+	a, b := m.session(t, root, "a"), m.session(t, root, "b")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)
+	d := m.start(t)
+	waitHook(t, a, "enforce")
+	waitHook(t, b, "enforce")
+
+	m.writeConfig(t, `{"version":1,"cowork_enabled":false,"mode":"enforce","sessions_roots":[%q]}`, root)
+	waitHook(t, a, "")
+	waitHook(t, b, "")
+	waitHealth(t, d, "the switch off", func(s health.Snapshot) bool { return !s.Config.Enabled })
+	// Nothing puts them back while off.
+	c := m.session(t, root, "c")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":false,"mode":"observe","sessions_roots":[%q]}`, root)
+	waitHealth(t, d, "the new file", func(s health.Snapshot) bool { return s.Config.Mode == "observe" })
+	if hook(a) != "" || hook(c) != "" {
+		t.Errorf("a session was hooked while off: a %q, c %q", hook(a), hook(c))
+	}
+}
+
+func TestModeChangesReachEverySessionWithoutRestart(t *testing.T) {
+	m := newMachine(t)
+	root := m.root("sessions")
+	a := m.session(t, root, "a")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","sessions_roots":[%q]}`, root)
+	m.start(t)
+	waitHook(t, a, "observe")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)
+	waitHook(t, a, "enforce")
+}
+
+func TestMovedRootsUnhookTheSessionsLeftBehindAndHookTheNewOnes(t *testing.T) {
+	m := newMachine(t)
+	oldRoot, newRoot := m.root("old"), m.root("new")
+	left, found := m.session(t, oldRoot, "left"), m.session(t, newRoot, "found")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, oldRoot)
+	m.start(t)
+	waitHook(t, left, "enforce")
+	if hook(found) != "" {
+		t.Fatal("a session outside the roots was hooked")
+	}
+
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, newRoot)
+	waitHook(t, found, "enforce")
+	// An enforce hook nobody answers would deny every call in the session left behind.
+	waitHook(t, left, "")
+}
+
+func TestABrokenPolicyKeepsThePreviousOneInForceAndIsRaised(t *testing.T) {
+	m := newMachine(t)
+	root := m.root("sessions")
+	a := m.session(t, root, "a")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)
+	d := m.start(t)
+	waitHook(t, a, "enforce")
+
+	rules := m.root("rules")
+	if err := os.MkdirAll(rules, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rules, "broken-bash.rules"), []byte("this is not a rule\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q],"policy":{"rules_dirs":[%q]}}`, root, rules)
+	s := waitHealth(t, d, "the policy problem", func(s health.Snapshot) bool { return s.Config.PolicyProblem != "" })
+	if !strings.Contains(s.Config.PolicyProblem, "broken-bash.rules") || s.Config.PolicyFallback == "" {
+		t.Errorf("policy problem %q, fallback %q: want the file named and a fallback", s.Config.PolicyProblem, s.Config.PolicyFallback)
+	}
+	if !hasWarning(s, "config_invalid") {
+		t.Errorf("warnings %+v: want config_invalid", s.Warnings)
+	}
+	if hook(a) == "" {
+		t.Error("the session lost its hook over a broken policy")
+	}
+	if !strings.Contains(m.log.String(), "broken-bash.rules") {
+		t.Errorf("the log does not name the broken file:\n%s", m.log.String())
+	}
+
+	// Fixed: the problem clears.
+	if err := os.WriteFile(filepath.Join(rules, "broken-bash.rules"), []byte("# nothing yet\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q],"policy":{"rules_dirs":[%q]},"log_level":"debug"}`, root, rules)
+	waitHealth(t, d, "the problem to clear", func(s health.Snapshot) bool { return s.Config.PolicyProblem == "" })
+}
+
+func TestABrokenFileAskingForEnforceWithNoGoodCopyGuardsEverySessionInEnforce(t *testing.T) {
+	m := newMachine(t)
+	root := m.root("sessions")
+	a := m.session(t, root, "a")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q],`, root)
+	d := m.start(t)
+	s := waitHealth(t, d, "config_invalid", func(s health.Snapshot) bool { return hasWarning(s, "config_invalid") })
+	if s.Config.Origin != string(managedconfig.OriginInvalid) || s.Config.Mode != "enforce" || s.Config.Problem == "" {
+		t.Errorf("config state %+v: want invalid, enforce, with its problem", s.Config)
+	}
+	// The file's own roots are unreadable: the default roots are guarded, not this one.
+	if hook(a) != "" {
+		t.Errorf("a root named only by the broken file was hooked: %q", hook(a))
+	}
+}
+
+func hasWarning(s health.Snapshot, code string) bool {
+	for _, w := range s.Warnings {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
