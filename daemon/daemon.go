@@ -56,9 +56,9 @@ type Daemon struct {
 	version string
 	now     func() time.Time
 	release func() // the per-user lock
-	env    managedconfig.Env
-	paths  managedconfig.Paths
-	loader *managedconfig.Loader
+	env     managedconfig.Env
+	paths   managedconfig.Paths
+	loader  *managedconfig.Loader
 	// current is the configuration in force; only Run's goroutine touches it.
 	current managedconfig.Snapshot
 	// guard is the running session machinery, nil while coworkbridge is off.

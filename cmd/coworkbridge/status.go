@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-		"github.com/coworkbridge/coworkbridge/daemon"
+	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
