@@ -418,60 +418,45 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 	}
 	in.noteRemoval(name, ev)
 	base := filepath.Base(name)
-	for _, root := range in.cfg.SessionsRoots {
-		rel, err := filepath.Rel(root, name)
-		if err != nil || rel == "." {
-			continue
-		}
-		if strings.HasPrefix(rel, "..") {
-			if strings.HasPrefix(root, name+string(filepath.Separator)) {
-				return true // a missing root's ancestor changed: the root may exist now
-			}
-			continue
-		}
-		parts := strings.Split(rel, string(filepath.Separator))
-		switch {
-		case len(parts) == 3 && ev.Has(fsnotify.Create) && strings.HasPrefix(base, "local_") && !strings.HasSuffix(base, ".json"):
+	p, ok := session.Locate(in.cfg.SessionsRoots, name)
+	if !ok {
+		// A missing root's ancestor changed: the root may exist now.
+		return slices.ContainsFunc(in.cfg.SessionsRoots, func(root string) bool {
+			return strings.HasPrefix(filepath.Clean(root), name+string(filepath.Separator))
+		})
+	}
+	switch {
+	case p.Level < session.LevelSession:
+		return !strings.HasPrefix(base, ".")
+	case p.Metadata:
+		// local_<uuid>.json changed: Cowork touched the session's metadata, a sign of life.
+		_, known := in.live[p.Dir]
+		return !known
+	case p.Level == session.LevelSession:
+		if ev.Has(fsnotify.Create) && p.IsSession() {
 			// A new session folder: watch it now rather than after a rescan, so that its .claude
 			// is seen the moment it appears.
-			in.newSession(name)
-			return false
-		case len(parts) <= 3:
-			if len(parts) == 3 && strings.HasSuffix(base, ".json") {
-				// local_<uuid>.json changed: Cowork touched the session's metadata, a sign of life.
-				dir := strings.TrimSuffix(name, ".json")
-				if _, known := in.live[dir]; !known {
-					return true
-				}
-				return false
-			}
-			return !strings.HasPrefix(base, ".")
-		case len(parts) == 4 && base == "outputs" && ev.Has(fsnotify.Create),
-			len(parts) == 5 && parts[3] == "outputs" && base == session.ClaudeDir,
-			len(parts) == 6 && parts[3] == "outputs" && parts[4] == session.ClaudeDir && strings.HasPrefix(base, "settings"):
-			dir := filepath.Join(root, parts[0], parts[1], parts[2])
-			if _, known := in.live[dir]; known {
-				in.watchSession(dir)
-				in.ensure(dir, parts[2], reasonChange)
-			}
-			return false
-		case len(parts) == 4 && base == session.ClaudeDir:
-			dir := filepath.Dir(name)
-			if ev.Has(fsnotify.Create) {
-				in.watchSession(dir)
-				in.ensure(dir, filepath.Base(dir), reasonNew)
-			}
-			return false
-		case len(parts) == 5 && parts[3] == session.ClaudeDir && base == "settings.json":
-			dir := filepath.Dir(filepath.Dir(name))
-			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-				in.pending[dir] = true
-				return true
-			}
-			in.ensure(dir, filepath.Base(dir), reasonChange)
+			in.newSession(p.Dir)
 			return false
 		}
-		return false
+		return !strings.HasPrefix(base, ".")
+	case p.Rel == "outputs" && ev.Has(fsnotify.Create), p.Rel == "outputs/"+session.ClaudeDir,
+		strings.HasPrefix(p.Rel, "outputs/"+session.ClaudeDir+"/settings") && strings.Count(p.Rel, "/") == 2:
+		if _, known := in.live[p.Dir]; known {
+			in.watchSession(p.Dir)
+			in.ensure(p.Dir, p.ID(), reasonChange)
+		}
+	case p.Rel == session.ClaudeDir:
+		if ev.Has(fsnotify.Create) {
+			in.watchSession(p.Dir)
+			in.ensure(p.Dir, p.ID(), reasonNew)
+		}
+	case p.Rel == session.SettingsFile:
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			in.pending[p.Dir] = true
+			return true
+		}
+		in.ensure(p.Dir, p.ID(), reasonChange)
 	}
 	return false
 }
@@ -483,20 +468,13 @@ func (in *Injector) noteRemoval(name string, ev fsnotify.Event) {
 	if !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
 		return
 	}
-	for _, root := range in.cfg.SessionsRoots {
-		rel, err := filepath.Rel(root, name)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			continue
-		}
-		parts := strings.Split(filepath.ToSlash(rel), "/")
-		switch {
-		case len(parts) < 3:
-		case len(parts) == 3 && strings.HasSuffix(parts[2], ".json"):
-			in.opts.Removals.Saw(filepath.Join(root, parts[0], parts[1], strings.TrimSuffix(parts[2], ".json")), session.MetadataName)
-		case len(parts) <= 4 || ev.Has(fsnotify.Remove) && session.RemovalSign(strings.Join(parts[3:], "/")):
-			in.opts.Removals.Saw(filepath.Join(root, parts[0], parts[1], parts[2]), strings.Join(parts[3:], "/"))
-		}
-		return
+	p, ok := session.Locate(in.cfg.SessionsRoots, name)
+	switch {
+	case !ok || p.Level < session.LevelSession:
+	case p.Metadata:
+		in.opts.Removals.Saw(p.Dir, session.MetadataName)
+	case !strings.Contains(p.Rel, "/") || ev.Has(fsnotify.Remove) && session.RemovalSign(p.Rel):
+		in.opts.Removals.Saw(p.Dir, p.Rel)
 	}
 }
 
