@@ -194,26 +194,3 @@ func BenchmarkHookProcess(b *testing.B) {
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
 }
-
-// The host hook runs with an environment the session's settings can extend: a deployment build
-// must not let COWORKBRIDGE_MANAGED_CONFIG point it at a policy of the agent's making.
-func TestTheHostHookIgnoresDevelopmentOverridesOutsideADevelopmentBuild(t *testing.T) {
-	for _, p := range []string{"/etc/coworkbridge/managed.json", "/Library/Application Support/CoworkBridge/managed.json"} {
-		if _, err := os.Stat(p); err == nil {
-			t.Skipf("%s exists on this machine; the hook would read it", p)
-		}
-	}
-	m := newMachine(t)
-	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
-	for _, kv := range m.environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	in := `{"tool_name":"Bash","tool_input":{"command":"git push --force"}}`
-	if out := hookVerdict(strings.NewReader(in), time.Now, true); !strings.Contains(string(out), `"deny"`) {
-		t.Fatalf("a development build must honour the override: %s", out)
-	}
-	if out := hookVerdict(strings.NewReader(in), time.Now, false); len(out) != 0 {
-		t.Errorf("a deployment build followed COWORKBRIDGE_MANAGED_CONFIG: %s", out)
-	}
-}

@@ -1,0 +1,181 @@
+// Package hosthook is the decision of `coworkbridge hook`, the ordinary Claude Code PreToolUse hook
+// for sessions that run on the Mac itself (registered by the managed-settings drop-in). For each
+// call it reads the payload, compiles the managed policy, judges the call, records it in the
+// decision log, and returns what the hook prints: a deny or ask in enforce mode, nothing otherwise.
+//
+// It never fails open in enforce mode: every failure, a panic included, is a deny. It does not
+// answer Cowork sessions whose own injected hook reports to the daemon (the daemon does), it never
+// writes the last good copy of managed.json (only the daemon does), and it keeps no state between
+// calls.
+package hosthook
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// maxPayload bounds what the hook reads from stdin when no config says otherwise.
+const maxPayload = 16 << 20
+
+// Options are what one call needs besides its payload.
+type Options struct {
+	// Env is the user's environment; nil: managed.SystemEnv. Its Getenv also gives Claude Code's
+	// CLAUDE_CONFIG_DIR and CLAUDE_CODE_HOST_SESSION_ID.
+	Env func() (managedconfig.Env, error)
+	// DevOverrides lets the COWORKBRIDGE_* overrides count (a development build, the tests' own
+	// binary). Otherwise they are ignored: the hook's environment is partly the session's to
+	// choose (settings env), and an override could point it at a policy of the agent's making.
+	DevOverrides bool
+	// Version is this build's, for the decision log.
+	Version string
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Answer judges the call whose payload is in and returns what the hook prints (nothing for no
+// objection). In enforce mode every failure, a panic included, is a deny; in observe mode nothing
+// is ever printed.
+func Answer(in io.Reader, opts Options) (out []byte) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Env == nil {
+		opts.Env = managedconfig.SystemEnv
+	}
+	started := opts.Now()
+	enforce := false
+	defer func() {
+		if r := recover(); r != nil {
+			out = failure(enforce, fmt.Sprintf("internal error (%v)", r))
+		}
+	}()
+	env, err := opts.Env()
+	if err != nil {
+		return failure(true, "cannot find the user's home: "+err.Error())
+	}
+	if !opts.DevOverrides {
+		env = env.WithoutOverrides()
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		return failure(true, "cannot find coworkbridge's folders: "+err.Error())
+	}
+	snap := managedconfig.NewLoader(env, paths).Load()
+	if snap.Origin == managedconfig.OriginInvalid {
+		// A broken file and no good copy: as the daemon does, fail closed when the file clearly
+		// asks for enforce, block nothing otherwise, and say config_invalid either way.
+		snap.Config.CoworkEnabled, snap.Config.Mode = true, snap.Intent
+	} else if !snap.Enabled() {
+		return nil // coworkbridge is off on this Mac
+	}
+	cfg := snap.Config
+	enforce = cfg.Mode == managedconfig.Enforce
+	p, why := readPayload(in, cfg.MaxLineBytes)
+	if why != "" {
+		return failure(enforce, why)
+	}
+	if GuardedBySessionHook(getenv(env, "CLAUDE_CONFIG_DIR"), cfg, paths.ChannelRoot()) {
+		return nil // a Cowork session whose own hook reports to the daemon: one record per call
+	}
+	cls, err := classifierFor(snap)
+	if err != nil && cls == nil {
+		return failure(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error())
+	}
+	v := cls.Evaluate(context.Background(), p)
+	rec := telemetry.Record{TS: opts.Now(), RID: newRID(), Session: hostSession(env, p), Agent: "claude-code",
+		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
+		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: string(v.Decision), Rule: v.RuleID,
+		Reason: v.Reason, LatencyUS: opts.Now().Sub(started).Microseconds()}
+	if len(rec.Input) == 0 {
+		rec.Input = json.RawMessage("null")
+	}
+	record(rec, cfg.Telemetry, telemetry.LocalStamp(opts.Version, snap.ShortHash(), string(snap.Origin)))
+	if !rec.Enforced {
+		return nil
+	}
+	return claudehook.Output(v.Decision, v.HookReason(), v.Nudge)
+}
+
+// readPayload reads one payload of at most the configured line size (or maxPayload, if larger);
+// why says what went wrong.
+func readPayload(in io.Reader, maxLine int64) (p claudehook.Payload, why string) {
+	limit := max(maxLine, maxPayload)
+	data, err := io.ReadAll(io.LimitReader(in, limit+1))
+	if err != nil {
+		return p, "cannot read the tool call: " + err.Error()
+	}
+	if int64(len(data)) > limit {
+		return p, "the tool call is larger than coworkbridge accepts"
+	}
+	p, err = claudehook.ParsePayload(bytes.TrimSpace(data))
+	if err != nil {
+		return p, "cannot read the tool call: " + err.Error()
+	}
+	return p, ""
+}
+
+// classifierFor is the policy in force, or with a broken file and no good copy a policy that
+// denies every call naming the problem.
+func classifierFor(snap managedconfig.Snapshot) (*classifier.Classifier, error) {
+	if snap.Origin != managedconfig.OriginInvalid {
+		return policy.Compile(snap.Config.Policy)
+	}
+	problem := "unknown problem"
+	if snap.Problem != nil {
+		problem = snap.Problem.Error()
+	}
+	return classifier.New(classifier.Policy{DenyAll: "coworkbridge's configuration (managed.json) is invalid (config_invalid) " +
+		"and no good copy exists, so no call can be checked: " + problem + ". Ask your IT team to fix it."})
+}
+
+// record appends rec to the decision log. A failure does not change the verdict: refusing every
+// call on a full disk would stop all work without making anything safer.
+func record(rec telemetry.Record, t managedconfig.Telemetry, stamp telemetry.Stamp) {
+	log := telemetry.Open(telemetry.Options{Path: t.Path, MaxFileBytes: int64(t.MaxFileMB) << 20,
+		MaxFiles: t.MaxFiles, Redact: t.Redact, Inputs: t.Inputs, Stamp: stamp})
+	defer log.Close()
+	_ = log.Write(rec)
+}
+
+// failure is the answer when the hook cannot judge: a deny in enforce mode, nothing otherwise.
+func failure(enforce bool, why string) []byte {
+	if !enforce {
+		return nil
+	}
+	return claudehook.Output(claudehook.Deny, "coworkbridge: this tool call was blocked because "+why, "")
+}
+
+// newRID gives a host-hook record a request id like the spool's, so that every record has one.
+func newRID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// hostSession names the session in the decision log: Cowork's host session id when there is
+// one, else Claude Code's own session id.
+func hostSession(env managedconfig.Env, p claudehook.Payload) string {
+	if id := getenv(env, "CLAUDE_CODE_HOST_SESSION_ID"); id != "" {
+		return id
+	}
+	return p.SessionID
+}
+
+func getenv(env managedconfig.Env, key string) string {
+	if env.Getenv == nil {
+		return ""
+	}
+	return env.Getenv(key)
+}

@@ -1,0 +1,148 @@
+package hosthook
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// mac is a user's machine in a temporary folder, its environment naming managed.json, the state
+// and log folders and one sessions root through the development overrides.
+type mac struct {
+	home, config, state, sessions string
+	vars                          map[string]string
+}
+
+func newMac(t *testing.T, config string) *mac {
+	t.Helper()
+	home := t.TempDir()
+	m := &mac{home: home, config: filepath.Join(home, "managed.json"), state: filepath.Join(home, "state"), sessions: filepath.Join(home, "sessions")}
+	m.vars = map[string]string{
+		managedconfig.EnvManagedConfig: m.config, managedconfig.EnvStateDir: m.state,
+		managedconfig.EnvLogDir: filepath.Join(home, "logs"), managedconfig.EnvSessionsRoot: m.sessions,
+	}
+	if err := os.WriteFile(m.config, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (m *mac) options(dev bool, extra ...string) Options {
+	vars := map[string]string{}
+	for k, v := range m.vars {
+		vars[k] = v
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
+	}
+	env := managedconfig.Env{GOOS: runtime.GOOS, Home: m.home, Getenv: func(k string) string { return vars[k] }}
+	return Options{Env: func() (managedconfig.Env, error) { return env, nil }, DevOverrides: dev, Version: "test"}
+}
+
+func answer(out []byte) string {
+	var o struct {
+		H struct {
+			D string `json:"permissionDecision"`
+		} `json:"hookSpecificOutput"`
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	if json.Unmarshal(out, &o) != nil {
+		return "unreadable"
+	}
+	return o.H.D
+}
+
+const forcePush = `{"tool_name":"Bash","tool_input":{"command":"git push --force"}}`
+
+// The host hook runs with an environment the session's settings can extend: a deployment build
+// must not let COWORKBRIDGE_MANAGED_CONFIG point it at a policy of the agent's making.
+func TestTheHostHookIgnoresDevelopmentOverridesOutsideADevelopmentBuild(t *testing.T) {
+	for _, p := range []string{"/etc/coworkbridge/managed.json", "/Library/Application Support/CoworkBridge/managed.json"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists on this machine; the hook would read it", p)
+		}
+	}
+	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	if out := Answer(strings.NewReader(forcePush), m.options(true)); answer(out) != "deny" {
+		t.Fatalf("a development build must honour the override: %s", out)
+	}
+	if out := Answer(strings.NewReader(forcePush), m.options(false)); len(out) != 0 {
+		t.Errorf("a deployment build followed COWORKBRIDGE_MANAGED_CONFIG: %s", out)
+	}
+}
+
+func TestAHomeThatCannotBeFoundIsADeny(t *testing.T) {
+	opts := Options{Env: func() (managedconfig.Env, error) { return managedconfig.Env{}, os.ErrNotExist }}
+	if out := Answer(strings.NewReader(forcePush), opts); answer(out) != "deny" {
+		t.Errorf("no home: %q, want deny (the mode cannot be known)", out)
+	}
+}
+
+// sessionWithOurEntry makes a session under root carrying the entry the injector writes there,
+// and returns its .claude folder.
+func (m *mac) sessionWithOurEntry(t *testing.T, root, id string) string {
+	t.Helper()
+	claude := filepath.Join(root, "acct", "org", id, ".claude")
+	if err := os.MkdirAll(claude, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := managedconfig.Defaults(managedconfig.Env{GOOS: runtime.GOOS, Home: m.home}, managedconfig.Paths{})
+	cfg.Mode, cfg.CoworkEnabled = managedconfig.Enforce, true
+	e, err := injector.NewEntry(cfg, filepath.Join(m.state, "channel", id, ".claude", "coworkbridge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := injector.Merge(nil, e)
+	if err := os.WriteFile(filepath.Join(claude, "settings.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return claude
+}
+
+func TestTheHookStandsAsideOnlyForARealSessionReachedThroughRealFolders(t *testing.T) {
+	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	real := m.sessionWithOurEntry(t, m.sessions, "local_s1")
+	// The same settings in a tree outside the root, reached through a link planted at each level.
+	outside := filepath.Join(m.home, "outside")
+	m.sessionWithOurEntry(t, outside, "local_s1")
+	links := map[string]string{
+		filepath.Join(m.sessions, "linked"):                  filepath.Join(outside, "acct"),
+		filepath.Join(m.sessions, "acct", "linkedorg"):       filepath.Join(outside, "acct", "org"),
+		filepath.Join(m.sessions, "acct", "org", "local_s2"): filepath.Join(outside, "acct", "org", "local_s1"),
+	}
+	for link, target := range links {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, configDir string
+		standAside      bool
+	}{
+		{"the session's own .claude", real, true},
+		{"the same, spelled with dots", filepath.Join(m.sessions, "acct", "x", "..", "org", "local_s1", ".claude"), true},
+		{"a link at the account level", filepath.Join(m.sessions, "linked", "org", "local_s1", ".claude"), false},
+		{"a link at the org level", filepath.Join(m.sessions, "acct", "linkedorg", "local_s1", ".claude"), false},
+		{"a session folder that is a link", filepath.Join(m.sessions, "acct", "org", "local_s2", ".claude"), false},
+		{"a tree outside the roots", filepath.Join(outside, "acct", "org", "local_s1", ".claude"), false},
+		{"a relative path", "acct/org/local_s1/.claude", false},
+		{"not a .claude folder", filepath.Join(m.sessions, "acct", "org", "local_s1"), false},
+		{"unset", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := Answer(strings.NewReader(forcePush), m.options(true, "CLAUDE_CONFIG_DIR", tt.configDir))
+			if got := answer(out) == ""; got != tt.standAside {
+				t.Errorf("stood aside %v (%q), want %v", got, out, tt.standAside)
+			}
+		})
+	}
+}
