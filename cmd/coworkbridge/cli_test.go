@@ -6,9 +6,11 @@ import (
 	"os"
 	osuser "os/user"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/installer"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
 )
@@ -188,5 +190,21 @@ func TestStatusForANamedUser(t *testing.T) {
 	env, err := statusEnv(me.Username)
 	if err != nil || env.Home != me.HomeDir || env.Getenv != nil {
 		t.Errorf("statusEnv(%s) = %+v, %v; want the home %s and no environment", me.Username, env, err, me.HomeDir)
+	}
+}
+
+// The package's postinstall runs install --system-wide --managed-settings. With nobody at the
+// console (a Mac pre-staged at the login window) the per-user part waits for a login, but the
+// machine-wide drop-in is written all the same, and the exit status says something was left.
+func TestWithNoConsoleUserTheDropInIsStillWritten(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("relies on the console user being unknown, as it is off macOS")
+	}
+	code, out, errs := runCLI(t, "", "install", "--system-wide", "--managed-settings", "--dry-run", "--binary", "/opt/cb/coworkbridge")
+	if code != exitFail || !strings.Contains(errs, "console user") {
+		t.Errorf("exit %d, stderr %q; want 1 naming the console user", code, errs)
+	}
+	if !strings.Contains(out, installer.DropInName) {
+		t.Errorf("the drop-in was not written: %q", out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"howett.net/plist"
 
+	"github.com/coworkbridge/coworkbridge/installer"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -82,8 +83,8 @@ func TestTheExampleProfileConfiguresAndLocksTheAgent(t *testing.T) {
 		t.Errorf("the profile's settings: %v (enabled %v)", err, cfg.CoworkEnabled)
 	}
 	rules, _ := loginItems["Rules"].([]any)
-	if len(rules) != 1 || rules[0].(map[string]any)["RuleType"] != "Label" || rules[0].(map[string]any)["RuleValue"] != agentLabel {
-		t.Errorf("login item rules %v, want the label %s", rules, agentLabel)
+	if len(rules) != 1 || rules[0].(map[string]any)["RuleType"] != "Label" || rules[0].(map[string]any)["RuleValue"] != installer.Label {
+		t.Errorf("login item rules %v, want the label %s", rules, installer.Label)
 	}
 }
 

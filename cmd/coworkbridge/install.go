@@ -1,70 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
-	"github.com/google/renameio/v2"
-
-	"github.com/coworkbridge/coworkbridge/daemon"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/installer"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
-
-// agentLabel names the LaunchAgent and the systemd user unit.
-const agentLabel = "com.coworkbridge.agent"
-
-// dropInName is our managed-settings drop-in; 50 leaves room on both sides for other tools'.
-const dropInName = "50-coworkbridge.json"
-
-// runner runs the service manager's commands; tests replace it.
-type runner interface {
-	run(name string, args ...string) (string, error)
-}
-
-type execRunner struct{}
-
-func (execRunner) run(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	return string(out), err
-}
-
-// target is one user to install for.
-type target struct {
-	name     string
-	uid, gid int
-	home     string
-}
-
-// installer installs or removes the per-user agent. Every path and command is a field so that
-// tests run it for a Mac on any machine.
-type installer struct {
-	goos       string
-	exe        string // absolute path of the binary the agent runs
-	managedDir string // the managed-settings.d folder
-	run        runner
-	out        io.Writer
-	dryRun     bool
-	chown      bool // running as root for another user: files must belong to that user
-	// unhook removes our hooks from every session of a user and returns how many it changed;
-	// nil: unhookSessions.
-	unhook func(t target) (int, error)
-}
 
 func cmdInstall(_ context.Context, args []string, sio stdio) int { return installCmd(args, sio, true) }
 func cmdUninstall(_ context.Context, args []string, sio stdio) int {
@@ -98,30 +42,30 @@ func installCmd(args []string, sio stdio, install bool) int {
 	if code, done := fs.noArgs(); done {
 		return code
 	}
-	in, err := newInstaller(*binary, sio.out, *dry)
+	in, err := installer.New(*binary, sio.out, *dry)
 	if err != nil {
 		fmt.Fprintf(sio.err, "coworkbridge %s: %v\n", name, err)
 		return exitFail
 	}
 	// The drop-in is machine-wide: a Mac with nobody at the console (pre-staged at the login
 	// window) still gets it, and the per-user part is reported as deferred.
-	targets, err := in.targets(*systemWide, users)
+	targets, err := in.Targets(*systemWide, users)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
 	}
 	for _, t := range targets {
 		if install {
-			errs = append(errs, in.install(t))
+			errs = append(errs, in.Install(t))
 		} else {
-			errs = append(errs, in.uninstall(t, *purge))
+			errs = append(errs, in.Uninstall(t, *purge))
 		}
 	}
 	if *managed {
 		if install {
-			errs = append(errs, in.writeDropIn())
+			errs = append(errs, in.WriteDropIn())
 		} else {
-			errs = append(errs, in.removeDropIn())
+			errs = append(errs, in.RemoveDropIn())
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -136,256 +80,6 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func newInstaller(binary string, out io.Writer, dry bool) (*installer, error) {
-	if binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find this binary: %w", err)
-		}
-		if exe, err = filepath.EvalSymlinks(exe); err != nil {
-			return nil, fmt.Errorf("find this binary: %w", err)
-		}
-		binary = exe
-	}
-	if !filepath.IsAbs(binary) {
-		return nil, fmt.Errorf("--binary %q must be an absolute path: the agent starts it from anywhere", binary)
-	}
-	if runtime.GOOS != "darwin" && runtime.GOOS != "linux" {
-		return nil, fmt.Errorf("install supports macOS (LaunchAgent) and Linux (systemd user unit), not %s", runtime.GOOS)
-	}
-	dir := "/etc/claude-code/managed-settings.d"
-	if runtime.GOOS == "darwin" {
-		dir = "/Library/Application Support/ClaudeCode/managed-settings.d"
-	}
-	return &installer{goos: runtime.GOOS, exe: binary, managedDir: dir, run: execRunner{}, out: out, dryRun: dry}, nil
-}
-
-// targets resolves whom to act for: the invoking user, or (as root) the console user or the
-// named ones.
-func (in *installer) targets(systemWide bool, names []string) ([]target, error) {
-	if !systemWide {
-		if len(names) > 0 {
-			return nil, errors.New("--user needs --system-wide")
-		}
-		u, err := user.Current()
-		if err != nil {
-			return nil, fmt.Errorf("who am I: %w", err)
-		}
-		if u.Uid == "0" && !in.dryRun {
-			return nil, errors.New("running as root: the agent must run as the user, so use --system-wide (for the console user) or --user NAME")
-		}
-		return []target{toTarget(u)}, nil
-	}
-	if os.Geteuid() != 0 && !in.dryRun {
-		return nil, errors.New("--system-wide acts for other users and needs root (run it from the MDM's post-install script)")
-	}
-	in.chown = true
-	if len(names) == 0 {
-		name, err := in.consoleUser()
-		if err != nil {
-			return nil, err
-		}
-		names = []string{name}
-	}
-	var ts []target
-	for _, n := range names {
-		u, err := user.Lookup(n)
-		if err != nil {
-			return nil, fmt.Errorf("user %q: %w", n, err)
-		}
-		ts = append(ts, toTarget(u))
-	}
-	return ts, nil
-}
-
-func toTarget(u *user.User) target {
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return target{name: u.Username, uid: uid, gid: gid, home: u.HomeDir}
-}
-
-// consoleUser is the user logged in at the Mac's screen; nobody is logged in at the login window.
-func (in *installer) consoleUser() (string, error) {
-	if in.goos != "darwin" {
-		return "", errors.New("--system-wide without --user finds the console user on macOS only; name the users with --user")
-	}
-	name, ok := consoleUserOf(in.run)
-	if !ok {
-		return "", fmt.Errorf("no user is logged in at the console (%q); the agent will be installed at the next run, or name users with --user", name)
-	}
-	return name, nil
-}
-
-// consoleUserOf asks macOS who owns the console; ok is false at the login window (nobody, root
-// or the setup assistant's user).
-func consoleUserOf(r runner) (name string, ok bool) {
-	out, err := r.run("stat", "-f", "%Su", "/dev/console")
-	name = strings.TrimSpace(out)
-	return name, err == nil && name != "" && name != "root" && name != "_mbsetupuser"
-}
-
-// agentPath is where the agent definition goes for t.
-func (in *installer) agentPath(t target) string {
-	if in.goos == "darwin" {
-		return filepath.Join(t.home, "Library", "LaunchAgents", agentLabel+".plist")
-	}
-	return filepath.Join(t.home, ".config", "systemd", "user", agentLabel+".service")
-}
-
-func (in *installer) logDir(t target) string {
-	if in.goos == "darwin" {
-		return filepath.Join(t.home, "Library", "Logs", "CoworkBridge")
-	}
-	return filepath.Join(t.home, ".local", "state", "coworkbridge", "logs")
-}
-
-func (in *installer) install(t target) error {
-	def := unitFor(in.exe)
-	if in.goos == "darwin" {
-		def = plistFor(in.exe, in.logDir(t))
-	}
-	if in.dryRun {
-		fmt.Fprintf(in.out, "# %s\n%s\n", in.agentPath(t), def)
-	} else {
-		if err := in.mkdirOwned(t, in.logDir(t)); err != nil {
-			return err
-		}
-		if err := in.mkdirOwned(t, filepath.Dir(in.agentPath(t))); err != nil {
-			return err
-		}
-		if err := in.writeOwned(t, in.agentPath(t), def, 0o644); err != nil {
-			return err
-		}
-	}
-	if in.goos == "darwin" {
-		return in.launchctlLoad(t)
-	}
-	return in.systemdLoad(t)
-}
-
-func (in *installer) launchctlLoad(t target) error {
-	domain := "gui/" + strconv.Itoa(t.uid)
-	service := domain + "/" + agentLabel
-	// bootout fails harmlessly when nothing is loaded; bootstrap fails if something still is.
-	in.cmd(true, "launchctl", "bootout", service)
-	if err := in.cmd(false, "launchctl", "enable", service); err != nil {
-		return err
-	}
-	if err := in.cmd(false, "launchctl", "bootstrap", domain, in.agentPath(t)); err != nil {
-		return fmt.Errorf("%w; is %s logged in? (the gui domain exists only while the user has a session)", err, t.name)
-	}
-	if err := in.cmd(false, "launchctl", "print", service); err != nil {
-		return fmt.Errorf("installed but launchd does not list the agent: %w", err)
-	}
-	if !in.dryRun {
-		fmt.Fprintf(in.out, "coworkbridge agent installed for %s: %s\n", t.name, in.agentPath(t))
-	}
-	return nil
-}
-
-func (in *installer) systemdLoad(t target) error {
-	if in.chown {
-		return errors.New("--system-wide is for macOS; on Linux run install as each user")
-	}
-	for _, args := range [][]string{{"--user", "daemon-reload"}, {"--user", "enable", "--now", agentLabel + ".service"}, {"--user", "is-active", agentLabel + ".service"}} {
-		if err := in.cmd(false, "systemctl", args...); err != nil {
-			return err
-		}
-	}
-	if !in.dryRun {
-		fmt.Fprintf(in.out, "coworkbridge unit installed and started: %s\n", in.agentPath(t))
-	}
-	return nil
-}
-
-func (in *installer) uninstall(t target, purge bool) error {
-	if in.goos == "darwin" {
-		in.cmd(true, "launchctl", "bootout", "gui/"+strconv.Itoa(t.uid)+"/"+agentLabel)
-	} else {
-		in.cmd(true, "systemctl", "--user", "disable", "--now", agentLabel+".service")
-	}
-	// At once after the stop (before it, the daemon would put them back): an enforce hook left
-	// in a session with no daemon to answer denies every call.
-	if in.dryRun {
-		fmt.Fprintf(in.out, "%s unhook   # as %s\n", shellQuote([]string{in.exe}), t.name)
-	} else {
-		unhook := in.unhook
-		if unhook == nil {
-			unhook = in.unhookSessions
-		}
-		n, err := unhook(t)
-		if err != nil {
-			return fmt.Errorf("remove coworkbridge's hooks from %s's sessions (run 'coworkbridge unhook' as %s): %w", t.name, t.name, err)
-		}
-		fmt.Fprintf(in.out, "coworkbridge's hooks removed from %d session(s) of %s\n", n, t.name)
-	}
-	paths := []string{in.agentPath(t)}
-	if purge {
-		state := filepath.Join(t.home, ".local", "state", "coworkbridge")
-		if in.goos == "darwin" {
-			state = filepath.Join(t.home, "Library", "Application Support", "CoworkBridge")
-		}
-		paths = append(paths, in.logDir(t), state)
-	}
-	for _, p := range paths {
-		if in.dryRun {
-			fmt.Fprintf(in.out, "rm -rf %q\n", p)
-			continue
-		}
-		if err := os.RemoveAll(p); err != nil {
-			return fmt.Errorf("remove %s: %w", p, err)
-		}
-	}
-	if in.goos == "linux" && !in.dryRun {
-		in.cmd(true, "systemctl", "--user", "daemon-reload")
-	}
-	if !in.dryRun {
-		fmt.Fprintf(in.out, "coworkbridge agent removed for %s%s\n", t.name, map[bool]string{true: " (logs and state purged)", false: "; logs kept"}[purge])
-	}
-	return nil
-}
-
-// unhookSessions removes our hooks from t's sessions: in this process when it is t's, else by
-// running this binary's unhook as t, so that the settings files it rewrites stay t's.
-func (in *installer) unhookSessions(t target) (int, error) {
-	if !in.chown {
-		env, err := managedconfig.SystemEnv()
-		if err != nil {
-			return 0, err
-		}
-		env.GOOS, env.Home = in.goos, t.home
-		return unhookUser(env)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return 0, fmt.Errorf("find this binary: %w", err)
-	}
-	cmd := exec.Command(self, "unhook", "--quiet-count")
-	cmd.Env = []string{"HOME=" + t.home, "PATH=/usr/bin:/bin"}
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(t.uid), Gid: uint32(t.gid)}}
-	out, err := cmd.Output()
-	if err != nil {
-		return 0, fmt.Errorf("%s unhook as %s: %w", self, t.name, err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		return 0, fmt.Errorf("%s unhook as %s printed %q", self, t.name, out)
-	}
-	return n, nil
-}
-
-// unhookUser removes our hooks from every session under the sessions roots of env's user:
-// managed.json's (read, never written), or the defaults.
-func unhookUser(env managedconfig.Env) (int, error) {
-	paths, err := env.Paths()
-	if err != nil {
-		return 0, err
-	}
-	s := managedconfig.NewLoader(env, paths).Load()
-	return injector.UnhookAll(s.Config.SessionsRoots, nil), nil
-}
-
 func cmdUnhook(_ context.Context, args []string, sio stdio) int {
 	fs := newFlags("unhook", "[--quiet-count]", "Removes coworkbridge's hooks from every Cowork session of this user, as uninstall does right\n"+
 		"after it stops the agent. The daemon puts them back while it runs, so stop it first.", sio)
@@ -396,16 +90,10 @@ func cmdUnhook(_ context.Context, args []string, sio stdio) int {
 	if code, done := fs.noArgs(); done {
 		return code
 	}
+	var n int
 	env, err := managedconfig.SystemEnv()
 	if err == nil {
-		var paths managedconfig.Paths
-		if paths, err = env.Paths(); err == nil && daemon.Running(paths.LockFile()) {
-			err = fmt.Errorf("the daemon is running and would put the hooks back; stop it first (%s), or use 'coworkbridge uninstall'", stopCommand(runtime.GOOS))
-		}
-	}
-	var n int
-	if err == nil {
-		n, err = unhookUser(env)
+		n, err = installer.Unhook(env)
 	}
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge unhook:", err)
@@ -417,183 +105,4 @@ func cmdUnhook(_ context.Context, args []string, sio stdio) int {
 		fmt.Fprintf(sio.out, "coworkbridge's hooks removed from %d session(s)\n", n)
 	}
 	return exitOK
-}
-
-// stopCommand is how the user stops their agent on this platform.
-func stopCommand(goos string) string {
-	if goos == "darwin" {
-		return "launchctl bootout gui/$(id -u)/" + agentLabel
-	}
-	return "systemctl --user stop " + agentLabel
-}
-
-// cmd runs (or, dry, prints) one command. tolerant: a failure is expected and ignored.
-func (in *installer) cmd(tolerant bool, name string, args ...string) error {
-	if in.dryRun {
-		fmt.Fprintln(in.out, shellQuote(append([]string{name}, args...)))
-		return nil
-	}
-	out, err := in.run.run(name, args...)
-	if err != nil && !tolerant {
-		return fmt.Errorf("%s: %w: %s", shellQuote(append([]string{name}, args...)), err, strings.TrimSpace(out))
-	}
-	return nil
-}
-
-func shellQuote(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		q[i] = a
-	}
-	return strings.Join(q, " ")
-}
-
-// mkdirOwned creates dir; as root for a user, every folder it creates belongs to that user.
-func (in *installer) mkdirOwned(t target, dir string) error {
-	var created []string
-	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		}
-		created = append(created, d)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	if !in.chown {
-		return nil
-	}
-	for _, d := range append(created, dir) {
-		if err := os.Chown(d, t.uid, t.gid); err != nil {
-			return fmt.Errorf("give %s to %s: %w", d, t.name, err)
-		}
-	}
-	return nil
-}
-
-func (in *installer) writeOwned(t target, path string, data []byte, perm fs.FileMode) error {
-	if err := renameio.WriteFile(path, data, perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if in.chown {
-		if err := os.Chown(path, t.uid, t.gid); err != nil {
-			return fmt.Errorf("give %s to %s: %w", path, t.name, err)
-		}
-	}
-	return nil
-}
-
-// plistFor is the LaunchAgent: started at login, restarted when it fails (not when it exits
-// cleanly, which is an admin's or the user's stop), at background priority.
-func plistFor(exe, logDir string) []byte {
-	esc := func(s string) string {
-		var b bytes.Buffer
-		_ = xml.EscapeText(&b, []byte(s))
-		return b.String()
-	}
-	return []byte(`<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<plist version="1.0">
-<dict>
-	<key>Label</key>
-	<string>` + agentLabel + `</string>
-	<key>ProgramArguments</key>
-	<array>
-		<string>` + esc(exe) + `</string>
-		<string>run</string>
-	</array>
-	<key>RunAtLoad</key>
-	<true/>
-	<key>KeepAlive</key>
-	<dict>
-		<key>SuccessfulExit</key>
-		<false/>
-	</dict>
-	<key>ThrottleInterval</key>
-	<integer>10</integer>
-	<key>ProcessType</key>
-	<string>Background</string>
-	<key>StandardOutPath</key>
-	<string>` + esc(filepath.Join(logDir, "daemon.log")) + `</string>
-	<key>StandardErrorPath</key>
-	<string>` + esc(filepath.Join(logDir, "daemon.log")) + `</string>
-</dict>
-</plist>
-`)
-}
-
-// unitFor is the systemd user unit with the same lifecycle as the LaunchAgent.
-func unitFor(exe string) []byte {
-	return []byte(`[Unit]
-Description=coworkbridge: organisation policy for Claude Cowork sessions
-After=default.target
-
-[Service]
-ExecStart=` + systemdQuote(exe) + ` run
-Restart=on-failure
-RestartSec=10
-KillSignal=SIGTERM
-TimeoutStopSec=10
-
-[Install]
-WantedBy=default.target
-`)
-}
-
-func systemdQuote(s string) string {
-	if !strings.ContainsAny(s, " \t\"'\\") {
-		return s
-	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-// dropIn is the managed-settings drop-in that makes every Claude Code session on the machine
-// call `coworkbridge hook`. Drop-ins merge with one another, so it carries only our hook.
-func dropIn(exe string, timeout time.Duration) []byte {
-	entry := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-		"matcher": "*",
-		"hooks":   []any{map[string]any{"type": "command", "command": shellQuote([]string{exe}) + " hook", "timeout": int(timeout / time.Second)}},
-	}}}}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(entry)
-	return b.Bytes()
-}
-
-// dropInTimeout is generous: the host hook answers in milliseconds, and a deny printed late is
-// still a deny, whereas Claude Code lets the call through when the timeout kills the hook.
-const dropInTimeout = 30 * time.Second
-
-func (in *installer) writeDropIn() error {
-	path := filepath.Join(in.managedDir, dropInName)
-	data := dropIn(in.exe, dropInTimeout)
-	if in.dryRun {
-		fmt.Fprintf(in.out, "# %s\n%s", path, data)
-		return nil
-	}
-	if err := os.MkdirAll(in.managedDir, 0o755); err != nil {
-		return fmt.Errorf("create %s (needs root): %w", in.managedDir, err)
-	}
-	if err := renameio.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write %s (needs root): %w", path, err)
-	}
-	fmt.Fprintf(in.out, "every Claude Code session on this machine now calls %s hook (%s)\n", in.exe, path)
-	return nil
-}
-
-func (in *installer) removeDropIn() error {
-	path := filepath.Join(in.managedDir, dropInName)
-	if in.dryRun {
-		fmt.Fprintf(in.out, "rm -f %q\n", path)
-		return nil
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s (needs root): %w", path, err)
-	}
-	return nil
 }

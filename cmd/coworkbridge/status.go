@@ -15,6 +15,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/installer"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -67,7 +68,7 @@ func statusEnv(name string) (managedconfig.Env, error) {
 	}
 	if name == "" {
 		var ok bool
-		if name, ok = consoleUserOf(execRunner{}); !ok {
+		if name, ok = installer.ConsoleUser(); !ok {
 			return managedconfig.Env{}, fmt.Errorf("no user is logged in at the console (%q); name one with --user NAME", name)
 		}
 	}
@@ -110,20 +111,6 @@ func staleAfter(s health.Snapshot) time.Duration {
 	return 2*d + time.Minute
 }
 
-// restartCommand is how the user starts (or, kill, restarts) their agent on this platform.
-func restartCommand(goos string, kill bool) string {
-	if goos == "darwin" {
-		if kill {
-			return "launchctl kickstart -k gui/$(id -u)/" + agentLabel
-		}
-		return "launchctl kickstart gui/$(id -u)/" + agentLabel
-	}
-	if kill {
-		return "systemctl --user restart " + agentLabel
-	}
-	return "systemctl --user start " + agentLabel
-}
-
 func (v statusView) exitCode() int {
 	switch {
 	case !v.Running:
@@ -156,7 +143,7 @@ func (v statusView) render(w io.Writer) {
 	switch {
 	case !v.Running:
 		fmt.Fprintln(w, "coworkbridge is NOT running: Cowork sessions in enforce mode deny every tool call, in observe mode nothing is recorded.")
-		fmt.Fprintf(w, "  what to do: start it with '%s', or ask IT to reinstall coworkbridge.\n", restartCommand(v.GOOS, false))
+		fmt.Fprintf(w, "  what to do: start it with '%s', or ask IT to reinstall coworkbridge.\n", installer.RestartCommand(v.GOOS, false))
 		if s != nil {
 			fmt.Fprintf(w, "  last health snapshot: %s\n", ago(v.Now, s.WrittenAt))
 		}
@@ -187,7 +174,7 @@ func (v statusView) render(w io.Writer) {
 	}
 	fmt.Fprintf(w, "today: %d %sdenies, %d %sasks, %d events\n", today.Denies, would, today.Asks, would, today.Events)
 	if v.Stale {
-		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (%s)\n", v.Now.Sub(s.WrittenAt).Round(time.Second), restartCommand(v.GOOS, true))
+		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (%s)\n", v.Now.Sub(s.WrittenAt).Round(time.Second), installer.RestartCommand(v.GOOS, true))
 	}
 	if len(s.Warnings) == 0 && !v.Stale {
 		fmt.Fprintln(w, "healthy: no warnings")

@@ -1,0 +1,539 @@
+// Package installer installs and removes coworkbridge's per-user agent: the LaunchAgent on macOS or
+// the systemd user unit on Linux, started through the service manager's own verbs, and the Claude
+// Code managed-settings drop-in that runs the host hook. Removal takes our hooks out of every
+// session of the user right after the agent stops.
+//
+// It does not parse flags or decide whom to act for beyond the console user and named users; it
+// never runs the daemon itself, and never touches a session except to remove our hooks.
+package installer
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/coworkbridge/coworkbridge/daemon"
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// Label names the LaunchAgent and the systemd user unit.
+const Label = "com.coworkbridge.agent"
+
+// DropInName is our managed-settings drop-in; 50 leaves room on both sides for other tools'.
+const DropInName = "50-coworkbridge.json"
+
+// runner runs the service manager's commands; tests replace it.
+type runner interface {
+	run(name string, args ...string) (string, error)
+}
+
+type execRunner struct{}
+
+func (execRunner) run(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	return string(out), err
+}
+
+// Target is one user to act for.
+type Target struct {
+	Name     string
+	UID, GID int
+	Home     string
+}
+
+// Installer installs or removes the per-user agent. Every path and command is a field so that
+// tests run it for a Mac on any machine.
+type Installer struct {
+	goos       string
+	exe        string // absolute path of the binary the agent runs
+	managedDir string // the managed-settings.d folder
+	run        runner
+	out        io.Writer
+	dryRun     bool
+	chown      bool // running as root for another user: files must belong to that user
+	// unhook removes our hooks from every session of a user and returns how many it changed;
+	// nil: unhookSessions.
+	unhook func(t Target) (int, error)
+}
+
+// New is an installer for this machine running binary (this one when "") that reports to out;
+// dryRun prints the files and commands instead of acting.
+func New(binary string, out io.Writer, dryRun bool) (*Installer, error) {
+	if binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find this binary: %w", err)
+		}
+		if exe, err = filepath.EvalSymlinks(exe); err != nil {
+			return nil, fmt.Errorf("find this binary: %w", err)
+		}
+		binary = exe
+	}
+	if !filepath.IsAbs(binary) {
+		return nil, fmt.Errorf("--binary %q must be an absolute path: the agent starts it from anywhere", binary)
+	}
+	if runtime.GOOS != "darwin" && runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("install supports macOS (LaunchAgent) and Linux (systemd user unit), not %s", runtime.GOOS)
+	}
+	dir := "/etc/claude-code/managed-settings.d"
+	if runtime.GOOS == "darwin" {
+		dir = "/Library/Application Support/ClaudeCode/managed-settings.d"
+	}
+	return &Installer{goos: runtime.GOOS, exe: binary, managedDir: dir, run: execRunner{}, out: out, dryRun: dryRun}, nil
+}
+
+// Targets resolves whom to act for: the invoking user, or (as root) the console user or the
+// named ones.
+func (in *Installer) Targets(systemWide bool, names []string) ([]Target, error) {
+	if !systemWide {
+		if len(names) > 0 {
+			return nil, errors.New("--user needs --system-wide")
+		}
+		u, err := user.Current()
+		if err != nil {
+			return nil, fmt.Errorf("who am I: %w", err)
+		}
+		if u.Uid == "0" && !in.dryRun {
+			return nil, errors.New("running as root: the agent must run as the user, so use --system-wide (for the console user) or --user NAME")
+		}
+		return []Target{toTarget(u)}, nil
+	}
+	if os.Geteuid() != 0 && !in.dryRun {
+		return nil, errors.New("--system-wide acts for other users and needs root (run it from the MDM's post-install script)")
+	}
+	in.chown = true
+	if len(names) == 0 {
+		name, err := in.consoleUser()
+		if err != nil {
+			return nil, err
+		}
+		names = []string{name}
+	}
+	var ts []Target
+	for _, n := range names {
+		u, err := user.Lookup(n)
+		if err != nil {
+			return nil, fmt.Errorf("user %q: %w", n, err)
+		}
+		ts = append(ts, toTarget(u))
+	}
+	return ts, nil
+}
+
+func toTarget(u *user.User) Target {
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return Target{Name: u.Username, UID: uid, GID: gid, Home: u.HomeDir}
+}
+
+// consoleUser is the user logged in at the Mac's screen; nobody is logged in at the login window.
+func (in *Installer) consoleUser() (string, error) {
+	if in.goos != "darwin" {
+		return "", errors.New("--system-wide without --user finds the console user on macOS only; name the users with --user")
+	}
+	name, ok := consoleUserOf(in.run)
+	if !ok {
+		return "", fmt.Errorf("no user is logged in at the console (%q); the agent will be installed at the next run, or name users with --user", name)
+	}
+	return name, nil
+}
+
+// consoleUserOf asks macOS who owns the console; ok is false at the login window (nobody, root
+// or the setup assistant's user).
+func consoleUserOf(r runner) (name string, ok bool) {
+	out, err := r.run("stat", "-f", "%Su", "/dev/console")
+	name = strings.TrimSpace(out)
+	return name, err == nil && name != "" && name != "root" && name != "_mbsetupuser"
+}
+
+// agentPath is where the agent definition goes for t.
+func (in *Installer) agentPath(t Target) string {
+	if in.goos == "darwin" {
+		return filepath.Join(t.Home, "Library", "LaunchAgents", Label+".plist")
+	}
+	return filepath.Join(t.Home, ".config", "systemd", "user", Label+".service")
+}
+
+func (in *Installer) logDir(t Target) string {
+	if in.goos == "darwin" {
+		return filepath.Join(t.Home, "Library", "Logs", "CoworkBridge")
+	}
+	return filepath.Join(t.Home, ".local", "state", "coworkbridge", "logs")
+}
+
+func (in *Installer) Install(t Target) error {
+	def := unitFor(in.exe)
+	if in.goos == "darwin" {
+		def = plistFor(in.exe, in.logDir(t))
+	}
+	if in.dryRun {
+		fmt.Fprintf(in.out, "# %s\n%s\n", in.agentPath(t), def)
+	} else {
+		if err := in.mkdirOwned(t, in.logDir(t)); err != nil {
+			return err
+		}
+		if err := in.mkdirOwned(t, filepath.Dir(in.agentPath(t))); err != nil {
+			return err
+		}
+		if err := in.writeOwned(t, in.agentPath(t), def, 0o644); err != nil {
+			return err
+		}
+	}
+	if in.goos == "darwin" {
+		return in.launchctlLoad(t)
+	}
+	return in.systemdLoad(t)
+}
+
+func (in *Installer) launchctlLoad(t Target) error {
+	domain := "gui/" + strconv.Itoa(t.UID)
+	service := domain + "/" + Label
+	// bootout fails harmlessly when nothing is loaded; bootstrap fails if something still is.
+	in.cmd(true, "launchctl", "bootout", service)
+	if err := in.cmd(false, "launchctl", "enable", service); err != nil {
+		return err
+	}
+	if err := in.cmd(false, "launchctl", "bootstrap", domain, in.agentPath(t)); err != nil {
+		return fmt.Errorf("%w; is %s logged in? (the gui domain exists only while the user has a session)", err, t.Name)
+	}
+	if err := in.cmd(false, "launchctl", "print", service); err != nil {
+		return fmt.Errorf("installed but launchd does not list the agent: %w", err)
+	}
+	if !in.dryRun {
+		fmt.Fprintf(in.out, "coworkbridge agent installed for %s: %s\n", t.Name, in.agentPath(t))
+	}
+	return nil
+}
+
+func (in *Installer) systemdLoad(t Target) error {
+	if in.chown {
+		return errors.New("--system-wide is for macOS; on Linux run install as each user")
+	}
+	for _, args := range [][]string{{"--user", "daemon-reload"}, {"--user", "enable", "--now", Label + ".service"}, {"--user", "is-active", Label + ".service"}} {
+		if err := in.cmd(false, "systemctl", args...); err != nil {
+			return err
+		}
+	}
+	if !in.dryRun {
+		fmt.Fprintf(in.out, "coworkbridge unit installed and started: %s\n", in.agentPath(t))
+	}
+	return nil
+}
+
+// Uninstall stops the agent, removes our hooks from t's sessions, then the agent definition (and
+// with purge its logs and state).
+func (in *Installer) Uninstall(t Target, purge bool) error {
+	if in.goos == "darwin" {
+		in.cmd(true, "launchctl", "bootout", "gui/"+strconv.Itoa(t.UID)+"/"+Label)
+	} else {
+		in.cmd(true, "systemctl", "--user", "disable", "--now", Label+".service")
+	}
+	// At once after the stop (before it, the daemon would put them back): an enforce hook left
+	// in a session with no daemon to answer denies every call.
+	if in.dryRun {
+		fmt.Fprintf(in.out, "%s unhook   # as %s\n", shellQuote([]string{in.exe}), t.Name)
+	} else {
+		unhook := in.unhook
+		if unhook == nil {
+			unhook = in.unhookSessions
+		}
+		n, err := unhook(t)
+		if err != nil {
+			return fmt.Errorf("remove coworkbridge's hooks from %s's sessions (run 'coworkbridge unhook' as %s): %w", t.Name, t.Name, err)
+		}
+		fmt.Fprintf(in.out, "coworkbridge's hooks removed from %d session(s) of %s\n", n, t.Name)
+	}
+	paths := []string{in.agentPath(t)}
+	if purge {
+		state := filepath.Join(t.Home, ".local", "state", "coworkbridge")
+		if in.goos == "darwin" {
+			state = filepath.Join(t.Home, "Library", "Application Support", "CoworkBridge")
+		}
+		paths = append(paths, in.logDir(t), state)
+	}
+	for _, p := range paths {
+		if in.dryRun {
+			fmt.Fprintf(in.out, "rm -rf %q\n", p)
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("remove %s: %w", p, err)
+		}
+	}
+	if in.goos == "linux" && !in.dryRun {
+		in.cmd(true, "systemctl", "--user", "daemon-reload")
+	}
+	if !in.dryRun {
+		fmt.Fprintf(in.out, "coworkbridge agent removed for %s%s\n", t.Name, map[bool]string{true: " (logs and state purged)", false: "; logs kept"}[purge])
+	}
+	return nil
+}
+
+// unhookSessions removes our hooks from t's sessions: in this process when it is t's, else by
+// running this binary's unhook as t, so that the settings files it rewrites stay t's.
+func (in *Installer) unhookSessions(t Target) (int, error) {
+	if !in.chown {
+		env, err := managedconfig.SystemEnv()
+		if err != nil {
+			return 0, err
+		}
+		env.GOOS, env.Home = in.goos, t.Home
+		return UnhookUser(env)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, fmt.Errorf("find this binary: %w", err)
+	}
+	cmd := exec.Command(self, "unhook", "--quiet-count")
+	cmd.Env = []string{"HOME=" + t.Home, "PATH=/usr/bin:/bin"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(t.UID), Gid: uint32(t.GID)}}
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s unhook as %s: %w", self, t.Name, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return 0, fmt.Errorf("%s unhook as %s printed %q", self, t.Name, out)
+	}
+	return n, nil
+}
+
+// UnhookUser removes our hooks from every session under the sessions roots of env's user:
+// managed.json's (read, never written), or the defaults.
+func UnhookUser(env managedconfig.Env) (int, error) {
+	paths, err := env.Paths()
+	if err != nil {
+		return 0, err
+	}
+	s := managedconfig.NewLoader(env, paths).Load()
+	return injector.UnhookAll(s.Config.SessionsRoots, nil), nil
+}
+
+// Unhook is UnhookUser for a user whose daemon must be stopped first: while it runs it puts the
+// hooks back at once.
+func Unhook(env managedconfig.Env) (int, error) {
+	paths, err := env.Paths()
+	if err != nil {
+		return 0, err
+	}
+	if daemon.Running(paths.LockFile()) {
+		return 0, fmt.Errorf("the daemon is running and would put the hooks back; stop it first (%s), or use 'coworkbridge uninstall'", StopCommand(runtime.GOOS))
+	}
+	return UnhookUser(env)
+}
+
+// ConsoleUser is the user logged in at the Mac's screen; ok is false at the login window (and
+// off macOS, where name is what was found instead).
+func ConsoleUser() (name string, ok bool) { return consoleUserOf(execRunner{}) }
+
+// RestartCommand is how the user starts (or, kill, restarts) their agent on this platform.
+func RestartCommand(goos string, kill bool) string {
+	if goos == "darwin" {
+		if kill {
+			return "launchctl kickstart -k gui/$(id -u)/" + Label
+		}
+		return "launchctl kickstart gui/$(id -u)/" + Label
+	}
+	if kill {
+		return "systemctl --user restart " + Label
+	}
+	return "systemctl --user start " + Label
+}
+
+// StopCommand is how the user stops their agent on this platform.
+func StopCommand(goos string) string {
+	if goos == "darwin" {
+		return "launchctl bootout gui/$(id -u)/" + Label
+	}
+	return "systemctl --user stop " + Label
+}
+
+// cmd runs (or, dry, prints) one command. tolerant: a failure is expected and ignored.
+func (in *Installer) cmd(tolerant bool, name string, args ...string) error {
+	if in.dryRun {
+		fmt.Fprintln(in.out, shellQuote(append([]string{name}, args...)))
+		return nil
+	}
+	out, err := in.run.run(name, args...)
+	if err != nil && !tolerant {
+		return fmt.Errorf("%s: %w: %s", shellQuote(append([]string{name}, args...)), err, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
+
+// mkdirOwned creates dir; as root for a user, every folder it creates belongs to that user.
+func (in *Installer) mkdirOwned(t Target, dir string) error {
+	var created []string
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if !in.chown {
+		return nil
+	}
+	for _, d := range append(created, dir) {
+		if err := os.Chown(d, t.UID, t.GID); err != nil {
+			return fmt.Errorf("give %s to %s: %w", d, t.Name, err)
+		}
+	}
+	return nil
+}
+
+func (in *Installer) writeOwned(t Target, path string, data []byte, perm fs.FileMode) error {
+	if err := renameio.WriteFile(path, data, perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if in.chown {
+		if err := os.Chown(path, t.UID, t.GID); err != nil {
+			return fmt.Errorf("give %s to %s: %w", path, t.Name, err)
+		}
+	}
+	return nil
+}
+
+// plistFor is the LaunchAgent: started at login, restarted when it fails (not when it exits
+// cleanly, which is an admin's or the user's stop), at background priority.
+func plistFor(exe, logDir string) []byte {
+	esc := func(s string) string {
+		var b bytes.Buffer
+		_ = xml.EscapeText(&b, []byte(s))
+		return b.String()
+	}
+	return []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>Label</key>
+	<string>` + Label + `</string>
+	<key>ProgramArguments</key>
+	<array>
+		<string>` + esc(exe) + `</string>
+		<string>run</string>
+	</array>
+	<key>RunAtLoad</key>
+	<true/>
+	<key>KeepAlive</key>
+	<dict>
+		<key>SuccessfulExit</key>
+		<false/>
+	</dict>
+	<key>ThrottleInterval</key>
+	<integer>10</integer>
+	<key>ProcessType</key>
+	<string>Background</string>
+	<key>StandardOutPath</key>
+	<string>` + esc(filepath.Join(logDir, "daemon.log")) + `</string>
+	<key>StandardErrorPath</key>
+	<string>` + esc(filepath.Join(logDir, "daemon.log")) + `</string>
+</dict>
+</plist>
+`)
+}
+
+// unitFor is the systemd user unit with the same lifecycle as the LaunchAgent.
+func unitFor(exe string) []byte {
+	return []byte(`[Unit]
+Description=coworkbridge: organisation policy for Claude Cowork sessions
+After=default.target
+
+[Service]
+ExecStart=` + systemdQuote(exe) + ` run
+Restart=on-failure
+RestartSec=10
+KillSignal=SIGTERM
+TimeoutStopSec=10
+
+[Install]
+WantedBy=default.target
+`)
+}
+
+func systemdQuote(s string) string {
+	if !strings.ContainsAny(s, " \t\"'\\") {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// dropIn is the managed-settings drop-in that makes every Claude Code session on the machine
+// call `coworkbridge hook`. Drop-ins merge with one another, so it carries only our hook.
+func dropIn(exe string, timeout time.Duration) []byte {
+	entry := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+		"matcher": "*",
+		"hooks":   []any{map[string]any{"type": "command", "command": shellQuote([]string{exe}) + " hook", "timeout": int(timeout / time.Second)}},
+	}}}}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(entry)
+	return b.Bytes()
+}
+
+// dropInTimeout is generous: the host hook answers in milliseconds, and a deny printed late is
+// still a deny, whereas Claude Code lets the call through when the timeout kills the hook.
+const dropInTimeout = 30 * time.Second
+
+// WriteDropIn writes the managed-settings drop-in (needs root).
+func (in *Installer) WriteDropIn() error {
+	path := filepath.Join(in.managedDir, DropInName)
+	data := dropIn(in.exe, dropInTimeout)
+	if in.dryRun {
+		fmt.Fprintf(in.out, "# %s\n%s", path, data)
+		return nil
+	}
+	if err := os.MkdirAll(in.managedDir, 0o755); err != nil {
+		return fmt.Errorf("create %s (needs root): %w", in.managedDir, err)
+	}
+	if err := renameio.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write %s (needs root): %w", path, err)
+	}
+	fmt.Fprintf(in.out, "every Claude Code session on this machine now calls %s hook (%s)\n", in.exe, path)
+	return nil
+}
+
+// RemoveDropIn removes the managed-settings drop-in (needs root).
+func (in *Installer) RemoveDropIn() error {
+	path := filepath.Join(in.managedDir, DropInName)
+	if in.dryRun {
+		fmt.Fprintf(in.out, "rm -f %q\n", path)
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s (needs root): %w", path, err)
+	}
+	return nil
+}
