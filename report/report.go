@@ -9,8 +9,6 @@
 package report
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // Limits that keep memory bounded whatever the logs hold.
@@ -115,55 +115,20 @@ type record struct {
 // Add reads one log (or a concatenation of many) line by line.
 func (rp *Report) Add(name string, r io.Reader) error {
 	rp.Files = append(rp.Files, name)
-	br := bufio.NewReaderSize(r, 1<<20)
-	for {
-		line, err := readLine(br)
-		if len(line) > 0 {
+	for line, err := range telemetry.Lines(r, MaxLine) {
+		switch {
+		case errors.Is(err, telemetry.ErrLineTooLong):
+			rp.Invalid++
+		case err != nil:
+			return fmt.Errorf("%s: %w", name, err)
+		default:
 			rp.addLine(line)
 		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if errors.Is(err, errTooLong) {
-			rp.Invalid++
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", name, err)
-		}
 	}
-}
-
-var errTooLong = errors.New("line longer than the report reads")
-
-// readLine returns the next line without its newline; a line over MaxLine is skipped whole and
-// reported as errTooLong.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(buf)+len(chunk) > MaxLine {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, err
-			}
-			return nil, errTooLong
-		}
-		buf = append(buf, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return bytes.TrimRight(buf, "\r\n"), err
-	}
+	return nil
 }
 
 func (rp *Report) addLine(line []byte) {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return
-	}
 	var r record
 	if err := json.Unmarshal(line, &r); err != nil || r.Decision == "" {
 		rp.Invalid++

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/coworkbridge/coworkbridge/report"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 func cmdReport(_ context.Context, args []string, sio stdio) int {
@@ -65,15 +65,7 @@ func addLog(rp *report.Report, name string, sio stdio) error {
 	if name == "-" {
 		return rp.Add("stdin", sio.in)
 	}
-	names := []string{}
-	for i := 100; i >= 1; i-- { // the rotation keeps at most 100 files
-		rotated := name + "." + strconv.Itoa(i)
-		if fi, err := os.Stat(rotated); err == nil && fi.Mode().IsRegular() {
-			names = append(names, rotated)
-		}
-	}
-	names = append(names, name)
-	for _, n := range names {
+	for _, n := range telemetry.Files(name) {
 		f, err := os.Open(n)
 		if err != nil {
 			return fmt.Errorf("open decision log: %w", err)

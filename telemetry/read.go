@@ -1,0 +1,85 @@
+package telemetry
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"strconv"
+)
+
+// MaxRotated is the most rotated files a log keeps (managed.json's telemetry.max_files allows
+// 100, the live file among them).
+const MaxRotated = 99
+
+// Files lists a decision log as rotation left it, oldest first: path.N … path.1, then path
+// itself. Only regular files are listed; path is listed even when it does not exist, so that
+// opening it says so.
+func Files(path string) []string {
+	var names []string
+	for i := MaxRotated; i >= 1; i-- {
+		rotated := path + "." + strconv.Itoa(i)
+		if fi, err := os.Stat(rotated); err == nil && fi.Mode().IsRegular() {
+			names = append(names, rotated)
+		}
+	}
+	return append(names, path)
+}
+
+// ErrLineTooLong is yielded, once per line, for a line longer than a reader accepts; the line is
+// skipped whole and reading goes on.
+var ErrLineTooLong = errors.New("line longer than accepted")
+
+// Lines yields the non-blank lines of r, a decision log or any JSON-lines file, without their
+// newline and surrounding space. A line over maxLine bytes yields ErrLineTooLong instead; another
+// read error is yielded last. Memory is bounded by maxLine, however long the lines are.
+func Lines(r io.Reader, maxLine int) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		br := bufio.NewReaderSize(r, min(maxLine, 1<<20))
+		for {
+			line, err := readLine(br, maxLine)
+			switch {
+			case errors.Is(err, ErrLineTooLong):
+				if !yield(nil, err) {
+					return
+				}
+				continue
+			case err != nil && !errors.Is(err, io.EOF):
+				yield(nil, fmt.Errorf("read: %w", err))
+				return
+			}
+			if line = bytes.TrimSpace(line); len(line) > 0 && !yield(line, nil) {
+				return
+			}
+			if err != nil { // EOF
+				return
+			}
+		}
+	}
+}
+
+// readLine returns the next line without its newline; a line over max is consumed whole and
+// reported as ErrLineTooLong.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) > max {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return nil, ErrLineTooLong
+		}
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(buf, "\r\n"), err
+	}
+}
