@@ -92,6 +92,17 @@ func (e Env) ConfigCandidates() []string {
 	return append(c, e.SystemConfigPath())
 }
 
+// ExistingConfig is the first of ConfigCandidates that exists: the file this user's daemon reads;
+// "" when there is none.
+func (e Env) ExistingConfig() string {
+	for _, c := range e.ConfigCandidates() {
+		if _, err := os.Stat(c); err == nil {
+			return c
+		}
+	}
+	return ""
+}
+
 // Paths are the daemon's own folders: trusted, outside every session.
 type Paths struct {
 	// StateDir holds daemon.lock, offsets.json, health.json, managed.last-good.json and channel/.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/corpus"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
 )
@@ -110,9 +110,7 @@ func stdinIsTerminal(r io.Reader) bool {
 	return ok && isTerminal(f)
 }
 
-// policyClassifier compiles the policy in force: managed.json's, the last good copy's when the
-// file is invalid (note says so), the built-in rules when there is no file. An invalid file with
-// no good copy is an error: checking with rules the daemon does not run would mislead.
+// policyClassifier compiles the policy this user's daemon runs (policy.InForce).
 func policyClassifier() (c *classifier.Classifier, note string, err error) {
 	env, err := managedconfig.SystemEnv()
 	if err != nil {
@@ -122,21 +120,7 @@ func policyClassifier() (c *classifier.Classifier, note string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	s := managedconfig.NewLoader(env, paths).Load()
-	switch s.Origin {
-	case managedconfig.OriginInvalid:
-		return nil, "", fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)", s.Problem, s.Path)
-	case managedconfig.OriginLastGood:
-		note = fmt.Sprintf("%s is invalid; checking with the last good copy the daemon runs on (%v)", s.Path, s.Problem)
-	}
-	c, err = policy.Compile(s.Config.Policy)
-	if err != nil && c != nil {
-		return c, strings.TrimSpace(note + "\nthe policy of " + s.Path + " is incomplete: " + err.Error()), nil
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("the policy of %s does not compile:\n%v\nwhat to do: fix it ('coworkbridge validate' lists every problem)", s.Path, err)
-	}
-	return c, note, nil
+	return policy.InForce(env, paths)
 }
 
 func checkPayload(bash, write, cwd string, args []string, stdin io.Reader) (claudehook.Payload, error) {
@@ -161,46 +145,7 @@ func checkPayload(bash, write, cwd string, args []string, stdin io.Reader) (clau
 	return claudehook.ParsePayload(data)
 }
 
-// corpusRow is one labelled command (the format of shared/corpus), or one decision-log record,
-// labelled by the decision it got: scoring a candidate policy on a fleet's own log says where it
-// would now decide otherwise.
-type corpusRow struct {
-	Tool     string          `json:"tool"`
-	Command  string          `json:"command"`
-	Expect   string          `json:"expect"`
-	Category string          `json:"category"`
-	Env      json.RawMessage `json:"env"`
-	CwdArg   json.RawMessage `json:"cwd_arg"`
-	// A decision-log record's fields.
-	Input    json.RawMessage `json:"input"`
-	Decision string          `json:"decision"`
-	// Cwd, where a corpus gives it (nah's rows do), is the folder the command runs in.
-	Cwd string `json:"cwd"`
-}
-
-// fromLog turns a decision-log record into a labelled row: what was denied or asked is expected
-// to be caught, what was allowed to pass.
-func (r *corpusRow) fromLog() {
-	if r.Expect != "" || r.Decision == "" {
-		return
-	}
-	r.Expect = "deny"
-	if r.Decision == "allow" {
-		r.Expect = "allow"
-	}
-	var in struct {
-		Command string `json:"command"`
-	}
-	if json.Unmarshal(r.Input, &in) == nil && in.Command != "" {
-		r.Command = in.Command
-	}
-}
-
-type score struct {
-	rows, denyRows, caught, denied, allowRows, falseBlocks, asks, crashes int
-}
-
-func (s score) line(name string) string {
+func tallyLine(name string, t corpus.Tally) string {
 	pct := func(a, b int) float64 {
 		if b == 0 {
 			return 0
@@ -208,103 +153,30 @@ func (s score) line(name string) string {
 		return 100 * float64(a) / float64(b)
 	}
 	return fmt.Sprintf("%-14s rows %5d  deny caught %4d/%-4d (%5.1f%%, denied %5.1f%%)  allow blocked %4d/%-4d (%4.1f%%)  allow asked %4d (%4.1f%%)  crashes %d",
-		name, s.rows, s.caught, s.denyRows, pct(s.caught, s.denyRows), pct(s.denied, s.denyRows), s.falseBlocks, s.allowRows, pct(s.falseBlocks, s.allowRows),
-		s.asks, pct(s.asks, s.allowRows), s.crashes)
+		name, t.Rows, t.Caught, t.DenyRows, pct(t.Caught, t.DenyRows), pct(t.Denied, t.DenyRows), t.FalseBlocks, t.AllowRows, pct(t.FalseBlocks, t.AllowRows),
+		t.Asks, pct(t.Asks, t.AllowRows), t.Crashes)
 }
 
-// scoreCorpus classifies every row and prints agreement for all rows and for the scored subset:
-// rows that need no context (no env or cwd argument) and are not must-not-crash edge cases.
+// scoreCorpus prints how c agrees with the labels of a corpus file: all rows, the scored subset
+// (rows that need no context and are not must-not-crash edge cases), and with showMisses each
+// disagreement.
 func scoreCorpus(ctx context.Context, c *classifier.Classifier, file string, showMisses bool, out io.Writer) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return fmt.Errorf("open corpus: %w", err)
 	}
 	defer f.Close()
-	var all, scored score
-	var missLines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		var r corpusRow
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return fmt.Errorf("%s:%d: %w", file, n, err)
-		}
-		r.fromLog()
-		v, crashed := classifyRow(ctx, c, r)
-		counted := []*score{&all}
-		if r.Category != "edge_cases" && len(r.Env) == 0 && len(r.CwdArg) == 0 {
-			counted = append(counted, &scored)
-		}
-		miss := false
-		for _, s := range counted {
-			s.rows++
-			if crashed {
-				s.crashes++
-			}
-			switch r.Expect {
-			case "deny":
-				s.denyRows++
-				if v.Decision == claudehook.Deny {
-					s.denied++
-				}
-				if v.Decision != claudehook.Allow {
-					s.caught++
-				} else {
-					miss = true
-				}
-			case "allow":
-				s.allowRows++
-				if v.Decision == claudehook.Deny {
-					s.falseBlocks++
-					miss = true
-				} else if v.Decision == claudehook.Ask {
-					s.asks++
-				}
-			}
-		}
-		if miss && showMisses {
-			missLines = append(missLines, fmt.Sprintf("  %s:%d expect %s got %s %s: %q", filepath.Base(file), n, r.Expect, v.Decision, v.RuleID, r.Command))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read corpus: %w", err)
+	s, err := corpus.Measure(ctx, c, f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	fmt.Fprintln(out, filepath.Base(file))
-	fmt.Fprintln(out, "  "+all.line("all"))
-	fmt.Fprintln(out, "  "+scored.line("scored"))
-	for _, l := range missLines {
-		fmt.Fprintln(out, l)
+	fmt.Fprintln(out, "  "+tallyLine("all", s.All))
+	fmt.Fprintln(out, "  "+tallyLine("scored", s.Scored))
+	if showMisses {
+		for _, m := range s.Misses {
+			fmt.Fprintf(out, "  %s:%d expect %s got %s %s: %q\n", filepath.Base(file), m.Line, m.Expect, m.Got, m.Rule, m.Command)
+		}
 	}
 	return nil
-}
-
-func classifyRow(ctx context.Context, c *classifier.Classifier, r corpusRow) (v classifier.Verdict, crashed bool) {
-	defer func() {
-		if recover() != nil {
-			crashed = true
-		}
-	}()
-	var p claudehook.Payload
-	if len(r.Input) > 0 && r.Decision != "" && r.Tool != "Bash" && r.Tool != "mcp__workspace__bash" {
-		// A decision-log record of another tool: its input as it was logged (redacted values
-		// stay redacted).
-		p = claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: "/home/user/project", HookEventName: "PreToolUse"}
-		return c.Evaluate(ctx, p), false
-	}
-	if r.Tool == "(raw_hook_json)" {
-		var err error
-		if p, err = claudehook.ParsePayload([]byte(r.Command)); err != nil {
-			return classifier.Verdict{Decision: claudehook.Allow}, false // not a tool call at all
-		}
-	} else {
-		in, _ := json.Marshal(map[string]string{"command": r.Command})
-		cwd := "/home/user/project"
-		if r.Cwd != "" {
-			cwd = r.Cwd
-		}
-		p = claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: cwd, HookEventName: "PreToolUse"}
-	}
-	return c.Evaluate(ctx, p), false
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,103 +10,11 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
-	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/corpus"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
-
-// A replay judges every call a decision log recorded again, under a candidate configuration,
-// and says what would change before the admin ships it. Inputs stay as logged: a redacted
-// secret is judged redacted, a call whose input was not logged (telemetry.inputs) cannot be
-// judged again and is counted as such.
-
-// replayMaxLine bounds one record read.
-const replayMaxLine = 16 << 20
-
-// replayExamples is how many calls each change shows.
-const replayExamples = 3
-
-type replayResult struct {
-	Records     int                       `json:"records"`
-	Replayed    int                       `json:"replayed"`
-	NotLogged   int                       `json:"not_replayable_input_not_logged"`
-	GuardEvents int                       `json:"not_replayable_guard_events"`
-	Invalid     int                       `json:"invalid_lines"`
-	Changes     map[string]int            `json:"changes"` // "deny->allow": count
-	Examples    map[string][]replayChange `json:"examples"`
-}
-
-type replayChange struct {
-	RID     string `json:"rid"`
-	Tool    string `json:"tool"`
-	Input   string `json:"input"`
-	OldRule string `json:"old_rule,omitempty"`
-	NewRule string `json:"new_rule,omitempty"`
-}
-
-// replay re-judges the records of log with c.
-func replay(ctx context.Context, c *classifier.Classifier, log io.Reader) (replayResult, error) {
-	res := replayResult{Changes: map[string]int{}, Examples: map[string][]replayChange{}}
-	sc := bufio.NewScanner(log)
-	sc.Buffer(make([]byte, 64<<10), replayMaxLine)
-	for sc.Scan() {
-		var r struct {
-			RID          string          `json:"rid"`
-			Session      string          `json:"session"`
-			Tool         string          `json:"tool"`
-			Input        json.RawMessage `json:"input"`
-			Cwd          string          `json:"cwd"`
-			Decision     string          `json:"decision"`
-			Rule         string          `json:"rule"`
-			InputOmitted string          `json:"input_omitted"`
-		}
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Decision == "" {
-			res.Invalid++
-			continue
-		}
-		res.Records++
-		switch {
-		case strings.HasPrefix(r.Rule, "coworkbridge."):
-			res.GuardEvents++ // a quarantine, a planted file: not a classifier verdict
-			continue
-		case r.InputOmitted != "" || len(r.Input) == 0 || string(r.Input) == "null":
-			res.NotLogged++
-			continue
-		}
-		cwd := r.Cwd
-		if cwd == "" {
-			cwd = "/sessions/" + r.Session + "/mnt/outputs" // records before schema 2 have none
-		}
-		v := c.Evaluate(ctx, claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: cwd, HookEventName: "PreToolUse"})
-		res.Replayed++
-		now := string(v.Decision)
-		if v.ObserveOnly && v.Decision != claudehook.Allow {
-			now += " (rule in observe)" // reported, not applied, even in enforce mode
-		}
-		if now == r.Decision {
-			continue
-		}
-		key := r.Decision + "->" + now
-		res.Changes[key]++
-		if len(res.Examples[key]) < replayExamples {
-			in := string(r.Input)
-			if len(in) > 160 {
-				in = in[:160] + "…"
-			}
-			res.Examples[key] = append(res.Examples[key], replayChange{RID: r.RID, Tool: r.Tool, Input: in, OldRule: r.Rule, NewRule: v.RuleID})
-		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return res, fmt.Errorf("a record longer than %d MiB: is this a decision log?", replayMaxLine>>20)
-		}
-		return res, err
-	}
-	return res, nil
-}
 
 // candidateClassifier compiles the policy of a candidate managed.json, or reports every problem.
 func candidateClassifier(file string) (*classifier.Classifier, error) {
@@ -120,14 +26,10 @@ func candidateClassifier(file string) (*classifier.Classifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	problems, cfg := validateFile(file, env, paths)
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("the candidate %s is invalid:\n  %s\nwhat to do: fix it ('coworkbridge validate %s' says the same)", file, strings.Join(problems, "\n  "), file)
-	}
-	return policy.Compile(cfg.Policy)
+	return policy.Candidate(file, env, paths)
 }
 
-func writeReplay(w io.Writer, res replayResult, asJSON bool) {
+func writeReplay(w io.Writer, res *corpus.Replayed, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -179,17 +81,25 @@ func runReplay(ctx context.Context, logFile, candidate string, asJSON bool, sio 
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
 	}
-	f, err := os.Open(logFile)
-	if err != nil {
-		fmt.Fprintf(sio.err, "coworkbridge check: open decision log: %v\n", err)
-		return exitFail
-	}
-	defer f.Close()
-	res, err := replay(ctx, c, f)
-	if err != nil {
-		fmt.Fprintf(sio.err, "coworkbridge check: replay %s: %v\n", logFile, err)
-		return exitFail
+	res := corpus.NewReplayed()
+	for _, name := range telemetry.Files(logFile) {
+		if err := replayFile(ctx, c, name, res); err != nil {
+			fmt.Fprintf(sio.err, "coworkbridge check: %v\n", err)
+			return exitFail
+		}
 	}
 	writeReplay(sio.out, res, asJSON)
 	return exitOK
+}
+
+func replayFile(ctx context.Context, c *classifier.Classifier, name string, res *corpus.Replayed) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("open decision log: %w", err)
+	}
+	defer f.Close()
+	if err := corpus.Replay(ctx, c, f, res); err != nil {
+		return fmt.Errorf("replay %s: %w", name, err)
+	}
+	return nil
 }

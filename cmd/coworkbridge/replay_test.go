@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/corpus"
 )
 
 func TestReplayShowsWhatACandidateWouldChange(t *testing.T) {
@@ -40,7 +43,7 @@ func TestReplayShowsWhatACandidateWouldChange(t *testing.T) {
 	if code := dispatch(context.Background(), []string{"check", "--replay", log, "--config", candidate, "--json"}, stdio{out: &out, err: &errb}); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var res replayResult
+	var res corpus.Replayed
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
@@ -73,5 +76,28 @@ func TestReplayRefusesAnInvalidCandidateNamingItsProblems(t *testing.T) {
 	}
 	if code := dispatch(context.Background(), []string{"check", "--config", bad}, stdio{out: &out, err: &errb}); code != exitUsage {
 		t.Errorf("--config without --replay: exit %d", code)
+	}
+}
+
+// A live log's rotated files hold its older calls: a replay of the log reads them too, oldest first.
+func TestReplayReadsTheRotatedFilesToo(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "d.jsonl")
+	line := `{"rid":"%s","tool":"Read","input":{"file_path":".env"},"decision":"deny","rule":"read.dotenv"}` + "\n"
+	os.WriteFile(log+".2", []byte(fmt.Sprintf(line, "a")), 0o600)
+	os.WriteFile(log+".1", []byte(fmt.Sprintf(line, "b")), 0o600)
+	os.WriteFile(log, []byte(fmt.Sprintf(line, "c")), 0o600)
+	candidate := filepath.Join(dir, "candidate.json")
+	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv"]}}`), 0o600)
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"check", "--replay", log, "--config", candidate, "--json"}, stdio{out: &out, err: &errb}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res corpus.Replayed
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != 3 || res.Changes["deny->allow"] != 3 || res.Examples["deny->allow"][0].RID != "a" {
+		t.Errorf("replayed %+v; want all three files, the oldest first", res)
 	}
 }

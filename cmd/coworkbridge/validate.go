@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -39,13 +37,13 @@ func cmdValidate(_ context.Context, args []string, sio stdio) int {
 	}
 	file := fs.Arg(0)
 	if file == "" {
-		if file = locateConfig(env); file == "" {
+		if file = env.ExistingConfig(); file == "" {
 			fmt.Fprintf(sio.err, "coworkbridge validate: no managed.json on this Mac (looked at %s), so coworkbridge is off; name a file to check one\n",
 				strings.Join(env.ConfigCandidates(), ", "))
 			return validateInvalid
 		}
 	}
-	problems, cfg := validateFile(file, env, paths)
+	problems, cfg := policy.Validate(file, env, paths)
 	if len(problems) > 0 {
 		fmt.Fprintf(sio.out, "%s is invalid (%d problem%s):\n", file, len(problems), plural(len(problems)))
 		for _, p := range problems {
@@ -67,74 +65,4 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// locateConfig is the managed.json this Mac uses, "" when none exists.
-func locateConfig(env managedconfig.Env) string {
-	for _, c := range env.ConfigCandidates() {
-		if _, err := os.Stat(c); err == nil {
-			return c
-		}
-	}
-	return ""
-}
-
-// validateFile checks one managed.json and, when it parses, the policy it names. Each problem is
-// one line: where (file:line) and what is wrong, with what to do.
-func validateFile(file string, env managedconfig.Env, paths managedconfig.Paths) ([]string, managedconfig.Config) {
-	// A profile is checked in its JSON form, whose lines are not the property list's: its
-	// problems name fields only.
-	data, err := managedconfig.ReadSource(file)
-	if err != nil {
-		return []string{err.Error()}, managedconfig.Config{}
-	}
-	cfg, err := managedconfig.Parse(data, file, env, paths)
-	var inv *managedconfig.InvalidError
-	if errors.As(err, &inv) {
-		var out []string
-		for _, p := range inv.Problems {
-			where := file
-			if line := managedconfig.FieldLine(data, p.Field); line > 0 && !managedconfig.IsProfile(file) {
-				where = fmt.Sprintf("%s:%d", file, line)
-			}
-			out = append(out, where+": "+p.String())
-		}
-		return out, cfg
-	}
-	if err != nil {
-		return []string{err.Error()}, cfg
-	}
-	if _, err := policy.Compile(cfg.Policy); err != nil { // a missing rules folder included
-		return policyProblems(err, file, data), cfg
-	}
-	return nil, cfg
-}
-
-// policyProblems splits a policy's joined errors into lines; those about managed.json's own fields
-// get its line.
-func policyProblems(err error, file string, data []byte) []string {
-	var out []string
-	for _, e := range flatten(err) {
-		msg := e.Error()
-		if field, _, ok := strings.Cut(msg, " "); ok && strings.HasPrefix(field, "policy.") {
-			field = strings.TrimSuffix(field, ":")
-			if line := managedconfig.FieldLine(data, field); line > 0 && !managedconfig.IsProfile(file) {
-				msg = fmt.Sprintf("%s:%d: %s", file, line, msg)
-			}
-		}
-		out = append(out, msg)
-	}
-	return out
-}
-
-// flatten lists the errors joined (at any depth) in err.
-func flatten(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }

@@ -1,0 +1,183 @@
+// Package corpus measures a classifier on recorded tool calls: a labelled corpus (JSON lines of
+// commands and the verdict each should get, as other guards publish them, or a decision log
+// whose records are labelled by the decision they got), and a replay, which judges every call of
+// a decision log again under a candidate policy and says what would change.
+//
+// It reads the files it is given and nothing else; it neither compiles policies (policy does)
+// nor prints for people (cmd/coworkbridge does).
+package corpus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// MaxLine bounds one row or record read.
+const MaxLine = 16 << 20
+
+// defaultCwd is where a row's command runs when the row does not say.
+const defaultCwd = "/home/user/project"
+
+// Row is one labelled command (the format of shared/corpus), or one decision-log record,
+// labelled by the decision it got: scoring a candidate policy on a fleet's own log says where it
+// would now decide otherwise.
+type Row struct {
+	Tool     string          `json:"tool"`
+	Command  string          `json:"command"`
+	Expect   string          `json:"expect"`
+	Category string          `json:"category"`
+	Env      json.RawMessage `json:"env"`
+	CwdArg   json.RawMessage `json:"cwd_arg"`
+	// A decision-log record's fields.
+	Input    json.RawMessage `json:"input"`
+	Decision string          `json:"decision"`
+	// Cwd, where a corpus gives it (nah's rows do), is the folder the command runs in.
+	Cwd string `json:"cwd"`
+}
+
+// fromLog turns a decision-log record into a labelled row: what was denied or asked is expected
+// to be caught, what was allowed to pass.
+func (r *Row) fromLog() {
+	if r.Expect != "" || r.Decision == "" {
+		return
+	}
+	r.Expect = "deny"
+	if r.Decision == string(claudehook.Allow) {
+		r.Expect = "allow"
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(r.Input, &in) == nil && in.Command != "" {
+		r.Command = in.Command
+	}
+}
+
+// scored reports whether a row counts in the scored subset: it needs no context (no env or cwd
+// argument) and is not a must-not-crash edge case.
+func (r Row) scored() bool {
+	return r.Category != "edge_cases" && len(r.Env) == 0 && len(r.CwdArg) == 0
+}
+
+// Tally counts how a classifier did on a set of rows.
+type Tally struct {
+	Rows      int
+	DenyRows  int // rows expected to be caught
+	Caught    int // of those, denied or asked
+	Denied    int // of those, denied
+	AllowRows int // rows expected to pass
+	// FalseBlocks are allow rows denied; Asks, allow rows asked about.
+	FalseBlocks, Asks int
+	Crashes           int
+}
+
+// Miss is a row whose verdict disagrees with its label: a deny row let through, or an allow row
+// denied.
+type Miss struct {
+	Line    int
+	Expect  string
+	Got     claudehook.Decision
+	Rule    string
+	Command string
+}
+
+// Score is the result of Measure: every row, the scored subset, and the misses.
+type Score struct {
+	All, Scored Tally
+	Misses      []Miss
+}
+
+// Measure classifies every row of r with c. A line that is not a row is an error naming it.
+func Measure(ctx context.Context, c *classifier.Classifier, r io.Reader) (Score, error) {
+	var s Score
+	n := 0
+	for line, err := range telemetry.Lines(r, MaxLine) {
+		n++
+		if err != nil {
+			return s, fmt.Errorf("line %d: %w", n, err)
+		}
+		var row Row
+		if err := json.Unmarshal(line, &row); err != nil {
+			return s, fmt.Errorf("line %d: %w", n, err)
+		}
+		row.fromLog()
+		v, crashed := classify(ctx, c, row)
+		miss := s.All.count(row, v, crashed)
+		if row.scored() {
+			s.Scored.count(row, v, crashed)
+		}
+		if miss {
+			s.Misses = append(s.Misses, Miss{Line: n, Expect: row.Expect, Got: v.Decision, Rule: v.RuleID, Command: row.Command})
+		}
+	}
+	return s, nil
+}
+
+// count adds one row and reports whether its verdict is a miss.
+func (t *Tally) count(r Row, v classifier.Verdict, crashed bool) (miss bool) {
+	t.Rows++
+	if crashed {
+		t.Crashes++
+	}
+	switch r.Expect {
+	case "deny":
+		t.DenyRows++
+		if v.Decision == claudehook.Deny {
+			t.Denied++
+		}
+		if v.Decision == claudehook.Allow {
+			return true
+		}
+		t.Caught++
+	case "allow":
+		t.AllowRows++
+		switch v.Decision {
+		case claudehook.Deny:
+			t.FalseBlocks++
+			return true
+		case claudehook.Ask:
+			t.Asks++
+		}
+	}
+	return false
+}
+
+// classify judges one row; a panic is counted, not propagated, so that one row cannot hide the
+// rest of the score.
+func classify(ctx context.Context, c *classifier.Classifier, r Row) (v classifier.Verdict, crashed bool) {
+	defer func() {
+		if recover() != nil {
+			crashed = true
+		}
+	}()
+	p, ok := r.payload()
+	if !ok {
+		return classifier.Verdict{Decision: claudehook.Allow}, false // not a tool call at all
+	}
+	return c.Evaluate(ctx, p), false
+}
+
+// payload is the tool call a row stands for.
+func (r Row) payload() (claudehook.Payload, bool) {
+	if len(r.Input) > 0 && r.Decision != "" && r.Tool != "Bash" && r.Tool != "mcp__workspace__bash" {
+		// A decision-log record of another tool: its input as it was logged (redacted values
+		// stay redacted).
+		return claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: defaultCwd, HookEventName: "PreToolUse"}, true
+	}
+	if r.Tool == "(raw_hook_json)" {
+		p, err := claudehook.ParsePayload([]byte(r.Command))
+		return p, err == nil
+	}
+	in, _ := json.Marshal(map[string]string{"command": r.Command})
+	cwd := defaultCwd
+	if r.Cwd != "" {
+		cwd = r.Cwd
+	}
+	return claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: cwd, HookEventName: "PreToolUse"}, true
+}

@@ -1,0 +1,112 @@
+package corpus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// A replay judges every call a decision log recorded again, under a candidate configuration,
+// and says what would change before the admin ships it. Inputs stay as logged: a redacted
+// secret is judged redacted, a call whose input was not logged (telemetry.inputs) cannot be
+// judged again and is counted as such.
+
+// replayExamples is how many calls each change shows.
+const replayExamples = 3
+
+// Replayed is what a replay found.
+type Replayed struct {
+	Records     int                 `json:"records"`
+	Replayed    int                 `json:"replayed"`
+	NotLogged   int                 `json:"not_replayable_input_not_logged"`
+	GuardEvents int                 `json:"not_replayable_guard_events"`
+	Invalid     int                 `json:"invalid_lines"`
+	Changes     map[string]int      `json:"changes"` // "deny->allow": count
+	Examples    map[string][]Change `json:"examples"`
+}
+
+// Change is one call whose verdict would change.
+type Change struct {
+	RID     string `json:"rid"`
+	Tool    string `json:"tool"`
+	Input   string `json:"input"`
+	OldRule string `json:"old_rule,omitempty"`
+	NewRule string `json:"new_rule,omitempty"`
+}
+
+// NewReplayed is an empty result, to which Replay adds each log in turn.
+func NewReplayed() *Replayed {
+	return &Replayed{Changes: map[string]int{}, Examples: map[string][]Change{}}
+}
+
+// Replay judges the records of log again with c and adds what it finds to res.
+func Replay(ctx context.Context, c *classifier.Classifier, log io.Reader, res *Replayed) error {
+	for line, err := range telemetry.Lines(log, MaxLine) {
+		if errors.Is(err, telemetry.ErrLineTooLong) {
+			return fmt.Errorf("a record longer than %d MiB: is this a decision log?", MaxLine>>20)
+		}
+		if err != nil {
+			return err
+		}
+		var r logged
+		if err := json.Unmarshal(line, &r); err != nil || r.Decision == "" {
+			res.Invalid++
+			continue
+		}
+		res.add(ctx, c, r)
+	}
+	return nil
+}
+
+// logged is the part of a decision-log record a replay reads (a log written by any version).
+type logged struct {
+	RID          string          `json:"rid"`
+	Session      string          `json:"session"`
+	Tool         string          `json:"tool"`
+	Input        json.RawMessage `json:"input"`
+	Cwd          string          `json:"cwd"`
+	Decision     string          `json:"decision"`
+	Rule         string          `json:"rule"`
+	InputOmitted string          `json:"input_omitted"`
+}
+
+func (res *Replayed) add(ctx context.Context, c *classifier.Classifier, r logged) {
+	res.Records++
+	switch {
+	case strings.HasPrefix(r.Rule, "coworkbridge."):
+		res.GuardEvents++ // a quarantine, a planted file: not a classifier verdict
+		return
+	case r.InputOmitted != "" || len(r.Input) == 0 || string(r.Input) == "null":
+		res.NotLogged++
+		return
+	}
+	cwd := r.Cwd
+	if cwd == "" {
+		cwd = "/sessions/" + r.Session + "/mnt/outputs" // records before schema 2 have none
+	}
+	v := c.Evaluate(ctx, claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: cwd, HookEventName: "PreToolUse"})
+	res.Replayed++
+	now := string(v.Decision)
+	if v.ObserveOnly && v.Decision != claudehook.Allow {
+		now += " (rule in observe)" // reported, not applied, even in enforce mode
+	}
+	if now == r.Decision {
+		return
+	}
+	key := r.Decision + "->" + now
+	res.Changes[key]++
+	if len(res.Examples[key]) < replayExamples {
+		in := string(r.Input)
+		if len(in) > 160 {
+			in = in[:160] + "…"
+		}
+		res.Examples[key] = append(res.Examples[key], Change{RID: r.RID, Tool: r.Tool, Input: in, OldRule: r.Rule, NewRule: v.RuleID})
+	}
+}
