@@ -139,3 +139,33 @@ func Output(d Decision, reason, context string) []byte {
 	_ = enc.Encode(out) // strings only: cannot fail
 	return b.Bytes()
 }
+
+// Answer is what a PreToolUse hook's output asks of Claude Code.
+type Answer struct {
+	// Decision is Allow when the hook printed nothing (no objection).
+	Decision Decision
+	Reason   string
+	Context  string
+}
+
+// ErrUnreadableOutput is a hook output Claude Code could not use: not JSON, or no decision.
+var ErrUnreadableOutput = errors.New("hook output is not a PreToolUse decision")
+
+// ParseOutput reads what a PreToolUse hook printed, as Claude Code does: nothing (or only space)
+// is no objection; otherwise one JSON object whose hookSpecificOutput names the decision.
+func ParseOutput(out []byte) (Answer, error) {
+	if len(bytes.TrimSpace(out)) == 0 {
+		return Answer{Decision: Allow}, nil
+	}
+	var o struct {
+		H struct {
+			Decision Decision `json:"permissionDecision"`
+			Reason   string   `json:"permissionDecisionReason"`
+			Context  string   `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal(out, &o); err != nil || o.H.Decision == "" {
+		return Answer{}, fmt.Errorf("%w: %.80q", ErrUnreadableOutput, out)
+	}
+	return Answer{Decision: o.H.Decision, Reason: o.H.Reason, Context: o.H.Context}, nil
+}

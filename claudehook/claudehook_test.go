@@ -113,3 +113,32 @@ func FuzzParseEnvelope(f *testing.F) {
 		}
 	})
 }
+
+func TestParseOutputReadsWhatOutputWrites(t *testing.T) {
+	for _, d := range []Decision{Allow, Ask, Deny} {
+		a, err := ParseOutput(Output(d, "coworkbridge: rule x", "try y"))
+		if err != nil || a.Decision != d {
+			t.Fatalf("%s: %+v, %v", d, a, err)
+		}
+		if d != Allow && (a.Reason != "coworkbridge: rule x" || a.Context != "try y") {
+			t.Errorf("%s: reason %q, context %q", d, a.Reason, a.Context)
+		}
+	}
+	for _, bad := range []string{"not json", `{"hookSpecificOutput":{}}`, `{"decision":"block"}`} {
+		if _, err := ParseOutput([]byte(bad)); !errors.Is(err, ErrUnreadableOutput) {
+			t.Errorf("%q: %v, want ErrUnreadableOutput", bad, err)
+		}
+	}
+}
+
+func FuzzParseOutput(f *testing.F) {
+	f.Add([]byte(Output(Deny, "r", "")))
+	f.Add([]byte(" \n"))
+	f.Add([]byte(`{"hookSpecificOutput":{"permissionDecision":"ask"}}`))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		a, err := ParseOutput(out)
+		if err == nil && a.Decision == "" {
+			t.Fatal("a readable output without a decision")
+		}
+	})
+}

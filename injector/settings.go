@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -32,11 +33,7 @@ func NewEntry(cfg managedconfig.Config, hostChannel string) (Entry, error) {
 
 // group renders the entry as the PreToolUse group Claude Code reads.
 func (e Entry) group() json.RawMessage {
-	g := struct {
-		Matcher string `json:"matcher"`
-		Hooks   []hook `json:"hooks"`
-	}{"*", []hook{{Type: "command", Command: e.Command, Timeout: e.Timeout}}}
-	return marshal(g)
+	return marshal(claudehook.CommandGroup(e.Command, time.Duration(e.Timeout)*time.Second))
 }
 
 // marshal encodes without HTML escaping, so the script reads as written ("2>/dev/null", not
@@ -59,12 +56,6 @@ func array(items []json.RawMessage) json.RawMessage {
 		b = append(b, it...)
 	}
 	return append(b, ']')
-}
-
-type hook struct {
-	Type    string `json:"type"`
-	Command string `json:"command"`
-	Timeout int    `json:"timeout"`
 }
 
 // MergeResult says what Merge found and changed.
@@ -355,23 +346,9 @@ func Strip(data []byte) ([]byte, bool, error) {
 // HookCommand returns the command of our hook entry in a settings.json, "" when there is none:
 // for tools that run the hook as Claude Code would (the demo, the benchmarks).
 func HookCommand(settings []byte) string {
-	var s struct {
-		Hooks struct {
-			PreToolUse []struct {
-				Hooks []struct {
-					Command string `json:"command"`
-				} `json:"hooks"`
-			} `json:"PreToolUse"`
-		} `json:"hooks"`
-	}
-	if json.Unmarshal(settings, &s) != nil {
-		return ""
-	}
-	for _, g := range s.Hooks.PreToolUse {
-		for _, h := range g.Hooks {
-			if strings.Contains(h.Command, Marker) {
-				return h.Command
-			}
+	for _, c := range claudehook.PreToolUseCommands(settings) {
+		if strings.Contains(c, Marker) {
+			return c
 		}
 	}
 	return ""

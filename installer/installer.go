@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -491,10 +492,9 @@ func systemdQuote(s string) string {
 // dropIn is the managed-settings drop-in that makes every Claude Code session on the machine
 // call `coworkbridge hook`. Drop-ins merge with one another, so it carries only our hook.
 func dropIn(exe string, timeout time.Duration) []byte {
-	entry := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-		"matcher": "*",
-		"hooks":   []any{map[string]any{"type": "command", "command": shellQuote([]string{exe}) + " hook", "timeout": int(timeout / time.Second)}},
-	}}}}
+	entry := map[string]any{"hooks": map[string]any{"PreToolUse": []claudehook.HookGroup{
+		claudehook.CommandGroup(shellQuote([]string{exe})+" hook", timeout),
+	}}}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
