@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// hookAnswer is the decision a hook printed: "" for nothing, "unreadable" for output Claude Code
+// could not use.
+func hookAnswer(out []byte) string {
+	a, err := claudehook.ParseOutput(out)
+	switch {
+	case err != nil:
+		return "unreadable"
+	case a.Decision == claudehook.Allow:
+		return ""
+	}
+	return string(a.Decision)
+}
+
+// readRecords reads every record of a decision log; lines that are not records are skipped.
+func readRecords(path string) []telemetry.Record {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []telemetry.Record
+	for line, err := range telemetry.Lines(f, 16<<20) {
+		var r telemetry.Record
+		if err == nil && json.Unmarshal(line, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// hookCommand reads our hook's command from a settings.json file, "" when it is not there.
+func hookCommand(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return injector.HookCommand(data)
+}
