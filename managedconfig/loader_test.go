@@ -2,11 +2,16 @@ package managedconfig
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 )
 
 // fixture is a machine with a managed.json location and a state folder inside a temp dir.
@@ -189,7 +194,11 @@ func watch(t *testing.T, f fixture, opts WatchOptions) <-chan Snapshot {
 			t.Errorf("Watch returned %v, want nil on cancel", err)
 		}
 	})
-	time.Sleep(50 * time.Millisecond) // let the watcher register its folders
+	if opts.Watcher == nil { // the system's watcher: changes count once its folders are watched
+		cbtest.WaitFor(t, "the config folder to be watched", func() bool { return f.loader.Watches() > 0 })
+	} else { // a fake, in a synctest bubble: Watch has read the file once it waits
+		synctest.Wait()
+	}
 	return got
 }
 
@@ -249,32 +258,85 @@ func TestWatchDeliversInvalidAsLastGoodWithProblem(t *testing.T) {
 }
 
 func TestWatchIgnoresOtherFilesInTheFolder(t *testing.T) {
-	f := newFixture(t)
-	f.write(t, enforceOn)
-	ch := watch(t, f, WatchOptions{Poll: time.Hour})
-	if err := os.WriteFile(filepath.Join(filepath.Dir(f.config), "other.json"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f.write(t, enforceOn) // same content: no change to deliver
-	select {
-	case s := <-ch:
-		t.Fatalf("delivered %+v although the configuration did not change", s)
-	case <-time.After(500 * time.Millisecond):
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		f.write(t, enforceOn)
+		w := fswatch.NewFake()
+		ch := watch(t, f, WatchOptions{Poll: time.Hour, Watcher: w.Opener()})
+		f.write(t, observeOn)
+		w.Send(filepath.Join(filepath.Dir(f.config), "other.json"), fswatch.Create)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		select {
+		case s := <-ch:
+			t.Fatalf("delivered %+v on an event for another file", s)
+		default:
+		}
+		w.Send(f.config, fswatch.Chmod) // attributes only
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if len(ch) != 0 {
+			t.Fatal("delivered on a pure attribute change")
+		}
+		w.Send(f.config, fswatch.Write)
+		time.Sleep(settle)
+		synctest.Wait()
+		if s := <-ch; s.Config.Mode != Observe {
+			t.Fatalf("delivered %+v", s)
+		}
+	})
+}
+
+// An in-place write is a truncate and then writes: reading between them would see a broken
+// file, so the watcher reads once the events have been quiet for settle.
+func TestWatchReadsAnInPlaceWriteOnceItHasSettled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		f.write(t, observeOn)
+		w := fswatch.NewFake()
+		ch := watch(t, f, WatchOptions{Poll: time.Hour, Watcher: w.Opener()})
+		f.write(t, "")
+		w.Send(f.config, fswatch.Write)
+		time.Sleep(settle / 2)
+		f.write(t, enforceOn[:len(enforceOn)/2])
+		w.Send(f.config, fswatch.Write)
+		time.Sleep(settle / 2)
+		f.write(t, enforceOn)
+		w.Send(f.config, fswatch.Write)
+		synctest.Wait()
+		if len(ch) != 0 {
+			t.Fatalf("read %+v before the writes settled", <-ch)
+		}
+		time.Sleep(settle)
+		synctest.Wait()
+		if s := <-ch; s.Origin != OriginFile || s.Config.Mode != Enforce {
+			t.Fatalf("delivered %+v, want the whole new file", s)
+		}
+		if len(ch) != 0 {
+			t.Fatalf("delivered again: %+v", <-ch)
+		}
+	})
 }
 
 func TestWatchPollAloneCatchesChangesAndNewFolders(t *testing.T) {
-	f := newFixture(t)
-	// The MDM folder does not exist when the watch starts: only the poll can see it appear.
-	if err := os.Remove(filepath.Dir(f.config)); err != nil {
-		t.Fatal(err)
-	}
-	ch := watch(t, f, WatchOptions{Poll: 20 * time.Millisecond, notifyOff: true})
-	if err := os.Mkdir(filepath.Dir(f.config), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f.replace(t, enforceOn)
-	waitFor(t, ch, func(s Snapshot) bool { return s.Enabled() && s.Config.Mode == Enforce })
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		// The MDM folder does not exist when the watch starts: only the poll can see it appear.
+		if err := os.Remove(filepath.Dir(f.config)); err != nil {
+			t.Fatal(err)
+		}
+		noWatcher := func() (fswatch.Watcher, error) { return nil, errors.New("no inotify here") }
+		ch := watch(t, f, WatchOptions{Poll: 20 * time.Millisecond, Watcher: noWatcher})
+		if err := os.Mkdir(filepath.Dir(f.config), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f.replace(t, enforceOn)
+		time.Sleep(25 * time.Millisecond)
+		synctest.Wait()
+		if s := <-ch; !s.Enabled() || s.Config.Mode != Enforce {
+			t.Fatalf("delivered %+v", s)
+		}
+	})
 }
 
 // A change that lands after the caller's Load but before the watcher is registered is still

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 )
 
 // settle is how long the watcher waits after the last file event before reading: an in-place
@@ -19,8 +19,8 @@ type WatchOptions struct {
 	// folder that does not exist yet cannot be watched at all.
 	Poll   time.Duration
 	Logger *slog.Logger
-	// notifyOff disables fsnotify so tests can prove the poll alone delivers.
-	notifyOff bool
+	// Watcher starts the file watcher; nil: fswatch.New. Tests pass a fake.
+	Watcher func() (fswatch.Watcher, error)
 }
 
 // Watch calls deliver with a new Snapshot each time the configuration changes from last, until ctx
@@ -32,25 +32,21 @@ func (l *Loader) Watch(ctx context.Context, last Snapshot, opts WatchOptions, de
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var events chan fsnotify.Event
-	var errs chan error
-	var w *fsnotify.Watcher
-	if !opts.notifyOff {
-		var err error
-		if w, err = fsnotify.NewWatcher(); err != nil {
-			log.Warn("config watcher unavailable; relying on the periodic check", "err", err, "poll", opts.Poll)
-		} else {
-			defer w.Close()
-			events, errs = w.Events, w.Errors
-		}
+	if opts.Watcher == nil {
+		opts.Watcher = fswatch.New
 	}
+	w, err := opts.Watcher()
+	if err != nil {
+		log.Warn("config watcher unavailable; relying on the periodic check", "err", err, "poll", opts.Poll.String())
+		w = fswatch.Nop()
+	}
+	defer w.Close()
 	dirs := l.watchDirs()
 	l.addWatches(w, dirs)
 
 	poll := time.NewTicker(opts.Poll)
 	defer poll.Stop()
-	pending := time.NewTimer(time.Hour)
-	pending.Stop()
+	pending := fswatch.NewSettle(settle)
 	defer pending.Stop()
 
 	reload := func() {
@@ -66,21 +62,13 @@ func (l *Loader) Watch(ctx context.Context, last Snapshot, opts WatchOptions, de
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
+		case ev := <-w.Events():
 			if l.relevant(ev) {
-				pending.Reset(settle)
+				pending.Poke()
 			}
-		case err, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
-			}
+		case err := <-w.Errors():
 			log.Warn("config watcher error; the periodic check still runs", "err", err)
-		case <-pending.C:
+		case <-pending.C():
 			reload()
 		case <-poll.C:
 			l.addWatches(w, dirs) // a folder created since the last tick can be watched now
@@ -98,22 +86,19 @@ func (l *Loader) watchDirs() []string {
 }
 
 // addWatches adds every folder that exists; adding one already watched is harmless.
-func (l *Loader) addWatches(w *fsnotify.Watcher, dirs []string) {
-	if w == nil {
-		return
-	}
+func (l *Loader) addWatches(w fswatch.Watcher, dirs []string) {
 	for _, d := range dirs {
 		_ = w.Add(d) // a missing folder is retried on the next poll
 	}
-	l.watches.Store(int64(len(w.WatchList())))
+	l.watches.Store(int64(w.Len()))
 }
 
 // Watches is the number of folders Watch holds watches on, for health; safe from any goroutine.
 func (l *Loader) Watches() int { return int(l.watches.Load()) }
 
 // relevant ignores events on other files in the watched folders and pure attribute changes.
-func (l *Loader) relevant(ev fsnotify.Event) bool {
-	if ev.Op == fsnotify.Chmod {
+func (l *Loader) relevant(ev fswatch.Event) bool {
+	if ev.Op == fswatch.Chmod {
 		return false
 	}
 	for _, c := range l.env.ConfigCandidates() {

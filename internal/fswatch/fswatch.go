@@ -1,0 +1,162 @@
+// Package fswatch is the one file watcher of coworkbridge: folders watched for changes to the
+// entries in them, behind a small interface so that the packages that watch (the config loader,
+// the injector, the collector) can be tested with a hand-written Fake under testing/synctest.
+// In production it is fsnotify (inotify on Linux, kqueue on macOS).
+//
+// It never watches through a symbolic link (both inotify and kqueue follow one given to them),
+// and it promises no delivery: events are lost on a queue overflow, on a folder replaced, and on
+// folders created between a listing and a watch, which is why every caller also rescans on a
+// timer. It does not debounce by itself; Settle does, for a caller's select loop.
+package fswatch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Op is what happened to the entry an event names; one event may carry several.
+type Op uint32
+
+const (
+	Create Op = 1 << iota
+	Write
+	Remove
+	Rename
+	Chmod
+)
+
+// Event is a change to the entry Name (an absolute path) in a watched folder, or to the folder
+// itself.
+type Event struct {
+	Name string
+	Op   Op
+}
+
+// Has reports whether the event carries op.
+func (e Event) Has(op Op) bool { return e.Op&op != 0 }
+
+// Gone reports whether the entry left its name: removed or renamed away.
+func (e Event) Gone() bool { return e.Has(Remove) || e.Has(Rename) }
+
+func (e Event) String() string { return fmt.Sprintf("%s %b", e.Name, e.Op) }
+
+// Watcher watches folders. Its methods are safe for concurrent use.
+type Watcher interface {
+	// Add watches the folder dir. A link, or anything but a folder, is refused with ErrNotDir;
+	// adding a folder watched already is harmless.
+	Add(dir string) error
+	// Remove stops watching dir; it fails harmlessly when the kernel dropped the watch already.
+	Remove(dir string) error
+	// Events delivers changes; Errors, failures such as a queue overflow (events were lost).
+	// Both are nil for a watcher that watches nothing (Nop).
+	Events() <-chan Event
+	Errors() <-chan error
+	// Len is the number of folders watched, for health.
+	Len() int
+	Close() error
+}
+
+// ErrNotDir refuses a watch on a link or a file.
+var ErrNotDir = errors.New("not a folder (links are never watched)")
+
+// New starts a watcher backed by the operating system.
+func New() (Watcher, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("start a file watcher: %w", err)
+	}
+	n := &notify{w: w, events: make(chan Event), done: make(chan struct{})}
+	go n.forward()
+	return n, nil
+}
+
+// notify adapts fsnotify.
+type notify struct {
+	w      *fsnotify.Watcher
+	events chan Event
+	done   chan struct{}
+	once   sync.Once
+}
+
+// forward passes fsnotify's events on. Events is never closed, so that a select loop never spins
+// on it; forward ends when the watcher is closed.
+func (n *notify) forward() {
+	for ev := range n.w.Events {
+		select {
+		case n.events <- Event{Name: ev.Name, Op: Op(ev.Op)}:
+		case <-n.done:
+			return
+		}
+	}
+}
+
+func (n *notify) Add(dir string) error {
+	if err := isDir(dir); err != nil {
+		return err
+	}
+	return n.w.Add(dir)
+}
+
+func (n *notify) Remove(dir string) error { return n.w.Remove(dir) }
+func (n *notify) Events() <-chan Event    { return n.events }
+func (n *notify) Errors() <-chan error    { return n.w.Errors }
+func (n *notify) Len() int                { return len(n.w.WatchList()) }
+func (n *notify) Close() error {
+	n.once.Do(func() { close(n.done) })
+	return n.w.Close()
+}
+
+// isDir refuses anything but a real folder at dir.
+func isDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+		return fmt.Errorf("watch %s: %w", dir, ErrNotDir)
+	}
+	return nil
+}
+
+// Nop is a watcher that watches nothing: what a caller runs on when the system's watcher cannot
+// start, relying on its rescans alone.
+func Nop() Watcher { return nop{} }
+
+type nop struct{}
+
+func (nop) Add(string) error     { return errors.New("no file watcher") }
+func (nop) Remove(string) error  { return nil }
+func (nop) Events() <-chan Event { return nil }
+func (nop) Errors() <-chan error { return nil }
+func (nop) Len() int             { return 0 }
+func (nop) Close() error         { return nil }
+
+// Settle fires once a burst of events has been quiet for its delay, so that a burst is handled
+// once: call Poke on each event and select on C. It is a stopped timer until poked, and is used
+// by one goroutine.
+type Settle struct {
+	t     *time.Timer
+	delay time.Duration
+}
+
+// NewSettle returns a Settle with the given delay.
+func NewSettle(delay time.Duration) *Settle {
+	t := time.NewTimer(delay)
+	t.Stop()
+	return &Settle{t: t, delay: delay}
+}
+
+// Poke (re)starts the delay.
+func (s *Settle) Poke() { s.t.Reset(s.delay) }
+
+// C fires once the delay has passed since the last Poke.
+func (s *Settle) C() <-chan time.Time { return s.t.C }
+
+// Stop discards a pending firing.
+func (s *Settle) Stop() { s.t.Stop() }

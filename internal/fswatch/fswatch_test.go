@@ -1,0 +1,136 @@
+package fswatch
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+func TestOpsAreFsnotifysOwn(t *testing.T) {
+	pairs := map[Op]fsnotify.Op{Create: fsnotify.Create, Write: fsnotify.Write, Remove: fsnotify.Remove, Rename: fsnotify.Rename, Chmod: fsnotify.Chmod}
+	for ours, theirs := range pairs {
+		if uint32(ours) != uint32(theirs) {
+			t.Errorf("%b is %b in fsnotify", ours, theirs)
+		}
+	}
+}
+
+// Both watchers refuse a link and a file: inotify and kqueue would follow a link given to them.
+func TestNeitherWatcherWatchesThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	os.Mkdir(real, 0o700)
+	os.Symlink(real, filepath.Join(dir, "link"))
+	os.WriteFile(filepath.Join(dir, "file"), nil, 0o600)
+	w, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for name, ww := range map[string]Watcher{"fsnotify": w, "fake": NewFake()} {
+		for _, bad := range []string{"link", "file"} {
+			if err := ww.Add(filepath.Join(dir, bad)); !errors.Is(err, ErrNotDir) {
+				t.Errorf("%s: Add(%s) = %v, want ErrNotDir", name, bad, err)
+			}
+		}
+		if err := ww.Add(real); err != nil || ww.Len() != 1 {
+			t.Errorf("%s: Add(real) = %v, %d watched", name, err, ww.Len())
+		}
+		if err := ww.Remove(real); err != nil || ww.Len() != 0 {
+			t.Errorf("%s: Remove(real) = %v, %d watched", name, err, ww.Len())
+		}
+	}
+}
+
+func TestTheSystemWatcherDeliversAChangeInAWatchedFolder(t *testing.T) {
+	dir := t.TempDir()
+	w, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "spool")
+	os.WriteFile(name, []byte("x"), 0o600)
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-w.Events():
+			if ev.Name == name && ev.Has(Create) {
+				return
+			}
+		case err := <-w.Errors():
+			t.Fatal(err)
+		case <-timeout:
+			t.Fatal("no create event in 10 s")
+		}
+	}
+}
+
+func TestNopWatchesNothingAndNeverDelivers(t *testing.T) {
+	w := Nop()
+	if w.Add(t.TempDir()) == nil || w.Len() != 0 || w.Events() != nil || w.Errors() != nil {
+		t.Error("Nop must refuse every watch and have no channels")
+	}
+}
+
+func TestSettleFiresOnceABurstHasBeenQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewSettle(100 * time.Millisecond)
+		fired := func() bool {
+			select {
+			case <-s.C():
+				return true
+			default:
+				return false
+			}
+		}
+		for range 5 { // a burst, 50 ms apart: never quiet for 100 ms
+			s.Poke()
+			time.Sleep(50 * time.Millisecond)
+			synctest.Wait()
+			if fired() {
+				t.Fatal("fired inside the burst")
+			}
+		}
+		time.Sleep(60 * time.Millisecond)
+		synctest.Wait()
+		if !fired() {
+			t.Fatal("did not fire 110 ms after the last poke")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if fired() {
+			t.Fatal("fired twice for one burst")
+		}
+		s.Poke()
+		s.Stop()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if fired() {
+			t.Fatal("fired after Stop")
+		}
+	})
+}
+
+func TestTheFakeDeliversWhatTheTestSends(t *testing.T) {
+	f := NewFake()
+	got := make(chan Event, 1)
+	go func() { got <- <-f.Events() }()
+	f.Send("/x/events.jsonl", Write|Chmod)
+	if ev := <-got; ev.Name != "/x/events.jsonl" || !ev.Has(Write) || ev.Gone() {
+		t.Errorf("event %v", ev)
+	}
+	dir := t.TempDir()
+	f.Refuse = func(string) bool { return true }
+	if f.Add(dir) == nil || f.Watched(dir) {
+		t.Error("a refused watch was taken")
+	}
+}
