@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -67,21 +69,28 @@ func TestHostChannelEventsAreJudgedAnsweredThereRecordedAndRemoved(t *testing.T)
 }
 
 func TestAHostChannelEventStillBeingWrittenWaitsForItsNewline(t *testing.T) {
-	f := newFixture(t, managedconfig.Observe)
-	ch := f.withChannel()
-	f.start()
-	rid := f.nextRID()
-	line := envelope(rid, "observe", "Bash", bash("ls"))
-	p := filepath.Join(ch, ".ev-"+rid)
-	os.WriteFile(p, []byte(line[:20]), 0o600)
-	time.Sleep(50 * time.Millisecond)
-	if n := len(f.records()); n != 0 {
-		t.Fatalf("a partial event was recorded (%d records)", n)
-	}
-	os.WriteFile(p, []byte(line+"\n"), 0o600)
-	if recs := f.waitRecords(1); recs[0].RID != rid || recs[0].Rule == RuleMalformed {
-		t.Errorf("record %+v", recs[0])
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Observe)
+		w := f.useFake()
+		ch := f.withChannel()
+		f.start()
+		rid := f.nextRID()
+		line := envelope(rid, "observe", "Bash", bash("ls"))
+		p := filepath.Join(ch, ".ev-"+rid)
+		os.WriteFile(p, []byte(line[:20]), 0o600)
+		if !w.Change(p, fswatch.Create) {
+			t.Fatal("the host channel is not watched")
+		}
+		synctest.Wait() // the collector has done all it will with the partial event
+		if n := len(f.records()); n != 0 {
+			t.Fatalf("a partial event was recorded (%d records)", n)
+		}
+		os.WriteFile(p, []byte(line+"\n"), 0o600)
+		w.Change(p, fswatch.Write)
+		if recs := f.waitRecords(1); recs[0].RID != rid || recs[0].Rule == RuleMalformed {
+			t.Errorf("record %+v", recs[0])
+		}
+	})
 }
 
 func TestHostChannelEventsWaitingWhileTheDaemonWasDownAreRecordedOnceAtStart(t *testing.T) {
@@ -125,16 +134,25 @@ func TestAQuarantinedSessionHasEveryCallDeniedNamingCoworkbridge(t *testing.T) {
 }
 
 func TestAQuarantineLiftsOnceItsPeriodHasPassed(t *testing.T) {
-	f := newFixture(t, managedconfig.Enforce)
-	f.opts.QuarantineFor = 100 * time.Millisecond
-	f.start()
-	f.c.Quarantine("local_a", "x")
-	time.Sleep(150 * time.Millisecond)
-	rid := f.nextRID()
-	f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
-	if got := f.decision(rid); got != "" {
-		t.Errorf("decision %q after the quarantine ended; want no objection", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.useFake()
+		f.start()
+		synctest.Wait()
+		f.c.Quarantine("local_a", "x")
+		time.Sleep(10*time.Minute - time.Second)
+		rid := f.nextRID()
+		f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
+		if got := f.decision(rid); decisionOf(t, got) != "deny" {
+			t.Errorf("decision %q a second before the quarantine ends; want deny", got)
+		}
+		time.Sleep(2 * time.Second)
+		rid = f.nextRID()
+		f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
+		if got := f.decision(rid); got != "" {
+			t.Errorf("decision %q after the quarantine ended; want no objection", got)
+		}
+	})
 }
 
 func describe(recs []telemetry.Record) string {

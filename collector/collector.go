@@ -19,10 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -64,6 +63,8 @@ type Options struct {
 	// Poll, when set, switches the file watcher off and drains every session every Poll: the
 	// polling design the watcher replaced, kept for the benchmark that compares them.
 	Poll time.Duration
+	// Watcher starts the file watcher; nil: fswatch.New. Tests pass a fake.
+	Watcher func() (fswatch.Watcher, error)
 	// RotateBytes: a spool drained past this size is renamed aside and a fresh one begins.
 	RotateBytes int64
 	// RotateIdle: a drained spool untouched this long is rotated away too.
@@ -135,6 +136,9 @@ func (o *Options) defaults() {
 	if o.Removals == nil {
 		o.Removals = session.NewRemovals(o.Now)
 	}
+	if o.Watcher == nil {
+		o.Watcher = fswatch.New
+	}
 }
 
 // policy is what judging needs, swapped whole on a configuration change.
@@ -158,7 +162,7 @@ type Collector struct {
 	sessions map[string]*tracked // by session folder
 	byBridge map[string]*tracked // by the folder the watcher reports
 	queue    chan *tracked
-	w        *fsnotify.Watcher
+	w        fswatch.Watcher
 	stopped  bool
 	// leaseUntil is the time the alive leases last written run to.
 	leaseUntil time.Time
@@ -232,7 +236,7 @@ func newTracked(dir string) *tracked {
 func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Collector {
 	opts.defaults()
 	c := &Collector{
-		opts: opts, log: opts.Logger, reconf: make(chan struct{}, 1), commit: make(chan struct{}, 1),
+		opts: opts, log: opts.Logger, w: fswatch.Nop(), reconf: make(chan struct{}, 1), commit: make(chan struct{}, 1),
 		recorded: opts.Recorded, sessions: map[string]*tracked{}, byBridge: map[string]*tracked{},
 		queue: make(chan *tracked, opts.MaxSessions),
 	}
@@ -310,11 +314,9 @@ func (c *Collector) Untrack(id string) {
 	if t == nil {
 		return
 	}
-	if w != nil {
-		_ = w.Remove(t.bridge) // fails harmlessly when the folder is already gone
-		if t.chBridge != "" {
-			_ = w.Remove(t.chBridge)
-		}
+	_ = w.Remove(t.bridge) // fails harmlessly when the folder is already gone
+	if t.chBridge != "" {
+		_ = w.Remove(t.chBridge)
 	}
 	if _, err := os.Lstat(t.dir); errors.Is(err, fs.ErrNotExist) {
 		if t.channel != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -97,6 +98,16 @@ type fixture struct {
 	cancel   context.CancelFunc
 	done     chan error
 	ridCount int
+	// watcher, when set (useFake), stands in for the system's: appendRaw tells it of each append.
+	watcher *fswatch.Fake
+}
+
+// useFake runs the collector on a fake watcher, for tests in a synctest bubble: every timer is
+// then the bubble's, and synctest.Wait says when the collector has done all it can.
+func (f *fixture) useFake() *fswatch.Fake {
+	f.watcher = fswatch.NewFake()
+	f.opts.Watcher = f.watcher.Opener()
+	return f.watcher
 }
 
 func newFixture(t testing.TB, mode managedconfig.Mode) *fixture {
@@ -185,6 +196,9 @@ func (f *fixture) appendRaw(s string) {
 	defer file.Close()
 	if _, err := file.WriteString(s); err != nil {
 		f.t.Fatal(err)
+	}
+	if f.watcher != nil && !f.watcher.Change(f.bridge("events.jsonl"), fswatch.Write) {
+		f.t.Fatal("the spool's folder is not watched")
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/decisions"
@@ -45,7 +45,7 @@ func (c *Collector) noteOurs(t *tracked, rid string) {
 }
 
 // decisionEvent judges a change in the session's decisions folder.
-func (c *Collector) decisionEvent(t *tracked, base string, ev fsnotify.Event) {
+func (c *Collector) decisionEvent(t *tracked, base string, ev fswatch.Event) {
 	rid, ok := strings.CutSuffix(base, ".json")
 	if !ok || !claudehook.ValidRID(rid) {
 		return // temporary files, ours and the hook's
@@ -53,7 +53,7 @@ func (c *Collector) decisionEvent(t *tracked, base string, ev fsnotify.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case ev.Has(fsnotify.Create):
+	case ev.Has(fswatch.Create):
 		if _, mine := t.ours[rid]; !mine {
 			t.suspects = append(t.suspects, suspect{rid, RuleForgedDecision,
 				"a decision coworkbridge did not write appeared for request " + rid + " (a forged answer)"})
@@ -61,7 +61,7 @@ func (c *Collector) decisionEvent(t *tracked, base string, ev fsnotify.Event) {
 				c.scheduleLocked(t, false)
 			}
 		}
-	case ev.Has(fsnotify.Remove), ev.Has(fsnotify.Rename):
+	case ev.Has(fswatch.Remove), ev.Has(fswatch.Rename):
 		delete(t.ours, rid)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -84,37 +85,41 @@ func TestACallThatRanDespiteAnEnforcedDenyIsAnUnguardedCall(t *testing.T) {
 }
 
 func TestGuardedCallsAndRefusalsAreNotUnguarded(t *testing.T) {
-	f := newFixture(t, managedconfig.Enforce)
-	f.opts.ReconcileGrace = 50 * time.Millisecond
-	f.start()
-	ok, denied := f.nextRID(), f.nextRID()
-	f.appendRaw(envelopeFor(ok, "enforce", "toolu_ok", "ls") + "\n")
-	f.appendRaw(envelopeFor(denied, "enforce", "toolu_no", "rm -rf ~") + "\n")
-	f.waitRecords(2)
-	f.transcript(toolUse("toolu_ok", "ls"), toolResult("toolu_ok", false),
-		toolUse("toolu_no", "rm -rf ~"), toolResult("toolu_no", true), // refused: an error result
-		toolUse("toolu_cli", "x"), toolResult("toolu_cli", true)) // refused by the CLI's own rules
-	f.c.scheduleAll(true)
-	time.Sleep(200 * time.Millisecond)
-	f.c.scheduleAll(true)
-	time.Sleep(100 * time.Millisecond)
-	if n := len(f.records()); n != 2 || f.health.count("unguarded") != 0 {
-		t.Errorf("%d records, %d unguarded: guarded calls were reported", n, f.health.count("unguarded"))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.useFake()
+		f.start()
+		ok, denied := f.nextRID(), f.nextRID()
+		f.appendRaw(envelopeFor(ok, "enforce", "toolu_ok", "ls") + "\n")
+		f.appendRaw(envelopeFor(denied, "enforce", "toolu_no", "rm -rf ~") + "\n")
+		f.waitRecords(2)
+		f.transcript(toolUse("toolu_ok", "ls"), toolResult("toolu_ok", false),
+			toolUse("toolu_no", "rm -rf ~"), toolResult("toolu_no", true), // refused: an error result
+			toolUse("toolu_cli", "x"), toolResult("toolu_cli", true)) // refused by the CLI's own rules
+		f.c.scheduleAll(true)
+		time.Sleep(6 * time.Second) // past the 5 s grace
+		f.c.scheduleAll(true)
+		synctest.Wait()
+		if n := len(f.records()); n != 2 || f.health.count("unguarded") != 0 {
+			t.Errorf("%d records, %d unguarded: guarded calls were reported", n, f.health.count("unguarded"))
+		}
+	})
 }
 
 func TestTranscriptsWrittenBeforeTheSessionWasFollowedAreNotJudged(t *testing.T) {
-	f := newFixture(t, managedconfig.Enforce)
-	f.opts.ReconcileGrace = 50 * time.Millisecond
-	f.transcript(toolUse("toolu_old", "ls"), toolResult("toolu_old", false))
-	old := time.Now().Add(-time.Hour)
-	os.Chtimes(filepath.Join(f.dir, ".claude", "projects", "-sessions-x-mnt-outputs", "abc.jsonl"), old, old)
-	f.start()
-	f.c.scheduleAll(true)
-	time.Sleep(200 * time.Millisecond)
-	f.c.scheduleAll(true)
-	time.Sleep(100 * time.Millisecond)
-	if n := len(f.records()); n != 0 {
-		t.Errorf("%d records: a call from before the daemon followed the session was judged", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.useFake()
+		f.transcript(toolUse("toolu_old", "ls"), toolResult("toolu_old", false))
+		old := time.Now().Add(-time.Hour)
+		os.Chtimes(filepath.Join(f.dir, ".claude", "projects", "-sessions-x-mnt-outputs", "abc.jsonl"), old, old)
+		f.start()
+		f.c.scheduleAll(true)
+		time.Sleep(6 * time.Second) // past the 5 s grace
+		f.c.scheduleAll(true)
+		synctest.Wait()
+		if n := len(f.records()); n != 0 {
+			t.Errorf("%d records: a call from before the daemon followed the session was judged", n)
+		}
+	})
 }

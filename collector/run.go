@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
@@ -25,20 +23,18 @@ const leaseCheck = 5 * time.Second
 // enforce hooks deny at once while the daemon is down) and commits the offsets. It returns nil
 // on cancel; a watcher that cannot start is logged and the rescan carries on alone.
 func (c *Collector) Run(ctx context.Context) error {
-	var events <-chan fsnotify.Event
-	var errs <-chan error
+	w := fswatch.Nop()
 	if c.opts.Poll == 0 {
-		w, err := fsnotify.NewWatcher()
-		if err != nil {
+		var err error
+		if w, err = c.opts.Watcher(); err != nil {
 			c.log.Error("cannot start the spool watcher; spools are drained at each rescan only", "err", err)
-		} else {
-			defer w.Close()
-			events, errs = w.Events, w.Errors
-			c.mu.Lock()
-			c.w = w
-			c.mu.Unlock()
+			w = fswatch.Nop()
 		}
 	}
+	defer w.Close()
+	c.mu.Lock()
+	c.w = w
+	c.mu.Unlock()
 	var workers sync.WaitGroup
 	for range c.opts.Workers {
 		workers.Go(func() { c.work(ctx) })
@@ -67,9 +63,9 @@ func (c *Collector) Run(ctx context.Context) error {
 			committer.Wait()
 			c.flush()
 			return nil
-		case ev := <-events:
+		case ev := <-w.Events():
 			c.handle(ev)
-		case err := <-errs:
+		case err := <-w.Errors():
 			// Typically a queue overflow: events were lost, so look everywhere.
 			c.log.Warn("spool watcher error; draining every session", "err", err)
 			c.scheduleAll(false)
@@ -119,18 +115,11 @@ func (c *Collector) watch(t *tracked) {
 	c.mu.Lock()
 	w := c.w
 	c.mu.Unlock()
-	if w == nil {
-		return
-	}
 	for _, dir := range []string{filepath.Dir(t.bridge), t.bridge, filepath.Join(t.bridge, "decisions"), t.chBridge} {
 		if dir == "" {
 			continue
 		}
-		// fsnotify follows a link given to Add (inotify and kqueue alike): never watch through one.
-		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-			continue
-		}
-		if err := w.Add(dir); err != nil {
+		if err := w.Add(dir); err != nil { // a link is refused, never watched through
 			c.log.Debug("cannot watch a session's folder of ours; the rescan covers it", "session", t.id, "dir", dir, "err", err)
 		}
 	}
@@ -141,15 +130,12 @@ func (c *Collector) Watches() int {
 	c.mu.Lock()
 	w := c.w
 	c.mu.Unlock()
-	if w == nil {
-		return 0
-	}
-	return len(w.WatchList())
+	return w.Len()
 }
 
 // handle schedules a drain for a change to a spool.
-func (c *Collector) handle(ev fsnotify.Event) {
-	if ev.Op == fsnotify.Chmod {
+func (c *Collector) handle(ev fswatch.Event) {
+	if ev.Op == fswatch.Chmod {
 		return
 	}
 	dir, base := filepath.Split(filepath.Clean(ev.Name))
@@ -157,7 +143,7 @@ func (c *Collector) handle(ev fsnotify.Event) {
 	c.mu.Lock()
 	t := c.byBridge[dir]
 	c.mu.Unlock()
-	if t != nil && ev.Has(fsnotify.Remove) && (dir == filepath.Dir(t.bridge) || dir == t.bridge && base == "decisions") {
+	if t != nil && ev.Has(fswatch.Remove) && (dir == filepath.Dir(t.bridge) || dir == t.bridge && base == "decisions") {
 		// settings.json, our folder or the transcripts going: perhaps the session's removal.
 		// (Decision files, lock and temporary files come and go all the time, and do not count.)
 		if rel, err := filepath.Rel(t.dir, ev.Name); err == nil && session.RemovalSign(filepath.ToSlash(rel)) {
@@ -167,23 +153,23 @@ func (c *Collector) handle(ev fsnotify.Event) {
 	switch {
 	case t == nil:
 	case dir == t.chBridge:
-		if _, ok := decisions.EventRID(base); ok && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)) {
+		if _, ok := decisions.EventRID(base); ok && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)) {
 			c.schedule(t, false) // an event handed over on the Mac
 		}
 	case isSpoolName(base):
 		c.schedule(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
 	case dir == filepath.Dir(t.bridge):
-		if base == filepath.Base(t.bridge) && ev.Has(fsnotify.Create) {
+		if base == filepath.Base(t.bridge) && ev.Has(fswatch.Create) {
 			// Our folder was replaced: watch the new one now, not at the next rescan, and put
 			// the lease back so that hooks in the VM are answered.
 			c.watch(t)
 			c.schedule(t, true)
-		} else if instructionName(session.ClaudeDir+"/"+base) && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write) || ev.Has(fsnotify.Rename)) {
+		} else if instructionName(session.ClaudeDir+"/"+base) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Rename)) {
 			c.schedule(t, true) // .claude/CLAUDE.md changed: scan it now, not at the next rescan
 		}
 	case dir == filepath.Join(t.bridge, "decisions"):
 		c.decisionEvent(t, base, ev)
-	case dir == t.bridge && base == path.Base(session.AliveFile) && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)):
+	case dir == t.bridge && base == path.Base(session.AliveFile) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)):
 		c.mu.Lock()
 		t.checkAlive = true
 		c.mu.Unlock()

@@ -3,7 +3,7 @@
 //
 // The hook scripts are the VM side of the contract: they append each tool call to the session's
 // spool and, in enforce mode, wait for the daemon's decision file. The injector finds sessions as
-// they appear (fsnotify plus a periodic rescan), merges our entry into their settings without
+// they appear (a file watcher plus a periodic rescan), merges our entry into their settings without
 // disturbing anything else, repairs it when it is removed or switched off, and reports each
 // session's state through a Recorder.
 //

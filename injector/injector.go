@@ -13,9 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -62,6 +61,8 @@ type Options struct {
 	// Removals records removals seen in sessions, shared with the collector: nothing is written
 	// into a session while it is being removed. Default: the injector's own record.
 	Removals *session.Removals
+	// Watcher starts the file watcher; nil: fswatch.New. Tests pass a fake.
+	Watcher func() (fswatch.Watcher, error)
 	// settle delays a structural rescan after folder events, so one burst is one scan.
 	settle time.Duration
 }
@@ -88,6 +89,9 @@ func (o *Options) defaults() {
 	if o.MinFreeBytes == 0 {
 		o.MinFreeBytes = 16 << 20
 	}
+	if o.Watcher == nil {
+		o.Watcher = fswatch.New
+	}
 	if o.settle == 0 {
 		o.settle = 50 * time.Millisecond
 	}
@@ -106,7 +110,7 @@ type Injector struct {
 	cfg     managedconfig.Config
 	entry   Entry
 	schema  *Schema
-	w       *fsnotify.Watcher
+	w       fswatch.Watcher
 	watched map[string]bool
 	// nwatched mirrors len(watched) for readers outside the loop.
 	nwatched atomic.Int64
@@ -155,7 +159,7 @@ func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Injector{schema: sc,
+	return &Injector{schema: sc, w: fswatch.Nop(),
 		opts: opts, log: opts.Logger, configs: make(chan managedconfig.Config, 1),
 		cfg: cfg, entry: e, watched: map[string]bool{}, live: map[string]*tracked{}, pending: map[string]bool{}, missing: map[string]time.Time{}, forgotten: map[string]time.Time{},
 	}, nil
@@ -180,44 +184,33 @@ func (in *Injector) SetConfig(cfg managedconfig.Config) {
 // Run hooks every live session, then follows the sessions roots until ctx is done. It returns
 // nil on cancel; a watcher that cannot start is logged and the periodic rescan carries on alone.
 func (in *Injector) Run(ctx context.Context) error {
-	var events chan fsnotify.Event
-	var errs chan error
-	if w, err := fsnotify.NewWatcher(); err != nil {
+	w, err := in.opts.Watcher()
+	if err != nil {
 		in.log.Warn("session watcher unavailable; relying on the periodic rescan", "err", err)
-	} else {
-		in.w = w
-		defer w.Close()
-		events, errs = w.Events, w.Errors
+		w = fswatch.Nop()
 	}
+	in.w = w
+	defer w.Close()
 	in.hold = time.NewTimer(time.Hour) // before the first scan, which may hold sessions back
 	in.hold.Stop()
 	defer in.hold.Stop()
 	in.rescan(true)
 	ticker := time.NewTicker(in.cfg.RescanInterval)
 	defer ticker.Stop()
-	structural := time.NewTimer(time.Hour)
-	structural.Stop()
+	structural := fswatch.NewSettle(in.opts.settle)
 	defer structural.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
+		case ev := <-w.Events():
 			if in.handle(ev) {
-				structural.Reset(in.opts.settle)
+				structural.Poke()
 			}
-		case err, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
-			}
+		case err := <-w.Errors():
 			in.log.Warn("session watcher error; rescanning", "err", err)
 			in.rescan(true)
-		case <-structural.C:
+		case <-structural.C():
 			in.rescan(false)
 			in.flushPending()
 		case <-in.hold.C:
@@ -356,13 +349,10 @@ func (in *Injector) watch(dir string) bool {
 	if in.watched[dir] {
 		return true
 	}
-	if in.w == nil || len(in.watched) >= in.opts.MaxWatches {
+	if len(in.watched) >= in.opts.MaxWatches {
 		return false
 	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return false // never watch through a link
-	}
-	if err := in.w.Add(dir); err != nil {
+	if err := in.w.Add(dir); err != nil { // a link is refused: never watched through
 		in.log.Debug("cannot watch folder", "dir", dir, "err", err)
 		return false
 	}
@@ -408,12 +398,12 @@ func (in *Injector) forget(dir string, t *tracked) {
 }
 
 // handle acts on one watcher event and reports whether the tree's structure may have changed.
-func (in *Injector) handle(ev fsnotify.Event) bool {
-	if ev.Op == fsnotify.Chmod {
+func (in *Injector) handle(ev fswatch.Event) bool {
+	if ev.Op == fswatch.Chmod {
 		return false
 	}
 	name := filepath.Clean(ev.Name)
-	if (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) && in.watched[name] {
+	if (ev.Has(fswatch.Remove) || ev.Has(fswatch.Rename)) && in.watched[name] {
 		in.unwatch(name) // its watch went with it
 	}
 	in.noteRemoval(name, ev)
@@ -433,26 +423,26 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 		_, known := in.live[p.Dir]
 		return !known
 	case p.Level == session.LevelSession:
-		if ev.Has(fsnotify.Create) && p.IsSession() {
+		if ev.Has(fswatch.Create) && p.IsSession() {
 			// A new session folder: watch it now rather than after a rescan, so that its .claude
 			// is seen the moment it appears.
 			in.newSession(p.Dir)
 			return false
 		}
 		return !strings.HasPrefix(base, ".")
-	case p.Rel == "outputs" && ev.Has(fsnotify.Create), p.Rel == "outputs/"+session.ClaudeDir,
+	case p.Rel == "outputs" && ev.Has(fswatch.Create), p.Rel == "outputs/"+session.ClaudeDir,
 		strings.HasPrefix(p.Rel, "outputs/"+session.ClaudeDir+"/settings") && strings.Count(p.Rel, "/") == 2:
 		if _, known := in.live[p.Dir]; known {
 			in.watchSession(p.Dir)
 			in.ensure(p.Dir, p.ID(), reasonChange)
 		}
 	case p.Rel == session.ClaudeDir:
-		if ev.Has(fsnotify.Create) {
+		if ev.Has(fswatch.Create) {
 			in.watchSession(p.Dir)
 			in.ensure(p.Dir, p.ID(), reasonNew)
 		}
 	case p.Rel == session.SettingsFile:
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		if ev.Has(fswatch.Remove) || ev.Has(fswatch.Rename) {
 			in.pending[p.Dir] = true
 			return true
 		}
@@ -464,8 +454,8 @@ func (in *Injector) handle(ev fsnotify.Event) bool {
 // noteRemoval records a removal inside a session. Renames count only where the agent cannot make
 // them (the session folder and its own entries, moved to the Trash): the CLI and coworkbridge
 // itself save files by renaming a temporary file over them all the time.
-func (in *Injector) noteRemoval(name string, ev fsnotify.Event) {
-	if !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
+func (in *Injector) noteRemoval(name string, ev fswatch.Event) {
+	if !ev.Has(fswatch.Remove) && !ev.Has(fswatch.Rename) {
 		return
 	}
 	p, ok := session.Locate(in.cfg.SessionsRoots, name)
@@ -473,7 +463,7 @@ func (in *Injector) noteRemoval(name string, ev fsnotify.Event) {
 	case !ok || p.Level < session.LevelSession:
 	case p.Metadata:
 		in.opts.Removals.Saw(p.Dir, session.MetadataName)
-	case !strings.Contains(p.Rel, "/") || ev.Has(fsnotify.Remove) && session.RemovalSign(p.Rel):
+	case !strings.Contains(p.Rel, "/") || ev.Has(fswatch.Remove) && session.RemovalSign(p.Rel):
 		in.opts.Removals.Saw(p.Dir, p.Rel)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -82,54 +84,69 @@ func TestRemovalsTheAgentCanMakeHoldTheRepairOnlyBriefly(t *testing.T) {
 // The injector's own write to settings.json raises an event that may be handled only after a
 // removal has begun and taken the files: that late ensure must not put them back at once.
 func TestAHookedSessionsFilesFoundGoneAreNotPutBackAtOnce(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "sessions")
-	dir := makeSession(t, root, "local_late", "{}")
-	in, err := New(testConfig(root, managedconfig.Enforce), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.ensure(dir, "local_late", reasonNew) // hooked, our folder made
-	if !hasMode(dir, managedconfig.Enforce) {
-		t.Fatal("setup: not hooked")
-	}
-	// The removal runs; none of its events has been handled.
-	os.RemoveAll(filepath.Join(dir, ".claude", "coworkbridge"))
-	os.Remove(filepath.Join(dir, ".claude", "settings.json"))
-	in.ensure(dir, "local_late", reasonChange)
-	for _, p := range []string{"settings.json", "coworkbridge"} {
-		if _, err := os.Lstat(filepath.Join(dir, ".claude", p)); err == nil {
-			t.Errorf("%s was put back at once", p)
+	synctest.Test(t, func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "sessions")
+		dir := makeSession(t, root, "local_late", "{}")
+		in, err := New(testConfig(root, managedconfig.Enforce), Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !in.pending[dir] {
-		t.Error("the session is not pending: it would never be looked at again before the rescan")
-	}
-	time.Sleep(session.RemovalQuiet)
-	in.flushPending()
-	if !hasMode(dir, managedconfig.Enforce) {
-		t.Error("not a removal after all: settings.json was not put back after the hold")
-	}
+		in.ensure(dir, "local_late", reasonNew) // hooked, our folder made
+		if !hasMode(dir, managedconfig.Enforce) {
+			t.Fatal("setup: not hooked")
+		}
+		// The removal runs; none of its events has been handled.
+		os.RemoveAll(filepath.Join(dir, ".claude", "coworkbridge"))
+		os.Remove(filepath.Join(dir, ".claude", "settings.json"))
+		in.ensure(dir, "local_late", reasonChange)
+		for _, p := range []string{"settings.json", "coworkbridge"} {
+			if _, err := os.Lstat(filepath.Join(dir, ".claude", p)); err == nil {
+				t.Errorf("%s was put back at once", p)
+			}
+		}
+		if !in.pending[dir] {
+			t.Error("the session is not pending: it would never be looked at again before the rescan")
+		}
+		time.Sleep(session.RemovalQuiet)
+		in.flushPending()
+		if !hasMode(dir, managedconfig.Enforce) {
+			t.Error("not a removal after all: settings.json was not put back after the hold")
+		}
+	})
 }
 
 // The CLI makes and removes lock and temporary files in .claude all the time (at each start): they
 // are no sign of a removal, and must not hold a repair back.
 func TestTheCLIsOwnTemporaryFilesDoNotHoldARepair(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "sessions")
-	dir := makeSession(t, root, "local_cli", "{}")
-	removals := session.NewRemovals(nil)
-	startInjector(t, testConfig(root, managedconfig.Enforce), Options{Removals: removals})
-	eventually(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
-	for i := range 20 {
-		lock := filepath.Join(dir, ".claude", fmt.Sprintf(".claude.json.lock%d", i))
-		os.WriteFile(lock, nil, 0o600)
-		os.Remove(lock)
-	}
-	time.Sleep(100 * time.Millisecond) // the watcher delivers what is queued; its removals must leave no burst
-	if wait := removals.Wait(dir); wait > 0 {
-		t.Errorf("lock files held writes back for %v", wait)
-	}
-	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600) // our entry gone
-	eventually(t, "repaired", func() bool { return hasMode(dir, managedconfig.Enforce) })
+	synctest.Test(t, func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "sessions")
+		dir := makeSession(t, root, "local_cli", "{}")
+		removals := session.NewRemovals(nil)
+		w := fswatch.NewFake()
+		startInjector(t, testConfig(root, managedconfig.Enforce), Options{Removals: removals, Watcher: w.Opener()})
+		if !hasMode(dir, managedconfig.Enforce) {
+			t.Fatal("not hooked at the first scan")
+		}
+		for i := range 20 {
+			lock := filepath.Join(dir, ".claude", fmt.Sprintf(".claude.json.lock%d", i))
+			os.WriteFile(lock, nil, 0o600)
+			w.Change(lock, fswatch.Create)
+			os.Remove(lock)
+			if !w.Change(lock, fswatch.Remove) {
+				t.Fatal(".claude is not watched")
+			}
+		}
+		if wait := removals.Wait(dir); wait > 0 {
+			t.Errorf("lock files held writes back for %v", wait)
+		}
+		settings := filepath.Join(dir, ".claude", "settings.json")
+		os.WriteFile(settings, []byte("{}"), 0o600) // our entry gone
+		w.Change(settings, fswatch.Write)
+		synctest.Wait()
+		if !hasMode(dir, managedconfig.Enforce) {
+			t.Error("not repaired at once")
+		}
+	})
 }
 
 // A repair that fails is reported as a failure: the session is unhooked in health, not counted

@@ -9,8 +9,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -58,16 +60,33 @@ func TestDeletedSessionTreesGiveBackTheirWatches(t *testing.T) {
 
 // Cowork creates a session's account and org folders and the session folder in one go, and its
 // .claude a moment later: the session is hooked at once, not at the next rescan (an hour here).
+// The fake delivers a change only where a watch is, as the kernel does: the new folders must be
+// watched by the time .claude appears.
 func TestASessionUnderNewParentFoldersIsHookedWhenItsClaudeFolderAppears(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "sessions")
-	os.MkdirAll(root, 0o755)
-	startInjector(t, testConfig(root, managedconfig.Observe), Options{})
-	dir := filepath.Join(root, "newacct", "neworg", "local_late")
-	os.MkdirAll(dir, 0o755)
-	time.Sleep(300 * time.Millisecond) // the structural rescan has passed; .claude is not there yet
-	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
-	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644)
-	eventually(t, "the late session hooked", func() bool { return hasMode(dir, managedconfig.Observe) })
+	synctest.Test(t, func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "sessions")
+		os.MkdirAll(root, 0o755)
+		w := fswatch.NewFake()
+		startInjector(t, testConfig(root, managedconfig.Observe), Options{Watcher: w.Opener()})
+		dir := filepath.Join(root, "newacct", "neworg", "local_late")
+		os.MkdirAll(dir, 0o755)
+		if !w.Change(filepath.Join(root, "newacct"), fswatch.Create) {
+			t.Fatal("the sessions root is not watched")
+		}
+		time.Sleep(time.Second) // the structural rescan has passed; .claude is not there yet
+		synctest.Wait()
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		if !w.Change(filepath.Join(dir, ".claude"), fswatch.Create) {
+			t.Fatal("the new session folder is not watched: its .claude would be seen only at the rescan")
+		}
+		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644)
+		w.Change(filepath.Join(dir, ".claude", "settings.json"), fswatch.Create)
+		time.Sleep(time.Second) // a new session's first write may be held half a second
+		synctest.Wait()
+		if !hasMode(dir, managedconfig.Observe) {
+			t.Fatal("the late session was not hooked within a second, long before the rescan")
+		}
+	})
 }
 
 // Cowork deletes a session with the equivalent of rm -rf. The daemon must not put settings.json

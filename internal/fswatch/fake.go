@@ -2,6 +2,7 @@ package fswatch
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"sync"
 )
@@ -82,6 +83,17 @@ func (f *Fake) Closed() bool {
 // Send delivers an event, as the kernel would after a change to name; it blocks until the code
 // under test receives it.
 func (f *Fake) Send(name string, op Op) { f.events <- Event{Name: name, Op: op} }
+
+// Change delivers an event for name only where the kernel would: when name's folder, or name
+// itself (a watched folder), is watched. It reports whether it delivered, so that a test finds
+// out when the code under test was not watching where it should have been.
+func (f *Fake) Change(name string, op Op) bool {
+	if !f.Watched(filepath.Dir(name)) && !f.Watched(name) {
+		return false
+	}
+	f.Send(name, op)
+	return true
+}
 
 // Fail delivers an error, as a queue overflow would.
 func (f *Fake) Fail(err error) { f.errs <- err }

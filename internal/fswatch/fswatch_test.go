@@ -129,6 +129,15 @@ func TestTheFakeDeliversWhatTheTestSends(t *testing.T) {
 		t.Errorf("event %v", ev)
 	}
 	dir := t.TempDir()
+	if f.Change(filepath.Join(dir, "x"), Create) {
+		t.Error("delivered a change in a folder nobody watches")
+	}
+	f.Add(dir)
+	go func() { got <- <-f.Events() }()
+	if !f.Change(filepath.Join(dir, "x"), Create) || (<-got).Name != filepath.Join(dir, "x") {
+		t.Error("a change in a watched folder was not delivered")
+	}
+	f.Remove(dir)
 	f.Refuse = func(string) bool { return true }
 	if f.Add(dir) == nil || f.Watched(dir) {
 		t.Error("a refused watch was taken")
