@@ -12,9 +12,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -29,7 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/internal/machine"
 )
 
 func main() {
@@ -135,45 +132,26 @@ func report(rs []result) {
 	}
 }
 
-// daemon is a running coworkbridge.
-type daemon struct {
-	cmd  *exec.Cmd
-	dir  string
-	done chan error
-}
+// daemon is a running coworkbridge with what the benchmark reads of it.
+type daemon struct{ *machine.Daemon }
 
-func startDaemon(bin, dir string, poll time.Duration) (*daemon, error) {
+func startDaemon(m *machine.Machine, bin string, poll time.Duration) (daemon, error) {
 	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn"}`
-	if err := os.WriteFile(filepath.Join(dir, "managed.json"), []byte(cfg), 0o600); err != nil {
-		return nil, err
+	if err := m.WriteConfig(cfg); err != nil {
+		return daemon{}, err
 	}
-	cmd := exec.Command(bin, "run")
-	cmd.Env = append(os.Environ(),
-		"COWORKBRIDGE_MANAGED_CONFIG="+filepath.Join(dir, "managed.json"),
-		"COWORKBRIDGE_SESSIONS_ROOT="+filepath.Join(dir, "sessions"),
-		"COWORKBRIDGE_STATE_DIR="+filepath.Join(dir, "state"),
-		"COWORKBRIDGE_LOG_DIR="+filepath.Join(dir, "logs"),
-		// Hundreds of calls a second from one session would be a flood in a deployment.
-		"COWORKBRIDGE_SESSION_BUDGET=100000000")
+	// Hundreds of calls a second from one session would be a flood in a deployment.
+	env := []string{"COWORKBRIDGE_SESSION_BUDGET=100000000"}
 	if poll > 0 {
-		cmd.Env = append(cmd.Env, "COWORKBRIDGE_SPOOL_POLL="+poll.String())
+		env = append(env, "COWORKBRIDGE_SPOOL_POLL="+poll.String())
 	}
-	logf, err := os.Create(filepath.Join(dir, "daemon.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	d := &daemon{cmd: cmd, dir: dir, done: make(chan error, 1)}
-	go func() { d.done <- cmd.Wait(); logf.Close() }()
-	return d, nil
+	d, err := m.Start(bin, env...)
+	return daemon{d}, err
 }
 
 // cpu is the daemon's CPU time so far (Linux: /proc; elsewhere unknown until it exits).
-func (d *daemon) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
+func (d daemon) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.PID()))
 	if err != nil {
 		return 0
 	}
@@ -186,15 +164,9 @@ func (d *daemon) cpu() time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
-func (d *daemon) stop() (peakRSS int64, err error) {
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err = <-d.done:
-	case <-time.After(30 * time.Second):
-		d.cmd.Process.Kill()
-		return 0, errors.New("daemon did not stop within 30 s")
-	}
-	if ru, ok := d.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+func (d daemon) stop() (peakRSS int64, err error) {
+	err = d.Stop(30 * time.Second)
+	if ru, ok := d.Process().ProcessState.SysUsage().(*syscall.Rusage); ok {
 		peakRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
 	return peakRSS, err
@@ -202,18 +174,29 @@ func (d *daemon) stop() (peakRSS int64, err error) {
 
 func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool) (result, error) {
 	r := result{sessions: n, conc: conc, calls: calls}
-	sessions, err := makeSessions(dir, n)
+	m, err := machine.New(dir)
 	if err != nil {
 		return r, err
 	}
-	d, err := startDaemon(bin, dir, poll)
+	var sessions []string
+	for i := range n {
+		s, err := m.NewSession(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
+		if err != nil {
+			return r, err
+		}
+		sessions = append(sessions, s)
+	}
+	d, err := startDaemon(m, bin, poll)
 	if err != nil {
 		return r, err
 	}
-	hooks, err := waitHooked(sessions, 60*time.Second)
-	if err != nil {
-		d.stop()
-		return r, fmt.Errorf("%w (daemon log: %s)", err, filepath.Join(dir, "daemon.log"))
+	hooks := make([]string, len(sessions))
+	deadline := time.Now().Add(60 * time.Second)
+	for i, s := range sessions {
+		if hooks[i], err = m.WaitHooked(s, time.Until(deadline)); err != nil {
+			d.stop()
+			return r, fmt.Errorf("%w (daemon log: %s)", err, m.DaemonLog())
+		}
 	}
 	if vm {
 		for i, h := range hooks {
@@ -238,49 +221,6 @@ func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool) (
 	r.rssMB = float64(rss) / (1 << 20)
 	r.denies = denies
 	return r, nil
-}
-
-func makeSessions(dir string, n int) ([]string, error) {
-	var out []string
-	for i := range n {
-		s := filepath.Join(dir, "sessions", "acct", "org", fmt.Sprintf("local_%08d-0000-4000-8000-000000000000", i))
-		for _, sub := range []string{".claude", "outputs"} {
-			if err := os.MkdirAll(filepath.Join(s, sub), 0o700); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-func waitHooked(sessions []string, within time.Duration) ([]string, error) {
-	deadline := time.Now().Add(within)
-	hooks := make([]string, len(sessions))
-	for i, s := range sessions {
-		for {
-			if c := hookCommand(filepath.Join(s, ".claude", "settings.json")); strings.Contains(c, "mode=enforce") {
-				if _, err := os.Stat(filepath.Join(s, ".claude", "coworkbridge", "alive")); err == nil {
-					hooks[i] = c
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("session %d of %d not hooked within %v", i+1, len(sessions), within)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	return hooks, nil
-}
-
-// hookCommand reads our hook's command from a settings.json file, "" when it is not there.
-func hookCommand(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return injector.HookCommand(data)
 }
 
 // commands are the calls played in turn, with whether the default policy denies them.
@@ -310,7 +250,8 @@ func load(sessions, hooks []string, conc, calls int) ([]time.Duration, int, time
 			for i := range next {
 				s := rand.IntN(len(sessions))
 				c := commands[i%len(commands)]
-				took, out, err := callHook(sessions[s], hooks[s], c.cmd)
+				outb, took, err := machine.CallHook(sessions[s], hooks[s], machine.BashPayload(c.cmd))
+				out := string(outb)
 				if err == nil && (out != "") != c.deny {
 					// A harmless call denied means the hook timed out: the daemon did not answer.
 					err = fmt.Errorf("%q answered %q", c.cmd, strings.TrimSpace(out))
@@ -333,19 +274,4 @@ func load(sessions, hooks []string, conc, calls int) ([]time.Duration, int, time
 		return nil, 0, 0, firstErr
 	}
 	return lat, denies, wall, nil
-}
-
-func callHook(dir, hook, command string) (time.Duration, string, error) {
-	input, _ := json.Marshal(map[string]string{"command": command})
-	payload, _ := json.Marshal(map[string]any{"session_id": "bench", "cwd": "/sessions/bench/mnt/outputs",
-		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": json.RawMessage(input)})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", hook)
-	cmd.Dir = filepath.Join(dir, "outputs")
-	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
-	cmd.Stdin = bytes.NewReader(payload)
-	started := time.Now()
-	out, err := cmd.Output()
-	return time.Since(started), string(out), err
 }

@@ -24,7 +24,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -35,10 +34,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/internal/machine"
 )
 
 type options struct {
@@ -83,7 +81,11 @@ func run(o options) error {
 			return fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
 		}
 	}
-	h := &harness{dir: tmp, bin: o.bin}
+	m, err := machine.New(tmp)
+	if err != nil {
+		return err
+	}
+	h := &harness{Machine: m, dir: tmp, bin: o.bin}
 	if err := h.start(); err != nil {
 		return err
 	}
@@ -111,10 +113,10 @@ func run(o options) error {
 
 // harness runs one daemon (restarted after each kill) on one temporary tree.
 type harness struct {
+	*machine.Machine
 	dir, bin string
+	d        *machine.Daemon
 	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan error
 	stopped  bool
 
 	seq     atomic.Int64
@@ -143,48 +145,15 @@ func (h *harness) path(p ...string) string { return filepath.Join(append([]strin
 func (h *harness) start() error {
 	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn","heartbeat_interval":"1s",
 "decision_timeout":"3s","hook_timeout":"10s","telemetry":{"max_file_mb":2048}}`
-	if err := os.MkdirAll(h.path("sessions"), 0o700); err != nil {
+	if err := h.WriteConfig(cfg); err != nil {
 		return err
 	}
-	if err := os.WriteFile(h.path("managed.json"), []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	return h.launch()
+	d, err := h.Start(h.bin, "COWORKBRIDGE_SESSION_BUDGET=100000000")
+	h.d = d
+	return err
 }
 
-func (h *harness) launch() error {
-	cmd := exec.Command(h.bin, "run")
-	cmd.Env = append(os.Environ(),
-		"COWORKBRIDGE_MANAGED_CONFIG="+h.path("managed.json"),
-		"COWORKBRIDGE_SESSIONS_ROOT="+h.path("sessions"),
-		"COWORKBRIDGE_STATE_DIR="+h.path("state"),
-		"COWORKBRIDGE_LOG_DIR="+h.path("logs"),
-		"COWORKBRIDGE_SESSION_BUDGET=100000000")
-	logf, err := os.OpenFile(h.path("daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logf.Close() }()
-	h.mu.Lock()
-	h.cmd, h.done = cmd, done
-	h.mu.Unlock()
-	return nil
-}
-
-func (h *harness) kill() error {
-	h.mu.Lock()
-	cmd, done := h.cmd, h.done
-	h.mu.Unlock()
-	cmd.Process.Kill()
-	<-done
-	return h.launch()
-}
+func (h *harness) kill() error { return h.d.Restart() }
 
 func (h *harness) stop() error {
 	h.mu.Lock()
@@ -193,59 +162,23 @@ func (h *harness) stop() error {
 		return nil
 	}
 	h.stopped = true
-	h.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-h.done:
-		return err
-	case <-time.After(30 * time.Second):
-		h.cmd.Process.Kill()
-		return errors.New("daemon did not stop within 30 s")
-	}
+	return h.d.Stop(30 * time.Second)
 }
 
-func (h *harness) pid() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.cmd.Process.Pid
-}
-
-func newSession(dir string) error {
-	for _, sub := range []string{".claude", "outputs"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600)
-}
-
-// hooked waits for the session's enforce hook and lease, and returns the hook command.
-func hooked(dir string, within time.Duration) (string, error) {
-	deadline := time.Now().Add(within)
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, ".claude", "settings.json")); err == nil {
-			if c := injector.HookCommand(data); strings.Contains(c, "mode=enforce") {
-				return c, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("session %s not hooked within %v", filepath.Base(dir), within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+func (h *harness) pid() int { return h.d.PID() }
 
 func (h *harness) soak(o options) error {
 	type live struct{ dir, hook string }
 	var ss []live
 	for i := range o.sessions {
-		dir := h.path("sessions", "acct", "org", fmt.Sprintf("local_%08d-0000-4000-8000-000000000000", i))
-		if err := newSession(dir); err != nil {
+		dir, err := h.NewSession(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
+		if err != nil {
 			return err
 		}
 		ss = append(ss, live{dir: dir})
 	}
 	for i := range ss {
-		c, err := hooked(ss[i].dir, time.Minute)
+		c, err := h.WaitHooked(ss[i].dir, time.Minute)
 		if err != nil {
 			return err
 		}
@@ -313,15 +246,8 @@ func (h *harness) call(dir, hook string) {
 	input, _ := json.Marshal(map[string]string{"command": command, "description": marker})
 	payload, _ := json.Marshal(map[string]any{"session_id": "soak", "cwd": "/sessions/soak/mnt/outputs",
 		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": json.RawMessage(input)})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", hook)
-	cmd.Dir = filepath.Join(dir, "outputs")
-	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
-	cmd.Stdin = bytes.NewReader(payload)
-	started := time.Now()
-	out, _ := cmd.Output()
-	c := &call{harmful: harmful, answer: string(out), duration: time.Since(started)}
+	out, took, _ := machine.CallHook(dir, hook, payload)
+	c := &call{harmful: harmful, answer: string(out), duration: took}
 	c.handed = !strings.Contains(c.answer, notRunning)
 	h.calls.Store(marker, c)
 }
@@ -334,14 +260,14 @@ func (h *harness) churnSessions(n int) error {
 	for i := 0; i < n; i += batch {
 		var dirs []string
 		for j := i; j < min(n, i+batch); j++ {
-			dir := h.path("sessions", fmt.Sprintf("churn-acct%d", j), fmt.Sprintf("org%d", j), fmt.Sprintf("local_c%07d", j))
-			if err := newSession(dir); err != nil {
+			dir, err := h.NewSessionIn(fmt.Sprintf("churn-acct%d", j), fmt.Sprintf("org%d", j), fmt.Sprintf("c%07d", j))
+			if err != nil {
 				return err
 			}
 			dirs = append(dirs, dir)
 		}
 		for _, d := range dirs {
-			if _, err := hooked(d, 30*time.Second); err != nil {
+			if _, err := h.WaitHooked(d, 30*time.Second); err != nil {
 				return fmt.Errorf("churn: %w", err)
 			}
 		}

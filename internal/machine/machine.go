@@ -1,0 +1,281 @@
+// Package machine is a user's Mac in one folder, for the tests and harnesses that run the real
+// coworkbridge binary: managed.json, the daemon's state and log folders and one sessions root,
+// reached through the development overrides; Cowork-like sessions; the daemon started, killed
+// and stopped; and a session's hook run exactly as Claude Code runs it.
+//
+// It is not for deployments (the overrides it sets are development-only), it never touches a
+// folder outside its own, and it does not import testing: tests, the round-trip benchmark and the
+// soak harness alike turn its errors into failures.
+package machine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// Machine is one user's world under Dir.
+type Machine struct {
+	Dir      string
+	Config   string // managed.json
+	Sessions string // the sessions root
+	State    string
+	Logs     string // the decision log's folder
+}
+
+// New lays out a machine in dir, which should be empty.
+func New(dir string) (*Machine, error) {
+	m := &Machine{Dir: dir, Config: filepath.Join(dir, "managed.json"), Sessions: filepath.Join(dir, "sessions"),
+		State: filepath.Join(dir, "state"), Logs: filepath.Join(dir, "logs")}
+	for _, d := range []string{m.Sessions, m.Logs} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("lay out the machine: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// DecisionLog is the decision log's default path on the machine.
+func (m *Machine) DecisionLog() string { return filepath.Join(m.Logs, "decisions.jsonl") }
+
+// vars are the development overrides that point coworkbridge at the machine.
+func (m *Machine) vars() map[string]string {
+	return map[string]string{
+		managedconfig.EnvManagedConfig: m.Config, managedconfig.EnvSessionsRoot: m.Sessions,
+		managedconfig.EnvStateDir: m.State, managedconfig.EnvLogDir: m.Logs,
+	}
+}
+
+// Environ is this process's environment with every COWORKBRIDGE_* variable replaced by the
+// machine's overrides, then extra ("KEY=value").
+func (m *Machine) Environ(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "COWORKBRIDGE_") {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range m.vars() {
+		env = append(env, k+"="+v)
+	}
+	return append(env, extra...)
+}
+
+// WriteConfig replaces managed.json in one step, as an MDM agent does.
+func (m *Machine) WriteConfig(content string) error {
+	tmp := m.Config + ".new"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		return fmt.Errorf("write managed.json: %w", err)
+	}
+	return os.Rename(tmp, m.Config)
+}
+
+// NewSession makes <root>/acct/org/local_<id>/ with the folders Cowork makes and the settings.json
+// it writes at session start, and returns the session folder.
+func (m *Machine) NewSession(id string) (string, error) { return m.NewSessionIn("acct", "org", id) }
+
+// NewSessionIn is NewSession under the given account and org folders.
+func (m *Machine) NewSessionIn(account, org, id string) (string, error) {
+	dir := filepath.Join(m.Sessions, account, org, "local_"+id)
+	for _, sub := range []string{".claude", "outputs", "uploads"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return "", fmt.Errorf("make session %s: %w", id, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600); err != nil {
+		return "", fmt.Errorf("make session %s: %w", id, err)
+	}
+	return dir, nil
+}
+
+// ExpectedHook is the hook command the daemon's injector writes into the session at dir under
+// the machine's managed.json now: the exact entry, not merely text carrying our marker.
+func (m *Machine) ExpectedHook(dir string) (string, error) {
+	vars := m.vars()
+	env := managedconfig.Env{GOOS: runtime.GOOS, Home: m.Dir, Getenv: func(k string) string { return vars[k] }}
+	paths, err := env.Paths()
+	if err != nil {
+		return "", err
+	}
+	s := managedconfig.NewLoader(env, paths).Load()
+	if !s.Enabled() {
+		return "", fmt.Errorf("coworkbridge is not on in %s (%s)", m.Config, s.Origin)
+	}
+	channel := filepath.Join(session.ChannelDir(paths.ChannelRoot(), filepath.Base(dir)), filepath.FromSlash(session.BridgeDir))
+	e, err := injector.NewEntry(s.Config, channel)
+	return e.Command, err
+}
+
+// WaitHooked waits until the session carries exactly the daemon's current entry and, in enforce
+// mode, its lease; it returns the hook command.
+func (m *Machine) WaitHooked(dir string, within time.Duration) (string, error) {
+	deadline := time.Now().Add(within)
+	for {
+		want, err := m.ExpectedHook(dir)
+		if err != nil {
+			return "", err
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
+		_, leaseErr := os.Stat(filepath.Join(dir, filepath.FromSlash(session.AliveFile)))
+		if injector.HookCommand(data) == want && (leaseErr == nil || !strings.Contains(want, "mode=enforce")) {
+			return want, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("session %s not hooked with the daemon's entry within %v", filepath.Base(dir), within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// BashPayload is a PreToolUse payload for a Bash call, as Claude Code sends it.
+func BashPayload(command string) []byte {
+	input, _ := json.Marshal(map[string]string{"command": command})
+	payload, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": "/sessions/x/mnt/outputs",
+		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": json.RawMessage(input)})
+	return payload
+}
+
+// hookLimit is how long CallHook lets a hook run, as Claude Code's timeout would: far above any
+// decision timeout, so that only a hung hook meets it.
+const hookLimit = 2 * time.Minute
+
+// CallHook runs a session's hook as Claude Code does (/bin/sh -c, the payload on stdin, cwd
+// outputs/, CLAUDE_CONFIG_DIR naming its .claude) and returns what it printed and how long it took.
+func CallHook(dir, hook string, payload []byte) ([]byte, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), hookLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", hook)
+	cmd.Dir = filepath.Join(dir, "outputs")
+	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
+	cmd.Stdin = bytes.NewReader(payload)
+	started := time.Now()
+	out, err := cmd.Output()
+	took := time.Since(started)
+	if err != nil {
+		return out, took, fmt.Errorf("hook in %s: %w", filepath.Base(dir), err)
+	}
+	return out, took, nil
+}
+
+// Records reads a decision log's records; a line being written (no newline yet) and lines that
+// are not records are skipped.
+func Records(path string) ([]telemetry.Record, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []telemetry.Record
+	for line, err := range telemetry.Lines(f, 16<<20) {
+		var r telemetry.Record
+		if err == nil && json.Unmarshal(line, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Daemon is a running `coworkbridge run` on the machine, its log in DaemonLog.
+type Daemon struct {
+	bin  string
+	m    *Machine
+	env  []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// DaemonLog is where the daemons the machine starts write their log.
+func (m *Machine) DaemonLog() string { return filepath.Join(m.Dir, "daemon.log") }
+
+// Start runs bin's daemon on the machine with extra environment ("KEY=value").
+func (m *Machine) Start(bin string, extra ...string) (*Daemon, error) {
+	d := &Daemon{bin: bin, m: m, env: m.Environ(extra...)}
+	return d, d.launch()
+}
+
+func (d *Daemon) launch() error {
+	logf, err := os.OpenFile(d.m.DaemonLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the daemon log: %w", err)
+	}
+	cmd := exec.Command(d.bin, "run")
+	cmd.Env, cmd.Stderr = d.env, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s run: %w", d.bin, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	d.mu.Lock()
+	d.cmd, d.done = cmd, done
+	d.mu.Unlock()
+	return nil
+}
+
+// PID is the running daemon's process id.
+func (d *Daemon) PID() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cmd.Process.Pid
+}
+
+// Process is the running daemon's process, for its resource figures.
+func (d *Daemon) Process() *exec.Cmd {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cmd
+}
+
+// Restart kills the daemon with SIGKILL, as a crash would, and starts a new one.
+func (d *Daemon) Restart() error {
+	d.mu.Lock()
+	cmd, done := d.cmd, d.done
+	d.mu.Unlock()
+	cmd.Process.Kill()
+	<-done
+	return d.launch()
+}
+
+// Stop sends SIGTERM and waits for the daemon to exit, killing it after within.
+func (d *Daemon) Stop(within time.Duration) error {
+	d.mu.Lock()
+	cmd, done := d.cmd, d.done
+	d.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(within):
+		cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("the daemon did not stop within %v", within)
+	}
+}
+
+// LogTail is the end of the daemon log, for a failure message.
+func (m *Machine) LogTail(n int) string {
+	data, _ := os.ReadFile(m.DaemonLog())
+	if len(data) > n {
+		data = data[len(data)-n:]
+	}
+	return string(data)
+}
