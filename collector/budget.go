@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -71,7 +72,7 @@ func (c *Collector) floodRecord(t *tracked, p *policy, now time.Time, reason str
 // floodQuarantine quarantines a session that went over its budget, in enforce: no agent's work
 // needs it, and a session flooding the log may be hiding calls among the noise.
 func (c *Collector) floodQuarantine(t *tracked, p *policy) {
-	c.log.Warn("a session exceeded its decision-log budget; the excess is summarised", "code", "session_flooding", "session", t.id,
+	c.log.Warn("a session exceeded its decision-log budget; the excess is summarised", "code", health.CodeSessionFlooding, "session", t.id,
 		"records_per_minute", c.opts.BudgetRecords, "bytes_per_minute", c.opts.BudgetBytes)
 	if p.cfg.Mode == managedconfig.Enforce {
 		c.Quarantine(t.id, "it sent more events than any agent's work needs (over the decision-log budget)")

@@ -345,7 +345,7 @@ func (c *Collector) Quarantine(id, reason string) {
 		t.quarantined, t.why = until, reason
 	}
 	c.mu.Unlock()
-	c.log.Warn("session quarantined: every tool call in it is denied", "code", "session_quarantined", "session", id, "reason", reason, "until", until.Format(time.RFC3339))
+	c.log.Warn("session quarantined: every tool call in it is denied", "code", health.CodeSessionQuarantined, "session", id, "reason", reason, "until", until.Format(time.RFC3339))
 	c.opts.Health.Quarantined(id, reason, until)
 }
 

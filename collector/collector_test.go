@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -152,6 +153,9 @@ func (f *fixture) start() {
 	go func() { f.done <- f.c.Run(ctx) }()
 	f.c.Track(f.dir)
 	f.t.Cleanup(f.stop)
+	if f.watcher != nil { // in a synctest bubble: the session is set up and watched once all wait
+		synctest.Wait()
+	}
 }
 
 func (f *fixture) stop() {

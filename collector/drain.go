@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -141,7 +142,7 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 		err = decisions.WriteAlive(s, until)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		c.log.Warn("cannot write the alive lease; enforce hooks in this session will deny", "code", "decision_write_failed", "session", s.ID(), "err", err)
+		c.log.Warn("cannot write the alive lease; enforce hooks in this session will deny", "code", health.CodeDecisionFailed, "session", s.ID(), "err", err)
 		c.opts.Health.DecisionFailed(s.ID())
 	}
 }
@@ -228,7 +229,7 @@ func (c *Collector) reportSweep(t *tracked, res decisions.SweepResult, err error
 		c.log.Debug("sweep incomplete", "session", t.id, "err", err)
 	}
 	if res.Unconsumed > 0 {
-		c.log.Warn("decisions were never read: their hooks gave up first", "code", "decisions_unconsumed", "session", t.id, "count", res.Unconsumed)
+		c.log.Warn("decisions were never read: their hooks gave up first", "code", health.CodeDecisionsUnconsumed, "session", t.id, "count", res.Unconsumed)
 		c.opts.Health.DecisionsUnconsumed(t.id, res.Unconsumed)
 	}
 }
@@ -313,7 +314,7 @@ func (c *Collector) refuse(t *tracked, name string, err error) {
 		return
 	}
 	t.refused = err.Error()
-	c.log.Warn("refusing to read a session's spool", "code", "spool_refused", "session", t.id, "spool", name, "err", err)
+	c.log.Warn("refusing to read a session's spool", "code", health.CodeSpoolRefused, "session", t.id, "spool", name, "err", err)
 	c.opts.Health.SpoolRefused(t.id)
 }
 
@@ -444,7 +445,7 @@ func (c *Collector) sinkFailed(err error) {
 	}
 	c.sink.failing, c.sink.since = true, c.opts.Now()
 	c.log.Warn("cannot write the decision log; events stay where they are and are retried with backoff (logged again when it recovers)",
-		"code", "telemetry_write_failed", "err", err)
+		"code", health.CodeTelemetryFailed, "err", err)
 }
 
 func (c *Collector) sinkRecovered() {

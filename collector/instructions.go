@@ -11,6 +11,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -83,7 +84,7 @@ func (c *Collector) scanInstructions(s *session.Session, t *tracked, p *policy) 
 	if !maps.EqualFunc(findings, t.instr.reported, slices.Equal[[]string]) {
 		for _, name := range slices.Sorted(maps.Keys(findings)) {
 			if !slices.Equal(findings[name], t.instr.reported[name]) {
-				c.log.Warn("an instruction file in the session holds text an agent would obey", "code", "instruction_injection",
+				c.log.Warn("an instruction file in the session holds text an agent would obey", "code", health.CodeInstructionFound,
 					"session", t.id, "file", name, "rules", strings.Join(findings[name], ","))
 			}
 		}

@@ -122,7 +122,7 @@ func (c *Collector) decide(s *session.Session, t *tracked, rid string, d claudeh
 		c.noteOurs(t, rid) // before the write, so that its watch event never finds it unknown
 	}
 	if err := decisions.Write(s, rid, d, reason, context); err != nil {
-		c.log.Warn("cannot write a decision; the hook will deny when it times out", "code", "decision_write_failed", "session", t.id, "rid", rid, "err", err)
+		c.log.Warn("cannot write a decision; the hook will deny when it times out", "code", health.CodeDecisionFailed, "session", t.id, "rid", rid, "err", err)
 		c.opts.Health.DecisionFailed(t.id)
 		return 0
 	}

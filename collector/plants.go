@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -96,11 +97,11 @@ func (c *Collector) checkPlants(s *session.Session, t *tracked, p *policy) {
 	for _, f := range found {
 		recs = append(recs, telemetry.Record{TS: now, RID: f.rid, Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool,
 			Mode: string(p.cfg.Mode), Input: json.RawMessage("null"), Decision: string(claudehook.Deny), Rule: f.rule, Reason: f.what})
-		c.log.Warn("attempt on the guard in a session", "code", "session_tampered", "session", t.id, "rule", f.rule, "what", f.what)
+		c.log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", t.id, "rule", f.rule, "what", f.what)
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {
 		c.opts.Health.TelemetryFailed()
-		c.log.Warn("cannot record an attempt on the guard in the decision log", "code", "telemetry_write_failed", "session", t.id, "err", err)
+		c.log.Warn("cannot record an attempt on the guard in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -239,12 +240,12 @@ func (c *Collector) reportUnguarded(t *tracked, p *policy, found []unguarded, no
 		recs = append(recs, telemetry.Record{TS: now, Session: t.id, Agent: "cowork", Transport: telemetry.TransportTranscript,
 			Mode: string(p.cfg.Mode), Tool: u.use.Tool, Input: input, Decision: string(claudehook.Deny), Rule: RuleUnguarded,
 			Reason: "tool call " + u.use.ToolUseID + ": " + u.why})
-		c.log.Warn("a tool call ran without the guard", "code", "unguarded_call", "session", t.id, "tool_use_id", u.use.ToolUseID, "tool", u.use.Tool, "why", u.why)
+		c.log.Warn("a tool call ran without the guard", "code", health.CodeUnguardedCall, "session", t.id, "tool_use_id", u.use.ToolUseID, "tool", u.use.Tool, "why", u.why)
 		c.opts.Health.UnguardedCall(t.id)
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {
 		c.opts.Health.TelemetryFailed()
-		c.log.Warn("cannot record unguarded calls in the decision log", "code", "telemetry_write_failed", "session", t.id, "err", err)
+		c.log.Warn("cannot record unguarded calls in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
 	}
 	if p.cfg.Mode == managedconfig.Enforce {
 		c.Quarantine(t.id, "a tool call ran without the guard ("+found[0].why+")")

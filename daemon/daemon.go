@@ -409,10 +409,10 @@ func (d *Daemon) compilePolicy(p managedconfig.Policy) *classifier.Classifier {
 	case res.Problem == nil:
 		d.health.SetPolicyProblem("", "")
 	case res.Fallback == policy.FallbackRest:
-		d.log.Error("part of the policy in managed.json is missing: running without it until it is there", "code", "config_invalid", "err", res.Problem.Error())
+		d.log.Error("part of the policy in managed.json is missing: running without it until it is there", "code", health.CodeConfigInvalid, "err", res.Problem.Error())
 		d.health.SetPolicyProblem(res.Problem.Error(), res.Fallback)
 	default:
-		d.log.Error("policy in managed.json cannot be used: running on "+res.Fallback+" until it is fixed", "code", "config_invalid", "err", res.Problem.Error())
+		d.log.Error("policy in managed.json cannot be used: running on "+res.Fallback+" until it is fixed", "code", health.CodeConfigInvalid, "err", res.Problem.Error())
 		d.health.SetPolicyProblem(res.Problem.Error(), res.Fallback)
 	}
 	return res.Classifier
@@ -486,15 +486,15 @@ func (d *Daemon) logConfig(prev, s managedconfig.Snapshot) {
 	case managedconfig.OriginInvalid:
 		if s.Intent == managedconfig.Enforce {
 			d.log.Error("managed config is invalid, asks for enforce, and no good copy exists: every tool call is DENIED until the file is fixed",
-				"code", "config_invalid", "path", s.Path, "err", errText(s.Problem))
+				"code", health.CodeConfigInvalid, "path", s.Path, "err", errText(s.Problem))
 			return
 		}
 		d.log.Error("managed config is invalid and no good copy exists: coworkbridge is OFF until the file is fixed",
-			"code", "config_invalid", "path", s.Path, "err", errText(s.Problem))
+			"code", health.CodeConfigInvalid, "path", s.Path, "err", errText(s.Problem))
 		return
 	case managedconfig.OriginLastGood:
 		d.log.Error("managed config is invalid: running on the last good copy until the file is fixed",
-			"code", "config_invalid", "path", s.Path, "err", errText(s.Problem))
+			"code", health.CodeConfigInvalid, "path", s.Path, "err", errText(s.Problem))
 	}
 	if prev.Hash == s.Hash && prev.Origin != managedconfig.OriginNone && prev.Origin != managedconfig.OriginInvalid {
 		if prev.Origin == managedconfig.OriginLastGood && s.Origin == managedconfig.OriginFile {

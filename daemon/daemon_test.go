@@ -214,7 +214,7 @@ func TestABrokenPolicyKeepsThePreviousOneInForceAndIsRaised(t *testing.T) {
 	if !strings.Contains(s.Config.PolicyProblem, "broken-bash.rules") || s.Config.PolicyFallback == "" {
 		t.Errorf("policy problem %q, fallback %q: want the file named and a fallback", s.Config.PolicyProblem, s.Config.PolicyFallback)
 	}
-	if !hasWarning(s, "config_invalid") {
+	if !hasWarning(s, health.CodeConfigInvalid) {
 		t.Errorf("warnings %+v: want config_invalid", s.Warnings)
 	}
 	if hook(a) == "" {
@@ -238,7 +238,7 @@ func TestABrokenFileAskingForEnforceWithNoGoodCopyGuardsEverySessionInEnforce(t 
 	a := m.session(t, root, "a")
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q],`, root)
 	d := m.start(t)
-	s := waitHealth(t, d, "config_invalid", func(s health.Snapshot) bool { return hasWarning(s, "config_invalid") })
+	s := waitHealth(t, d, "config_invalid", func(s health.Snapshot) bool { return hasWarning(s, health.CodeConfigInvalid) })
 	if s.Config.Origin != string(managedconfig.OriginInvalid) || s.Config.Mode != "enforce" || s.Config.Problem == "" {
 		t.Errorf("config state %+v: want invalid, enforce, with its problem", s.Config)
 	}
@@ -248,7 +248,7 @@ func TestABrokenFileAskingForEnforceWithNoGoodCopyGuardsEverySessionInEnforce(t 
 	}
 }
 
-func hasWarning(s health.Snapshot, code string) bool {
+func hasWarning(s health.Snapshot, code health.Code) bool {
 	for _, w := range s.Warnings {
 		if w.Code == code {
 			return true

@@ -1,65 +1,44 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/internal/machine"
 )
 
-// daemon is the real coworkbridge daemon, built by the test, on its own state, logs and root.
+// daemon is the real coworkbridge daemon, built by the test, on its own machine (state, logs,
+// sessions root).
 type daemon struct {
-	cmd     *exec.Cmd
+	*machine.Daemon
+	m       *machine.Machine
 	base    string
 	root    string // the sessions root
-	config  string
 	logPath string // the decision log
-	mu      sync.Mutex
-	stderr  bytes.Buffer
-	exited  chan struct{}
 }
 
-func (d *daemon) Write(p []byte) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stderr.Write(p)
-}
-
-// startDaemon runs `coworkbridge run` with managed.json holding config.
+// startDaemon runs `coworkbridge run` with managed.json holding config, until the test ends.
 func startDaemon(t testing.TB, bin, config string) *daemon {
 	t.Helper()
-	base := t.TempDir()
-	d := &daemon{base: base, root: filepath.Join(base, "sessions"), config: filepath.Join(base, "managed.json"),
-		logPath: filepath.Join(base, "logs", "decisions.jsonl"), exited: make(chan struct{})}
-	d.setConfig(t, config)
-	d.cmd = exec.Command(bin, "run")
-	d.cmd.Env = append(os.Environ(), "COWORKBRIDGE_MANAGED_CONFIG="+d.config, "COWORKBRIDGE_SESSIONS_ROOT="+d.root,
-		"COWORKBRIDGE_STATE_DIR="+filepath.Join(base, "state"), "COWORKBRIDGE_LOG_DIR="+filepath.Join(base, "logs"))
-	d.cmd.Stderr = d
-	if err := d.cmd.Start(); err != nil {
+	m, err := machine.New(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { d.cmd.Wait(); close(d.exited) }()
+	d := &daemon{m: m, base: m.Dir, root: m.Sessions, logPath: m.DecisionLog()}
+	d.setConfig(t, config)
+	if d.Daemon, err = m.Start(bin); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.exited:
-		case <-time.After(10 * time.Second):
-			d.cmd.Process.Kill()
-		}
+		d.Stop(10 * time.Second) // stopped already by some tests
 		if t.Failed() {
-			d.mu.Lock()
-			t.Logf("daemon log:\n%s", lastLines(d.stderr.String(), 40))
-			d.mu.Unlock()
+			t.Logf("daemon log:\n%s", lastLines(m.LogTail(64<<10), 40))
 		}
 	})
 	return d
@@ -67,28 +46,25 @@ func startDaemon(t testing.TB, bin, config string) *daemon {
 
 func (d *daemon) setConfig(t testing.TB, config string) {
 	t.Helper()
-	tmp := d.config + ".new"
-	if err := os.WriteFile(tmp, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, d.config); err != nil {
+	if err := d.m.WriteConfig(config); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// waitHooked waits until the session carries the hook for mode and, in enforce, the lease.
-func waitHooked(t testing.TB, dir, mode string) {
+// signal sends sig to the daemon's process.
+func (d *daemon) signal(sig os.Signal) { d.Process().Process.Signal(sig) }
+
+// waitHooked waits until the session carries exactly the entry the daemon writes for mode (not
+// merely text with our marker: a planted look-alike has that too) and, in enforce, the lease.
+func (d *daemon) waitHooked(t testing.TB, dir, mode string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
-		_, alive := os.Stat(filepath.Join(dir, ".claude", "coworkbridge", "alive"))
-		if strings.Contains(string(data), fmt.Sprintf("coworkbridge-hook v%d mode=%s", injector.ScriptVersion, mode)) && alive == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	hook, err := d.m.WaitHooked(dir, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("session %s not hooked in %s mode", dir, mode)
+	if want := fmt.Sprintf("coworkbridge-hook v%d mode=%s", injector.ScriptVersion, mode); !strings.Contains(hook, want) {
+		t.Fatalf("session %s is hooked, but not in %s mode", filepath.Base(dir), mode)
+	}
 }
 
 // guardedSession starts the daemon with config and returns it with one session of the given id,
@@ -98,7 +74,7 @@ func guardedSession(t *testing.T, config, id, mode string) (*daemon, string) {
 	claudeBinary(t)
 	d := startDaemon(t, buildCoworkbridge(t), config)
 	dir := newCoworkSession(t, d.root, id)
-	waitHooked(t, dir, mode)
+	d.waitHooked(t, dir, mode)
 	return d, dir
 }
 
@@ -112,13 +88,14 @@ func (d *daemon) records(t testing.TB, n int) []record {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		data, _ := os.ReadFile(d.logPath)
+		recs, err := machine.Records(d.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var out []record
-		for line := range bytes.Lines(data) {
-			var r record
-			if json.Unmarshal(line, &r) == nil {
-				out = append(out, r)
-			}
+		for _, r := range recs {
+			out = append(out, record{RID: r.RID, Session: r.Session, Transport: r.Transport, Mode: r.Mode, Tool: r.Tool,
+				Decision: r.Decision, Rule: r.Rule, Enforced: r.Enforced})
 		}
 		if len(out) >= n || time.Now().After(deadline) {
 			if len(out) < n {
@@ -211,8 +188,7 @@ const fastEnforce = `{"version":1,"cowork_enabled":true,"mode":"enforce","decisi
 // With the daemon stopped, the hooks it left deny at once (the lease is gone), naming the cause.
 func TestRealCLIWithTheDaemonStoppedIsDenied(t *testing.T) {
 	d, dir := guardedSession(t, fastEnforce, "down1", "enforce")
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	<-d.exited
+	d.Stop(10 * time.Second)
 	marker := filepath.Join(dir, "outputs", "ran")
 	api := newFakeAPI(t, []toolUse{{Name: "Write", Input: map[string]any{"file_path": marker, "content": "x"}}})
 	run := runCLI(t, api, dir)
@@ -229,7 +205,7 @@ func TestRealCLIWithTheDaemonStoppedIsDenied(t *testing.T) {
 // decision timeout runs out, long before Claude Code's own hook timeout.
 func TestRealCLIWithTheDaemonKilledWhileAHookWaitsIsDenied(t *testing.T) {
 	d, dir := guardedSession(t, fastEnforce, "kill1", "enforce")
-	d.cmd.Process.Signal(syscall.SIGSTOP) // holds its lease, answers nothing
+	d.signal(syscall.SIGSTOP) // holds its lease, answers nothing
 	marker := filepath.Join(dir, "outputs", "ran")
 	api := newFakeAPI(t, []toolUse{{Name: "Write", Input: map[string]any{"file_path": marker, "content": "x"}}})
 	go func() {
@@ -240,7 +216,7 @@ func TestRealCLIWithTheDaemonKilledWhileAHookWaitsIsDenied(t *testing.T) {
 				break
 			}
 		}
-		d.cmd.Process.Kill()
+		d.signal(syscall.SIGKILL)
 	}()
 	run := runCLI(t, api, dir)
 	res := streamToolResults(run)
@@ -299,7 +275,7 @@ func TestRealCLIParallelCallsEachGetTheirOwnDecision(t *testing.T) {
 // The agent trying to edit its settings to drop the hook is denied; a change made behind its
 // back is repaired before the next call.
 func TestRealCLICannotDropTheHook(t *testing.T) {
-	_, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, "tamper1", "enforce")
+	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, "tamper1", "enforce")
 	settings := filepath.Join(dir, ".claude", "settings.json")
 	api := newFakeAPI(t,
 		// A new settings.local.json would turn every hook off; Write checks run before hooks only
@@ -325,7 +301,7 @@ func TestRealCLICannotDropTheHook(t *testing.T) {
 	if err := os.Rename(settings+".tmp", settings); err != nil {
 		t.Fatal(err)
 	}
-	waitHooked(t, dir, "enforce")
+	d.waitHooked(t, dir, "enforce")
 	if data, _ := os.ReadFile(settings); strings.Contains(string(data), "disableAllHooks") {
 		t.Errorf("disableAllHooks survived: %s", data)
 	}

@@ -106,7 +106,7 @@ func TestModeSwitchReachesALiveSession(t *testing.T) {
 	}
 
 	d.setConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
-	waitHooked(t, dir, "enforce")
+	d.waitHooked(t, dir, "enforce")
 	// The CLI applies a changed settings.json about a second after the change (measured with
 	// 2.1.329: a prompt 0.7 s after the switch still ran the observe hook, 1.2 s after it ran the
 	// enforce one). Give it that, with margin: this is the CLI's latency, not ours.

@@ -17,7 +17,7 @@ func BenchmarkRealCLIEnforceOverhead(b *testing.B) {
 	claudeBinary(b)
 	d := startDaemon(b, buildCoworkbridge(b), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
 	guarded := newCoworkSession(b, d.root, "ovh1")
-	waitHooked(b, guarded, "enforce")
+	d.waitHooked(b, guarded, "enforce")
 	bare := newCoworkSession(b, b.TempDir(), "ovh2") // outside the daemon's root: no hook
 	// A hook that does nothing separates the CLI's own cost of running any hook from ours.
 	trivial := newCoworkSession(b, b.TempDir(), "ovh3")

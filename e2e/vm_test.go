@@ -26,7 +26,7 @@ func TestEnforceAcrossASimulatedVMBoundary(t *testing.T) {
 	}
 	d := startDaemon(t, buildCoworkbridge(t), `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
 	dir := newCoworkSession(t, d.root, "vm1")
-	waitHooked(t, dir, "enforce")
+	d.waitHooked(t, dir, "enforce")
 	// The VM sees neither the host's sessions root nor the daemon's state (the host channels).
 	vm := &vmView{Guest: "/sessions/quirky-vm1/mnt", Hide: d.base}
 	ok := vm.Guest + "/outputs/ok.txt"

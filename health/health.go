@@ -106,7 +106,7 @@ type Today struct {
 // window count is above zero, so it clears by itself one heartbeat after the trouble stops.
 type window struct {
 	malformed, oversized, repaired, unconsumed, telemetry, refused, undecided, unguarded uint64
-	sessions                                                                             map[string][]string // code -> sessions
+	sessions                                                                             map[Code][]string // code -> sessions
 	latencies                                                                            []time.Duration
 	latencyDropped                                                                       uint64
 }
@@ -148,7 +148,7 @@ func New(now func() time.Time) *Health {
 	if now == nil {
 		now = time.Now
 	}
-	return &Health{now: now, sessions: map[string]*Session{}, win: window{sessions: map[string][]string{}}, changed: make(chan struct{}, 1)}
+	return &Health{now: now, sessions: map[string]*Session{}, win: window{sessions: map[Code][]string{}}, changed: make(chan struct{}, 1)}
 }
 
 // session returns the entry for id, creating it unless the limit is reached. Callers hold mu.
@@ -189,7 +189,7 @@ func (h *Health) pruneLocked() {
 	}
 }
 
-func (h *Health) noteSession(code, id string) {
+func (h *Health) noteSession(code Code, id string) {
 	if !slices.Contains(h.win.sessions[code], id) {
 		h.win.sessions[code] = append(h.win.sessions[code], id)
 	}

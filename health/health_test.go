@@ -36,15 +36,15 @@ func newTestHealth() (*Health, *clock) {
 	return h, c
 }
 
-func codes(s Snapshot) []string {
-	var out []string
+func warningCodes(s Snapshot) []Code {
+	var out []Code
 	for _, w := range s.Warnings {
 		out = append(out, w.Code)
 	}
 	return out
 }
 
-func warning(s Snapshot, code string) *Warning {
+func warning(s Snapshot, code Code) *Warning {
 	for i := range s.Warnings {
 		if s.Warnings[i].Code == code {
 			return &s.Warnings[i]
@@ -57,7 +57,7 @@ func warning(s Snapshot, code string) *Warning {
 // and checks that the warning clears.
 func TestEachWarningRaisesAndClears(t *testing.T) {
 	tests := []struct {
-		code     string
+		code     Code
 		raise    func(h *Health, c *clock)
 		clear    func(h *Health, c *clock)
 		sessions []string
@@ -149,25 +149,25 @@ func TestEachWarningRaisesAndClears(t *testing.T) {
 			[]string{"local_a"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.code, func(t *testing.T) {
+		t.Run(string(tt.code), func(t *testing.T) {
 			h, c := newTestHealth()
-			if got := codes(h.Snapshot(false)); len(got) != 0 {
+			if got := warningCodes(h.Snapshot(false)); len(got) != 0 {
 				t.Fatalf("warnings before the cause: %v", got)
 			}
 			tt.raise(h, c)
 			s := h.Snapshot(false)
 			w := warning(s, tt.code)
 			if w == nil {
-				t.Fatalf("%s not raised; got %v", tt.code, codes(s))
+				t.Fatalf("%s not raised; got %v", tt.code, warningCodes(s))
 			}
-			if len(codes(s)) != 1 {
-				t.Errorf("other warnings raised too: %v", codes(s))
+			if len(warningCodes(s)) != 1 {
+				t.Errorf("other warnings raised too: %v", warningCodes(s))
 			}
 			if !slices.Equal(w.Sessions, tt.sessions) || w.Message == "" || w.Action == "" {
 				t.Errorf("warning %+v, want sessions %v and a message and action", w, tt.sessions)
 			}
 			tt.clear(h, c)
-			if got := codes(h.Snapshot(false)); slices.Contains(got, tt.code) {
+			if got := warningCodes(h.Snapshot(false)); slices.Contains(got, tt.code) {
 				t.Errorf("%s did not clear: %v", tt.code, got)
 			}
 		})
@@ -179,7 +179,7 @@ func TestSilentIsNotRaisedBeforeFifteenMinutes(t *testing.T) {
 	h.SessionSeen("local_a", "/s/a")
 	h.SessionHooked("local_a", false)
 	c.add(14 * time.Minute)
-	if got := codes(h.Snapshot(false)); len(got) != 0 {
+	if got := warningCodes(h.Snapshot(false)); len(got) != 0 {
 		t.Errorf("warnings %v after 14 minutes", got)
 	}
 }
@@ -191,7 +191,7 @@ func TestGoneSessionsRaiseNothingAndAreForgottenAfterADay(t *testing.T) {
 	h.SessionGone("local_a")
 	s := h.Snapshot(false)
 	if len(s.Warnings) != 0 || s.Counts.Tracked != 1 || s.Counts.Live != 0 {
-		t.Fatalf("gone session: warnings %v counts %+v", codes(s), s.Counts)
+		t.Fatalf("gone session: warnings %v counts %+v", warningCodes(s), s.Counts)
 	}
 	c.add(25 * time.Hour)
 	if s := h.Snapshot(false); s.Counts.Tracked != 0 {
@@ -300,7 +300,7 @@ func TestHeartbeatLogsWarnsAndWritesTheSnapshot(t *testing.T) {
 		synctest.Wait()
 		s, _ := ReadSnapshot(path)
 		if warning(s, CodeMalformedLines) != nil || s.Daemon.UptimeSeconds != 60 {
-			t.Errorf("after a quiet minute: %v uptime %d", codes(s), s.Daemon.UptimeSeconds)
+			t.Errorf("after a quiet minute: %v uptime %d", warningCodes(s), s.Daemon.UptimeSeconds)
 		}
 		h.Oversized("local_b")
 		kick <- struct{}{} // SIGUSR1: file now, no log record, window kept
@@ -401,13 +401,13 @@ func TestTheSnapshotFollowsChangesOfStateBetweenHeartbeats(t *testing.T) {
 		synctest.Wait()
 		s, _ := ReadSnapshot(path)
 		if s.Counts.Hooked != 2 || !s.Healthy() {
-			t.Errorf("a second after the first scan: %+v %v", s.Counts, codes(s))
+			t.Errorf("a second after the first scan: %+v %v", s.Counts, warningCodes(s))
 		}
 		h.Quarantined("local_a", "disableAllHooks was set", time.Now().Add(10*time.Minute))
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if s, _ := ReadSnapshot(path); warning(s, CodeSessionQuarantined) == nil {
-			t.Errorf("a second after a quarantine: %v", codes(s))
+			t.Errorf("a second after a quarantine: %v", warningCodes(s))
 		}
 	})
 }

@@ -92,7 +92,7 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 	s.Daemon.Watches = h.scan.Watches
 	s.Daemon.LatencyP50Ms, s.Daemon.LatencyP99Ms, s.Daemon.LatencySamples = percentiles(h.win.latencies)
 	if rotate {
-		h.win = window{sessions: map[string][]string{}}
+		h.win = window{sessions: map[Code][]string{}}
 	}
 	return s
 }

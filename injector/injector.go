@@ -590,7 +590,7 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		return // the session is going away; the next scan forgets it
 	}
 	t.hooked = false
-	in.log.Warn("cannot hook session", "code", "session_unhooked", "session", id, "err", err)
+	in.log.Warn("cannot hook session", "code", health.CodeSessionUnhooked, "session", id, "err", err)
 	rec.SessionUnhooked(id, err)
 }
 
@@ -611,7 +611,7 @@ func (in *Injector) report(t *tracked, out Outcome, why reason) {
 		repairs = nil // replacing our previous variant after a config change is not a repair
 	}
 	if len(repairs) > 0 {
-		in.log.Warn("session settings repaired", "code", "settings_repaired", "session", t.id, "repairs", repairs)
+		in.log.Warn("session settings repaired", "code", health.CodeSettingsRepaired, "session", t.id, "repairs", repairs)
 		in.opts.Recorder.SettingsRepaired(t.id, repairs)
 	}
 	tampering := out.Tampering()
@@ -623,7 +623,7 @@ func (in *Injector) report(t *tracked, out Outcome, why reason) {
 		}
 	}
 	if len(tampering) > 0 {
-		in.log.Warn("attempt on the guard in a session", "code", "session_tampered", "session", t.id, "what", tampering)
+		in.log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", t.id, "what", tampering)
 		in.opts.Recorder.SessionTampered(t.id, tampering)
 	}
 	unverified := out.Wrote && out.Merge.Added && out.Running && !t.hooked

@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
+	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -39,19 +38,11 @@ func newSessionIn(t *testing.T, m machine, name string) string {
 // it took.
 func callHook(t *testing.T, dir, hook, command string) (string, time.Duration) {
 	t.Helper()
-	input, _ := json.Marshal(map[string]string{"command": command})
-	payload, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": "/sessions/x/mnt/outputs",
-		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": json.RawMessage(input)})
-	cmd := exec.Command("/bin/sh", "-c", hook)
-	cmd.Dir = filepath.Join(dir, "outputs")
-	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
-	cmd.Stdin = bytes.NewReader(payload)
-	started := time.Now()
-	out, err := cmd.Output()
+	out, took, err := harness.CallHook(dir, hook, harness.BashPayload(command))
 	if err != nil {
-		t.Fatalf("hook failed: %v", err)
+		t.Fatal(err)
 	}
-	return string(out), time.Since(started)
+	return string(out), took
 }
 
 func waitHook(t *testing.T, dir string, mode managedconfig.Mode) string {

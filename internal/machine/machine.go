@@ -195,12 +195,18 @@ func Records(path string) ([]telemetry.Record, error) {
 
 // Daemon is a running `coworkbridge run` on the machine, its log in DaemonLog.
 type Daemon struct {
-	bin  string
-	m    *Machine
-	env  []string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan error
+	bin string
+	m   *Machine
+	env []string
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	run *run
+}
+
+// run is one process of the daemon; exited is closed once it has been waited for, err set.
+type run struct {
+	exited chan struct{}
+	err    error
 }
 
 // DaemonLog is where the daemons the machine starts write their log.
@@ -223,10 +229,14 @@ func (d *Daemon) launch() error {
 		logf.Close()
 		return fmt.Errorf("start %s run: %w", d.bin, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logf.Close() }()
+	r := &run{exited: make(chan struct{})}
+	go func() {
+		r.err = cmd.Wait()
+		logf.Close()
+		close(r.exited)
+	}()
 	d.mu.Lock()
-	d.cmd, d.done = cmd, done
+	d.cmd, d.run = cmd, r
 	d.mu.Unlock()
 	return nil
 }
@@ -248,25 +258,26 @@ func (d *Daemon) Process() *exec.Cmd {
 // Restart kills the daemon with SIGKILL, as a crash would, and starts a new one.
 func (d *Daemon) Restart() error {
 	d.mu.Lock()
-	cmd, done := d.cmd, d.done
+	cmd, r := d.cmd, d.run
 	d.mu.Unlock()
 	cmd.Process.Kill()
-	<-done
+	<-r.exited
 	return d.launch()
 }
 
-// Stop sends SIGTERM and waits for the daemon to exit, killing it after within.
+// Stop sends SIGTERM and waits for the daemon to exit, killing it after within. Stopping a daemon
+// that has exited returns how it exited.
 func (d *Daemon) Stop(within time.Duration) error {
 	d.mu.Lock()
-	cmd, done := d.cmd, d.done
+	cmd, r := d.cmd, d.run
 	d.mu.Unlock()
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-done:
-		return err
+	case <-r.exited:
+		return r.err
 	case <-time.After(within):
 		cmd.Process.Kill()
-		<-done
+		<-r.exited
 		return fmt.Errorf("the daemon did not stop within %v", within)
 	}
 }

@@ -1,0 +1,111 @@
+package health
+
+import "slices"
+
+// Code is a stable code for an abnormal state, for alerting rules and MDM compliance scripts: the
+// heartbeat's warnings and status carry it, and so does every daemon log line about such a state
+// (under the key "code").
+type Code string
+
+// Severity says how urgent a code is.
+type Severity string
+
+const (
+	// SeverityError: sessions are not guarded as configured, calls are denied because of it, or
+	// records are lost.
+	SeverityError Severity = "error"
+	// SeverityWarning: something needs a look; every session is still guarded.
+	SeverityWarning Severity = "warning"
+)
+
+// The codes. Those in LogOnly appear in daemon log lines only, never as a heartbeat warning.
+const (
+	CodeSessionUnhooked     Code = "session_unhooked"
+	CodeSessionUnverified   Code = "session_unverified"
+	CodeHookedButSilent     Code = "hooked_but_silent"
+	CodeLayoutUnrecognised  Code = "layout_unrecognised"
+	CodeNoSessionsRoot      Code = "no_sessions_root"
+	CodeSessionsVolumeFull  Code = "sessions_volume_full"
+	CodeWatchLimit          Code = "watch_limit_reached"
+	CodeDecisionsUnconsumed Code = "decisions_unconsumed"
+	CodeMalformedLines      Code = "malformed_lines"
+	CodeOversizedLines      Code = "oversized_lines"
+	CodeSettingsRepaired    Code = "settings_repaired"
+	CodeConfigInvalid       Code = "config_invalid"
+	CodeTelemetryFailed     Code = "telemetry_write_failed"
+	CodeDecisionFailed      Code = "decision_write_failed"
+	CodeSessionQuarantined  Code = "session_quarantined"
+	CodeInstructionFound    Code = "instruction_injection"
+	CodeUnguardedCall       Code = "unguarded_call"
+	CodeSpoolRefused        Code = "spool_refused"
+	// Log only.
+	CodeSessionTampered Code = "session_tampered"
+	CodeSessionFlooding Code = "session_flooding"
+)
+
+// CodeInfo is what every code means and what to do about it.
+type CodeInfo struct {
+	Code     Code
+	Severity Severity
+	// Title says what the state is, in a line.
+	Title string
+	// Action says what to do.
+	Action string
+	// LogOnly codes mark daemon log lines; they never become a heartbeat warning.
+	LogOnly bool
+}
+
+// codes is the registry, in the order the README lists them. It is never modified.
+var codes = []CodeInfo{
+	{CodeSessionUnhooked, SeverityError, "a live session does not carry our hook (its error is in the log)",
+		"see the daemon log for each session's error (code session_unhooked)", false},
+	{CodeSessionUnverified, SeverityWarning, "our hook was written into an already-running session and no event has come since",
+		"ask the user to start a new Cowork task; a running session may not have reloaded its settings", false},
+	{CodeHookedButSilent, SeverityError, "sessions hooked for over 15 minutes and not one event from any of them: Cowork's layout or mounts probably changed",
+		"Cowork may have changed its session layout or mounts; check that tool calls in Cowork reach .claude/coworkbridge/events.jsonl", false},
+	{CodeLayoutUnrecognised, SeverityWarning, "folders under a sessions root that do not fit the known layout",
+		"Cowork may have changed its layout; report these paths to the coworkbridge maintainers", false},
+	{CodeNoSessionsRoot, SeverityError, "none of the configured roots exists",
+		"check that Claude Desktop is installed for this user, or correct sessions_roots", false},
+	{CodeSessionsVolumeFull, SeverityError, "a sessions root's volume has under 16 MiB free: hooks cannot hand over calls, and in enforce deny every one; checked at every scan until it clears",
+		"free disk space on that volume", false},
+	{CodeWatchLimit, SeverityWarning, "some live sessions are kept hooked by the rescan only",
+		"repairs may take up to rescan_interval; clean up old Cowork sessions", false},
+	{CodeDecisionsUnconsumed, SeverityWarning, "decision files swept unread: hooks gave up before the daemon answered",
+		"the daemon is too slow for decision_timeout; check its load and the decision latency", false},
+	{CodeMalformedLines, SeverityWarning, "spool lines that could not be decoded",
+		"a hook or the spool was damaged; in enforce mode those calls were denied", false},
+	{CodeOversizedLines, SeverityWarning, "spool lines over max_line_bytes",
+		"raise max_line_bytes if these were legitimate; in enforce mode they were denied", false},
+	{CodeSettingsRepaired, SeverityWarning, "our hook was removed or disabled in a session and restored",
+		"something in the session edits its settings; review the decision log for those sessions", false},
+	{CodeConfigInvalid, SeverityError, "managed.json is invalid (running on the last good copy; or, with none, off, or failing closed when it asks for enforce), or its policy does not compile (running on the previous policy or the built-in rules)",
+		"fix the file your MDM delivers, or the rule files and rule ids it names; 'coworkbridge validate FILE' lists every problem", false},
+	{CodeTelemetryFailed, SeverityError, "decision-log writes failed (disk full, permissions)",
+		"check free disk space and the permissions of the telemetry folder", false},
+	{CodeDecisionFailed, SeverityError, "a decision or the alive lease could not be written into a session (its enforce hooks deny on timeout)",
+		"enforce hooks in those sessions deny after their timeout; check the daemon log for the error (a link or a full disk)", false},
+	{CodeSessionQuarantined, SeverityError, "something in the session tried to switch the guard off or hijack it; every call there is denied until ten minutes after the last attempt (the log's session_tampered lines say what)",
+		"review the session's decision log records (rule coworkbridge.quarantine and the attempts before it); the quarantine lifts by itself once the daemon has repaired the session and no attempt has followed", false},
+	{CodeInstructionFound, SeverityWarning, "an instruction or memory file of the session holds text the content rules flag, however it got there; coworkbridge never changes the file",
+		"read the files named: text that tells the agent to hide things, claims approvals or sends secrets did not come from the user; coworkbridge never changes these files (with policy.quarantine_on_injection, enforce mode denies every call there until the text is gone)", false},
+	{CodeUnguardedCall, SeverityError, "the CLI's transcript shows a tool call that ran with no event reaching the daemon, or despite an enforced deny",
+		"review the decision log records with rule coworkbridge.unguarded-call; in enforce mode the sessions were quarantined", false},
+	{CodeSpoolRefused, SeverityError, "a session's spool was a link, FIFO, folder or device: not read, taken away at once, the session quarantined",
+		"something in the session replaced .claude/coworkbridge/events.jsonl; in enforce mode its calls are denied; review the session", false},
+	{CodeSessionTampered, SeverityWarning, "an attempt on the guard in a session: the log line says what was changed; repeated attempts quarantine the session",
+		"review the session; the daemon has undone the change", true},
+	{CodeSessionFlooding, SeverityWarning, "a session exceeded its decision-log budget; the excess is summarised, not logged line by line",
+		"review the session: no agent's ordinary work makes ten calls a second for a minute", true},
+}
+
+// Codes lists every code, in the README's order.
+func Codes() []CodeInfo { return slices.Clone(codes) }
+
+// Info is what the code means; an unknown code is an error with no action, so that a typo shows.
+func (c Code) Info() CodeInfo {
+	if i := slices.IndexFunc(codes, func(ci CodeInfo) bool { return ci.Code == c }); i >= 0 {
+		return codes[i]
+	}
+	return CodeInfo{Code: c, Severity: SeverityError, Title: "unknown code " + string(c)}
+}

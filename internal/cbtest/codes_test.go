@@ -1,0 +1,70 @@
+package cbtest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every log line that names a code names a registered one (health.Code constants), never a
+// string of its own: alerting rules key on these codes, and the registry says what each means.
+func TestEveryLoggedCodeIsARegisteredConstant(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	fset := token.NewFileSet()
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			return nil
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			for i := 0; i+1 < len(call.Args); i++ {
+				if key, ok := call.Args[i].(*ast.BasicLit); !ok || key.Value != `"code"` {
+					continue
+				}
+				found++
+				if !isCodeConstant(call.Args[i+1]) {
+					t.Errorf("%s: the \"code\" of a log line must be a health.Code constant", fset.Position(call.Args[i+1].Pos()))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if found < 10 {
+		t.Fatalf("found only %d coded log lines; has the layout changed?", found)
+	}
+}
+
+// isCodeConstant accepts health.CodeX, CodeX inside health, and a warning's Code field (typed
+// health.Code, which the compiler checks).
+func isCodeConstant(e ast.Expr) bool {
+	switch v := e.(type) {
+	case *ast.SelectorExpr:
+		return strings.HasPrefix(v.Sel.Name, "Code")
+	case *ast.Ident:
+		return strings.HasPrefix(v.Name, "Code")
+	}
+	return false
+}
