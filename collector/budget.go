@@ -23,7 +23,7 @@ type budget struct {
 	bytes             int64
 	suppressed        int
 	suppressedBytes   int64
-	suppressedDecided map[string]int // by decision, for the summary
+	suppressedDecided map[claudehook.Decision]int // by decision, for the summary
 }
 
 // admit splits outcomes into those logged line by line and the summary records the budget calls
@@ -55,7 +55,7 @@ func (c *Collector) admit(t *tracked, p *policy, outs []outcome, now time.Time) 
 			exceeded = true
 			summaries = append(summaries, c.floodRecord(t, p, now, fmt.Sprintf(
 				"this session exceeded its decision-log budget (%d records or %d bytes a minute); its further events this minute are counted, not logged", c.opts.BudgetRecords, c.opts.BudgetBytes)))
-			b.suppressedDecided = map[string]int{}
+			b.suppressedDecided = map[claudehook.Decision]int{}
 		}
 		b.suppressed++
 		b.suppressedBytes += size
@@ -66,7 +66,7 @@ func (c *Collector) admit(t *tracked, p *policy, outs []outcome, now time.Time) 
 
 func (c *Collector) floodRecord(t *tracked, p *policy, now time.Time, reason string) telemetry.Record {
 	return telemetry.Record{TS: now, Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool, Mode: string(p.cfg.Mode),
-		Input: json.RawMessage("null"), Decision: string(claudehook.Deny), Rule: RuleFlood, Reason: reason}
+		Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: RuleFlood, Reason: reason}
 }
 
 // floodQuarantine quarantines a session that went over its budget, in enforce: no agent's work

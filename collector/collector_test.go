@@ -302,7 +302,7 @@ func TestEnforceAnswersEachWaitingHookAndRecordsEveryCall(t *testing.T) {
 	}
 	recs := f.waitRecords(len(calls))
 	for i, r := range recs {
-		if r.Decision != calls[i].want || !r.Enforced || r.Session != "local_a" || r.Transport != telemetry.TransportSpool || r.RID == "" {
+		if string(r.Decision) != calls[i].want || !r.Enforced || r.Session != "local_a" || r.Transport != telemetry.TransportSpool || r.RID == "" {
 			t.Errorf("record %d = %+v", i, r)
 		}
 	}

@@ -74,7 +74,7 @@ func FuzzJudgeLine(f *testing.F) {
 			t.Fatalf("hook %s waits but got no decision", rid)
 		}
 		if o.rec.Rule == RuleMalformed || o.rec.Rule == RuleOversized {
-			if o.rec.Decision != string(claudehook.Deny) {
+			if o.rec.Decision != claudehook.Deny {
 				t.Fatalf("a line no rule could judge is not a deny: %+v", o.rec)
 			}
 		}

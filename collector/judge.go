@@ -76,7 +76,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}
-	rec.Decision, rec.Rule, rec.Reason = string(v.Decision), v.RuleID, v.Reason
+	rec.Decision, rec.Rule, rec.Reason = v.Decision, v.RuleID, v.Reason
 	enforce := p.cfg.Mode == managedconfig.Enforce && !v.ObserveOnly
 	applied := v.Decision
 	if !enforce {
@@ -99,7 +99,7 @@ func (c *Collector) fault(s *session.Session, t *tracked, p *policy, rec telemet
 	if rid != "" && c.alreadyRecorded(rid) {
 		return outcome{skip: true}
 	}
-	rec.RID, rec.Decision, rec.Rule, rec.Reason = rid, string(claudehook.Deny), rule, reason
+	rec.RID, rec.Decision, rec.Rule, rec.Reason = rid, claudehook.Deny, rule, reason
 	o := outcome{rec: rec, bad: rule}
 	if waiting && rid != "" {
 		d := claudehook.Allow

@@ -96,7 +96,7 @@ func (c *Collector) checkPlants(s *session.Session, t *tracked, p *policy) {
 	recs := make([]telemetry.Record, 0, len(found))
 	for _, f := range found {
 		recs = append(recs, telemetry.Record{TS: now, RID: f.rid, Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool,
-			Mode: string(p.cfg.Mode), Input: json.RawMessage("null"), Decision: string(claudehook.Deny), Rule: f.rule, Reason: f.what})
+			Mode: string(p.cfg.Mode), Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: f.rule, Reason: f.what})
 		c.log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", t.id, "rule", f.rule, "what", f.what)
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {

@@ -238,7 +238,7 @@ func (c *Collector) reportUnguarded(t *tracked, p *policy, found []unguarded, no
 			input = json.RawMessage("null")
 		}
 		recs = append(recs, telemetry.Record{TS: now, Session: t.id, Agent: "cowork", Transport: telemetry.TransportTranscript,
-			Mode: string(p.cfg.Mode), Tool: u.use.Tool, Input: input, Decision: string(claudehook.Deny), Rule: RuleUnguarded,
+			Mode: string(p.cfg.Mode), Tool: u.use.Tool, Input: input, Decision: claudehook.Deny, Rule: RuleUnguarded,
 			Reason: "tool call " + u.use.ToolUseID + ": " + u.why})
 		c.log.Warn("a tool call ran without the guard", "code", health.CodeUnguardedCall, "session", t.id, "tool_use_id", u.use.ToolUseID, "tool", u.use.Tool, "why", u.why)
 		c.opts.Health.UnguardedCall(t.id)

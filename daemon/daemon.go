@@ -258,8 +258,8 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	if s.Origin == managedconfig.OriginInvalid {
 		mode = s.Intent
 	}
-	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: string(s.Origin), Hash: s.ShortHash(),
-		Mode: string(mode), Enabled: s.Enabled(), Problem: errText(s.Problem)})
+	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(),
+		Mode: mode, Enabled: s.Enabled(), Problem: errText(s.Problem)})
 	d.stamp = telemetry.LocalStamp(d.version, s.ShortHash(), string(s.Origin))
 	switch {
 	case s.Enabled():

@@ -239,7 +239,7 @@ func TestABrokenFileAskingForEnforceWithNoGoodCopyGuardsEverySessionInEnforce(t 
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q],`, root)
 	d := m.start(t)
 	s := waitHealth(t, d, "config_invalid", func(s health.Snapshot) bool { return hasWarning(s, health.CodeConfigInvalid) })
-	if s.Config.Origin != string(managedconfig.OriginInvalid) || s.Config.Mode != "enforce" || s.Config.Problem == "" {
+	if s.Config.Origin != managedconfig.OriginInvalid || s.Config.Mode != "enforce" || s.Config.Problem == "" {
 		t.Errorf("config state %+v: want invalid, enforce, with its problem", s.Config)
 	}
 	// The file's own roots are unreadable: the default roots are guarded, not this one.

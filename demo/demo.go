@@ -170,7 +170,7 @@ func (w *World) WaitHooked(ctx context.Context, within time.Duration) error {
 // Result is what became of one call.
 type Result struct {
 	Answer  claudehook.Decision // what the hook told Claude Code (Allow: it printed nothing)
-	Verdict string              // what the policy said, from the decision log
+	Verdict claudehook.Decision // what the policy said, from the decision log
 	Rule    string
 	Took    time.Duration // the hook's run, process start to exit
 }
@@ -221,7 +221,7 @@ func (w *World) Play(ctx context.Context, c Call) (Result, error) {
 // Expected reports whether a call's result is what the default policy and the mode should give:
 // the verdict it wants, answered in enforce mode, unanswered in observe mode.
 func (w *World) Expected(c Call, r Result) bool {
-	if r.Verdict != string(c.Want) {
+	if r.Verdict != c.Want {
 		return false
 	}
 	if w.Mode == managedconfig.Observe {

@@ -95,7 +95,7 @@ func (d *daemon) records(t testing.TB, n int) []record {
 		var out []record
 		for _, r := range recs {
 			out = append(out, record{RID: r.RID, Session: r.Session, Transport: r.Transport, Mode: r.Mode, Tool: r.Tool,
-				Decision: r.Decision, Rule: r.Rule, Enforced: r.Enforced})
+				Decision: string(r.Decision), Rule: r.Rule, Enforced: r.Enforced})
 		}
 		if len(out) >= n || time.Now().After(deadline) {
 			if len(out) < n {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // MaxSessions bounds the sessions health tracks; past it new sessions are counted, not tracked.
@@ -113,12 +115,12 @@ type window struct {
 
 // ConfigState is the daemon's configuration as health reports it.
 type ConfigState struct {
-	Path    string `json:"path,omitempty"`
-	Origin  string `json:"origin"`
-	Hash    string `json:"hash,omitempty"`
-	Mode    string `json:"mode"`
-	Enabled bool   `json:"enabled"`
-	Problem string `json:"problem,omitempty"`
+	Path    string               `json:"path,omitempty"`
+	Origin  managedconfig.Origin `json:"origin"`
+	Hash    string               `json:"hash,omitempty"`
+	Mode    managedconfig.Mode   `json:"mode"`
+	Enabled bool                 `json:"enabled"`
+	Problem string               `json:"problem,omitempty"`
 	// PolicyProblem: the file is valid but its policy (rule files, rule ids) does not compile, so
 	// PolicyFallback ("the previous policy", "the built-in rules") is in force instead.
 	PolicyProblem  string `json:"policy_problem,omitempty"`

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // Warning is one abnormal state, with what to do about it.
@@ -39,12 +41,12 @@ func (h *Health) warningsLocked(now time.Time) []Warning {
 		ws = append(ws, Warning{Code: code, Severity: info.Severity, Message: msg, Action: info.Action, Sessions: listed(sessions)})
 	}
 	c := h.config
-	if c.Problem != "" && (c.Origin == "last-good" || c.Origin == "invalid") {
+	if c.Problem != "" && (c.Origin == managedconfig.OriginLastGood || c.Origin == managedconfig.OriginInvalid) {
 		state := "running on the last good copy"
 		switch {
-		case c.Origin == "invalid" && c.Mode == "enforce":
+		case c.Origin == managedconfig.OriginInvalid && c.Mode == managedconfig.Enforce:
 			state = "it asks for enforce and no good copy exists, so every tool call is DENIED"
-		case c.Origin == "invalid":
+		case c.Origin == managedconfig.OriginInvalid:
 			state = "coworkbridge is OFF"
 		}
 		add(CodeConfigInvalid, "managed.json is invalid ("+state+"): "+c.Problem, nil)

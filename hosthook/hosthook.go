@@ -96,7 +96,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	v := cls.Evaluate(context.Background(), p)
 	rec := telemetry.Record{TS: opts.Now(), RID: newRID(), Session: hostSession(env, p), Agent: "claude-code",
 		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
-		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: string(v.Decision), Rule: v.RuleID,
+		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: v.Decision, Rule: v.RuleID,
 		Reason: v.Reason, LatencyUS: opts.Now().Sub(started).Microseconds()}
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")

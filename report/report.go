@@ -18,6 +18,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -100,16 +101,16 @@ func New() *Report {
 
 // record is the part of a decision-log record the report reads.
 type record struct {
-	TS       time.Time `json:"ts"`
-	RID      string    `json:"rid"`
-	Session  string    `json:"session"`
-	Mode     string    `json:"mode"`
-	Enforced bool      `json:"enforced"`
-	Tool     string    `json:"tool"`
-	Decision string    `json:"decision"`
-	Rule     string    `json:"rule"`
-	Reason   string    `json:"reason"`
-	Host     string    `json:"host"`
+	TS       time.Time           `json:"ts"`
+	RID      string              `json:"rid"`
+	Session  string              `json:"session"`
+	Mode     string              `json:"mode"`
+	Enforced bool                `json:"enforced"`
+	Tool     string              `json:"tool"`
+	Decision claudehook.Decision `json:"decision"`
+	Rule     string              `json:"rule"`
+	Reason   string              `json:"reason"`
+	Host     string              `json:"host"`
 }
 
 // Add reads one log (or a concatenation of many) line by line.
@@ -157,7 +158,7 @@ func (rp *Report) addLine(line []byte) {
 		group(rp.Sessions, host+"/"+r.Session), group(rp.Days, day)} {
 		c.count(r)
 	}
-	if r.Decision != "allow" && r.Rule != "" {
+	if r.Decision != claudehook.Allow && r.Rule != "" {
 		hs := rp.ruleHosts[r.Rule]
 		if hs == nil && len(rp.ruleHosts) < maxKeys {
 			hs = map[string]struct{}{}
@@ -206,13 +207,13 @@ func group(m map[string]*Counts, key string) *Counts {
 func (c *Counts) count(r record) {
 	c.Records++
 	switch {
-	case r.Decision == "deny" && r.Enforced:
+	case r.Decision == claudehook.Deny && r.Enforced:
 		c.Deny++
-	case r.Decision == "deny":
+	case r.Decision == claudehook.Deny:
 		c.WouldDeny++
-	case r.Decision == "ask" && r.Enforced:
+	case r.Decision == claudehook.Ask && r.Enforced:
 		c.Ask++
-	case r.Decision == "ask":
+	case r.Decision == claudehook.Ask:
 		c.WouldAsk++
 	default:
 		c.Allow++

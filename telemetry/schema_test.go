@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
 // Every record the log writes, whatever its transport, decision and input setting, is valid
@@ -66,7 +68,7 @@ func TestTheInputsSettingKeepsDeniesAndAsksWhole(t *testing.T) {
 		{InputsMetadata, "ask", `{"command":"ls -la","description":"list"}`, ""},
 	} {
 		l := Open(Options{Path: filepath.Join(t.TempDir(), "d.jsonl"), Inputs: tt.inputs})
-		line, err := l.Encode(Record{Tool: "Bash", Input: in, Decision: tt.decision})
+		line, err := l.Encode(Record{Tool: "Bash", Input: in, Decision: claudehook.Decision(tt.decision)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gofrs/flock"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
 // MaxStringBytes is where each string of a tool input is cut.
@@ -45,11 +47,11 @@ type Record struct {
 	Input     json.RawMessage `json:"input"`
 	// Cwd is the call's working folder as the agent saw it, so that a replay judges its paths
 	// as they were judged.
-	Cwd       string `json:"cwd,omitempty"`
-	Decision  string `json:"decision"`
-	Rule      string `json:"rule,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	LatencyUS int64  `json:"latency_us"`
+	Cwd       string              `json:"cwd,omitempty"`
+	Decision  claudehook.Decision `json:"decision"`
+	Rule      string              `json:"rule,omitempty"`
+	Reason    string              `json:"reason,omitempty"`
+	LatencyUS int64               `json:"latency_us"`
 	// Where the record comes from, so that logs from a fleet can be told apart: filled from the
 	// log's Stamp when the writer leaves them empty.
 	Host         string `json:"host,omitempty"`
@@ -191,7 +193,7 @@ func (l *Log) Encode(r Record) ([]byte, error) {
 	r.ConfigHash = cmp.Or(r.ConfigHash, st.ConfigHash)
 	r.ConfigOrigin = cmp.Or(r.ConfigOrigin, st.ConfigOrigin)
 	r.Input = sanitizeInput(r.Input, l.opts.Redact)
-	if r.Decision == "allow" && r.InputOmitted == "" {
+	if r.Decision == claudehook.Allow && r.InputOmitted == "" {
 		switch l.opts.Inputs {
 		case InputsMetadata:
 			r.Input, r.InputOmitted = inputShape(r.Input), InputsMetadata

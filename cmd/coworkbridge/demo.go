@@ -104,9 +104,9 @@ func answerText(d claudehook.Decision) string {
 
 func verdictText(r demo.Result) string {
 	if r.Rule == "" {
-		return r.Verdict
+		return string(r.Verdict)
 	}
-	return r.Verdict + " (" + r.Rule + ")"
+	return string(r.Verdict) + " (" + r.Rule + ")"
 }
 
 func short(s string, n int) string {

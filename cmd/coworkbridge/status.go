@@ -157,7 +157,7 @@ func (v statusView) render(w io.Writer) {
 	}
 	state := "off"
 	if s.Config.Enabled {
-		state = "mode " + s.Config.Mode
+		state = "mode " + string(s.Config.Mode)
 	}
 	fmt.Fprintf(w, "coworkbridge is running (pid %d, up %s), %s, config %s\n", s.Daemon.PID,
 		(time.Duration(s.Daemon.UptimeSeconds) * time.Second).String(), state, configLine(s.Config))
@@ -197,7 +197,7 @@ func configLine(c health.ConfigState) string {
 	if c.Hash != "" {
 		line += " (" + c.Hash + ")"
 	}
-	if c.Origin == "last-good" {
+	if c.Origin == managedconfig.OriginLastGood {
 		line += ", running on the last good copy"
 	}
 	return line
