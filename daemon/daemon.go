@@ -203,7 +203,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			err := <-watchDone
-			d.log.Info("coworkbridge stopped", "uptime", d.now().Sub(started).Round(time.Millisecond).String())
+			d.log.Info("coworkbridge stopped", "uptime_s", int64(d.now().Sub(started).Seconds()))
 			return err
 		case s := <-changes:
 			prev := d.current
@@ -220,7 +220,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		case err := <-watchDone:
 			if ctx.Err() != nil { // the watcher saw the signal first
-				d.log.Info("coworkbridge stopped", "uptime", d.now().Sub(started).Round(time.Millisecond).String())
+				d.log.Info("coworkbridge stopped", "uptime_s", int64(d.now().Sub(started).Seconds()))
 				return err
 			}
 			if err == nil {
@@ -498,7 +498,7 @@ func (d *Daemon) logConfig(prev, s managedconfig.Snapshot) {
 	}
 	if prev.Hash == s.Hash && prev.Origin != managedconfig.OriginNone && prev.Origin != managedconfig.OriginInvalid {
 		if prev.Origin == managedconfig.OriginLastGood && s.Origin == managedconfig.OriginFile {
-			d.log.Info("managed config is valid again", "path", s.Path, "hash", s.ShortHash())
+			d.log.Info("managed config is valid again", "path", s.Path, "config_hash", s.ShortHash())
 		}
 		return // the same configuration is still in force
 	}
@@ -511,7 +511,7 @@ func (d *Daemon) logConfig(prev, s managedconfig.Snapshot) {
 func effectiveAttrs(s managedconfig.Snapshot) []any {
 	c := s.Config
 	return []any{
-		"path", s.Path, "origin", string(s.Origin), "hash", s.ShortHash(),
+		"path", s.Path, "config_origin", s.Origin, "config_hash", s.ShortHash(),
 		"cowork_enabled", c.CoworkEnabled, "mode", string(c.Mode),
 		"sessions_roots", c.SessionsRoots,
 		"hook_timeout", c.HookTimeout.String(), "decision_timeout", c.DecisionTimeout.String(),

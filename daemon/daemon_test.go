@@ -256,3 +256,26 @@ func hasWarning(s health.Snapshot, code health.Code) bool {
 	}
 	return false
 }
+
+// The daemon's own lines use the heartbeat's keys for the same things (config_origin,
+// config_hash, uptime_s), so that one query finds both.
+func TestTheLogUsesTheHeartbeatsKeys(t *testing.T) {
+	m := newMachine(t)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","sessions_roots":[%q]}`, m.root("sessions"))
+	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, nil)), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	cbtest.WaitFor(t, "the configuration in force", func() bool { return strings.Contains(m.log.String(), "managed config in force") })
+	cancel()
+	<-done
+	d.Close()
+	for _, want := range []string{`"config_origin":"file"`, `"config_hash":"`, `"uptime_s":`} {
+		if !strings.Contains(m.log.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, m.log.String())
+		}
+	}
+}
