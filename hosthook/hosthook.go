@@ -86,7 +86,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	if why != "" {
 		return failure(enforce, why)
 	}
-	if GuardedBySessionHook(getenv(env, "CLAUDE_CONFIG_DIR"), cfg, paths.ChannelRoot()) {
+	if guardedBySessionHook(getenv(env, "CLAUDE_CONFIG_DIR"), cfg, paths.ChannelRoot()) {
 		return nil // a Cowork session whose own hook reports to the daemon: one record per call
 	}
 	cls, err := classifierFor(snap)

@@ -11,13 +11,13 @@ import (
 // maxSettings bounds how much of a session's settings.json is read.
 const maxSettings = 4 << 20
 
-// GuardedBySessionHook reports whether a call whose CLAUDE_CONFIG_DIR is configDir comes from a
+// guardedBySessionHook reports whether a call whose CLAUDE_CONFIG_DIR is configDir comes from a
 // Cowork session whose own hook reports to the daemon, so that it is not recorded twice.
 // CLAUDE_CONFIG_DIR is the session's to set (settings env), so it must name the .claude folder of
 // a session folder under a configured sessions root, reached from the root through real folders
 // only, whose settings carry exactly the entry the injector writes there now: a look-alike
 // carrying our marker does not make the host hook stand aside.
-func GuardedBySessionHook(configDir string, cfg managedconfig.Config, channelRoot string) bool {
+func guardedBySessionHook(configDir string, cfg managedconfig.Config, channelRoot string) bool {
 	if configDir == "" || !filepath.IsAbs(configDir) || filepath.Base(filepath.Clean(configDir)) != session.ClaudeDir {
 		return false
 	}

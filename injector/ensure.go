@@ -31,7 +31,7 @@ type Outcome struct {
 	// Invalid lists top-level keys left out because their values fail the CLI's settings schema
 	// (the CLI would ignore the whole file, our hook with it); the original is kept aside.
 	Invalid []string
-	// Project lists attempts found and undone in the project-level settings (see GuardProject).
+	// Project lists attempts found and undone in the project-level settings (see guardProject).
 	Project []string
 	// Running: the session's CLI had already started (it has a transcript folder), so a hook written
 	// for the first time now is unverified until an event arrives.
@@ -122,7 +122,7 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 	if _, err := s.Lstat(session.ClaudeDir + "/projects"); err == nil {
 		out.Running = true
 	}
-	project, perr := GuardProject(s, now)
+	project, perr := guardProject(s, now)
 	out.Project = project
 	if perr != nil {
 		return out, perr
@@ -171,7 +171,7 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 // A failing "hooks" is replaced by our group alone; a file that still fails, or fails as a whole,
 // is replaced by our entry alone. The caller keeps the original aside.
 func conform(sc *Schema, merged []byte, e Entry) ([]byte, []string, error) {
-	bad, err := sc.BadKeys(merged)
+	bad, err := sc.badKeys(merged)
 	if err == nil && len(bad) == 0 {
 		return merged, nil, nil
 	}
@@ -189,7 +189,7 @@ func conform(sc *Schema, merged []byte, e Entry) ([]byte, []string, error) {
 		}
 		fixed, ierr := indent(top.encode())
 		if ierr == nil {
-			if again, aerr := sc.BadKeys(fixed); aerr == nil && len(again) == 0 {
+			if again, aerr := sc.badKeys(fixed); aerr == nil && len(again) == 0 {
 				return fixed, bad, nil
 			}
 		}
@@ -198,7 +198,7 @@ func conform(sc *Schema, merged []byte, e Entry) ([]byte, []string, error) {
 	if merr != nil {
 		return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, merr)
 	}
-	if again, aerr := sc.BadKeys(alone); aerr != nil || len(again) > 0 {
+	if again, aerr := sc.badKeys(alone); aerr != nil || len(again) > 0 {
 		return nil, nil, fmt.Errorf("our own hook entry fails the settings schema (%v %v): report this to the coworkbridge maintainers", again, aerr)
 	}
 	return alone, []string{"(everything)"}, nil

@@ -155,7 +155,7 @@ func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err := NewSchema()
+	sc, err := newSchema()
 	if err != nil {
 		return nil, err
 	}

@@ -67,9 +67,9 @@ func neutralise(top *object) []string {
 
 func bytesEqualTrim(v []byte, s string) bool { return strings.TrimSpace(string(v)) == s }
 
-// GuardProject neutralises the project-level settings of a session (outputs/.claude). It returns
+// guardProject neutralises the project-level settings of a session (outputs/.claude). It returns
 // the attempts it found and undid; an error only when one could not be undone.
-func GuardProject(s *session.Session, now time.Time) ([]string, error) {
+func guardProject(s *session.Session, now time.Time) ([]string, error) {
 	var found []string
 	fi, err := s.Lstat(projectClaudeDir)
 	switch {

@@ -22,8 +22,8 @@ type Schema struct {
 	s *jsonschema.Schema
 }
 
-// NewSchema compiles the embedded settings schema.
-func NewSchema() (*Schema, error) {
+// newSchema compiles the embedded settings schema.
+func newSchema() (*Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(settingsSchemaJSON))
 	if err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
@@ -42,9 +42,9 @@ func NewSchema() (*Schema, error) {
 // errWholeFile: the settings fail the schema at their top, not in one key's value.
 var errWholeFile = errors.New("the settings fail the schema as a whole")
 
-// BadKeys returns the top-level keys whose values fail the schema, in file order; none when the
+// badKeys returns the top-level keys whose values fail the schema, in file order; none when the
 // settings are valid. An error means the file fails as a whole (or is not JSON).
-func (sc *Schema) BadKeys(data []byte) ([]string, error) {
+func (sc *Schema) badKeys(data []byte) ([]string, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("settings: %w", err)

@@ -15,7 +15,7 @@ import (
 
 func testSchema(t testing.TB) *Schema {
 	t.Helper()
-	sc, err := NewSchema()
+	sc, err := newSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestForeignValuesThatTheCLIWouldRejectAreKeptAsideAndLeftOut(t *testing.T) 
 				t.Fatal(err)
 			}
 			data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
-			if bad, err := sc.BadKeys(data); err != nil || len(bad) > 0 {
+			if bad, err := sc.badKeys(data); err != nil || len(bad) > 0 {
 				t.Fatalf("the written file fails the schema (%v %v):\n%s", bad, err, data)
 			}
 			if !strings.Contains(string(data), Marker) {
@@ -117,7 +117,7 @@ func TestWhatStandsAtSettingsJSONIsReplacedByAValidPlainFile(t *testing.T) {
 				t.Fatalf("settings.json is not a plain file now: %v %v", fi, err)
 			}
 			data, _ := os.ReadFile(p)
-			if bad, err := sc.BadKeys(data); err != nil || len(bad) > 0 || !strings.Contains(string(data), Marker) {
+			if bad, err := sc.badKeys(data); err != nil || len(bad) > 0 || !strings.Contains(string(data), Marker) {
 				t.Errorf("written: %s (%v %v)", data, bad, err)
 			}
 			if out.Replaced == "" || len(out.Tampering()) == 0 {
@@ -140,7 +140,7 @@ func FuzzEnsureAlwaysLeavesAValidHookedFile(f *testing.F) {
 			t.Fatalf("Ensure: %v", err)
 		}
 		data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
-		if bad, err := sc.BadKeys(data); err != nil || len(bad) > 0 {
+		if bad, err := sc.badKeys(data); err != nil || len(bad) > 0 {
 			t.Fatalf("written file fails the schema (%v %v):\n%s", bad, err, data)
 		}
 		if HookCommand(data) != e.Command {

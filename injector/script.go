@@ -30,8 +30,8 @@ type ScriptParams struct {
 	HostChannel string
 }
 
-// ParamsFrom takes the script parameters from a configuration.
-func ParamsFrom(cfg managedconfig.Config) ScriptParams {
+// paramsFrom takes the script parameters from a configuration.
+func paramsFrom(cfg managedconfig.Config) ScriptParams {
 	return ScriptParams{Mode: cfg.Mode, DecisionTimeout: cfg.DecisionTimeout, MaxLineBytes: cfg.MaxLineBytes}
 }
 

@@ -22,7 +22,7 @@ type Entry struct {
 // NewEntry builds the entry for a configuration. hostChannel is the session's host channel
 // bridge folder, baked into the command; "" for none.
 func NewEntry(cfg managedconfig.Config, hostChannel string) (Entry, error) {
-	p := ParamsFrom(cfg)
+	p := paramsFrom(cfg)
 	p.HostChannel = hostChannel
 	s, err := Script(p)
 	if err != nil {

@@ -295,7 +295,7 @@ func (in *Installer) unhookSessions(t Target) (int, error) {
 			return 0, err
 		}
 		env.GOOS, env.Home = in.goos, t.Home
-		return UnhookUser(env)
+		return unhookUser(env)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -316,9 +316,9 @@ func (in *Installer) unhookSessions(t Target) (int, error) {
 	return n, nil
 }
 
-// UnhookUser removes our hooks from every session under the sessions roots of env's user:
+// unhookUser removes our hooks from every session under the sessions roots of env's user:
 // managed.json's (read, never written), or the defaults.
-func UnhookUser(env managedconfig.Env) (int, error) {
+func unhookUser(env managedconfig.Env) (int, error) {
 	paths, err := env.Paths()
 	if err != nil {
 		return 0, err
@@ -327,7 +327,7 @@ func UnhookUser(env managedconfig.Env) (int, error) {
 	return injector.UnhookAll(s.Config.SessionsRoots, nil), nil
 }
 
-// Unhook is UnhookUser for a user whose daemon must be stopped first: while it runs it puts the
+// Unhook is unhookUser for a user whose daemon must be stopped first: while it runs it puts the
 // hooks back at once.
 func Unhook(env managedconfig.Env) (int, error) {
 	paths, err := env.Paths()
@@ -335,9 +335,9 @@ func Unhook(env managedconfig.Env) (int, error) {
 		return 0, err
 	}
 	if daemon.Running(paths.LockFile()) {
-		return 0, fmt.Errorf("the daemon is running and would put the hooks back; stop it first (%s), or use 'coworkbridge uninstall'", StopCommand(runtime.GOOS))
+		return 0, fmt.Errorf("the daemon is running and would put the hooks back; stop it first (%s), or use 'coworkbridge uninstall'", stopCommand(runtime.GOOS))
 	}
-	return UnhookUser(env)
+	return unhookUser(env)
 }
 
 // ConsoleUser is the user logged in at the Mac's screen; ok is false at the login window (and
@@ -358,8 +358,8 @@ func RestartCommand(goos string, kill bool) string {
 	return "systemctl --user start " + Label
 }
 
-// StopCommand is how the user stops their agent on this platform.
-func StopCommand(goos string) string {
+// stopCommand is how the user stops their agent on this platform.
+func stopCommand(goos string) string {
 	if goos == "darwin" {
 		return "launchctl bootout gui/$(id -u)/" + Label
 	}

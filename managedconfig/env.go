@@ -70,8 +70,8 @@ func (e Env) Overrides() []string {
 	return set
 }
 
-// SystemConfigPath is where MDM delivers managed.json on this platform.
-func (e Env) SystemConfigPath() string {
+// systemConfigPath is where MDM delivers managed.json on this platform.
+func (e Env) systemConfigPath() string {
 	if e.GOOS == "darwin" {
 		return "/Library/Application Support/CoworkBridge/managed.json"
 	}
@@ -87,9 +87,9 @@ func (e Env) ConfigCandidates() []string {
 		c = append(c, p)
 	}
 	if e.GOOS == "darwin" {
-		c = append(c, ManagedPreferencesPath)
+		c = append(c, managedPreferencesPath)
 	}
-	return append(c, e.SystemConfigPath())
+	return append(c, e.systemConfigPath())
 }
 
 // ExistingConfig is the first of ConfigCandidates that exists: the file this user's daemon reads;

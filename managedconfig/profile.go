@@ -17,9 +17,9 @@ import (
 // every managed app (Santa reads its settings the same way).
 const ProfileDomain = "com.coworkbridge.agent"
 
-// ManagedPreferencesPath is where macOS puts the settings of a configuration profile for the
+// managedPreferencesPath is where macOS puts the settings of a configuration profile for the
 // whole Mac.
-const ManagedPreferencesPath = "/Library/Managed Preferences/" + ProfileDomain + ".plist"
+const managedPreferencesPath = "/Library/Managed Preferences/" + ProfileDomain + ".plist"
 
 // IsProfile reports whether path is read as a property list (a configuration profile's managed
 // preferences) rather than as JSON.

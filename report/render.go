@@ -35,7 +35,7 @@ func (rp *Report) WriteText(w io.Writer, top int) error {
 	table := func(title string, m map[string]*Counts) {
 		p("%s\n", title)
 		p("  name\trecords\twould deny\twould ask\tdenied\tasked\n")
-		for _, kv := range TopCounts(m, top) {
+		for _, kv := range topCounts(m, top) {
 			c := m[kv.Key]
 			if c.Objections() == 0 {
 				break
@@ -149,7 +149,7 @@ func (rp *Report) dayChart() chart {
 
 // ruleChart draws the noisiest rules as horizontal stacked bars.
 func (rp *Report) ruleChart(top int) chart {
-	rows := TopCounts(rp.Rules, top)
+	rows := topCounts(rp.Rules, top)
 	for len(rows) > 0 && rows[len(rows)-1].Value == 0 {
 		rows = rows[:len(rows)-1] // rules that objected to nothing have no bar
 	}

@@ -253,7 +253,7 @@ func (rp *Report) Finish() {
 				Reason: fmt.Sprintf("asked about %d times as an unknown program; if it is part of your users' work, add it to policy.allowed_executables", kv.Value)})
 		}
 	}
-	for _, kv := range TopCounts(rp.Rules, 10) {
+	for _, kv := range topCounts(rp.Rules, 10) {
 		c := rp.Rules[kv.Key]
 		wouldBe := c.WouldAsk + c.WouldDeny
 		if kv.Key == "(no rule)" || kv.Key == "bash.unknown-executable" || wouldBe == 0 || wouldBe*1000 < rp.Totals.Records {
@@ -292,8 +292,8 @@ func Top(m map[string]int64, n int) []KV {
 	return out
 }
 
-// TopCounts returns the n groups with the most objections.
-func TopCounts(m map[string]*Counts, n int) []KV {
+// topCounts returns the n groups with the most objections.
+func topCounts(m map[string]*Counts, n int) []KV {
 	return Top(objectionsOf(m), n)
 }
 

@@ -61,7 +61,7 @@ func (r *Removals) Saw(dir, rel string) {
 		r.bursts[dir] = b
 	}
 	b.last = now
-	b.outOfReach = b.outOfReach || !AgentReachable(rel)
+	b.outOfReach = b.outOfReach || !agentReachable(rel)
 	if len(r.bursts) > 64 {
 		r.pruneLocked(now)
 	}
@@ -105,7 +105,7 @@ func (r *Removals) pruneLocked(now time.Time) {
 // own lock and temporary files come and go in .claude all the time; counting them would hold
 // every repair back at each CLI start.
 func RemovalSign(rel string) bool {
-	if !AgentReachable(rel) {
+	if !agentReachable(rel) {
 		return true
 	}
 	switch rel {
@@ -119,11 +119,11 @@ func RemovalSign(rel string) bool {
 // lies beside the session folder rather than in it.
 const MetadataName = "../metadata"
 
-// AgentReachable reports whether the agent in the session's VM can reach rel, a name relative to
+// agentReachable reports whether the agent in the session's VM can reach rel, a name relative to
 // the session folder: what lies inside the folders mounted into the VM can be created, changed or
 // removed from there; the session folder's own entries (the mount points themselves, audit.jsonl)
 // and its metadata file cannot.
-func AgentReachable(rel string) bool {
+func agentReachable(rel string) bool {
 	for i := 0; i < len(rel); i++ {
 		if rel[i] == '/' {
 			switch rel[:i] {

@@ -75,8 +75,8 @@ func TestAgentReachable(t *testing.T) {
 		".claude/settings.json": true, ".claude/coworkbridge/decisions": true, "outputs/a/b": true, "uploads/f": true,
 		".claude": false, "outputs": false, "audit.jsonl": false, "": false, MetadataName: false, "other/x": false,
 	} {
-		if got := AgentReachable(rel); got != want {
-			t.Errorf("AgentReachable(%q) = %v, want %v", rel, got, want)
+		if got := agentReachable(rel); got != want {
+			t.Errorf("agentReachable(%q) = %v, want %v", rel, got, want)
 		}
 	}
 }

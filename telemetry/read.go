@@ -11,16 +11,16 @@ import (
 	"strconv"
 )
 
-// MaxRotated is the most rotated files a log keeps (managed.json's telemetry.max_files allows
+// maxRotated is the most rotated files a log keeps (managed.json's telemetry.max_files allows
 // 100, the live file among them).
-const MaxRotated = 99
+const maxRotated = 99
 
 // Files lists a decision log as rotation left it, oldest first: path.N … path.1, then path
 // itself. Only regular files are listed; path is listed even when it does not exist, so that
 // opening it says so.
 func Files(path string) []string {
 	var names []string
-	for i := MaxRotated; i >= 1; i-- {
+	for i := maxRotated; i >= 1; i-- {
 		rotated := path + "." + strconv.Itoa(i)
 		if fi, err := os.Stat(rotated); err == nil && fi.Mode().IsRegular() {
 			names = append(names, rotated)
