@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Payload is the PreToolUse input. ToolInput stays raw: its shape depends on the tool.
@@ -97,8 +98,19 @@ func ParseEnvelope(line []byte) (Envelope, error) {
 	return e, nil
 }
 
-// ridPrefix reads the rid of a line whose event is damaged: the hook writes it first.
-var ridPrefix = regexp.MustCompile(`^\{"v":1,"rid":"([0-9a-f]{32})"`)
+// envelopeHead is how every spool line begins: the version, then the rid, so that a line whose
+// event is damaged still names its waiting hook.
+const envelopeHead = `{"v":1,"rid":"`
+
+// EnvelopeFormat is the printf format a hook written in shell writes a spool line with: the rid
+// and the payload are its two %s, mode is fixed in it, and it ends with a newline (\n). It holds no
+// single quote, so that the script can quote it.
+func EnvelopeFormat(mode string) string {
+	return envelopeHead + `%s","mode":"` + mode + `","event":%s}\n`
+}
+
+// ridPrefix reads the rid of a line whose event is damaged.
+var ridPrefix = regexp.MustCompile(`^` + regexp.QuoteMeta(envelopeHead) + `([0-9a-f]{32})"`)
 
 // RecoverRID returns the rid at the start of a (possibly damaged or cut) spool line.
 func RecoverRID(prefix []byte) (string, bool) {
@@ -138,6 +150,13 @@ func Output(d Decision, reason, context string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(out) // strings only: cannot fail
 	return b.Bytes()
+}
+
+// DenyFormat is the printf format of a deny, for a hook written in shell: the reason is prefix
+// followed by its one %s, which must need no JSON escaping; it ends with a newline (\n) and holds
+// no single quote.
+func DenyFormat(prefix string) string {
+	return strings.TrimSuffix(string(Output(Deny, strings.ReplaceAll(prefix, "%", "%%")+"%s", "")), "\n") + `\n`
 }
 
 // Answer is what a PreToolUse hook's output asks of Claude Code.

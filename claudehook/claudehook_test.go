@@ -3,6 +3,7 @@ package claudehook
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,4 +142,30 @@ func FuzzParseOutput(f *testing.F) {
 			t.Fatal("a readable output without a decision")
 		}
 	})
+}
+
+// A hook written in shell writes the envelope and its own denies with these formats: what it
+// prints must read back as this package reads it.
+func TestTheShellFormatsReadBack(t *testing.T) {
+	rid := "0123456789abcdef0123456789abcdef"
+	for _, mode := range []string{"observe", "enforce"} {
+		line := fmt.Sprintf(strings.ReplaceAll(EnvelopeFormat(mode), `\n`, "\n"), rid, `{"tool_name":"Bash"}`)
+		e, err := ParseEnvelope([]byte(strings.TrimSuffix(line, "\n")))
+		if err != nil || e.RID != rid || e.Mode != mode || string(e.Event) != `{"tool_name":"Bash"}` {
+			t.Errorf("%s: %+v, %v", mode, e, err)
+		}
+		if got, ok := RecoverRID([]byte(line[:50])); !ok || got != rid {
+			t.Errorf("%s: rid %q not recovered from the line's head", mode, got)
+		}
+		if strings.Contains(EnvelopeFormat(mode), "'") {
+			t.Errorf("%s: the format holds a single quote", mode)
+		}
+	}
+	out := fmt.Sprintf(strings.ReplaceAll(DenyFormat("coworkbridge: "), `\n`, "\n"), "the daemon is not running")
+	if a, err := ParseOutput([]byte(out)); err != nil || a.Decision != Deny || a.Reason != "coworkbridge: the daemon is not running" {
+		t.Errorf("deny format: %+v, %v", a, err)
+	}
+	if want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"coworkbridge: %s"}}\n`; DenyFormat("coworkbridge: ") != want {
+		t.Errorf("DenyFormat changed the hook's bytes: %s", DenyFormat("coworkbridge: "))
+	}
 }

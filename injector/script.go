@@ -6,6 +6,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -98,12 +99,14 @@ func scriptBody(p ScriptParams, dt int) (string, error) {
 	}
 	var b strings.Builder
 	err := body.Execute(&b, map[string]any{
-		"DT":        dt,
-		"MaxPolls":  fastPolls + dt*10, // the fast polls take about 0.1 s; then one every 0.1 s
-		"BS":        p.MaxLineBytes + 64<<10,
-		"FastPolls": fastPolls,
-		"Host":      shellQuote(p.HostChannel),
-		"Tr":        trBin, "Od": odBin, "Cat": catBin, "Date": dateBin, "Dd": ddBin,
+		"DT":         dt,
+		"MaxPolls":   fastPolls + dt*10, // the fast polls take about 0.1 s; then one every 0.1 s
+		"BS":         p.MaxLineBytes + 64<<10,
+		"FastPolls":  fastPolls,
+		"Host":       shellQuote(p.HostChannel),
+		"Envelope":   claudehook.EnvelopeFormat(string(p.Mode)),
+		"DenyFormat": claudehook.DenyFormat("coworkbridge: "),
+		"Tr":         trBin, "Od": odBin, "Cat": catBin, "Date": dateBin, "Dd": ddBin,
 		"Rm": rmBin, "Mkdir": mkdirBin, "Sleep": sleepBin,
 	})
 	return b.String(), err
@@ -116,7 +119,7 @@ func shellQuote(s string) string {
 
 // denyJSON is the hook output of a deny with a reason of our own.
 func hookDeny(reason string) string {
-	return `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"coworkbridge: ` + reason + `"}}`
+	return strings.TrimSuffix(string(claudehook.Output(claudehook.Deny, "coworkbridge: "+reason, "")), "\n")
 }
 
 const fastPolls = 6
@@ -151,7 +154,7 @@ cb_sp="$cb_dir/events.jsonl"
 var observeScript = template.Must(template.New("observe").Parse(scriptHead + `[ -n "$cb_h" ] || [ -d "$cb_dir" ] || {{.Mkdir}} -p "$cb_dir"
 cb_p=$({{.Tr}} -d '\r\n')
 [ -n "$cb_p" ] || cb_p=null
-if [ -n "$cb_rid" ] && printf '{"v":1,"rid":"%s","mode":"observe","event":%s}\n' "$cb_rid" "$cb_p" > "$cb_t" && [ -z "$cb_h" ]; then
+if [ -n "$cb_rid" ] && printf '{{.Envelope}}' "$cb_rid" "$cb_p" > "$cb_t" && [ -z "$cb_h" ]; then
   if [ ! -e "$cb_sp" ] || { [ -f "$cb_sp" ] && [ ! -h "$cb_sp" ]; }; then
     {{.Dd}} if="$cb_t" bs={{.BS}} >> "$cb_sp"
   fi
@@ -167,7 +170,7 @@ exit 0
 var enforceScript = template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
 cb_deny() {
   [ -n "$cb_h" ] || {{.Rm}} -f "$cb_t"
-  printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"coworkbridge: %s"}}\n' "$1"
+  printf '{{.DenyFormat}}' "$1"
   exit 0
 }
 cb_now=$({{.Date}} +%s)
@@ -183,7 +186,7 @@ if [ -z "$cb_rid" ]; then {{.Cat}} > /dev/null; cb_deny "this tool call was bloc
 [ -n "$cb_h" ] || [ -d "$cb_dir/decisions" ] || {{.Mkdir}} -p "$cb_dir/decisions"
 cb_p=$({{.Tr}} -d '\r\n')
 [ -n "$cb_p" ] || cb_deny "this tool call was blocked because the hook received no tool call data."
-printf '{"v":1,"rid":"%s","mode":"enforce","event":%s}\n' "$cb_rid" "$cb_p" > "$cb_t" || cb_deny "this tool call was blocked because the hook could not write its temporary file."
+printf '{{.Envelope}}' "$cb_rid" "$cb_p" > "$cb_t" || cb_deny "this tool call was blocked because the hook could not write its temporary file."
 cb_p=
 if [ -z "$cb_h" ]; then
   { [ ! -e "$cb_sp" ] || { [ -f "$cb_sp" ] && [ ! -h "$cb_sp" ]; }; } || cb_deny "this tool call was blocked because the session's spool is not a plain file."
