@@ -177,9 +177,8 @@ func TestHookDefersToACoworkSessionsOwnHookAndToNoLookAlike(t *testing.T) {
 // BenchmarkHookProcess is `coworkbridge hook` as a whole process, as Claude Code starts it on
 // every tool call (budget: p50 under 10 ms). It reports p50 and p99.
 func BenchmarkHookProcess(b *testing.B) {
-	m := machine{home: b.TempDir()}
-	m.state, m.config, m.sessions = filepath.Join(m.home, "state"), filepath.Join(m.home, "managed.json"), filepath.Join(m.home, "sessions")
-	os.WriteFile(m.config, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o600)
+	m := newMachine(b)
+	m.writeConfig(b, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
 	payload := []byte(`{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main"}}`)
 	var took []time.Duration
 	for b.Loop() {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
+	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 )
 
 // The test binary doubles as the coworkbridge binary: started with this variable set, it runs
@@ -29,48 +30,32 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// machine is one user's world: a home, a state folder, a managed.json location, a sessions root.
+// machine is one user's world (internal/machine's): a home, a state folder, a managed.json
+// location, a sessions root; this test binary is its coworkbridge.
 type machine struct {
 	home, state, config, sessions string
 	extraEnv                      []string // more for the daemon's environment
+	h                             *harness.Machine
 }
 
-func newMachine(t *testing.T) machine {
+func newMachine(t testing.TB) machine {
 	t.Helper()
-	home := t.TempDir()
-	m := machine{
-		home:     home,
-		state:    filepath.Join(home, "state"),
-		config:   filepath.Join(home, "mdm", "managed.json"),
-		sessions: filepath.Join(home, "sessions"),
-	}
-	if err := os.MkdirAll(filepath.Dir(m.config), 0o755); err != nil {
+	h, err := harness.New(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return machine{home: h.Dir, state: h.State, config: h.Config, sessions: h.Sessions, h: h}
 }
 
-func (m machine) writeConfig(t *testing.T, content string) {
+func (m machine) writeConfig(t testing.TB, content string) {
 	t.Helper()
-	tmp := m.config + ".new"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, m.config); err != nil {
+	if err := m.h.WriteConfig(content); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (m machine) environ() []string {
-	env := []string{asMainEnv + "=1", "HOME=" + m.home,
-		"COWORKBRIDGE_STATE_DIR=" + m.state, "COWORKBRIDGE_MANAGED_CONFIG=" + m.config,
-		"COWORKBRIDGE_SESSIONS_ROOT=" + m.sessions, "COWORKBRIDGE_LOG_DIR=" + filepath.Join(m.home, "logs")}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "COWORKBRIDGE_") && !strings.HasPrefix(kv, "HOME=") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, m.extraEnv...)
+	return m.h.Environ(append([]string{asMainEnv + "=1", "HOME=" + m.home}, m.extraEnv...)...)
 }
 
 // proc is a running coworkbridge process whose JSON log lines are collected.
