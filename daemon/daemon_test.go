@@ -66,8 +66,8 @@ func (m *machine) session(t *testing.T, root, id string) string {
 	return dir
 }
 
-// start runs a daemon on m until the test ends.
-func (m *machine) start(t *testing.T) *Daemon {
+// start runs a daemon on m until the test ends, or stop is called.
+func (m *machine) start(t *testing.T) (d *Daemon, stop func()) {
 	t.Helper()
 	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, nil)), Version: "test"})
 	if err != nil {
@@ -76,14 +76,18 @@ func (m *machine) start(t *testing.T) *Daemon {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		d.Close()
-	})
-	return d
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			d.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return d, stop
 }
 
 // hook is our hook's command in a session's settings, "" when it is not there.
@@ -149,7 +153,7 @@ func TestSwitchingOffTakesOurHooksOutOfEverySession(t *testing.T) {
 	root := m.root("sessions")
 	a, b := m.session(t, root, "a"), m.session(t, root, "b")
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)
-	d := m.start(t)
+	d, _ := m.start(t)
 	waitHook(t, a, "enforce")
 	waitHook(t, b, "enforce")
 
@@ -199,7 +203,7 @@ func TestABrokenPolicyKeepsThePreviousOneInForceAndIsRaised(t *testing.T) {
 	root := m.root("sessions")
 	a := m.session(t, root, "a")
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)
-	d := m.start(t)
+	d, _ := m.start(t)
 	waitHook(t, a, "enforce")
 
 	rules := m.root("rules")
@@ -237,7 +241,7 @@ func TestABrokenFileAskingForEnforceWithNoGoodCopyGuardsEverySessionInEnforce(t 
 	root := m.root("sessions")
 	a := m.session(t, root, "a")
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q],`, root)
-	d := m.start(t)
+	d, _ := m.start(t)
 	s := waitHealth(t, d, "config_invalid", func(s health.Snapshot) bool { return hasWarning(s, health.CodeConfigInvalid) })
 	if s.Config.Origin != managedconfig.OriginInvalid || s.Config.Mode != "enforce" || s.Config.Problem == "" {
 		t.Errorf("config state %+v: want invalid, enforce, with its problem", s.Config)
@@ -262,17 +266,9 @@ func hasWarning(s health.Snapshot, code health.Code) bool {
 func TestTheLogUsesTheHeartbeatsKeys(t *testing.T) {
 	m := newMachine(t)
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","sessions_roots":[%q]}`, m.root("sessions"))
-	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, nil)), Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	_, stop := m.start(t)
 	cbtest.WaitFor(t, "the configuration in force", func() bool { return strings.Contains(m.log.String(), "managed config in force") })
-	cancel()
-	<-done
-	d.Close()
+	stop()
 	for _, want := range []string{`"config_origin":"file"`, `"config_hash":"`, `"uptime_s":`} {
 		if !strings.Contains(m.log.String(), want) {
 			t.Errorf("the log lacks %s:\n%s", want, m.log.String())

@@ -231,19 +231,8 @@ func (w *World) Expected(c Call, r Result) bool {
 }
 
 func (w *World) records() []telemetry.Record {
-	f, err := os.Open(w.logPath)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []telemetry.Record
-	for line, err := range telemetry.Lines(f, 16<<20) {
-		var r telemetry.Record
-		if err == nil && json.Unmarshal(line, &r) == nil {
-			out = append(out, r)
-		}
-	}
-	return out
+	recs, _ := telemetry.ReadFile(w.logPath)
+	return recs
 }
 
 // Health is the daemon's state with its own details filled in, as status shows it.

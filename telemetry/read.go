@@ -3,6 +3,7 @@ package telemetry
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,3 +84,28 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 		return bytes.TrimRight(buf, "\r\n"), err
 	}
 }
+
+// ReadFile reads the records of one decision-log file; lines that are not records (a line being
+// written, garbage) are skipped. A file that does not exist holds none.
+func ReadFile(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Record
+	for line, err := range Lines(f, maxRecordLine) {
+		var r Record
+		if err == nil && json.Unmarshal(line, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// maxRecordLine bounds a record ReadFile reads: far above what the log writes (inputs are
+// truncated), so that only garbage is skipped.
+const maxRecordLine = 16 << 20

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -24,19 +23,8 @@ func hookAnswer(out []byte) string {
 
 // readRecords reads every record of a decision log; lines that are not records are skipped.
 func readRecords(path string) []telemetry.Record {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []telemetry.Record
-	for line, err := range telemetry.Lines(f, 16<<20) {
-		var r telemetry.Record
-		if err == nil && json.Unmarshal(line, &r) == nil {
-			out = append(out, r)
-		}
-	}
-	return out
+	recs, _ := telemetry.ReadFile(path)
+	return recs
 }
 
 // hookCommand reads our hook's command from a settings.json file, "" when it is not there.

@@ -39,14 +39,7 @@ func TestReplayShowsWhatACandidateWouldChange(t *testing.T) {
 			"garbage\n"), 0o600)
 	candidate := filepath.Join(dir, "candidate.json")
 	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv"]}}`), 0o600)
-	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), []string{"check", "--replay", log, "--config", candidate, "--json"}, stdio{out: &out, err: &errb}); code != exitOK {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	var res corpus.Replayed
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
+	res := replayJSON(t, log, candidate)
 	if res.Records != 6 || res.Replayed != 4 || res.NotLogged != 1 || res.GuardEvents != 1 || res.Invalid != 1 {
 		t.Errorf("counts %+v", res)
 	}
@@ -56,7 +49,7 @@ func TestReplayShowsWhatACandidateWouldChange(t *testing.T) {
 	if ex := res.Examples["allow->ask"]; len(ex) != 1 || ex[0].RID != "03" || ex[0].NewRule != "bash.git-clean-force" {
 		t.Errorf("examples %+v", ex)
 	}
-	out.Reset()
+	var out, errb bytes.Buffer
 	dispatch(context.Background(), []string{"check", "--replay", log, "--config", candidate}, stdio{out: &out, err: &errb})
 	if !strings.Contains(out.String(), "deny → allow: 2") {
 		t.Errorf("text output:\n%s", out.String())
@@ -89,15 +82,22 @@ func TestReplayReadsTheRotatedFilesToo(t *testing.T) {
 	os.WriteFile(log, []byte(fmt.Sprintf(line, "c")), 0o600)
 	candidate := filepath.Join(dir, "candidate.json")
 	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv"]}}`), 0o600)
+	res := replayJSON(t, log, candidate)
+	if res.Records != 3 || res.Changes["deny->allow"] != 3 || res.Examples["deny->allow"][0].RID != "a" {
+		t.Errorf("replayed %+v; want all three files, the oldest first", res)
+	}
+}
+
+// replayJSON runs check --replay LOG --config CANDIDATE --json and decodes what it prints.
+func replayJSON(t *testing.T, log, candidate string) corpus.Replayed {
+	t.Helper()
 	var out, errb bytes.Buffer
 	if code := dispatch(context.Background(), []string{"check", "--replay", log, "--config", candidate, "--json"}, stdio{out: &out, err: &errb}); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var res corpus.Replayed
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v: %s", err, out.String())
 	}
-	if res.Records != 3 || res.Changes["deny->allow"] != 3 || res.Examples["deny->allow"][0].RID != "a" {
-		t.Errorf("replayed %+v; want all three files, the oldest first", res)
-	}
+	return res
 }

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -172,26 +171,8 @@ func CallHook(dir, hook string, payload []byte) ([]byte, time.Duration, error) {
 	return out, took, nil
 }
 
-// Records reads a decision log's records; a line being written (no newline yet) and lines that
-// are not records are skipped.
-func Records(path string) ([]telemetry.Record, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []telemetry.Record
-	for line, err := range telemetry.Lines(f, 16<<20) {
-		var r telemetry.Record
-		if err == nil && json.Unmarshal(line, &r) == nil {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
+// Records reads a decision log's records (telemetry.ReadFile).
+func Records(path string) ([]telemetry.Record, error) { return telemetry.ReadFile(path) }
 
 // Daemon is a running `coworkbridge run` on the machine, its log in DaemonLog.
 type Daemon struct {
