@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/spool"
 )
@@ -74,29 +74,11 @@ func TestABacklogFromWhileTheDaemonWasDownIsNotCountedAgainstTheBudget(t *testin
 	}
 }
 
-// lockedBuffer is a log destination safe for the collector's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A failing decision log (a full disk) is retried with backoff, however many events arrive
 // meanwhile, and logged once when it starts failing and once when it recovers.
 func TestAFailingDecisionLogIsRetriedWithBackoffAndLoggedOncePerChange(t *testing.T) {
 	f := newFixture(t, managedconfig.Observe)
-	var logs lockedBuffer
+	var logs cbtest.Buffer
 	f.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	f.sink.fail = 1 << 30
 	f.start()

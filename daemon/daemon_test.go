@@ -22,14 +22,14 @@ import (
 type machine struct {
 	dir    string
 	env    managedconfig.Env
-	log    *syncBuffer
+	log    *cbtest.Buffer
 	config string
 }
 
 func newMachine(t *testing.T) *machine {
 	t.Helper()
 	dir := t.TempDir()
-	m := &machine{dir: dir, config: filepath.Join(dir, "managed.json"), log: new(syncBuffer)}
+	m := &machine{dir: dir, config: filepath.Join(dir, "managed.json"), log: new(cbtest.Buffer)}
 	vars := map[string]string{
 		managedconfig.EnvManagedConfig: m.config,
 		managedconfig.EnvStateDir:      filepath.Join(dir, "state"),
@@ -119,23 +119,6 @@ func waitHealth(t *testing.T, d *Daemon, what string, ok func(health.Snapshot) b
 		return fmt.Sprintf("timed out waiting for %s; config %+v, warnings %+v", what, s.Config, s.Warnings)
 	})
 	return s
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestASecondDaemonOfTheSameUserIsRefusedNamingTheFirst(t *testing.T) {

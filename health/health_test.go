@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 )
 
 // clock is a hand-set time source.
@@ -281,7 +283,7 @@ func TestHeartbeatLogsWarnsAndWritesTheSnapshot(t *testing.T) {
 		h := New(time.Now)
 		h.SetConfig(ConfigState{Origin: "file", Mode: "observe", Enabled: true})
 		h.Malformed("local_a")
-		var buf syncBuffer
+		var buf cbtest.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, nil))
 		path := filepath.Join(t.TempDir(), "health.json")
 		kick := make(chan struct{})
@@ -339,18 +341,6 @@ func TestSnapshotRoundTripsThroughTheFile(t *testing.T) {
 		t.Errorf("round trip differs:\n%s\n%s", a, b)
 	}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // Session churn: thousands of sessions come and go in a day; health keeps the most recent gone
 // ones only, so the daemon and health.json stay bounded.
