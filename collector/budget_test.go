@@ -24,7 +24,7 @@ func TestASessionOverItsBudgetIsSummarisedNotLoggedLineByLine(t *testing.T) {
 	}
 	f.appendRaw(b.String())
 	f.waitRecords(21)
-	waitFor(t, func() bool { return f.health.count("quarantined") == 1 }, func() string { return "not quarantined" })
+	cbtest.WaitForf(t, func() bool { return f.health.count("quarantined") == 1 }, func() string { return "not quarantined" })
 	recs := f.records()
 	if len(recs) != 21 || recs[20].Rule != RuleFlood {
 		t.Fatalf("%d records, last %+v; want 20 lines and one summary", len(recs), recs[len(recs)-1])
@@ -35,7 +35,7 @@ func TestASessionOverItsBudgetIsSummarisedNotLoggedLineByLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _ := spool.IdentityOf(fi)
-	waitFor(t, func() bool { return f.c.opts.Offsets.Get(offsetKey(f.dir, id)).Offset == int64(b.Len()) },
+	cbtest.WaitForf(t, func() bool { return f.c.opts.Offsets.Get(offsetKey(f.dir, id)).Offset == int64(b.Len()) },
 		func() string { return "the spool was not drained past the suppressed events" })
 }
 
@@ -99,5 +99,5 @@ func TestAFailingDecisionLogIsRetriedWithBackoffAndLoggedOncePerChange(t *testin
 	if n := strings.Count(logs.String(), "cannot write the decision log"); n != 1 {
 		t.Errorf("the failure was logged %d times, want once", n)
 	}
-	waitFor(t, func() bool { return strings.Contains(logs.String(), "writable again") }, func() string { return "the recovery was not logged" })
+	cbtest.WaitForf(t, func() bool { return strings.Contains(logs.String(), "writable again") }, func() string { return "the recovery was not logged" })
 }

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -45,7 +46,7 @@ func TestHostChannelEventsAreJudgedAnsweredThereRecordedAndRemoved(t *testing.T)
 	handOver(t, ch, deny, envelope(deny, "enforce", "Bash", bash("rm -rf ~")))
 	handOver(t, ch, allow, envelope(allow, "enforce", "Bash", bash("ls")))
 	var got string
-	waitFor(t, func() bool {
+	cbtest.WaitForf(t, func() bool {
 		data, err := os.ReadFile(filepath.Join(ch, "decisions", deny+".json"))
 		got = string(data)
 		return err == nil
@@ -59,7 +60,7 @@ func TestHostChannelEventsAreJudgedAnsweredThereRecordedAndRemoved(t *testing.T)
 			t.Errorf("record %s transport %q", r.RID, r.Transport)
 		}
 	}
-	waitFor(t, func() bool {
+	cbtest.WaitForf(t, func() bool {
 		left, _ := filepath.Glob(filepath.Join(ch, ".ev-*"))
 		return len(left) == 0
 	}, func() string { return "recorded event files are still in the channel" })

@@ -18,6 +18,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -233,7 +234,7 @@ func (f *fixture) records() []telemetry.Record {
 func (f *fixture) waitRecords(n int) []telemetry.Record {
 	f.t.Helper()
 	var got []telemetry.Record
-	waitFor(f.t, func() bool { got = f.records(); return len(got) >= n }, func() string {
+	cbtest.WaitForf(f.t, func() bool { got = f.records(); return len(got) >= n }, func() string {
 		return fmt.Sprintf("%d records in the decision log, want %d", len(got), n)
 	})
 	return got
@@ -243,23 +244,12 @@ func (f *fixture) waitRecords(n int) []telemetry.Record {
 func (f *fixture) decision(rid string) string {
 	f.t.Helper()
 	var data []byte
-	waitFor(f.t, func() bool {
+	cbtest.WaitForf(f.t, func() bool {
 		var err error
 		data, err = os.ReadFile(f.bridge(filepath.Join("decisions", rid+".json")))
 		return err == nil
 	}, func() string { return "no decision file for " + rid })
 	return string(data)
-}
-
-func waitFor(t testing.TB, cond func() bool, msg func() string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func decisionOf(t *testing.T, out string) string {
@@ -376,7 +366,7 @@ func TestMalformedLinesAreDeniedInEnforceAndCountedInBoth(t *testing.T) {
 			} else if entries, _ := os.ReadDir(f.bridge("decisions")); len(entries) != 0 {
 				t.Errorf("observe wrote decisions: %v", entries)
 			}
-			waitFor(t, func() bool { return f.health.count("malformed") == 3 }, func() string {
+			cbtest.WaitForf(t, func() bool { return f.health.count("malformed") == 3 }, func() string {
 				return fmt.Sprintf("malformed count %d, want 3", f.health.count("malformed"))
 			})
 		})
@@ -531,7 +521,7 @@ func TestRotationLosesNothingEvenForAHookThatOpenedTheOldSpool(t *testing.T) {
 	early.Close()
 	f.waitRecords(len(rids))
 	// Everything drained and the rotated files removed after the grace.
-	waitFor(t, func() bool {
+	cbtest.WaitForf(t, func() bool {
 		entries, _ := os.ReadDir(f.bridge(""))
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), rotatedPrefix) {
@@ -555,7 +545,7 @@ func TestLinkedSpoolIsRefusedAndReportedWithNothingReadOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.start()
-	waitFor(t, func() bool { return f.health.count("refused") >= 1 }, func() string { return "the linked spool was not reported" })
+	cbtest.WaitForf(t, func() bool { return f.health.count("refused") >= 1 }, func() string { return "the linked spool was not reported" })
 	// The link is taken away (never followed), the attempt recorded, the session quarantined.
 	recs := f.waitRecords(1)
 	if len(recs) != 1 || recs[0].Rule != RulePlantedSpool {
@@ -601,7 +591,7 @@ func TestLinkedDecisionsFolderFailsClosedAndWritesNothingOutside(t *testing.T) {
 	f := newFixture(t, managedconfig.Enforce)
 	f.start()
 	// The collector recreates the folder as it renews the lease: retry until the link stands.
-	waitFor(t, func() bool {
+	cbtest.WaitForf(t, func() bool {
 		os.RemoveAll(f.bridge("decisions"))
 		return os.Symlink(f.outside, f.bridge("decisions")) == nil
 	}, func() string { return "could not plant the link" })

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -45,9 +46,9 @@ func TestRetriesAfterAFullDiskAreSizedToTheSpaceFreed(t *testing.T) {
 		rids = append(rids, rid)
 		f.appendRaw(envelope(rid, "observe", "Bash", bash("ls")) + "\n")
 	}
-	waitFor(t, func() bool { return f.health.count("telemetry") > 0 }, func() string { return "the full disk was never met" })
+	cbtest.WaitForf(t, func() bool { return f.health.count("telemetry") > 0 }, func() string { return "the full disk was never met" })
 	sink.setRoom(10)
-	waitFor(t, func() bool { return len(f.records()) == 10 }, func() string {
+	cbtest.WaitForf(t, func() bool { return len(f.records()) == 10 }, func() string {
 		return "the space freed for 10 records was not used"
 	})
 	sink.setRoom(-1)

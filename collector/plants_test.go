@@ -72,7 +72,7 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 			if err := os.Rename(tmp, p); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, func() bool {
+			cbtest.WaitForf(t, func() bool {
 				fi, err := os.Lstat(p)
 				if err != nil || !fi.Mode().IsRegular() || fi.Size() > 64 {
 					return false
@@ -97,7 +97,7 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 func (f *fixture) idle() {
 	f.t.Helper()
 	quiet := 0
-	waitFor(f.t, func() bool {
+	cbtest.WaitForf(f.t, func() bool {
 		f.c.mu.Lock()
 		busy := false
 		for _, t := range f.c.sessions {
@@ -148,7 +148,7 @@ func TestAReplacedBridgeFolderIsWatchedAtOnce(t *testing.T) {
 	if err := os.MkdirAll(f.bridge(""), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { _, err := os.Stat(f.bridge("alive")); return err == nil }, func() string { return "no lease in the new folder" })
+	cbtest.WaitForf(t, func() bool { _, err := os.Stat(f.bridge("alive")); return err == nil }, func() string { return "no lease in the new folder" })
 	rid := f.nextRID()
 	f.appendRaw(envelope(rid, "enforce", "Bash", bash("rm -rf ~")) + "\n")
 	if decisionOf(t, f.decision(rid)) != "deny" {
@@ -216,5 +216,5 @@ func TestOurFolderFoundGoneIsNotPutBackAtOnce(t *testing.T) {
 		t.Fatal("our folder was put back at once")
 	}
 	// Not a removal after all (nothing else went): it is back after the hold.
-	waitFor(t, func() bool { _, err := os.Stat(f.bridge("alive")); return err == nil }, func() string { return "our folder never came back" })
+	cbtest.WaitForf(t, func() bool { _, err := os.Stat(f.bridge("alive")); return err == nil }, func() string { return "our folder never came back" })
 }

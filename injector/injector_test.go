@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -104,19 +105,8 @@ func startStoppable(t *testing.T, cfg managedconfig.Config, opts Options) (*Inje
 	}
 	t.Cleanup(stop)
 	// The first scan has run once a report arrives.
-	eventually(t, "first scan", func() bool { return rec.check(func(r *recorder) bool { return len(r.scans) > 0 }) })
+	cbtest.WaitFor(t, "first scan", func() bool { return rec.check(func(r *recorder) bool { return len(r.scans) > 0 }) })
 	return in, rec, stop
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func makeSession(t *testing.T, root, id string, settings string) string {
@@ -153,28 +143,28 @@ func TestInjectorHooksNewSessionsRepairsAndSwitchesMode(t *testing.T) {
 
 	// A new session: Cowork makes the folders, then settings.json as {}.
 	fresh := makeSession(t, root, "local_new", "")
-	eventually(t, "hook in the new session", func() bool { return hasMode(fresh, managedconfig.Observe) })
+	cbtest.WaitFor(t, "hook in the new session", func() bool { return hasMode(fresh, managedconfig.Observe) })
 	os.WriteFile(filepath.Join(fresh, ".claude", "settings.json"), []byte("{}"), 0o644)
-	eventually(t, "hook restored after Cowork rewrote settings", func() bool { return hasMode(fresh, managedconfig.Observe) })
+	cbtest.WaitFor(t, "hook restored after Cowork rewrote settings", func() bool { return hasMode(fresh, managedconfig.Observe) })
 
 	// The agent removes our entry and switches hooks off.
 	os.WriteFile(filepath.Join(existing, ".claude", "settings.json"), []byte(`{"disableAllHooks":true}`), 0o644)
-	eventually(t, "repair", func() bool {
+	cbtest.WaitFor(t, "repair", func() bool {
 		return hasMode(existing, managedconfig.Observe) && !strings.Contains(settingsOf(existing), "disableAllHooks")
 	})
-	eventually(t, "repair reported", func() bool {
+	cbtest.WaitFor(t, "repair reported", func() bool {
 		return rec.check(func(r *recorder) bool { return len(r.repaired["local_old"]) > 0 })
 	})
 
 	in.SetConfig(testConfig(root, managedconfig.Enforce))
-	eventually(t, "every session in enforce", func() bool {
+	cbtest.WaitFor(t, "every session in enforce", func() bool {
 		return hasMode(existing, managedconfig.Enforce) && hasMode(fresh, managedconfig.Enforce)
 	})
 
 	if err := os.RemoveAll(fresh); err != nil {
 		t.Fatalf("removing a session raced with the injector: %v", err)
 	}
-	eventually(t, "session gone", func() bool { return rec.check(func(r *recorder) bool { return r.gone["local_new"] }) })
+	cbtest.WaitFor(t, "session gone", func() bool { return rec.check(func(r *recorder) bool { return r.gone["local_new"] }) })
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
 		t.Errorf("the removed session came back: %v", err)
 	}
@@ -187,7 +177,7 @@ func TestInjectorWatchesForARootThatDoesNotExistYet(t *testing.T) {
 		t.Fatal("missing root not reported")
 	}
 	dir := makeSession(t, root, "local_1", "{}")
-	eventually(t, "hook under the late root", func() bool { return hasMode(dir, managedconfig.Observe) })
+	cbtest.WaitFor(t, "hook under the late root", func() bool { return hasMode(dir, managedconfig.Observe) })
 }
 
 func TestInjectorLeavesOldSessionsAloneAndMarksRunningOnesUnverified(t *testing.T) {
@@ -232,7 +222,7 @@ func TestUnhookAllRemovesOnlyOurEntries(t *testing.T) {
 	_, _, stop := startStoppable(t, cfg, Options{})
 	// b has no settings.json: it is created after one removal hold (it could be a session being
 	// deleted), so b is hooked a moment later than a.
-	eventually(t, "both hooked", func() bool { return hasMode(a, managedconfig.Enforce) && hasMode(b, managedconfig.Enforce) })
+	cbtest.WaitFor(t, "both hooked", func() bool { return hasMode(a, managedconfig.Enforce) && hasMode(b, managedconfig.Enforce) })
 	stop() // the daemon stops its injector before unhooking, or it would repair at once
 	if n := UnhookAll([]string{root}, nil); n != 2 {
 		t.Errorf("changed %d sessions, want 2", n)

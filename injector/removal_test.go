@@ -39,7 +39,7 @@ func TestASlowRemovalOfASessionIsNotUndone(t *testing.T) {
 	dir := makeSession(t, root, "local_slow", "{}")
 	populate(t, dir, 100)
 	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
-	eventually(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
+	cbtest.WaitFor(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
 
 	err := cbtest.RemoveTree(dir, func(rel string) {
 		if strings.HasPrefix(rel, ".claude/projects/") {
@@ -61,7 +61,7 @@ func TestRemovalsTheAgentCanMakeHoldTheRepairOnlyBriefly(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "sessions")
 	dir := makeSession(t, root, "local_busy", "{}")
 	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
-	eventually(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
+	cbtest.WaitFor(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
 
 	start := time.Now()
 	if err := os.Remove(filepath.Join(dir, ".claude", "settings.json")); err != nil {

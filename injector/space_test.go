@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -30,7 +31,7 @@ func TestAFullSessionsVolumeIsReportedUntilItClears(t *testing.T) {
 	}
 	ballast := filepath.Join(root, "ballast") // its creation at the root brings a scan
 	os.WriteFile(ballast, bytes.Repeat([]byte("x"), 900<<10), 0o600)
-	eventually(t, "the full volume reported", func() bool { return len(last()) == 1 })
+	cbtest.WaitFor(t, "the full volume reported", func() bool { return len(last()) == 1 })
 	os.Remove(ballast)
-	eventually(t, "the report cleared", func() bool { return len(last()) == 0 })
+	cbtest.WaitFor(t, "the report cleared", func() bool { return len(last()) == 0 })
 }

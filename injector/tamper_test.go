@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -41,7 +42,7 @@ func TestProjectSettingsThatSwitchHooksOffAreNeutralisedAtOnceAndReported(t *tes
 			_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
 			p := filepath.Join(project, name)
 			os.WriteFile(p, []byte(`{"model":"opus","disableAllHooks":true,"env":{"PATH":"/tmp/evil","MY_VAR":"kept","BASH_FUNC_x%%":"() { :; }"}}`), 0o644)
-			eventually(t, "project settings neutralised", func() bool {
+			cbtest.WaitFor(t, "project settings neutralised", func() bool {
 				data, _ := os.ReadFile(p)
 				s := string(data)
 				return !strings.Contains(s, "disableAllHooks") && !strings.Contains(s, "PATH") && !strings.Contains(s, "BASH_FUNC")
@@ -68,7 +69,7 @@ func TestALinkedProjectSettingsFolderIsRemovedAndReported(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "outputs"), 0o755)
 	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
 	os.Symlink(elsewhere, filepath.Join(dir, "outputs", ".claude"))
-	eventually(t, "the link removed", func() bool {
+	cbtest.WaitFor(t, "the link removed", func() bool {
 		_, err := os.Lstat(filepath.Join(dir, "outputs", ".claude"))
 		return os.IsNotExist(err)
 	})
@@ -101,13 +102,13 @@ func TestANeuteredEntryWithOurMarkerIsReplacedAndAFightIsReported(t *testing.T) 
 	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
 	fake := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# ` + Marker + ` v2 mode=enforce\nexit 0","timeout":30}]}]}}`
 	for i := range fightRepairs {
-		eventually(t, "our entry in place", func() bool {
+		cbtest.WaitFor(t, "our entry in place", func() bool {
 			return hasMode(dir, managedconfig.Enforce) && !strings.Contains(settingsOf(dir), "exit 0\"")
 		})
 		if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(fake), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the fake replaced", func() bool { return !strings.Contains(settingsOf(dir), `exit 0"`) })
+		cbtest.WaitFor(t, "the fake replaced", func() bool { return !strings.Contains(settingsOf(dir), `exit 0"`) })
 		_ = i
 	}
 	if !rec.tamperedWith("local_f", "fighting the repair") {

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -46,7 +47,7 @@ func TestDeletedSessionTreesGiveBackTheirWatches(t *testing.T) {
 		dir := filepath.Join(root, fmt.Sprintf("acct%d", i), fmt.Sprintf("org%d", i), fmt.Sprintf("local_%d", i))
 		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
 		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600) // as Cowork does
-		eventually(t, "hooked", func() bool { return strings.Contains(settingsOf(dir), Marker) })
+		cbtest.WaitFor(t, "hooked", func() bool { return strings.Contains(settingsOf(dir), Marker) })
 	}
 	if grown := in.Watches(); grown < before+trees*4 {
 		t.Fatalf("%d watches with %d trees, want at least %d", grown, trees, before+trees*4)
@@ -54,8 +55,8 @@ func TestDeletedSessionTreesGiveBackTheirWatches(t *testing.T) {
 	for i := range trees {
 		os.RemoveAll(filepath.Join(root, fmt.Sprintf("acct%d", i)))
 	}
-	eventually(t, "watches given back", func() bool { return in.Watches() == before })
-	eventually(t, "the table matching the kernel", func() bool { return inotifyWatches(t) == in.Watches() })
+	cbtest.WaitFor(t, "watches given back", func() bool { return in.Watches() == before })
+	cbtest.WaitFor(t, "the table matching the kernel", func() bool { return inotifyWatches(t) == in.Watches() })
 }
 
 // Cowork creates a session's account and org folders and the session folder in one go, and its
@@ -104,7 +105,7 @@ func TestAFastRemovalOfASessionIsNotUndone(t *testing.T) {
 	}
 	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
 	for _, d := range dirs {
-		eventually(t, "hooked", func() bool { return hasMode(d, managedconfig.Enforce) })
+		cbtest.WaitFor(t, "hooked", func() bool { return hasMode(d, managedconfig.Enforce) })
 		os.MkdirAll(filepath.Join(d, ".claude", "coworkbridge", "decisions"), 0o700) // as the collector makes it
 	}
 	failed := 0
