@@ -258,3 +258,28 @@ func TestTheLogUsesTheHeartbeatsKeys(t *testing.T) {
 		}
 	}
 }
+
+// A new heartbeat_interval takes effect without a restart: health.json, which status reads, says
+// which interval the running heartbeat has.
+func TestAHeartbeatIntervalChangeRestartsTheHeartbeat(t *testing.T) {
+	m := newMachine(t)
+	root := m.root("sessions")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","sessions_roots":[%q],"heartbeat_interval":"1h"}`, root)
+	m.start(t)
+	paths, err := m.env.Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	interval := func() string {
+		s, err := health.ReadSnapshot(paths.HealthFile())
+		if err != nil {
+			return ""
+		}
+		return s.Daemon.HeartbeatInterval
+	}
+	cbtest.WaitFor(t, "health.json with the hourly heartbeat", func() bool { return interval() == "1h0m0s" })
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","sessions_roots":[%q],"heartbeat_interval":"2s"}`, root)
+	cbtest.WaitForf(t, func() bool { return interval() == "2s" }, func() string {
+		return "health.json still says heartbeat_interval " + interval() + ", want 2s"
+	})
+}
