@@ -14,7 +14,9 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // machine is one user's Mac in a temporary folder: managed.json, the state and log folders, and
@@ -282,4 +284,44 @@ func TestAHeartbeatIntervalChangeRestartsTheHeartbeat(t *testing.T) {
 	cbtest.WaitForf(t, func() bool { return interval() == "2s" }, func() string {
 		return "health.json still says heartbeat_interval " + interval() + ", want 2s"
 	})
+}
+
+// Moving the decision log restarts the guard on the new file: the next call is recorded there,
+// and the sessions keep their hooks throughout.
+func TestAMovedDecisionLogTakesTheNextCalls(t *testing.T) {
+	m := newMachine(t)
+	root := m.root("sessions")
+	a := m.session(t, root, "a")
+	os.MkdirAll(filepath.Join(a, "outputs"), 0o700)
+	first, second := m.root("first.jsonl"), m.root("second.jsonl")
+	cfg := `{"version":1,"cowork_enabled":true,"mode":"observe","sessions_roots":[%q],"telemetry":{"path":%q}}`
+	m.writeConfig(t, cfg, root, first)
+	m.start(t)
+	waitHook(t, a, "observe")
+	call := func(command string) {
+		t.Helper()
+		if _, _, err := harness.CallHook(a, hook(a), harness.BashPayload(command)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recorded := func(path, command string) bool {
+		recs, _ := telemetry.ReadFile(path)
+		for _, r := range recs {
+			if strings.Contains(string(r.Input), command) {
+				return true
+			}
+		}
+		return false
+	}
+	call("echo one")
+	cbtest.WaitFor(t, "the first call in the first log", func() bool { return recorded(first, "echo one") })
+
+	m.writeConfig(t, cfg, root, second)
+	cbtest.WaitFor(t, "the guard on the second log", func() bool { return strings.Contains(m.log.String(), second) })
+	waitHook(t, a, "observe")
+	call("echo two")
+	cbtest.WaitFor(t, "the second call in the second log", func() bool { return recorded(second, "echo two") })
+	if recorded(first, "echo two") {
+		t.Error("the second call went to the old log too")
+	}
 }
