@@ -71,7 +71,8 @@ func (m *machine) session(t *testing.T, root, id string) string {
 // start runs a daemon on m until the test ends, or stop is called.
 func (m *machine) start(t *testing.T) (d *Daemon, stop func()) {
 	t.Helper()
-	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, nil)), Version: "test"})
+	level := new(slog.LevelVar)
+	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, &slog.HandlerOptions{Level: level})), Level: level, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestAMovedDecisionLogTakesTheNextCalls(t *testing.T) {
 	a := m.session(t, root, "a")
 	os.MkdirAll(filepath.Join(a, "outputs"), 0o700)
 	first, second := m.root("first.jsonl"), m.root("second.jsonl")
-	cfg := `{"version":1,"cowork_enabled":true,"mode":"observe","sessions_roots":[%q],"telemetry":{"path":%q}}`
+	cfg := `{"version":1,"cowork_enabled":true,"mode":"observe","log_level":"debug","sessions_roots":[%q],"telemetry":{"path":%q}}`
 	m.writeConfig(t, cfg, root, first)
 	m.start(t)
 	waitHook(t, a, "observe")
@@ -317,10 +318,15 @@ func TestAMovedDecisionLogTakesTheNextCalls(t *testing.T) {
 	cbtest.WaitFor(t, "the first call in the first log", func() bool { return recorded(first, "echo one") })
 
 	m.writeConfig(t, cfg, root, second)
-	cbtest.WaitFor(t, "the guard on the second log", func() bool { return strings.Contains(m.log.String(), second) })
+	// The line that says the new guard runs, not the config line, which names the path first.
+	cbtest.WaitFor(t, "the guard on the second log", func() bool { return strings.Contains(m.log.String(), `"decision_log":"`+second+`"`) })
 	waitHook(t, a, "observe")
 	call("echo two")
-	cbtest.WaitFor(t, "the second call in the second log", func() bool { return recorded(second, "echo two") })
+	cbtest.WaitForf(t, func() bool { return recorded(second, "echo two") }, func() string {
+		f1, _ := os.ReadFile(first)
+		f2, _ := os.ReadFile(second)
+		return "the second call is not in the second log; first:\n" + string(f1) + "\nsecond:\n" + string(f2)
+	})
 	if recorded(first, "echo two") {
 		t.Error("the second call went to the old log too")
 	}
