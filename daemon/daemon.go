@@ -286,8 +286,7 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 func (d *Daemon) failClosed(ctx context.Context, s managedconfig.Snapshot) {
 	cfg := s.Config // the defaults: the file's own values are unreadable
 	cfg.CoworkEnabled, cfg.Mode = true, managedconfig.Enforce
-	cls, err := classifier.New(classifier.Policy{DenyAll: "this tool call was blocked because the organisation's coworkbridge " +
-		"configuration (managed.json) is invalid and asks for enforce mode, so no call can be checked. Ask your IT team to fix it."})
+	cls, err := policy.DenyAll(s.Problem)
 	if err != nil {
 		d.log.Error("cannot build the deny-all policy", "err", err.Error())
 		return

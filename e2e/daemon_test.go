@@ -11,6 +11,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/internal/machine"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // daemon is the real coworkbridge daemon, built by the test, on its own machine (state, logs,
@@ -88,7 +89,7 @@ func (d *daemon) records(t testing.TB, n int) []record {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		recs, err := machine.Records(d.logPath)
+		recs, err := telemetry.ReadFile(d.logPath)
 		if err != nil {
 			t.Fatal(err)
 		}

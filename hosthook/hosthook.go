@@ -132,12 +132,7 @@ func classifierFor(snap managedconfig.Snapshot) (*classifier.Classifier, error) 
 	if snap.Origin != managedconfig.OriginInvalid {
 		return policy.Compile(snap.Config.Policy)
 	}
-	problem := "unknown problem"
-	if snap.Problem != nil {
-		problem = snap.Problem.Error()
-	}
-	return classifier.New(classifier.Policy{DenyAll: "coworkbridge's configuration (managed.json) is invalid (config_invalid) " +
-		"and no good copy exists, so no call can be checked: " + problem + ". Ask your IT team to fix it."})
+	return policy.DenyAll(snap.Problem)
 }
 
 // record appends rec to the decision log. A failure does not change the verdict: refusing every

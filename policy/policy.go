@@ -77,3 +77,15 @@ func (k *Keeper) Apply(p managedconfig.Policy) (Result, error) {
 	k.last = builtin
 	return Result{Classifier: builtin, Problem: err, Fallback: FallbackBuiltin}, nil
 }
+
+// DenyAll is the policy for a managed configuration that is broken with no good copy to fall
+// back on: which calls it would allow cannot be known, so every call is denied, naming the
+// problem. The daemon and the host hook both fail closed with it.
+func DenyAll(problem error) (*classifier.Classifier, error) {
+	why := "unknown problem"
+	if problem != nil {
+		why = problem.Error()
+	}
+	return classifier.New(classifier.Policy{DenyAll: "coworkbridge's configuration (managed.json) is invalid (config_invalid) " +
+		"and no good copy exists, so no call can be checked: " + why + ". Ask your IT team to fix it."})
+}

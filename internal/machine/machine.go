@@ -25,7 +25,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
-	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // Machine is one user's world under Dir.
@@ -123,12 +122,12 @@ func (m *Machine) ExpectedHook(dir string) (string, error) {
 // WaitHooked waits until the session carries exactly the daemon's current entry and, in enforce
 // mode, its lease; it returns the hook command.
 func (m *Machine) WaitHooked(dir string, within time.Duration) (string, error) {
+	want, err := m.ExpectedHook(dir)
+	if err != nil {
+		return "", err
+	}
 	deadline := time.Now().Add(within)
 	for {
-		want, err := m.ExpectedHook(dir)
-		if err != nil {
-			return "", err
-		}
 		data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
 		_, leaseErr := os.Stat(filepath.Join(dir, filepath.FromSlash(session.AliveFile)))
 		if injector.HookCommand(data) == want && (leaseErr == nil || !strings.Contains(want, "mode=enforce")) {
@@ -170,9 +169,6 @@ func CallHook(dir, hook string, payload []byte) ([]byte, time.Duration, error) {
 	}
 	return out, took, nil
 }
-
-// Records reads a decision log's records (telemetry.ReadFile).
-func Records(path string) ([]telemetry.Record, error) { return telemetry.ReadFile(path) }
 
 // Daemon is a running `coworkbridge run` on the machine, its log in DaemonLog.
 type Daemon struct {
