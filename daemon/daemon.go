@@ -259,7 +259,7 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 		mode = s.Intent
 	}
 	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(),
-		Mode: mode, Enabled: s.Enabled(), Problem: errText(s.Problem)})
+		Mode: mode, Enabled: s.Enabled(), Problem: s.ProblemText()})
 	d.stamp = telemetry.LocalStamp(d.version, s.ShortHash(), string(s.Origin))
 	switch {
 	case s.Enabled():
@@ -343,10 +343,10 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	removals := session.NewRemovals(nil)
 	col := collector.New(cfg, cls, collector.Options{
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
-		Poll: d.spoolPoll(), ChannelRoot: d.channelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
+		Poll: d.spoolPoll(), ChannelRoot: d.paths.ChannelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
-		ChannelRoot: d.channelRoot(), Removals: removals})
+		ChannelRoot: d.paths.ChannelRoot(), Removals: removals})
 	if err != nil {
 		tlog.Close()
 		return nil, err
@@ -354,8 +354,6 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	return &guard{injector: inj, collector: col, log: tlog, roots: slices.Clone(cfg.SessionsRoots),
 		telemetry: cfg.Telemetry, done: make(chan error, 1)}, nil
 }
-
-func (d *Daemon) channelRoot() string { return d.paths.ChannelRoot() }
 
 // envSessionBudget raises the records one session may log per minute, for soak tests and
 // benchmarks that append faster than any agent. Never for a deployment.
@@ -485,15 +483,15 @@ func (d *Daemon) logConfig(prev, s managedconfig.Snapshot) {
 	case managedconfig.OriginInvalid:
 		if s.Intent == managedconfig.Enforce {
 			d.log.Error("managed config is invalid, asks for enforce, and no good copy exists: every tool call is DENIED until the file is fixed",
-				"code", health.CodeConfigInvalid, "path", s.Path, "err", errText(s.Problem))
+				"code", health.CodeConfigInvalid, "path", s.Path, "err", s.ProblemText())
 			return
 		}
 		d.log.Error("managed config is invalid and no good copy exists: coworkbridge is OFF until the file is fixed",
-			"code", health.CodeConfigInvalid, "path", s.Path, "err", errText(s.Problem))
+			"code", health.CodeConfigInvalid, "path", s.Path, "err", s.ProblemText())
 		return
 	case managedconfig.OriginLastGood:
 		d.log.Error("managed config is invalid: running on the last good copy until the file is fixed",
-			"code", health.CodeConfigInvalid, "path", s.Path, "err", errText(s.Problem))
+			"code", health.CodeConfigInvalid, "path", s.Path, "err", s.ProblemText())
 	}
 	if prev.Hash == s.Hash && prev.Origin != managedconfig.OriginNone && prev.Origin != managedconfig.OriginInvalid {
 		if prev.Origin == managedconfig.OriginLastGood && s.Origin == managedconfig.OriginFile {
@@ -525,11 +523,4 @@ func effectiveAttrs(s managedconfig.Snapshot) []any {
 			"max_files", c.Telemetry.MaxFiles, "redact", c.Telemetry.Redact),
 		"log_level", c.LogLevel.String(),
 	}
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

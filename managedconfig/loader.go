@@ -64,14 +64,15 @@ func (s Snapshot) ShortHash() string {
 
 // Same reports whether two snapshots describe the same state, so a watcher delivers only changes.
 func (s Snapshot) Same(o Snapshot) bool {
-	return s.Origin == o.Origin && s.Path == o.Path && s.Hash == o.Hash && errText(s.Problem) == errText(o.Problem)
+	return s.Origin == o.Origin && s.Path == o.Path && s.Hash == o.Hash && s.ProblemText() == o.ProblemText()
 }
 
-func errText(err error) string {
-	if err == nil {
+// ProblemText is why the file is not in force as written, "" when it is.
+func (s Snapshot) ProblemText() string {
+	if s.Problem == nil {
 		return ""
 	}
-	return err.Error()
+	return s.Problem.Error()
 }
 
 // Loader reads the configuration from its place on this machine.
