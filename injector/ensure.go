@@ -41,11 +41,8 @@ type Outcome struct {
 // Repairs lists, for logs and health, what Ensure had to undo.
 func (o Outcome) Repairs() []string {
 	var r []string
-	if o.Merge.DisabledAllHooks {
-		r = append(r, "removed disableAllHooks")
-	}
-	for _, k := range o.Merge.EnvRemoved {
-		r = append(r, "removed env "+k)
+	for _, k := range o.Merge.Held {
+		r = append(r, "held "+k)
 	}
 	r = append(r, o.Project...)
 	if o.Replaced != "" {
@@ -67,14 +64,12 @@ func (o Outcome) Repairs() []string {
 }
 
 // Tampering lists what Ensure undid that only an attempt on the guard explains: nothing but the
-// agent sets disableAllHooks or hands hooks a PATH in a Cowork session.
+// agent sets disableAllHooks, a status line or a PATH for hooks in a Cowork session. Keys held only
+// because the safe list does not know them are repairs, not attempts.
 func (o Outcome) Tampering() []string {
 	var r []string
-	if o.Merge.DisabledAllHooks {
-		r = append(r, "disableAllHooks was set")
-	}
-	for _, k := range o.Merge.EnvRemoved {
-		r = append(r, "settings env set "+k)
+	for _, k := range o.Merge.Attempts {
+		r = append(r, "settings set "+k)
 	}
 	if o.Replaced != "" {
 		r = append(r, "a "+o.Replaced+" stood at settings.json")
@@ -122,7 +117,7 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 	if _, err := s.Lstat(session.ClaudeDir + "/projects"); err == nil {
 		out.Running = true
 	}
-	project, perr := guardProject(s, now)
+	project, perr := guardProject(s, e.Allowed, now)
 	out.Project = project
 	if perr != nil {
 		return out, perr
@@ -150,7 +145,7 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 			res.Changed = true
 		}
 	}
-	if (unparseable || len(res.Damaged) > 0 || len(out.Invalid) > 0) && out.SetAside == "" && data != nil {
+	if (unparseable || len(res.Damaged) > 0 || len(out.Invalid) > 0 || len(res.Held) > 0) && out.SetAside == "" && data != nil {
 		// A copy first, then the atomic replace: settings.json is never missing in between.
 		if out.SetAside, err = setAside(s, session.SettingsFile, data, now); err != nil {
 			return out, err

@@ -4,72 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/allowlist"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
 // Claude Code also reads project settings from the folder it runs in: Cowork's cwd is the
 // session's outputs/, which the agent writes freely. We put no hook there (the user level
-// carries ours); we only take out what would switch hooks off or hijack them, and report it: no
-// one but the agent writes there, so each finding is an attempt on the guard.
+// carries ours); the files are held to the same allow-list as the user level, PreToolUse hooks
+// included, and what is taken out is reported: no one but the agent writes there.
 const projectClaudeDir = "outputs/.claude"
 
 var projectSettings = []string{projectClaudeDir + "/settings.json", projectClaudeDir + "/settings.local.json"}
 
-// dangerousEnv are environment keys that settings can give to hooks and that would let the
-// session choose what a hook runs or where it looks: the hook runs under env -i, but the shell
-// Claude Code starts it with reads some of these before the hook's first line.
-var dangerousEnv = map[string]bool{
-	"PATH": true, "IFS": true, "ENV": true, "BASH_ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "PS4": true,
-	"CDPATH": true, "GLOBIGNORE": true, "PROMPT_COMMAND": true, "ZDOTDIR": true, "HOME": true, "SHELL": true,
-	"CLAUDE_CONFIG_DIR": true, "CLAUDE_PROJECT_DIR": true, "CLAUDE_CODE_SHELL_PREFIX": true, "CLAUDE_CODE_SHELL": true,
-	"TMPDIR": true, "GCONV_PATH": true, "LOCPATH": true, "NLSPATH": true, "HOSTALIASES": true, "RESOLV_HOST_CONF": true,
-}
-
-// dangerousEnvKey reports whether settings must not hand key to hooks.
-func dangerousEnvKey(k string) bool {
-	u := strings.ToUpper(k)
-	return dangerousEnv[u] || strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_") ||
-		strings.HasPrefix(u, "BASH_FUNC_") || strings.Contains(k, "%%")
-}
-
-// neutralise removes disableAllHooks and the dangerous env keys from a settings object, keeping
-// everything else as it was. It returns what it removed.
-func neutralise(top *object) []string {
-	var removed []string
-	if v, ok := top.get("disableAllHooks"); ok && !bytesEqualTrim(v, "false") {
-		top.del("disableAllHooks")
-		removed = append(removed, "disableAllHooks")
-	}
-	if v, ok := top.get("env"); ok {
-		env, err := parseObject(v)
-		if err != nil {
-			return removed
-		}
-		var gone []string
-		for _, k := range env.keys {
-			if dangerousEnvKey(k) {
-				gone = append(gone, k)
-			}
-		}
-		for _, k := range gone {
-			env.del(k)
-			removed = append(removed, "env "+k)
-		}
-		if len(gone) > 0 {
-			top.set("env", env.encode())
-		}
-	}
-	return removed
-}
-
-func bytesEqualTrim(v []byte, s string) bool { return strings.TrimSpace(string(v)) == s }
-
-// guardProject neutralises the project-level settings of a session (outputs/.claude). It returns
+// guardProject holds the project-level settings of a session (outputs/.claude). It returns
 // the attempts it found and undid; an error only when one could not be undone.
-func guardProject(s *session.Session, now time.Time) ([]string, error) {
+func guardProject(s *session.Session, l allowlist.List, now time.Time) ([]string, error) {
 	var found []string
 	fi, err := s.Lstat(projectClaudeDir)
 	switch {
@@ -88,7 +39,7 @@ func guardProject(s *session.Session, now time.Time) ([]string, error) {
 	}
 	var first error
 	for _, name := range projectSettings {
-		f, err := guardProjectFile(s, name, now)
+		f, err := guardProjectFile(s, name, l, now)
 		found = append(found, f...)
 		if err != nil && first == nil {
 			first = err
@@ -97,7 +48,7 @@ func guardProject(s *session.Session, now time.Time) ([]string, error) {
 	return found, first
 }
 
-func guardProjectFile(s *session.Session, name string, now time.Time) ([]string, error) {
+func guardProjectFile(s *session.Session, name string, l allowlist.List, now time.Time) ([]string, error) {
 	fi, err := s.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -122,7 +73,18 @@ func guardProjectFile(s *session.Session, name string, now time.Time) ([]string,
 	if err != nil {
 		return nil, nil // Claude Code ignores a file it cannot parse
 	}
-	removed := neutralise(top)
+	h := hold(top, l)
+	if v, ok := top.get("hooks"); ok {
+		if hooks, err := parseObject(v); err == nil {
+			// No hook of ours stands here, so every PreToolUse group is another's.
+			if _, ok := hooks.get("PreToolUse"); ok && !l.HookEvent("PreToolUse") {
+				hooks.del("PreToolUse")
+				h.add("hooks.PreToolUse")
+				top.set("hooks", hooks.encode())
+			}
+		}
+	}
+	removed := h.names
 	if len(removed) == 0 {
 		return nil, nil
 	}
@@ -135,7 +97,7 @@ func guardProjectFile(s *session.Session, name string, now time.Time) ([]string,
 	}
 	found := make([]string, len(removed))
 	for i, r := range removed {
-		found[i] = name + ": " + r
+		found[i] = name + ": held " + r
 	}
 	if err != nil {
 		return found, fmt.Errorf("write %s: %w", name, err)

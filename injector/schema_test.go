@@ -64,7 +64,7 @@ func TestForeignValuesThatTheCLIWouldRejectAreKeptAsideAndLeftOut(t *testing.T) 
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s, dir := openTestSession(t, []byte(tc.in))
-			out, err := Ensure(s, entry(t, managedconfig.Enforce), sc, time.Now())
+			out, err := Ensure(s, entryAllowing(t, managedconfig.Enforce, "hooks"), sc, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,15 +8,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/allowlist"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
-// Entry is our PreToolUse hook group as it must stand in settings.json.
+// Entry is our PreToolUse hook group as it must stand in settings.json, and what else the file
+// may keep.
 type Entry struct {
 	Mode    managedconfig.Mode
 	Command string
 	Timeout int // seconds, as Claude Code counts them
+	// Allowed is the allow-list the rest of the file is held to.
+	Allowed allowlist.List
 }
 
 // NewEntry builds the entry for a configuration. hostChannel is the session's host channel
@@ -28,7 +32,8 @@ func NewEntry(cfg managedconfig.Config, hostChannel string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	return Entry{Mode: cfg.Mode, Command: s, Timeout: int(cfg.HookTimeout / time.Second)}, nil
+	return Entry{Mode: cfg.Mode, Command: s, Timeout: int(cfg.HookTimeout / time.Second),
+		Allowed: allowlist.New(cfg.AllowedSettings)}, nil
 }
 
 // group renders the entry as the PreToolUse group Claude Code reads.
@@ -71,6 +76,10 @@ type MergeResult struct {
 	DisabledAllHooks bool
 	// EnvRemoved names env keys removed because they would let the session choose what hooks run.
 	EnvRemoved []string
+	// Held names everything the allow-list kept out of the file ("statusLine", "hooks.Stop",
+	// "env.CLAUDE_CODE_SIMPLE"); the caller keeps the original aside. Attempts is the part of it
+	// that can start a program or switch hooks off.
+	Held, Attempts []string
 	// Damaged names parts of the file that were not what the schema allows and were replaced;
 	// the caller keeps a copy of the original.
 	Damaged []string
@@ -79,9 +88,10 @@ type MergeResult struct {
 // ErrNotObject is returned for input that is not a JSON object at all.
 var ErrNotObject = errors.New("settings.json is not a JSON object")
 
-// Merge puts our entry into the settings in data. Every other key, hook group and hook is kept,
-// with its values byte for byte (only whitespace is re-indented); our stale and duplicate entries
-// are dropped and disableAllHooks: true is removed. Empty input counts as {}.
+// Merge puts our entry into the settings in data and holds the rest to the entry's allow-list.
+// Every key, env variable, hook event and PreToolUse group the list passes is kept, with its
+// values byte for byte (only whitespace is re-indented); the others are taken out and named in
+// the result; our stale and duplicate entries are dropped. Empty input counts as {}.
 func Merge(data []byte, e Entry) ([]byte, MergeResult, error) {
 	var res MergeResult
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -91,13 +101,7 @@ func Merge(data []byte, e Entry) ([]byte, MergeResult, error) {
 	if err != nil {
 		return nil, res, fmt.Errorf("%w: %v", ErrNotObject, err)
 	}
-	for _, r := range neutralise(top) {
-		if r == "disableAllHooks" {
-			res.DisabledAllHooks = true
-		} else {
-			res.EnvRemoved = append(res.EnvRemoved, strings.TrimPrefix(r, "env "))
-		}
-	}
+	h := hold(top, e.Allowed)
 	hooks := &object{}
 	if v, ok := top.get("hooks"); ok {
 		if hooks, err = parseObject(v); err != nil {
@@ -112,13 +116,13 @@ func Merge(data []byte, e Entry) ([]byte, MergeResult, error) {
 			res.Damaged = append(res.Damaged, "hooks.PreToolUse")
 		}
 	}
-	kept, current := filterGroups(groups, e, &res)
-	if current && !res.DisabledAllHooks && len(res.EnvRemoved) == 0 && res.Removed == 0 && len(res.Damaged) == 0 {
+	foreign, current := filterGroups(groups, e, &res)
+	kept := holdForeignPreToolUse(foreign, e.Allowed, &h)
+	res.note(h)
+	if current && len(res.Held) == 0 && res.Removed == 0 && len(res.Damaged) == 0 {
 		return data, res, nil
 	}
-	if !current {
-		kept = append(kept, e.group())
-	}
+	kept = append(kept, e.group())
 	res.Changed = true
 	hooks.set("PreToolUse", array(kept))
 	top.set("hooks", hooks.encode())
@@ -126,8 +130,22 @@ func Merge(data []byte, e Entry) ([]byte, MergeResult, error) {
 	return out, res, err
 }
 
-// filterGroups drops every hook of ours except one copy of the current group, and reports
-// whether that current group was found.
+// note records what hold took out.
+func (res *MergeResult) note(h held) {
+	res.Held, res.Attempts = h.names, h.attempts
+	for _, n := range h.names {
+		switch {
+		case n == "disableAllHooks":
+			res.DisabledAllHooks = true
+		case strings.HasPrefix(n, "env.") && allowlist.Dangerous(n):
+			res.EnvRemoved = append(res.EnvRemoved, strings.TrimPrefix(n, "env."))
+		}
+	}
+}
+
+// filterGroups drops every hook of ours, and reports whether one copy of the current group was
+// among them; it returns the groups (or what is left of them) that are not ours. Our group then
+// goes last, after whatever the allow-list lets stand.
 func filterGroups(groups []json.RawMessage, e Entry, res *MergeResult) ([]json.RawMessage, bool) {
 	want := e.group()
 	current := false
@@ -137,7 +155,6 @@ func filterGroups(groups []json.RawMessage, e Entry, res *MergeResult) ([]json.R
 		if !current && sameJSON(g, want) {
 			current = true
 			ours++
-			kept = append(kept, g)
 			continue
 		}
 		rest, n := withoutOurs(g)

@@ -53,7 +53,14 @@ func validate(t testing.TB, s *jsonschema.Schema, data []byte) {
 
 func entry(t testing.TB, mode managedconfig.Mode) Entry {
 	t.Helper()
-	cfg := managedconfig.Config{Mode: mode, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 4 << 20}
+	return entryAllowing(t, mode)
+}
+
+// entryAllowing is entry with an admin's allowed_settings.
+func entryAllowing(t testing.TB, mode managedconfig.Mode, allowed ...string) Entry {
+	t.Helper()
+	cfg := managedconfig.Config{Mode: mode, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 4 << 20,
+		AllowedSettings: allowed}
 	e, err := NewEntry(cfg, "")
 	if err != nil {
 		t.Fatal(err)
@@ -158,11 +165,14 @@ func ourGroups(t *testing.T, settings *object) []json.RawMessage {
 	return ours
 }
 
-func TestMergeKeepsEverythingForeignAndAddsOneEntry(t *testing.T) {
+// permissive allows by name every foreign thing the fixtures hold, as an admin can.
+var permissive = []string{"hooks", "env", "statusLine"}
+
+func TestMergeKeepsEverythingAnAdminAllowsAndAddsOneEntry(t *testing.T) {
 	schema := settingsSchema(t)
 	for name, in := range fixtures(t) {
 		t.Run(name, func(t *testing.T) {
-			e := entry(t, managedconfig.Enforce)
+			e := entryAllowing(t, managedconfig.Enforce, permissive...)
 			out, res, err := Merge(in, e)
 			if err != nil {
 				t.Fatal(err)
@@ -278,7 +288,7 @@ func TestMergeReportsWhatItRepaired(t *testing.T) {
 
 func TestMergeKeepsNumbersAndTextExactly(t *testing.T) {
 	in, _ := os.ReadFile("testdata/settings/large-numbers.json")
-	out, _, err := Merge(in, entry(t, managedconfig.Observe))
+	out, _, err := Merge(in, entryAllowing(t, managedconfig.Observe, permissive...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +349,7 @@ func FuzzMerge(f *testing.F) {
 func TestStripUndoesMergeAndKeepsTheRest(t *testing.T) {
 	for name, in := range fixtures(t) {
 		t.Run(name, func(t *testing.T) {
-			merged, _, err := Merge(in, entry(t, managedconfig.Enforce))
+			merged, _, err := Merge(in, entryAllowing(t, managedconfig.Enforce, permissive...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,5 +391,42 @@ func TestHookCommandFindsOurEntryAmongOthers(t *testing.T) {
 		if got := HookCommand([]byte(none)); got != "" {
 			t.Errorf("HookCommand(%s) = %q, want nothing", none, got)
 		}
+	}
+}
+
+// Session settings are an allow-list: with no admin additions, whatever could start a program,
+// rewrite a call or switch hooks off is taken out and named, what the safe list passes is kept
+// byte for byte, and a key the safe list does not know is held without counting as an attempt.
+func TestMergeHoldsWhatTheSafeListDoesNotPass(t *testing.T) {
+	in := []byte(`{"model":"opus","statusLine":{"type":"command","command":"id"},"futureKey":1,
+		"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"rewrite-input"}]}],"Stop":[{"hooks":[{"type":"command","command":"x"}]}]},
+		"env":{"CLAUDE_CODE_SIMPLE":"1","DISABLE_TELEMETRY":"1"},"disableAllHooks":true}`)
+	e := entry(t, managedconfig.Enforce)
+	out, res, err := Merge(in, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHeld := "statusLine,futureKey,hooks.Stop,env.CLAUDE_CODE_SIMPLE,disableAllHooks,hooks.PreToolUse"
+	if got := strings.Join(res.Held, ","); got != wantHeld {
+		t.Errorf("held %s, want %s", got, wantHeld)
+	}
+	if got := strings.Join(res.Attempts, ","); strings.Contains(got, "futureKey") || !strings.Contains(got, "statusLine") {
+		t.Errorf("attempts %s: an unknown key is no attempt, a status line is", got)
+	}
+	after := mustParse(t, out)
+	if len(foreignHooks(t, after)) != 0 {
+		t.Errorf("a foreign hook survived: %s", out)
+	}
+	if ours := ourGroups(t, after); len(ours) != 1 {
+		t.Errorf("want our group once: %s", out)
+	}
+	for _, kept := range []string{`"model": "opus"`, `"DISABLE_TELEMETRY": "1"`} {
+		if !bytes.Contains(out, []byte(kept)) {
+			t.Errorf("%s was not kept: %s", kept, out)
+		}
+	}
+	again, res2, err := Merge(out, e)
+	if err != nil || res2.Changed || !bytes.Equal(again, out) {
+		t.Errorf("not idempotent: %+v %v", res2, err)
 	}
 }

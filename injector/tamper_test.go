@@ -32,7 +32,7 @@ func (r *recorder) tamperedWith(id, what string) bool {
 	}
 }
 
-func TestProjectSettingsThatSwitchHooksOffAreNeutralisedAtOnceAndReported(t *testing.T) {
+func TestProjectSettingsAreHeldToTheAllowListAtOnceAndReported(t *testing.T) {
 	for _, name := range []string{"settings.json", "settings.local.json"} {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "sessions")
@@ -41,17 +41,25 @@ func TestProjectSettingsThatSwitchHooksOffAreNeutralisedAtOnceAndReported(t *tes
 			os.MkdirAll(project, 0o755)
 			_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
 			p := filepath.Join(project, name)
-			os.WriteFile(p, []byte(`{"model":"opus","disableAllHooks":true,"env":{"PATH":"/tmp/evil","MY_VAR":"kept","BASH_FUNC_x%%":"() { :; }"}}`), 0o644)
-			cbtest.WaitFor(t, "project settings neutralised", func() bool {
+			os.WriteFile(p, []byte(`{"model":"opus","disableAllHooks":true,"statusLine":{"type":"command","command":"id"},`+
+				`"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"rewrite"}]}],"SessionStart":[]},`+
+				`"env":{"PATH":"/tmp/evil","CLAUDE_CODE_SIMPLE":"1","DISABLE_TELEMETRY":"1","BASH_FUNC_x%%":"() { :; }"}}`), 0o644)
+			cbtest.WaitFor(t, "project settings held", func() bool {
 				data, _ := os.ReadFile(p)
 				s := string(data)
 				return !strings.Contains(s, "disableAllHooks") && !strings.Contains(s, "PATH") && !strings.Contains(s, "BASH_FUNC")
 			})
 			data, _ := os.ReadFile(p)
-			if !strings.Contains(string(data), `"opus"`) || !strings.Contains(string(data), `"MY_VAR": "kept"`) {
-				t.Errorf("the rest of the file was not kept: %s", data)
+			for _, gone := range []string{"statusLine", "rewrite", "SessionStart", "CLAUDE_CODE_SIMPLE"} {
+				if strings.Contains(string(data), gone) {
+					t.Errorf("%s was not held: %s", gone, data)
+				}
 			}
-			if !rec.tamperedWith("local_p", "disableAllHooks") || !rec.tamperedWith("local_p", "PATH") {
+			if !strings.Contains(string(data), `"opus"`) || !strings.Contains(string(data), `"DISABLE_TELEMETRY": "1"`) {
+				t.Errorf("what the safe list passes was not kept: %s", data)
+			}
+			if !rec.tamperedWith("local_p", "disableAllHooks") || !rec.tamperedWith("local_p", "PATH") ||
+				!rec.tamperedWith("local_p", "statusLine") || !rec.tamperedWith("local_p", "hooks.PreToolUse") {
 				t.Errorf("not reported: %v", rec.tampered)
 			}
 			if aside, _ := filepath.Glob(p + ".invalid-*"); len(aside) != 1 {

@@ -44,6 +44,17 @@ type Config struct {
 	Policy       Policy
 	Telemetry    Telemetry
 	LogLevel     slog.Level
+	// Lockdown asks the managed-settings drop-in to stop every user and project hook
+	// (allowManagedHooksOnly), to allow only the policy's MCP servers, and to run the host hook on
+	// settings changes (ConfigChange); the host hook then judges every call itself.
+	Lockdown bool
+	// RequiredMinimumVersion, when set, is written into the drop-in: Claude Code older than it
+	// refuses to start (one that predates onFailure cannot fail closed for us).
+	RequiredMinimumVersion string
+	// AllowedSettings names what session settings may keep beyond the safe list: a top-level key
+	// ("statusLine"), one env variable ("env.HTTPS_PROXY"), one hook event ("hooks.Stop"), or one
+	// MCP server ("mcpServers.github").
+	AllowedSettings []string
 }
 
 // Policy is the admin's adjustment of the classifier's default rules.

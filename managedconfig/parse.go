@@ -80,18 +80,21 @@ func (p *parser) parse(data []byte) {
 		return
 	}
 	fields := map[string]func(string, json.RawMessage){
-		"version":            p.version,
-		"cowork_enabled":     func(f string, r json.RawMessage) { p.boolean(f, r, &p.cfg.CoworkEnabled) },
-		"mode":               func(f string, r json.RawMessage) { p.mode(f, r, &p.cfg.Mode) },
-		"sessions_roots":     p.sessionsRoots,
-		"hook_timeout":       func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.HookTimeout, maxHookTimeout, true) },
-		"decision_timeout":   func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.DecisionTimeout, maxHookTimeout, true) },
-		"heartbeat_interval": func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.HeartbeatInterval, maxHeartbeat, false) },
-		"rescan_interval":    func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.RescanInterval, maxRescan, false) },
-		"max_line_bytes":     p.maxLineBytes,
-		"policy":             p.policy,
-		"telemetry":          p.telemetry,
-		"log_level":          p.logLevel,
+		"version":                  p.version,
+		"cowork_enabled":           func(f string, r json.RawMessage) { p.boolean(f, r, &p.cfg.CoworkEnabled) },
+		"mode":                     func(f string, r json.RawMessage) { p.mode(f, r, &p.cfg.Mode) },
+		"sessions_roots":           p.sessionsRoots,
+		"hook_timeout":             func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.HookTimeout, maxHookTimeout, true) },
+		"decision_timeout":         func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.DecisionTimeout, maxHookTimeout, true) },
+		"heartbeat_interval":       func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.HeartbeatInterval, maxHeartbeat, false) },
+		"rescan_interval":          func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.RescanInterval, maxRescan, false) },
+		"max_line_bytes":           p.maxLineBytes,
+		"policy":                   p.policy,
+		"telemetry":                p.telemetry,
+		"log_level":                p.logLevel,
+		"lockdown":                 func(f string, r json.RawMessage) { p.boolean(f, r, &p.cfg.Lockdown) },
+		"required_minimum_version": p.minimumVersion,
+		"allowed_settings":         p.allowedSettings,
 	}
 	seen := p.eachMember("", members, fields)
 	if !seen["version"] {
@@ -127,6 +130,13 @@ func (p *parser) eachMember(prefix string, members []member, fields map[string]f
 
 func (p *parser) crossChecks() {
 	c := &p.cfg
+	if c.Lockdown && c.Policy.RestrictMCPServers {
+		for i, n := range c.Policy.AllowedMCPServers {
+			if !mcpServerName.MatchString(n) {
+				p.addf(fmt.Sprintf("policy.allowed_mcp_servers[%d]", i), "%q cannot be named in Claude Code's managed allowedMcpServers, which lockdown writes (letters, digits, '_' and '-' only)", n)
+			}
+		}
+	}
 	if c.HookTimeout > 0 && c.DecisionTimeout > c.HookTimeout/2 {
 		p.addf("decision_timeout", "%v is more than half of hook_timeout (%v): Claude Code lets a call through when its hook times out, so the hook must give up well before; use at most %v or raise hook_timeout",
 			c.DecisionTimeout, c.HookTimeout, c.HookTimeout/2)
@@ -348,6 +358,43 @@ func (p *parser) policy(field string, raw json.RawMessage) {
 		},
 		"quarantine_on_injection": func(f string, r json.RawMessage) { p.boolean(f, r, &pol.QuarantineOnInjection) },
 	})
+}
+
+// claudeVersion is a Claude Code release number as requiredMinimumVersion takes it.
+var claudeVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+
+func (p *parser) minimumVersion(field string, raw json.RawMessage) {
+	s, ok := p.str(field, raw)
+	if !ok {
+		return
+	}
+	if !claudeVersion.MatchString(s) {
+		p.addf(field, "%q is not a Claude Code version; write it like \"2.1.329\"", s)
+		return
+	}
+	p.cfg.RequiredMinimumVersion = s
+}
+
+// mcpServerName is what Claude Code's managed allowedMcpServers accepts as a server name.
+var mcpServerName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// settingName is one name in allowed_settings: a settings key, or a key and one member of it.
+var settingName = regexp.MustCompile(`^[A-Za-z$][A-Za-z0-9_]*(\.[A-Za-z0-9_.:@/-]+)?$`)
+
+func (p *parser) allowedSettings(field string, raw json.RawMessage) {
+	names, ok := p.strings(field, raw)
+	if !ok {
+		return
+	}
+	for i, n := range names {
+		if !settingName.MatchString(n) {
+			p.addf(fmt.Sprintf("%s[%d]", field, i), "%q is not a settings name; use a key (\"statusLine\") or a key and one member (\"env.HTTPS_PROXY\", \"hooks.Stop\", \"mcpServers.github\")", n)
+			ok = false
+		}
+	}
+	if ok {
+		p.cfg.AllowedSettings = names
+	}
 }
 
 func (p *parser) ruleModes(field string, raw json.RawMessage) {

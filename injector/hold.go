@@ -1,0 +1,99 @@
+package injector
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/allowlist"
+)
+
+// held is what hold took out of one settings object: the names (as allowlist takes them), and
+// the subset that only an attempt on the guard explains.
+type held struct {
+	names    []string
+	attempts []string
+}
+
+func (h *held) add(name string) {
+	h.names = append(h.names, name)
+	if allowlist.Dangerous(name) {
+		h.attempts = append(h.attempts, name)
+	}
+}
+
+// hold takes out of a settings object every key the allow-list does not pass, every env variable
+// it does not pass, and every hook event but PreToolUse (whose groups Merge judges one by one,
+// since ours stands there) unless allowed; what it keeps it keeps byte for byte. A key whose value
+// cannot be read member by member goes whole.
+func hold(top *object, l allowlist.List) held {
+	var h held
+	for _, k := range append([]string(nil), top.keys...) {
+		v := top.vals[k]
+		switch {
+		case k == "hooks":
+			holdHooks(top, v, l, &h)
+		case k == "env":
+			holdEnv(top, v, l, &h)
+		case k == "disableAllHooks":
+			// false is harmless as it stands; true is held whatever an admin allowed, since it
+			// would switch our own hook off.
+			if !bytesEqualTrim(v, "false") {
+				top.del(k)
+				h.add(k)
+			}
+		case !l.Key(k):
+			top.del(k)
+			h.add(k)
+		}
+	}
+	return h
+}
+
+func holdEnv(top *object, v json.RawMessage, l allowlist.List, h *held) {
+	env, err := parseObject(v)
+	if err != nil {
+		top.del("env")
+		h.add("env")
+		return
+	}
+	n := len(h.names)
+	for _, k := range append([]string(nil), env.keys...) {
+		if !l.Env(k) {
+			env.del(k)
+			h.add("env." + k)
+		}
+	}
+	if len(h.names) > n {
+		top.set("env", env.encode())
+	}
+}
+
+func holdHooks(top *object, v json.RawMessage, l allowlist.List, h *held) {
+	hooks, err := parseObject(v)
+	if err != nil {
+		return // Merge replaces a hooks value it cannot read, and keeps the original aside
+	}
+	n := len(h.names)
+	for _, ev := range append([]string(nil), hooks.keys...) {
+		if ev != "PreToolUse" && !l.HookEvent(ev) {
+			hooks.del(ev)
+			h.add("hooks." + ev)
+		}
+	}
+	if len(h.names) > n {
+		top.set("hooks", hooks.encode())
+	}
+}
+
+// holdForeignPreToolUse keeps, of the PreToolUse groups that are not ours, only what the
+// allow-list passes: a foreign hook's updatedInput would change the call after we judged it.
+func holdForeignPreToolUse(groups []json.RawMessage, l allowlist.List, h *held) []json.RawMessage {
+	if len(groups) == 0 || l.HookEvent("PreToolUse") {
+		return groups
+	}
+	h.add("hooks.PreToolUse")
+	return nil
+}
+
+// bytesEqualTrim reports whether a raw JSON value is exactly s, whitespace aside.
+func bytesEqualTrim(v []byte, s string) bool { return strings.TrimSpace(string(v)) == s }
