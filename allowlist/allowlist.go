@@ -44,7 +44,9 @@ func (l List) HookEvent(event string) bool { return l.admin["hooks"] || l.admin[
 
 // MCPServer reports whether an MCP server definition named name may stay (in .mcp.json or a
 // settings file's mcpServers).
-func (l List) MCPServer(name string) bool { return l.admin["mcpServers"] || l.admin["mcpServers."+name] }
+func (l List) MCPServer(name string) bool {
+	return l.admin["mcpServers"] || l.admin["mcpServers."+name]
+}
 
 // Dangerous reports whether holding back name (as New takes names) undid something that can start
 // a program, rewrite a call, switch hooks off or redirect the CLI: nothing but an attempt on the
