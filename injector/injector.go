@@ -155,7 +155,7 @@ func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err := newSchema()
+	sc, err := NewSchema()
 	if err != nil {
 		return nil, err
 	}

@@ -22,8 +22,8 @@ type Schema struct {
 	s *jsonschema.Schema
 }
 
-// newSchema compiles the embedded settings schema.
-func newSchema() (*Schema, error) {
+// NewSchema compiles the embedded settings schema.
+func NewSchema() (*Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(settingsSchemaJSON))
 	if err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
@@ -80,4 +80,16 @@ func (sc *Schema) badKeys(data []byte) ([]string, error) {
 		return keys, fmt.Errorf("%w: %v", errWholeFile, err)
 	}
 	return keys, nil
+}
+
+// Check reports whether data is a settings document the CLI accepts, naming what fails.
+func (sc *Schema) Check(data []byte) error {
+	bad, err := sc.badKeys(data)
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the settings schema rejects %v", bad)
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 
 func testSchema(t testing.TB) *Schema {
 	t.Helper()
-	sc, err := newSchema()
+	sc, err := NewSchema()
 	if err != nil {
 		t.Fatal(err)
 	}

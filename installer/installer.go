@@ -9,7 +9,6 @@ package installer
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -23,21 +22,17 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/google/renameio/v2"
 
-	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/daemon"
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // Label names the LaunchAgent and the systemd user unit.
 const Label = "com.coworkbridge.agent"
-
-// DropInName is our managed-settings drop-in; 50 leaves room on both sides for other tools'.
-const DropInName = "50-coworkbridge.json"
 
 // runner runs the service manager's commands; tests replace it.
 type runner interface {
@@ -92,11 +87,7 @@ func New(binary string, out io.Writer, dryRun bool) (*Installer, error) {
 	if runtime.GOOS != "darwin" && runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("install supports macOS (LaunchAgent) and Linux (systemd user unit), not %s", runtime.GOOS)
 	}
-	dir := "/etc/claude-code/managed-settings.d"
-	if runtime.GOOS == "darwin" {
-		dir = "/Library/Application Support/ClaudeCode/managed-settings.d"
-	}
-	return &Installer{goos: runtime.GOOS, exe: binary, managedDir: dir, run: execRunner{}, out: out, dryRun: dryRun}, nil
+	return &Installer{goos: runtime.GOOS, exe: binary, managedDir: dropin.Dir(runtime.GOOS), run: execRunner{}, out: out, dryRun: dryRun}, nil
 }
 
 // Targets resolves whom to act for: the invoking user, or (as root) the console user or the
@@ -489,45 +480,36 @@ func systemdQuote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-// dropIn is the managed-settings drop-in that makes every Claude Code session on the machine
-// call `coworkbridge hook`. Drop-ins merge with one another, so it carries only our hook.
-func dropIn(exe string, timeout time.Duration) []byte {
-	entry := map[string]any{"hooks": map[string]any{"PreToolUse": []claudehook.HookGroup{
-		claudehook.CommandGroup(shellQuote([]string{exe})+" hook", timeout),
-	}}}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(entry)
-	return b.Bytes()
-}
-
-// dropInTimeout is generous: the host hook answers in milliseconds, and a deny printed late is
-// still a deny, whereas Claude Code lets the call through when the timeout kills the hook.
-const dropInTimeout = 30 * time.Second
-
-// WriteDropIn writes the managed-settings drop-in (needs root).
-func (in *Installer) WriteDropIn() error {
-	path := filepath.Join(in.managedDir, DropInName)
-	data := dropIn(in.exe, dropInTimeout)
+// WriteDropIn writes the managed-settings drop-in for cfg (needs root), after checking it against
+// the settings schema: one the CLI could not read would stop every session on the machine.
+func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
+	path := filepath.Join(in.managedDir, dropin.Name)
+	sc, err := injector.NewSchema()
+	if err != nil {
+		return err
+	}
+	data, err := dropin.Content(in.exe, cfg, sc)
+	if err != nil {
+		return err
+	}
 	if in.dryRun {
 		fmt.Fprintf(in.out, "# %s\n%s", path, data)
 		return nil
 	}
-	if err := os.MkdirAll(in.managedDir, 0o755); err != nil {
-		return fmt.Errorf("create %s (needs root): %w", in.managedDir, err)
+	if err := dropin.Write(in.managedDir, data); err != nil {
+		return err
 	}
-	if err := renameio.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write %s (needs root): %w", path, err)
+	what := "calls " + in.exe + " hook"
+	if cfg.Lockdown {
+		what += ", under lockdown (only managed hooks run)"
 	}
-	fmt.Fprintf(in.out, "every Claude Code session on this machine now calls %s hook (%s)\n", in.exe, path)
+	fmt.Fprintf(in.out, "every Claude Code session on this machine now %s (%s)\n", what, path)
 	return nil
 }
 
 // RemoveDropIn removes the managed-settings drop-in (needs root).
 func (in *Installer) RemoveDropIn() error {
-	path := filepath.Join(in.managedDir, DropInName)
+	path := filepath.Join(in.managedDir, dropin.Name)
 	if in.dryRun {
 		fmt.Fprintf(in.out, "rm -f %q\n", path)
 		return nil

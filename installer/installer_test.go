@@ -12,8 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -65,7 +64,15 @@ func golden(t *testing.T, name string, got []byte) {
 func TestAgentDefinitionsMatchTheirGoldenFiles(t *testing.T) {
 	golden(t, "agent.plist", plistFor(testExe, "/Users/alex/Library/Logs/CoworkBridge"))
 	golden(t, "agent.service", unitFor(testExe))
-	golden(t, DropInName, dropIn(testExe, dropInTimeout))
+	sc, err := injector.NewSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := dropin.Content(testExe, managedconfig.Config{}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, dropin.Name, data)
 }
 
 // plistValue is a minimal reader of XML property lists, enough to read the agent back.
@@ -168,33 +175,6 @@ func TestPlistReadsBackAsTheAgentLaunchdNeeds(t *testing.T) {
 	}
 }
 
-func TestDropInValidatesAgainstTheSettingsSchema(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "..", "shared", "reference", "claude-code-settings.schema.json"))
-	if err != nil {
-		t.Skipf("settings schema not beside the checkout: %v", err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("settings.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := c.Compile("settings.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(dropIn(testExe, dropInTimeout)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.Validate(v); err != nil {
-		t.Errorf("drop-in does not validate: %v", err)
-	}
-}
-
 func TestInstallOnMacWritesTheAgentAndUsesTheModernLaunchctlVerbs(t *testing.T) {
 	home := t.TempDir()
 	r := &fakeRunner{fail: map[string]bool{"launchctl bootout": true}} // nothing loaded yet
@@ -220,7 +200,7 @@ func TestInstallOnMacWritesTheAgentAndUsesTheModernLaunchctlVerbs(t *testing.T) 
 	if fi, err := os.Stat(in.logDir(tg)); err != nil || !fi.IsDir() {
 		t.Errorf("log folder not created: %v", err)
 	}
-	if err := in.WriteDropIn(); err != nil {
+	if err := in.WriteDropIn(managedconfig.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	r.calls = nil
@@ -236,7 +216,7 @@ func TestInstallOnMacWritesTheAgentAndUsesTheModernLaunchctlVerbs(t *testing.T) 
 	if _, err := os.Stat(in.logDir(tg)); err != nil {
 		t.Errorf("logs must stay without --purge: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(in.managedDir, DropInName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(in.managedDir, dropin.Name)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("drop-in left after uninstall: %v", err)
 	}
 	if len(r.calls) != 1 || !strings.HasPrefix(r.calls[0], "launchctl bootout gui/501/") {
@@ -285,11 +265,11 @@ func TestDryRunPrintsEverythingAndTouchesNothing(t *testing.T) {
 	if err := in.Install(tg); err != nil {
 		t.Fatal(err)
 	}
-	in.WriteDropIn()
+	in.WriteDropIn(managedconfig.Config{})
 	if len(r.calls) != 0 {
 		t.Errorf("dry run ran %v", r.calls)
 	}
-	for _, want := range []string{"<key>Label</key>", "launchctl bootstrap gui/501", "launchctl print", `"command": "'` + testExe + `' hook"`} {
+	for _, want := range []string{"<key>Label</key>", "launchctl bootstrap gui/501", "launchctl print", `"command": "` + testExe + `"`, `"args": [`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out.String())
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coworkbridge/coworkbridge/installer"
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
 )
@@ -204,7 +204,7 @@ func TestWithNoConsoleUserTheDropInIsStillWritten(t *testing.T) {
 	if code != exitFail || !strings.Contains(errs, "console user") {
 		t.Errorf("exit %d, stderr %q; want 1 naming the console user", code, errs)
 	}
-	if !strings.Contains(out, installer.DropInName) {
+	if !strings.Contains(out, dropin.Name) {
 		t.Errorf("the drop-in was not written: %q", out)
 	}
 }

@@ -63,7 +63,11 @@ func installCmd(args []string, sio stdio, install bool) int {
 	}
 	if *managed {
 		if install {
-			errs = append(errs, in.WriteDropIn())
+			cfg, err := dropInConfig(sio)
+			if err == nil {
+				err = in.WriteDropIn(cfg)
+			}
+			errs = append(errs, err)
 		} else {
 			errs = append(errs, in.RemoveDropIn())
 		}
@@ -73,6 +77,25 @@ func installCmd(args []string, sio stdio, install bool) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// dropInConfig is the configuration the drop-in is written for: managed.json as the machine has
+// it. An invalid file gets the drop-in without lockdown (the host hook itself then fails closed
+// when the file asks for enforce), and a warning that says so.
+func dropInConfig(sio stdio) (managedconfig.Config, error) {
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		return managedconfig.Config{}, err
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		return managedconfig.Config{}, err
+	}
+	snap := managedconfig.NewLoader(env, paths).Load()
+	if snap.Origin == managedconfig.OriginInvalid {
+		fmt.Fprintf(sio.err, "coworkbridge install: warning: %s; the drop-in is written without lockdown until the file is fixed and install is run again\n", snap.Problem)
+	}
+	return snap.Config, nil
 }
 
 type stringList []string

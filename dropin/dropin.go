@@ -1,0 +1,168 @@
+// Package dropin is coworkbridge's Claude Code managed-settings drop-in: the file, read by every
+// Claude Code on the machine whatever its session's settings say, that runs `coworkbridge hook`
+// before each tool call. It builds the drop-in for a configuration (and, under the admin's
+// lockdown, the controls only managed settings have), checks it against the settings schema, writes
+// it as root, and checks the one installed.
+//
+// It does not decide whether to install (the installer does), and never writes anything else: a
+// managed file the CLI cannot read stops every Claude Code session on the machine, so nothing
+// reaches the folder that did not pass the schema.
+package dropin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// Name is our drop-in's file name; 50 leaves room on both sides for other tools'.
+const Name = "50-coworkbridge.json"
+
+// Dir is the managed-settings drop-in folder Claude Code reads on goos.
+func Dir(goos string) string {
+	if goos == "darwin" {
+		return "/Library/Application Support/ClaudeCode/managed-settings.d"
+	}
+	return "/etc/claude-code/managed-settings.d"
+}
+
+// Timeout is generous: the host hook answers in milliseconds, and with onFailure "block" a hook
+// that runs past it blocks the call rather than letting it through.
+const Timeout = 30 * time.Second
+
+// CoworkServers are the MCP servers Cowork itself gives the CLI (the host loop's shell and web
+// fetch): a managed allow-list that left them out would stop every session's shell.
+var CoworkServers = []string{"workspace"}
+
+// Content is the drop-in for cfg, running exe: the PreToolUse hook in exec form (no shell), and
+// with cfg.Lockdown also allowManagedHooksOnly, a ConfigChange hook, and the policy's MCP
+// allow-list; requiredMinimumVersion when cfg names one. It is checked against the settings
+// schema: an error means nothing may be written.
+func Content(exe string, cfg managedconfig.Config, sc *injector.Schema) ([]byte, error) {
+	if !filepath.IsAbs(exe) {
+		return nil, fmt.Errorf("the drop-in must name coworkbridge by an absolute path, not %q", exe)
+	}
+	hooks := map[string][]claudehook.HookGroup{
+		"PreToolUse": {claudehook.ExecGroup("*", exe, []string{"hook"}, Timeout)},
+	}
+	doc := map[string]any{"hooks": hooks}
+	if cfg.Lockdown {
+		hooks["ConfigChange"] = []claudehook.HookGroup{claudehook.ExecGroup("", exe, []string{"hook"}, Timeout)}
+		doc["allowManagedHooksOnly"] = true
+		if cfg.Policy.RestrictMCPServers {
+			names := slices.Clone(cfg.Policy.AllowedMCPServers)
+			for _, s := range CoworkServers {
+				if !slices.Contains(names, s) {
+					names = append(names, s)
+				}
+			}
+			list := make([]map[string]string, len(names))
+			for i, n := range names {
+				list[i] = map[string]string{"serverName": n}
+			}
+			doc["allowedMcpServers"] = list
+		}
+	}
+	if cfg.RequiredMinimumVersion != "" {
+		doc["requiredMinimumVersion"] = cfg.RequiredMinimumVersion
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("encode the drop-in: %w", err)
+	}
+	if err := sc.Check(b.Bytes()); err != nil {
+		return nil, fmt.Errorf("the drop-in fails Claude Code's settings schema, so it was not written (report this to the coworkbridge maintainers): %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Write puts data at dir/Name atomically, mode 0644, owned by root when run as root: Claude
+// Code accepts a world-writable managed file silently, and one an agent could write would be no
+// guard.
+func Write(dir string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s (needs root): %w", dir, err)
+	}
+	path := filepath.Join(dir, Name)
+	t, err := renameio.TempFile(dir, path)
+	if err != nil {
+		return fmt.Errorf("write %s (needs root): %w", path, err)
+	}
+	defer t.Cleanup()
+	if err := t.Chmod(0o644); err != nil {
+		return fmt.Errorf("set the mode of %s: %w", path, err)
+	}
+	if os.Geteuid() == 0 {
+		if err := t.Chown(0, 0); err != nil {
+			return fmt.Errorf("give %s to root: %w", path, err)
+		}
+	}
+	if _, err := t.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := t.CloseAtomicallyReplace(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Problems that Check finds.
+var (
+	ErrMissing = errors.New("the managed-settings drop-in is not installed")
+	ErrAltered = errors.New("the installed managed-settings drop-in is not what this configuration asks for")
+	ErrUnsafe  = errors.New("the installed managed-settings drop-in could be changed by someone other than root")
+)
+
+// maxInstalled bounds what Check reads.
+const maxInstalled = 1 << 20
+
+// Check compares the drop-in installed in dir with want, and its owner and mode with what Write
+// gives it. It returns nil when all is as it should be, or every problem found (each wrapping
+// one of the errors above).
+func Check(dir string, want []byte) []error {
+	path := filepath.Join(dir, Name)
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []error{fmt.Errorf("%w at %s", ErrMissing, path)}
+	}
+	if err != nil {
+		return []error{fmt.Errorf("%w: %v", ErrMissing, err)}
+	}
+	var probs []error
+	if !fi.Mode().IsRegular() {
+		return []error{fmt.Errorf("%w: %s is not a plain file (%v)", ErrUnsafe, path, fi.Mode().Type())}
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		probs = append(probs, fmt.Errorf("%w: %s has mode %v", ErrUnsafe, path, fi.Mode().Perm()))
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+		probs = append(probs, fmt.Errorf("%w: %s is owned by uid %d", ErrUnsafe, path, st.Uid))
+	}
+	if fi.Size() > maxInstalled {
+		return append(probs, fmt.Errorf("%w: %s is %d bytes", ErrAltered, path, fi.Size()))
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		return append(probs, fmt.Errorf("%w: %v", ErrMissing, err))
+	}
+	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(want)) {
+		probs = append(probs, fmt.Errorf("%w (%s); run `sudo coworkbridge install --managed-settings` again", ErrAltered, path))
+	}
+	return probs
+}

@@ -1,0 +1,140 @@
+package dropin
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+const exe = "/Library/Application Support/CoworkBridge/bin/coworkbridge"
+
+func schema(t *testing.T) *injector.Schema {
+	t.Helper()
+	sc, err := injector.NewSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+type doc struct {
+	Hooks map[string][]struct {
+		Matcher string `json:"matcher"`
+		Hooks   []struct {
+			Command   string   `json:"command"`
+			Args      []string `json:"args"`
+			OnFailure string   `json:"onFailure"`
+		} `json:"hooks"`
+	} `json:"hooks"`
+	AllowManagedHooksOnly  bool                `json:"allowManagedHooksOnly"`
+	AllowedMcpServers      []map[string]string `json:"allowedMcpServers"`
+	RequiredMinimumVersion string              `json:"requiredMinimumVersion"`
+}
+
+func parse(t *testing.T, data []byte) doc {
+	t.Helper()
+	var d doc
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestWithoutLockdownTheDropInRunsOnlyOurPreToolUseHookWithoutAShellAndBlocksOnFailure(t *testing.T) {
+	data, err := Content(exe, managedconfig.Config{}, schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parse(t, data)
+	if len(d.Hooks) != 1 || len(d.Hooks["PreToolUse"]) != 1 {
+		t.Fatalf("hooks %v", d.Hooks)
+	}
+	h := d.Hooks["PreToolUse"][0].Hooks[0]
+	if h.Command != exe || !slices.Equal(h.Args, []string{"hook"}) || h.OnFailure != "block" {
+		t.Errorf("hook %+v: want exec form and onFailure block", h)
+	}
+	if d.AllowManagedHooksOnly || d.AllowedMcpServers != nil {
+		t.Error("lockdown controls without lockdown")
+	}
+}
+
+func TestUnderLockdownOnlyManagedHooksRunAndSettingsChangesAreJudged(t *testing.T) {
+	cfg := managedconfig.Config{Lockdown: true, RequiredMinimumVersion: "2.1.329"}
+	cfg.Policy.RestrictMCPServers, cfg.Policy.AllowedMCPServers = true, []string{"github"}
+	data, err := Content(exe, cfg, schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parse(t, data)
+	if !d.AllowManagedHooksOnly {
+		t.Error("no allowManagedHooksOnly")
+	}
+	if cc := d.Hooks["ConfigChange"]; len(cc) != 1 || cc[0].Hooks[0].Command != exe || cc[0].Hooks[0].OnFailure != "block" {
+		t.Errorf("ConfigChange hook %+v", cc)
+	}
+	var names []string
+	for _, s := range d.AllowedMcpServers {
+		names = append(names, s["serverName"])
+	}
+	if !slices.Equal(names, []string{"github", "workspace"}) {
+		t.Errorf("allowedMcpServers %v: want the policy's and Cowork's own", names)
+	}
+	if d.RequiredMinimumVersion != "2.1.329" {
+		t.Errorf("requiredMinimumVersion %q", d.RequiredMinimumVersion)
+	}
+}
+
+func TestADropInNamingARelativeBinaryIsRefused(t *testing.T) {
+	if _, err := Content("coworkbridge", managedconfig.Config{}, schema(t)); err == nil {
+		t.Error("a relative binary was accepted")
+	}
+}
+
+func TestCheckFindsAMissingAlteredOrUnsafeDropIn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "managed-settings.d")
+	want, err := Content(exe, managedconfig.Config{}, schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := Check(dir, want); len(probs) != 1 || !errors.Is(probs[0], ErrMissing) {
+		t.Fatalf("missing: %v", probs)
+	}
+	if err := Write(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, Name)
+	fi, _ := os.Stat(path)
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+	if os.Geteuid() == 0 {
+		if probs := Check(dir, want); probs != nil {
+			t.Fatalf("a fresh drop-in has problems: %v", probs)
+		}
+	}
+	os.Chmod(path, 0o666)
+	if probs := Check(dir, want); !hasErr(probs, ErrUnsafe) {
+		t.Errorf("world-writable not found: %v", probs)
+	}
+	os.Chmod(path, 0o644)
+	os.WriteFile(path, []byte(`{"hooks":{}}`), 0o644)
+	if probs := Check(dir, want); !hasErr(probs, ErrAltered) {
+		t.Errorf("altered not found: %v", probs)
+	}
+	if os.Geteuid() == 0 {
+		os.Chown(path, 1000, 1000)
+		if probs := Check(dir, want); !hasErr(probs, ErrUnsafe) {
+			t.Errorf("a drop-in owned by a user not found: %v", probs)
+		}
+	}
+}
+
+func hasErr(errs []error, target error) bool {
+	return slices.ContainsFunc(errs, func(e error) bool { return errors.Is(e, target) })
+}
