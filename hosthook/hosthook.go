@@ -82,12 +82,23 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	}
 	cfg := snap.Config
 	enforce = cfg.Mode == managedconfig.Enforce
-	p, why := readPayload(in, cfg.MaxLineBytes)
+	data, why := readInput(in, cfg.MaxLineBytes)
 	if why != "" {
 		return failure(enforce, why)
 	}
-	if guardedBySessionHook(getenv(env, "CLAUDE_CONFIG_DIR"), cfg, paths.ChannelRoot()) {
-		return nil // a Cowork session whose own hook reports to the daemon: one record per call
+	stamp := telemetry.LocalStamp(opts.Version, snap.ShortHash(), string(snap.Origin))
+	if claudehook.EventName(data) == claudehook.EventConfigChange {
+		return answerConfigChange(data, cfg, hostSession(env, claudehook.Payload{}), opts.Now, stamp)
+	}
+	p, err := claudehook.ParsePayload(data)
+	if err != nil {
+		return failure(enforce, "cannot read the tool call: "+err.Error())
+	}
+	// Under lockdown the session's own hook is a user hook the CLI does not run: this hook is the
+	// guard of every call. Without it, a Cowork session whose settings carry exactly our current
+	// entry reports to the daemon, and is not recorded twice.
+	if !cfg.Lockdown && guardedBySessionHook(getenv(env, "CLAUDE_CONFIG_DIR"), cfg, paths.ChannelRoot()) {
+		return nil
 	}
 	cls, err := classifierFor(snap)
 	if err != nil && cls == nil {
@@ -101,29 +112,25 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}
-	record(rec, cfg.Telemetry, telemetry.LocalStamp(opts.Version, snap.ShortHash(), string(snap.Origin)))
+	record(rec, cfg.Telemetry, stamp)
 	if !rec.Enforced {
 		return nil
 	}
 	return claudehook.Output(v.Decision, v.HookReason(), v.Nudge)
 }
 
-// readPayload reads one payload of at most the configured line size (or maxPayload, if larger);
+// readInput reads one payload of at most the configured line size (or maxPayload, if larger);
 // why says what went wrong.
-func readPayload(in io.Reader, maxLine int64) (p claudehook.Payload, why string) {
+func readInput(in io.Reader, maxLine int64) (data []byte, why string) {
 	limit := max(maxLine, maxPayload)
 	data, err := io.ReadAll(io.LimitReader(in, limit+1))
 	if err != nil {
-		return p, "cannot read the tool call: " + err.Error()
+		return nil, "cannot read the tool call: " + err.Error()
 	}
 	if int64(len(data)) > limit {
-		return p, "the tool call is larger than coworkbridge accepts"
+		return nil, "the tool call is larger than coworkbridge accepts"
 	}
-	p, err = claudehook.ParsePayload(bytes.TrimSpace(data))
-	if err != nil {
-		return p, "cannot read the tool call: " + err.Error()
-	}
-	return p, ""
+	return bytes.TrimSpace(data), ""
 }
 
 // classifierFor is the policy in force, or with a broken file and no good copy a policy that

@@ -2,6 +2,7 @@ package injector
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/allowlist"
@@ -97,3 +98,29 @@ func holdForeignPreToolUse(groups []json.RawMessage, l allowlist.List, h *held) 
 
 // bytesEqualTrim reports whether a raw JSON value is exactly s, whitespace aside.
 func bytesEqualTrim(v []byte, s string) bool { return strings.TrimSpace(string(v)) == s }
+
+// Judge names what the allow-list would hold in a settings document, our own entries aside, and
+// the part of it that can start a program or switch hooks off: for judging a settings change
+// the CLI is about to load (the managed ConfigChange hook), where nothing is written.
+func Judge(data []byte, l allowlist.List) (held, attempts []string, err error) {
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrNotObject, err)
+	}
+	h := hold(top, l)
+	if v, ok := top.get("hooks"); ok {
+		if hooks, err := parseObject(v); err == nil {
+			var groups []json.RawMessage
+			if pre, ok := hooks.get("PreToolUse"); ok && json.Unmarshal(pre, &groups) == nil {
+				var foreign []json.RawMessage
+				for _, g := range groups {
+					if rest, _ := withoutOurs(g); rest != nil {
+						foreign = append(foreign, rest)
+					}
+				}
+				holdForeignPreToolUse(foreign, l, &h)
+			}
+		}
+	}
+	return h.names, h.attempts, nil
+}
