@@ -128,12 +128,27 @@ type vmView struct {
 // cliArgs are extra command-line arguments for the CLI.
 func runCLIAs(t testing.TB, api *fakeAPI, sessionDir string, vm *vmView, cliArgs []string, extraEnv ...string) cliRun {
 	t.Helper()
+	return runCLIWith(t, api, sessionDir, vm, cliArgs, nil, extraEnv...)
+}
+
+// runCLIWrapped is runCLI with the CLI started through wrapper (a command and its arguments,
+// which end by running "$@").
+func runCLIWrapped(t testing.TB, api *fakeAPI, sessionDir string, wrapper []string, extraEnv ...string) cliRun {
+	t.Helper()
+	return runCLIWith(t, api, sessionDir, nil, nil, wrapper, extraEnv...)
+}
+
+func runCLIWith(t testing.TB, api *fakeAPI, sessionDir string, vm *vmView, cliArgs, wrapper []string, extraEnv ...string) cliRun {
+	t.Helper()
 	bin := claudeBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	args := append([]string{"-p", "do the task", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"}, cliArgs...)
 	configDir := filepath.Join(sessionDir, ".claude")
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if len(wrapper) > 0 {
+		cmd = exec.CommandContext(ctx, wrapper[0], append(append(wrapper[1:len(wrapper):len(wrapper)], bin), args...)...)
+	}
 	cmd.Dir = filepath.Join(sessionDir, "outputs")
 	if vm != nil {
 		configDir = vm.Guest + "/.claude"
