@@ -38,6 +38,7 @@ const (
 	CodeInstructionFound    Code = "instruction_injection"
 	CodeUnguardedCall       Code = "unguarded_call"
 	CodeSpoolRefused        Code = "spool_refused"
+	CodeManagedSettings     Code = "managed_settings_drop_in"
 	// Log only.
 	CodeSessionTampered Code = "session_tampered"
 	CodeSessionFlooding Code = "session_flooding"
@@ -93,6 +94,8 @@ var codes = []CodeInfo{
 		"review the decision log records with rule coworkbridge.unguarded-call; in enforce mode the sessions were quarantined", false},
 	{CodeSpoolRefused, SeverityError, "a session's spool was a link, FIFO, folder or device: not read, taken away at once, the session quarantined",
 		"something in the session replaced .claude/coworkbridge/events.jsonl; in enforce mode its calls are denied; review the session", false},
+	{CodeManagedSettings, SeverityError, "the Claude Code managed-settings drop-in is missing, is not the one managed.json asks for (lockdown, MCP allow-list, minimum version), or could be changed by someone other than root",
+		"run `sudo coworkbridge install --managed-settings` (or your MDM's post-install policy) again; `coworkbridge validate` shows what differs", false},
 	{CodeSessionTampered, SeverityWarning, "an attempt on the guard in a session: the log line says what was changed; repeated attempts quarantine the session",
 		"review the session; the daemon has undone the change", true},
 	{CodeSessionFlooding, SeverityWarning, "a session exceeded its decision-log budget; the excess is summarised, not logged line by line",

@@ -2,8 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/dropin"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/injector"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
@@ -57,7 +65,46 @@ func cmdValidate(_ context.Context, args []string, sio stdio) int {
 		state = "on, mode " + string(cfg.Mode)
 	}
 	fmt.Fprintf(sio.out, "%s is valid: coworkbridge %s, %d rule folder%s.\n", file, state, len(cfg.Policy.RulesDirs), plural(len(cfg.Policy.RulesDirs)))
+	explainLockdown(sio, cfg)
 	return validateOK
+}
+
+// explainLockdown says what the managed-settings drop-in does for cfg, and whether the one
+// installed on this machine is that drop-in, owned by root and safe.
+func explainLockdown(sio stdio, cfg managedconfig.Config) {
+	if cfg.Lockdown {
+		fmt.Fprintln(sio.out, "Lockdown: the drop-in stops every user, project and plugin hook (allowManagedHooksOnly),")
+		fmt.Fprintln(sio.out, "  judges settings changes (ConfigChange) and every call itself; users lose their own hooks.")
+	} else {
+		fmt.Fprintln(sio.out, "No lockdown: the drop-in runs coworkbridge hook before every call; user hooks still run,")
+		fmt.Fprintln(sio.out, "  and the daemon holds each session's settings to the allow-list.")
+	}
+	if len(cfg.AllowedSettings) > 0 {
+		fmt.Fprintf(sio.out, "Session settings may also keep: %s.\n", strings.Join(cfg.AllowedSettings, ", "))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	if found, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = found
+	}
+	sc, err := injector.NewSchema()
+	if err != nil {
+		return
+	}
+	want, err := dropin.Content(exe, cfg, sc)
+	if err != nil {
+		fmt.Fprintf(sio.out, "The drop-in for this file cannot be built: %v\n", err)
+		return
+	}
+	dir := dropin.Dir(runtime.GOOS)
+	probs := dropin.Check(dir, want)
+	if len(probs) == 0 {
+		fmt.Fprintf(sio.out, "The installed drop-in (%s) is the one this file asks for.\n", filepath.Join(dir, dropin.Name))
+		return
+	}
+	fmt.Fprintf(sio.out, "%s: %v\n", health.CodeManagedSettings, errors.Join(probs...))
 }
 
 func plural(n int) string {
