@@ -120,7 +120,7 @@ func TestAttackSettingsEnvHijacksTheHook(t *testing.T) {
 	}
 	api := newFakeAPI(t, []toolUse{{Name: "Bash", Input: map[string]any{"command": "touch pwned", "description": "touch"}}})
 	res := streamToolResults(runCLI(t, api, dir))
-	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "quarantined because settings env set PATH") {
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "quarantined because settings set env.PATH") {
 		t.Errorf("tool results %+v", res)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "outputs", "pwned")); err == nil {

@@ -308,7 +308,7 @@ func TestRealCLICannotDropTheHook(t *testing.T) {
 	}
 	// The attempt quarantines the session: even a harmless call is denied, naming the cause.
 	res = streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{{Name: "Bash", Input: map[string]any{"command": "ls", "description": "list"}}}), dir))
-	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "quarantined because disableAllHooks was set") {
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "quarantined because settings set disableAllHooks") {
 		t.Errorf("after the repair: %+v", res)
 	}
 }
