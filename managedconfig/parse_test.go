@@ -324,3 +324,29 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestLockdownFieldsAreReadAndCheckedForWhatTheDropInCanCarry(t *testing.T) {
+	env := testEnv(nil)
+	paths := mustPaths(t, env)
+	cfg, err := Parse([]byte(`{"version":1,"lockdown":true,"required_minimum_version":"2.1.329",
+		"allowed_settings":["statusLine","env.HTTPS_PROXY","hooks.Stop"],"policy":{"allowed_mcp_servers":["github"]}}`), "m", env, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Lockdown || cfg.RequiredMinimumVersion != "2.1.329" || len(cfg.AllowedSettings) != 3 {
+		t.Errorf("read %+v", cfg)
+	}
+	for _, bad := range []string{
+		`{"version":1,"required_minimum_version":"latest"}`,
+		`{"version":1,"allowed_settings":["has space"]}`,
+		`{"version":1,"lockdown":"yes"}`,
+		`{"version":1,"lockdown":true,"policy":{"allowed_mcp_servers":["my server"]}}`,
+	} {
+		if _, err := Parse([]byte(bad), "m", env, paths); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+	if _, err := Parse([]byte(`{"version":1,"policy":{"allowed_mcp_servers":["my server"]}}`), "m", env, paths); err != nil {
+		t.Errorf("without lockdown any server name is the classifier's to match: %v", err)
+	}
+}
