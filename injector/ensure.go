@@ -105,13 +105,19 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 		return out, fmt.Errorf("examine %s: %w", session.ClaudeDir, err)
 	}
 	if !create {
+		// A repair creates nothing: the folders must be there, and be folders.
 		for _, name := range []string{session.BridgeDir, session.DecisionsDir} {
-			if _, err := s.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			fi, err := s.Lstat(name)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
 				return out, fmt.Errorf("%s: %w", name, ErrVanished)
+			case err != nil:
+				return out, fmt.Errorf("prepare %s: %w", session.BridgeDir, err)
+			case !fi.IsDir():
+				return out, fmt.Errorf("prepare %s: %s is a %s: %w", session.BridgeDir, name, kindOf(fi), session.ErrNotDir)
 			}
 		}
-	}
-	if err := s.MkdirAll(session.DecisionsDir, 0o700); err != nil {
+	} else if err := s.MkdirAll(session.DecisionsDir, 0o700); err != nil {
 		return out, fmt.Errorf("prepare %s: %w", session.BridgeDir, err)
 	}
 	if _, err := s.Lstat(session.ClaudeDir + "/projects"); err == nil {
@@ -155,11 +161,31 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 	if !res.Changed && !out.ReplacedLink && out.Replaced == "" {
 		return out, nil
 	}
-	if err := s.WriteFile(session.SettingsFile, merged, perm); err != nil {
-		return out, fmt.Errorf("write %s: %w", session.SettingsFile, err)
+	if err := writeSettings(s, merged, perm, data != nil); err != nil {
+		return out, err
 	}
 	out.Wrote = true
 	return out, nil
+}
+
+// writeSettings puts merged in place. A file that was read is swapped with the new content
+// (Session.Replace), never created again: if it is gone meanwhile, a removal is under way and the
+// result is ErrVanished, so a repair can go ahead at once whatever removals run in the session.
+func writeSettings(s *session.Session, merged []byte, perm fs.FileMode, existed bool) error {
+	if !existed {
+		if err := s.WriteFile(session.SettingsFile, merged, perm); err != nil {
+			return fmt.Errorf("write %s: %w", session.SettingsFile, err)
+		}
+		return nil
+	}
+	err := s.Replace(session.SettingsFile, merged, perm)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", session.SettingsFile, ErrVanished)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", session.SettingsFile, err)
+	}
+	return nil
 }
 
 // conform leaves out of merged the top-level values that fail the schema, and returns their keys.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -382,6 +383,9 @@ func (in *Injector) pruneWatches() {
 
 func (in *Injector) forget(dir string, t *tracked) {
 	delete(in.missing, dir)
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		in.opts.Removals.Forget(dir) // a session of the same name later is another session
+	}
 	now := in.opts.Now()
 	if t.hooked {
 		in.forgotten[dir] = now
@@ -442,11 +446,10 @@ func (in *Injector) handle(ev fswatch.Event) bool {
 			in.ensure(p.Dir, p.ID(), reasonNew)
 		}
 	case p.Rel == session.SettingsFile:
-		if ev.Has(fswatch.Remove) || ev.Has(fswatch.Rename) {
-			in.pending[p.Dir] = true
-			return true
-		}
 		in.ensure(p.Dir, p.ID(), reasonChange)
+		// Gone: ensure holds the session back while a removal may be under way (once, for the
+		// removals the agent can make); a rescan soon tells whether the whole session went.
+		return ev.Has(fswatch.Remove) || ev.Has(fswatch.Rename)
 	}
 	return false
 }
@@ -479,12 +482,11 @@ func (in *Injector) newSession(dir string) {
 	}
 }
 
+// flushPending looks again at the sessions held back; ensure holds again those still waiting.
 func (in *Injector) flushPending() {
-	for dir := range in.pending {
-		if in.heldBack(dir) {
-			continue
-		}
-		delete(in.pending, dir)
+	dirs := slices.Collect(maps.Keys(in.pending))
+	clear(in.pending)
+	for _, dir := range dirs {
 		if fi, err := os.Lstat(filepath.Join(dir, session.ClaudeDir)); err == nil && fi.IsDir() {
 			in.ensure(dir, filepath.Base(dir), reasonChange)
 		}
@@ -496,28 +498,28 @@ func (in *Injector) flushPending() {
 // event of our own earlier write can come first, or a rescan can find a session half removed).
 // Cowork creates settings.json as it sets a session up, so nothing is lost by waiting: the
 // session is held back once, for RemovalQuiet, before anything is created.
-func (in *Injector) justVanished(dir string, hooked bool) bool {
-	names := []string{session.SettingsFile}
-	if hooked {
-		names = append(names, session.BridgeDir)
-	}
-	gone := false
-	for _, name := range names {
-		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name))); errors.Is(err, fs.ErrNotExist) {
-			gone = true
-		}
-	}
-	_, held := in.missing[dir]
-	switch {
-	case !gone:
-		delete(in.missing, dir)
-		return false
-	case held:
+func (in *Injector) justVanished(dir string) bool {
+	if _, held := in.missing[dir]; held {
 		return false // held once already: create them (the entry goes once they are)
 	}
 	in.missing[dir] = in.opts.Now()
 	in.opts.Removals.Saw(dir, session.SettingsFile)
 	return in.heldBack(dir)
+}
+
+// gone reports whether settings.json, or in a hooked session our folder, is missing: what a
+// removal of the session takes first, and what only a creation could bring back.
+func gone(dir string, hooked bool) bool {
+	names := []string{session.SettingsFile}
+	if hooked {
+		names = append(names, session.BridgeDir)
+	}
+	for _, name := range names {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name))); errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 // heldBack reports whether a removal is going on in the session; if so the session is pending
@@ -549,10 +551,12 @@ func (in *Injector) ensure(dir, id string, why reason) {
 	t := in.live[dir]
 	at, wasHooked := in.forgotten[dir]
 	wasHooked = wasHooked && in.opts.Now().Sub(at) < forgetMemory
-	if in.heldBack(dir) || in.justVanished(dir, t != nil && t.hooked || wasHooked) {
-		// Writing now could undo a removal in progress; if it is an attack instead, the
-		// hold is bounded (session.RemovalHold). Before SessionSeen: the collector would make
-		// its folder in the session.
+	if !gone(dir, t != nil && t.hooked || wasHooked) {
+		delete(in.missing, dir) // a repair swaps files in place and never waits (see writeSettings)
+	} else if in.heldBack(dir) || in.justVanished(dir) {
+		// Creating them now could undo a removal in progress; if it is an attack instead, the
+		// hold is bounded (session.RemovalHold, once per session). Before SessionSeen: the
+		// collector would make its folder in the session.
 		return
 	}
 	if t == nil {

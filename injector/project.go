@@ -93,7 +93,7 @@ func guardProjectFile(s *session.Session, name string, l allowlist.List, now tim
 	}
 	out, err := indent(top.encode())
 	if err == nil {
-		err = s.WriteFile(name, out, fi.Mode().Perm())
+		err = s.Replace(name, out, fi.Mode().Perm()) // never brings back a file removed meanwhile
 	}
 	found := make([]string, len(removed))
 	for i, r := range removed {

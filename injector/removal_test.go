@@ -55,30 +55,58 @@ func TestASlowRemovalOfASessionIsNotUndone(t *testing.T) {
 	}
 }
 
-// An agent cannot hold the repair off for long by deleting files in its own folders: removals it
-// could have made stop counting after session.RemovalHold, and settings.json comes back.
-func TestRemovalsTheAgentCanMakeHoldTheRepairOnlyBriefly(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "sessions")
-	dir := makeSession(t, root, "local_busy", "{}")
-	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
-	cbtest.WaitFor(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
-
-	start := time.Now()
-	if err := os.Remove(filepath.Join(dir, ".claude", "settings.json")); err != nil {
-		t.Fatal(err)
+// The attack that held disableAllHooks in place for 86% of 40 s: the agent writes it into
+// settings.json again and again while it removes files in its own .claude in bursts that stop just
+// long enough to end and start again. A repair swaps the file in place and never waits, so the
+// switch is gone as soon as each write is handled; deleting settings.json instead keeps it away for
+// at most one hold of session.RemovalHold in the session's life.
+func TestRestartingRemovalBurstsCannotHoldOffTheRepair(t *testing.T) {
+	for _, attack := range []string{"rewrite", "delete"} {
+		t.Run(attack, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				root := filepath.Join(t.TempDir(), "sessions")
+				dir := makeSession(t, root, "local_burst", "{}")
+				w := fswatch.NewFake()
+				startInjector(t, testConfig(root, managedconfig.Enforce), Options{Watcher: w.Opener()})
+				if !hasMode(dir, managedconfig.Enforce) {
+					t.Fatal("setup: not hooked")
+				}
+				settings := filepath.Join(dir, ".claude", "settings.json")
+				proj := filepath.Join(dir, ".claude", "projects") // a removal that counts: the transcripts
+				const step = 100 * time.Millisecond
+				cycle := session.RemovalHold + session.RemovalQuiet + step
+				unguarded := time.Duration(0)
+				for at := time.Duration(0); at < 40*time.Second; at += step {
+					if at%cycle < session.RemovalHold {
+						os.MkdirAll(proj, 0o700)
+						os.Remove(proj)
+						w.Change(proj, fswatch.Remove)
+					}
+					if at%time.Second == 0 {
+						if attack == "rewrite" {
+							os.WriteFile(settings, []byte(`{"disableAllHooks": true}`), 0o600)
+							w.Change(settings, fswatch.Write)
+						} else if os.Remove(settings) == nil {
+							w.Change(settings, fswatch.Remove)
+						}
+					}
+					synctest.Wait()
+					if !hasMode(dir, managedconfig.Enforce) || strings.Contains(settingsOf(dir), "disableAllHooks") {
+						unguarded += step
+					}
+					time.Sleep(step)
+				}
+				limit := time.Duration(0)
+				if attack == "delete" {
+					limit = session.RemovalHold
+				}
+				t.Logf("%s: without our hook for %v of 40s", attack, unguarded)
+				if unguarded > limit {
+					t.Errorf("settings.json was without our hook for %v of 40s, want at most %v", unguarded, limit)
+				}
+			})
+		})
 	}
-	deadline := start.Add(session.RemovalHold + 3*time.Second)
-	for i := 0; !hasMode(dir, managedconfig.Enforce); i++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("settings.json still missing %v after it was deleted", time.Since(start))
-		}
-		proj := filepath.Join(dir, ".claude", "projects") // a removal that counts: the transcripts
-		os.MkdirAll(proj, 0o700)
-		os.Remove(proj)
-		time.Sleep(100 * time.Millisecond)
-		_ = i
-	}
-	t.Logf("restored after %v of removals", time.Since(start).Round(time.Millisecond))
 }
 
 // The injector's own write to settings.json raises an event that may be handled only after a

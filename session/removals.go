@@ -10,8 +10,11 @@ import (
 // back meanwhile (settings.json, our folder, the lease) makes the removal's last rmdir fail with
 // "directory not empty" and leaves a ghost session that stays hooked. Quiet is the gap between two
 // removals after which the burst counts as over. Hold bounds how long removals the agent itself can
-// cause (inside the mounted .claude, outputs and uploads) may hold back a repair: without it, an
-// agent deleting files in a loop would keep its settings unrepaired.
+// cause (inside the mounted .claude, outputs and uploads) may hold back the daemon's writes, once
+// in the life of a session and never again: an agent deleting files in restarting bursts cannot
+// keep a file of ours away, while a real deletion of the session (which also takes entries the
+// agent cannot reach) holds for as long as it runs. Repairs of files that exist never wait at all
+// (Session.Replace cannot bring back a removed name); only creations do.
 const (
 	RemovalQuiet = 500 * time.Millisecond
 	RemovalHold  = 5 * time.Second
@@ -28,6 +31,9 @@ type Removals struct {
 
 	mu     sync.Mutex
 	bursts map[string]*burst // by session folder
+	// reach is when removals the agent can make first held writes back in a session: they hold
+	// until RemovalHold after it, once per session, however many bursts follow.
+	reach map[string]time.Time
 }
 
 type burst struct {
@@ -43,7 +49,7 @@ func NewRemovals(now func() time.Time) *Removals {
 	if now == nil {
 		now = time.Now
 	}
-	return &Removals{now: now, bursts: map[string]*burst{}}
+	return &Removals{now: now, bursts: map[string]*burst{}, reach: map[string]time.Time{}}
 }
 
 // Saw notes the removal of rel, a name relative to the session folder dir (forward slashes; "" for
@@ -62,13 +68,33 @@ func (r *Removals) Saw(dir, rel string) {
 	}
 	b.last = now
 	b.outOfReach = b.outOfReach || !agentReachable(rel)
-	if len(r.bursts) > 64 {
+	if _, ok := r.reach[dir]; !ok && !b.outOfReach {
+		r.reach[dir] = now
+	}
+	if len(r.bursts) > 64 || len(r.reach) > maxReach {
 		r.pruneLocked(now)
 	}
 }
 
+// maxReach bounds the sessions whose one agent-reachable hold is remembered. Sessions are
+// Cowork's to create, not the agent's, so the bound is reached only by a daemon that has seen
+// thousands of sessions; the oldest memories then go first (Forget drops a session that is gone).
+const maxReach = 4096
+
+// Forget drops what is known of the session at dir: it is gone from the Mac.
+func (r *Removals) Forget(dir string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.bursts, dir)
+	delete(r.reach, dir)
+}
+
 // Wait is how long to hold back writes in the session at dir: zero when no removal is going on in
-// it (or removals the agent could have caused have held it back for RemovalHold already).
+// it, or when only removals the agent could have caused are, and they have had their one hold of
+// RemovalHold in this session already.
 func (r *Removals) Wait(dir string) time.Duration {
 	if r == nil {
 		return 0
@@ -86,7 +112,7 @@ func (r *Removals) Wait(dir string) time.Duration {
 		return 0
 	}
 	if !b.outOfReach {
-		wait = min(wait, b.first.Add(RemovalHold).Sub(now))
+		wait = min(wait, r.reach[dir].Add(RemovalHold).Sub(now))
 	}
 	return max(wait, 0)
 }
@@ -96,6 +122,18 @@ func (r *Removals) pruneLocked(now time.Time) {
 		if now.Sub(b.last) >= RemovalQuiet {
 			delete(r.bursts, dir)
 		}
+	}
+	for len(r.reach) > maxReach {
+		oldest, at := "", now
+		for dir, t := range r.reach {
+			if t.Before(at) {
+				oldest, at = dir, t
+			}
+		}
+		if oldest == "" {
+			return
+		}
+		delete(r.reach, oldest)
 	}
 }
 

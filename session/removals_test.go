@@ -21,6 +21,9 @@ func TestRemovalsHoldWritesBackWhileARemovalRuns(t *testing.T) {
 		{name: "removals out of the agent's reach hold as long as they last", saw: append(seen(0, "audit.jsonl"), every(250*ms, 6*time.Second, ".claude/x")...), at: RemovalHold + 300*ms, want: 450 * ms},
 		{name: "the metadata file going is out of reach", saw: append(seen(0, MetadataName), every(250*ms, 6*time.Second, "outputs/x")...), at: 5900 * ms, want: 350 * ms},
 		{name: "the session folder itself", saw: seen(0, ""), at: 10 * ms, want: RemovalQuiet - 10*ms},
+		{name: "a restarted burst of the agent's removals holds no longer", saw: append(every(250*ms, 4*time.Second, ".claude/x"), between(4600*ms, 250*ms, 9*time.Second, ".claude/y")...), at: 6 * time.Second, want: 0},
+		{name: "a later burst of the agent's removals does not hold at all", saw: append(seen(0, ".claude/x"), seen(time.Minute, ".claude/y")...), at: time.Minute + 10*ms, want: 0},
+		{name: "a later deletion of the session still holds", saw: append(seen(0, ".claude/x"), seen(time.Minute, ".claude/y", time.Minute+100*ms, "outputs")...), at: time.Minute + 200*ms, want: RemovalQuiet - 100*ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +71,48 @@ func every(step, until time.Duration, rel string) []removalAt {
 		r = append(r, removalAt{at, rel})
 	}
 	return r
+}
+
+func between(from, step, until time.Duration, rel string) []removalAt {
+	var r []removalAt
+	for at := from; at < until; at += step {
+		r = append(r, removalAt{at, rel})
+	}
+	return r
+}
+
+// The burst pattern of the attack: removals in .claude in bursts that stop just long enough to
+// end and start again, for 40 s. The writes they hold back are held for RemovalHold in all.
+func TestRestartingBurstsOfTheAgentsRemovalsHoldOnlyOnce(t *testing.T) {
+	start := time.Unix(1000, 0)
+	now := start
+	r := NewRemovals(func() time.Time { return now })
+	const step = 10 * time.Millisecond
+	held := time.Duration(0)
+	for at := time.Duration(0); at < 40*time.Second; at += step {
+		now = start.Add(at)
+		if cycle := at % (RemovalHold + RemovalQuiet + 50*time.Millisecond); cycle < RemovalHold && cycle%(100*time.Millisecond) == 0 {
+			r.Saw("/s/local_a", ".claude/projects")
+		}
+		if r.Wait("/s/local_a") > 0 {
+			held += step
+		}
+	}
+	if held > RemovalHold {
+		t.Errorf("held %v of 40s, want at most %v", held, RemovalHold)
+	}
+}
+
+func TestForgetDropsTheSessionsHold(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := NewRemovals(func() time.Time { return now })
+	r.Saw("/s/local_a", ".claude/x")
+	now = now.Add(time.Minute)
+	r.Forget("/s/local_a")
+	r.Saw("/s/local_a", ".claude/x")
+	if got := r.Wait("/s/local_a"); got != RemovalQuiet {
+		t.Errorf("a new session of the same name waits %v, want %v", got, RemovalQuiet)
+	}
 }
 
 func TestAgentReachable(t *testing.T) {
