@@ -40,6 +40,8 @@ type Health interface {
 	Quarantined(id, reason string, until time.Time)
 	UnguardedCall(id string)
 	InstructionFindings(id string, files map[string][]string)
+	// CLIVersion: a transcript of the session names this Claude Code version.
+	CLIVersion(id, version string)
 }
 
 // Sink is the decision log; *telemetry.Log implements it.

@@ -55,6 +55,7 @@ func (h *fakeHealth) SpoolRefused(string)                   { h.add("refused") }
 func (h *fakeHealth) DecisionFailed(string)                 { h.add("decision_failed") }
 func (h *fakeHealth) Quarantined(string, string, time.Time) { h.add("quarantined") }
 func (h *fakeHealth) UnguardedCall(string)                  { h.add("unguarded") }
+func (h *fakeHealth) CLIVersion(_, v string)                { h.add("cli " + v) }
 func (h *fakeHealth) InstructionFindings(_ string, files map[string][]string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,12 +52,18 @@ type reconciler struct {
 	judged  map[string]judgedCall      // by tool_use_id, from the events judged
 	uses    map[string]transcript.Item // calls seen in the transcript, awaiting a result
 	pending map[string]time.Time       // results that ran with no event yet, since when
+	// versions are the Claude Code versions health has been told of, so that it hears of each
+	// once rather than at every line.
+	versions []string
 }
 
 type judgedCall struct {
 	denied bool // an enforced deny
 	at     time.Time
 }
+
+// maxVersions bounds the versions one session reports: lines the agent writes can name any.
+const maxVersions = 8
 
 func newReconciler(now time.Time) *reconciler {
 	return &reconciler{since: now, pos: map[string]spool.Position{}, partial: map[string]spool.Partial{},
@@ -156,7 +163,12 @@ func (c *Collector) readTranscript(s *session.Session, r *reconciler, name strin
 		if l.Oversized {
 			continue
 		}
-		for _, it := range transcript.Parse(l.Data) {
+		items, version := transcript.ParseLine(l.Data)
+		if version != "" && !slices.Contains(r.versions, version) && len(r.versions) < maxVersions {
+			r.versions = append(r.versions, version)
+			c.opts.Health.CLIVersion(s.ID(), version)
+		}
+		for _, it := range items {
 			found = append(found, r.take(it, now)...)
 		}
 	}

@@ -123,3 +123,19 @@ func TestTranscriptsWrittenBeforeTheSessionWasFollowedAreNotJudged(t *testing.T)
 		}
 	})
 }
+
+// Health hears of each Claude Code version a session's transcripts name, once.
+func TestTheCLIVersionsOfATranscriptReachHealthOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.useFake()
+		f.start()
+		line := `{"type":"user","version":%q,"message":{"content":"hello"}}`
+		f.transcript(fmt.Sprintf(line, "2.1.220"), fmt.Sprintf(line, "2.1.220"), fmt.Sprintf(line, "2.1.329"), fmt.Sprintf(line, "not-a-version"))
+		f.c.scheduleAll(true)
+		synctest.Wait()
+		if f.health.count("cli 2.1.220") != 1 || f.health.count("cli 2.1.329") != 1 || f.health.count("cli not-a-version") != 0 {
+			t.Errorf("health heard %v", f.health.counts)
+		}
+	})
+}

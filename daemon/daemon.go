@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/collector"
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -47,6 +49,11 @@ type Options struct {
 	Version string
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// DropInDir is the Claude Code managed-settings folder whose drop-in the daemon checks;
+	// "": the platform's (dropin.Dir).
+	DropInDir string
+	// Executable is the binary the drop-in must run; "": this process's, links resolved.
+	Executable string
 }
 
 // Daemon is the long-running process of one user. Run it once; Close it after Run returns.
@@ -75,6 +82,10 @@ type Daemon struct {
 	// stamp is what decision-log records say of where they come from; only Run's goroutine
 	// touches it.
 	stamp telemetry.Stamp
+	// dropIn is what the installed drop-in is checked against; set by Run's goroutine, read by
+	// the heartbeat's.
+	dropIn       atomic.Pointer[dropInWant]
+	dropDir, exe string
 }
 
 // watches counts every folder the daemon watches now: the guard's and the config watcher's.
@@ -161,9 +172,15 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 	if err != nil {
 		log.Error("spool offsets unreadable; events still in the spools will be read again (duplicates are skipped by request id)", "err", err)
 	}
+	if opts.DropInDir == "" {
+		opts.DropInDir = dropin.Dir(runtime.GOOS)
+	}
+	if opts.Executable == "" {
+		opts.Executable = executable()
+	}
 	return &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, release: release, env: env, paths: paths,
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
-		kick: make(chan struct{}, 1)}, nil
+		kick: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable}, nil
 }
 
 // Close releases the per-user lock. Call it once Run has returned.
@@ -261,6 +278,7 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(),
 		Mode: mode, Enabled: s.Enabled(), Problem: s.ProblemText()})
 	d.stamp = telemetry.LocalStamp(d.version, s.ShortHash(), string(s.Origin))
+	d.wantDropIn(s)
 	switch {
 	case s.Enabled():
 		if cls := d.compilePolicy(s.Config.Policy); cls != nil {
@@ -448,6 +466,7 @@ func (d *Daemon) startHeartbeat(ctx context.Context, started time.Time) {
 		Interval: interval, Path: d.paths.HealthFile(),
 		Logger: d.log.With("component", "health"), Kick: d.kick, Watches: d.watches,
 		Daemon: health.DaemonInfo{PID: os.Getpid(), Version: d.version, StartedAt: started},
+		Check:  d.checkDropIn,
 	}
 	go func() { b.done <- d.health.Heartbeat(hctx, opts) }()
 	d.beat = b

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
@@ -72,7 +73,8 @@ func (m *machine) session(t *testing.T, root, id string) string {
 func (m *machine) start(t *testing.T) (d *Daemon, stop func()) {
 	t.Helper()
 	level := new(slog.LevelVar)
-	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, &slog.HandlerOptions{Level: level})), Level: level, Version: "test"})
+	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, &slog.HandlerOptions{Level: level})), Level: level, Version: "test",
+		DropInDir: m.root("managed-settings.d"), Executable: "/usr/local/bin/coworkbridge"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,4 +332,61 @@ func TestAMovedDecisionLogTakesTheNextCalls(t *testing.T) {
 	if recorded(first, "echo two") {
 		t.Error("the second call went to the old log too")
 	}
+}
+
+// The daemon checks the installed drop-in at start and at each config change: missing is a fault
+// only when managed.json asks for what only the drop-in delivers; altered always is.
+func TestTheDaemonReportsAMissingOrAlteredDropIn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the drop-in must be owned by root: run as root to write one")
+	}
+	m := newMachine(t)
+	root := m.root("sessions")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)
+	d, _ := m.start(t)
+	waitHealth(t, d, "no drop-in warning without lockdown", func(s health.Snapshot) bool {
+		return s.Config.Enabled && !hasWarning(s, health.CodeManagedSettings)
+	})
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"sessions_roots":[%q]}`, root)
+	s := waitHealth(t, d, "a missing drop-in raised under lockdown", func(s health.Snapshot) bool {
+		return hasWarning(s, health.CodeManagedSettings)
+	})
+	if !strings.Contains(warningOf(s, health.CodeManagedSettings), "not installed") {
+		t.Errorf("warning: %s", warningOf(s, health.CodeManagedSettings))
+	}
+	sc, err := injector.NewSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := managedconfig.Parse([]byte(fmt.Sprintf(`{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"sessions_roots":[%q]}`, root)), "test", m.env, managedconfig.Paths{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := dropin.Content("/usr/local/bin/coworkbridge", cfg, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dropin.Write(m.root("managed-settings.d"), want); err != nil {
+		t.Fatal(err)
+	}
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"sessions_roots":[%q],"log_level":"debug"}`, root)
+	waitHealth(t, d, "the installed drop-in accepted", func(s health.Snapshot) bool {
+		return !hasWarning(s, health.CodeManagedSettings)
+	})
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)
+	s = waitHealth(t, d, "a drop-in that still locks down is altered", func(s health.Snapshot) bool {
+		return hasWarning(s, health.CodeManagedSettings)
+	})
+	if !strings.Contains(warningOf(s, health.CodeManagedSettings), "not what this configuration asks for") {
+		t.Errorf("warning: %s", warningOf(s, health.CodeManagedSettings))
+	}
+}
+
+func warningOf(s health.Snapshot, code health.Code) string {
+	for _, w := range s.Warnings {
+		if w.Code == code {
+			return w.Message
+		}
+	}
+	return ""
 }

@@ -1,6 +1,10 @@
 package health
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+)
 
 // Code is a stable code for an abnormal state, for alerting rules and MDM compliance scripts: the
 // heartbeat's warnings and status carry it, and so does every daemon log line about such a state
@@ -39,6 +43,7 @@ const (
 	CodeUnguardedCall       Code = "unguarded_call"
 	CodeSpoolRefused        Code = "spool_refused"
 	CodeManagedSettings     Code = "managed_settings_drop_in"
+	CodeCLIWithoutOnFailure Code = "cli_predates_on_failure"
 	// Log only.
 	CodeSessionTampered Code = "session_tampered"
 	CodeSessionFlooding Code = "session_flooding"
@@ -96,6 +101,8 @@ var codes = []CodeInfo{
 		"something in the session replaced .claude/coworkbridge/events.jsonl; in enforce mode its calls are denied; review the session", false},
 	{CodeManagedSettings, SeverityError, "the Claude Code managed-settings drop-in is missing, is not the one managed.json asks for (lockdown, MCP allow-list, minimum version), or could be changed by someone other than root",
 		"run `sudo coworkbridge install --managed-settings` (or your MDM's post-install policy) again; `coworkbridge validate` shows what differs", false},
+	{CodeCLIWithoutOnFailure, SeverityWarning, "a session's transcripts name a Claude Code older than " + claudehook.OnFailureSince + ", the first release known to honour onFailure: there a hook that is killed, hangs or crashes lets the call run instead of blocking it",
+		"update Claude Desktop (it brings its Claude Code); managed.json's required_minimum_version makes the drop-in refuse older CLIs", false},
 	{CodeSessionTampered, SeverityWarning, "an attempt on the guard in a session: the log line says what was changed; repeated attempts quarantine the session",
 		"review the session; the daemon has undone the change", true},
 	{CodeSessionFlooding, SeverityWarning, "a session exceeded its decision-log budget; the excess is summarised, not logged line by line",

@@ -10,9 +10,11 @@ package health
 import (
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -77,7 +79,14 @@ type Session struct {
 	// Instructions are the session's instruction and memory files found holding text an agent
 	// would obey, by file (relative to the session) and the content rules that matched.
 	Instructions map[string][]string `json:"instruction_findings,omitempty"`
+	// CLIVersions are the Claude Code versions the session's transcripts name, oldest first.
+	CLIVersions []string `json:"cli_versions,omitempty"`
 }
+
+// maxCLIVersions bounds the versions kept per session: the agent can write transcript lines
+// naming any version it likes, and one session holds one CLI, so a few is plenty. The oldest are
+// kept, since those are the ones that matter.
+const maxCLIVersions = 4
 
 // Totals are counters over the daemon's life.
 type Totals struct {
@@ -140,6 +149,8 @@ type Health struct {
 	config   ConfigState
 	// goneSince counts departures since the last prune.
 	goneSince int
+	// dropIn is what is wrong with the installed managed-settings drop-in, "" when nothing is.
+	dropIn string
 	// changed is signalled (never blocking) when the state status reports changes, so that
 	// the snapshot file follows it rather than waiting for the next heartbeat.
 	changed chan struct{}
@@ -279,6 +290,45 @@ func (h *Health) UnguardedCall(id string) {
 	h.totals.Unguarded++
 	h.win.unguarded++
 	h.noteSession(CodeUnguardedCall, id)
+}
+
+// CLIVersion records that a transcript of the session names Claude Code version v.
+func (h *Health) CLIVersion(id, v string) {
+	if _, ok := claudehook.ParseVersion(v); !ok {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.session(id)
+	if slices.Contains(s.CLIVersions, v) {
+		return
+	}
+	h.changedLocked()
+	s.CLIVersions = append(s.CLIVersions, v)
+	slices.SortFunc(s.CLIVersions, compareVersions)
+	if len(s.CLIVersions) > maxCLIVersions {
+		s.CLIVersions = s.CLIVersions[:maxCLIVersions]
+	}
+}
+
+func compareVersions(a, b string) int {
+	switch {
+	case claudehook.VersionBefore(a, b):
+		return -1
+	case claudehook.VersionBefore(b, a):
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// SetDropIn records what is wrong with the installed managed-settings drop-in ("" for nothing).
+func (h *Health) SetDropIn(problem string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dropIn != problem {
+		h.dropIn = problem
+		h.changedLocked()
+	}
 }
 
 // SessionGone records that the session left the live set.

@@ -149,6 +149,22 @@ func TestEachWarningRaisesAndClears(t *testing.T) {
 			},
 			func(h *Health, c *clock) { c.add(11 * time.Minute) },
 			[]string{"local_a"}},
+		{CodeCLIWithoutOnFailure,
+			func(h *Health, c *clock) {
+				h.SessionSeen("local_a", "/s/a")
+				h.SessionHooked("local_a", false)
+				h.CLIVersion("local_a", "2.1.329")
+				h.CLIVersion("local_a", "2.1.220")
+				h.SessionSeen("local_b", "/s/b")
+				h.SessionHooked("local_b", false)
+				h.CLIVersion("local_b", "2.1.400")
+			},
+			func(h *Health, c *clock) { h.SessionGone("local_a") },
+			[]string{"local_a"}},
+		{CodeManagedSettings,
+			func(h *Health, c *clock) { h.SetDropIn("the managed-settings drop-in is not installed") },
+			func(h *Health, c *clock) { h.SetDropIn("") },
+			nil},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.code), func(t *testing.T) {
@@ -173,6 +189,21 @@ func TestEachWarningRaisesAndClears(t *testing.T) {
 				t.Errorf("%s did not clear: %v", tt.code, got)
 			}
 		})
+	}
+}
+
+// Versions are kept oldest first, a few per session, and the snapshot lists those of the live
+// sessions; what does not read as a version is not kept.
+func TestCLIVersionsAreBoundedAndListedOldestFirst(t *testing.T) {
+	h, _ := newTestHealth()
+	h.SessionSeen("local_a", "/s/a")
+	for _, v := range []string{"2.1.400", "2.1.329", "$(id)", "2.1.329", "2.1.10", "2.0.1", "3.0.0", "2.1.2"} {
+		h.CLIVersion("local_a", v)
+	}
+	s := h.Snapshot(false)
+	want := []string{"2.0.1", "2.1.2", "2.1.10", "2.1.329"}
+	if !slices.Equal(s.Sessions[0].CLIVersions, want) || !slices.Equal(s.CLIVersions, want) {
+		t.Errorf("session versions %v, snapshot %v; want %v", s.Sessions[0].CLIVersions, s.CLIVersions, want)
 	}
 }
 

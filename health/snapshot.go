@@ -28,8 +28,10 @@ type Snapshot struct {
 	Totals    Totals      `json:"totals"`
 	Today     Today       `json:"today"`
 	Scan      ScanReport  `json:"scan"`
-	Warnings  []Warning   `json:"warnings"`
-	Sessions  []Session   `json:"sessions"`
+	// CLIVersions are the Claude Code versions the live sessions' transcripts name, oldest first.
+	CLIVersions []string  `json:"cli_versions"`
+	Warnings    []Warning `json:"warnings"`
+	Sessions    []Session `json:"sessions"`
 }
 
 // DaemonInfo are the daemon's own figures.
@@ -76,6 +78,11 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 			continue
 		}
 		s.Counts.Live++
+		for _, v := range se.CLIVersions {
+			if !slices.Contains(s.CLIVersions, v) && len(s.CLIVersions) < maxListed {
+				s.CLIVersions = append(s.CLIVersions, v)
+			}
+		}
 		if se.Hooked {
 			s.Counts.Hooked++
 		}
@@ -86,6 +93,7 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 			s.Counts.Confirmed++
 		}
 	}
+	slices.SortFunc(s.CLIVersions, compareVersions)
 	if s.Today.Date != now.Format(time.DateOnly) {
 		s.Today = Today{Date: now.Format(time.DateOnly)}
 	}
@@ -155,6 +163,9 @@ type HeartbeatOptions struct {
 	// Watches, when set, counts the folders the daemon watches now, for every snapshot; without
 	// it the count of the last scan is reported.
 	Watches func() int
+	// Check, when set, runs before each heartbeat: for checks the daemon repeats on its own
+	// (the installed drop-in), whose results it records in Health.
+	Check func()
 }
 
 // Heartbeat logs a heartbeat record and one WARN per active warning every interval, writing each
@@ -195,6 +206,9 @@ func (h *Health) Heartbeat(ctx context.Context, o HeartbeatOptions) error {
 const snapshotGap = 200 * time.Millisecond
 
 func (h *Health) beat(o HeartbeatOptions, log bool) {
+	if log && o.Check != nil {
+		o.Check()
+	}
 	s := h.Snapshot(log)
 	s.Daemon = daemonFigures(o, s.Daemon, h.now())
 	if log {
@@ -228,7 +242,7 @@ func logSnapshot(log *slog.Logger, s Snapshot) {
 	log.Info("heartbeat",
 		"healthy", s.Healthy(), "warnings", len(s.Warnings),
 		"mode", s.Config.Mode, "enabled", s.Config.Enabled, "config_origin", s.Config.Origin, "config_hash", s.Config.Hash,
-		"sessions_live", s.Counts.Live, "sessions_hooked", s.Counts.Hooked, "sessions_unverified", s.Counts.Unverified,
+		"cli_versions", s.CLIVersions, "sessions_live", s.Counts.Live, "sessions_hooked", s.Counts.Hooked, "sessions_unverified", s.Counts.Unverified,
 		"events", s.Totals.Events, "denies", s.Totals.Denies, "asks", s.Totals.Asks,
 		"uptime_s", s.Daemon.UptimeSeconds, "goroutines", s.Daemon.Goroutines, "max_rss_bytes", s.Daemon.MaxRSSBytes,
 		"watches", s.Daemon.Watches, "decision_latency_p50_ms", s.Daemon.LatencyP50Ms,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -54,6 +55,9 @@ func (h *Health) warningsLocked(now time.Time) []Warning {
 	if c.PolicyProblem != "" {
 		add(CodeConfigInvalid, "the policy in managed.json does not compile (running on "+c.PolicyFallback+"): "+c.PolicyProblem, nil)
 	}
+	if h.dropIn != "" {
+		add(CodeManagedSettings, h.dropIn, nil)
+	}
 	h.sessionWarnings(now, add)
 	h.scanWarnings(add)
 	h.counterWarnings(add)
@@ -61,7 +65,8 @@ func (h *Health) warningsLocked(now time.Time) []Warning {
 }
 
 func (h *Health) sessionWarnings(now time.Time, add func(code Code, msg string, sessions []string)) {
-	var unhooked, unverified, hookedLong, quarantined, injected []string
+	var unhooked, unverified, hookedLong, quarantined, injected, oldCLI []string
+	var oldVersions []string
 	var reasons, files []string
 	anyConfirmed := false
 	for _, s := range h.sortedSessions() {
@@ -76,6 +81,15 @@ func (h *Health) sessionWarnings(now time.Time, add func(code Code, msg string, 
 			injected = append(injected, s.ID)
 			for _, f := range slices.Sorted(maps.Keys(s.Instructions)) {
 				files = append(files, s.ID+"/"+f+" ("+strings.Join(s.Instructions[f], ", ")+")")
+			}
+		}
+		for _, v := range s.CLIVersions {
+			if !claudehook.HonoursOnFailure(v) {
+				oldCLI = append(oldCLI, s.ID)
+				if !slices.Contains(oldVersions, v) {
+					oldVersions = append(oldVersions, v)
+				}
+				break
 			}
 		}
 		switch {
@@ -96,6 +110,9 @@ func (h *Health) sessionWarnings(now time.Time, add func(code Code, msg string, 
 	}
 	if len(injected) > 0 {
 		add(CodeInstructionFound, fmt.Sprintf("%d session(s) have instruction or memory files holding text an agent would obey: %s", len(injected), strings.Join(listed(files), "; ")), injected)
+	}
+	if len(oldCLI) > 0 {
+		add(CodeCLIWithoutOnFailure, fmt.Sprintf("%d session(s) run a Claude Code older than %s (%s): a hook killed or hung there lets the call run", len(oldCLI), claudehook.OnFailureSince, strings.Join(listed(oldVersions), ", ")), oldCLI)
 	}
 	if len(unhooked) > 0 {
 		add(CodeSessionUnhooked, fmt.Sprintf("%d session(s) do not carry the coworkbridge hook", len(unhooked)), unhooked)

@@ -10,6 +10,8 @@ package transcript
 
 import (
 	"encoding/json"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
 // Kind says whether an Item is a call or a result.
@@ -39,6 +41,7 @@ type Item struct {
 // are the conversation; others (api-request-blob among them) repeat its blocks and are ignored.
 type line struct {
 	Type    string `json:"type"`
+	Version string `json:"version"`
 	Message struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
@@ -59,10 +62,25 @@ const maxID = 128
 // Parse returns the tool calls and results of one transcript line, in order; none for a line of
 // any other kind or shape.
 func Parse(data []byte) []Item {
+	items, _ := ParseLine(data)
+	return items
+}
+
+// ParseLine is Parse that also returns the version of Claude Code the line says wrote it (every
+// conversation line carries one); "" when it has none or none that reads as a version. The agent
+// can write lines too, so a version here says a CLI of it may have run, not that one did.
+func ParseLine(data []byte) (items []Item, version string) {
 	var l line
 	if json.Unmarshal(data, &l) != nil || (l.Type != "assistant" && l.Type != "user") {
-		return nil
+		return nil, ""
 	}
+	if _, ok := claudehook.ParseVersion(l.Version); ok {
+		version = l.Version
+	}
+	return parseBlocks(l), version
+}
+
+func parseBlocks(l line) []Item {
 	var blocks []block
 	if json.Unmarshal(l.Message.Content, &blocks) != nil { // a plain string: text only
 		return nil

@@ -2,9 +2,12 @@ package transcript
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
 // A transcript written by the pinned CLI (2.1.329): an allowed call, one denied by the hook, one
@@ -58,11 +61,41 @@ func TestLinesOfOtherShapesGiveNothing(t *testing.T) {
 	}
 }
 
+func TestEveryConversationLineOfTheCLINamesItsVersion(t *testing.T) {
+	data, err := os.ReadFile("testdata/cli-2.1.329.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]int{}
+	for l := range bytes.Lines(data) {
+		if _, v := ParseLine(l); v != "" {
+			versions[v]++
+		}
+	}
+	if len(versions) != 1 || versions["2.1.329"] == 0 {
+		t.Errorf("versions read: %v, want 2.1.329 alone", versions)
+	}
+	for _, l := range []string{
+		`{"type":"user","version":"$(rm -rf ~)","message":{"content":"x"}}`,
+		`{"type":"user","version":"2.1","message":{"content":"x"}}`,
+		`{"type":"summary","version":"2.1.329"}`,
+	} {
+		if _, v := ParseLine([]byte(l)); v != "" {
+			t.Errorf("ParseLine(%s) gave version %q", l, v)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]}}`))
 	f.Add([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":false}]}}`))
+	f.Add([]byte(`{"type":"user","version":"2.1.329","message":{"content":"hi"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, it := range Parse(data) {
+		items, version := ParseLine(data)
+		if _, ok := claudehook.ParseVersion(version); version != "" && !ok {
+			t.Fatalf("version %q does not read as one", version)
+		}
+		for _, it := range items {
 			if it.ToolUseID == "" || len(it.ToolUseID) > maxID || (it.Kind != Use && it.Kind != Result) {
 				t.Fatalf("item %+v", it)
 			}

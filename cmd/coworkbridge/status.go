@@ -164,6 +164,9 @@ func (v statusView) render(w io.Writer) {
 	fmt.Fprintf(w, "sessions: %d live, %d hooked, %d unverified, %d silent\n", s.Counts.Live, s.Counts.Hooked,
 		s.Counts.Unverified, silent(s))
 	fmt.Fprintf(w, "last event: %s\n", lastEvent(v.Now, s))
+	if len(s.CLIVersions) > 0 {
+		fmt.Fprintf(w, "Claude Code seen: %s\n", strings.Join(s.CLIVersions, ", "))
+	}
 	today := s.Today
 	if today.Date != v.Now.Format(time.DateOnly) {
 		today = health.Today{}

@@ -29,7 +29,9 @@ func fixtureSnapshot(warn bool) *health.Snapshot {
 	}
 	h.Event("local_0a1b", health.Deny, 4*time.Millisecond)
 	h.Event("local_9f8e", health.Allow, 3*time.Millisecond)
+	h.CLIVersion("local_0a1b", "2.1.329")
 	if warn {
+		h.CLIVersion("local_9f8e", "2.1.220")
 		h.SessionSeen("local_7c7c", "/s/local_7c7c")
 		h.SessionHooked("local_7c7c", true)
 		h.Malformed("local_9f8e")
