@@ -33,6 +33,9 @@ type Outcome struct {
 	Invalid []string
 	// Project lists attempts found and undone in the project-level settings (see guardProject).
 	Project []string
+	// MCP lists what was held of the MCP servers in .mcp.json and the CLI's state file, and
+	// MCPAttempts the part of it only an attempt explains (see guardMCP).
+	MCP, MCPAttempts []string
 	// Running: the session's CLI had already started (it has a transcript folder), so a hook written
 	// for the first time now is unverified until an event arrives.
 	Running bool
@@ -45,6 +48,7 @@ func (o Outcome) Repairs() []string {
 		r = append(r, "held "+k)
 	}
 	r = append(r, o.Project...)
+	r = append(r, o.MCP...)
 	if o.Replaced != "" {
 		r = append(r, "replaced a "+o.Replaced+" at settings.json")
 	}
@@ -74,6 +78,7 @@ func (o Outcome) Tampering() []string {
 	if o.Replaced != "" {
 		r = append(r, "a "+o.Replaced+" stood at settings.json")
 	}
+	r = append(r, o.MCPAttempts...)
 	return append(r, o.Project...)
 }
 
@@ -127,6 +132,10 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 	out.Project = project
 	if perr != nil {
 		return out, perr
+	}
+	var merr error
+	if out.MCP, out.MCPAttempts, merr = guardMCP(s, e.Allowed, now); merr != nil {
+		return out, merr
 	}
 	data, perm, err := readSettings(s, &out, now)
 	if err != nil {

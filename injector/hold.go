@@ -35,6 +35,8 @@ func hold(top *object, l allowlist.List) held {
 			holdHooks(top, v, l, &h)
 		case k == "env":
 			holdEnv(top, v, l, &h)
+		case k == "mcpServers" && !l.Key(k):
+			holdMembers(top, k, l.MCPServer, &h)
 		case k == "disableAllHooks":
 			// false is harmless as it stands; true is held whatever an admin allowed, since it
 			// would switch our own hook off.
@@ -51,21 +53,28 @@ func hold(top *object, l allowlist.List) held {
 }
 
 func holdEnv(top *object, v json.RawMessage, l allowlist.List, h *held) {
-	env, err := parseObject(v)
+	holdMembers(top, "env", l.Env, h)
+}
+
+// holdMembers keeps, of the object at top[key], the members allow passes, and reports the others
+// as "key.member"; a value that is not an object goes whole.
+func holdMembers(top *object, key string, allow func(string) bool, h *held) {
+	v, _ := top.get(key)
+	members, err := parseObject(v)
 	if err != nil {
-		top.del("env")
-		h.add("env")
+		top.del(key)
+		h.add(key)
 		return
 	}
 	n := len(h.names)
-	for _, k := range append([]string(nil), env.keys...) {
-		if !l.Env(k) {
-			env.del(k)
-			h.add("env." + k)
+	for _, k := range append([]string(nil), members.keys...) {
+		if !allow(k) {
+			members.del(k)
+			h.add(key + "." + k)
 		}
 	}
 	if len(h.names) > n {
-		top.set("env", env.encode())
+		top.set(key, members.encode())
 	}
 }
 

@@ -435,7 +435,8 @@ func (in *Injector) handle(ev fswatch.Event) bool {
 		}
 		return !strings.HasPrefix(base, ".")
 	case p.Rel == "outputs" && ev.Has(fswatch.Create), p.Rel == "outputs/"+session.ClaudeDir,
-		strings.HasPrefix(p.Rel, "outputs/"+session.ClaudeDir+"/settings") && strings.Count(p.Rel, "/") == 2:
+		strings.HasPrefix(p.Rel, "outputs/"+session.ClaudeDir+"/settings") && strings.Count(p.Rel, "/") == 2,
+		(p.Rel == ProjectMCPFile || p.Rel == StateFile) && !ev.Has(fswatch.Remove):
 		if _, known := in.live[p.Dir]; known {
 			in.watchSession(p.Dir)
 			in.ensure(p.Dir, p.ID(), reasonChange)

@@ -2,6 +2,7 @@ package injector
 
 import (
 	"bytes"
+	"slices"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -428,5 +429,20 @@ func TestMergeHoldsWhatTheSafeListDoesNotPass(t *testing.T) {
 	again, res2, err := Merge(out, e)
 	if err != nil || res2.Changed || !bytes.Equal(again, out) {
 		t.Errorf("not idempotent: %+v %v", res2, err)
+	}
+}
+
+// An admin names MCP servers one by one: the others in the same mcpServers are held.
+func TestMergeHoldsMCPServersTheAdminDidNotName(t *testing.T) {
+	e := entryAllowing(t, managedconfig.Enforce, "mcpServers.github")
+	out, res, err := Merge([]byte(`{"mcpServers":{"github":{"command":"gh-mcp"},"evil":{"command":"sh"}}}`), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Held, []string{"mcpServers.evil"}) || !slices.Equal(res.Attempts, []string{"mcpServers.evil"}) {
+		t.Errorf("held %v, attempts %v", res.Held, res.Attempts)
+	}
+	if !bytes.Contains(out, []byte("gh-mcp")) || bytes.Contains(out, []byte("evil")) {
+		t.Errorf("result: %s", out)
 	}
 }

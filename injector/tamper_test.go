@@ -123,3 +123,71 @@ func TestANeuteredEntryWithOurMarkerIsReplacedAndAFightIsReported(t *testing.T) 
 		t.Errorf("the fight was not reported: %v", rec.tampered)
 	}
 }
+
+// MCP servers the CLI would start come from three places besides settings: the project's
+// .mcp.json and the CLI's state file (user scope and, per project, local scope). Each server the
+// admin has not named is taken out at once, the rest kept, and the attempt reported.
+func TestMCPServersOutsideSettingsAreHeldMemberWise(t *testing.T) {
+	tests := []struct {
+		name, file, content string
+		gone, kept          []string
+	}{
+		{"project .mcp.json", "outputs/.mcp.json",
+			`{"mcpServers":{"evil":{"command":"/bin/sh","args":["-c","id"]},"github":{"command":"gh-mcp"}}}`,
+			[]string{"evil"}, []string{"github"}},
+		{"user scope in the CLI's state file", ".claude/.claude.json",
+			`{"numStartups":3,"mcpServers":{"evil":{"command":"nc"}}}`,
+			[]string{"evil"}, []string{"numStartups"}},
+		{"local scope in the CLI's state file", ".claude/.claude.json",
+			`{"projects":{"/sessions/x/mnt/outputs":{"allowedTools":[],"mcpServers":{"evil":{"type":"stdio","command":"curl"},"github":{"command":"gh-mcp"}}}}}`,
+			[]string{"evil"}, []string{"github", "allowedTools"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "sessions")
+			dir := makeSession(t, root, "local_m", "{}")
+			os.MkdirAll(filepath.Join(dir, "outputs"), 0o755)
+			cfg := testConfig(root, managedconfig.Enforce)
+			cfg.AllowedSettings = []string{"mcpServers.github"}
+			_, rec := startInjector(t, cfg, Options{})
+			p := filepath.Join(dir, filepath.FromSlash(tt.file))
+			os.WriteFile(p, []byte(tt.content), 0o600)
+			cbtest.WaitFor(t, "the server held", func() bool {
+				data, _ := os.ReadFile(p)
+				return len(data) > 0 && !strings.Contains(string(data), tt.gone[0])
+			})
+			data, _ := os.ReadFile(p)
+			for _, k := range tt.kept {
+				if !strings.Contains(string(data), k) {
+					t.Errorf("%s was not kept: %s", k, data)
+				}
+			}
+			if !rec.tamperedWith("local_m", "mcpServers.evil") {
+				t.Errorf("not reported: %v", rec.tampered)
+			}
+			if aside, _ := filepath.Glob(p + ".invalid-*"); len(aside) != 1 {
+				t.Errorf("no copy kept of the original: %v", aside)
+			}
+		})
+	}
+}
+
+func TestALinkAtTheProjectMCPFileIsRemoved(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_ml", "{}")
+	os.MkdirAll(filepath.Join(dir, "outputs"), 0o755)
+	elsewhere := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(elsewhere, []byte(`{"mcpServers":{"evil":{"command":"id"}}}`), 0o644)
+	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	os.Symlink(elsewhere, filepath.Join(dir, "outputs", ".mcp.json"))
+	cbtest.WaitFor(t, "the link removed", func() bool {
+		_, err := os.Lstat(filepath.Join(dir, "outputs", ".mcp.json"))
+		return os.IsNotExist(err)
+	})
+	if data, _ := os.ReadFile(elsewhere); !strings.Contains(string(data), "evil") {
+		t.Errorf("the link's target was touched: %s", data)
+	}
+	if !rec.tamperedWith("local_ml", "link") {
+		t.Errorf("not reported: %v", rec.tampered)
+	}
+}

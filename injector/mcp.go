@@ -1,0 +1,138 @@
+package injector
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/allowlist"
+	"github.com/coworkbridge/coworkbridge/session"
+)
+
+// The other files a session's CLI reads MCP server definitions from, each able to make it start a
+// program: the project's outputs/.mcp.json (cwd is outputs/), and the CLI's own state file in
+// CLAUDE_CONFIG_DIR (the session's .claude), whose mcpServers are the user scope and whose
+// projects.<path>.mcpServers the local scope. The agent writes both folders.
+const (
+	ProjectMCPFile = "outputs/.mcp.json"
+	StateFile      = session.ClaudeDir + "/.claude.json"
+)
+
+// maxStateBytes bounds what is read of the CLI's state file, which grows with its history; one
+// larger is moved aside whole (the CLI starts a new one), so padding cannot hide a server.
+const maxStateBytes = 16 << 20
+
+// guardMCP holds the MCP server definitions of the session's .mcp.json and the CLI's state file
+// to the allow-list. It returns what it took out ("outputs/.mcp.json: held mcpServers.x"), the
+// part of it that is an attempt, and an error only when something could not be undone.
+//
+// The CLI rewrites its state file on its own at times; a write of ours that lands between its
+// read and its rename would lose one of its updates (counters, recent projects), never a
+// setting. That happens only when a server was planted, which no Cowork session does otherwise.
+func guardMCP(s *session.Session, l allowlist.List, now time.Time) (found, attempts []string, err error) {
+	for _, f := range []struct {
+		name     string
+		projects bool // also the local scope under projects.*
+	}{{ProjectMCPFile, false}, {StateFile, true}} {
+		fd, at, ferr := guardMCPFile(s, f.name, f.projects, l, now)
+		found, attempts = append(found, fd...), append(attempts, at...)
+		if ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	return found, attempts, err
+}
+
+func guardMCPFile(s *session.Session, name string, projects bool, l allowlist.List, now time.Time) (found, attempts []string, err error) {
+	fi, err := s.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("examine %s: %w", name, err)
+	case fi.IsDir():
+		return nil, nil, nil // the CLI reads no servers from a folder
+	case !fi.Mode().IsRegular():
+		// A link the CLI would follow to definitions we cannot see.
+		if err := s.Remove(name); err != nil {
+			return nil, []string{name + " is a link or special file"}, fmt.Errorf("remove %s: %w", name, err)
+		}
+		msg := name + " was a link or special file (removed)"
+		return []string{msg}, []string{msg}, nil
+	case fi.Size() > maxStateBytes:
+		aside := asideName(name, now)
+		if err := s.MoveAside(name, aside); err != nil {
+			return nil, nil, fmt.Errorf("move aside the oversized %s: %w", name, err)
+		}
+		return []string{name + " was too large to judge (moved aside as " + aside + ")"}, nil, nil
+	}
+	data, err := s.ReadFile(name, maxStateBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, nil, nil // the CLI starts no server from a file it cannot parse
+	}
+	h := holdServers(top, projects, l)
+	if len(h.names) == 0 {
+		return nil, nil, nil
+	}
+	for _, n := range h.names {
+		found = append(found, name+": held "+n)
+	}
+	for _, n := range h.attempts {
+		attempts = append(attempts, name+" set "+n)
+	}
+	if _, err := setAside(s, name, data, now); err != nil {
+		return found, attempts, err
+	}
+	out, err := indent(top.encode())
+	if err == nil {
+		err = s.Replace(name, out, fi.Mode().Perm())
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return found, attempts, fmt.Errorf("write %s: %w", name, err)
+	}
+	return found, attempts, nil
+}
+
+// holdServers takes out of top the MCP servers the allow-list does not name: top.mcpServers, and
+// with projects every projects.<path>.mcpServers.
+func holdServers(top *object, projects bool, l allowlist.List) held {
+	var h held
+	if _, ok := top.get("mcpServers"); ok && !l.Key("mcpServers") {
+		holdMembers(top, "mcpServers", l.MCPServer, &h)
+	}
+	if !projects || l.Key("mcpServers") {
+		return h
+	}
+	v, ok := top.get("projects")
+	if !ok {
+		return h
+	}
+	ps, err := parseObject(v)
+	if err != nil {
+		return h // the CLI reads no local scope from it either
+	}
+	n := len(h.names)
+	for _, path := range ps.keys {
+		p, err := parseObject(ps.vals[path])
+		if err != nil {
+			continue
+		}
+		if _, ok := p.get("mcpServers"); !ok {
+			continue
+		}
+		m := len(h.names)
+		holdMembers(p, "mcpServers", l.MCPServer, &h)
+		if len(h.names) > m {
+			ps.set(path, p.encode())
+		}
+	}
+	if len(h.names) > n {
+		top.set("projects", ps.encode())
+	}
+	return h
+}
