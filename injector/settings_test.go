@@ -2,12 +2,12 @@ package injector
 
 import (
 	"bytes"
-	"slices"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
