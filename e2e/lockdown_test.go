@@ -182,3 +182,64 @@ func TestAttackSettingsChangeMidSessionIsBlockedByTheConfigChangeHook(t *testing
 		t.Errorf("the settings change was not judged:\n%s", log)
 	}
 }
+
+// throughWrapper makes the drop-in start the host hook through a shell script that does what
+// prelude says first, with the hook's timeout cut to 2 s so that the test takes seconds.
+func throughWrapper(t *testing.T, prelude string) func([]byte) []byte {
+	return func(data []byte) []byte {
+		var doc struct {
+			Hooks map[string][]struct {
+				Matcher string           `json:"matcher"`
+				Hooks   []map[string]any `json:"hooks"`
+			} `json:"hooks"`
+		}
+		var top map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil || json.Unmarshal(data, &top) != nil {
+			t.Fatalf("drop-in: %v", err)
+		}
+		wrapper := filepath.Join(t.TempDir(), "hook-wrapper")
+		for _, g := range doc.Hooks["PreToolUse"] {
+			for _, h := range g.Hooks {
+				script := "#!/bin/sh\n" + prelude + "\nexec '" + h["command"].(string) + "' \"$@\"\n"
+				if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				h["command"], h["timeout"] = wrapper, 2
+			}
+		}
+		hooks := top["hooks"].(map[string]any)
+		hooks["PreToolUse"] = doc.Hooks["PreToolUse"]
+		out, _ := json.MarshalIndent(top, "", "  ")
+		return out
+	}
+}
+
+// TestAttackHostHookStoppedPastItsTimeoutBlocksTheCall: the host hook stopped (SIGSTOP, as a
+// process of the user's could do to it) until Claude Code kills it at its timeout; onFailure
+// "block" refuses the call.
+func TestAttackHostHookStoppedPastItsTimeoutBlocksTheCall(t *testing.T) {
+	hostHookFailsClosed(t, "kill -STOP $$")
+}
+
+// TestAttackSlowClassificationUnderTheHostHookBlocksTheCall: a judgement that takes longer than
+// the hook's timeout (stood in for by a wait before the host hook starts) is killed by Claude
+// Code and refuses the call instead of letting it run unjudged.
+func TestAttackSlowClassificationUnderTheHostHookBlocksTheCall(t *testing.T) {
+	hostHookFailsClosed(t, "sleep 5")
+}
+
+func hostHookFailsClosed(t *testing.T, prelude string) {
+	t.Helper()
+	m := newManagedMachine(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`, throughWrapper(t, prelude))
+	session := newCoworkSession(t, t.TempDir(), "failclosed")
+	pwned := filepath.Join(session, "outputs", "pwned")
+	api := newFakeAPI(t, []toolUse{{Name: "Bash", Input: map[string]any{"command": "touch " + pwned, "description": "touch"}}})
+	run := m.run(t, api, session)
+	if _, err := os.Stat(pwned); err == nil {
+		t.Error("the call ran while its hook could not answer")
+	}
+	res := streamToolResults(run)
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "blocking because onFailure") {
+		t.Errorf("tool results %+v", res)
+	}
+}
