@@ -1,6 +1,7 @@
 package injector
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -77,10 +78,12 @@ func guardProjectFile(s *session.Session, name string, l allowlist.List, now tim
 	if v, ok := top.get("hooks"); ok {
 		if hooks, err := parseObject(v); err == nil {
 			// No hook of ours stands here, so every PreToolUse group is another's.
-			if _, ok := hooks.get("PreToolUse"); ok && !l.HookEvent("PreToolUse") {
-				hooks.del("PreToolUse")
-				h.add("hooks.PreToolUse")
-				top.set("hooks", hooks.encode())
+			var groups []json.RawMessage
+			if pre, ok := hooks.get("PreToolUse"); ok && json.Unmarshal(pre, &groups) == nil && len(groups) > 0 {
+				if holdForeignPreToolUse(groups, l, &h) == nil {
+					hooks.del("PreToolUse")
+					top.set("hooks", hooks.encode())
+				}
 			}
 		}
 	}
