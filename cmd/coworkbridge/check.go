@@ -30,6 +30,7 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	var corpora multiFlag
 	fs.Var(&corpora, "corpus", "score a labelled corpus (JSON lines: tool, command, expect); repeatable")
 	misses := fs.Bool("show-misses", false, "with --corpus, list the rows whose verdict disagrees")
+	settingsFile := fs.String("settings", "", "show what the allow-list holds of this settings file (as the daemon does in a session, and the lockdown ConfigChange hook)")
 	replayLog := fs.String("replay", "", "judge every call of this decision log again and show what would change")
 	candidate := fs.String("config", "", "with --replay: the candidate managed.json to judge with (default: the one in force)")
 	if code, done := fs.parse(args); done {
@@ -37,6 +38,12 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	}
 	if *candidate != "" && *replayLog == "" {
 		return fs.usageError("--config names the candidate for --replay; give --replay LOG too")
+	}
+	if *settingsFile != "" {
+		if *bash != "" || *write != "" || len(corpora) > 0 || *replayLog != "" || fs.NArg() > 0 {
+			return fs.usageError("--settings cannot be combined with a call to classify, --corpus or --replay")
+		}
+		return checkSettings(*settingsFile, *asJSON, sio)
 	}
 	if *replayLog != "" {
 		if *bash != "" || *write != "" || len(corpora) > 0 || fs.NArg() > 0 {

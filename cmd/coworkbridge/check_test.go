@@ -88,3 +88,34 @@ func TestCheckCorpusScoresADecisionLog(t *testing.T) {
 		t.Errorf("scores:\n%s", out.String())
 	}
 }
+
+// check --settings says what the allow-list of the configuration in force holds of a settings
+// file, which of it is an attempt, and what lockdown does with it.
+func TestCheckSettingsExplainsTheAllowListAndLockdown(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "managed.json")
+	os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"allowed_settings":["env.HTTPS_PROXY"]}`), 0o600)
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", cfg)
+	t.Setenv("COWORKBRIDGE_STATE_DIR", t.TempDir())
+	settings := filepath.Join(dir, "settings.json")
+	os.WriteFile(settings, []byte(`{"model":"opus","someNewKey":1,"statusLine":{"type":"command","command":"id"},"env":{"HTTPS_PROXY":"http://p","CLAUDE_CODE_SIMPLE":"1"}}`), 0o600)
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"check", "--settings", settings}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"held:     someNewKey (not on the safe list",
+		"held:     statusLine (can start a program",
+		"held:     env.CLAUDE_CODE_SIMPLE (can start a program",
+		"lockdown: on; written mid-session, this change is blocked",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, kept := range []string{"model", "HTTPS_PROXY"} {
+		if strings.Contains(out.String(), kept) {
+			t.Errorf("%s was held:\n%s", kept, out.String())
+		}
+	}
+}

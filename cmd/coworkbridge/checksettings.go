@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/coworkbridge/coworkbridge/allowlist"
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// maxCheckedSettings bounds the settings file check reads, as the daemon bounds a session's.
+const maxCheckedSettings = 4 << 20
+
+// checkSettings shows an admin what the configuration in force does with a settings file: what
+// the allow-list would hold in a session, which of it quarantines the session, and what the
+// lockdown drop-in's ConfigChange hook would do with the change.
+func checkSettings(file string, asJSON bool, sio stdio) int {
+	f, err := os.Open(file)
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge check:", err)
+		return exitFail
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxCheckedSettings+1))
+	f.Close()
+	if err == nil && len(data) > maxCheckedSettings {
+		err = fmt.Errorf("%s is larger than %d bytes; the daemon would set it aside whole", file, maxCheckedSettings)
+	}
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge check:", err)
+		return exitFail
+	}
+	s, err := configInForce()
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge check:", err)
+		return exitFail
+	}
+	held, attempts, err := injector.Judge(data, allowlist.New(s.Config.AllowedSettings))
+	if err != nil {
+		fmt.Fprintf(sio.err, "coworkbridge check: %s: %v\n", file, err)
+		return exitFail
+	}
+	if asJSON {
+		json.NewEncoder(sio.out).Encode(map[string]any{"config": s.Path, "lockdown": s.Config.Lockdown,
+			"allowed_settings": s.Config.AllowedSettings, "held": orEmpty(held), "attempts": orEmpty(attempts)})
+		return exitOK
+	}
+	fmt.Fprintf(sio.out, "config:   %s (%s)\n", s.Path, s.Origin)
+	if len(held) == 0 {
+		fmt.Fprintln(sio.out, "held:     nothing; every key stays (safe list or allowed_settings)")
+	}
+	for _, h := range held {
+		why := "not on the safe list: kept aside and reported"
+		if slices.Contains(attempts, h) {
+			why = "can start a program or switch hooks off: kept aside, and the session quarantined"
+		}
+		fmt.Fprintf(sio.out, "held:     %s (%s)\n", h, why)
+	}
+	switch {
+	case s.Config.Lockdown && len(attempts) > 0:
+		fmt.Fprintln(sio.out, "lockdown: on; written mid-session, this change is blocked from loading by the managed ConfigChange hook in enforce (recorded in observe), and no user or project hook runs anyway")
+	case s.Config.Lockdown:
+		fmt.Fprintln(sio.out, "lockdown: on; the managed ConfigChange hook lets this change load")
+	default:
+		fmt.Fprintln(sio.out, "lockdown: off; the daemon takes held keys out of the session's files as soon as they are written")
+	}
+	return exitOK
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// configInForce is the configuration the daemon runs on: the file, or its last good copy.
+func configInForce() (managedconfig.Snapshot, error) {
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		return managedconfig.Snapshot{}, err
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		return managedconfig.Snapshot{}, err
+	}
+	s := managedconfig.NewLoader(env, paths).Load()
+	if s.Origin == managedconfig.OriginInvalid {
+		return s, fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)", s.Problem, s.Path)
+	}
+	return s, nil
+}
