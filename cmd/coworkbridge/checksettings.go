@@ -48,7 +48,11 @@ func checkSettings(file string, asJSON bool, sio stdio) int {
 			"allowed_settings": s.Config.AllowedSettings, "held": orEmpty(held), "attempts": orEmpty(attempts)})
 		return exitOK
 	}
-	fmt.Fprintf(sio.out, "config:   %s (%s)\n", s.Path, s.Origin)
+	if s.Path == "" {
+		fmt.Fprintln(sio.out, "config:   none found: the defaults (nothing allowed beyond the safe list, no lockdown)")
+	} else {
+		fmt.Fprintf(sio.out, "config:   %s (%s)\n", s.Path, s.Origin)
+	}
 	if len(held) == 0 {
 		fmt.Fprintln(sio.out, "held:     nothing; every key stays (safe list or allowed_settings)")
 	}
