@@ -82,7 +82,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	if !enforce {
 		applied = claudehook.Allow
 	}
-	t.recon.noteJudged(pl.ToolUseID, enforce && v.Decision == claudehook.Deny, c.opts.Now())
+	t.recon.noteJudged(pl.ToolUseID, enforce && v.Decision == claudehook.Deny, pl.ToolInput, c.opts.Now())
 	o := outcome{rec: rec}
 	if waiting {
 		// A hook still in enforce after a switch to observe is released with no objection.

@@ -49,9 +49,9 @@ type reconciler struct {
 	last    time.Time // the last reconciliation
 	pos     map[string]spool.Position
 	partial map[string]spool.Partial
-	judged  map[string]judgedCall      // by tool_use_id, from the events judged
-	uses    map[string]transcript.Item // calls seen in the transcript, awaiting a result
-	pending map[string]time.Time       // results that ran with no event yet, since when
+	judged  map[string]judgedCall // by tool_use_id, from the events judged
+	uses    map[string]use        // calls seen in the transcript, awaiting a result
+	pending map[string]time.Time  // results that ran with no event yet, since when
 	// versions are the Claude Code versions health has been told of, so that it hears of each
 	// once rather than at every line.
 	versions []string
@@ -60,6 +60,15 @@ type reconciler struct {
 type judgedCall struct {
 	denied bool // an enforced deny
 	at     time.Time
+	input  transcript.Fingerprint
+}
+
+// use is what is kept of a call the transcript shows, until its result: never its whole input,
+// which can hold a whole file (a session writing huge inputs must not grow the daemon).
+type use struct {
+	id, tool string
+	preview  json.RawMessage // transcript.Preview of the input
+	input    transcript.Fingerprint
 }
 
 // maxVersions bounds the versions one session reports: lines the agent writes can name any.
@@ -67,11 +76,11 @@ const maxVersions = 8
 
 func newReconciler(now time.Time) *reconciler {
 	return &reconciler{since: now, pos: map[string]spool.Position{}, partial: map[string]spool.Partial{},
-		judged: map[string]judgedCall{}, uses: map[string]transcript.Item{}, pending: map[string]time.Time{}}
+		judged: map[string]judgedCall{}, uses: map[string]use{}, pending: map[string]time.Time{}}
 }
 
 // noteJudged records that the event of a tool call reached the daemon and how it was decided.
-func (r *reconciler) noteJudged(toolUseID string, denied bool, now time.Time) {
+func (r *reconciler) noteJudged(toolUseID string, denied bool, input json.RawMessage, now time.Time) {
 	if toolUseID == "" || len(toolUseID) > 128 {
 		return
 	}
@@ -82,12 +91,12 @@ func (r *reconciler) noteJudged(toolUseID string, denied bool, now time.Time) {
 			}
 		}
 	}
-	r.judged[toolUseID] = judgedCall{denied: denied, at: now}
+	r.judged[toolUseID] = judgedCall{denied: denied, at: now, input: transcript.FingerprintOf(input)}
 }
 
 // unguarded is one call found to have run without the guard.
 type unguarded struct {
-	use transcript.Item
+	use use
 	why string
 }
 
@@ -187,15 +196,20 @@ func (r *reconciler) take(it transcript.Item, now time.Time) []unguarded {
 				break
 			}
 		}
-		r.uses[it.ToolUseID] = it
+		r.uses[it.ToolUseID] = use{id: it.ToolUseID, tool: it.Tool, preview: transcript.Preview(it.Input), input: transcript.FingerprintOf(it.Input)}
 	case transcript.Result:
 		if it.IsError {
 			delete(r.uses, it.ToolUseID)
 			return nil
 		}
-		if j, ok := r.judged[it.ToolUseID]; ok && j.denied {
+		j, ok := r.judged[it.ToolUseID]
+		u, seen := r.uses[it.ToolUseID]
+		switch {
+		case ok && j.denied:
 			return []unguarded{{r.takeUse(it.ToolUseID), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)"}}
-		} else if ok {
+		case ok && seen && !transcript.Same(j.input, u.input):
+			return []unguarded{{r.takeUse(it.ToolUseID), "it ran with an input other than the one coworkbridge judged (an event forged with its id, or the input rewritten after the judgement)"}}
+		case ok:
 			delete(r.uses, it.ToolUseID)
 			return nil
 		}
@@ -207,11 +221,11 @@ func (r *reconciler) take(it transcript.Item, now time.Time) []unguarded {
 }
 
 // takeUse returns and forgets the call of a tool-use id (with only its id when unseen).
-func (r *reconciler) takeUse(id string) transcript.Item {
+func (r *reconciler) takeUse(id string) use {
 	u, ok := r.uses[id]
 	delete(r.uses, id)
 	if !ok {
-		u = transcript.Item{Kind: transcript.Use, ToolUseID: id}
+		u = use{id: id}
 	}
 	return u
 }
@@ -245,14 +259,14 @@ func transcripts(s *session.Session) []string {
 func (c *Collector) reportUnguarded(t *tracked, p *policy, found []unguarded, now time.Time) {
 	recs := make([]telemetry.Record, 0, len(found))
 	for _, u := range found {
-		input := u.use.Input
+		input := u.use.preview
 		if len(input) == 0 {
 			input = json.RawMessage("null")
 		}
 		recs = append(recs, telemetry.Record{TS: now, Session: t.id, Agent: "cowork", Transport: telemetry.TransportTranscript,
-			Mode: string(p.cfg.Mode), Tool: u.use.Tool, Input: input, Decision: claudehook.Deny, Rule: RuleUnguarded,
-			Reason: "tool call " + u.use.ToolUseID + ": " + u.why})
-		c.log.Warn("a tool call ran without the guard", "code", health.CodeUnguardedCall, "session", t.id, "tool_use_id", u.use.ToolUseID, "tool", u.use.Tool, "why", u.why)
+			Mode: string(p.cfg.Mode), Tool: u.use.tool, Input: input, Decision: claudehook.Deny, Rule: RuleUnguarded,
+			Reason: "tool call " + u.use.id + ": " + u.why})
+		c.log.Warn("a tool call ran without the guard", "code", health.CodeUnguardedCall, "session", t.id, "tool_use_id", u.use.id, "tool", u.use.tool, "why", u.why)
 		c.opts.Health.UnguardedCall(t.id)
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {

@@ -219,3 +219,33 @@ func TestAttackRestartingRemovalBurst(t *testing.T) {
 	}
 	d.waitHooked(t, dir, "enforce")
 }
+
+// The inputs the real CLI hands its hook and the inputs its transcript records are compared by
+// reconciliation: for every tool, a call that ran as judged must not count as unguarded (the CLI
+// fills in defaults the model left out, such as an Edit's replace_all).
+func TestRealCLIInputsJudgedMatchTheTranscript(t *testing.T) {
+	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","rescan_interval":"1s"}`, "inputs", "enforce")
+	notes := filepath.Join(dir, "outputs", "notes.md")
+	api := newFakeAPI(t,
+		[]toolUse{{Name: "Write", Input: map[string]any{"file_path": notes, "content": "hello\nworld\n"}}},
+		[]toolUse{{Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "world", "new_string": "there"}}},
+		[]toolUse{{Name: "Read", Input: map[string]any{"file_path": notes}}},
+		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "ls " + filepath.Join(dir, "outputs"), "description": "list"}}},
+	)
+	res := streamToolResults(runCLI(t, api, dir))
+	if len(res) != 4 {
+		t.Fatalf("%d tool results: %+v", len(res), res)
+	}
+	for i, r := range res {
+		if r.IsError {
+			t.Errorf("call %d failed: %+v", i+1, r)
+		}
+	}
+	d.records(t, 4)
+	time.Sleep(8 * time.Second) // past the grace, and several rescans that reconcile
+	for _, r := range d.records(t, 4) {
+		if r.Rule == "coworkbridge.unguarded-call" {
+			t.Errorf("a call that ran as judged was reported unguarded: %+v", r)
+		}
+	}
+}
