@@ -81,8 +81,9 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// configInForce is the configuration the daemon runs on: the file, or its last good copy.
-func configInForce() (managedconfig.Snapshot, error) {
+// machineConfig loads managed.json as this machine has it (the file, its last good copy, or the
+// defaults), invalid or not.
+func machineConfig() (managedconfig.Snapshot, error) {
 	env, err := managedconfig.SystemEnv()
 	if err != nil {
 		return managedconfig.Snapshot{}, err
@@ -91,7 +92,15 @@ func configInForce() (managedconfig.Snapshot, error) {
 	if err != nil {
 		return managedconfig.Snapshot{}, err
 	}
-	s := managedconfig.NewLoader(env, paths).Load()
+	return managedconfig.NewLoader(env, paths).Load(), nil
+}
+
+// configInForce is the configuration the daemon runs on: the file, or its last good copy.
+func configInForce() (managedconfig.Snapshot, error) {
+	s, err := machineConfig()
+	if err != nil {
+		return s, err
+	}
 	if s.Origin == managedconfig.OriginInvalid {
 		return s, fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)", s.Problem, s.Path)
 	}

@@ -83,15 +83,10 @@ func installCmd(args []string, sio stdio, install bool) int {
 // it. An invalid file gets the drop-in without lockdown (the host hook itself then fails closed
 // when the file asks for enforce), and a warning that says so.
 func dropInConfig(sio stdio) (managedconfig.Config, error) {
-	env, err := managedconfig.SystemEnv()
+	snap, err := machineConfig()
 	if err != nil {
 		return managedconfig.Config{}, err
 	}
-	paths, err := env.Paths()
-	if err != nil {
-		return managedconfig.Config{}, err
-	}
-	snap := managedconfig.NewLoader(env, paths).Load()
 	if snap.Origin == managedconfig.OriginInvalid {
 		fmt.Fprintf(sio.err, "coworkbridge install: warning: %s; the drop-in is written without lockdown until the file is fixed and install is run again\n", snap.Problem)
 	}
