@@ -85,12 +85,9 @@ func guardMCPFile(s *session.Session, name string, projects bool, l allowlist.Li
 	for _, n := range h.attempts {
 		attempts = append(attempts, name+" set "+n)
 	}
-	if _, err := setAside(s, name, data, now); err != nil {
+	err = putHeld(s, name, data, top, fi.Mode().Perm(), now)
+	if errors.Is(err, errAside) {
 		return found, attempts, err
-	}
-	out, err := indent(top.encode())
-	if err == nil {
-		err = s.Replace(name, out, fi.Mode().Perm())
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return found, attempts, fmt.Errorf("write %s: %w", name, err)

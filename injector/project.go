@@ -91,12 +91,9 @@ func guardProjectFile(s *session.Session, name string, l allowlist.List, now tim
 	if len(removed) == 0 {
 		return nil, nil
 	}
-	if _, err := setAside(s, name, data, now); err != nil {
+	err = putHeld(s, name, data, top, fi.Mode().Perm(), now)
+	if errors.Is(err, errAside) {
 		return nil, err
-	}
-	out, err := indent(top.encode())
-	if err == nil {
-		err = s.Replace(name, out, fi.Mode().Perm()) // never brings back a file removed meanwhile
 	}
 	found := make([]string, len(removed))
 	for i, r := range removed {
@@ -106,4 +103,20 @@ func guardProjectFile(s *session.Session, name string, l allowlist.List, now tim
 		return found, fmt.Errorf("write %s: %w", name, err)
 	}
 	return found, nil
+}
+
+// errAside marks a failure to keep the original aside, before anything was changed.
+var errAside = errors.New("original not kept aside")
+
+// putHeld keeps a copy of data, a session file as read, and puts top (what the allow-list left of
+// it) in its place. The swap never brings back a file removed meanwhile (fs.ErrNotExist then).
+func putHeld(s *session.Session, name string, data []byte, top *object, perm fs.FileMode, now time.Time) error {
+	if _, err := setAside(s, name, data, now); err != nil {
+		return fmt.Errorf("%w: %w", errAside, err)
+	}
+	out, err := indent(top.encode())
+	if err != nil {
+		return err
+	}
+	return s.Replace(name, out, perm)
 }
