@@ -103,10 +103,12 @@ func ParseEnvelope(line []byte) (Envelope, error) {
 const envelopeHead = `{"v":1,"rid":"`
 
 // EnvelopeFormat is the printf format a hook written in shell writes a spool line with: the rid
-// and the payload are its two %s, mode is fixed in it, and it ends with a newline (\n). It holds no
+// and the payload are its two %s, mode is fixed in it, and it begins and ends with a newline (\n):
+// whatever unterminated junk the agent left at the spool's end is closed off as a line of its
+// own, and the hook's line stays whole (readers skip the blank lines this leaves). It holds no
 // single quote, so that the script can quote it.
 func EnvelopeFormat(mode string) string {
-	return envelopeHead + `%s","mode":"` + mode + `","event":%s}\n`
+	return `\n` + envelopeHead + `%s","mode":"` + mode + `","event":%s}\n`
 }
 
 // ridPrefix reads the rid of a line whose event is damaged.

@@ -154,7 +154,10 @@ func TestTheShellFormatsReadBack(t *testing.T) {
 		if err != nil || e.RID != rid || e.Mode != mode || string(e.Event) != `{"tool_name":"Bash"}` {
 			t.Errorf("%s: %+v, %v", mode, e, err)
 		}
-		if got, ok := RecoverRID([]byte(line[:50])); !ok || got != rid {
+		if !strings.HasPrefix(line, "\n") {
+			t.Errorf("%s: the line does not start on a fresh line", mode)
+		}
+		if got, ok := RecoverRID([]byte(line[1:50])); !ok || got != rid {
 			t.Errorf("%s: rid %q not recovered from the line's head", mode, got)
 		}
 		if strings.Contains(EnvelopeFormat(mode), "'") {

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -129,6 +130,7 @@ func (c *Collector) readEvent(cs *session.Session, ev channelEvent, p *policy) (
 		fi, _ := f.Stat()
 		return spool.Line{Oversized: true, Head: data[:min(len(data), 256)], Size: fi.Size()}, true
 	}
+	data = bytes.TrimLeft(data, "\n") // the fresh line the shell hook starts each event with
 	if len(data) > 0 && data[len(data)-1] == '\n' {
 		return spool.Line{Data: data[:len(data)-1], Size: int64(len(data) - 1)}, true
 	}

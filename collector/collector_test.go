@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -563,6 +565,30 @@ func TestLinkedSpoolIsRefusedAndReportedWithNothingReadOutside(t *testing.T) {
 	}
 }
 
+func TestHardLinkedSpoolIsRefusedAndReportedWithNothingReadOutside(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	outside := filepath.Join(f.outside, "events.jsonl")
+	os.WriteFile(outside, []byte(envelope(f.nextRID(), "enforce", "Bash", bash("ls /outside"))+"\n"), 0o600)
+	os.MkdirAll(f.bridge(""), 0o700)
+	if err := os.Link(outside, f.bridge("events.jsonl")); err != nil {
+		t.Skip("hard links unavailable here:", err)
+	}
+	f.start()
+	recs := f.waitRecords(1)
+	if len(recs) != 1 || recs[0].Rule != RulePlantedSpool || strings.Contains(string(recs[0].Input), "/outside") {
+		t.Errorf("records %+v: the hard-linked spool was read, or the plant not recorded", recs)
+	}
+	if fi, err := os.Lstat(f.bridge("events.jsonl")); err == nil && session.Links(fi) > 1 {
+		t.Error("the hard link is still there")
+	}
+	if data, _ := os.ReadFile(outside); !strings.Contains(string(data), "/outside") {
+		t.Error("the other file was touched")
+	}
+	if f.health.count("quarantined") != 1 {
+		t.Error("not quarantined")
+	}
+}
+
 func TestAFIFOOrFolderPlantedAtTheSpoolIsTakenAway(t *testing.T) {
 	for name, plant := range map[string]func(p string) error{
 		"a FIFO":   func(p string) error { return syscall.Mkfifo(p, 0o600) },
@@ -662,5 +688,23 @@ func TestParallelSessionsAreDrainedInOrderEach(t *testing.T) {
 			t.Fatalf("session %s: %s recorded after %s", r.Session, r.RID, prev)
 		}
 		last[r.Session] = r.RID
+	}
+}
+
+// Hooks start each append on a fresh line, so junk the agent left unterminated becomes a
+// malformed line of its own and the hook's call is judged with its input.
+func TestAJunkPrefixIsAMalformedLineOfItsOwnAndTheCallIsJudged(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	rid := f.nextRID()
+	f.appendRaw(`{"v":1,"rid":"` + strings.Repeat("a", 32) + `","junk`)
+	f.appendRaw("\n" + envelope(rid, "enforce", "Bash", bash("rm -rf ~")) + "\n")
+	if got := f.decision(rid); !strings.Contains(got, `"deny"`) {
+		t.Errorf("decision %q: the call was not judged on its own input", got)
+	}
+	recs := f.waitRecords(2)
+	rules := []string{recs[0].Rule, recs[1].Rule}
+	if !slices.Contains(rules, RuleMalformed) || recs[1].RID != rid || !strings.Contains(string(recs[1].Input), "rm -rf") {
+		t.Errorf("records:%s", describe(recs))
 	}
 }

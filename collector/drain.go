@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -260,7 +261,7 @@ func rotatedSpools(s *session.Session) []string {
 // drainFile handles the complete lines of one spool from its committed position, then rotates
 // it or, for a rotated one, removes it once nothing more can arrive.
 func (c *Collector) drainFile(ctx context.Context, s *session.Session, t *tracked, p *policy, name string, rotated bool) {
-	f, err := s.OpenFile(name, os.O_RDONLY, 0)
+	f, err := s.OpenSole(name, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -318,16 +319,21 @@ func (c *Collector) refuse(t *tracked, name string, err error) {
 	c.opts.Health.SpoolRefused(t.id)
 }
 
-// replaceSpool takes away what stands at the spool's name when it is not a plain file (a link, a
-// FIFO, a folder): hooks in the VM would deny every call until it went. Only the agent plants
+// replaceSpool takes away what stands at the spool's name when it is not a plain file of its own
+// (a link, a hard link, a FIFO, a folder): hooks in the VM would deny every call until it went. Only the agent plants
 // such things there, so the session is quarantined too. A link or FIFO is removed, never
 // followed or opened; a folder is moved aside whole.
 func (c *Collector) replaceSpool(s *session.Session, t *tracked, name string) {
 	fi, err := s.Lstat(name)
-	if err != nil || fi.Mode().IsRegular() {
+	linked := err == nil && fi.Mode().IsRegular() && session.Links(fi) > 1
+	if err != nil || fi.Mode().IsRegular() && !linked {
 		return
 	}
 	what := fmt.Sprintf("the spool was replaced by a %v", fi.Mode().Type())
+	if linked {
+		// Removing the name leaves the other file as it was; its lines were never read.
+		what = "the spool was replaced by a hard link to another file"
+	}
 	if fi.IsDir() {
 		err = s.MoveAside(name, name+".planted-"+strconv.FormatInt(c.opts.Now().UnixNano(), 10))
 	} else {
@@ -364,6 +370,9 @@ func (c *Collector) batch(ctx context.Context, s *session.Session, t *tracked, p
 			c.log.Warn("cannot read a spool; retrying at the next change", "session", t.id, "err", err)
 			more = false
 			break
+		}
+		if !l.Oversized && len(bytes.TrimSpace(l.Data)) == 0 {
+			continue // the fresh line each hook append starts with
 		}
 		if o := c.judge(ctx, s, t, p, l, started); !o.skip {
 			o.backlog = l.End <= t.backlog[key]

@@ -121,6 +121,8 @@ func (c *Collector) verifyLease(s *session.Session, leaseUntil time.Time) string
 		what = "the alive lease was replaced by a symbolic link"
 	case !fi.Mode().IsRegular():
 		what = fmt.Sprintf("the alive lease was replaced by a %v", fi.Mode().Type())
+	case session.Links(fi) > 1:
+		what = "the alive lease was replaced by a hard link to another file"
 	case rerr != nil:
 		what = fmt.Sprintf("the alive lease was replaced by a file coworkbridge did not write (%d bytes)", fi.Size())
 	case until.After(leaseUntil):

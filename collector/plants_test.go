@@ -55,6 +55,15 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 		"a link":            func(t *testing.T, p string) { os.Symlink("/dev/zero", p) },
 		"a sparse gigabyte": func(t *testing.T, p string) { fh, _ := os.Create(p); fh.Truncate(1 << 30); fh.Close() },
 		"a lease for ever":  func(t *testing.T, p string) { os.WriteFile(p, []byte("99999999999\n"), 0o600) },
+		"a hard link": func(t *testing.T, p string) {
+			// A lease that looks like ours, shared with a file outside the session: the daemon's
+			// renewal must neither trust it nor write through it.
+			outside := filepath.Join(t.TempDir(), "lease")
+			os.WriteFile(outside, []byte(strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)+"\n"), 0o600)
+			if err := os.Link(outside, p); err != nil {
+				t.Skip("hard links unavailable here:", err)
+			}
+		},
 	}
 	for name, plant := range plants {
 		t.Run(name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func renewInPlace(s *session.Session, data []byte) bool {
 		return false
 	}
 	fi, err := f.Stat()
-	ok := err == nil && fi.Size() == int64(len(data)) && links(fi) == 1
+	ok := err == nil && fi.Size() == int64(len(data)) && session.Links(fi) == 1
 	if ok {
 		_, err = f.WriteAt(data, 0)
 		ok = err == nil
@@ -79,7 +79,7 @@ func RemoveAlive(s *session.Session) error {
 
 // ReadAlive returns the time the lease runs to; for status and tests.
 func ReadAlive(s *session.Session) (time.Time, error) {
-	data, err := s.ReadFile(session.AliveFile, 64)
+	data, err := s.ReadSole(session.AliveFile, 64)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read alive lease: %w", err)
 	}

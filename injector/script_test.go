@@ -94,8 +94,8 @@ func spoolLines(t *testing.T, configDir string) []envelope {
 	}
 	var envs []envelope
 	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if len(line) == 0 {
-			continue
+		if len(line) == 0 || string(line) == "\n" {
+			continue // the end, or the fresh line each append starts with
 		}
 		if line[len(line)-1] != '\n' {
 			t.Fatalf("line %d has no newline", i)
@@ -131,6 +131,31 @@ func compact(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// The agent can append to the spool too: an unterminated line it leaves must not swallow the next
+// hook's line (before, the two became one malformed line and the call's input was lost).
+func TestAJunkPrefixCannotGlueItselfToTheHooksLine(t *testing.T) {
+	for _, sh := range shells(t) {
+		t.Run(sh.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), ".claude")
+			os.MkdirAll(filepath.Join(dir, "coworkbridge"), 0o700)
+			sp := filepath.Join(dir, "coworkbridge", "events.jsonl")
+			if err := os.WriteFile(sp, []byte(`{"junk":"no newline`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if res := runHook(t, sh, script(t, managedconfig.Observe, 10*time.Second), dir, []byte(payload)); res.code != 0 {
+				t.Fatalf("code %d", res.code)
+			}
+			data, _ := os.ReadFile(sp)
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+			last := lines[len(lines)-1]
+			var e envelope
+			if err := json.Unmarshal([]byte(last), &e); err != nil || compact(t, string(e.Event)) != compact(t, payload) {
+				t.Errorf("the hook's line is not whole after the junk: %q (%v)", data, err)
+			}
+		})
+	}
 }
 
 func TestObserveAppendsTheEnvelopeAndPrintsNothing(t *testing.T) {

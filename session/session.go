@@ -54,6 +54,9 @@ var (
 	ErrChanged    = errors.New("changed while being opened")
 	ErrTooLarge   = errors.New("larger than allowed")
 	ErrBadName    = errors.New("not a plain relative name")
+	// ErrLinked refuses a file with more than one hard link: its content is shared with a name
+	// elsewhere, possibly outside the session, whose lines must not be taken for the session's.
+	ErrLinked = errors.New("has more than one hard link")
 )
 
 // Session is an open session folder. All its methods take names relative to the folder with
@@ -187,6 +190,33 @@ func (s *Session) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, e
 	return f, nil
 }
 
+// OpenSole is OpenFile for a file whose content must be the session's own (a spool, the lease, a
+// transcript): one that has more than one hard link is refused with ErrLinked, whichever of the
+// names was made first.
+func (s *Session) OpenSole(name string, flag int) (*os.File, error) {
+	f, err := s.OpenFile(name, flag, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && Links(fi) > 1 {
+		err = ErrLinked
+	}
+	if err != nil {
+		f.Close()
+		return nil, s.errorf("open", name, err)
+	}
+	return f, nil
+}
+
+// Links is a file's count of hard links (0 where the platform does not say).
+func Links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
+}
+
 func regular(fi fs.FileInfo) error {
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -204,6 +234,19 @@ func (s *Session) ReadFile(name string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.readAll(f, name, max)
+}
+
+// ReadSole is ReadFile for a file that must have a single link (see OpenSole).
+func (s *Session) ReadSole(name string, max int64) ([]byte, error) {
+	f, err := s.OpenSole(name, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	return s.readAll(f, name, max)
+}
+
+func (s *Session) readAll(f *os.File, name string, max int64) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
