@@ -414,9 +414,12 @@ func (in *Injector) handle(ev fswatch.Event) bool {
 	base := filepath.Base(name)
 	p, ok := session.Locate(in.cfg.SessionsRoots, name)
 	if !ok {
-		// A missing root's ancestor changed: the root may exist now.
+		// A missing root, or one of its ancestors, appeared: the root may exist now. (The root
+		// itself matters most: on a Mac where the Claude app ran before Cowork did, its parent
+		// exists and is the folder watched.)
 		return slices.ContainsFunc(in.cfg.SessionsRoots, func(root string) bool {
-			return strings.HasPrefix(filepath.Clean(root), name+string(filepath.Separator))
+			root = filepath.Clean(root)
+			return root == name || strings.HasPrefix(root, name+string(filepath.Separator))
 		})
 	}
 	switch {

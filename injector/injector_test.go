@@ -180,6 +180,29 @@ func TestInjectorWatchesForARootThatDoesNotExistYet(t *testing.T) {
 	cbtest.WaitFor(t, "hook under the late root", func() bool { return hasMode(dir, managedconfig.Observe) })
 }
 
+// A Mac where the Claude app ran before Cowork did: the root's parent exists and is watched, and
+// the root appears with the first session. That session is hooked from the watch, not at the
+// next rescan (an hour away here), so its first call is judged.
+func TestASessionsRootCreatedUnderAnExistingParentIsWatchedAtOnce(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "Claude")
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(parent, "local-agent-mode-sessions")
+	cfg := testConfig(root, managedconfig.Observe)
+	cfg.RescanInterval = time.Hour
+	_, rec := startInjector(t, cfg, Options{})
+	if !rec.check(func(r *recorder) bool { return len(r.scans) > 0 && len(r.scans[0].MissingRoots) == 1 }) {
+		t.Fatal("missing root not reported")
+	}
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the root alone first, as Cowork makes it
+	dir := makeSession(t, root, "local_1", "{}")
+	cbtest.WaitFor(t, "hook under the late root", func() bool { return hasMode(dir, managedconfig.Observe) })
+}
+
 func TestInjectorLeavesOldSessionsAloneAndMarksRunningOnesUnverified(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "sessions")
 	old := makeSession(t, root, "local_old", "{}")
