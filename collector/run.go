@@ -115,11 +115,14 @@ func (c *Collector) watch(t *tracked) {
 	c.mu.Lock()
 	w := c.w
 	c.mu.Unlock()
-	for _, dir := range []string{filepath.Dir(t.bridge), t.bridge, filepath.Join(t.bridge, "decisions"), t.chBridge} {
-		if dir == "" {
-			continue
+	if t.chBridge != "" {
+		if err := w.Add(t.chBridge); err != nil { // our own state: nothing in it is planted
+			c.log.Debug("cannot watch a session's host channel; the rescan covers it", "session", t.id, "err", err)
 		}
-		if err := w.Add(dir); err != nil { // a link is refused, never watched through
+	}
+	for _, dir := range []string{filepath.Dir(t.bridge), t.bridge, filepath.Join(t.bridge, "decisions")} {
+		// A link at any step is refused, never watched through, even one swapped in meanwhile.
+		if err := fswatch.AddInside(w, t.dir, dir); err != nil {
 			c.log.Debug("cannot watch a session's folder of ours; the rescan covers it", "session", t.id, "dir", dir, "err", err)
 		}
 	}

@@ -353,7 +353,13 @@ func (in *Injector) watch(dir string) bool {
 	if len(in.watched) >= in.opts.MaxWatches {
 		return false
 	}
-	if err := in.w.Add(dir); err != nil { // a link is refused: never watched through
+	add := in.w.Add // a root, or a folder above one: the admin's, trusted
+	if p, ok := session.Locate(in.cfg.SessionsRoots, dir); ok {
+		// Below a root a link at any step is refused, never watched through, even one
+		// swapped in while the watch is added.
+		add = func(dir string) error { return fswatch.AddInside(in.w, p.Root, dir) }
+	}
+	if err := add(dir); err != nil {
 		in.log.Debug("cannot watch folder", "dir", dir, "err", err)
 		return false
 	}

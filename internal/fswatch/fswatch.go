@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,3 +162,63 @@ func (s *Settle) C() <-chan time.Time { return s.t.C }
 
 // Stop discards a pending firing.
 func (s *Settle) Stop() { s.t.Stop() }
+
+// ErrMoved refuses a watch whose folder was swapped, or whose path gained a link, while the watch
+// was being added: the kernel may have placed it on another folder, so it is dropped.
+var ErrMoved = errors.New("the folder changed while its watch was added")
+
+// AddInside watches dir, a folder inside the trusted folder top, only if no step of the path
+// below top is a link, before and after the watch is added, and the folder is the same one
+// throughout. Both inotify and kqueue resolve the whole path themselves, following links in any
+// step of it; a hostile session that swaps one in during the add would otherwise leave a watch on
+// a folder outside it. What remains is a swap there and back between the add and the check after
+// it, which leaves a watch whose events are only ever taken as hints to look again.
+func AddInside(w Watcher, top, dir string) error {
+	before, err := inside(top, dir)
+	if err != nil {
+		return err
+	}
+	if err := w.Add(dir); err != nil {
+		return err
+	}
+	after, err := inside(top, dir)
+	if err == nil && !os.SameFile(before, after) {
+		err = fmt.Errorf("watch %s: %w", dir, ErrMoved)
+	}
+	if err != nil {
+		_ = w.Remove(dir)
+		return err
+	}
+	return nil
+}
+
+// inside checks every step from top down to dir with Lstat and returns dir's.
+func inside(top, dir string) (fs.FileInfo, error) {
+	top, dir = filepath.Clean(top), filepath.Clean(dir)
+	rel, err := filepath.Rel(top, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("watch %s: not inside %s", dir, top)
+	}
+	p := top
+	fi, err := os.Lstat(p)
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+			return nil, fmt.Errorf("watch %s: %s: %w", dir, p, ErrNotDir)
+		}
+		if part == "." {
+			break
+		}
+		p = filepath.Join(p, part)
+		fi, err = os.Lstat(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+		return nil, fmt.Errorf("watch %s: %w", dir, ErrNotDir)
+	}
+	return fi, nil
+}

@@ -143,3 +143,77 @@ func TestTheFakeDeliversWhatTheTestSends(t *testing.T) {
 		t.Error("a refused watch was taken")
 	}
 }
+
+func TestAddInsideRefusesALinkAtAnyStepBelowTheTrustedFolder(t *testing.T) {
+	top, outside := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(outside, "decisions"), 0o700)
+	os.Symlink(outside, filepath.Join(top, "bridge"))
+	for name, w := range map[string]Watcher{"fake": NewFake(), "fsnotify": must(t, New)} {
+		if err := AddInside(w, top, filepath.Join(top, "bridge", "decisions")); !errors.Is(err, ErrNotDir) {
+			t.Errorf("%s: AddInside through a linked step = %v, want ErrNotDir", name, err)
+		}
+		if w.Len() != 0 {
+			t.Errorf("%s: %d watches left", name, w.Len())
+		}
+		if err := AddInside(w, top, filepath.Join(outside, "decisions")); err == nil {
+			t.Errorf("%s: a folder outside the trusted one was watched", name)
+		}
+		w.Close()
+	}
+}
+
+// swapping swaps the folder for another (a link to outside) just as the watch is added, as a
+// hostile session racing the daemon would.
+type swapping struct {
+	Watcher
+	swap func()
+}
+
+func (s swapping) Add(dir string) error { s.swap(); return s.Watcher.Add(dir) }
+
+func TestAddInsideDropsAWatchWhoseFolderWasSwappedDuringTheAdd(t *testing.T) {
+	for _, name := range []string{"for a link", "for another folder"} {
+		t.Run(name, func(t *testing.T) {
+			top, outside := t.TempDir(), t.TempDir()
+			dir := filepath.Join(top, "bridge")
+			os.Mkdir(dir, 0o700)
+			fake := NewFake()
+			w := swapping{fake, func() {
+				os.Rename(dir, dir+".old")
+				if name == "for a link" {
+					os.Symlink(outside, dir)
+				} else {
+					os.Mkdir(dir, 0o700)
+				}
+			}}
+			if err := AddInside(w, top, dir); err == nil {
+				t.Error("the watch on a swapped folder was kept")
+			}
+			if fake.Len() != 0 {
+				t.Errorf("%d watches left", fake.Len())
+			}
+		})
+	}
+}
+
+func TestAddInsideWatchesAPlainFolder(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "a", "b")
+	os.MkdirAll(dir, 0o700)
+	f := NewFake()
+	if err := AddInside(f, top, dir); err != nil || !f.Watched(dir) {
+		t.Errorf("AddInside = %v, watched %v", err, f.Watched(dir))
+	}
+	if err := AddInside(f, top, top); err != nil {
+		t.Errorf("the trusted folder itself: %v", err)
+	}
+}
+
+func must(t *testing.T, open func() (Watcher, error)) Watcher {
+	t.Helper()
+	w, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
