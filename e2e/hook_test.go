@@ -52,6 +52,9 @@ func readSpool(t *testing.T, dir string) []spoolLine {
 	}
 	var lines []spoolLine
 	for _, raw := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if len(raw) == 0 {
+			continue // the fresh line each append starts with
+		}
 		var l spoolLine
 		if err := json.Unmarshal(raw, &l); err != nil {
 			t.Fatalf("spool line is not JSON: %v: %.300s", err, raw)

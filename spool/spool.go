@@ -40,6 +40,10 @@ type Position struct {
 	// deleted and recreated between two reads can carry the old identity; its different first
 	// line (each starts with a random request id) gives it away.
 	Head uint64 `json:"head,omitempty"`
+	// Tail, where a caller keeps it, fingerprints the bytes just before Offset, so that an edit
+	// to what was read can be told (see transcript.Follower); the Reader neither sets nor checks
+	// it.
+	Tail uint64 `json:"tail,omitempty"`
 }
 
 // headLen is how many leading bytes Head covers (fewer while the file is shorter).

@@ -24,13 +24,22 @@ type Store struct {
 	commitMu sync.Mutex
 	mu       sync.Mutex
 	m        map[string]Position
+	// notes are small records a caller keeps beside its positions and commits with them.
+	notes map[string]json.RawMessage
+}
+
+// storeFile is the file's form; a file of the first form is the positions map alone.
+type storeFile struct {
+	V         int                        `json:"v"`
+	Positions map[string]Position        `json:"positions"`
+	Notes     map[string]json.RawMessage `json:"notes,omitempty"`
 }
 
 // OpenStore loads the positions at path. A missing file is an empty store. A damaged one is
 // returned empty with an error: reading again from the start duplicates events (which carry
 // their rid) but loses none.
 func OpenStore(path string) (*Store, error) {
-	s := &Store{path: path, m: map[string]Position{}}
+	s := &Store{path: path, m: map[string]Position{}, notes: map[string]json.RawMessage{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -38,8 +47,19 @@ func OpenStore(path string) (*Store, error) {
 	if err != nil {
 		return s, fmt.Errorf("read offsets: %w", err)
 	}
-	if err := json.Unmarshal(data, &s.m); err != nil {
-		s.m = map[string]Position{}
+	var f storeFile
+	err = json.Unmarshal(data, &f)
+	switch {
+	case err == nil && f.V == 2:
+		s.m = f.Positions
+		if f.Notes != nil {
+			s.notes = f.Notes
+		}
+	default:
+		err = json.Unmarshal(data, &s.m) // the first form
+	}
+	if err != nil || s.m == nil {
+		s.m, s.notes = map[string]Position{}, map[string]json.RawMessage{}
 		return s, fmt.Errorf("offsets file %s is damaged, starting every spool from its beginning: %w", path, err)
 	}
 	return s, nil
@@ -52,6 +72,14 @@ func (s *Store) Get(key string) Position {
 	return s.m[key]
 }
 
+// Lookup returns the position for key and whether there is one.
+func (s *Store) Lookup(key string) (Position, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.m[key]
+	return p, ok
+}
+
 // Set records a position in memory.
 func (s *Store) Set(key string, p Position) {
 	s.mu.Lock()
@@ -59,11 +87,31 @@ func (s *Store) Set(key string, p Position) {
 	s.m[key] = p
 }
 
-// Forget drops a key, for a spool that has been drained and removed.
+// Forget drops a key and its note, for a spool that has been drained and removed.
 func (s *Store) Forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, key)
+	delete(s.notes, key)
+}
+
+// Note returns the note kept under key, nil when there is none.
+func (s *Store) Note(key string) json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notes[key]
+}
+
+// SetNote keeps a note under key until the next Commit writes it; nil removes it. Keys listed
+// and forgotten are shared with positions.
+func (s *Store) SetNote(key string, note json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if note == nil {
+		delete(s.notes, key)
+		return
+	}
+	s.notes[key] = note
 }
 
 // Keys returns the keys that start with prefix, in no particular order.
@@ -76,6 +124,11 @@ func (s *Store) Keys(prefix string) []string {
 			keys = append(keys, k)
 		}
 	}
+	for k := range s.notes {
+		if _, ok := s.m[k]; !ok && strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
 	return keys
 }
 
@@ -84,7 +137,7 @@ func (s *Store) Commit() error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	snapshot := maps.Clone(s.m)
+	snapshot := storeFile{V: 2, Positions: maps.Clone(s.m), Notes: maps.Clone(s.notes)}
 	s.mu.Unlock()
 	data, err := json.Marshal(snapshot)
 	if err != nil {

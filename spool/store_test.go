@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,5 +43,31 @@ func TestDamagedStoreStartsOverAndSaysSo(t *testing.T) {
 	}
 	if s == nil || s.Get("x") != (Position{}) {
 		t.Fatal("a damaged store must still be usable, empty")
+	}
+}
+
+func TestNotesAreCommittedWithThePositionsAndTheFirstFormStillReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "offsets.json")
+	if err := os.WriteFile(path, []byte(`{"a":{"id":{"dev":1,"ino":2},"offset":7}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenStore(path)
+	if err != nil || s.Get("a").Offset != 7 {
+		t.Fatalf("first form: %v, %+v", err, s.Get("a"))
+	}
+	s.SetNote("a#r", json.RawMessage(`{"x":1}`))
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenStore(path)
+	if err != nil || again.Get("a").Offset != 7 || string(again.Note("a#r")) != `{"x":1}` {
+		t.Fatalf("reopened: %v, %+v, note %s", err, again.Get("a"), again.Note("a#r"))
+	}
+	if keys := again.Keys("a#"); len(keys) != 1 || keys[0] != "a#r" {
+		t.Errorf("keys %v: a note is listed with the positions it sits beside", keys)
+	}
+	again.Forget("a#r")
+	if again.Note("a#r") != nil {
+		t.Error("a forgotten note remains")
 	}
 }

@@ -1,0 +1,258 @@
+package transcript
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/spool"
+)
+
+// Projects is where the CLI keeps a session's transcripts, relative to the session folder: one
+// folder per project, holding <session-id>.jsonl and, for subagents,
+// <session-id>/subagents/.../agent-<id>.jsonl.
+const Projects = ".claude/projects"
+
+// Dir is the session folder a Follower reads; *session.Session implements it. OpenSole must
+// refuse links, anything but a regular file, and files with more than one hard link.
+type Dir interface {
+	ReadDir(name string, max int) ([]fs.DirEntry, error)
+	OpenSole(name string, flag int) (*os.File, error)
+}
+
+// Positions keeps where each transcript was read up to, by name, across restarts.
+type Positions interface {
+	Get(name string) (spool.Position, bool)
+	Set(name string, p spool.Position)
+	Forget(name string)
+	Names() []string
+}
+
+// Tamper is a change to a transcript the CLI never makes: it only ever creates one and appends
+// to it.
+type Tamper struct {
+	File, What string
+}
+
+// Limits of what one session's transcripts may make a Follower hold.
+const (
+	// MaxFiles bounds the transcripts followed: a real session has one per conversation and one
+	// per subagent. Past it the session is over budget (reported), not quietly half-followed.
+	MaxFiles = 1000
+	// maxDepth bounds how deep below Projects transcripts are looked for.
+	maxDepth = 6
+	// tailWindow is how much of a transcript before the read position is fingerprinted: an edit
+	// there (a result turned into an error, a call cut out) after it was read is a rewrite.
+	tailWindow = 64 << 10
+)
+
+// Follower tails every transcript of one session like a spool: with a persisted position and
+// file identity per file, from the moment the file appears. It belongs to one goroutine.
+type Follower struct {
+	pos     Positions
+	maxLine int64
+	// files are the transcripts seen, by name; mod and size are what the last look found.
+	files map[string]*followed
+	// first: no look has been made yet. Files found then with no persisted position were
+	// written before anyone followed the session, and are read from their end.
+	first bool
+}
+
+type followed struct {
+	partial spool.Partial
+	// mod and changed are the modification and change times the last look found, size the
+	// size: a file whose change time and size have not moved is not read again (only the
+	// kernel sets the change time, so no edit can hide behind an old one).
+	mod, changed time.Time
+	size         int64
+	gone         bool // reported gone; a file back at the name is a replacement
+}
+
+// NewFollower follows the transcripts whose positions pos keeps; lines longer than maxLine are
+// skipped.
+func NewFollower(pos Positions, maxLine int64) *Follower {
+	return &Follower{pos: pos, maxLine: maxLine, files: map[string]*followed{}, first: true}
+}
+
+// Report is what one look found besides the lines.
+type Report struct {
+	Tampers []Tamper
+	// Dirs are the folders that hold transcripts (Projects and below), to be watched.
+	Dirs []string
+	// Over: more transcripts than MaxFiles; the ones past it are not followed.
+	Over bool
+	// Files is how many transcripts are followed.
+	Files int
+}
+
+// Follow reads what each transcript added since the last look and hands every complete line to
+// each, file by file in name order.
+func (f *Follower) Follow(d Dir, each func(name string, line []byte)) Report {
+	names, dirs, over := list(d)
+	rep := Report{Dirs: dirs, Over: over, Files: len(names)}
+	fresh := f.first && len(f.pos.Names()) == 0
+	f.first = false
+	for _, name := range names {
+		if t := f.read(d, name, fresh, each); t != "" {
+			rep.Tampers = append(rep.Tampers, Tamper{name, t})
+		}
+	}
+	for _, name := range f.pos.Names() {
+		if !slices.Contains(names, name) && !over {
+			if st := f.files[name]; st == nil || !st.gone {
+				rep.Tampers = append(rep.Tampers, Tamper{name, "the transcript was removed or renamed"})
+				f.files[name] = &followed{gone: true}
+			}
+			f.pos.Forget(name)
+		}
+	}
+	return rep
+}
+
+// read reads one transcript's new lines; it returns what was done to the file, "" when nothing
+// the CLI would not do.
+func (f *Follower) read(d Dir, name string, fresh bool, each func(string, []byte)) string {
+	fh, err := d.OpenSole(name, os.O_RDONLY)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+		return "the transcript was replaced by something the CLI does not write (" + err.Error() + ")"
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return ""
+	}
+	st := f.files[name]
+	if st == nil {
+		st = &followed{}
+		f.files[name] = st
+	}
+	pos, known := f.pos.Get(name)
+	var what string
+	switch {
+	case !known && st.gone:
+		what = "another file was put at the transcript's name"
+	case !known && Check(name) != "":
+		what = "a file was planted among the transcripts: " + Check(name)
+	case !known && fresh:
+		// Written before the session was followed: its calls are not ours to judge now.
+		id, _ := spool.IdentityOf(fi)
+		pos = spool.Position{ID: id, Offset: fi.Size()}
+		pos.Tail = tail(fh, pos.Offset)
+	case known && fi.ModTime().Before(st.mod):
+		what = "the transcript's modification time was set back"
+	case known && fi.Size() == st.size && spool.ChangeTime(fi).Equal(st.changed) && !st.changed.IsZero() && st.size == pos.Offset:
+		return "" // unchanged since the last look
+	}
+	st.gone = false
+	rd, reset, err := spool.NewReader(fh, pos, f.maxLine)
+	if err != nil {
+		return ""
+	}
+	switch {
+	case reset != spool.NoReset:
+		what = "the transcript was " + string(reset) + " (the CLI only appends)"
+	case known && pos.Tail != 0 && tail(fh, pos.Offset) != pos.Tail:
+		what = "the transcript was rewritten in place before its end (the CLI only appends)"
+	}
+	if what != "" {
+		// What it holds now is not the record: skip to its end, so that a planted history is
+		// neither judged nor taken for proof, and report the tampering.
+		id, _ := spool.IdentityOf(fi)
+		f.set(name, st, fh, fi, spool.Position{ID: id, Offset: fi.Size()}, spool.Partial{})
+		return what
+	}
+	rd.Resume(st.partial)
+	for {
+		l, err := rd.Next()
+		if err != nil {
+			break // io.EOF, or a read error: the next look tries again
+		}
+		if !l.Oversized {
+			each(name, l.Data)
+		}
+	}
+	f.set(name, st, fh, fi, rd.Position(), rd.Partial())
+	return ""
+}
+
+// set records where a transcript was read to.
+func (f *Follower) set(name string, st *followed, fh *os.File, fi fs.FileInfo, pos spool.Position, partial spool.Partial) {
+	pos.Tail = tail(fh, pos.Offset)
+	f.pos.Set(name, pos)
+	st.partial, st.mod = partial, fi.ModTime()
+	st.size, st.changed = -1, time.Time{} // more may have come while reading: look again
+	if now, err := fh.Stat(); err == nil && now.Size() == pos.Offset && spool.ChangeTime(now).Equal(spool.ChangeTime(fi)) {
+		st.size, st.changed = now.Size(), spool.ChangeTime(now)
+	}
+}
+
+// tail fingerprints the tailWindow bytes before off (SHA-256, so that no edit can be made to
+// keep it); 0 when they cannot be read.
+func tail(r io.ReaderAt, off int64) uint64 {
+	n := min(off, tailWindow)
+	if n <= 0 {
+		return 0
+	}
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, off-n); err != nil {
+		return 0
+	}
+	sum := sha256.Sum256(buf)
+	return binary.BigEndian.Uint64(sum[:8]) | 1
+}
+
+// list finds the session's transcripts: every .jsonl file below Projects, to maxDepth, in name
+// order, and the folders that hold them. Links are never followed (ReadDir reports them as
+// such, and they are skipped).
+func list(d Dir) (names, dirs []string, over bool) {
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		entries, err := d.ReadDir(dir, MaxFiles+1)
+		if err != nil && len(entries) == 0 {
+			return
+		}
+		dirs = append(dirs, dir)
+		for _, e := range entries {
+			name := dir + "/" + e.Name()
+			switch {
+			case e.IsDir() && depth < maxDepth && e.Type()&fs.ModeSymlink == 0:
+				walk(name, depth+1)
+			case strings.HasSuffix(e.Name(), ".jsonl") && e.Type()&^fs.ModePerm == 0:
+				if len(names) >= MaxFiles {
+					over = true
+					continue
+				}
+				names = append(names, name)
+			}
+		}
+	}
+	walk(Projects, 0)
+	slices.Sort(names)
+	return names, dirs, over
+}
+
+// Check reports a transcript name that no CLI writes, "" for one it does: <slug>/<id>.jsonl or
+// <slug>/<id>/subagents/.../agent-<id>.jsonl.
+func Check(name string) string {
+	rel, ok := strings.CutPrefix(name, Projects+"/")
+	parts := strings.Split(rel, "/")
+	switch {
+	case !ok || len(parts) < 2:
+		return fmt.Sprintf("%s is not where the CLI keeps transcripts", name)
+	case len(parts) == 2:
+		return ""
+	case len(parts) >= 4 && parts[2] == "subagents" && strings.HasPrefix(parts[len(parts)-1], "agent-"):
+		return ""
+	}
+	return fmt.Sprintf("%s is not a transcript the CLI writes", name)
+}
