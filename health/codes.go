@@ -44,6 +44,10 @@ const (
 	CodeSpoolRefused        Code = "spool_refused"
 	CodeManagedSettings     Code = "managed_settings_drop_in"
 	CodeCLIWithoutOnFailure Code = "cli_predates_on_failure"
+	// Counted through Health.Count: one generic counter each.
+	CodeTranscriptTampered Code = "transcript_tampered"
+	CodeForgedEvent        Code = "forged_event"
+	CodeSessionOverBudget  Code = "session_over_budget"
 	// Log only.
 	CodeSessionTampered Code = "session_tampered"
 	CodeSessionFlooding Code = "session_flooding"
@@ -103,6 +107,12 @@ var codes = []CodeInfo{
 		"run `sudo coworkbridge install --managed-settings` (or your MDM's post-install policy) again; `coworkbridge validate` shows what differs", false},
 	{CodeCLIWithoutOnFailure, SeverityWarning, "a session's transcripts name a Claude Code older than " + claudehook.OnFailureSince + ", the first release known to honour onFailure: there a hook that is killed, hangs or crashes lets the call run instead of blocking it",
 		"update Claude Desktop (it brings its Claude Code); managed.json's required_minimum_version makes the drop-in refuse older CLIs", false},
+	{CodeTranscriptTampered, SeverityError, "a session's transcript was changed in a way the CLI never does (removed, renamed, replaced, truncated, rewritten, its time set back, or a file planted among them): the evidence of what ran there was edited",
+		"review the session's record (coworkbridge.transcript-tampered); in enforce the session is quarantined", false},
+	{CodeForgedEvent, SeverityError, "an event reached the daemon that no tool call of the session caused: its tool_use_id never appeared in the session's transcripts",
+		"review the session's record (coworkbridge.forged-event); in enforce the session is quarantined", false},
+	{CodeSessionOverBudget, SeverityWarning, "a session made the daemon keep more than its budget (calls awaiting their result, events awaiting their call, transcripts followed); the excess is dropped and reconciliation there is incomplete",
+		"review the session: no ordinary session comes near the budget", false},
 	{CodeSessionTampered, SeverityWarning, "an attempt on the guard in a session: the log line says what was changed; repeated attempts quarantine the session",
 		"review the session; the daemon has undone the change", true},
 	{CodeSessionFlooding, SeverityWarning, "a session exceeded its decision-log budget; the excess is summarised, not logged line by line",

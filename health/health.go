@@ -8,6 +8,7 @@
 package health
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -81,6 +82,8 @@ type Session struct {
 	Instructions map[string][]string `json:"instruction_findings,omitempty"`
 	// CLIVersions are the Claude Code versions the session's transcripts name, oldest first.
 	CLIVersions []string `json:"cli_versions,omitempty"`
+	// Counts are the session's counts of the codes reported through Count.
+	Counts map[Code]uint64 `json:"counts,omitempty"`
 }
 
 // maxCLIVersions bounds the versions kept per session: the agent can write transcript lines
@@ -103,6 +106,8 @@ type Totals struct {
 	SessionsDropped     uint64 `json:"sessions_not_tracked"`
 	SpoolsRefused       uint64 `json:"spools_refused"`
 	DecisionFailures    uint64 `json:"decision_write_failures"`
+	// Counts are the counts of the codes reported through Count.
+	Counts map[Code]uint64 `json:"counts,omitempty"`
 }
 
 // Today counts the events of one local calendar day.
@@ -118,6 +123,7 @@ type Today struct {
 type window struct {
 	malformed, oversized, repaired, unconsumed, telemetry, refused, undecided, unguarded uint64
 	sessions                                                                             map[Code][]string // code -> sessions
+	counts                                                                               map[Code]uint64   // by Count
 	latencies                                                                            []time.Duration
 	latencyDropped                                                                       uint64
 }
@@ -278,6 +284,23 @@ func (h *Health) InstructionFindings(id string, files map[string][]string) {
 		files = nil
 	}
 	h.session(id).Instructions = files
+}
+
+// Count records one occurrence of code in the session id: the one call for every counted code
+// (CodeTranscriptTampered, CodeForgedEvent, CodeSessionOverBudget). Its warning stands until a
+// heartbeat passes with none.
+func (h *Health) Count(id string, code Code) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.changedLocked()
+	s := h.session(id)
+	for _, m := range []*map[Code]uint64{&s.Counts, &h.totals.Counts, &h.win.counts} {
+		if *m == nil {
+			*m = map[Code]uint64{}
+		}
+		(*m)[code]++
+	}
+	h.noteSession(code, id)
 }
 
 // UnguardedCall records a tool call that ran in the session without reaching the guard, or
@@ -491,7 +514,9 @@ func (h *Health) changedLocked() {
 func (h *Health) sortedSessions() []Session {
 	out := make([]Session, 0, len(h.sessions))
 	for _, s := range h.sessions {
-		out = append(out, *s)
+		c := *s
+		c.Counts = maps.Clone(s.Counts) // Count writes the live one
+		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

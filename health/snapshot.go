@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"maps"
 	"slices"
 	"syscall"
 	"time"
@@ -71,6 +72,7 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 		Config: h.config, Totals: h.totals, Today: h.today, Scan: h.scan,
 		Warnings: h.warningsLocked(now), Sessions: h.sortedSessions(),
 	}
+	s.Totals.Counts = maps.Clone(h.totals.Counts)
 	s.Scan.MissingRoots, s.Scan.Unrecognised = listed(s.Scan.MissingRoots), listed(s.Scan.Unrecognised)
 	for _, se := range s.Sessions {
 		s.Counts.Tracked++

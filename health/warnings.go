@@ -164,6 +164,9 @@ func (h *Health) counterWarnings(add func(code Code, msg string, sessions []stri
 	if w.undecided > 0 {
 		add(CodeDecisionFailed, fmt.Sprintf("%d time(s) a decision or the alive lease could not be written into a session", w.undecided), w.sessions[CodeDecisionFailed])
 	}
+	for _, code := range slices.Sorted(maps.Keys(w.counts)) {
+		add(code, fmt.Sprintf("%d time(s): %s", w.counts[code], code.Info().Title), w.sessions[code])
+	}
 	if w.telemetry > 0 {
 		add(CodeTelemetryFailed, fmt.Sprintf("%d decision log write(s) failed", w.telemetry), nil)
 	}
