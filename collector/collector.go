@@ -42,6 +42,8 @@ type Health interface {
 	InstructionFindings(id string, files map[string][]string)
 	// CLIVersion: a transcript of the session names this Claude Code version.
 	CLIVersion(id, version string)
+	// Count: one occurrence of a counted code in the session.
+	Count(id string, code health.Code)
 }
 
 // Sink is the decision log; *telemetry.Log implements it.
@@ -86,6 +88,10 @@ type Options struct {
 	// ReconcileGrace is how long a call seen to have run in the transcript may wait for its event
 	// before it counts as unguarded. Default 5 s.
 	ReconcileGrace time.Duration
+	// ForgedAfter is how long an event may wait for its call to show in one of the session's
+	// transcripts (the CLI writes it about half a second after the hook runs) before it counts
+	// as forged. Default 1 minute.
+	ForgedAfter time.Duration
 	// BudgetRecords and BudgetBytes bound what one session may put in the decision log per
 	// minute (records, and bytes of tool input); the excess is summarised, not logged line by
 	// line, so that no session can push the others' records out through rotation. Defaults 600
@@ -131,6 +137,9 @@ func (o *Options) defaults() {
 	}
 	if o.ReconcileGrace <= 0 {
 		o.ReconcileGrace = 5 * time.Second
+	}
+	if o.ForgedAfter <= 0 {
+		o.ForgedAfter = time.Minute
 	}
 	if o.QuarantineFor <= 0 {
 		o.QuarantineFor = 10 * time.Minute
@@ -203,6 +212,8 @@ type tracked struct {
 	checkAlive bool
 	// recon reconciles the transcript with the events judged; the worker's.
 	recon *reconciler
+	// tdirs are the transcript folders watched (guarded by Collector.mu).
+	tdirs map[string]bool
 	// instr is what the last scan of the session's instruction files saw; the worker's.
 	instr instructionScan
 	// budget is this minute's use of the decision log; backlog, by spool offset key, where each
@@ -311,10 +322,20 @@ func (c *Collector) Untrack(id string) {
 		delete(c.byBridge, filepath.Join(t.bridge, "decisions"))
 		delete(c.byBridge, filepath.Dir(t.bridge))
 	}
+	var tdirs []string
+	if t != nil {
+		for d := range t.tdirs {
+			delete(c.byBridge, d)
+			tdirs = append(tdirs, d)
+		}
+	}
 	w := c.w
 	c.mu.Unlock()
 	if t == nil {
 		return
+	}
+	for _, d := range tdirs {
+		_ = w.Remove(d)
 	}
 	_ = w.Remove(t.bridge) // fails harmlessly when the folder is already gone
 	if t.chBridge != "" {

@@ -57,6 +57,7 @@ func (h *fakeHealth) SpoolRefused(string)                   { h.add("refused") }
 func (h *fakeHealth) DecisionFailed(string)                 { h.add("decision_failed") }
 func (h *fakeHealth) Quarantined(string, string, time.Time) { h.add("quarantined") }
 func (h *fakeHealth) UnguardedCall(string)                  { h.add("unguarded") }
+func (h *fakeHealth) Count(_ string, code health.Code)      { h.add(string(code)) }
 func (h *fakeHealth) CLIVersion(_, v string)                { h.add("cli " + v) }
 func (h *fakeHealth) InstructionFindings(_ string, files map[string][]string) {
 	h.mu.Lock()

@@ -54,6 +54,10 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 		return c.fault(s, t, p, rec, rid, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it (malformed event)", started)
 	}
 	if env.RID != "" && c.alreadyRecorded(env.RID) {
+		if pl, err := claudehook.ParsePayload(env.Event); err == nil {
+			// Judged before a crash: its call is still one the transcript will show.
+			t.recon.noteJudged(judgedEvent{toolUseID: pl.ToolUseID, tool: pl.ToolName, rid: env.RID, input: pl.ToolInput}, c.opts.Now())
+		}
 		return outcome{skip: true}
 	}
 	if env.RID != "" && t.rids.has(env.RID) {
@@ -82,7 +86,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	if !enforce {
 		applied = claudehook.Allow
 	}
-	t.recon.noteJudged(pl.ToolUseID, enforce && v.Decision == claudehook.Deny, pl.ToolInput, c.opts.Now())
+	t.recon.noteJudged(judgedEvent{toolUseID: pl.ToolUseID, tool: pl.ToolName, rid: env.RID, denied: enforce && v.Decision == claudehook.Deny, input: pl.ToolInput}, c.opts.Now())
 	o := outcome{rec: rec}
 	if waiting {
 		// A hook still in enforce after a switch to observe is released with no objection.

@@ -2,10 +2,8 @@ package collector
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
-	"io/fs"
-	"os"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -30,149 +28,133 @@ import (
 // The transcript is the agent's to edit, so this is detection, not proof: an agent that rewrites
 // it can hide a call from it (see THREATS.md).
 
-// RuleUnguarded is the rule of the record left by an unguarded call.
-const RuleUnguarded = "coworkbridge.unguarded-call"
+// Rules of the records reconciliation leaves.
+const (
+	// RuleUnguarded: a call ran without the guard.
+	RuleUnguarded = "coworkbridge.unguarded-call"
+	// RuleTranscriptTampered: a transcript was changed as the CLI never changes one.
+	RuleTranscriptTampered = "coworkbridge.transcript-tampered"
+	// RuleForgedEvent: an event no tool call of the session caused.
+	RuleForgedEvent = "coworkbridge.forged-event"
+)
 
 const (
-	// reconcileEvery bounds how often event drains also read the transcript.
+	// reconcileEvery bounds how often event drains also read the transcripts.
 	reconcileEvery = time.Second
 	// transcriptMaxLine bounds one transcript line read (they hold whole file contents).
 	transcriptMaxLine = 16 << 20
-	// Bounds on what is remembered per session.
-	maxJudged, maxUses, maxTranscripts = 20000, 2000, 200
-	judgedKeep                         = time.Hour
+	// Bounds on what is remembered per session: calls awaiting their result, events awaiting
+	// their call (both hashes and ids, never inputs), and what is persisted of them.
+	maxJudged, maxUses = 20000, 2000
+	judgedKeep         = time.Hour
+	maxPersisted       = 256
 )
 
 // reconciler is one session's reconciliation state; it belongs to the session's worker.
 type reconciler struct {
-	since   time.Time // transcripts untouched since before this are read from their end
-	last    time.Time // the last reconciliation
-	pos     map[string]spool.Position
-	partial map[string]spool.Partial
-	judged  map[string]judgedCall // by tool_use_id, from the events judged
-	uses    map[string]use        // calls seen in the transcript, awaiting a result
-	pending map[string]time.Time  // results that ran with no event yet, since when
+	since  time.Time // the session was first followed then
+	last   time.Time // the last reconciliation
+	later  bool      // a pass put off by the rate limit is scheduled
+	follow *transcript.Follower
+	// followed: the session has transcripts, so every event must name a call they show.
+	followed bool
+	judged   map[string]judgedCall // by tool_use_id, until the call's result
+	uses     map[string]use        // calls seen in the transcripts, awaiting a result
+	pending  map[string]time.Time  // results that ran with no event yet, since when
 	// versions are the Claude Code versions health has been told of, so that it hears of each
 	// once rather than at every line.
 	versions []string
+	// over: the session went over a budget and health was told, once per hour.
+	over time.Time
+	// saved is the state last persisted, to write only changes.
+	saved string
 }
 
 type judgedCall struct {
-	denied bool // an enforced deny
-	at     time.Time
-	input  transcript.Fingerprint
+	Denied bool                   `json:"denied,omitempty"` // an enforced deny
+	At     time.Time              `json:"at"`
+	Input  transcript.Fingerprint `json:"input"`
+	// Seen: a transcript shows the call. Until then the event's tool, preview and request id
+	// are kept for the forged-event record.
+	Seen    bool            `json:"seen,omitempty"`
+	Tool    string          `json:"tool,omitempty"`
+	RID     string          `json:"rid,omitempty"`
+	Preview json.RawMessage `json:"preview,omitempty"`
 }
 
 // use is what is kept of a call the transcript shows, until its result: never its whole input,
 // which can hold a whole file (a session writing huge inputs must not grow the daemon).
 type use struct {
-	id, tool string
-	preview  json.RawMessage // transcript.Preview of the input
-	input    transcript.Fingerprint
+	ID      string                 `json:"id"`
+	Tool    string                 `json:"tool"`
+	Preview json.RawMessage        `json:"preview"` // transcript.Preview of the input
+	Input   transcript.Fingerprint `json:"input"`
 }
 
 // maxVersions bounds the versions one session reports: lines the agent writes can name any.
 const maxVersions = 8
 
 func newReconciler(now time.Time) *reconciler {
-	return &reconciler{since: now, pos: map[string]spool.Position{}, partial: map[string]spool.Partial{},
-		judged: map[string]judgedCall{}, uses: map[string]use{}, pending: map[string]time.Time{}}
+	return &reconciler{since: now, judged: map[string]judgedCall{}, uses: map[string]use{}, pending: map[string]time.Time{}}
 }
 
 // noteJudged records that the event of a tool call reached the daemon and how it was decided.
-func (r *reconciler) noteJudged(toolUseID string, denied bool, input json.RawMessage, now time.Time) {
-	if toolUseID == "" || len(toolUseID) > 128 {
+func (r *reconciler) noteJudged(ev judgedEvent, now time.Time) {
+	if ev.toolUseID == "" || len(ev.toolUseID) > 128 {
 		return
 	}
 	if len(r.judged) >= maxJudged {
 		for id, j := range r.judged {
-			if now.Sub(j.at) > judgedKeep || len(r.judged) >= maxJudged {
+			if now.Sub(j.At) > judgedKeep || len(r.judged) >= maxJudged {
 				delete(r.judged, id)
 			}
 		}
 	}
-	r.judged[toolUseID] = judgedCall{denied: denied, at: now, input: transcript.FingerprintOf(input)}
+	_, used := r.uses[ev.toolUseID]
+	_, ran := r.pending[ev.toolUseID]
+	j := judgedCall{Denied: ev.denied, At: now, Input: transcript.FingerprintOf(ev.input), Seen: used || ran}
+	if !j.Seen {
+		j.Tool, j.RID, j.Preview = ev.tool, ev.rid, transcript.Preview(ev.input)
+	}
+	r.judged[ev.toolUseID] = j
 }
 
-// unguarded is one call found to have run without the guard.
-type unguarded struct {
-	use use
-	why string
+// judgedEvent is what reconciliation learns of one event judged.
+type judgedEvent struct {
+	toolUseID, tool, rid string
+	denied               bool
+	input                json.RawMessage
 }
 
-// reconcile reads what the session's transcripts added and reports unguarded calls. force skips
-// the rate limit (housekeeping passes).
+// finding is one thing reconciliation found, recorded as a record of rule.
+type finding struct {
+	rule, code string
+	use        use // the call, for unguarded calls and forged events
+	rid        string
+	why        string
+}
+
+// reconcile reads what the session's transcripts added and reports unguarded calls, tampered
+// transcripts and forged events. force skips the rate limit (housekeeping passes).
 func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force bool) {
 	r := t.recon
 	now := c.opts.Now()
-	if !force && now.Sub(r.last) < reconcileEvery && len(r.pending) == 0 {
+	if r.follow == nil {
+		r.follow = transcript.NewFollower(storePositions{c.opts.Offsets, offsetPrefix(t.dir) + "t:"}, transcriptMaxLine, r.since)
+		r.restore(c.opts.Offsets.Note(offsetPrefix(t.dir) + "r"))
+	}
+	if wait := reconcileEvery - now.Sub(r.last); !force && wait > 0 && len(r.pending) == 0 {
+		if !r.later {
+			// A change in this window must still be read within seconds, not at the rescan.
+			r.later = true
+			time.AfterFunc(wait, func() { c.schedule(t, false) })
+		}
 		return
 	}
-	r.last = now
-	var found []unguarded
-	for _, name := range transcripts(s) {
-		found = append(found, c.readTranscript(s, r, name, now)...)
-	}
-	for id, since := range r.pending {
-		j, ok := r.judged[id]
-		switch {
-		case ok && j.denied:
-			found = append(found, unguarded{r.takeUse(id), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)"})
-		case ok:
-		case now.Sub(since) < c.opts.ReconcileGrace:
-			continue
-		default:
-			found = append(found, unguarded{r.takeUse(id), "it ran but its hook never reached coworkbridge (hooks switched off, or the hook bypassed)"})
-		}
-		delete(r.pending, id)
-	}
-	if len(r.pending) > 0 {
-		// Events are drained before the transcript is read, so only one still on its way needs
-		// the grace; look again once it has passed.
-		time.AfterFunc(c.opts.ReconcileGrace, func() { c.schedule(t, false) })
-	}
-	if len(found) > 0 {
-		c.reportUnguarded(t, p, found, now)
-	}
-}
-
-// readTranscript reads the new lines of one transcript.
-func (c *Collector) readTranscript(s *session.Session, r *reconciler, name string, now time.Time) []unguarded {
-	f, err := s.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil // gone, or a link or a FIFO: nothing the CLI wrote
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil
-	}
-	pos, known := r.pos[name]
-	if !known {
-		if len(r.pos) >= maxTranscripts {
-			return nil
-		}
-		if fi.ModTime().Before(r.since) {
-			// Written before we followed this session: its calls are not ours to judge now.
-			id, _ := spool.IdentityOf(fi)
-			pos = spool.Position{ID: id, Offset: fi.Size()}
-		}
-	}
-	rd, _, err := spool.NewReader(f, pos, transcriptMaxLine)
-	if err != nil {
-		return nil
-	}
-	rd.Resume(r.partial[name])
-	var found []unguarded
-	for {
-		l, err := rd.Next()
-		if errors.Is(err, io.EOF) || err != nil {
-			break
-		}
-		if l.Oversized {
-			continue
-		}
-		items, version := transcript.ParseLine(l.Data)
+	r.last, r.later = now, false
+	var found []finding
+	rep := r.follow.Follow(s, func(name string, line []byte) {
+		items, version := transcript.ParseLine(line)
 		if version != "" && !slices.Contains(r.versions, version) && len(r.versions) < maxVersions {
 			r.versions = append(r.versions, version)
 			c.opts.Health.CLIVersion(s.ID(), version)
@@ -180,14 +162,71 @@ func (c *Collector) readTranscript(s *session.Session, r *reconciler, name strin
 		for _, it := range items {
 			found = append(found, r.take(it, now)...)
 		}
+	})
+	r.followed = r.followed || rep.Files > 0
+	c.watchTranscripts(t, rep.Dirs)
+	removing := c.opts.Removals.Wait(s.Dir()) > 0
+	for _, tm := range rep.Tampers {
+		if removing && strings.Contains(tm.What, "removed") {
+			continue // the session itself is going
+		}
+		found = append(found, finding{rule: RuleTranscriptTampered, code: string(health.CodeTranscriptTampered), use: use{Tool: tm.File},
+			why: tm.File + ": " + tm.What})
 	}
-	r.pos[name] = rd.Position()
-	r.partial[name] = rd.Partial()
+	found = append(found, r.settle(now, c.opts.ReconcileGrace, c.opts.ForgedAfter)...)
+	if len(r.pending) > 0 {
+		// Events are drained before the transcript is read, so only one still on its way needs
+		// the grace; look again once it has passed.
+		time.AfterFunc(c.opts.ReconcileGrace, func() { c.schedule(t, false) })
+	}
+	if rep.Over || len(r.uses) >= maxUses || len(r.judged) >= maxJudged {
+		c.overBudget(t, now, fmt.Sprintf("transcripts %d (bound %d), calls awaiting a result %d (bound %d), events awaiting their call %d (bound %d)",
+			rep.Files, transcript.MaxFiles, len(r.uses), maxUses, len(r.judged), maxJudged))
+	}
+	c.persist(t)
+	if len(found) > 0 {
+		c.reportFindings(t, p, found, now)
+	}
+}
+
+// settle decides the results that waited for their event, and the events that waited for their
+// call to show in a transcript.
+func (r *reconciler) settle(now time.Time, grace, forgedAfter time.Duration) []finding {
+	var found []finding
+	for id, since := range r.pending {
+		j, ok := r.judged[id]
+		switch {
+		case ok && j.Denied:
+			found = append(found, unguardedCall(r.takeUse(id), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)"))
+		case ok:
+		case now.Sub(since) < grace:
+			continue
+		default:
+			found = append(found, unguardedCall(r.takeUse(id), "it ran but its hook never reached coworkbridge (hooks switched off, or the hook bypassed)"))
+		}
+		delete(r.pending, id)
+		delete(r.judged, id)
+	}
+	if !r.followed {
+		return found // no transcript to hold events against (not a CLI session, or not yet)
+	}
+	for id, j := range r.judged {
+		if !j.Seen && now.Sub(j.At) >= forgedAfter {
+			found = append(found, finding{rule: RuleForgedEvent, code: string(health.CodeForgedEvent), rid: j.RID,
+				use: use{ID: id, Tool: j.Tool, Preview: j.Preview},
+				why: fmt.Sprintf("tool call %s: an event reached coworkbridge, but none of the session's transcripts shows the call within %v (written by something other than the CLI's hook)", id, forgedAfter)})
+			delete(r.judged, id)
+		}
+	}
 	return found
 }
 
+func unguardedCall(u use, why string) finding {
+	return finding{rule: RuleUnguarded, code: string(health.CodeUnguardedCall), use: u, why: "tool call " + u.ID + ": " + why}
+}
+
 // take handles one transcript item.
-func (r *reconciler) take(it transcript.Item, now time.Time) []unguarded {
+func (r *reconciler) take(it transcript.Item, now time.Time) []finding {
 	switch it.Kind {
 	case transcript.Use:
 		if len(r.uses) >= maxUses {
@@ -196,21 +235,29 @@ func (r *reconciler) take(it transcript.Item, now time.Time) []unguarded {
 				break
 			}
 		}
-		r.uses[it.ToolUseID] = use{id: it.ToolUseID, tool: it.Tool, preview: transcript.Preview(it.Input), input: transcript.FingerprintOf(it.Input)}
-	case transcript.Result:
-		if it.IsError {
-			delete(r.uses, it.ToolUseID)
-			return nil
+		r.uses[it.ToolUseID] = use{ID: it.ToolUseID, Tool: it.Tool, Preview: transcript.Preview(it.Input), Input: transcript.FingerprintOf(it.Input)}
+		if j, ok := r.judged[it.ToolUseID]; ok && !j.Seen {
+			j.Seen, j.Tool, j.RID, j.Preview = true, "", "", nil
+			r.judged[it.ToolUseID] = j
 		}
+	case transcript.Result:
 		j, ok := r.judged[it.ToolUseID]
 		u, seen := r.uses[it.ToolUseID]
+		if it.IsError {
+			delete(r.uses, it.ToolUseID)
+			delete(r.judged, it.ToolUseID)
+			return nil
+		}
 		switch {
-		case ok && j.denied:
-			return []unguarded{{r.takeUse(it.ToolUseID), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)"}}
-		case ok && seen && !transcript.Same(j.input, u.input):
-			return []unguarded{{r.takeUse(it.ToolUseID), "it ran with an input other than the one coworkbridge judged (an event forged with its id, or the input rewritten after the judgement)"}}
+		case ok && j.Denied:
+			delete(r.judged, it.ToolUseID)
+			return []finding{unguardedCall(r.takeUse(it.ToolUseID), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)")}
+		case ok && seen && !transcript.Same(j.Input, u.Input):
+			delete(r.judged, it.ToolUseID)
+			return []finding{unguardedCall(r.takeUse(it.ToolUseID), "it ran with an input other than the one coworkbridge judged (an event forged with its id, or the input rewritten after the judgement)")}
 		case ok:
 			delete(r.uses, it.ToolUseID)
+			delete(r.judged, it.ToolUseID)
 			return nil
 		}
 		if _, ok := r.pending[it.ToolUseID]; !ok {
@@ -225,55 +272,116 @@ func (r *reconciler) takeUse(id string) use {
 	u, ok := r.uses[id]
 	delete(r.uses, id)
 	if !ok {
-		u = use{id: id}
+		u = use{ID: id}
 	}
 	return u
 }
 
-// transcripts lists the session's transcript files: .claude/projects/<slug>/<id>.jsonl.
-func transcripts(s *session.Session) []string {
-	const projects = session.ClaudeDir + "/projects"
-	dirs, err := s.ReadDir(projects, maxTranscripts)
-	if err != nil && len(dirs) == 0 {
-		return nil
-	}
-	var names []string
-	for _, d := range dirs {
-		if !d.IsDir() {
-			continue
-		}
-		files, err := s.ReadDir(projects+"/"+d.Name(), maxTranscripts)
-		if err != nil && (len(files) == 0 || errors.Is(err, fs.ErrNotExist)) {
-			continue
-		}
-		for _, f := range files {
-			if f.Type().IsRegular() && strings.HasSuffix(f.Name(), ".jsonl") && len(names) < maxTranscripts {
-				names = append(names, projects+"/"+d.Name()+"/"+f.Name())
-			}
-		}
-	}
-	return names
+// inFlight is what is persisted of a session's reconciliation: the calls between their event
+// and their result, so that a daemon restarted meanwhile neither loses them nor takes their
+// results for unguarded calls.
+type inFlight struct {
+	Judged map[string]judgedCall `json:"judged,omitempty"`
+	Uses   map[string]use        `json:"uses,omitempty"`
 }
 
-// reportUnguarded records each unguarded call, tells health, and in enforce quarantines.
-func (c *Collector) reportUnguarded(t *tracked, p *policy, found []unguarded, now time.Time) {
+// persist keeps the newest maxPersisted of each beside the transcript positions; Commit writes
+// them with the offsets.
+func (c *Collector) persist(t *tracked) {
+	r := t.recon
+	st := inFlight{Judged: newest(r.judged, func(j judgedCall) time.Time { return j.At }), Uses: newest(r.uses, func(use) time.Time { return time.Time{} })}
+	data, err := json.Marshal(st)
+	if err != nil || string(data) == r.saved {
+		return
+	}
+	r.saved = string(data)
+	if len(st.Judged)+len(st.Uses) == 0 {
+		data = nil
+	}
+	c.opts.Offsets.SetNote(offsetPrefix(t.dir)+"r", data)
+	c.requestCommit()
+}
+
+func newest[V any](m map[string]V, at func(V) time.Time) map[string]V {
+	if len(m) <= maxPersisted {
+		return m
+	}
+	ids := slices.SortedFunc(maps.Keys(m), func(a, b string) int { return at(m[b]).Compare(at(m[a])) })
+	out := make(map[string]V, maxPersisted)
+	for _, id := range ids[:maxPersisted] {
+		out[id] = m[id]
+	}
+	return out
+}
+
+// restore takes back what an earlier daemon persisted; a damaged note is ignored.
+func (r *reconciler) restore(note json.RawMessage) {
+	var st inFlight
+	if len(note) == 0 || json.Unmarshal(note, &st) != nil {
+		return
+	}
+	for id, j := range st.Judged {
+		if len(r.judged) < maxPersisted && len(id) <= 128 {
+			r.judged[id] = j
+		}
+	}
+	for id, u := range st.Uses {
+		if len(r.uses) < maxPersisted && len(id) <= 128 {
+			r.uses[id] = u
+		}
+	}
+}
+
+// storePositions keeps a session's transcript positions in the offsets store, under a prefix.
+type storePositions struct {
+	s      *spool.Store
+	prefix string
+}
+
+func (p storePositions) Get(name string) (spool.Position, bool) { return p.s.Lookup(p.prefix + name) }
+func (p storePositions) Set(name string, pos spool.Position)    { p.s.Set(p.prefix+name, pos) }
+func (p storePositions) Forget(name string)                     { p.s.Forget(p.prefix + name) }
+func (p storePositions) Names() []string {
+	keys := p.s.Keys(p.prefix)
+	for i, k := range keys {
+		keys[i] = strings.TrimPrefix(k, p.prefix)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// overBudget tells health and the log, once an hour, that a session went over its budget.
+func (c *Collector) overBudget(t *tracked, now time.Time, what string) {
+	if now.Sub(t.recon.over) < time.Hour {
+		return
+	}
+	t.recon.over = now
+	c.log.Warn("a session went over what the daemon keeps for it; the excess is dropped", "code", health.CodeSessionOverBudget, "session", t.id, "what", what)
+	c.opts.Health.Count(t.id, health.CodeSessionOverBudget)
+}
+
+// reportFindings records each finding, tells health, and in enforce quarantines.
+func (c *Collector) reportFindings(t *tracked, p *policy, found []finding, now time.Time) {
 	recs := make([]telemetry.Record, 0, len(found))
-	for _, u := range found {
-		input := u.use.preview
+	for _, f := range found {
+		input := f.use.Preview
 		if len(input) == 0 {
 			input = json.RawMessage("null")
 		}
-		recs = append(recs, telemetry.Record{TS: now, Session: t.id, Agent: "cowork", Transport: telemetry.TransportTranscript,
-			Mode: string(p.cfg.Mode), Tool: u.use.tool, Input: input, Decision: claudehook.Deny, Rule: RuleUnguarded,
-			Reason: "tool call " + u.use.id + ": " + u.why})
-		c.log.Warn("a tool call ran without the guard", "code", health.CodeUnguardedCall, "session", t.id, "tool_use_id", u.use.id, "tool", u.use.tool, "why", u.why)
-		c.opts.Health.UnguardedCall(t.id)
+		recs = append(recs, telemetry.Record{TS: now, Session: t.id, RID: f.rid, Agent: "cowork", Transport: telemetry.TransportTranscript,
+			Mode: string(p.cfg.Mode), Tool: f.use.Tool, Input: input, Decision: claudehook.Deny, Rule: f.rule, Reason: f.why})
+		c.log.Warn("reconciliation found the guard bypassed or its evidence edited", "code", f.code, "session", t.id, "rule", f.rule, "tool_use_id", f.use.ID, "tool", f.use.Tool, "why", f.why)
+		if f.code == string(health.CodeUnguardedCall) {
+			c.opts.Health.UnguardedCall(t.id)
+		} else {
+			c.opts.Health.Count(t.id, health.Code(f.code))
+		}
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {
 		c.opts.Health.TelemetryFailed()
-		c.log.Warn("cannot record unguarded calls in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
+		c.log.Warn("cannot record reconciliation findings in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
 	}
 	if p.cfg.Mode == managedconfig.Enforce {
-		c.Quarantine(t.id, "a tool call ran without the guard ("+found[0].why+")")
+		c.Quarantine(t.id, found[0].why)
 	}
 }

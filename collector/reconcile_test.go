@@ -189,7 +189,7 @@ func TestHugeTranscriptInputsAreNotKept(t *testing.T) {
 	}
 	kept := 0
 	for _, u := range r.uses {
-		kept += len(u.preview) + 16*len(u.input)
+		kept += len(u.Preview) + 16*len(u.Input)
 	}
 	if kept > 30*2048 {
 		t.Errorf("the reconciler keeps %d bytes for 30 calls of 4 MiB", kept)

@@ -13,6 +13,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
 // leaseCheck is how often the wall clock is compared with the leases: after a Mac wakes from
@@ -128,6 +129,40 @@ func (c *Collector) watch(t *tracked) {
 	}
 }
 
+// maxTranscriptDirs bounds the transcript folders watched per session; past it the rate-limited
+// reads at each drain and the rescan cover the rest.
+const maxTranscriptDirs = 16
+
+// watchTranscripts watches the folders that hold the session's transcripts, so that a line the
+// CLI writes is read within seconds, not at the next rescan.
+func (c *Collector) watchTranscripts(t *tracked, dirs []string) {
+	c.mu.Lock()
+	w := c.w
+	var add []string
+	for _, d := range dirs {
+		abs := filepath.Join(t.dir, filepath.FromSlash(d))
+		if t.tdirs[abs] || len(t.tdirs) >= maxTranscriptDirs || t.gone {
+			continue
+		}
+		if t.tdirs == nil {
+			t.tdirs = map[string]bool{}
+		}
+		t.tdirs[abs] = true
+		c.byBridge[abs] = t
+		add = append(add, abs)
+	}
+	c.mu.Unlock()
+	for _, abs := range add {
+		if err := fswatch.AddInside(w, t.dir, abs); err != nil {
+			c.log.Debug("cannot watch a transcript folder; the rescan covers it", "session", t.id, "dir", abs, "err", err)
+			c.mu.Lock()
+			delete(t.tdirs, abs) // tried again at the next pass
+			delete(c.byBridge, abs)
+			c.mu.Unlock()
+		}
+	}
+}
+
 // Watches is the number of folders the collector watches; safe from any goroutine.
 func (c *Collector) Watches() int {
 	c.mu.Lock()
@@ -155,6 +190,13 @@ func (c *Collector) handle(ev fswatch.Event) {
 	}
 	switch {
 	case t == nil:
+	case c.transcriptDir(t, dir):
+		if ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Gone() {
+			c.schedule(t, false) // a transcript line, or a transcript moved: reconcile now
+		}
+		if ev.Gone() {
+			c.forgetTranscriptDir(t, ev.Name)
+		}
 	case dir == t.chBridge:
 		if _, ok := decisions.EventRID(base); ok && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)) {
 			c.schedule(t, false) // an event handed over on the Mac
@@ -167,6 +209,8 @@ func (c *Collector) handle(ev fswatch.Event) {
 			// the lease back so that hooks in the VM are answered.
 			c.watch(t)
 			c.schedule(t, true)
+		} else if session.ClaudeDir+"/"+base == transcript.Projects && (ev.Has(fswatch.Create) || ev.Gone()) {
+			c.schedule(t, false) // the CLI's first transcript is coming: follow it from its first line
 		} else if instructionName(session.ClaudeDir+"/"+base) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Rename)) {
 			c.schedule(t, true) // .claude/CLAUDE.md changed: scan it now, not at the next rescan
 		}
@@ -178,6 +222,23 @@ func (c *Collector) handle(ev fswatch.Event) {
 		c.mu.Unlock()
 		c.schedule(t, false)
 	} // anything else: the hook's temporary files, our own temporary files
+}
+
+func (c *Collector) transcriptDir(t *tracked, dir string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return t.tdirs[dir]
+}
+
+// forgetTranscriptDir drops a transcript folder that went, so that one made again at its name is
+// watched anew.
+func (c *Collector) forgetTranscriptDir(t *tracked, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.tdirs[name] {
+		delete(t.tdirs, name)
+		delete(c.byBridge, name)
+	}
 }
 
 func isSpoolName(base string) bool {

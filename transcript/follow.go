@@ -60,9 +60,11 @@ type Follower struct {
 	maxLine int64
 	// files are the transcripts seen, by name; mod and size are what the last look found.
 	files map[string]*followed
-	// first: no look has been made yet. Files found then with no persisted position were
-	// written before anyone followed the session, and are read from their end.
+	// first: no look has been made yet. Files found then with no persisted position, and last
+	// written before since, were written before anyone followed the session, and are read from
+	// their end.
 	first bool
+	since time.Time
 }
 
 type followed struct {
@@ -75,10 +77,10 @@ type followed struct {
 	gone         bool // reported gone; a file back at the name is a replacement
 }
 
-// NewFollower follows the transcripts whose positions pos keeps; lines longer than maxLine are
-// skipped.
-func NewFollower(pos Positions, maxLine int64) *Follower {
-	return &Follower{pos: pos, maxLine: maxLine, files: map[string]*followed{}, first: true}
+// NewFollower follows the transcripts whose positions pos keeps, starting to follow the session
+// at since; lines longer than maxLine are skipped.
+func NewFollower(pos Positions, maxLine int64, since time.Time) *Follower {
+	return &Follower{pos: pos, maxLine: maxLine, files: map[string]*followed{}, first: true, since: since}
 }
 
 // Report is what one look found besides the lines.
@@ -97,9 +99,16 @@ type Report struct {
 func (f *Follower) Follow(d Dir, each func(name string, line []byte)) Report {
 	names, dirs, over := list(d)
 	rep := Report{Dirs: dirs, Over: over, Files: len(names)}
-	fresh := f.first && len(f.pos.Names()) == 0
+	known := f.pos.Names()
+	fresh := f.first && len(known) == 0
 	f.first = false
 	for _, name := range names {
+		if _, ok := f.pos.Get(name); !ok {
+			if from := f.renamed(d, name, known, names); from != "" {
+				rep.Tampers = append(rep.Tampers, Tamper{name, "the transcript was renamed from " + from + " (the CLI never renames one)"})
+				continue
+			}
+		}
 		if t := f.read(d, name, fresh, each); t != "" {
 			rep.Tampers = append(rep.Tampers, Tamper{name, t})
 		}
@@ -114,6 +123,35 @@ func (f *Follower) Follow(d Dir, each func(name string, line []byte)) Report {
 		}
 	}
 	return rep
+}
+
+// renamed finds the known transcript that a new name is: the same file under a name it no
+// longer has. Its position moves with it, so that what was read is not read again.
+func (f *Follower) renamed(d Dir, name string, known, names []string) string {
+	fh, err := d.OpenSole(name, os.O_RDONLY)
+	if err != nil {
+		return ""
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return ""
+	}
+	id, err := spool.IdentityOf(fi)
+	if err != nil {
+		return ""
+	}
+	for _, old := range known {
+		pos, _ := f.pos.Get(old)
+		if pos.ID != id || slices.Contains(names, old) {
+			continue
+		}
+		f.pos.Forget(old)
+		f.pos.Set(name, pos)
+		f.files[name], f.files[old] = f.files[old], &followed{gone: true}
+		return old
+	}
+	return ""
 }
 
 // read reads one transcript's new lines; it returns what was done to the file, "" when nothing
@@ -143,7 +181,7 @@ func (f *Follower) read(d Dir, name string, fresh bool, each func(string, []byte
 		what = "another file was put at the transcript's name"
 	case !known && Check(name) != "":
 		what = "a file was planted among the transcripts: " + Check(name)
-	case !known && fresh:
+	case !known && fresh && fi.ModTime().Before(f.since):
 		// Written before the session was followed: its calls are not ours to judge now.
 		id, _ := spool.IdentityOf(fi)
 		pos = spool.Position{ID: id, Offset: fi.Size()}

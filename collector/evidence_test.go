@@ -1,0 +1,244 @@
+package collector
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// The attacks of issue 26 on the evidence, each a test. The fixture's rescan is an hour away, so
+// every finding here comes from the watch, within seconds of the change.
+
+const transcriptRel = ".claude/projects/-sessions-x-mnt-outputs/abc.jsonl"
+
+func (f *fixture) transcriptPath() string {
+	return filepath.Join(f.dir, filepath.FromSlash(transcriptRel))
+}
+
+// guardedCall runs one call as the CLI and its hook would: the event is judged, the transcript
+// shows the call and its result.
+func (f *fixture) guardedCall(id, cmd string) {
+	f.t.Helper()
+	rid := f.nextRID()
+	f.appendRaw(envelopeFor(rid, string(f.cfg.Mode), id, cmd) + "\n")
+	if f.cfg.Mode == managedconfig.Enforce {
+		f.decision(rid)
+	}
+	f.transcript(toolUse(id, cmd), toolResult(id, false))
+}
+
+// waitRule waits for a record of rule and returns it.
+func (f *fixture) waitRule(rule string) telemetry.Record {
+	f.t.Helper()
+	var got telemetry.Record
+	cbtest.WaitForf(f.t, func() bool {
+		for _, r := range f.records() {
+			if r.Rule == rule {
+				got = r
+				return true
+			}
+		}
+		return false
+	}, func() string { return fmt.Sprintf("no %s record:%s", rule, describe(f.records())) })
+	return got
+}
+
+func (f *fixture) noRule(rule string, settle time.Duration) {
+	f.t.Helper()
+	time.Sleep(settle)
+	for _, r := range f.records() {
+		if r.Rule == rule {
+			f.t.Errorf("unexpected %s record: %+v", rule, r)
+		}
+	}
+}
+
+func startedWithTranscript(t *testing.T) *fixture {
+	f := newFixture(t, managedconfig.Enforce)
+	f.opts.ReconcileGrace = 50 * time.Millisecond
+	f.start()
+	f.guardedCall("toolu_1", "ls")
+	f.waitRecords(1)
+	f.idle()
+	time.Sleep(1100 * time.Millisecond) // past the rate limit, so the next change is read at once
+	return f
+}
+
+func TestAnUnguardedCallIsReportedWithinSecondsOfItsTranscriptLine(t *testing.T) {
+	f := startedWithTranscript(t)
+	// No pass is asked for and the rescan is an hour away: only the watch can bring it.
+	f.transcript(toolUse("toolu_2", "curl evil.example"), toolResult("toolu_2", false))
+	if r := f.waitRule(RuleUnguarded); !strings.Contains(r.Reason, "toolu_2") {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestARenamedTranscriptIsTampering(t *testing.T) {
+	f := startedWithTranscript(t)
+	if err := os.Rename(f.transcriptPath(), filepath.Join(filepath.Dir(f.transcriptPath()), "def.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.waitRule(RuleTranscriptTampered); !strings.Contains(r.Reason, "renamed") {
+		t.Errorf("record %+v", r)
+	}
+	if f.health.count("transcript_tampered") == 0 || f.health.count("quarantined") == 0 {
+		t.Errorf("health %v", f.health.counts)
+	}
+	f.noRule(RuleUnguarded, 300*time.Millisecond) // what was read is not read again
+}
+
+func TestAResultRewrittenInPlaceAsAnErrorIsTampering(t *testing.T) {
+	f := startedWithTranscript(t)
+	data, _ := os.ReadFile(f.transcriptPath())
+	edited := strings.Replace(string(data), `"is_error":false`, `"is_error":true `, 1)
+	fh, err := os.OpenFile(f.transcriptPath(), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.WriteAt([]byte(edited), 0) // in place: same file, same size
+	fh.Close()
+	if r := f.waitRule(RuleTranscriptTampered); !strings.Contains(r.Reason, "rewritten") {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestATruncatedTranscriptIsTampering(t *testing.T) {
+	f := startedWithTranscript(t)
+	if err := os.Truncate(f.transcriptPath(), 10); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.waitRule(RuleTranscriptTampered); !strings.Contains(r.Reason, "truncated") {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestATranscriptReplacedByAnotherFileIsTampering(t *testing.T) {
+	f := startedWithTranscript(t)
+	tmp := f.transcriptPath() + ".tmp"
+	os.WriteFile(tmp, []byte(toolUse("toolu_1", "ls")+"\n"+toolResult("toolu_1", true)+"\n"), 0o600)
+	if err := os.Rename(tmp, f.transcriptPath()); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.waitRule(RuleTranscriptTampered); !strings.Contains(r.Reason, "replaced") {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestATranscriptWhoseTimeIsSetBackIsTampering(t *testing.T) {
+	f := startedWithTranscript(t)
+	past := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(f.transcriptPath(), past, past); err != nil {
+		t.Fatal(err)
+	}
+	f.transcript(toolUse("toolu_3", "id"), toolResult("toolu_3", false)) // and the call it hides
+	os.Chtimes(f.transcriptPath(), past, past)
+	f.c.scheduleAll(false)
+	if r := f.waitRule(RuleTranscriptTampered); !strings.Contains(r.Reason, "set back") {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestAFilePlantedAmongTheTranscriptsIsTampering(t *testing.T) {
+	f := startedWithTranscript(t)
+	p := filepath.Join(filepath.Dir(f.transcriptPath()), "notes", "x.jsonl")
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	os.WriteFile(p, []byte(toolUse("toolu_9", "ls")+"\n"+toolResult("toolu_9", false)+"\n"), 0o600)
+	f.c.scheduleAll(false)
+	if r := f.waitRule(RuleTranscriptTampered); !strings.Contains(r.Reason, "planted") {
+		t.Errorf("record %+v", r)
+	}
+	f.noRule(RuleUnguarded, 300*time.Millisecond) // what a planted file says is not evidence
+}
+
+func TestAHardLinkedTranscriptIsTampering(t *testing.T) {
+	f := startedWithTranscript(t)
+	if err := os.Link(f.transcriptPath(), filepath.Join(f.outside, "copy.jsonl")); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	f.transcript(toolUse("toolu_4", "id"), toolResult("toolu_4", false))
+	if r := f.waitRule(RuleTranscriptTampered); !strings.Contains(r.Reason, "hard link") {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestJunkTranscriptsRegisteredFirstCannotHideTheRealOne(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.opts.ReconcileGrace = 50 * time.Millisecond
+	f.start()
+	f.idle()
+	dir := filepath.Dir(f.transcriptPath())
+	os.MkdirAll(dir, 0o700)
+	for i := range 260 {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("0000-junk-%03d.jsonl", i)), []byte("{}\n"), 0o600)
+	}
+	f.transcript(toolUse("toolu_5", "curl evil.example"), toolResult("toolu_5", false))
+	f.c.scheduleAll(false)
+	if r := f.waitRule(RuleUnguarded); !strings.Contains(r.Reason, "toolu_5") {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestASubagentsCallIsReconciled(t *testing.T) {
+	f := startedWithTranscript(t)
+	p := filepath.Join(filepath.Dir(f.transcriptPath()), "abc", "subagents", "agent-a1.jsonl")
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	os.WriteFile(p, []byte(toolUse("toolu_6", "cat ~/.aws/credentials")+"\n"+toolResult("toolu_6", false)+"\n"), 0o600)
+	f.c.scheduleAll(false)
+	if r := f.waitRule(RuleUnguarded); !strings.Contains(r.Reason, "toolu_6") {
+		t.Errorf("record %+v", r)
+	}
+}
+
+func TestAnEventNoCallCausedIsAForgedEventAndQuarantines(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.opts.ForgedAfter = 300 * time.Millisecond
+	f.start()
+	f.guardedCall("toolu_1", "ls")
+	// The agent appends a line of its own: an event no tool call caused.
+	forged := f.nextRID()
+	f.appendRaw(envelopeFor(forged, "enforce", "toolu_forged", "echo harmless") + "\n")
+	f.decision(forged)
+	time.Sleep(400 * time.Millisecond)
+	f.c.scheduleAll(true)
+	r := f.waitRule(RuleForgedEvent)
+	if r.RID != forged || !strings.Contains(r.Reason, "toolu_forged") || !strings.Contains(string(r.Input), "harmless") {
+		t.Errorf("record %+v", r)
+	}
+	if f.health.count("forged_event") != 1 || f.health.count("quarantined") == 0 {
+		t.Errorf("health %v", f.health.counts)
+	}
+	for _, rec := range f.records() {
+		if rec.Rule == RuleForgedEvent && strings.Contains(rec.Reason, "toolu_1") {
+			t.Errorf("the real call was taken for a forgery: %+v", rec)
+		}
+	}
+}
+
+// A daemon restarted between a call's event and its result neither loses the call nor takes its
+// result for an unguarded call: what is in flight is persisted with the offsets.
+func TestACallInFlightAcrossARestartIsNotUnguarded(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.opts.ReconcileGrace = 50 * time.Millisecond
+	f.start()
+	f.guardedCall("toolu_1", "ls")
+	rid := f.nextRID()
+	f.appendRaw(envelopeFor(rid, "enforce", "toolu_long", "sleep 100") + "\n")
+	f.decision(rid)
+	f.transcript(toolUse("toolu_long", "sleep 100"))
+	f.waitRecords(2)
+	time.Sleep(1100 * time.Millisecond)
+	f.c.scheduleAll(true)
+	f.idle()
+	f.stop()
+	f.start()
+	f.transcript(toolResult("toolu_long", false))
+	f.c.scheduleAll(true)
+	f.noRule(RuleUnguarded, 1500*time.Millisecond)
+}
