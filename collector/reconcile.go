@@ -128,10 +128,11 @@ type judgedEvent struct {
 
 // finding is one thing reconciliation found, recorded as a record of rule.
 type finding struct {
-	rule, code string
-	use        use // the call, for unguarded calls and forged events
-	rid        string
-	why        string
+	rule string
+	Code health.Code // typed, so that the log line's code is one the compiler knows
+	use  use         // the call, for unguarded calls and forged events
+	rid  string
+	why  string
 }
 
 // reconcile reads what the session's transcripts added and reports unguarded calls, tampered
@@ -170,7 +171,7 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 		if removing && strings.Contains(tm.What, "removed") {
 			continue // the session itself is going
 		}
-		found = append(found, finding{rule: RuleTranscriptTampered, code: string(health.CodeTranscriptTampered), use: use{Tool: tm.File},
+		found = append(found, finding{rule: RuleTranscriptTampered, Code: health.CodeTranscriptTampered, use: use{Tool: tm.File},
 			why: tm.File + ": " + tm.What})
 	}
 	found = append(found, r.settle(now, c.opts.ReconcileGrace, c.opts.ForgedAfter)...)
@@ -212,7 +213,7 @@ func (r *reconciler) settle(now time.Time, grace, forgedAfter time.Duration) []f
 	}
 	for id, j := range r.judged {
 		if !j.Seen && now.Sub(j.At) >= forgedAfter {
-			found = append(found, finding{rule: RuleForgedEvent, code: string(health.CodeForgedEvent), rid: j.RID,
+			found = append(found, finding{rule: RuleForgedEvent, Code: health.CodeForgedEvent, rid: j.RID,
 				use: use{ID: id, Tool: j.Tool, Preview: j.Preview},
 				why: fmt.Sprintf("tool call %s: an event reached coworkbridge, but none of the session's transcripts shows the call within %v (written by something other than the CLI's hook)", id, forgedAfter)})
 			delete(r.judged, id)
@@ -222,7 +223,7 @@ func (r *reconciler) settle(now time.Time, grace, forgedAfter time.Duration) []f
 }
 
 func unguardedCall(u use, why string) finding {
-	return finding{rule: RuleUnguarded, code: string(health.CodeUnguardedCall), use: u, why: "tool call " + u.ID + ": " + why}
+	return finding{rule: RuleUnguarded, Code: health.CodeUnguardedCall, use: u, why: "tool call " + u.ID + ": " + why}
 }
 
 // take handles one transcript item.
@@ -370,11 +371,11 @@ func (c *Collector) reportFindings(t *tracked, p *policy, found []finding, now t
 		}
 		recs = append(recs, telemetry.Record{TS: now, Session: t.id, RID: f.rid, Agent: "cowork", Transport: telemetry.TransportTranscript,
 			Mode: string(p.cfg.Mode), Tool: f.use.Tool, Input: input, Decision: claudehook.Deny, Rule: f.rule, Reason: f.why})
-		c.log.Warn("reconciliation found the guard bypassed or its evidence edited", "code", f.code, "session", t.id, "rule", f.rule, "tool_use_id", f.use.ID, "tool", f.use.Tool, "why", f.why)
-		if f.code == string(health.CodeUnguardedCall) {
+		c.log.Warn("reconciliation found the guard bypassed or its evidence edited", "code", f.Code, "session", t.id, "rule", f.rule, "tool_use_id", f.use.ID, "tool", f.use.Tool, "why", f.why)
+		if f.Code == health.CodeUnguardedCall {
 			c.opts.Health.UnguardedCall(t.id)
 		} else {
-			c.opts.Health.Count(t.id, health.Code(f.code))
+			c.opts.Health.Count(t.id, f.Code)
 		}
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {
