@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -34,4 +36,32 @@ func BenchmarkEnforceEventDaemonSide(b *testing.B) {
 		}
 		os.Remove(path)
 	}
+}
+
+// BenchmarkTranscriptBomb is the attack that starved the daemon: a session whose transcript
+// holds tool calls with huge inputs and no results. Each iteration appends one call with an 8 MiB
+// input; reconciliation keeps a fingerprint and a bounded preview of it, never the input, so the
+// heap after the session is read (reported as heap-MiB, with the bytes written as bomb-MiB) stays
+// flat however many calls the session writes.
+func BenchmarkTranscriptBomb(b *testing.B) {
+	f := newFixture(b, managedconfig.Observe)
+	f.start()
+	defer f.stop()
+	f.transcript(toolUse("toolu_start", "ls")) // the session is followed from here on
+	f.idle()
+	huge := strings.Repeat("A", 8<<20)
+	var written int64
+	b.ResetTimer()
+	for i := range b.N {
+		f.transcript(toolUse(fmt.Sprintf("toolu_%d", i), huge))
+		written += 8 << 20
+		f.c.scheduleAll(true)
+		f.idle()
+	}
+	b.StopTimer()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(float64(m.HeapInuse)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(written)/(1<<20), "bomb-MiB")
 }

@@ -231,9 +231,11 @@ func TestRealCLIInputsJudgedMatchTheTranscript(t *testing.T) {
 		[]toolUse{{Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "world", "new_string": "there"}}},
 		[]toolUse{{Name: "Read", Input: map[string]any{"file_path": notes}}},
 		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "ls " + filepath.Join(dir, "outputs"), "description": "list"}}},
+		// A subagent: its calls are in a transcript of their own, followed like the main one.
+		[]toolUse{{Name: "Task", Input: map[string]any{"description": "sub", "prompt": "do it", "subagent_type": "general-purpose"}}},
 	)
 	res := streamToolResults(runCLI(t, api, dir))
-	if len(res) != 4 {
+	if len(res) != 5 {
 		t.Fatalf("%d tool results: %+v", len(res), res)
 	}
 	for i, r := range res {
@@ -241,11 +243,16 @@ func TestRealCLIInputsJudgedMatchTheTranscript(t *testing.T) {
 			t.Errorf("call %d failed: %+v", i+1, r)
 		}
 	}
-	d.records(t, 4)
+	d.records(t, 5)
 	time.Sleep(8 * time.Second) // past the grace, and several rescans that reconcile
-	for _, r := range d.records(t, 4) {
-		if r.Rule == "coworkbridge.unguarded-call" {
-			t.Errorf("a call that ran as judged was reported unguarded: %+v", r)
+	for _, r := range d.records(t, 5) {
+		switch r.Rule {
+		case "coworkbridge.unguarded-call", "coworkbridge.transcript-tampered", "coworkbridge.forged-event":
+			t.Errorf("the real CLI's own writing was taken for an attack: %+v", r)
 		}
+	}
+	subagents, _ := filepath.Glob(filepath.Join(dir, ".claude", "projects", "*", "*", "subagents", "agent-*.jsonl"))
+	if len(subagents) == 0 {
+		t.Error("the CLI wrote no subagent transcript: the layout the follower expects has changed")
 	}
 }
