@@ -222,6 +222,17 @@ func (r *reconciler) settle(now time.Time, grace, forgedAfter time.Duration) []f
 	return found
 }
 
+// quarantineReason says what a quarantine for a finding of rule is for.
+func quarantineReason(rule string) string {
+	switch rule {
+	case RuleTranscriptTampered:
+		return "a transcript of the session was tampered with"
+	case RuleForgedEvent:
+		return "an event no tool call caused reached coworkbridge"
+	}
+	return "a tool call ran without the guard"
+}
+
 func unguardedCall(u use, why string) finding {
 	return finding{rule: RuleUnguarded, Code: health.CodeUnguardedCall, use: u, why: "tool call " + u.ID + ": " + why}
 }
@@ -383,6 +394,6 @@ func (c *Collector) reportFindings(t *tracked, p *policy, found []finding, now t
 		c.log.Warn("cannot record reconciliation findings in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
 	}
 	if p.cfg.Mode == managedconfig.Enforce {
-		c.Quarantine(t.id, found[0].why)
+		c.Quarantine(t.id, quarantineReason(found[0].rule)+" ("+found[0].why+")")
 	}
 }
