@@ -34,6 +34,9 @@ const MaxStringBytes = 4 << 10
 
 // Record is one line of the decision log.
 type Record struct {
+	// Prev links the record to the line before it (see LineHash); the log fills it, whatever the
+	// writer set.
+	Prev string `json:"prev,omitempty"`
 	// Schema is the record format's version (SchemaVersion); record.schema.json describes it.
 	Schema    int             `json:"schema"`
 	TS        time.Time       `json:"ts"`
@@ -64,8 +67,8 @@ type Record struct {
 }
 
 // SchemaVersion is the version of the record format. 2 added schema, host, user, version,
-// config_hash, config_origin, cwd and input_omitted.
-const SchemaVersion = 2
+// config_hash, config_origin, cwd and input_omitted; 3 added prev, the hash chain.
+const SchemaVersion = 3
 
 // Stamp is what every record says about where it comes from.
 type Stamp struct {
@@ -100,6 +103,8 @@ const (
 	TransportChannel = "host-channel"
 	// TransportTranscript: found by reading the CLI's transcript, not reported by any hook.
 	TransportTranscript = "transcript"
+	// TransportLog: found in the decision log itself (a record cut or edited).
+	TransportLog = "decision-log"
 )
 
 // Options configure a Log.
@@ -113,12 +118,16 @@ type Options struct {
 	Inputs string
 	// Stamp is written into every record; SetStamp changes it when the configuration does.
 	Stamp Stamp
+	// OnBreak, when set, is told what was done to the log behind this writer's back: the line it
+	// wrote last was cut, changed, or its file removed (see Check). It is called with no lock
+	// held, so it may write to the log.
+	OnBreak func(problem string)
 }
 
 // Log is the decision log. Its methods are safe for concurrent use.
 type Log struct {
 	opts     Options
-	lock     *flock.Flock // taken only to rotate, so that processes rotate one at a time
+	lock     *flock.Flock // taken for every write, so that each record links to the line truly before
 	mu       sync.Mutex
 	f        *os.File
 	fi       os.FileInfo
@@ -126,6 +135,9 @@ type Log struct {
 	// torn: a write failed, and may have left part of a line at the end of the file.
 	torn  bool
 	stamp atomic.Pointer[Stamp]
+	// mark is where this log's last write (or Check) left the chain; broken, what checkMark found.
+	mark   mark
+	broken string
 }
 
 // Open returns a Log; the file is opened on the first write, so a log folder that is missing or
@@ -166,16 +178,16 @@ func (l *Log) WriteBatch(rs []Record) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	var buf []byte
+	lines := make([][]byte, 0, len(rs))
 	for _, r := range rs {
 		line, err := l.Encode(r)
 		if err != nil {
 			l.failures.Add(1)
 			return fmt.Errorf("decision log %s: encode record %s: %w", l.opts.Path, r.RID, err)
 		}
-		buf = append(buf, line...)
+		lines = append(lines, line)
 	}
-	if err := l.append(buf); err != nil {
+	if err := l.append(lines...); err != nil {
 		l.failures.Add(1)
 		return fmt.Errorf("decision log %s: %w", l.opts.Path, err)
 	}
@@ -184,7 +196,7 @@ func (l *Log) WriteBatch(rs []Record) error {
 
 // Encode renders a record as its log line, redacted and truncated, ending in a newline.
 func (l *Log) Encode(r Record) ([]byte, error) {
-	r.Schema = SchemaVersion
+	r.Schema, r.Prev = SchemaVersion, ""
 	r.TS = r.TS.UTC()
 	st := l.stamp.Load()
 	r.Host = cmp.Or(r.Host, st.Host)
@@ -213,13 +225,29 @@ func (l *Log) Encode(r Record) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func (l *Log) append(line []byte) error {
+// append chains lines (encoded records, without their link) after the log's head and writes them
+// with one write(2), under the inter-process lock: the link must be to the line truly before.
+func (l *Log) append(lines ...[]byte) error {
+	err := l.appendLocked(lines)
+	l.report()
+	return err
+}
+
+func (l *Log) appendLocked(lines [][]byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.lock.Lock(); err != nil {
+		return fmt.Errorf("lock the log: %w", err)
+	}
+	defer l.lock.Unlock()
 	if err := l.current(); err != nil {
 		return err
 	}
-	if l.opts.MaxFileBytes > 0 && l.fi.Size() > 0 && l.fi.Size()+int64(len(line)) > l.opts.MaxFileBytes {
+	size := int64(0)
+	for _, line := range lines {
+		size += int64(len(line) + len(prevPrefix) + 2*hashLen + 2)
+	}
+	if l.opts.MaxFileBytes > 0 && l.fi.Size() > 0 && l.fi.Size()+size > l.opts.MaxFileBytes {
 		if err := l.rotate(); err != nil {
 			return err
 		}
@@ -229,14 +257,47 @@ func (l *Log) append(line []byte) error {
 			return err
 		}
 	}
-	n, err := l.f.Write(line)
-	if err == nil && n != len(line) {
-		err = fmt.Errorf("short write: %d of %d bytes", n, len(line))
+	prev, err := l.head(l.checkMark())
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, size)
+	for _, line := range lines {
+		linked := withPrev(line, prev)
+		prev = LineHash(linked)
+		buf = append(buf, linked...)
+	}
+	n, err := l.f.Write(buf)
+	if err == nil && n != len(buf) {
+		err = fmt.Errorf("short write: %d of %d bytes", n, len(buf))
 	}
 	if err != nil {
 		l.torn = true // mended before the next write, whatever the outcome of this one
+		return err
 	}
-	return err
+	l.mark = mark{fi: l.fi, end: l.fi.Size() + int64(n), head: prev}
+	return nil
+}
+
+// head is the hash of the line the next record follows: the live file's last, or for an empty
+// live file the last of the file it was rotated from. known is that hash when checkMark just
+// read it.
+func (l *Log) head(known string) (string, error) {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("stat the log: %w", err)
+	}
+	if l.fi = fi; known != "" {
+		return known, nil
+	}
+	if fi.Size() > 0 {
+		return tailHash(l.f, fi.Size())
+	}
+	h, err := fileHead(l.opts.Path + ".1")
+	if err != nil {
+		return "", fmt.Errorf("read the head of the rotated log: %w", err)
+	}
+	return h, nil
 }
 
 // mendWindow bounds how far back mend looks for the last complete line.
@@ -244,13 +305,9 @@ const mendWindow = 64 << 20
 
 // mend makes the file end on a complete line again after a failed write: a disk that filled up
 // mid-write leaves part of a line, and the next record appended after it would be glued to it and
-// lost to every line reader. It cuts back to just after the last newline, under the rotation lock
-// so that another process mending or rotating does not race it.
+// lost to every line reader. It cuts back to just after the last newline; the caller holds the
+// inter-process lock, so that another process writing or rotating does not race it.
 func (l *Log) mend() error {
-	if err := l.lock.Lock(); err != nil {
-		return fmt.Errorf("lock to mend the end of the log: %w", err)
-	}
-	defer l.lock.Unlock()
 	fi, err := l.f.Stat()
 	if err != nil {
 		return err
@@ -312,7 +369,7 @@ func (l *Log) current() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	// Read access too: a torn line is found by reading the end back (see mend).
+	// Read access too: the chain's head and a torn line are found by reading the end back.
 	f, err := os.OpenFile(l.opts.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -325,29 +382,31 @@ func (l *Log) current() error {
 	return nil
 }
 
-// rotate shifts path -> path.1 -> path.2 ... under an inter-process lock, unless another process
-// did it first, then opens a fresh file.
+// rotate shifts path -> path.1 -> path.2 ... (the caller holds the inter-process lock, so another
+// process cannot have rotated in between), then opens a fresh file. The records of the oldest
+// file that are kept apart (see Retained) move to the retained log before it is dropped.
 func (l *Log) rotate() error {
-	if err := l.lock.Lock(); err != nil {
-		return fmt.Errorf("lock for rotation: %w", err)
+	p := l.opts.Path
+	last := l.opts.MaxFiles - 1
+	drop := p
+	if last >= 1 {
+		drop = p + "." + strconv.Itoa(last)
 	}
-	defer l.lock.Unlock()
-	fi, err := os.Stat(l.opts.Path)
-	if err == nil && os.SameFile(fi, l.fi) {
-		p := l.opts.Path
-		last := l.opts.MaxFiles - 1
-		if last < 1 {
-			err = os.Remove(p)
-		} else {
-			_ = os.Remove(p + "." + strconv.Itoa(last))
-			for i := last - 1; i >= 1; i-- {
-				_ = os.Rename(p+"."+strconv.Itoa(i), p+"."+strconv.Itoa(i+1))
-			}
-			err = os.Rename(p, p+".1")
+	if err := l.retain(drop); err != nil {
+		return fmt.Errorf("rotate: keep the notable records of %s: %w", drop, err)
+	}
+	var err error
+	if last < 1 {
+		err = os.Remove(p)
+	} else {
+		_ = os.Remove(drop)
+		for i := last - 1; i >= 1; i-- {
+			_ = os.Rename(p+"."+strconv.Itoa(i), p+"."+strconv.Itoa(i+1))
 		}
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("rotate: %w", err)
-		}
+		err = os.Rename(p, p+".1")
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("rotate: %w", err)
 	}
 	l.f.Close()
 	l.f = nil
