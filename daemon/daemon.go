@@ -10,6 +10,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/dropin"
@@ -86,6 +88,36 @@ type Daemon struct {
 	// the heartbeat's.
 	dropIn       atomic.Pointer[dropInWant]
 	dropDir, exe string
+}
+
+// recordTampered reports what was done to the decision log behind the daemon's back, in the
+// daemon log, in health and as a record in the log itself.
+func (d *Daemon) recordTampered(tlog *telemetry.Log, mode, problem string) {
+	d.log.Error("the decision log was changed behind the daemon's back", "code", health.CodeRecordTampered, "problem", problem)
+	d.health.Count("", health.CodeRecordTampered)
+	err := tlog.Write(telemetry.Record{TS: time.Now(), Agent: "cowork", Transport: telemetry.TransportLog, Mode: mode,
+		Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: RuleRecordTampered, Reason: problem})
+	if err != nil {
+		d.health.TelemetryFailed()
+		d.log.Warn("cannot record the tampering in the decision log", "code", health.CodeTelemetryFailed, "err", err)
+	}
+}
+
+// RuleRecordTampered is the rule of a record saying the decision log was cut or edited.
+const RuleRecordTampered = "coworkbridge.record-tampered"
+
+// recordHead checks the decision log's chain for the heartbeat and returns its head.
+func (d *Daemon) recordHead() *health.RecordHead {
+	g := d.watching.Load()
+	if g == nil {
+		return nil
+	}
+	h, _, err := g.log.Check()
+	if err != nil {
+		d.log.Warn("cannot check the decision log's chain", "code", health.CodeTelemetryFailed, "err", err)
+		return nil
+	}
+	return &health.RecordHead{Log: h.File, Head: h.Hash, Size: h.Size, CheckedAt: time.Now()}
 }
 
 // watches counts every folder the daemon watches now: the guard's and the config watcher's.
@@ -351,8 +383,13 @@ func (d *Daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Confi
 
 // newGuard builds the collector and the injector for cfg.
 func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) (*guard, error) {
-	tlog := telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
-		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: d.stamp})
+	var tlog *telemetry.Log
+	tlog = telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
+		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: d.stamp,
+		OnBreak: func(problem string) { d.recordTampered(tlog, string(cfg.Mode), problem) }})
+	if _, _, err := tlog.Check(); err != nil { // marks where the chain ends now
+		d.log.Warn("cannot read the end of the decision log's chain", "code", health.CodeTelemetryFailed, "err", err)
+	}
 	recorded, err := telemetry.RecentRIDs(cfg.Telemetry.Path, recentLogBytes)
 	if err != nil {
 		d.log.Warn("cannot read the end of the decision log; events replayed after a crash may be recorded twice", "err", err)
@@ -466,7 +503,7 @@ func (d *Daemon) startHeartbeat(ctx context.Context, started time.Time) {
 		Interval: interval, Path: d.paths.HealthFile(),
 		Logger: d.log.With("component", "health"), Kick: d.kick, Watches: d.watches,
 		Daemon: health.DaemonInfo{PID: os.Getpid(), Version: d.version, StartedAt: started},
-		Check:  d.checkDropIn,
+		Check:  d.checkDropIn, Record: d.recordHead,
 	}
 	go func() { b.done <- d.health.Heartbeat(hctx, opts) }()
 	d.beat = b

@@ -390,3 +390,52 @@ func warningOf(s health.Snapshot, code health.Code) string {
 	}
 	return ""
 }
+
+// The heartbeat publishes the decision log's chain head, and a record cut from the log behind the
+// daemon's back is found, warned about and recorded in the log itself.
+func TestACutInTheDecisionLogIsFoundAndTheHeadPublished(t *testing.T) {
+	m := newMachine(t)
+	root := m.root("sessions")
+	a := m.session(t, root, "a")
+	os.MkdirAll(filepath.Join(a, "outputs"), 0o700)
+	logPath := m.root("decisions.jsonl")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","sessions_roots":[%q],"heartbeat_interval":"1s","telemetry":{"path":%q}}`, root, logPath)
+	d, _ := m.start(t)
+	waitHook(t, a, "observe")
+	for _, c := range []string{"echo one", "rm -rf ~"} {
+		if _, _, err := harness.CallHook(a, hook(a), harness.BashPayload(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cbtest.WaitFor(t, "two records", func() bool { recs, _ := telemetry.ReadFile(logPath); return len(recs) == 2 })
+	head := waitHealth(t, d, "the head of both records published", func(s health.Snapshot) bool {
+		return s.Record != nil && s.Record.Size > 0 && s.Record.Head == mustHead(t, logPath)
+	}).Record.Head
+
+	data, _ := os.ReadFile(logPath)
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(logPath, []byte(lines[0]), 0o600) // the would-be deny cut out
+	waitHealth(t, d, "record_tampered counted", func(s health.Snapshot) bool { return s.Totals.Counts[health.CodeRecordTampered] == 1 })
+	if !strings.Contains(m.log.String(), `"code":"record_tampered"`) {
+		t.Errorf("no record_tampered line in the daemon log")
+	}
+	var found bool
+	recs, _ := telemetry.ReadFile(logPath)
+	for _, r := range recs {
+		found = found || (r.Rule == RuleRecordTampered && strings.Contains(r.Reason, "was cut"))
+	}
+	if !found {
+		t.Errorf("no %s record in the log: %+v", RuleRecordTampered, recs)
+	}
+	if v, _ := telemetry.Verify(telemetry.Files(logPath), head); len(v.MissingHeads) != 1 {
+		t.Errorf("the published head %s should be missing from the cut log: %+v", head, v)
+	}
+}
+
+func mustHead(t *testing.T, path string) string {
+	v, err := telemetry.Verify([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Head
+}

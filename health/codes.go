@@ -48,6 +48,7 @@ const (
 	CodeTranscriptTampered Code = "transcript_tampered"
 	CodeForgedEvent        Code = "forged_event"
 	CodeSessionOverBudget  Code = "session_over_budget"
+	CodeRecordTampered     Code = "record_tampered"
 	// Log only.
 	CodeSessionTampered Code = "session_tampered"
 	CodeSessionFlooding Code = "session_flooding"
@@ -113,6 +114,8 @@ var codes = []CodeInfo{
 		"review the session's record (coworkbridge.forged-event); in enforce the session is quarantined", false},
 	{CodeSessionOverBudget, SeverityWarning, "a session made the daemon keep more than its budget (calls awaiting their result, events awaiting their call, transcripts followed); the excess is dropped and reconciliation there is incomplete",
 		"review the session: no ordinary session comes near the budget", false},
+	{CodeRecordTampered, SeverityError, "the decision log was changed behind the daemon's back: the record it wrote last was cut or edited, or its file removed or replaced; recorded as coworkbridge.record-tampered",
+		"run 'coworkbridge report' on the log: it verifies the chain and names the first broken link; compare with the record heads in the daemon log's heartbeats, and find what could write the log folder", false},
 	{CodeSessionTampered, SeverityWarning, "an attempt on the guard in a session: the log line says what was changed; repeated attempts quarantine the session",
 		"review the session; the daemon has undone the change", true},
 	{CodeSessionFlooding, SeverityWarning, "a session exceeded its decision-log budget; the excess is summarised, not logged line by line",

@@ -153,6 +153,7 @@ type Health struct {
 	today    Today
 	scan     ScanReport
 	config   ConfigState
+	record   *RecordHead // the decision log's chain head at the last heartbeat
 	// goneSince counts departures since the last prune.
 	goneSince int
 	// dropIn is what is wrong with the installed managed-settings drop-in, "" when nothing is.
@@ -286,21 +287,26 @@ func (h *Health) InstructionFindings(id string, files map[string][]string) {
 	h.session(id).Instructions = files
 }
 
-// Count records one occurrence of code in the session id: the one call for every counted code
-// (CodeTranscriptTampered, CodeForgedEvent, CodeSessionOverBudget). Its warning stands until a
-// heartbeat passes with none.
+// Count records one occurrence of code in the session id, or with id "" in no session: the one
+// call for every counted code (CodeTranscriptTampered, CodeForgedEvent, CodeSessionOverBudget,
+// CodeRecordTampered). Its warning stands until a heartbeat passes with none.
 func (h *Health) Count(id string, code Code) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.changedLocked()
-	s := h.session(id)
-	for _, m := range []*map[Code]uint64{&s.Counts, &h.totals.Counts, &h.win.counts} {
+	counts := []*map[Code]uint64{&h.totals.Counts, &h.win.counts}
+	if id != "" {
+		counts = append(counts, &h.session(id).Counts)
+	}
+	for _, m := range counts {
 		if *m == nil {
 			*m = map[Code]uint64{}
 		}
 		(*m)[code]++
 	}
-	h.noteSession(code, id)
+	if id != "" {
+		h.noteSession(code, id)
+	}
 }
 
 // UnguardedCall records a tool call that ran in the session without reaching the guard, or

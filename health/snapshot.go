@@ -33,6 +33,17 @@ type Snapshot struct {
 	CLIVersions []string  `json:"cli_versions"`
 	Warnings    []Warning `json:"warnings"`
 	Sessions    []Session `json:"sessions"`
+	// Record is the end of the decision log's hash chain at the last heartbeat: kept out of the
+	// log's folder, it shows an edit of the log that relinked the whole chain after it.
+	Record *RecordHead `json:"record,omitempty"`
+}
+
+// RecordHead is where the decision log's hash chain ended when the daemon last checked it.
+type RecordHead struct {
+	Log       string    `json:"log"`
+	Head      string    `json:"head"`
+	Size      int64     `json:"size"`
+	CheckedAt time.Time `json:"checked_at"`
 }
 
 // DaemonInfo are the daemon's own figures.
@@ -70,7 +81,7 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 	s := Snapshot{
 		Version: SnapshotVersion, WrittenAt: now,
 		Config: h.config, Totals: h.totals, Today: h.today, Scan: h.scan,
-		Warnings: h.warningsLocked(now), Sessions: h.sortedSessions(),
+		Warnings: h.warningsLocked(now), Sessions: h.sortedSessions(), Record: h.record,
 	}
 	s.Totals.Counts = maps.Clone(h.totals.Counts)
 	s.Scan.MissingRoots, s.Scan.Unrecognised = listed(s.Scan.MissingRoots), listed(s.Scan.Unrecognised)
@@ -168,6 +179,9 @@ type HeartbeatOptions struct {
 	// Check, when set, runs before each heartbeat: for checks the daemon repeats on its own
 	// (the installed drop-in), whose results it records in Health.
 	Check func()
+	// Record, when set, checks the decision log's chain at each heartbeat and returns its head
+	// (nil when there is no log to check: coworkbridge switched off).
+	Record func() *RecordHead
 }
 
 // Heartbeat logs a heartbeat record and one WARN per active warning every interval, writing each
@@ -211,6 +225,12 @@ func (h *Health) beat(o HeartbeatOptions, log bool) {
 	if log && o.Check != nil {
 		o.Check()
 	}
+	if log && o.Record != nil {
+		head := o.Record()
+		h.mu.Lock()
+		h.record = head
+		h.mu.Unlock()
+	}
 	s := h.Snapshot(log)
 	s.Daemon = daemonFigures(o, s.Daemon, h.now())
 	if log {
@@ -241,14 +261,18 @@ func daemonFigures(o HeartbeatOptions, d DaemonInfo, now time.Time) DaemonInfo {
 }
 
 func logSnapshot(log *slog.Logger, s Snapshot) {
-	log.Info("heartbeat",
+	args := []any{
 		"healthy", s.Healthy(), "warnings", len(s.Warnings),
 		"mode", s.Config.Mode, "enabled", s.Config.Enabled, "config_origin", s.Config.Origin, "config_hash", s.Config.Hash,
 		"cli_versions", s.CLIVersions, "sessions_live", s.Counts.Live, "sessions_hooked", s.Counts.Hooked, "sessions_unverified", s.Counts.Unverified,
 		"events", s.Totals.Events, "denies", s.Totals.Denies, "asks", s.Totals.Asks,
 		"uptime_s", s.Daemon.UptimeSeconds, "goroutines", s.Daemon.Goroutines, "max_rss_bytes", s.Daemon.MaxRSSBytes,
 		"watches", s.Daemon.Watches, "decision_latency_p50_ms", s.Daemon.LatencyP50Ms,
-		"decision_latency_p99_ms", s.Daemon.LatencyP99Ms, "decision_latency_samples", s.Daemon.LatencySamples)
+		"decision_latency_p99_ms", s.Daemon.LatencyP99Ms, "decision_latency_samples", s.Daemon.LatencySamples}
+	if s.Record != nil {
+		args = append(args, "record_head", s.Record.Head, "record_log", s.Record.Log, "record_size", s.Record.Size)
+	}
+	log.Info("heartbeat", args...)
 	for _, w := range s.Warnings {
 		log.Warn(w.Message, "code", w.Code, "action", w.Action, "sessions", w.Sessions)
 	}

@@ -24,6 +24,9 @@ func (rp *Report) WriteText(w io.Writer, top int) error {
 	p("coworkbridge rollout report\n")
 	p("files:\t%s\n", strings.Join(rp.Files, ", "))
 	p("records:\t%d (%d invalid lines skipped, %d duplicates dropped)\n", rp.Records, rp.Invalid, rp.Duplicates)
+	for _, in := range rp.Integrity {
+		p("integrity:\t%s\n", in.Summary())
+	}
 	if !rp.First.IsZero() {
 		p("period:\t%s to %s\n", rp.First.UTC().Format("2006-01-02 15:04"), rp.Last.UTC().Format("2006-01-02 15:04 MST"))
 	}
@@ -199,7 +202,7 @@ h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 i.deny{background:#c62828}i.wdeny{background:#ef9a9a}i.ask{background:#ef6c00}i.wask{background:#ffcc80}
 svg text{font:11px -apple-system,Helvetica,Arial,sans-serif;fill:#444}
 pre{background:#f5f5f7;padding:12px;overflow:auto;font:12px Menlo,monospace}
-.summary td{padding:2px 14px 2px 0}
+.summary td{padding:2px 14px 2px 0}.broken{color:#c62828;font-weight:600}
 </style></head><body>
 <h1>coworkbridge rollout report</h1>
 <table class="summary">
@@ -208,7 +211,8 @@ pre{background:#f5f5f7;padding:12px;overflow:auto;font:12px Menlo,monospace}
 <tr><td>Hosts</td><td>{{len .R.Hosts}} ({{len .R.ReadyHosts}} with nothing a rule would deny)</td></tr>
 <tr><td>Denied / asked</td><td>{{.R.Totals.Deny}} / {{.R.Totals.Ask}}</td></tr>
 <tr><td>Would deny / would ask (observe)</td><td>{{.R.Totals.WouldDeny}} / {{.R.Totals.WouldAsk}}</td></tr>
-</table>
+{{range .R.Integrity}}<tr><td>Record integrity</td><td class="integrity{{if or .Broken .MissingHeads}} broken{{end}}">{{.Summary}}</td></tr>
+{{end}}</table>
 <p class="legend">{{range .Legend}}<span><i class="{{.Class}}"></i>{{.Label}}</span>{{end}}</p>
 {{define "chart"}}<h2>{{.Title}}</h2>
 <svg id="{{if .Vertical}}chart-days{{else}}chart-rules{{end}}" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img" aria-label="{{.Title}}">

@@ -69,6 +69,9 @@ type Report struct {
 	// Programs are the programs the unknown-executable rule asked about, by how often.
 	Programs map[string]int64 `json:"unknown_programs"`
 
+	// Integrity is what each log's hash chain says (none for stdin).
+	Integrity []Integrity `json:"integrity"`
+
 	// Derived by Finish.
 	ReadyHosts []string     `json:"hosts_ready_for_enforce"`
 	Suggest    []Suggestion `json:"suggestions"`
@@ -303,4 +306,49 @@ func objectionsOf(m map[string]*Counts) map[string]int64 {
 		out[k] = c.Objections()
 	}
 	return out
+}
+
+// Integrity is what the hash chain of one log says.
+type Integrity struct {
+	Log string `json:"log"`
+	telemetry.Verification
+}
+
+// Summary says in a line whether the chain holds, and if not where it breaks.
+func (in Integrity) Summary() string {
+	switch {
+	case in.Broken != nil:
+		return fmt.Sprintf("%s: CHAIN BROKEN at %s", in.Log, in.Broken)
+	case len(in.MissingHeads) > 0:
+		return fmt.Sprintf("%s: the chain does not hold the published head %s: records from there on were rewritten or cut", in.Log, in.MissingHeads[0])
+	}
+	s := fmt.Sprintf("%s: chain whole, %d records", in.Log, in.Records)
+	if in.Unchained > 0 {
+		s += fmt.Sprintf(" (and %d from before the chain)", in.Unchained)
+	}
+	if in.Head != "" {
+		s += ", head " + in.Head
+	}
+	return s
+}
+
+// Verify checks the hash chain through files (one log, oldest first) and keeps what it found;
+// heads are chain heads published earlier, which the chain must hold.
+func (rp *Report) Verify(log string, files []string, heads ...string) error {
+	v, err := telemetry.Verify(files, heads...)
+	if err != nil {
+		return err
+	}
+	rp.Integrity = append(rp.Integrity, Integrity{Log: log, Verification: v})
+	return nil
+}
+
+// Whole reports whether every chain verified holds, published heads included.
+func (rp *Report) Whole() bool {
+	for _, in := range rp.Integrity {
+		if in.Broken != nil || len(in.MissingHeads) > 0 {
+			return false
+		}
+	}
+	return true
 }

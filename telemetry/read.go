@@ -30,6 +30,18 @@ func Files(path string) []string {
 	return append(names, path)
 }
 
+// Archive lists the retained log of the decision log at path (see RetainedPath), oldest first,
+// then the decision log as Files lists it: every record the log still holds, each once, oldest
+// first within each part. Retained files that do not exist are left out.
+func Archive(path string) (retained, log []string) {
+	for _, name := range Files(RetainedPath(path)) {
+		if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
+			retained = append(retained, name)
+		}
+	}
+	return retained, Files(path)
+}
+
 // ErrLineTooLong is yielded, once per line, for a line longer than a reader accepts; the line is
 // skipped whole and reading goes on.
 var ErrLineTooLong = errors.New("line longer than accepted")

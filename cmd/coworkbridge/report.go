@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/coworkbridge/coworkbridge/report"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -13,11 +14,15 @@ func cmdReport(_ context.Context, args []string, sio stdio) int {
 	fs := newFlags("report", "[--json | --html FILE] [--top N] LOG...", "Summarises decision logs for a rollout: per rule, tool, host, session and day, what observe mode\n"+
 		"would have denied or asked and what enforce mode did; the noisiest rules; the Macs where nothing\n"+
 		"would have been denied (ready for enforce); the tuning the records suggest. LOG is a decision\n"+
-		"log (its rotated files LOG.1, LOG.2... are read too), or - for stdin; logs of many Macs may be\n"+
-		"concatenated. Reads in bounded memory; records seen twice (same host and request id) count once.", sio)
+		"log (its rotated files LOG.1, LOG.2... and its retained log are read too), or - for stdin; logs of\n"+
+		"many Macs may be concatenated. Reads in bounded memory; records seen twice (same host and request\n"+
+		"id) count once. Each named log's hash chain is verified: a broken link is named (file, line,\n"+
+		"record) and the exit status is 1.", sio)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
 	html := fs.String("html", "", "write a self-contained HTML page (no network) with charts to FILE")
 	top := fs.Int("top", 15, "rows per table")
+	var heads headList
+	fs.Var(&heads, "head", "a chain head the daemon published (heartbeat's record_head, status): the log must still hold it (repeatable)")
 	if code, done := fs.parse(args); done {
 		return code
 	}
@@ -32,15 +37,19 @@ func cmdReport(_ context.Context, args []string, sio stdio) int {
 	}
 	rp := report.New()
 	for _, name := range fs.Args() {
-		if err := addLog(rp, name, sio); err != nil {
+		if err := addLog(rp, name, heads, sio); err != nil {
 			fmt.Fprintln(sio.err, "coworkbridge report:", err)
 			return exitFail
 		}
 	}
 	rp.Finish()
+	code := exitOK
+	if !rp.Whole() {
+		code = exitFail
+	}
 	switch {
 	case *asJSON:
-		return reportDone(rp.WriteJSON(sio.out), sio)
+		return reportDone(rp.WriteJSON(sio.out), code, sio)
 	case *html != "":
 		f, err := os.OpenFile(*html, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
@@ -49,23 +58,44 @@ func cmdReport(_ context.Context, args []string, sio stdio) int {
 		}
 		if err := rp.WriteHTML(f, *top); err != nil {
 			f.Close()
-			return reportDone(err, sio)
+			return reportDone(err, code, sio)
 		}
 		if err := f.Close(); err != nil {
-			return reportDone(err, sio)
+			return reportDone(err, code, sio)
 		}
 		fmt.Fprintf(sio.out, "wrote %s (%d records from %d file%s)\n", *html, rp.Records, len(rp.Files), plural(len(rp.Files)))
-		return exitOK
+		for _, in := range rp.Integrity {
+			if in.Broken != nil || len(in.MissingHeads) > 0 {
+				fmt.Fprintf(sio.out, "%s\n", in.Summary())
+			}
+		}
+		return code
 	}
-	return reportDone(rp.WriteText(sio.out, *top), sio)
+	return reportDone(rp.WriteText(sio.out, *top), code, sio)
 }
 
-// addLog reads one log and, for a live log, its rotated files, oldest first.
-func addLog(rp *report.Report, name string, sio stdio) error {
+// headList collects --head values.
+type headList []string
+
+func (h *headList) String() string     { return strings.Join(*h, ",") }
+func (h *headList) Set(v string) error { *h = append(*h, v); return nil }
+
+// addLog reads one log and, for a live log, its retained log and rotated files, oldest first, and
+// verifies their chains.
+func addLog(rp *report.Report, name string, heads []string, sio stdio) error {
 	if name == "-" {
 		return rp.Add("stdin", sio.in)
 	}
-	for _, n := range telemetry.Files(name) {
+	retained, files := telemetry.Archive(name)
+	if len(retained) > 0 {
+		if err := rp.Verify(telemetry.RetainedPath(name), retained); err != nil {
+			return err
+		}
+	}
+	if err := rp.Verify(name, files, heads...); err != nil {
+		return err
+	}
+	for _, n := range append(retained, files...) {
 		f, err := os.Open(n)
 		if err != nil {
 			return fmt.Errorf("open decision log: %w", err)
@@ -79,10 +109,10 @@ func addLog(rp *report.Report, name string, sio stdio) error {
 	return nil
 }
 
-func reportDone(err error, sio stdio) int {
+func reportDone(err error, code int, sio stdio) int {
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge report:", err)
 		return exitFail
 	}
-	return exitOK
+	return code
 }

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 func TestReportReadsALogWithItsRotatedFiles(t *testing.T) {
@@ -54,5 +59,63 @@ func TestReportUsageErrorsExit64(t *testing.T) {
 	var errb bytes.Buffer
 	if code := dispatch(context.Background(), []string{"report", filepath.Join(t.TempDir(), "none.jsonl")}, stdio{out: &bytes.Buffer{}, err: &errb}); code != exitFail || !strings.Contains(errb.String(), "open decision log") {
 		t.Errorf("a missing log: exit %d, %q", code, errb.String())
+	}
+}
+
+func writeChained(t *testing.T, path string, from, n int, decision claudehook.Decision) {
+	t.Helper()
+	l := telemetry.Open(telemetry.Options{Path: path})
+	defer l.Close()
+	for i := from; i < from+n; i++ {
+		err := l.Write(telemetry.Record{TS: time.Date(2026, 11, 20, 10, i, 0, 0, time.UTC), RID: fmt.Sprintf("%032x", i+1), Session: "local_a",
+			Agent: "cowork", Transport: "vm-spool", Mode: "enforce", Enforced: true, Tool: "Bash", Decision: decision, Rule: "bash.rm-critical", Host: "mac-a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReportNamesTheFirstBrokenLinkAndExits1(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "decisions.jsonl")
+	writeChained(t, live, 0, 6, claudehook.Deny)
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"report", live}, stdio{out: &out, err: &errb}); code != exitOK ||
+		!strings.Contains(out.String(), "chain whole, 6 records") {
+		t.Fatalf("an intact log: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	data, _ := os.ReadFile(live)
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(live, []byte(strings.Join(append(lines[:2:2], lines[3:]...), "")), 0o600) // the third deny cut
+	out.Reset()
+	code := dispatch(context.Background(), []string{"report", live}, stdio{out: &out, err: &errb})
+	if code != exitFail || !strings.Contains(out.String(), "CHAIN BROKEN at "+live+" line 3 (record "+fmt.Sprintf("%032x", 4)+")") {
+		t.Errorf("a record cut: exit %d\n%s", code, out.String())
+	}
+}
+
+func TestReportChecksThePublishedHeadAndReadsTheRetainedLog(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "decisions.jsonl")
+	writeChained(t, telemetry.RetainedPath(live), 0, 2, claudehook.Deny)
+	writeChained(t, live, 10, 3, claudehook.Allow)
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"report", "--json", "--head", "0123456789abcdef0123456789abcdef", live}, stdio{out: &out, err: &errb})
+	var got struct {
+		Records   int
+		Totals    struct{ Deny int }
+		Integrity []struct {
+			Log          string
+			Records      int
+			MissingHeads []string `json:"missing_heads"`
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err, out.String())
+	}
+	if code != exitFail || len(got.Integrity) != 2 || len(got.Integrity[1].MissingHeads) != 1 {
+		t.Errorf("a head the log does not hold: exit %d, integrity %+v", code, got.Integrity)
+	}
+	if got.Records != 5 || got.Totals.Deny != 2 {
+		t.Errorf("records %d, denies %d: want the retained log's 2 denies among 5 records", got.Records, got.Totals.Deny)
 	}
 }

@@ -176,6 +176,10 @@ func (v statusView) render(w io.Writer) {
 		would = "would-be " // observe applies nothing; the counts are what enforce would have done
 	}
 	fmt.Fprintf(w, "today: %d %sdenies, %d %sasks, %d events\n", today.Denies, would, today.Asks, would, today.Events)
+	if r := s.Record; r != nil {
+		fmt.Fprintf(w, "decision log: %s, chain head %s at %d bytes (checked %s; 'coworkbridge report --head %s %s' verifies it)\n",
+			r.Log, r.Head, r.Size, ago(v.Now, r.CheckedAt), r.Head, r.Log)
+	}
 	if v.Stale {
 		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (%s)\n", v.Now.Sub(s.WrittenAt).Round(time.Second), installer.RestartCommand(v.GOOS, true))
 	}
