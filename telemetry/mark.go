@@ -41,8 +41,8 @@ func (l *Log) Check() (Head, string, error) {
 func (l *Log) checkLocked() (Head, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.lock.Lock(); err != nil {
-		return Head{}, fmt.Errorf("decision log %s: lock: %w", l.opts.Path, err)
+	if err := l.takeLock(); err != nil {
+		return Head{}, fmt.Errorf("decision log %s: %w", l.opts.Path, err)
 	}
 	defer l.lock.Unlock()
 	if err := l.current(); err != nil {

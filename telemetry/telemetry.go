@@ -236,8 +236,8 @@ func (l *Log) append(lines ...[]byte) error {
 func (l *Log) appendLocked(lines [][]byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.lock.Lock(); err != nil {
-		return fmt.Errorf("lock the log: %w", err)
+	if err := l.takeLock(); err != nil {
+		return err
 	}
 	defer l.lock.Unlock()
 	if err := l.current(); err != nil {
@@ -276,6 +276,18 @@ func (l *Log) appendLocked(lines [][]byte) error {
 		return err
 	}
 	l.mark = mark{fi: l.fi, end: l.fi.Size() + int64(n), head: prev}
+	return nil
+}
+
+// takeLock takes the inter-process lock, making the log's folder first: the lock file is in it.
+func (l *Log) takeLock() error {
+	// Created 0700; a folder that already exists is left as it is (the files are 0600 anyway).
+	if err := os.MkdirAll(filepath.Dir(l.opts.Path), 0o700); err != nil {
+		return err
+	}
+	if err := l.lock.Lock(); err != nil {
+		return fmt.Errorf("lock the log: %w", err)
+	}
 	return nil
 }
 
