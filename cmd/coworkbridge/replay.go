@@ -82,7 +82,8 @@ func runReplay(ctx context.Context, logFile, candidate string, asJSON bool, sio 
 		return exitFail
 	}
 	res := corpus.NewReplayed()
-	for _, name := range telemetry.Files(logFile) {
+	retained, files := telemetry.Archive(logFile)
+	for _, name := range append(retained, files...) {
 		if err := replayFile(ctx, c, name, res); err != nil {
 			fmt.Fprintf(sio.err, "coworkbridge check: %v\n", err)
 			return exitFail
