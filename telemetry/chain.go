@@ -67,29 +67,18 @@ func unlinked(line []byte) []byte {
 }
 
 // tailHash returns the hash of the last line of f, whose size is size: "" when it holds none.
-// A line without its newline at the end (one being written, or torn) is not a line yet.
-func tailHash(f *os.File, size int64) (string, error) {
-	end, err := lastLineEnd(f, size)
-	if err != nil {
-		return "", fmt.Errorf("read the end of %s: %w", f.Name(), err)
-	}
-	if end <= 0 { // no line, or none in the window mend looks at: a chain starts here
-		return "", nil
-	}
-	start, err := lineStart(f, end-1)
-	if err != nil {
+// A line without its newline at the end (one being written, or torn) is not a line yet. buf is
+// scratch space, so that a write allocates nothing here.
+func tailHash(f *os.File, size int64, buf []byte) (string, error) {
+	nl, err := lastIndex(f, size, buf)
+	if err != nil || nl < 0 {
 		return "", err
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, start, end-1-start)); err != nil {
-		return "", fmt.Errorf("hash the last line of %s: %w", f.Name(), err)
-	}
-	return hex.EncodeToString(h.Sum(nil)[:hashLen]), nil
+	return hashLineEndingAt(f, nl+1, buf)
 }
 
-// lineStart returns the offset of the line that ends at end (exclusive, the newline not counted).
-func lineStart(f *os.File, end int64) (int64, error) {
-	buf := make([]byte, 8<<10)
+// lastIndex returns the offset of the last newline before end, -1 when there is none.
+func lastIndex(f *os.File, end int64, buf []byte) (int64, error) {
 	for end > 0 {
 		start := max(0, end-int64(len(buf)))
 		n, err := f.ReadAt(buf[:end-start], start)
@@ -97,12 +86,28 @@ func lineStart(f *os.File, end int64) (int64, error) {
 			return 0, fmt.Errorf("read %s: %w", f.Name(), err)
 		}
 		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			return start + int64(i) + 1, nil
+			return start + int64(i), nil
 		}
 		end = start
 	}
-	return 0, nil
+	return -1, nil
 }
+
+// hashLineEndingAt returns the hash of the line whose newline is the byte before end.
+func hashLineEndingAt(f *os.File, end int64, buf []byte) (string, error) {
+	start, err := lastIndex(f, end-1, buf)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, start+1, end-1-(start+1)), buf); err != nil {
+		return "", fmt.Errorf("hash a line of %s: %w", f.Name(), err)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:hashLen]), nil
+}
+
+// scratch is the buffer size of the helpers above.
+const scratch = 8 << 10
 
 // fileHead returns the hash of the last line of the file at path: "" when it is missing or empty.
 func fileHead(path string) (string, error) {
@@ -118,5 +123,5 @@ func fileHead(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return tailHash(f, fi.Size())
+	return tailHash(f, fi.Size(), make([]byte, scratch))
 }

@@ -1,10 +1,7 @@
 package telemetry
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 )
@@ -92,7 +89,7 @@ func (l *Log) checkMark() (head string) {
 	case fi.Size() < m.end:
 		l.broken = fmt.Sprintf("%s was cut from %d to %d bytes: records were removed", name, m.end, fi.Size())
 	default:
-		got, err := hashLineBefore(name, m.end)
+		got, err := l.hashLineBefore(name, m.end)
 		if err != nil {
 			l.broken = fmt.Sprintf("the record last written cannot be read back from %s: %v", name, err)
 		} else if got != m.head {
@@ -118,27 +115,31 @@ func (l *Log) findMarked(marked os.FileInfo) (string, os.FileInfo) {
 	return "", nil
 }
 
-// hashLineBefore returns the hash of the line that ends (newline included) at end.
-func hashLineBefore(name string, end int64) (string, error) {
-	f, err := os.Open(name)
-	if err != nil {
+// hashLineBefore returns the hash of the line that ends (newline included) at end of the file
+// at name, through the open live file when that is the one.
+func (l *Log) hashLineBefore(name string, end int64) (string, error) {
+	f := l.f
+	if name != l.opts.Path {
+		var err error
+		if f, err = os.Open(name); err != nil {
+			return "", err
+		}
+		defer f.Close()
+	}
+	buf := l.scratch()
+	if _, err := f.ReadAt(buf[:1], end-1); err != nil {
 		return "", err
 	}
-	defer f.Close()
-	nl := make([]byte, 1)
-	if _, err := f.ReadAt(nl, end-1); err != nil {
-		return "", err
-	}
-	if nl[0] != '\n' {
+	if buf[0] != '\n' {
 		return "not the end of a line", nil
 	}
-	start, err := lineStart(f, end-1)
-	if err != nil {
-		return "", err
+	return hashLineEndingAt(f, end, buf)
+}
+
+// scratch is the log's buffer for reading its chain back; l.mu is held.
+func (l *Log) scratch() []byte {
+	if l.buf == nil {
+		l.buf = make([]byte, scratch)
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, start, end-1-start)); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)[:hashLen]), nil
+	return l.buf
 }

@@ -143,16 +143,17 @@ func (c chainFile) lastLine() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	end, err := lastLineEnd(f, fi.Size())
-	if err != nil || end <= 0 {
+	buf := make([]byte, scratch)
+	nl, err := lastIndex(f, fi.Size(), buf)
+	if err != nil || nl < 0 {
 		return nil, err
 	}
-	start, err := lineStart(f, end-1)
-	if err != nil || end-1-start > maxRecordLine {
+	start, err := lastIndex(f, nl, buf)
+	if err != nil || nl-(start+1) > maxRecordLine {
 		return nil, err
 	}
-	line := make([]byte, end-1-start)
-	if _, err := f.ReadAt(line, start); err != nil && !errors.Is(err, io.EOF) {
+	line := make([]byte, nl-(start+1))
+	if _, err := f.ReadAt(line, start+1); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	return unlinked(line), nil
@@ -180,7 +181,7 @@ func (c chainFile) append(lines [][]byte) error {
 	if err != nil {
 		return err
 	}
-	prev, err := tailHash(f, fi.Size())
+	prev, err := tailHash(f, fi.Size(), make([]byte, scratch))
 	if err == nil && fi.Size() == 0 {
 		prev, err = fileHead(c.path + ".1")
 	}

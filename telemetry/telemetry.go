@@ -138,6 +138,7 @@ type Log struct {
 	// mark is where this log's last write (or Check) left the chain; broken, what checkMark found.
 	mark   mark
 	broken string
+	buf    []byte // see scratch
 }
 
 // Open returns a Log; the file is opened on the first write, so a log folder that is missing or
@@ -303,7 +304,7 @@ func (l *Log) head(known string) (string, error) {
 		return known, nil
 	}
 	if fi.Size() > 0 {
-		return tailHash(l.f, fi.Size())
+		return tailHash(l.f, fi.Size(), l.scratch())
 	}
 	h, err := fileHead(l.opts.Path + ".1")
 	if err != nil {
