@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/internal/machine"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 type options struct {
@@ -45,6 +47,7 @@ type options struct {
 	duration          time.Duration
 	kills, churn      int
 	keep              bool
+	mode              string
 }
 
 func main() {
@@ -56,6 +59,7 @@ func main() {
 	flag.IntVar(&o.kills, "kills", 50, "SIGKILLs of the daemon spread over the soak")
 	flag.IntVar(&o.churn, "churn", 2000, "sessions created and deleted after the soak (0 skips it)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder")
+	flag.StringVar(&o.mode, "mode", "enforce", "the daemon's mode: enforce (harmful calls must be denied) or observe (all are allowed and recorded)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
@@ -85,7 +89,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{Machine: m, dir: tmp, bin: o.bin}
+	h := &harness{Machine: m, dir: tmp, bin: o.bin, mode: o.mode}
 	if err := h.start(); err != nil {
 		return err
 	}
@@ -115,6 +119,7 @@ func run(o options) error {
 type harness struct {
 	*machine.Machine
 	dir, bin string
+	mode     string
 	d        *machine.Daemon
 	mu       sync.Mutex
 	stopped  bool
@@ -143,7 +148,7 @@ type sample struct {
 func (h *harness) path(p ...string) string { return filepath.Join(append([]string{h.dir}, p...)...) }
 
 func (h *harness) start() error {
-	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn","heartbeat_interval":"1s",
+	cfg := `{"version":1,"cowork_enabled":true,"mode":"` + h.mode + `","log_level":"warn","heartbeat_interval":"1s",
 "decision_timeout":"3s","hook_timeout":"10s","telemetry":{"max_file_mb":2048}}`
 	if err := h.WriteConfig(cfg); err != nil {
 		return err
@@ -332,11 +337,15 @@ func (h *harness) check() error {
 	}
 	var total, handed, lost, doubled, failOpen, downDenied int
 	var slow time.Duration
+	var took []time.Duration
 	h.calls.Range(func(k, v any) bool {
 		c := v.(*call)
 		total++
 		slow = max(slow, c.duration)
-		if c.harmful && !strings.Contains(c.answer, `"deny"`) {
+		if c.handed {
+			took = append(took, c.duration)
+		}
+		if h.mode == "enforce" && c.harmful && !strings.Contains(c.answer, `"deny"`) {
 			failOpen++
 		}
 		if !c.handed {
@@ -361,6 +370,20 @@ func (h *harness) check() error {
 	fmt.Printf("SIGKILLs %d\n", h.kills)
 	fmt.Printf("calls %d: handed over %d, denied at once while the daemon was down %d; slowest hook %v\n", total, handed, downDenied, slow.Round(time.Millisecond))
 	fmt.Printf("lost %d, recorded more than once %d (records sharing a rid: %d), harmful calls let through %d\n", lost, doubled, dupRIDs, failOpen)
+	slices.Sort(took)
+	if len(took) > 0 {
+		at := func(p float64) time.Duration { return took[int(float64(len(took)-1)*p)].Round(time.Microsecond) }
+		fmt.Printf("hook round trip (calls handed over, %s mode): p50 %v, p99 %v\n", h.mode, at(0.5), at(0.99))
+	}
+	v, err := telemetry.Verify(telemetry.Files(h.path("logs", "decisions.jsonl")))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("decision log chain: %d records linked, head %s", v.Records, v.Head)
+	if v.Broken != nil {
+		fmt.Printf(", BROKEN at %s", v.Broken)
+	}
+	fmt.Println()
 	if len(h.samples) > 0 {
 		fmt.Println("phase        RSS MB   fds  inotify(kernel)  watches(daemon)  health.json B  gone kept")
 		for _, s := range h.samples {
@@ -375,8 +398,8 @@ func (h *harness) check() error {
 		}
 		fmt.Printf("peak RSS seen %.1f MB\n", float64(peak)/1024)
 	}
-	if lost+doubled+failOpen > 0 {
-		return fmt.Errorf("%d lost, %d doubled, %d let through", lost, doubled, failOpen)
+	if lost+doubled+failOpen > 0 || v.Broken != nil {
+		return fmt.Errorf("%d lost, %d doubled, %d let through, chain broken: %v", lost, doubled, failOpen, v.Broken != nil)
 	}
 	return nil
 }
