@@ -92,6 +92,10 @@ type Options struct {
 	// transcripts (the CLI writes it about half a second after the hook runs) before it counts
 	// as forged. Default 1 minute.
 	ForgedAfter time.Duration
+	// SessionBytes is the budget of what reconciliation keeps for one session (default
+	// SessionBytes): past it the session is over budget, reported, and what does not fit is
+	// not kept.
+	SessionBytes int64
 	// BudgetRecords and BudgetBytes bound what one session may put in the decision log per
 	// minute (records, and bytes of tool input); the excess is summarised, not logged line by
 	// line, so that no session can push the others' records out through rotation. Defaults 600
@@ -128,6 +132,9 @@ func (o *Options) defaults() {
 	}
 	if o.BatchLines <= 0 {
 		o.BatchLines = 256
+	}
+	if o.SessionBytes <= 0 {
+		o.SessionBytes = SessionBytes
 	}
 	if o.BudgetRecords <= 0 {
 		o.BudgetRecords = 600
@@ -239,10 +246,10 @@ type tracked struct {
 }
 
 // newTracked is a session to follow, not yet in any map.
-func newTracked(dir string) *tracked {
+func newTracked(dir string, budget int64) *tracked {
 	return &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)),
 		decided: map[string]time.Time{}, partial: map[string]spool.Partial{}, ours: map[string]time.Time{},
-		recon: newReconciler(time.Now())}
+		recon: newReconciler(time.Now(), budget)}
 }
 
 // New returns a collector judging with cls under cfg; Run starts it.
@@ -279,7 +286,7 @@ func (c *Collector) Track(dir string) {
 			c.log.Warn("session limit reached; this session's spool is not followed", "session", filepath.Base(dir), "limit", c.opts.MaxSessions)
 			return
 		}
-		t = newTracked(dir)
+		t = newTracked(dir, c.opts.SessionBytes)
 		c.byBridge[filepath.Join(t.bridge, "decisions")] = t
 		c.byBridge[filepath.Dir(t.bridge)] = t // .claude: a recreated bridge folder is watched at once
 		if c.opts.ChannelRoot != "" {

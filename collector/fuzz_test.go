@@ -52,7 +52,7 @@ func FuzzJudgeLine(f *testing.F) {
 		if oversized {
 			l = spool.Line{Oversized: true, Head: data[:min(len(data), 256)], Size: 1 << 20}
 		}
-		tr := newTracked(dir)
+		tr := newTracked(dir, SessionBytes)
 		o := c.judge(context.Background(), s, tr, c.pol.Load(), l, time.Now())
 		if o.skip {
 			t.Fatal("nothing was recorded before, so nothing may be skipped")

@@ -43,11 +43,14 @@ const (
 	reconcileEvery = time.Second
 	// transcriptMaxLine bounds one transcript line read (they hold whole file contents).
 	transcriptMaxLine = 16 << 20
-	// Bounds on what is remembered per session: calls awaiting their result, events awaiting
-	// their call (both hashes and ids, never inputs), and what is persisted of them.
-	maxJudged, maxUses = 20000, 2000
-	judgedKeep         = time.Hour
-	maxPersisted       = 256
+	// SessionBytes is the budget of what reconciliation keeps for one session: calls awaiting
+	// their result, events awaiting their call (hashes, ids and short previews, never inputs)
+	// and the transcripts followed, counted by their sizes. A real session keeps a few KiB.
+	SessionBytes = 1 << 20
+	judgedKeep   = time.Hour
+	maxPersisted = 256
+	// maxKept bounds a tool name or request id kept (they come from the session).
+	maxKept = 256
 )
 
 // reconciler is one session's reconciliation state; it belongs to the session's worker.
@@ -66,6 +69,10 @@ type reconciler struct {
 	versions []string
 	// over: the session went over a budget and health was told, once per hour.
 	over time.Time
+	// bytes is what judged, uses and pending hold (see the sizes below), limit what they may,
+	// refused how many entries did not fit since the last report.
+	bytes, limit int64
+	refused      int
 	// saved is the state last persisted, to write only changes.
 	saved string
 }
@@ -94,8 +101,91 @@ type use struct {
 // maxVersions bounds the versions one session reports: lines the agent writes can name any.
 const maxVersions = 8
 
-func newReconciler(now time.Time) *reconciler {
-	return &reconciler{since: now, judged: map[string]judgedCall{}, uses: map[string]use{}, pending: map[string]time.Time{}}
+func newReconciler(now time.Time, limit int64) *reconciler {
+	return &reconciler{since: now, judged: map[string]judgedCall{}, uses: map[string]use{}, pending: map[string]time.Time{}, limit: limit}
+}
+
+// Sizes of what a reconciler keeps, as bytes of the daemon's memory: the strings and maps held,
+// with a fixed allowance for a map entry's own cost.
+const entryCost = 96
+
+func (j judgedCall) size(id string) int64 {
+	return int64(entryCost+len(id)+len(j.Tool)+len(j.RID)+len(j.Preview)) + j.Input.Size()
+}
+
+func (u use) size(id string) int64 {
+	return int64(entryCost+len(id)+len(u.ID)+len(u.Tool)+len(u.Preview)) + u.Input.Size()
+}
+
+func pendingSize(id string) int64 { return int64(entryCost + len(id)) }
+
+// putJudged keeps j unless it does not fit in the budget. With no transcript to hold events
+// against, the oldest event makes room instead: it can never be reconciled anyway.
+func (r *reconciler) putJudged(id string, j judgedCall) bool {
+	r.dropJudged(id)
+	n := j.size(id)
+	for r.bytes+n > r.limit && !r.followed && len(r.judged) > 0 {
+		r.dropJudged(oldestJudged(r.judged))
+	}
+	if r.bytes+n > r.limit {
+		r.refused++
+		return false
+	}
+	r.judged[id], r.bytes = j, r.bytes+n
+	return true
+}
+
+func (r *reconciler) dropJudged(id string) {
+	if j, ok := r.judged[id]; ok {
+		r.bytes -= j.size(id)
+		delete(r.judged, id)
+	}
+}
+
+func oldestJudged(m map[string]judgedCall) string {
+	var id string
+	var at time.Time
+	for k, j := range m {
+		if id == "" || j.At.Before(at) {
+			id, at = k, j.At
+		}
+	}
+	return id
+}
+
+func (r *reconciler) putUse(id string, u use) bool {
+	r.dropUse(id)
+	if n := u.size(id); r.bytes+n <= r.limit {
+		r.uses[id], r.bytes = u, r.bytes+n
+		return true
+	}
+	r.refused++
+	return false
+}
+
+func (r *reconciler) dropUse(id string) {
+	if u, ok := r.uses[id]; ok {
+		r.bytes -= u.size(id)
+		delete(r.uses, id)
+	}
+}
+
+func (r *reconciler) putPending(id string, at time.Time) {
+	if _, ok := r.pending[id]; ok {
+		return
+	}
+	if n := pendingSize(id); r.bytes+n <= r.limit {
+		r.pending[id], r.bytes = at, r.bytes+n
+		return
+	}
+	r.refused++
+}
+
+func (r *reconciler) dropPending(id string) {
+	if _, ok := r.pending[id]; ok {
+		r.bytes -= pendingSize(id)
+		delete(r.pending, id)
+	}
 }
 
 // noteJudged records that the event of a tool call reached the daemon and how it was decided.
@@ -103,10 +193,10 @@ func (r *reconciler) noteJudged(ev judgedEvent, now time.Time) {
 	if ev.toolUseID == "" || len(ev.toolUseID) > 128 {
 		return
 	}
-	if len(r.judged) >= maxJudged {
+	if r.bytes > r.limit/2 { // a scan only when room runs short, not per event
 		for id, j := range r.judged {
-			if now.Sub(j.At) > judgedKeep || len(r.judged) >= maxJudged {
-				delete(r.judged, id)
+			if now.Sub(j.At) > judgedKeep {
+				r.dropJudged(id) // a call whose result never came, an hour on
 			}
 		}
 	}
@@ -114,10 +204,13 @@ func (r *reconciler) noteJudged(ev judgedEvent, now time.Time) {
 	_, ran := r.pending[ev.toolUseID]
 	j := judgedCall{Denied: ev.denied, At: now, Input: transcript.FingerprintOf(ev.input), Seen: used || ran}
 	if !j.Seen {
-		j.Tool, j.RID, j.Preview = ev.tool, ev.rid, transcript.Preview(ev.input)
+		j.Tool, j.RID, j.Preview = cut(ev.tool), cut(ev.rid), transcript.Preview(ev.input)
 	}
-	r.judged[ev.toolUseID] = j
+	r.putJudged(ev.toolUseID, j)
 }
+
+// cut bounds a string kept from the session.
+func cut(s string) string { return s[:min(len(s), maxKept)] }
 
 // judgedEvent is what reconciliation learns of one event judged.
 type judgedEvent struct {
@@ -180,9 +273,11 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 		// the grace; look again once it has passed.
 		time.AfterFunc(c.opts.ReconcileGrace, func() { c.schedule(t, false) })
 	}
-	if rep.Over || len(r.uses) >= maxUses || len(r.judged) >= maxJudged {
-		c.overBudget(t, now, fmt.Sprintf("transcripts %d (bound %d), calls awaiting a result %d (bound %d), events awaiting their call %d (bound %d)",
-			rep.Files, transcript.MaxFiles, len(r.uses), maxUses, len(r.judged), maxJudged))
+	r.limit = c.opts.SessionBytes - r.follow.Footprint()
+	if rep.Over || r.refused > 0 {
+		c.overBudget(t, now, fmt.Sprintf("transcripts %d (bound %d, %d bytes kept); calls awaiting a result %d, events awaiting their call %d, %d bytes of a budget of %d; %d refused",
+			rep.Files, transcript.MaxFiles, r.follow.Footprint(), len(r.uses), len(r.judged), r.bytes, c.opts.SessionBytes, r.refused))
+		r.refused = 0
 	}
 	c.persist(t)
 	if len(found) > 0 {
@@ -205,8 +300,8 @@ func (r *reconciler) settle(now time.Time, grace, forgedAfter time.Duration) []f
 		default:
 			found = append(found, unguardedCall(r.takeUse(id), "it ran but its hook never reached coworkbridge (hooks switched off, or the hook bypassed)"))
 		}
-		delete(r.pending, id)
-		delete(r.judged, id)
+		r.dropPending(id)
+		r.dropJudged(id)
 	}
 	if !r.followed {
 		return found // no transcript to hold events against (not a CLI session, or not yet)
@@ -216,7 +311,7 @@ func (r *reconciler) settle(now time.Time, grace, forgedAfter time.Duration) []f
 			found = append(found, finding{rule: RuleForgedEvent, Code: health.CodeForgedEvent, rid: j.RID,
 				use: use{ID: id, Tool: j.Tool, Preview: j.Preview},
 				why: fmt.Sprintf("tool call %s: an event reached coworkbridge, but none of the session's transcripts shows the call within %v (written by something other than the CLI's hook)", id, forgedAfter)})
-			delete(r.judged, id)
+			r.dropJudged(id)
 		}
 	}
 	return found
@@ -241,40 +336,32 @@ func unguardedCall(u use, why string) finding {
 func (r *reconciler) take(it transcript.Item, now time.Time) []finding {
 	switch it.Kind {
 	case transcript.Use:
-		if len(r.uses) >= maxUses {
-			for id := range r.uses { // forget an arbitrary one: a call whose result never came
-				delete(r.uses, id)
-				break
-			}
-		}
-		r.uses[it.ToolUseID] = use{ID: it.ToolUseID, Tool: it.Tool, Preview: transcript.Preview(it.Input), Input: transcript.FingerprintOf(it.Input)}
+		r.putUse(it.ToolUseID, use{ID: it.ToolUseID, Tool: cut(it.Tool), Preview: transcript.Preview(it.Input), Input: transcript.FingerprintOf(it.Input)})
 		if j, ok := r.judged[it.ToolUseID]; ok && !j.Seen {
 			j.Seen, j.Tool, j.RID, j.Preview = true, "", "", nil
-			r.judged[it.ToolUseID] = j
+			r.putJudged(it.ToolUseID, j) // smaller than before: always fits
 		}
 	case transcript.Result:
 		j, ok := r.judged[it.ToolUseID]
 		u, seen := r.uses[it.ToolUseID]
 		if it.IsError {
-			delete(r.uses, it.ToolUseID)
-			delete(r.judged, it.ToolUseID)
+			r.dropUse(it.ToolUseID)
+			r.dropJudged(it.ToolUseID)
 			return nil
 		}
 		switch {
 		case ok && j.Denied:
-			delete(r.judged, it.ToolUseID)
+			r.dropJudged(it.ToolUseID)
 			return []finding{unguardedCall(r.takeUse(it.ToolUseID), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)")}
 		case ok && seen && !transcript.Same(j.Input, u.Input):
-			delete(r.judged, it.ToolUseID)
+			r.dropJudged(it.ToolUseID)
 			return []finding{unguardedCall(r.takeUse(it.ToolUseID), "it ran with an input other than the one coworkbridge judged (an event forged with its id, or the input rewritten after the judgement)")}
 		case ok:
-			delete(r.uses, it.ToolUseID)
-			delete(r.judged, it.ToolUseID)
+			r.dropUse(it.ToolUseID)
+			r.dropJudged(it.ToolUseID)
 			return nil
 		}
-		if _, ok := r.pending[it.ToolUseID]; !ok {
-			r.pending[it.ToolUseID] = now
-		}
+		r.putPending(it.ToolUseID, now)
 	}
 	return nil
 }
@@ -282,7 +369,7 @@ func (r *reconciler) take(it transcript.Item, now time.Time) []finding {
 // takeUse returns and forgets the call of a tool-use id (with only its id when unseen).
 func (r *reconciler) takeUse(id string) use {
 	u, ok := r.uses[id]
-	delete(r.uses, id)
+	r.dropUse(id)
 	if !ok {
 		u = use{ID: id}
 	}
@@ -334,12 +421,14 @@ func (r *reconciler) restore(note json.RawMessage) {
 	}
 	for id, j := range st.Judged {
 		if len(r.judged) < maxPersisted && len(id) <= 128 {
-			r.judged[id] = j
+			j.Tool, j.RID = cut(j.Tool), cut(j.RID)
+			r.putJudged(id, j)
 		}
 	}
 	for id, u := range st.Uses {
 		if len(r.uses) < maxPersisted && len(id) <= 128 {
-			r.uses[id] = u
+			u.Tool = cut(u.Tool)
+			r.putUse(id, u)
 		}
 	}
 }

@@ -14,8 +14,18 @@ import (
 // can be compared without keeping either (inputs hold whole file contents).
 type Fingerprint map[string]uint64
 
-// maxFingerprintKeys bounds the members kept; real inputs have a handful.
-const maxFingerprintKeys = 64
+// maxFingerprintKeys bounds the members kept, maxKeyBytes the length of a member's name; real
+// inputs have a handful of short ones. Past either the input is hashed whole.
+const maxFingerprintKeys, maxKeyBytes = 64, 128
+
+// Size is what the fingerprint holds in memory, in bytes, map overhead included.
+func (f Fingerprint) Size() int64 {
+	n := int64(48)
+	for k := range f {
+		n += int64(len(k) + 8 + 16)
+	}
+	return n
+}
 
 // wholeKey stands for an input that is not a JSON object: its whole canonical value.
 const wholeKey = "\x00whole"
@@ -28,6 +38,9 @@ func FingerprintOf(raw json.RawMessage) Fingerprint {
 	}
 	fp := make(Fingerprint, len(members))
 	for k, v := range members {
+		if len(k) > maxKeyBytes {
+			return Fingerprint{wholeKey: hashValue(raw)}
+		}
 		fp[k] = hashValue(v)
 	}
 	return fp

@@ -77,6 +77,15 @@ type followed struct {
 	gone         bool // reported gone; a file back at the name is a replacement
 }
 
+// Footprint is what the follower keeps in memory, in bytes: its files' names and positions.
+func (f *Follower) Footprint() int64 {
+	n := int64(0)
+	for name := range f.files {
+		n += int64(len(name)) + 160 // the name twice (here and in the store), times and a position
+	}
+	return n
+}
+
 // NewFollower follows the transcripts whose positions pos keeps, starting to follow the session
 // at since; lines longer than maxLine are skipped.
 func NewFollower(pos Positions, maxLine int64, since time.Time) *Follower {
