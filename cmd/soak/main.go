@@ -48,6 +48,7 @@ type options struct {
 	kills, churn      int
 	keep              bool
 	mode              string
+	bombMiB, capMiB   int
 }
 
 func main() {
@@ -59,6 +60,8 @@ func main() {
 	flag.IntVar(&o.kills, "kills", 50, "SIGKILLs of the daemon spread over the soak")
 	flag.IntVar(&o.churn, "churn", 2000, "sessions created and deleted after the soak (0 skips it)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary folder")
+	flag.IntVar(&o.bombMiB, "bomb", 0, "MiB of tool calls with 8 MiB inputs and no results written into one session's transcript during the soak (the transcript bomb)")
+	flag.IntVar(&o.capMiB, "memcap", 0, "run the daemon with its address space capped at this many MiB (prlimit --as), 0 for none")
 	flag.StringVar(&o.mode, "mode", "enforce", "the daemon's mode: enforce (harmful calls must be denied) or observe (all are allowed and recorded)")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -88,6 +91,14 @@ func run(o options) error {
 	m, err := machine.New(tmp)
 	if err != nil {
 		return err
+	}
+	if o.capMiB > 0 { // prlimit execs the daemon: same pid, so /proc still reads the daemon
+		capped := filepath.Join(tmp, "capped")
+		script := fmt.Sprintf("#!/bin/sh\nexec prlimit --as=%d -- %q \"$@\"\n", int64(o.capMiB)<<20, o.bin)
+		if err := os.WriteFile(capped, []byte(script), 0o700); err != nil {
+			return err
+		}
+		o.bin = capped
 	}
 	h := &harness{Machine: m, dir: tmp, bin: o.bin, mode: o.mode}
 	if err := h.start(); err != nil {
@@ -216,6 +227,9 @@ func (h *harness) soak(o options) error {
 			}
 		}
 	})
+	if o.bombMiB > 0 {
+		wg.Go(func() { h.bomb(ctx, ss[0].dir, o.bombMiB) })
+	}
 	var killErr error
 	if o.kills > 0 {
 		every := o.duration / time.Duration(o.kills+1)
@@ -235,6 +249,31 @@ func (h *harness) soak(o options) error {
 	wg.Wait()
 	fmt.Fprintf(os.Stderr, "soak: %d calls, %d SIGKILLs\n", h.seq.Load(), h.kills)
 	return killErr
+}
+
+// bomb appends tool calls with 8 MiB inputs and no results to a transcript of the session in
+// dir, one every half second, until mib MiB are written: what once starved the daemon.
+func (h *harness) bomb(ctx context.Context, dir string, mib int) {
+	projects := filepath.Join(dir, ".claude", "projects", "-sessions-soak")
+	if err := os.MkdirAll(projects, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, "bomb:", err)
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(projects, "0b0b0b0b-0000-4000-8000-000000000000.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bomb:", err)
+		return
+	}
+	defer f.Close()
+	huge := strings.Repeat("A", 8<<20)
+	for i := 0; i < mib/8 && ctx.Err() == nil; i++ {
+		fmt.Fprintf(f, `{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_bomb_%d","name":"Write","input":{"file_path":"/tmp/x","content":%q}}]}}`+"\n", i, huge)
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	fmt.Fprintf(os.Stderr, "bomb: %d MiB written into %s\n", mib, projects)
 }
 
 var notRunning = "is not running on this Mac"
