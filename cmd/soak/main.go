@@ -150,7 +150,7 @@ type call struct {
 
 type sample struct {
 	phase                   string
-	rssKB, fds, kernelWatch int
+	rssKB, hwmKB, fds, kernelWatch int
 	daemonWatches           int
 	healthBytes             int64
 	goneKept                int
@@ -333,6 +333,9 @@ func (h *harness) sample(phase string) {
 			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 				s.rssKB, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
 			}
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok { // the peak since the last restart
+				s.hwmKB, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			}
 		}
 	}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
@@ -431,11 +434,11 @@ func (h *harness) check() error {
 			}
 			fmt.Printf("%-11s %7.1f %5d %16d %16d %14d %10d\n", s.phase, float64(s.rssKB)/1024, s.fds, s.kernelWatch, s.daemonWatches, s.healthBytes, s.goneKept)
 		}
-		peak := 0
+		peak, hwm := 0, 0
 		for _, s := range h.samples {
-			peak = max(peak, s.rssKB)
+			peak, hwm = max(peak, s.rssKB), max(hwm, s.hwmKB)
 		}
-		fmt.Printf("peak RSS seen %.1f MB\n", float64(peak)/1024)
+		fmt.Printf("peak RSS seen %.1f MB; highest peak the kernel recorded (VmHWM, reset by each restart) %.1f MB\n", float64(peak)/1024, float64(hwm)/1024)
 	}
 	if lost+doubled+failOpen > 0 || v.Broken != nil {
 		return fmt.Errorf("%d lost, %d doubled, %d let through, chain broken: %v", lost, doubled, failOpen, v.Broken != nil)
