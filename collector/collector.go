@@ -31,19 +31,13 @@ import (
 // Health receives the collector's counts; *health.Health implements it.
 type Health interface {
 	Event(id string, d health.Decision, latency time.Duration)
-	Malformed(id string)
-	Oversized(id string)
-	DecisionsUnconsumed(id string, n int)
-	TelemetryFailed()
-	SpoolRefused(id string)
-	DecisionFailed(id string)
 	Quarantined(id, reason string, until time.Time)
-	UnguardedCall(id string)
 	InstructionFindings(id string, files map[string][]string)
 	// CLIVersion: a transcript of the session names this Claude Code version.
 	CLIVersion(id, version string)
 	// Count: one occurrence of a counted code in the session.
 	Count(id string, code health.Code)
+	CountN(id string, code health.Code, n int)
 }
 
 // Sink is the decision log; *telemetry.Log implements it.

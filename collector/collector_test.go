@@ -45,20 +45,14 @@ func (h *fakeHealth) Event(id string, d health.Decision, _ time.Duration) {
 	h.events[d]++
 	h.mu.Unlock()
 }
-func (h *fakeHealth) Malformed(string) { h.add("malformed") }
-func (h *fakeHealth) Oversized(string) { h.add("oversized") }
-func (h *fakeHealth) DecisionsUnconsumed(_ string, n int) {
+func (h *fakeHealth) Quarantined(string, string, time.Time) { h.add("quarantined") }
+func (h *fakeHealth) Count(_ string, code health.Code)      { h.add(string(code)) }
+func (h *fakeHealth) CountN(_ string, code health.Code, n int) {
 	h.mu.Lock()
-	h.counts["unconsumed"] += n
+	h.counts[string(code)] += n
 	h.mu.Unlock()
 }
-func (h *fakeHealth) TelemetryFailed()                      { h.add("telemetry") }
-func (h *fakeHealth) SpoolRefused(string)                   { h.add("refused") }
-func (h *fakeHealth) DecisionFailed(string)                 { h.add("decision_failed") }
-func (h *fakeHealth) Quarantined(string, string, time.Time) { h.add("quarantined") }
-func (h *fakeHealth) UnguardedCall(string)                  { h.add("unguarded") }
-func (h *fakeHealth) Count(_ string, code health.Code)      { h.add(string(code)) }
-func (h *fakeHealth) CLIVersion(_, v string)                { h.add("cli " + v) }
+func (h *fakeHealth) CLIVersion(_, v string) { h.add("cli " + v) }
 func (h *fakeHealth) InstructionFindings(_ string, files map[string][]string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -370,8 +364,8 @@ func TestMalformedLinesAreDeniedInEnforceAndCountedInBoth(t *testing.T) {
 			} else if entries, _ := os.ReadDir(f.bridge("decisions")); len(entries) != 0 {
 				t.Errorf("observe wrote decisions: %v", entries)
 			}
-			cbtest.WaitForf(t, func() bool { return f.health.count("malformed") == 3 }, func() string {
-				return fmt.Sprintf("malformed count %d, want 3", f.health.count("malformed"))
+			cbtest.WaitForf(t, func() bool { return f.health.count(string(health.CodeMalformedLines)) == 3 }, func() string {
+				return fmt.Sprintf("malformed count %d, want 3", f.health.count(string(health.CodeMalformedLines)))
 			})
 		})
 	}
@@ -391,8 +385,8 @@ func TestOversizedLineIsDeniedByItsRecoveredRID(t *testing.T) {
 		t.Errorf("the line after an oversized one: %s", got)
 	}
 	recs := f.waitRecords(2)
-	if recs[0].Rule != RuleOversized || recs[0].RID != big || f.health.count("oversized") != 1 {
-		t.Errorf("record = %+v, oversized count %d", recs[0], f.health.count("oversized"))
+	if recs[0].Rule != RuleOversized || recs[0].RID != big || f.health.count(string(health.CodeOversizedLines)) != 1 {
+		t.Errorf("record = %+v, oversized count %d", recs[0], f.health.count(string(health.CodeOversizedLines)))
 	}
 }
 
@@ -414,7 +408,7 @@ func TestTransientLogFailureIsRetriedWithNothingLostOrDoubled(t *testing.T) {
 	recs := f.waitRecords(5)
 	time.Sleep(100 * time.Millisecond)
 	assertEachOnce(t, f.records(), rids)
-	if f.health.count("telemetry") < 1 {
+	if f.health.count(string(health.CodeTelemetryFailed)) < 1 {
 		t.Error("the failed writes were not reported")
 	}
 	_ = recs
@@ -549,7 +543,7 @@ func TestLinkedSpoolIsRefusedAndReportedWithNothingReadOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.start()
-	cbtest.WaitForf(t, func() bool { return f.health.count("refused") >= 1 }, func() string { return "the linked spool was not reported" })
+	cbtest.WaitForf(t, func() bool { return f.health.count(string(health.CodeSpoolRefused)) >= 1 }, func() string { return "the linked spool was not reported" })
 	// The link is taken away (never followed), the attempt recorded, the session quarantined.
 	recs := f.waitRecords(1)
 	if len(recs) != 1 || recs[0].Rule != RulePlantedSpool {
@@ -629,7 +623,7 @@ func TestLinkedDecisionsFolderFailsClosedAndWritesNothingOutside(t *testing.T) {
 	if entries, _ := os.ReadDir(f.outside); len(entries) != 0 {
 		t.Errorf("written outside the session: %v", entries)
 	}
-	if f.health.count("decision_failed") == 0 {
+	if f.health.count(string(health.CodeDecisionFailed)) == 0 {
 		t.Error("the failed decision was not reported")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -46,7 +47,7 @@ func TestRetriesAfterAFullDiskAreSizedToTheSpaceFreed(t *testing.T) {
 		rids = append(rids, rid)
 		f.appendRaw(envelope(rid, "observe", "Bash", bash("ls")) + "\n")
 	}
-	cbtest.WaitForf(t, func() bool { return f.health.count("telemetry") > 0 }, func() string { return "the full disk was never met" })
+	cbtest.WaitForf(t, func() bool { return f.health.count(string(health.CodeTelemetryFailed)) > 0 }, func() string { return "the full disk was never met" })
 	sink.setRoom(10)
 	cbtest.WaitForf(t, func() bool { return len(f.records()) == 10 }, func() string {
 		return "the space freed for 10 records was not used"

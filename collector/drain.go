@@ -144,7 +144,7 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		c.log.Warn("cannot write the alive lease; enforce hooks in this session will deny", "code", health.CodeDecisionFailed, "session", s.ID(), "err", err)
-		c.opts.Health.DecisionFailed(s.ID())
+		c.opts.Health.Count(s.ID(), health.CodeDecisionFailed)
 	}
 }
 
@@ -231,7 +231,7 @@ func (c *Collector) reportSweep(t *tracked, res decisions.SweepResult, err error
 	}
 	if res.Unconsumed > 0 {
 		c.log.Warn("decisions were never read: their hooks gave up first", "code", health.CodeDecisionsUnconsumed, "session", t.id, "count", res.Unconsumed)
-		c.opts.Health.DecisionsUnconsumed(t.id, res.Unconsumed)
+		c.opts.Health.CountN(t.id, health.CodeDecisionsUnconsumed, res.Unconsumed)
 	}
 }
 
@@ -316,7 +316,7 @@ func (c *Collector) refuse(t *tracked, name string, err error) {
 	}
 	t.refused = err.Error()
 	c.log.Warn("refusing to read a session's spool", "code", health.CodeSpoolRefused, "session", t.id, "spool", name, "err", err)
-	c.opts.Health.SpoolRefused(t.id)
+	c.opts.Health.Count(t.id, health.CodeSpoolRefused)
 }
 
 // replaceSpool takes away what stands at the spool's name when it is not a plain file of its own
@@ -406,7 +406,7 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 		}
 		recs = append(recs, summaries...)
 		if err := c.opts.Sink.WriteBatch(recs); err != nil {
-			c.opts.Health.TelemetryFailed()
+			c.opts.Health.Count("", health.CodeTelemetryFailed)
 			t.failures++
 			t.window = 1
 			wait := min(time.Second<<min(t.failures-1, 5), 30*time.Second)

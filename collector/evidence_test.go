@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -88,7 +89,7 @@ func TestARenamedTranscriptIsTampering(t *testing.T) {
 	if r := f.waitRule(RuleTranscriptTampered); !strings.Contains(r.Reason, "renamed") {
 		t.Errorf("record %+v", r)
 	}
-	if f.health.count("transcript_tampered") == 0 || f.health.count("quarantined") == 0 {
+	if f.health.count(string(health.CodeTranscriptTampered)) == 0 || f.health.count("quarantined") == 0 {
 		t.Errorf("health %v", f.health.counts)
 	}
 	f.noRule(RuleUnguarded, 300*time.Millisecond) // what was read is not read again
@@ -211,7 +212,7 @@ func TestAnEventNoCallCausedIsAForgedEventAndQuarantines(t *testing.T) {
 	if r.RID != forged || !strings.Contains(r.Reason, "toolu_forged") || !strings.Contains(string(r.Input), "harmless") {
 		t.Errorf("record %+v", r)
 	}
-	if f.health.count("forged_event") != 1 || f.health.count("quarantined") == 0 {
+	if f.health.count(string(health.CodeForgedEvent)) != 1 || f.health.count("quarantined") == 0 {
 		t.Errorf("health %v", f.health.counts)
 	}
 	for _, rec := range f.records() {

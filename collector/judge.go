@@ -127,7 +127,7 @@ func (c *Collector) decide(s *session.Session, t *tracked, rid string, d claudeh
 	}
 	if err := decisions.Write(s, rid, d, reason, context); err != nil {
 		c.log.Warn("cannot write a decision; the hook will deny when it times out", "code", health.CodeDecisionFailed, "session", t.id, "rid", rid, "err", err)
-		c.opts.Health.DecisionFailed(t.id)
+		c.opts.Health.Count(t.id, health.CodeDecisionFailed)
 		return 0
 	}
 	t.decided[rid] = c.opts.Now()
@@ -139,9 +139,9 @@ func (c *Collector) count(t *tracked, o outcome) {
 	delete(t.decided, o.rec.RID)
 	switch o.bad {
 	case RuleMalformed:
-		c.opts.Health.Malformed(t.id)
+		c.opts.Health.Count(t.id, health.CodeMalformedLines)
 	case RuleOversized:
-		c.opts.Health.Oversized(t.id)
+		c.opts.Health.Count(t.id, health.CodeOversizedLines)
 	}
 	c.opts.Health.Event(t.id, health.Decision(o.rec.Decision), o.latency)
 }

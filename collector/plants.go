@@ -100,7 +100,7 @@ func (c *Collector) checkPlants(s *session.Session, t *tracked, p *policy) {
 		c.log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", t.id, "rule", f.rule, "what", f.what)
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {
-		c.opts.Health.TelemetryFailed()
+		c.opts.Health.Count("", health.CodeTelemetryFailed)
 		c.log.Warn("cannot record an attempt on the guard in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
 	}
 }

@@ -472,14 +472,10 @@ func (c *Collector) reportFindings(t *tracked, p *policy, found []finding, now t
 		recs = append(recs, telemetry.Record{TS: now, Session: t.id, RID: f.rid, Agent: "cowork", Transport: telemetry.TransportTranscript,
 			Mode: string(p.cfg.Mode), Tool: f.use.Tool, Input: input, Decision: claudehook.Deny, Rule: f.rule, Reason: f.why})
 		c.log.Warn("reconciliation found the guard bypassed or its evidence edited", "code", f.Code, "session", t.id, "rule", f.rule, "tool_use_id", f.use.ID, "tool", f.use.Tool, "why", f.why)
-		if f.Code == health.CodeUnguardedCall {
-			c.opts.Health.UnguardedCall(t.id)
-		} else {
-			c.opts.Health.Count(t.id, f.Code)
-		}
+		c.opts.Health.Count(t.id, f.Code)
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {
-		c.opts.Health.TelemetryFailed()
+		c.opts.Health.Count("", health.CodeTelemetryFailed)
 		c.log.Warn("cannot record reconciliation findings in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
 	}
 	if p.cfg.Mode == managedconfig.Enforce {

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
@@ -65,7 +66,7 @@ func TestACallThatRanWithNoEventIsAnUnguardedCallAndQuarantines(t *testing.T) {
 	if r.Rule != RuleUnguarded || r.Tool != "Bash" || r.Transport != "transcript" || !strings.Contains(string(r.Input), "id_rsa") {
 		t.Fatalf("record %+v", r)
 	}
-	if f.health.count("unguarded") != 1 || f.health.count("quarantined") != 1 {
+	if f.health.count(string(health.CodeUnguardedCall)) != 1 || f.health.count("quarantined") != 1 {
 		t.Errorf("health: %v", f.health.counts)
 	}
 }
@@ -102,8 +103,8 @@ func TestGuardedCallsAndRefusalsAreNotUnguarded(t *testing.T) {
 		time.Sleep(6 * time.Second) // past the 5 s grace
 		f.c.scheduleAll(true)
 		synctest.Wait()
-		if n := len(f.records()); n != 2 || f.health.count("unguarded") != 0 {
-			t.Errorf("%d records, %d unguarded: guarded calls were reported", n, f.health.count("unguarded"))
+		if n := len(f.records()); n != 2 || f.health.count(string(health.CodeUnguardedCall)) != 0 {
+			t.Errorf("%d records, %d unguarded: guarded calls were reported", n, f.health.count(string(health.CodeUnguardedCall)))
 		}
 	})
 }
@@ -174,8 +175,8 @@ func TestDefaultsTheCLIFillsInDoNotMakeACallUnguarded(t *testing.T) {
 		time.Sleep(6 * time.Second)
 		f.c.scheduleAll(true)
 		synctest.Wait()
-		if n := len(f.records()); n != 1 || f.health.count("unguarded") != 0 {
-			t.Errorf("%d records, %d unguarded", n, f.health.count("unguarded"))
+		if n := len(f.records()); n != 1 || f.health.count(string(health.CodeUnguardedCall)) != 0 {
+			t.Errorf("%d records, %d unguarded", n, f.health.count(string(health.CodeUnguardedCall)))
 		}
 	})
 }

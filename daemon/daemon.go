@@ -98,7 +98,7 @@ func (d *Daemon) recordTampered(tlog *telemetry.Log, mode, problem string) {
 	err := tlog.Write(telemetry.Record{TS: time.Now(), Agent: "cowork", Transport: telemetry.TransportLog, Mode: mode,
 		Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: RuleRecordTampered, Reason: problem})
 	if err != nil {
-		d.health.TelemetryFailed()
+		d.health.Count("", health.CodeTelemetryFailed)
 		d.log.Warn("cannot record the tampering in the decision log", "code", health.CodeTelemetryFailed, "err", err)
 	}
 }
@@ -164,6 +164,11 @@ func (e sessionEvents) SessionSeen(id, dir string) {
 // SessionTampered quarantines the session; health hears of it from the collector.
 func (e sessionEvents) SessionTampered(id string, what []string) {
 	e.c.Quarantine(id, strings.Join(what, "; "))
+}
+
+// SettingsRepaired counts the repair; the injector's log line says what was undone.
+func (e sessionEvents) SettingsRepaired(id string, _ []string) {
+	e.Health.Count(id, health.CodeSettingsRepaired)
 }
 
 func (e sessionEvents) SessionGone(id string) {

@@ -67,22 +67,19 @@ type Session struct {
 	Events     uint64    `json:"events"`
 	Denies     uint64    `json:"denies"`
 	Asks       uint64    `json:"asks"`
-	Malformed  uint64    `json:"malformed"`
-	Oversized  uint64    `json:"oversized"`
-	Repairs    uint64    `json:"repairs"`
 	Unhooked   string    `json:"unhooked_error,omitempty"`
 	Gone       time.Time `json:"gone,omitzero"`
 	// Quarantined: every call in the session is denied until then, for the reason given.
 	Quarantined      time.Time `json:"quarantined_until,omitzero"`
 	QuarantineReason string    `json:"quarantine_reason,omitempty"`
 	Tampering        uint64    `json:"tampering"`
-	Unguarded        uint64    `json:"unguarded_calls"`
 	// Instructions are the session's instruction and memory files found holding text an agent
 	// would obey, by file (relative to the session) and the content rules that matched.
 	Instructions map[string][]string `json:"instruction_findings,omitempty"`
 	// CLIVersions are the Claude Code versions the session's transcripts name, oldest first.
 	CLIVersions []string `json:"cli_versions,omitempty"`
-	// Counts are the session's counts of the codes reported through Count.
+	// Counts are the session's counts of the codes reported through Count (malformed_lines,
+	// unguarded_call, ...).
 	Counts map[Code]uint64 `json:"counts,omitempty"`
 }
 
@@ -93,19 +90,11 @@ const maxCLIVersions = 4
 
 // Totals are counters over the daemon's life.
 type Totals struct {
-	Events              uint64 `json:"events"`
-	Denies              uint64 `json:"denies"`
-	Asks                uint64 `json:"asks"`
-	Malformed           uint64 `json:"malformed_lines"`
-	Oversized           uint64 `json:"oversized_lines"`
-	Repairs             uint64 `json:"settings_repaired"`
-	Tampering           uint64 `json:"tampering"`
-	Unguarded           uint64 `json:"unguarded_calls"`
-	DecisionsUnconsumed uint64 `json:"decisions_unconsumed"`
-	TelemetryFailures   uint64 `json:"telemetry_write_failures"`
-	SessionsDropped     uint64 `json:"sessions_not_tracked"`
-	SpoolsRefused       uint64 `json:"spools_refused"`
-	DecisionFailures    uint64 `json:"decision_write_failures"`
+	Events          uint64 `json:"events"`
+	Denies          uint64 `json:"denies"`
+	Asks            uint64 `json:"asks"`
+	Tampering       uint64 `json:"tampering"`
+	SessionsDropped uint64 `json:"sessions_not_tracked"`
 	// Counts are the counts of the codes reported through Count.
 	Counts map[Code]uint64 `json:"counts,omitempty"`
 }
@@ -121,11 +110,10 @@ type Today struct {
 // window counts what happened since the last heartbeat; a counter warning stands while its
 // window count is above zero, so it clears by itself one heartbeat after the trouble stops.
 type window struct {
-	malformed, oversized, repaired, unconsumed, telemetry, refused, undecided, unguarded uint64
-	sessions                                                                             map[Code][]string // code -> sessions
-	counts                                                                               map[Code]uint64   // by Count
-	latencies                                                                            []time.Duration
-	latencyDropped                                                                       uint64
+	sessions       map[Code][]string // code -> sessions
+	counts         map[Code]uint64   // by Count
+	latencies      []time.Duration
+	latencyDropped uint64
 }
 
 // ConfigState is the daemon's configuration as health reports it.
@@ -252,17 +240,6 @@ func (h *Health) SessionUnhooked(id string, err error) {
 	}
 }
 
-// SettingsRepaired records that our entry had been removed or disabled and was restored.
-func (h *Health) SettingsRepaired(id string, _ []string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changedLocked()
-	h.session(id).Repairs++
-	h.totals.Repairs++
-	h.win.repaired++
-	h.noteSession(CodeSettingsRepaired, id)
-}
-
 // Quarantined records that the session is quarantined until the given time: an attempt to
 // disable or fool the guard was seen in it.
 func (h *Health) Quarantined(id, reason string, until time.Time) {
@@ -288,9 +265,15 @@ func (h *Health) InstructionFindings(id string, files map[string][]string) {
 }
 
 // Count records one occurrence of code in the session id, or with id "" in no session: the one
-// call for every counted code (CodeTranscriptTampered, CodeForgedEvent, CodeSessionOverBudget,
-// CodeRecordTampered). Its warning stands until a heartbeat passes with none.
-func (h *Health) Count(id string, code Code) {
+// call for every counted code (those marked Counted in the registry). Its warning stands until a
+// heartbeat passes with none.
+func (h *Health) Count(id string, code Code) { h.CountN(id, code, 1) }
+
+// CountN records n occurrences of code at once (decision files swept unread together).
+func (h *Health) CountN(id string, code Code, n int) {
+	if n <= 0 {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.changedLocked()
@@ -302,23 +285,11 @@ func (h *Health) Count(id string, code Code) {
 		if *m == nil {
 			*m = map[Code]uint64{}
 		}
-		(*m)[code]++
+		(*m)[code] += uint64(n)
 	}
 	if id != "" {
 		h.noteSession(code, id)
 	}
-}
-
-// UnguardedCall records a tool call that ran in the session without reaching the guard, or
-// despite its deny.
-func (h *Health) UnguardedCall(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changedLocked()
-	h.session(id).Unguarded++
-	h.totals.Unguarded++
-	h.win.unguarded++
-	h.noteSession(CodeUnguardedCall, id)
 }
 
 // CLIVersion records that a transcript of the session names Claude Code version v.
@@ -423,71 +394,6 @@ func (h *Health) Event(id string, d Decision, latency time.Duration) {
 			h.win.latencyDropped++
 		}
 	}
-}
-
-// Malformed records a spool line that could not be decoded.
-func (h *Health) Malformed(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changedLocked()
-	h.session(id).Malformed++
-	h.totals.Malformed++
-	h.win.malformed++
-	h.noteSession(CodeMalformedLines, id)
-}
-
-// Oversized records a spool line longer than max_line_bytes.
-func (h *Health) Oversized(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changedLocked()
-	h.session(id).Oversized++
-	h.totals.Oversized++
-	h.win.oversized++
-	h.noteSession(CodeOversizedLines, id)
-}
-
-// DecisionsUnconsumed records decision files swept unread: their hooks gave up first.
-func (h *Health) DecisionsUnconsumed(id string, n int) {
-	if n <= 0 {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changedLocked()
-	h.totals.DecisionsUnconsumed += uint64(n)
-	h.win.unconsumed += uint64(n)
-	h.noteSession(CodeDecisionsUnconsumed, id)
-}
-
-// SpoolRefused records a spool that could not be read safely: a link, a FIFO, a device.
-func (h *Health) SpoolRefused(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changedLocked()
-	h.totals.SpoolsRefused++
-	h.win.refused++
-	h.noteSession(CodeSpoolRefused, id)
-}
-
-// DecisionFailed records a decision file or alive lease that could not be written into a
-// session: its enforce hooks deny by themselves when they time out.
-func (h *Health) DecisionFailed(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changedLocked()
-	h.totals.DecisionFailures++
-	h.win.undecided++
-	h.noteSession(CodeDecisionFailed, id)
-}
-
-// TelemetryFailed records a decision-log write that failed.
-func (h *Health) TelemetryFailed() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.changedLocked()
-	h.totals.TelemetryFailures++
-	h.win.telemetry++
 }
 
 // SetConfig records the configuration in force.

@@ -100,7 +100,7 @@ func TestEachWarningRaisesAndClears(t *testing.T) {
 			func(h *Health, c *clock) { h.Scanned(ScanReport{Roots: []string{"/r"}}) },
 			nil},
 		{CodeDecisionsUnconsumed,
-			func(h *Health, c *clock) { h.DecisionsUnconsumed("local_a", 2) },
+			func(h *Health, c *clock) { h.CountN("local_a", CodeDecisionsUnconsumed, 2) },
 			func(h *Health, c *clock) { h.Snapshot(true) }, // a quiet heartbeat window
 			[]string{"local_a"}},
 		{CodeTranscriptTampered,
@@ -116,23 +116,23 @@ func TestEachWarningRaisesAndClears(t *testing.T) {
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			[]string{"local_a"}},
 		{CodeMalformedLines,
-			func(h *Health, c *clock) { h.Malformed("local_a") },
+			func(h *Health, c *clock) { h.Count("local_a", CodeMalformedLines) },
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			[]string{"local_a"}},
 		{CodeOversizedLines,
-			func(h *Health, c *clock) { h.Oversized("local_b") },
+			func(h *Health, c *clock) { h.Count("local_b", CodeOversizedLines) },
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			[]string{"local_b"}},
 		{CodeDecisionFailed,
-			func(h *Health, c *clock) { h.DecisionFailed("local_a") },
+			func(h *Health, c *clock) { h.Count("local_a", CodeDecisionFailed) },
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			[]string{"local_a"}},
 		{CodeSpoolRefused,
-			func(h *Health, c *clock) { h.SpoolRefused("local_b") },
+			func(h *Health, c *clock) { h.Count("local_b", CodeSpoolRefused) },
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			[]string{"local_b"}},
 		{CodeSettingsRepaired,
-			func(h *Health, c *clock) { h.SettingsRepaired("local_a", []string{"removed disableAllHooks"}) },
+			func(h *Health, c *clock) { h.Count("local_a", CodeSettingsRepaired) },
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			[]string{"local_a"}},
 		{CodeConfigInvalid,
@@ -142,7 +142,7 @@ func TestEachWarningRaisesAndClears(t *testing.T) {
 			func(h *Health, c *clock) { h.SetConfig(ConfigState{Origin: "file", Mode: "enforce", Enabled: true}) },
 			nil},
 		{CodeTelemetryFailed,
-			func(h *Health, c *clock) { h.TelemetryFailed() },
+			func(h *Health, c *clock) { h.Count("", CodeTelemetryFailed) },
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			nil},
 		{CodeSessionsVolumeFull,
@@ -152,7 +152,7 @@ func TestEachWarningRaisesAndClears(t *testing.T) {
 			func(h *Health, c *clock) { h.Scanned(ScanReport{Roots: []string{"/r"}}) },
 			[]string{"/r (12 KiB free)"}},
 		{CodeUnguardedCall,
-			func(h *Health, c *clock) { h.UnguardedCall("local_a") },
+			func(h *Health, c *clock) { h.Count("local_a", CodeUnguardedCall) },
 			func(h *Health, c *clock) { h.Snapshot(true) },
 			[]string{"local_a"}},
 		{CodeSessionQuarantined,
@@ -308,7 +308,7 @@ func TestConcurrentUse(t *testing.T) {
 				h.SessionSeen(id, "/d")
 				h.SessionHooked(id, i%2 == 0)
 				h.Event(id, Deny, time.Millisecond)
-				h.Malformed(id)
+				h.Count(id, CodeMalformedLines)
 				if i%50 == 0 {
 					h.Snapshot(i%100 == 0)
 				}
@@ -316,7 +316,7 @@ func TestConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if s := h.Snapshot(false); s.Totals.Events != 4000 || s.Totals.Malformed != 4000 {
+	if s := h.Snapshot(false); s.Totals.Events != 4000 || s.Totals.Counts[CodeMalformedLines] != 4000 {
 		t.Errorf("totals %+v", s.Totals)
 	}
 }
@@ -325,7 +325,7 @@ func TestHeartbeatLogsWarnsAndWritesTheSnapshot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := New(time.Now)
 		h.SetConfig(ConfigState{Origin: "file", Mode: "observe", Enabled: true})
-		h.Malformed("local_a")
+		h.Count("local_a", CodeMalformedLines)
 		var buf cbtest.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, nil))
 		path := filepath.Join(t.TempDir(), "health.json")
@@ -347,7 +347,7 @@ func TestHeartbeatLogsWarnsAndWritesTheSnapshot(t *testing.T) {
 		if warning(s, CodeMalformedLines) != nil || s.Daemon.UptimeSeconds != 60 {
 			t.Errorf("after a quiet minute: %v uptime %d", warningCodes(s), s.Daemon.UptimeSeconds)
 		}
-		h.Oversized("local_b")
+		h.Count("local_b", CodeOversizedLines)
 		kick <- struct{}{} // SIGUSR1: file now, no log record, window kept
 		synctest.Wait()
 		if s, _ := ReadSnapshot(path); warning(s, CodeOversizedLines) == nil {

@@ -143,31 +143,34 @@ func (h *Health) scanWarnings(add func(code Code, msg string, sessions []string)
 
 func (h *Health) counterWarnings(add func(code Code, msg string, sessions []string)) {
 	w := h.win
-	if w.unconsumed > 0 {
-		add(CodeDecisionsUnconsumed, fmt.Sprintf("%d decision(s) were never read: their hooks gave up before the daemon answered", w.unconsumed), w.sessions[CodeDecisionsUnconsumed])
+	for _, info := range codes { // in the registry's order, the README's
+		n := w.counts[info.Code]
+		if n == 0 {
+			continue
+		}
+		add(info.Code, countedMessage(info, n), w.sessions[info.Code])
 	}
-	if w.malformed > 0 {
-		add(CodeMalformedLines, fmt.Sprintf("%d spool line(s) could not be decoded", w.malformed), w.sessions[CodeMalformedLines])
+}
+
+// countedMessage is a counted code's warning: how often, and what.
+func countedMessage(info CodeInfo, n uint64) string {
+	switch info.Code {
+	case CodeDecisionsUnconsumed:
+		return fmt.Sprintf("%d decision(s) were never read: their hooks gave up before the daemon answered", n)
+	case CodeMalformedLines:
+		return fmt.Sprintf("%d spool line(s) could not be decoded", n)
+	case CodeOversizedLines:
+		return fmt.Sprintf("%d event(s) exceeded max_line_bytes", n)
+	case CodeSettingsRepaired:
+		return fmt.Sprintf("%d time(s) the coworkbridge hook was removed or disabled in a session and restored", n)
+	case CodeUnguardedCall:
+		return fmt.Sprintf("%d tool call(s) ran without coworkbridge: the transcript shows them, but no hook reached the daemon or the deny was not obeyed", n)
+	case CodeSpoolRefused:
+		return fmt.Sprintf("%d time(s) a session's spool was a link, a FIFO or otherwise not a plain file, and was not read", n)
+	case CodeDecisionFailed:
+		return fmt.Sprintf("%d time(s) a decision or the alive lease could not be written into a session", n)
+	case CodeTelemetryFailed:
+		return fmt.Sprintf("%d decision log write(s) failed", n)
 	}
-	if w.oversized > 0 {
-		add(CodeOversizedLines, fmt.Sprintf("%d event(s) exceeded max_line_bytes", w.oversized), w.sessions[CodeOversizedLines])
-	}
-	if w.repaired > 0 {
-		add(CodeSettingsRepaired, fmt.Sprintf("%d time(s) the coworkbridge hook was removed or disabled in a session and restored", w.repaired), w.sessions[CodeSettingsRepaired])
-	}
-	if w.unguarded > 0 {
-		add(CodeUnguardedCall, fmt.Sprintf("%d tool call(s) ran without coworkbridge: the transcript shows them, but no hook reached the daemon or the deny was not obeyed", w.unguarded), w.sessions[CodeUnguardedCall])
-	}
-	if w.refused > 0 {
-		add(CodeSpoolRefused, fmt.Sprintf("%d time(s) a session's spool was a link, a FIFO or otherwise not a plain file, and was not read", w.refused), w.sessions[CodeSpoolRefused])
-	}
-	if w.undecided > 0 {
-		add(CodeDecisionFailed, fmt.Sprintf("%d time(s) a decision or the alive lease could not be written into a session", w.undecided), w.sessions[CodeDecisionFailed])
-	}
-	for _, code := range slices.Sorted(maps.Keys(w.counts)) {
-		add(code, fmt.Sprintf("%d time(s): %s", w.counts[code], code.Info().Title), w.sessions[code])
-	}
-	if w.telemetry > 0 {
-		add(CodeTelemetryFailed, fmt.Sprintf("%d decision log write(s) failed", w.telemetry), nil)
-	}
+	return fmt.Sprintf("%d time(s): %s", n, info.Title)
 }

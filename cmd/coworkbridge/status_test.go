@@ -34,7 +34,7 @@ func fixtureSnapshot(warn bool) *health.Snapshot {
 		h.CLIVersion("local_9f8e", "2.1.220")
 		h.SessionSeen("local_7c7c", "/s/local_7c7c")
 		h.SessionHooked("local_7c7c", true)
-		h.Malformed("local_9f8e")
+		h.Count("local_9f8e", health.CodeMalformedLines)
 	}
 	s := h.Snapshot(false)
 	s.Daemon = health.DaemonInfo{PID: 4242, Version: "v0.1.0", StartedAt: statusNow.Add(-3 * time.Hour), UptimeSeconds: 3 * 3600,
