@@ -149,11 +149,11 @@ type call struct {
 }
 
 type sample struct {
-	phase                   string
+	phase                          string
 	rssKB, hwmKB, fds, kernelWatch int
-	daemonWatches           int
-	healthBytes             int64
-	goneKept                int
+	daemonWatches                  int
+	healthBytes                    int64
+	goneKept                       int
 }
 
 func (h *harness) path(p ...string) string { return filepath.Join(append([]string{h.dir}, p...)...) }
