@@ -114,7 +114,9 @@ func (d *Daemon) recordHead() *health.RecordHead {
 	}
 	h, _, err := g.log.Check()
 	if err != nil {
-		d.log.Warn("cannot check the decision log's chain", "code", health.CodeTelemetryFailed, "err", err)
+		if d.watching.Load() == g { // not a guard stopping under us
+			d.log.Warn("cannot check the decision log's chain", "code", health.CodeTelemetryFailed, "err", err)
+		}
 		return nil
 	}
 	return &health.RecordHead{Log: h.File, Head: h.Hash, Size: h.Size, CheckedAt: time.Now()}

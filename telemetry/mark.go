@@ -38,6 +38,9 @@ func (l *Log) Check() (Head, string, error) {
 func (l *Log) checkLocked() (Head, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return Head{}, fmt.Errorf("decision log %s: closed", l.opts.Path)
+	}
 	if err := l.takeLock(); err != nil {
 		return Head{}, fmt.Errorf("decision log %s: %w", l.opts.Path, err)
 	}

@@ -139,6 +139,7 @@ type Log struct {
 	mark   mark
 	broken string
 	buf    []byte // see scratch
+	closed bool   // Check on a closed log (a heartbeat racing a config change) opens nothing
 }
 
 // Open returns a Log; the file is opened on the first write, so a log folder that is missing or
@@ -446,6 +447,7 @@ func (l *Log) Sync() error {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	if l.f == nil {
 		return nil
 	}
