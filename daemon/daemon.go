@@ -406,6 +406,7 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	col := collector.New(cfg, cls, collector.Options{
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
 		Poll: d.spoolPoll(), ChannelRoot: d.paths.ChannelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
+		ForgedAfter: d.forgedAfter(),
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
 		ChannelRoot: d.paths.ChannelRoot(), Removals: removals})
@@ -433,6 +434,25 @@ func (d *Daemon) sessionBudget() int {
 	}
 	d.log.Warn(envSessionBudget+" is set: sessions may log more than a deployment allows (tests only)", "records_per_minute", n)
 	return n
+}
+
+// envForgedAfter shortens how long an event may wait for its call to show in a transcript
+// before it is a forged event (a minute), for end-to-end tests. Never for a deployment: the CLI
+// writes a call's transcript line about half a second after its hook runs, later under load.
+const envForgedAfter = "COWORKBRIDGE_FORGED_AFTER"
+
+func (d *Daemon) forgedAfter() time.Duration {
+	if d.env.Getenv == nil || d.env.Getenv(envForgedAfter) == "" {
+		return 0
+	}
+	v := d.env.Getenv(envForgedAfter)
+	dur, err := time.ParseDuration(v)
+	if err != nil || dur <= 0 {
+		d.log.Error("ignoring "+envForgedAfter+": not a positive duration", "value", v)
+		return 0
+	}
+	d.log.Warn(envForgedAfter+" is set: events are held against the transcripts for less than a deployment allows (tests only)", "forged_after", dur.String())
+	return dur
 }
 
 // envSpoolPoll switches the spool watcher off and polls instead, for the round-trip benchmark

@@ -25,7 +25,7 @@ type daemon struct {
 }
 
 // startDaemon runs `coworkbridge run` with managed.json holding config, until the test ends.
-func startDaemon(t testing.TB, bin, config string) *daemon {
+func startDaemon(t testing.TB, bin, config string, extraEnv ...string) *daemon {
 	t.Helper()
 	m, err := machine.New(t.TempDir())
 	if err != nil {
@@ -33,7 +33,7 @@ func startDaemon(t testing.TB, bin, config string) *daemon {
 	}
 	d := &daemon{m: m, base: m.Dir, root: m.Sessions, logPath: m.DecisionLog()}
 	d.setConfig(t, config)
-	if d.Daemon, err = m.Start(bin); err != nil {
+	if d.Daemon, err = m.Start(bin, extraEnv...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
