@@ -258,6 +258,12 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 		}
 	})
 	r.followed = r.followed || rep.Files > 0
+	if rep.Read > 0 {
+		c.requestCommit() // positions kept as they go: a restart resumes, never starts over
+	}
+	if rep.More {
+		time.AfterFunc(reconcileEvery, func() { c.schedule(t, false) })
+	}
 	c.watchTranscripts(t, rep.Dirs)
 	removing := c.opts.Removals.Wait(s.Dir()) > 0
 	for _, tm := range rep.Tampers {

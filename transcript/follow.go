@@ -65,6 +65,8 @@ type Follower struct {
 	// their end.
 	first bool
 	since time.Time
+	// passBytes is MaxPassBytes (smaller in tests).
+	passBytes int64
 }
 
 type followed struct {
@@ -89,7 +91,7 @@ func (f *Follower) Footprint() int64 {
 // NewFollower follows the transcripts whose positions pos keeps, starting to follow the session
 // at since; lines longer than maxLine are skipped.
 func NewFollower(pos Positions, maxLine int64, since time.Time) *Follower {
-	return &Follower{pos: pos, maxLine: maxLine, files: map[string]*followed{}, first: true, since: since}
+	return &Follower{pos: pos, maxLine: maxLine, files: map[string]*followed{}, first: true, since: since, passBytes: MaxPassBytes}
 }
 
 // Report is what one look found besides the lines.
@@ -101,7 +103,16 @@ type Report struct {
 	Over bool
 	// Files is how many transcripts are followed.
 	Files int
+	// Read is how many bytes this look read; More, that it stopped at MaxPassBytes with more
+	// to read: look again soon.
+	Read int64
+	More bool
 }
+
+// MaxPassBytes bounds what one look reads, so that a session's huge transcript is read in
+// steps whose positions are kept: a daemon restarted meanwhile resumes, never starts over, and
+// the session's worker is not held for the whole file.
+const MaxPassBytes = 64 << 20
 
 // Follow reads what each transcript added since the last look and hands every complete line to
 // each, file by file in name order.
@@ -111,17 +122,26 @@ func (f *Follower) Follow(d Dir, each func(name string, line []byte)) Report {
 	known := f.pos.Names()
 	fresh := f.first && len(known) == 0
 	f.first = false
+	left := f.passBytes
 	for _, name := range names {
+		if left <= 0 {
+			rep.More = true
+			break
+		}
 		if _, ok := f.pos.Get(name); !ok {
 			if from := f.renamed(d, name, known, names); from != "" {
 				rep.Tampers = append(rep.Tampers, Tamper{name, "the transcript was renamed from " + from + " (the CLI never renames one)"})
 				continue
 			}
 		}
-		if t := f.read(d, name, fresh, each); t != "" {
+		t, n := f.read(d, name, fresh, left, each)
+		if t != "" {
 			rep.Tampers = append(rep.Tampers, Tamper{name, t})
 		}
+		left -= n
+		rep.Read += n
 	}
+	rep.More = rep.More || left <= 0
 	for _, name := range f.pos.Names() {
 		if !slices.Contains(names, name) && !over {
 			if st := f.files[name]; st == nil || !st.gone {
@@ -163,20 +183,20 @@ func (f *Follower) renamed(d Dir, name string, known, names []string) string {
 	return ""
 }
 
-// read reads one transcript's new lines; it returns what was done to the file, "" when nothing
-// the CLI would not do.
-func (f *Follower) read(d Dir, name string, fresh bool, each func(string, []byte)) string {
+// read reads one transcript's new lines, up to about limit bytes; it returns what was done to the
+// file, "" when nothing the CLI would not do, and how many bytes it read.
+func (f *Follower) read(d Dir, name string, fresh bool, limit int64, each func(string, []byte)) (string, int64) {
 	fh, err := d.OpenSole(name, os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return ""
+			return "", 0
 		}
-		return "the transcript was replaced by something the CLI does not write (" + err.Error() + ")"
+		return "the transcript was replaced by something the CLI does not write (" + err.Error() + ")", 0
 	}
 	defer fh.Close()
 	fi, err := fh.Stat()
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	st := f.files[name]
 	if st == nil {
@@ -198,12 +218,12 @@ func (f *Follower) read(d Dir, name string, fresh bool, each func(string, []byte
 	case known && fi.ModTime().Before(st.mod):
 		what = "the transcript's modification time was set back"
 	case known && fi.Size() == st.size && spool.ChangeTime(fi).Equal(st.changed) && !st.changed.IsZero() && st.size == pos.Offset:
-		return "" // unchanged since the last look
+		return "", 0 // unchanged since the last look
 	}
 	st.gone = false
 	rd, reset, err := spool.NewReader(fh, pos, f.maxLine)
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	switch {
 	case reset != spool.NoReset:
@@ -216,20 +236,22 @@ func (f *Follower) read(d Dir, name string, fresh bool, each func(string, []byte
 		// neither judged nor taken for proof, and report the tampering.
 		id, _ := spool.IdentityOf(fi)
 		f.set(name, st, fh, fi, spool.Position{ID: id, Offset: fi.Size()}, spool.Partial{})
-		return what
+		return what, 0
 	}
 	rd.Resume(st.partial)
-	for {
+	start, end := pos.Offset, pos.Offset
+	for end-start < limit {
 		l, err := rd.Next()
 		if err != nil {
 			break // io.EOF, or a read error: the next look tries again
 		}
+		end = l.End
 		if !l.Oversized {
 			each(name, l.Data)
 		}
 	}
 	f.set(name, st, fh, fi, rd.Position(), rd.Partial())
-	return ""
+	return "", end - start
 }
 
 // set records where a transcript was read to.

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,4 +133,38 @@ func FuzzFollower(f *testing.F) {
 			t.Fatalf("lines %q, want %q", got, want)
 		}
 	})
+}
+
+// A huge transcript is read in steps of a bounded size, each one's position kept: a daemon
+// restarted between two steps resumes where the last one ended, and reads every line once.
+func TestAHugeTranscriptIsReadInStepsThatSurviveARestart(t *testing.T) {
+	s, p := sessionWith(t)
+	var want []string
+	var data []byte
+	for i := range 10 {
+		line := fmt.Sprintf("%d-%s", i, strings.Repeat("x", 1000))
+		want = append(want, line)
+		data = append(append(data, line...), '\n')
+	}
+	os.WriteFile(p, data, 0o600)
+	pos := memPositions{}
+	var got []string
+	for look := 0; ; look++ {
+		f := NewFollower(pos, 1<<20, time.Now().Add(-time.Hour)) // restarted before every step
+		f.passBytes = 3000
+		lines, rep := collect(f, s)
+		if len(lines) > 3 {
+			t.Fatalf("look %d read %d lines, over its bound", look, len(lines))
+		}
+		got = append(got, lines...)
+		if !rep.More {
+			break
+		}
+		if look > 10 {
+			t.Fatal("the reading never ends")
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("read %d lines in steps, want the 10 once each in order", len(got))
+	}
 }
