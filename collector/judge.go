@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/collector/internal/ledger"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
@@ -56,7 +57,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	if env.RID != "" && c.alreadyRecorded(env.RID) {
 		if pl, err := claudehook.ParsePayload(env.Event); err == nil {
 			// Judged before a crash: its call is still one the transcript will show.
-			t.recon.noteJudged(judgedEvent{toolUseID: pl.ToolUseID, tool: pl.ToolName, rid: env.RID, input: pl.ToolInput}, c.opts.Now())
+			t.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Input: pl.ToolInput}, c.opts.Now())
 		}
 		return outcome{skip: true}
 	}
@@ -86,7 +87,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	if !enforce {
 		applied = claudehook.Allow
 	}
-	t.recon.noteJudged(judgedEvent{toolUseID: pl.ToolUseID, tool: pl.ToolName, rid: env.RID, denied: enforce && v.Decision == claudehook.Deny, input: pl.ToolInput}, c.opts.Now())
+	t.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: enforce && v.Decision == claudehook.Deny, Input: pl.ToolInput}, c.opts.Now())
 	o := outcome{rec: rec}
 	if waiting {
 		// A hook still in enforce after a switch to observe is released with no objection.
