@@ -2,10 +2,10 @@ package collector
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -14,52 +14,19 @@ import (
 // RuleFlood is the rule of the records that summarise a session's events over its budget.
 const RuleFlood = "coworkbridge.flood"
 
-const budgetWindow = time.Minute
-
-// budget is one session's use of the decision log in the current window.
-type budget struct {
-	start             time.Time
-	records           int
-	bytes             int64
-	suppressed        int
-	suppressedBytes   int64
-	suppressedDecided map[claudehook.Decision]int // by decision, for the summary
-}
-
-// admit splits outcomes into those logged line by line and the summary records the budget calls
-// for: one when a window's budget is first exceeded, one with the counts when that window closes.
-// It reports whether the budget was exceeded just now.
+// admit splits outcomes into those logged line by line and the summary records the session's
+// budget calls for (see flood.Window). It reports whether the budget was exceeded just now.
 func (c *Collector) admit(t *tracked, p *policy, outs []outcome, now time.Time) (keep []outcome, summaries []telemetry.Record, exceeded bool) {
-	b := &t.budget
+	lim := flood.Limits{Records: c.opts.BudgetRecords, Bytes: c.opts.BudgetBytes}
 	for _, o := range outs {
-		if now.Sub(b.start) >= budgetWindow {
-			if b.suppressed > 0 {
-				summaries = append(summaries, c.floodRecord(t, p, now, fmt.Sprintf(
-					"%d events (%d bytes of input) from this session in the minute from %s were not logged line by line: over the per-session budget of %d records and %d bytes a minute (decisions: %v)",
-					b.suppressed, b.suppressedBytes, b.start.UTC().Format(time.RFC3339), c.opts.BudgetRecords, c.opts.BudgetBytes, b.suppressedDecided)))
-			}
-			*b = budget{start: now}
+		a := t.flood.Admit(now, int64(len(o.rec.Input)), o.rec.Decision, o.backlog, lim)
+		for _, s := range a.Summaries {
+			summaries = append(summaries, c.floodRecord(t, p, now, s))
 		}
-		size := int64(len(o.rec.Input))
-		if o.backlog {
+		exceeded = exceeded || a.Exceeded
+		if a.Log {
 			keep = append(keep, o)
-			continue
 		}
-		if b.records < c.opts.BudgetRecords && b.bytes+size <= c.opts.BudgetBytes {
-			b.records++
-			b.bytes += size
-			keep = append(keep, o)
-			continue
-		}
-		if b.suppressed == 0 {
-			exceeded = true
-			summaries = append(summaries, c.floodRecord(t, p, now, fmt.Sprintf(
-				"this session exceeded its decision-log budget (%d records or %d bytes a minute); its further events this minute are counted, not logged", c.opts.BudgetRecords, c.opts.BudgetBytes)))
-			b.suppressedDecided = map[claudehook.Decision]int{}
-		}
-		b.suppressed++
-		b.suppressedBytes += size
-		b.suppressedDecided[o.rec.Decision]++
 	}
 	return keep, summaries, exceeded
 }

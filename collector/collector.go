@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -217,9 +218,9 @@ type tracked struct {
 	tdirs map[string]bool
 	// instr is what the last scan of the session's instruction files saw; the worker's.
 	instr instructionScan
-	// budget is this minute's use of the decision log; backlog, by spool offset key, where each
+	// flood is this minute's use of the decision log; backlog, by spool offset key, where each
 	// spool stood on the first pass (nil before it): the worker's.
-	budget  budget
+	flood   flood.Window
 	backlog map[string]int64
 	// rids are the request ids recorded lately, to catch a line reusing one; the worker's.
 	rids ridSet

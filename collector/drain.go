@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"slices"
@@ -396,8 +395,7 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 	if len(outs) > 0 && now.Before(t.retryAt) {
 		return false // in backoff: the retry is scheduled; new events do not hasten it
 	}
-	saved := t.budget
-	saved.suppressedDecided = maps.Clone(saved.suppressedDecided)
+	saved := t.flood.Clone()
 	keep, summaries, exceeded := c.admit(t, p, outs, now)
 	if len(keep)+len(summaries) > 0 {
 		recs := make([]telemetry.Record, 0, len(keep)+len(summaries))
@@ -413,7 +411,7 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 			t.retryAt = now.Add(wait)
 			c.sinkFailed(err)
 			time.AfterFunc(wait, func() { c.schedule(t, false) })
-			t.budget = saved // the retry counts these events again
+			t.flood = saved // the retry counts these events again
 			return false
 		}
 		c.sinkRecovered()
