@@ -21,6 +21,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
+	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -217,7 +218,7 @@ type tracked struct {
 	// tdirs are the transcript folders watched (guarded by Collector.mu).
 	tdirs map[string]bool
 	// instr is what the last scan of the session's instruction files saw; the worker's.
-	instr instructionScan
+	instr instructions.Scan
 	// flood is this minute's use of the decision log; backlog, by spool offset key, where each
 	// spool stood on the first pass (nil before it): the worker's.
 	flood   flood.Window

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -211,7 +212,7 @@ func (c *Collector) handle(ev fswatch.Event) {
 			c.schedule(t, true)
 		} else if session.ClaudeDir+"/"+base == transcript.Projects && (ev.Has(fswatch.Create) || ev.Gone()) {
 			c.schedule(t, false) // the CLI's first transcript is coming: follow it from its first line
-		} else if instructionName(session.ClaudeDir+"/"+base) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Rename)) {
+		} else if instructions.Name(session.ClaudeDir+"/"+base) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Rename)) {
 			c.schedule(t, true) // .claude/CLAUDE.md changed: scan it now, not at the next rescan
 		}
 	case dir == filepath.Join(t.bridge, "decisions"):
