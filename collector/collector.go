@@ -22,6 +22,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
 	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
+	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -190,7 +191,10 @@ type Collector struct {
 }
 
 // tracked is one session. The flags are guarded by Collector.mu; the rest belongs to whichever
-// worker is draining the session, and only one ever is.
+// worker is draining the session, and only one ever is. The checks (plants, the ledger behind
+// reconciliation, the instruction scan, the flood budget) are packages of their own under
+// internal/, whose state only their methods reach; plants, shared with the watcher, has its own
+// lock.
 type tracked struct {
 	dir, id, bridge string
 	// channel is the session's host channel and chBridge its bridge folder; empty without one.
@@ -206,13 +210,8 @@ type tracked struct {
 	// quarantined: until then every call is denied (guarded by Collector.mu); why says for what.
 	quarantined time.Time
 	why         string
-	// Guarded by Collector.mu, for telling our writes in the session from plants:
-	// ours are the request ids whose decision file we write into the session folder (noted
-	// before the write, so its watch event can never come first); suspects are attempts seen
-	// by the watcher and not yet recorded; checkAlive asks the next drain to verify the lease.
-	ours       map[string]time.Time
-	suspects   []suspect
-	checkAlive bool
+	// plants tells our writes in the bridge folder from the agent's (its own lock).
+	plants plants.Watch
 	// recon reconciles the transcript with the events judged; the worker's.
 	recon *reconciler
 	// tdirs are the transcript folders watched (guarded by Collector.mu).
@@ -224,7 +223,7 @@ type tracked struct {
 	flood   flood.Window
 	backlog map[string]int64
 	// rids are the request ids recorded lately, to catch a line reusing one; the worker's.
-	rids ridSet
+	rids plants.RIDs
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
 	partial  map[string]spool.Partial
 	failures int       // consecutive decision-log failures, for the retry backoff
@@ -244,7 +243,7 @@ type tracked struct {
 // newTracked is a session to follow, not yet in any map.
 func newTracked(dir string, budget int64) *tracked {
 	return &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)),
-		decided: map[string]time.Time{}, partial: map[string]spool.Partial{}, ours: map[string]time.Time{},
+		decided: map[string]time.Time{}, partial: map[string]spool.Partial{},
 		recon: newReconciler(time.Now(), budget)}
 }
 

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -200,9 +201,7 @@ func (c *Collector) holdFor(dir string, wait time.Duration) {
 // housekeep renews the lease, re-adds the watch (the folder may have been recreated), and sweeps.
 func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now time.Time) {
 	// A plant the watcher has not reported yet must be seen before the renewal writes over it.
-	c.mu.Lock()
-	t.checkAlive = true
-	c.mu.Unlock()
+	t.plants.CheckLease()
 	c.checkPlants(s, t, p)
 	c.prepare(s, c.leaseFor(now))
 	c.watch(t)
@@ -342,9 +341,7 @@ func (c *Collector) replaceSpool(s *session.Session, t *tracked, name string) {
 		c.log.Warn("cannot take away what was planted at a session's spool", "session", t.id, "err", err)
 	}
 	t.refused = "" // a new plant is reported again
-	c.mu.Lock()
-	t.suspects = append(t.suspects, suspect{"", RulePlantedSpool, what})
-	c.mu.Unlock()
+	t.plants.Suspect(plants.Suspect{Rule: RulePlantedSpool, What: what})
 	c.checkPlants(s, t, c.pol.Load())
 }
 
@@ -425,7 +422,7 @@ func (c *Collector) record(t *tracked, p *policy, outs []outcome) bool {
 	for _, o := range outs {
 		c.count(t, o)
 		if o.rec.RID != "" && o.bad != RuleDuplicateRID {
-			t.rids.add(o.rec.RID)
+			t.rids.Add(o.rec.RID)
 		}
 	}
 	if exceeded {

@@ -61,7 +61,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 		}
 		return outcome{skip: true}
 	}
-	if env.RID != "" && t.rids.has(env.RID) {
+	if env.RID != "" && t.rids.Has(env.RID) {
 		// Spool lines are self-reported: a second line with a request id already handled was
 		// not written by the hook that made the id. Its hook, if any, has had its answer.
 		c.Quarantine(t.id, "a second spool line reused request id "+env.RID+" (a forged line)")

@@ -12,6 +12,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -25,25 +26,13 @@ import (
 
 // Rule ids of the detection records.
 const (
-	RuleForgedDecision = "coworkbridge.forged-decision"
-	RulePlantedLease   = "coworkbridge.planted-lease"
-	RulePlantedSpool   = "coworkbridge.planted-spool"
+	RuleForgedDecision = plants.RuleForgedDecision
+	RulePlantedLease   = plants.RulePlantedLease
+	RulePlantedSpool   = plants.RulePlantedSpool
 )
 
-// suspect is one attempt the watcher saw, waiting to be recorded by the session's worker.
-type suspect struct {
-	rid, rule, what string
-}
-
-// oursKeep is how long a decision we wrote is remembered if its removal is never seen.
-const oursKeep = 10 * time.Minute
-
 // noteOurs records that we are about to write rid's decision into the session folder.
-func (c *Collector) noteOurs(t *tracked, rid string) {
-	c.mu.Lock()
-	t.ours[rid] = c.opts.Now()
-	c.mu.Unlock()
-}
+func (c *Collector) noteOurs(t *tracked, rid string) { t.plants.Ours(rid, c.opts.Now()) }
 
 // decisionEvent judges a change in the session's decisions folder.
 func (c *Collector) decisionEvent(t *tracked, base string, ev fswatch.Event) {
@@ -51,19 +40,17 @@ func (c *Collector) decisionEvent(t *tracked, base string, ev fswatch.Event) {
 	if !ok || !claudehook.ValidRID(rid) {
 		return // temporary files, ours and the hook's
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
 	case ev.Has(fswatch.Create):
-		if _, mine := t.ours[rid]; !mine {
-			t.suspects = append(t.suspects, suspect{rid, RuleForgedDecision,
-				"a decision coworkbridge did not write appeared for request " + rid + " (a forged answer)"})
+		if t.plants.DecisionAppeared(rid) {
+			c.mu.Lock()
 			if !t.gone && !c.stopped {
 				c.scheduleLocked(t, false)
 			}
+			c.mu.Unlock()
 		}
 	case ev.Has(fswatch.Remove), ev.Has(fswatch.Rename):
-		delete(t.ours, rid)
+		t.plants.DecisionGone(rid)
 	}
 }
 
@@ -71,33 +58,25 @@ func (c *Collector) decisionEvent(t *tracked, base string, ev fswatch.Event) {
 // the session's worker.
 func (c *Collector) checkPlants(s *session.Session, t *tracked, p *policy) {
 	now := c.opts.Now()
+	found, check := t.plants.Take(now)
 	c.mu.Lock()
-	found := t.suspects
-	t.suspects = nil
-	check := t.checkAlive
-	t.checkAlive = false
-	for rid, at := range t.ours {
-		if now.Sub(at) > oursKeep {
-			delete(t.ours, rid)
-		}
-	}
 	leaseUntil := c.leaseUntil
 	c.mu.Unlock()
 	if check {
 		if what := c.verifyLease(s, leaseUntil); what != "" {
-			found = append(found, suspect{"", RulePlantedLease, what})
+			found = append(found, plants.Suspect{Rule: RulePlantedLease, What: what})
 		}
 	}
 	if len(found) == 0 {
 		return
 	}
 	// Quarantine first: the session's next call is denied even if the record below is slow.
-	c.Quarantine(t.id, found[0].what)
+	c.Quarantine(t.id, found[0].What)
 	recs := make([]telemetry.Record, 0, len(found))
 	for _, f := range found {
-		recs = append(recs, telemetry.Record{TS: now, RID: f.rid, Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool,
-			Mode: string(p.cfg.Mode), Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: f.rule, Reason: f.what})
-		c.log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", t.id, "rule", f.rule, "what", f.what)
+		recs = append(recs, telemetry.Record{TS: now, RID: f.RID, Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool,
+			Mode: string(p.cfg.Mode), Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: f.Rule, Reason: f.What})
+		c.log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", t.id, "rule", f.Rule, "what", f.What)
 	}
 	if err := c.opts.Sink.WriteBatch(recs); err != nil {
 		c.opts.Health.Count("", health.CodeTelemetryFailed)
@@ -134,28 +113,4 @@ func (c *Collector) verifyLease(s *session.Session, leaseUntil time.Time) string
 		c.prepare(s, leaseUntil)
 	}
 	return what
-}
-
-// ridSet remembers the last ridSetSize request ids recorded in a session.
-type ridSet struct {
-	set  map[string]bool
-	ring []string
-	next int
-}
-
-const ridSetSize = 4096
-
-func (r *ridSet) has(rid string) bool { return r.set[rid] }
-
-func (r *ridSet) add(rid string) {
-	if r.set == nil {
-		r.set, r.ring = map[string]bool{}, make([]string, ridSetSize)
-	}
-	if r.set[rid] {
-		return
-	}
-	delete(r.set, r.ring[r.next])
-	r.ring[r.next] = rid
-	r.set[rid] = true
-	r.next = (r.next + 1) % ridSetSize
 }

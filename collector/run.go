@@ -218,9 +218,7 @@ func (c *Collector) handle(ev fswatch.Event) {
 	case dir == filepath.Join(t.bridge, "decisions"):
 		c.decisionEvent(t, base, ev)
 	case dir == t.bridge && base == path.Base(session.AliveFile) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)):
-		c.mu.Lock()
-		t.checkAlive = true
-		c.mu.Unlock()
+		t.plants.CheckLease()
 		c.schedule(t, false)
 	} // anything else: the hook's temporary files, our own temporary files
 }
