@@ -119,11 +119,14 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 		// the grace; look again once it has passed.
 		time.AfterFunc(c.opts.ReconcileGrace, func() { c.schedule(t, false) })
 	}
-	r.calls.SetLimit(c.opts.SessionBytes - r.follow.Footprint())
+	// One budget for all the session makes the daemon keep: what the other parts hold comes off
+	// what the ledger may.
+	others := r.follow.Footprint() + t.rids.Footprint() + t.instr.Footprint() + t.plants.Footprint()
+	r.calls.SetLimit(c.opts.SessionBytes - others)
 	if refused := r.calls.Refused(); rep.Over || refused > 0 {
 		st := r.calls.Stats()
-		c.overBudget(t, now, fmt.Sprintf("transcripts %d (bound %d, %d bytes kept); calls awaiting a result %d, events awaiting their call %d, %d bytes of a budget of %d; %d refused",
-			rep.Files, transcript.MaxFiles, r.follow.Footprint(), st.Uses, st.Judged, st.Bytes, c.opts.SessionBytes, refused))
+		c.overBudget(t, now, fmt.Sprintf("transcripts %d (bound %d); calls awaiting a result %d, events awaiting their call %d; %d bytes kept of a budget of %d (%d by the ledger, %d by transcripts, recent request ids, instruction scan and plants); %d refused",
+			rep.Files, transcript.MaxFiles, st.Uses, st.Judged, st.Bytes+others, c.opts.SessionBytes, st.Bytes, others, refused))
 	}
 	c.persist(t)
 	if len(found) > 0 {

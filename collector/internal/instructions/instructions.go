@@ -104,6 +104,18 @@ func (sc *Scan) Look(s *session.Session, cls *classifier.Classifier) Result {
 	return res
 }
 
+// Footprint is what the scan keeps in memory, in bytes: each file's name, stamp and rules.
+func (sc *Scan) Footprint() int64 {
+	n := int64(0)
+	for name, f := range sc.files {
+		n += int64(len(name)) + 64
+		for _, r := range f.rules {
+			n += int64(len(r)) + 16
+		}
+	}
+	return 2 * n // the findings last reported hold the same names and rules again
+}
+
 // Rules are the rules a file matched at the last look.
 func (sc *Scan) Rules(name string) []string { return sc.files[name].rules }
 

@@ -10,6 +10,7 @@
 package plants
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -24,6 +25,10 @@ const (
 // oursKeep is how long a decision we wrote is remembered if its removal is never seen.
 const oursKeep = 10 * time.Minute
 
+// maxSuspects bounds the attempts kept between two Takes: past it they are counted, and
+// recorded as one.
+const maxSuspects = 256
+
 // Suspect is one attempt seen, waiting to be recorded.
 type Suspect struct {
 	RID, Rule, What string
@@ -34,7 +39,17 @@ type Watch struct {
 	mu       sync.Mutex
 	ours     map[string]time.Time // request ids whose decision file we write
 	suspects []Suspect
+	dropped  int  // attempts past maxSuspects since the last Take
 	lease    bool // verify the lease at the next check
+}
+
+// keep adds s to the suspects, or counts it past the bound; w.mu is held.
+func (w *Watch) keep(s Suspect) {
+	if len(w.suspects) >= maxSuspects {
+		w.dropped++
+		return
+	}
+	w.suspects = append(w.suspects, s)
 }
 
 // Ours records that we are about to write rid's decision into the session folder.
@@ -55,8 +70,7 @@ func (w *Watch) DecisionAppeared(rid string) bool {
 	if _, mine := w.ours[rid]; mine {
 		return false
 	}
-	w.suspects = append(w.suspects, Suspect{rid, RuleForgedDecision,
-		"a decision coworkbridge did not write appeared for request " + rid + " (a forged answer)"})
+	w.keep(Suspect{rid, RuleForgedDecision, "a decision coworkbridge did not write appeared for request " + rid + " (a forged answer)"})
 	return true
 }
 
@@ -71,7 +85,7 @@ func (w *Watch) DecisionGone(rid string) {
 func (w *Watch) Suspect(s Suspect) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.suspects = append(w.suspects, s)
+	w.keep(s)
 }
 
 // CheckLease asks the next Take to have the lease verified: it changed, or is about to be
@@ -88,13 +102,28 @@ func (w *Watch) Take(now time.Time) (found []Suspect, checkLease bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	found, checkLease = w.suspects, w.lease
-	w.suspects, w.lease = nil, false
+	if w.dropped > 0 {
+		found = append(found, Suspect{Rule: found[len(found)-1].Rule,
+			What: fmt.Sprintf("%d more attempts like these, not recorded one by one", w.dropped)})
+	}
+	w.suspects, w.lease, w.dropped = nil, false, 0
 	for rid, at := range w.ours {
 		if now.Sub(at) > oursKeep {
 			delete(w.ours, rid)
 		}
 	}
 	return found, checkLease
+}
+
+// Footprint is what the watch keeps in memory, in bytes.
+func (w *Watch) Footprint() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := int64(len(w.ours)) * (32 + 64)
+	for _, s := range w.suspects {
+		n += int64(len(s.RID)+len(s.Rule)+len(s.What)) + 48
+	}
+	return n
 }
 
 // RIDs remembers the last ridsKept request ids recorded in a session, to catch a spool line
@@ -106,6 +135,9 @@ type RIDs struct {
 }
 
 const ridsKept = 4096
+
+// Footprint is what the set keeps in memory, in bytes: each id in the map and in the ring.
+func (r *RIDs) Footprint() int64 { return int64(len(r.set))*(32+48) + int64(len(r.ring))*16 }
 
 // Has reports whether rid was recorded lately.
 func (r *RIDs) Has(rid string) bool { return r.set[rid] }

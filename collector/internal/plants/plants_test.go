@@ -49,3 +49,19 @@ func TestRIDsRememberTheLastOnesOnly(t *testing.T) {
 		t.Error("the set does not hold exactly the last ridsKept ids")
 	}
 }
+
+// A flood of forged decisions between two Takes is kept to a bound and counted past it.
+func TestAttemptsPastTheBoundAreCountedAsOne(t *testing.T) {
+	var w Watch
+	for i := range maxSuspects + 44 {
+		w.DecisionAppeared(fmt.Sprintf("%032x", i))
+	}
+	before := w.Footprint()
+	found, _ := w.Take(time.Now())
+	if len(found) != maxSuspects+1 || found[maxSuspects].What != "44 more attempts like these, not recorded one by one" {
+		t.Fatalf("%d suspects taken, last %+v", len(found), found[len(found)-1])
+	}
+	if before > 128<<10 || w.Footprint() != 0 {
+		t.Errorf("footprint %d before the take, %d after", before, w.Footprint())
+	}
+}
