@@ -2,6 +2,7 @@ package collector
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -9,6 +10,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
+	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
 // RuleFlood is the rule of the records that summarise a session's events over its budget.
@@ -16,6 +18,8 @@ const RuleFlood = "coworkbridge.flood"
 
 // admit splits outcomes into those logged line by line and the summary records the session's
 // budget calls for (see flood.Window). It reports whether the budget was exceeded just now.
+// What the budget leaves out and names a tool call is held (see hold): a real call among forged
+// noise is logged line by line once a transcript shows it.
 func (c *Collector) admit(t *tracked, p *policy, outs []outcome, now time.Time) (keep []outcome, summaries []telemetry.Record, exceeded bool) {
 	lim := flood.Limits{Records: c.opts.BudgetRecords, Bytes: c.opts.BudgetBytes}
 	for _, o := range outs {
@@ -26,9 +30,76 @@ func (c *Collector) admit(t *tracked, p *policy, outs []outcome, now time.Time) 
 		exceeded = exceeded || a.Exceeded
 		if a.Log {
 			keep = append(keep, o)
+		} else {
+			t.overflow.hold(o)
 		}
 	}
 	return keep, summaries, exceeded
+}
+
+// maxHeld bounds the records held per session (the newest are kept), and each keeps a preview of
+// its input only: about 330 KiB at most. To push a real call out, forged lines must outnumber it
+// by maxHeld in the half second before the CLI writes the call, and each of them is then a
+// forged-event finding of its own.
+const maxHeld = 256
+
+// heldRecords are records the budget left out that name a tool call, by its id, until a
+// transcript shows the call (then they are logged, late) or ForgedAfter passes (then the call
+// was forged, and the ledger reports it). They belong to the session's worker.
+type heldRecords map[string]telemetry.Record
+
+func (h *heldRecords) hold(o outcome) {
+	if o.toolUseID == "" || len(o.toolUseID) > 128 {
+		return
+	}
+	if *h == nil {
+		*h = heldRecords{}
+	}
+	if len(*h) >= maxHeld {
+		delete(*h, h.oldest())
+	}
+	r := o.rec
+	r.Input = transcript.Preview(r.Input)
+	(*h)[o.toolUseID] = r
+}
+
+func (h heldRecords) oldest() string {
+	var id string
+	var at time.Time
+	for k, r := range h {
+		if id == "" || r.TS.Before(at) {
+			id, at = k, r.TS
+		}
+	}
+	return id
+}
+
+// confirm returns the held record of a call a transcript shows, and forgets it.
+func (h heldRecords) confirm(id string) (telemetry.Record, bool) {
+	r, ok := h[id]
+	if ok {
+		delete(h, id)
+		r.Reason = strings.TrimSpace(r.Reason + " (logged late: the session was over its decision-log budget, and its transcript shows this call)")
+	}
+	return r, ok
+}
+
+// expire forgets the records held longer than after.
+func (h heldRecords) expire(now time.Time, after time.Duration) {
+	for id, r := range h {
+		if now.Sub(r.TS) > after {
+			delete(h, id)
+		}
+	}
+}
+
+// footprint is what the held records keep in memory, in bytes.
+func (h heldRecords) footprint() int64 {
+	n := int64(0)
+	for id, r := range h {
+		n += int64(len(id)+len(r.Input)+len(r.Reason)+len(r.Tool)+len(r.Cwd)) + 256
+	}
+	return n
 }
 
 func (c *Collector) floodRecord(t *tracked, p *policy, now time.Time, reason string) telemetry.Record {

@@ -222,6 +222,8 @@ type tracked struct {
 	// spool stood on the first pass (nil before it): the worker's.
 	flood   flood.Window
 	backlog map[string]int64
+	// overflow are records the budget left out, until a transcript shows their call; the worker's.
+	overflow heldRecords
 	// rids are the request ids recorded lately, to catch a line reusing one; the worker's.
 	rids plants.RIDs
 	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.

@@ -37,6 +37,8 @@ type outcome struct {
 	// backlog: the event was waiting before the daemon followed the session (it was down), so it
 	// is caught up, not counted against the session's budget.
 	backlog bool
+	// toolUseID is the call's id: a record over the budget waits for the transcript to show it.
+	toolUseID string
 }
 
 // judge decides one line and, when a hook waits for it, answers at once: the decision file is the
@@ -88,7 +90,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 		applied = claudehook.Allow
 	}
 	t.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: enforce && v.Decision == claudehook.Deny, Input: pl.ToolInput}, c.opts.Now())
-	o := outcome{rec: rec}
+	o := outcome{rec: rec, toolUseID: pl.ToolUseID}
 	if waiting {
 		// A hook still in enforce after a switch to observe is released with no objection.
 		o.latency = c.decide(s, t, env.RID, applied, v.HookReason(), v.Nudge, started)

@@ -92,6 +92,7 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 	}
 	r.last, r.later = now, false
 	var found []ledger.Finding
+	var late []telemetry.Record
 	rep := r.follow.Follow(s, func(name string, line []byte) {
 		items, version := transcript.ParseLine(line)
 		if version != "" && !slices.Contains(r.versions, version) && len(r.versions) < maxVersions {
@@ -100,8 +101,16 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 		}
 		for _, it := range items {
 			found = append(found, r.calls.Take(it, now)...)
+			if it.Kind != transcript.Use {
+				continue
+			}
+			if rec, ok := t.overflow.confirm(it.ToolUseID); ok {
+				late = append(late, rec)
+			}
 		}
 	})
+	t.overflow.expire(now, c.opts.ForgedAfter)
+	c.writeLate(t, late)
 	if rep.Files > 0 {
 		r.calls.SetFollowed()
 	}
@@ -121,7 +130,7 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 	}
 	// One budget for all the session makes the daemon keep: what the other parts hold comes off
 	// what the ledger may.
-	others := r.follow.Footprint() + t.rids.Footprint() + t.instr.Footprint() + t.plants.Footprint()
+	others := r.follow.Footprint() + t.rids.Footprint() + t.instr.Footprint() + t.plants.Footprint() + t.overflow.footprint()
 	r.calls.SetLimit(c.opts.SessionBytes - others)
 	if refused := r.calls.Refused(); rep.Over || refused > 0 {
 		st := r.calls.Stats()
@@ -131,6 +140,17 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 	c.persist(t)
 	if len(found) > 0 {
 		c.reportFindings(t, p, found, now)
+	}
+}
+
+// writeLate logs the records the budget held back whose call a transcript has now shown.
+func (c *Collector) writeLate(t *tracked, late []telemetry.Record) {
+	if len(late) == 0 {
+		return
+	}
+	if err := c.opts.Sink.WriteBatch(late); err != nil {
+		c.opts.Health.Count("", health.CodeTelemetryFailed)
+		c.log.Warn("cannot record the calls held back by the session's budget", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
 	}
 }
 
