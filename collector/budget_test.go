@@ -126,7 +126,9 @@ func TestARealCallAfterAFloodOfForgedLinesIsStillLoggedLineByLine(t *testing.T) 
 			}
 		}
 		return false
-	}, func() string { return fmt.Sprintf("the real call is not in the log line by line; %d records", len(f.records())) })
+	}, func() string {
+		return fmt.Sprintf("the real call is not in the log line by line; %d records", len(f.records()))
+	})
 	for _, r := range f.records() {
 		if strings.Contains(string(r.Input), "echo noise") && strings.Contains(r.Reason, "logged late") {
 			t.Fatalf("a forged line was logged as confirmed: %+v", r)
