@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 // buildCoworkbridge returns the binary under test, building it on first use.
 func buildCoworkbridge(t testing.TB) string {
 	t.Helper()
+	statBinarySources(t)
 	binary.once.Do(func() {
 		binary.path = filepath.Join(binary.dir, "coworkbridge")
 		out, err := exec.Command("go", "build", "-tags", "coworkbridge_dev", "-o", binary.path, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge").CombinedOutput()
