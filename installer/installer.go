@@ -71,7 +71,8 @@ type Installer struct {
 // New is an installer for this machine running binary (this one when "") that reports to out;
 // dryRun prints the files and commands instead of acting.
 func New(binary string, out io.Writer, dryRun bool) (*Installer, error) {
-	if binary == "" {
+	named := binary != ""
+	if !named {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("find this binary: %w", err)
@@ -81,13 +82,52 @@ func New(binary string, out io.Writer, dryRun bool) (*Installer, error) {
 		}
 		binary = exe
 	}
-	if !filepath.IsAbs(binary) {
-		return nil, fmt.Errorf("--binary %q must be an absolute path: the agent starts it from anywhere", binary)
+	if err := checkBinary(binary, named, dryRun, out); err != nil {
+		return nil, err
 	}
 	if runtime.GOOS != "darwin" && runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("install supports macOS (LaunchAgent) and Linux (systemd user unit), not %s", runtime.GOOS)
 	}
 	return &Installer{goos: runtime.GOOS, exe: binary, managedDir: dropin.Dir(runtime.GOOS), run: execRunner{}, out: out, dryRun: dryRun}, nil
+}
+
+// checkBinary refuses a binary the agent could not start later: a relative path, a temporary
+// build (go run deletes it when it exits), or, unless this is a dry run, a file that is not there.
+func checkBinary(binary string, named, dryRun bool, out io.Writer) error {
+	if !filepath.IsAbs(binary) {
+		return fmt.Errorf("--binary %q must be an absolute path: the agent starts it from anywhere", binary)
+	}
+	if temporaryBuild(binary) {
+		what := "this binary"
+		if named {
+			what = "--binary"
+		}
+		return fmt.Errorf("%s is %s, a temporary build that go run deletes when it exits: the agent would start a binary that is gone. "+
+			"Build one (go build -o /usr/local/bin/coworkbridge ./cmd/coworkbridge) and run its install, or name the installed one with --binary", what, binary)
+	}
+	fi, err := os.Stat(binary)
+	switch {
+	case err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0:
+		return nil
+	case dryRun:
+		fmt.Fprintf(out, "warning: %s is not an executable file here; the agent will fail to start until it is\n", binary)
+		return nil
+	case err != nil:
+		return fmt.Errorf("the binary %s: %w (name the installed coworkbridge with --binary)", binary, err)
+	}
+	return fmt.Errorf("the binary %s is not an executable file (name the installed coworkbridge with --binary)", binary)
+}
+
+// temporaryBuild reports a path go run or go test builds into: a go-build folder, or anywhere
+// under the temporary folder.
+func temporaryBuild(path string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(path), "/") {
+		if strings.HasPrefix(part, "go-build") {
+			return true
+		}
+	}
+	tmp, err := filepath.EvalSymlinks(os.TempDir())
+	return err == nil && strings.HasPrefix(path, tmp+string(filepath.Separator))
 }
 
 // Targets resolves whom to act for: the invoking user, or (as root) the console user or the
@@ -104,7 +144,11 @@ func (in *Installer) Targets(systemWide bool, names []string) ([]Target, error) 
 		if u.Uid == "0" && !in.dryRun {
 			return nil, errors.New("running as root: the agent must run as the user, so use --system-wide (for the console user) or --user NAME")
 		}
-		return []Target{toTarget(u)}, nil
+		t := toTarget(u)
+		if home := os.Getenv("HOME"); filepath.IsAbs(home) {
+			t.Home = home // the user's own idea of home, as launchd and systemd will see it
+		}
+		return []Target{t}, checkHome(t)
 	}
 	if os.Geteuid() != 0 && !in.dryRun {
 		return nil, errors.New("--system-wide acts for other users and needs root (run it from the MDM's post-install script)")
@@ -118,14 +162,36 @@ func (in *Installer) Targets(systemWide bool, names []string) ([]Target, error) 
 		names = []string{name}
 	}
 	var ts []Target
+	var errs []error
 	for _, n := range names {
 		u, err := user.Lookup(n)
 		if err != nil {
-			return nil, fmt.Errorf("user %q: %w", n, err)
+			errs = append(errs, fmt.Errorf("user %q: %w", n, err))
+			continue
 		}
-		ts = append(ts, toTarget(u))
+		t := toTarget(u)
+		if err := checkHome(t); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ts = append(ts, t)
+	}
+	// Every user is checked before anything is planned or done: a plan printed for users it
+	// then fails for helps nobody.
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return ts, nil
+}
+
+// checkHome refuses a user whose home folder is missing (a system account such as nobody): the
+// agent and its logs live there.
+func checkHome(t Target) error {
+	fi, err := os.Stat(t.Home)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("user %s has no home folder (%s): the agent, its state and its logs live there; is it a person's account?", t.Name, t.Home)
+	}
+	return nil
 }
 
 func toTarget(u *user.User) Target {

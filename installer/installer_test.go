@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -364,5 +365,58 @@ func TestUninstallRemovesOurHooksFromEverySessionRightAfterStoppingTheAgent(t *t
 	}
 	if !strings.Contains(out.String(), "removed from 2 session(s) of alex") {
 		t.Errorf("output %q", out.String())
+	}
+}
+
+func TestATemporaryBuildIsRefusedWithWhatToDoInstead(t *testing.T) {
+	for _, bin := range []string{"/tmp/go-build4151/b001/exe/coworkbridge", filepath.Join(os.TempDir(), "x", "coworkbridge")} {
+		_, err := New(bin, io.Discard, true)
+		if err == nil || !strings.Contains(err.Error(), "temporary build") || !strings.Contains(err.Error(), "go build -o") {
+			t.Errorf("%s: %v", bin, err)
+		}
+	}
+	// This test binary is such a build: installing it as the default binary is refused too.
+	if _, err := New("", io.Discard, true); err == nil || !strings.Contains(err.Error(), "this binary is") {
+		t.Errorf("the running test binary: %v", err)
+	}
+}
+
+func TestAMissingBinaryIsRefusedAndOnlyWarnedAboutInADryRun(t *testing.T) {
+	bin := "/nonexistent-coworkbridge-test/coworkbridge"
+	if _, err := New(bin, io.Discard, false); err == nil || !strings.Contains(err.Error(), bin) {
+		t.Errorf("install with a missing binary: %v", err)
+	}
+	var out strings.Builder
+	if _, err := New(bin, &out, true); err != nil || !strings.Contains(out.String(), "warning: "+bin+" is not an executable file") {
+		t.Errorf("dry run with a missing binary: %v, printed %q", err, out.String())
+	}
+}
+
+func TestAnAccountWithNoHomeIsRefusedBeforeAnyPlanIsPrinted(t *testing.T) {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody here")
+	}
+	if fi, err := os.Stat(u.HomeDir); err == nil && fi.IsDir() {
+		t.Skipf("nobody has a home here (%s)", u.HomeDir)
+	}
+	var out strings.Builder
+	in := &Installer{goos: "darwin", exe: testExe, out: &out, dryRun: true}
+	_, err = in.Targets(true, []string{"nobody"})
+	if err == nil || !strings.Contains(err.Error(), "has no home folder") {
+		t.Errorf("targets: %v", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed before refusing: %q", out.String())
+	}
+}
+
+func TestTheUsersOwnHomeIsWhereTheAgentGoes(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	in := &Installer{goos: "linux", exe: testExe, out: io.Discard, dryRun: true}
+	ts, err := in.Targets(false, nil)
+	if err != nil || len(ts) != 1 || ts[0].Home != home {
+		t.Fatalf("targets %+v, %v; want the user with home %s", ts, err, home)
 	}
 }
