@@ -524,3 +524,19 @@ func TestEveryNudgeVariableExpands(t *testing.T) {
 		}
 	}
 }
+
+func TestAMisspelledRuleIDIsNamedWithTheRuleMeant(t *testing.T) {
+	_, err := New(Policy{DisabledRules: []string{"bash.rm-critcal"}, RuleModes: map[string]string{"read.dotenvv": "observe", "no.such-rule-at-all": "observe"}})
+	if err == nil {
+		t.Fatal("unknown rule ids were accepted")
+	}
+	for _, want := range []string{
+		`policy.disabled_rules names rule "bash.rm-critcal", which no rule file defines; did you mean "bash.rm-critical"?`,
+		`policy.rule_modes names rule "read.dotenvv", which no rule file defines; did you mean "read.dotenv"?`,
+		`policy.rule_modes names rule "no.such-rule-at-all", which no rule file defines` + "\n",
+	} {
+		if !strings.Contains(err.Error()+"\n", want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

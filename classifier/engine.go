@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/internal/spelling"
 )
 
 //go:embed rules/*.rules
@@ -163,14 +164,21 @@ func New(p Policy) (*Classifier, error) {
 			}
 		}
 	}
+	ids := slices.Sorted(maps.Keys(known))
+	unknown := func(field, id string) error {
+		if near, ok := spelling.Suggest(id, ids); ok {
+			return fmt.Errorf("%s names rule %q, which no rule file defines; did you mean %q?", field, id, near)
+		}
+		return fmt.Errorf("%s names rule %q, which no rule file defines", field, id)
+	}
 	for _, id := range slices.Sorted(maps.Keys(p.RuleModes)) {
 		if !known[id] {
-			errs = append(errs, fmt.Errorf("policy.rule_modes names rule %q, which no rule file defines", id))
+			errs = append(errs, unknown("policy.rule_modes", id))
 		}
 	}
 	for _, id := range p.DisabledRules {
 		if !known[id] {
-			errs = append(errs, fmt.Errorf("policy.disabled_rules names rule %q, which no rule file defines", id))
+			errs = append(errs, unknown("policy.disabled_rules", id))
 		}
 	}
 	if len(errs) > 0 {

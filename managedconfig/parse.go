@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/spelling"
 )
 
 // Problem is one thing wrong with a configuration.
@@ -75,6 +77,10 @@ func (p *parser) parse(data []byte) {
 		return
 	}
 	members, err := readObject(data, true)
+	if dup := (duplicateError{}); errors.As(err, &dup) {
+		p.addf(dup.key, "%v", err) // named by its path, so that the message carries its line
+		return
+	}
 	if err != nil {
 		p.addf("", "%v", err)
 		return
@@ -120,6 +126,10 @@ func (p *parser) eachMember(prefix string, members []member, fields map[string]f
 				known = append(known, k)
 			}
 			slices.Sort(known)
+			if near, ok := spelling.Suggest(m.key, known); ok {
+				p.addf(path, "unknown field; did you mean %s? (the fields here are %s)", near, strings.Join(known, ", "))
+				continue
+			}
 			p.addf(path, "unknown field; the fields here are %s", strings.Join(known, ", "))
 			continue
 		}
@@ -471,6 +481,10 @@ func (p *parser) logLevel(field string, raw json.RawMessage) {
 
 func (p *parser) object(field string, raw json.RawMessage) ([]member, bool) {
 	members, err := readObject(raw, false)
+	if dup := (duplicateError{}); errors.As(err, &dup) {
+		p.addf(field+"."+dup.key, "%v", err)
+		return nil, false
+	}
 	if err != nil {
 		p.addf(field, "%v", err)
 		return nil, false
@@ -509,7 +523,7 @@ func readObject(data []byte, top bool) ([]member, error) {
 			return nil, syntaxError(data, dec, err)
 		}
 		if seen[key] {
-			return nil, fmt.Errorf("field %q appears twice; keep one", key)
+			return nil, duplicateError{key}
 		}
 		seen[key] = true
 		members = append(members, member{key: key, raw: raw})
@@ -526,6 +540,11 @@ func readObject(data []byte, top bool) ([]member, error) {
 	}
 	return members, nil
 }
+
+// duplicateError is a field written twice in one object.
+type duplicateError struct{ key string }
+
+func (e duplicateError) Error() string { return fmt.Sprintf("field %q appears twice; keep one", e.key) }
 
 func syntaxError(data []byte, dec *json.Decoder, err error) error {
 	if errors.Is(err, io.EOF) {
