@@ -314,8 +314,9 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	if s.Origin == managedconfig.OriginInvalid {
 		mode = s.Intent
 	}
+	failing := s.Origin == managedconfig.OriginInvalid && s.Intent == managedconfig.Enforce
 	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(),
-		Mode: mode, Enabled: s.Enabled(), Problem: s.ProblemText()})
+		Mode: mode, Enabled: s.Enabled() || failing, FailingClosed: failing, Problem: s.ProblemText()})
 	d.stamp = telemetry.LocalStamp(d.version, s.ShortHash(), string(s.Origin))
 	d.wantDropIn(s)
 	switch {
@@ -326,7 +327,7 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 				d.guard.log.SetStamp(d.stamp)
 			}
 		}
-	case s.Origin == managedconfig.OriginInvalid && s.Intent == managedconfig.Enforce:
+	case failing:
 		d.failClosed(ctx, s)
 	case s.Origin == managedconfig.OriginInvalid:
 		// Off, but hooks an earlier install left stay: removing them would relax enforcement

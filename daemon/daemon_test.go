@@ -231,8 +231,9 @@ func TestABrokenFileAskingForEnforceWithNoGoodCopyGuardsEverySessionInEnforce(t 
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q],`, root)
 	d, _ := m.start(t)
 	s := waitHealth(t, d, "config_invalid", func(s health.Snapshot) bool { return hasWarning(s, health.CodeConfigInvalid) })
-	if s.Config.Origin != managedconfig.OriginInvalid || s.Config.Mode != "enforce" || s.Config.Problem == "" {
-		t.Errorf("config state %+v: want invalid, enforce, with its problem", s.Config)
+	if s.Config.Origin != managedconfig.OriginInvalid || s.Config.Mode != "enforce" || s.Config.Problem == "" ||
+		!s.Config.Enabled || !s.Config.FailingClosed {
+		t.Errorf("config state %+v: want invalid, enforce, on and failing closed, with its problem", s.Config)
 	}
 	// The file's own roots are unreadable: the default roots are guarded, not this one.
 	if hook(a) != "" {

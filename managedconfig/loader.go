@@ -44,7 +44,7 @@ type Snapshot struct {
 	Problem error
 	// SaveErr reports a failure to keep the last-good copy; the config itself is still in force.
 	SaveErr error
-	// Intent, for OriginInvalid, is the mode the broken file clearly asks for (intentOf), so that
+	// Intent, for OriginInvalid, is the mode the broken file clearly asks for (IntentOf), so that
 	// a broken enforce file fails closed while a broken observe file blocks nothing.
 	Intent Mode
 }
@@ -116,7 +116,7 @@ func (l *Loader) Load() Snapshot {
 	var cfg Config
 	if err == nil {
 		cfg, err = Parse(data, path, l.env, l.paths)
-		off.Intent = intentOf(data)
+		off.Intent = IntentOf(data)
 	}
 	if err == nil {
 		snap := Snapshot{Config: cfg, Origin: OriginFile, Path: path, Hash: hash(data)}
@@ -156,10 +156,10 @@ var (
 	saysDisabled = regexp.MustCompile(`"cowork_enabled"\s*:\s*false`)
 )
 
-// intentOf is the mode a managed.json that does not parse clearly asks for: Enforce when it
+// IntentOf is the mode a managed.json that does not parse clearly asks for: Enforce when it
 // names mode enforce and does not switch coworkbridge off, Observe otherwise. It is read from
 // the raw bytes, since the file is broken, and only ever used to choose how to fail.
-func intentOf(data []byte) Mode {
+func IntentOf(data []byte) Mode {
 	if saysEnforce.Match(data) && !saysDisabled.Match(data) {
 		return Enforce
 	}

@@ -381,8 +381,8 @@ func TestABrokenFilesIntentIsWhatItClearlyAsksFor(t *testing.T) {
 		`{"version":1,"mode":"enforcee"}`:                         Observe,
 		``:                                                        Observe,
 	} {
-		if got := intentOf([]byte(data)); got != want {
-			t.Errorf("intentOf(%s) = %s, want %s", data, got, want)
+		if got := IntentOf([]byte(data)); got != want {
+			t.Errorf("IntentOf(%s) = %s, want %s", data, got, want)
 		}
 	}
 	f := newFixture(t)

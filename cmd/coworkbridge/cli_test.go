@@ -124,6 +124,33 @@ func TestValidateListsEveryProblemWithFileAndLine(t *testing.T) {
 
 func quote(s string) string { return `"` + s + `"` }
 
+// What validate says a daemon does with an invalid file is what it does on this Mac: run on the
+// last good copy when there is one; with none, fail closed for a file asking for enforce, or be
+// off.
+func TestValidateSaysWhatADaemonDoesWithTheInvalidFileHere(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	t.Setenv("COWORKBRIDGE_STATE_DIR", state)
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(dir, "none.json"))
+	enforce := filepath.Join(dir, "enforce.json")
+	os.WriteFile(enforce, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce","decision_timeout":"10 seconds"}`), 0o644)
+	observe := filepath.Join(dir, "observe.json")
+	os.WriteFile(observe, []byte(`{"version":1,"cowork_enabled":true,"decision_timeout":"10 seconds"}`), 0o644)
+	for _, tt := range []struct{ file, want string }{
+		{enforce, "no last valid copy: a daemon given this file, which asks for enforce, fails closed and denies every tool call"},
+		{observe, "no last valid copy: a daemon given this file is off until a valid file arrives"},
+	} {
+		if _, out, _ := runCLI(t, "", "validate", tt.file); !strings.Contains(out, tt.want) {
+			t.Errorf("%s with no good copy:\n%s", filepath.Base(tt.file), out)
+		}
+	}
+	os.MkdirAll(state, 0o700)
+	os.WriteFile(filepath.Join(state, "managed.last-good.json"), []byte(`{"version":1}`), 0o600)
+	if _, out, _ := runCLI(t, "", "validate", enforce); !strings.Contains(out, "keeps running on its last valid copy") {
+		t.Errorf("with a good copy:\n%s", out)
+	}
+}
+
 // check with a candidate managed.json never replaces the last-good copy a running enforce
 // deployment falls back on, and an invalid file with no good copy is an error, not a silent
 // fallback to the built-in rules.

@@ -111,6 +111,7 @@ func TestTheMDMScriptsReportWhatStatusSays(t *testing.T) {
 		{"healthy", fakeStatus(t, `{"running":true,"healthy":true}`, 0), "<result>healthy</result>", true},
 		{"warnings", fakeStatus(t, warn, 1), "<result>warning: config_invalid,session_unhooked</result>", false},
 		{"not running", fakeStatus(t, `{"running":false}`, 2), "<result>not running</result>", false},
+		{"failing closed", fakeStatus(t, `{"running":true,"healthy":false}`, 3), "<result>blocking: every call denied, managed.json invalid</result>", false},
 		{"not installed", filepath.Join(t.TempDir(), "missing"), "<result>not installed</result>", false},
 	}
 	for _, tt := range tests {
@@ -123,8 +124,12 @@ func TestTheMDMScriptsReportWhatStatusSays(t *testing.T) {
 			}
 			c := exec.Command("/bin/sh", filepath.Join("..", "..", "deploy", "scripts", "coworkbridge-compliance.sh"))
 			c.Env = append(os.Environ(), "COWORKBRIDGE_BIN="+tt.bin)
-			if err := c.Run(); (err == nil) != tt.compliant {
+			said, err := c.Output()
+			if (err == nil) != tt.compliant {
 				t.Errorf("compliance: %v, want compliant %v", err, tt.compliant)
+			}
+			if fixIt := strings.Contains(string(said), "reinstalling does not help"); fixIt != (tt.name == "failing closed") {
+				t.Errorf("compliance advice to fix managed.json: %v; said %q", fixIt, said)
 			}
 		})
 	}

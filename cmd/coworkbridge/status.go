@@ -24,6 +24,9 @@ const (
 	statusHealthy    = 0
 	statusWarning    = 1
 	statusNotRunning = 2
+	// statusBlocking: the daemon denies every call (an enforce file that is invalid, with no
+	// good copy to run on): not a warning to look at later, every user is stopped now.
+	statusBlocking = 3
 )
 
 func cmdStatus(_ context.Context, args []string, sio stdio) int {
@@ -115,6 +118,8 @@ func (v statusView) exitCode() int {
 	switch {
 	case !v.Running:
 		return statusNotRunning
+	case v.Snapshot != nil && v.Snapshot.Config.FailingClosed:
+		return statusBlocking
 	case v.Snapshot == nil || v.Stale || !v.Snapshot.Healthy():
 		return statusWarning
 	}
@@ -156,11 +161,18 @@ func (v statusView) render(w io.Writer) {
 		return
 	}
 	state := "off"
-	if s.Config.Enabled {
+	switch {
+	case s.Config.FailingClosed:
+		state = "enforce: FAILING CLOSED, every call denied"
+	case s.Config.Enabled:
 		state = "mode " + string(s.Config.Mode)
 	}
 	fmt.Fprintf(w, "coworkbridge is running (pid %d, up %s), %s, config %s\n", s.Daemon.PID,
 		(time.Duration(s.Daemon.UptimeSeconds) * time.Second).String(), state, configLine(s.Config))
+	if s.Config.FailingClosed {
+		fmt.Fprintf(w, "! every tool call in every session is denied: managed.json asks for enforce but is invalid (%s), and this Mac has no last good copy to run on\n"+
+			"  what to do: fix the file (coworkbridge validate '%s' names every problem) and deliver it again; the daemon takes it at once\n", s.Config.Problem, s.Config.Path)
+	}
 	fmt.Fprintf(w, "sessions: %d live, %d hooked, %d unverified, %d silent\n", s.Counts.Live, s.Counts.Hooked,
 		s.Counts.Unverified, silent(s))
 	fmt.Fprintf(w, "last event: %s\n", lastEvent(v.Now, s))

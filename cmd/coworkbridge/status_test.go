@@ -42,6 +42,16 @@ func fixtureSnapshot(warn bool) *health.Snapshot {
 	return &s
 }
 
+// failingClosedSnapshot is a daemon given an enforce file it cannot read, with no good copy.
+func failingClosedSnapshot() *health.Snapshot {
+	s := fixtureSnapshot(false)
+	s.Config = health.ConfigState{Path: "/Library/Application Support/CoworkBridge/managed.json", Origin: "invalid", Mode: "enforce",
+		Enabled: true, FailingClosed: true, Problem: `decision_timeout: "10 seconds" is not a duration; write it like "10s"`}
+	s.Warnings = []health.Warning{{Code: health.CodeConfigInvalid, Severity: health.SeverityError,
+		Message: "managed.json is invalid and there is no last good copy", Action: "fix the file"}}
+	return s
+}
+
 func TestStatusOutputAndExitCodes(t *testing.T) {
 	tests := []struct {
 		name string
@@ -54,6 +64,7 @@ func TestStatusOutputAndExitCodes(t *testing.T) {
 		{"not-running", statusView{GOOS: "darwin", Now: statusNow, Running: false, Snapshot: fixtureSnapshot(false)}, statusNotRunning},
 		{"running-no-snapshot", statusView{GOOS: "darwin", Now: statusNow, Running: true}, statusWarning},
 		{"not-running-linux", statusView{GOOS: "linux", Now: statusNow, Running: false}, statusNotRunning},
+		{"failing-closed", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: failingClosedSnapshot()}, statusBlocking},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

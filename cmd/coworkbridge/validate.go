@@ -57,7 +57,7 @@ func cmdValidate(_ context.Context, args []string, sio stdio) int {
 		for _, p := range problems {
 			fmt.Fprintf(sio.out, "  %s\n", p)
 		}
-		fmt.Fprintln(sio.out, "A daemon given this file keeps running on the last valid one (an invalid file never takes effect in part).")
+		fmt.Fprintln(sio.out, invalidConsequence(file, paths))
 		return validateInvalid
 	}
 	state := "off (cowork_enabled is false)"
@@ -112,4 +112,17 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// invalidConsequence says what a daemon on this Mac does with an invalid file: that depends on
+// whether it has a last good copy, and on what the broken file asks for.
+func invalidConsequence(file string, paths managedconfig.Paths) string {
+	if _, err := os.Stat(paths.LastGoodFile()); err == nil {
+		return "A daemon on this Mac given this file keeps running on its last valid copy (" + paths.LastGoodFile() + "): an invalid file never takes effect in part."
+	}
+	data, _ := os.ReadFile(file)
+	if managedconfig.IntentOf(data) == managedconfig.Enforce {
+		return "This Mac has no last valid copy: a daemon given this file, which asks for enforce, fails closed and denies every tool call in every session until a valid file arrives (status exits 3)."
+	}
+	return "This Mac has no last valid copy: a daemon given this file is off until a valid file arrives (hooks already in sessions stay)."
 }

@@ -28,6 +28,7 @@ code=$?
 case $code in
   0) result "healthy" ;;
   2) result "not running" ;;
+  3) result "blocking: every call denied, managed.json invalid" ;;
   1)
     codes=$(printf '%s\n' "$json" | grep -o '"code": *"[a-z_]*"' | sed 's/.*"\([a-z_]*\)"$/\1/' | sort -u | paste -sd, -)
     [ -n "$codes" ] || codes=health_stale
