@@ -125,8 +125,8 @@ type ConfigState struct {
 	Enabled bool                 `json:"enabled"`
 	// FailingClosed: the file asks for enforce but is invalid, and there is no last good copy,
 	// so every call in every session is denied until it is fixed.
-	FailingClosed bool `json:"failing_closed,omitempty"`
-	Problem string               `json:"problem,omitempty"`
+	FailingClosed bool   `json:"failing_closed,omitempty"`
+	Problem       string `json:"problem,omitempty"`
 	// PolicyProblem: the file is valid but its policy (rule files, rule ids) does not compile, so
 	// PolicyFallback ("the previous policy", "the built-in rules") is in force instead.
 	PolicyProblem  string `json:"policy_problem,omitempty"`
