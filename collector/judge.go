@@ -146,7 +146,13 @@ func (c *Collector) count(t *tracked, o outcome) {
 	case RuleOversized:
 		c.opts.Health.Count(t.id, health.CodeOversizedLines)
 	}
-	c.opts.Health.Event(t.id, health.Decision(o.rec.Decision), o.latency)
+	d := health.Decision(o.rec.Decision)
+	if !o.rec.Enforced && d == health.Deny {
+		d = health.WouldDeny
+	} else if !o.rec.Enforced && d == health.Ask {
+		d = health.WouldAsk
+	}
+	c.opts.Health.Event(t.id, d, o.latency)
 }
 
 func (c *Collector) alreadyRecorded(rid string) bool {

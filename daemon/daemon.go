@@ -520,6 +520,7 @@ func (d *Daemon) switchOff() {
 	roots := d.guard.roots
 	d.stopGuard()
 	n := injector.UnhookAll(roots, d.log)
+	d.health.SwitchedOff()
 	d.log.Info("coworkbridge switched off: hooks removed from sessions", "sessions_changed", n)
 }
 

@@ -148,7 +148,7 @@ func TestSwitchingOffTakesOurHooksOutOfEverySession(t *testing.T) {
 	m.writeConfig(t, `{"version":1,"cowork_enabled":false,"mode":"enforce","sessions_roots":[%q]}`, root)
 	waitHook(t, a, "")
 	waitHook(t, b, "")
-	waitHealth(t, d, "the switch off", func(s health.Snapshot) bool { return !s.Config.Enabled })
+	waitHealth(t, d, "the switch off, no session left hooked", func(s health.Snapshot) bool { return !s.Config.Enabled && s.Counts.Hooked == 0 })
 	// Nothing puts them back while off.
 	c := m.session(t, root, "c")
 	m.writeConfig(t, `{"version":1,"cowork_enabled":false,"mode":"observe","sessions_roots":[%q]}`, root)

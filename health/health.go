@@ -93,6 +93,8 @@ type Totals struct {
 	Events          uint64 `json:"events"`
 	Denies          uint64 `json:"denies"`
 	Asks            uint64 `json:"asks"`
+	WouldDenies     uint64 `json:"would_denies"`
+	WouldAsks       uint64 `json:"would_asks"`
 	Tampering       uint64 `json:"tampering"`
 	SessionsDropped uint64 `json:"sessions_not_tracked"`
 	// Counts are the counts of the codes reported through Count.
@@ -101,10 +103,12 @@ type Totals struct {
 
 // Today counts the events of one local calendar day.
 type Today struct {
-	Date   string `json:"date"` // YYYY-MM-DD in the daemon's local time
-	Events uint64 `json:"events"`
-	Denies uint64 `json:"denies"`
-	Asks   uint64 `json:"asks"`
+	Date        string `json:"date"` // YYYY-MM-DD in the daemon's local time
+	Events      uint64 `json:"events"`
+	Denies      uint64 `json:"denies"`
+	Asks        uint64 `json:"asks"`
+	WouldDenies uint64 `json:"would_denies"`
+	WouldAsks   uint64 `json:"would_asks"`
 }
 
 // window counts what happened since the last heartbeat; a counter warning stands while its
@@ -145,6 +149,7 @@ type Health struct {
 	scan     ScanReport
 	config   ConfigState
 	record   *RecordHead // the decision log's chain head at the last heartbeat
+	kicked   time.Time   // when events last asked for health.json to be written
 	// goneSince counts departures since the last prune.
 	goneSince int
 	// dropIn is what is wrong with the installed managed-settings drop-in, "" when nothing is.
@@ -360,12 +365,19 @@ func (h *Health) Scanned(r ScanReport) {
 // Decision is the outcome of one event, as the collector reports it.
 type Decision string
 
-// Decisions the collector reports.
+// Decisions the collector reports. The Would ones are a rule's objection that was not applied
+// (observe mode, or the rule in observe): counted apart, so that a switch to enforce does not
+// show observe's objections as denies.
 const (
-	Allow Decision = "allow"
-	Ask   Decision = "ask"
-	Deny  Decision = "deny"
+	Allow     Decision = "allow"
+	Ask       Decision = "ask"
+	Deny      Decision = "deny"
+	WouldAsk  Decision = "would-ask"
+	WouldDeny Decision = "would-deny"
 )
+
+// eventKick is how often events alone make health.json be written again.
+const eventKick = 5 * time.Second
 
 // Event records one handled event and, in enforce mode, how long its decision took.
 func (h *Health) Event(id string, d Decision, latency time.Duration) {
@@ -389,6 +401,18 @@ func (h *Health) Event(id string, d Decision, latency time.Duration) {
 		s.Asks++
 		h.totals.Asks++
 		h.today.Asks++
+	case WouldDeny:
+		h.totals.WouldDenies++
+		h.today.WouldDenies++
+	case WouldAsk:
+		h.totals.WouldAsks++
+		h.today.WouldAsks++
+	}
+	// Counts are in health.json within eventKick, not only at the next heartbeat, without a
+	// write per event.
+	if now := h.now(); now.Sub(h.kicked) >= eventKick {
+		h.kicked = now
+		h.changedLocked()
 	}
 	if latency > 0 {
 		if len(h.win.latencies) < maxLatencySamples {
@@ -422,6 +446,17 @@ func (h *Health) changedLocked() {
 	select {
 	case h.changed <- struct{}{}:
 	default: // one is pending already
+	}
+}
+
+// SwitchedOff records that coworkbridge was switched off and its hooks taken out of every
+// session: none is hooked any more.
+func (h *Health) SwitchedOff() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.changedLocked()
+	for _, s := range h.sessions {
+		s.Hooked, s.Unverified = false, false
 	}
 }
 

@@ -459,3 +459,58 @@ func TestASessionAwaitingItsHookIsNotUnhookedYet(t *testing.T) {
 		t.Error("two minutes on and still not hooked: no warning")
 	}
 }
+
+// Objections observe only recorded are counted apart from applied ones, so that after a switch
+// to enforce status does not show observe's would-be denies as denies.
+func TestObservedObjectionsAreCountedApartFromAppliedOnes(t *testing.T) {
+	h, _ := newTestHealth()
+	for _, d := range []Decision{WouldDeny, WouldDeny, WouldAsk, Deny, Allow} {
+		h.Event("local_a", d, 0)
+	}
+	s := h.Snapshot(false)
+	if got := s.Today; got.Denies != 1 || got.Asks != 0 || got.WouldDenies != 2 || got.WouldAsks != 1 || got.Events != 5 {
+		t.Errorf("today %+v", got)
+	}
+	if s.Totals.Denies != 1 || s.Totals.WouldDenies != 2 {
+		t.Errorf("totals %+v", s.Totals)
+	}
+}
+
+func TestSwitchingOffLeavesNoSessionHooked(t *testing.T) {
+	h, _ := newTestHealth()
+	for _, id := range []string{"local_a", "local_b"} {
+		h.SessionSeen(id, "/s/"+id)
+		h.SessionHooked(id, id == "local_b")
+	}
+	h.SwitchedOff()
+	if c := h.Snapshot(false).Counts; c.Hooked != 0 || c.Unverified != 0 || c.Live != 2 {
+		t.Errorf("counts after the switch off %+v", c)
+	}
+}
+
+// Events make health.json follow them within eventKick, not one write per event.
+func TestEventsAskForASnapshotAtMostEveryFewSeconds(t *testing.T) {
+	h, c := newTestHealth()
+	drain := func() bool {
+		select {
+		case <-h.changed:
+			return true
+		default:
+			return false
+		}
+	}
+	drain()
+	h.Event("local_a", Allow, 0)
+	if !drain() {
+		t.Fatal("the first event asked for no snapshot")
+	}
+	h.Event("local_a", Allow, 0)
+	if drain() {
+		t.Error("a second event within eventKick asked again")
+	}
+	c.add(eventKick)
+	h.Event("local_a", Allow, 0)
+	if !drain() {
+		t.Error("an event after eventKick asked for none")
+	}
+}

@@ -167,8 +167,11 @@ func (v statusView) render(w io.Writer) {
 	case s.Config.Enabled:
 		state = "mode " + string(s.Config.Mode)
 	}
-	fmt.Fprintf(w, "coworkbridge is running (pid %d, up %s), %s, config %s\n", s.Daemon.PID,
-		(time.Duration(s.Daemon.UptimeSeconds) * time.Second).String(), state, configLine(s.Config))
+	up := time.Duration(s.Daemon.UptimeSeconds) * time.Second
+	if !s.Daemon.StartedAt.IsZero() && v.Now.After(s.Daemon.StartedAt) {
+		up = v.Now.Sub(s.Daemon.StartedAt).Round(time.Second) // now, not at the last heartbeat
+	}
+	fmt.Fprintf(w, "coworkbridge is running (pid %d, up %s), %s, config %s\n", s.Daemon.PID, up, state, configLine(s.Config))
 	if s.Config.FailingClosed {
 		fmt.Fprintf(w, "! every tool call in every session is denied: managed.json asks for enforce but is invalid (%s), and this Mac has no last good copy to run on\n"+
 			"  what to do: fix the file (coworkbridge validate '%s' names every problem) and deliver it again; the daemon takes it at once\n", s.Config.Problem, s.Config.Path)
@@ -183,11 +186,12 @@ func (v statusView) render(w io.Writer) {
 	if today.Date != v.Now.Format(time.DateOnly) {
 		today = health.Today{}
 	}
-	would := ""
-	if s.Config.Mode == "observe" {
-		would = "would-be " // observe applies nothing; the counts are what enforce would have done
+	fmt.Fprintf(w, "today: %d denies, %d asks, %d events", today.Denies, today.Asks, today.Events)
+	if today.WouldDenies+today.WouldAsks > 0 {
+		// Objections observe only recorded: kept apart, whichever mode is in force now.
+		fmt.Fprintf(w, "; not applied (observe): %d would-be denies, %d would-be asks", today.WouldDenies, today.WouldAsks)
 	}
-	fmt.Fprintf(w, "today: %d %sdenies, %d %sasks, %d events\n", today.Denies, would, today.Asks, would, today.Events)
+	fmt.Fprintln(w)
 	if r := s.Record; r != nil {
 		fmt.Fprintf(w, "decision log: %s, chain head %s at %d bytes (checked %s; 'coworkbridge report --head %s %s' verifies it)\n",
 			r.Log, r.Head, r.Size, ago(v.Now, r.CheckedAt), r.Head, r.Log)

@@ -42,6 +42,13 @@ func fixtureSnapshot(warn bool) *health.Snapshot {
 	return &s
 }
 
+// afterObserveSnapshot is a day that began in observe and switched to enforce.
+func afterObserveSnapshot() *health.Snapshot {
+	s := fixtureSnapshot(false)
+	s.Today.WouldDenies, s.Today.WouldAsks = 7, 12
+	return s
+}
+
 // failingClosedSnapshot is a daemon given an enforce file it cannot read, with no good copy.
 func failingClosedSnapshot() *health.Snapshot {
 	s := fixtureSnapshot(false)
@@ -65,6 +72,7 @@ func TestStatusOutputAndExitCodes(t *testing.T) {
 		{"running-no-snapshot", statusView{GOOS: "darwin", Now: statusNow, Running: true}, statusWarning},
 		{"not-running-linux", statusView{GOOS: "linux", Now: statusNow, Running: false}, statusNotRunning},
 		{"failing-closed", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: failingClosedSnapshot()}, statusBlocking},
+		{"after-observe", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: afterObserveSnapshot()}, statusHealthy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
