@@ -88,19 +88,48 @@ func Candidate(file string, env managedconfig.Env, paths managedconfig.Paths) (*
 // with no good copy is an error: judging with rules the daemon does not run would mislead. It
 // reads, never writes, the last good copy.
 func InForce(env managedconfig.Env, paths managedconfig.Paths) (c *classifier.Classifier, note string, err error) {
+	u, err := Used(env, paths)
+	return u.Classifier, u.Note, err
+}
+
+// InUse is the policy the daemon runs, and where it comes from.
+type InUse struct {
+	Classifier *classifier.Classifier
+	// Note says what is unusual about it (the last good copy, a policy that compiled in part).
+	Note string
+	// Path, Origin and Hash name the configuration, as decision-log records do (config_hash).
+	Path   string
+	Origin managedconfig.Origin
+	Hash   string
+	// Policy is the configuration's policy section, for explaining what it switched off.
+	Policy managedconfig.Policy
+}
+
+// Used is InForce with the configuration it came from named.
+func Used(env managedconfig.Env, paths managedconfig.Paths) (InUse, error) {
 	s := managedconfig.NewLoader(env, paths).Load()
+	u := InUse{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(), Policy: s.Config.Policy}
 	switch s.Origin {
 	case managedconfig.OriginInvalid:
-		return nil, "", fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)", s.Problem, s.Path)
+		return u, fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)", s.Problem, s.Path)
 	case managedconfig.OriginLastGood:
-		note = fmt.Sprintf("%s is invalid; checking with the last good copy the daemon runs on (%v)", s.Path, s.Problem)
+		u.Note = fmt.Sprintf("%s is invalid; checking with the last good copy the daemon runs on (%v)", s.Path, s.Problem)
 	}
-	c, err = Compile(s.Config.Policy)
+	c, err := Compile(s.Config.Policy)
 	if err != nil && c != nil {
-		return c, strings.TrimSpace(note + "\nthe policy of " + s.Path + " is incomplete: " + err.Error()), nil
+		u.Classifier, u.Note = c, strings.TrimSpace(u.Note+"\nthe policy of "+s.Path+" is incomplete: "+err.Error())
+		return u, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("the policy of %s does not compile:\n%v\nwhat to do: fix it ('coworkbridge validate' lists every problem)", s.Path, err)
+		return u, fmt.Errorf("the policy of %s does not compile:\n%v\nwhat to do: fix it ('coworkbridge validate' lists every problem)", s.Path, err)
 	}
-	return c, note, nil
+	u.Classifier = c
+	return u, nil
+}
+
+// Unrestrained compiles p with every rule on and in enforce: what the policy would decide had
+// the admin switched nothing off, to say which rule a call would have met.
+func Unrestrained(p managedconfig.Policy) (*classifier.Classifier, error) {
+	p.DisabledRules, p.RuleModes = nil, nil
+	return Compile(p)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -59,13 +60,14 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 		fs.printUsage(sio.err)
 		return exitUsage
 	}
-	c, note, err := policyClassifier()
+	used, err := policyInUse()
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
 	}
-	if note != "" {
-		fmt.Fprintln(sio.err, "coworkbridge check:", note)
+	c := used.Classifier
+	if used.Note != "" {
+		fmt.Fprintln(sio.err, "coworkbridge check:", used.Note)
 	}
 	if len(corpora) > 0 {
 		for _, f := range corpora {
@@ -82,9 +84,10 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 		return exitFail
 	}
 	v := c.Evaluate(ctx, p)
+	held := heldBack(ctx, used, p, v)
 	if *asJSON {
 		json.NewEncoder(sio.out).Encode(map[string]any{"decision": string(v.Decision), "rule": v.RuleID, "reason": v.Reason, "matched": v.Matched,
-			"effects": c.Effects(p)})
+			"effects": c.Effects(p), "config": used.Path, "config_origin": used.Origin, "config_hash": used.Hash, "held_back": held})
 		return exitOK
 	}
 	fmt.Fprintf(sio.out, "decision: %s\n", v.Decision)
@@ -104,7 +107,54 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 		}
 		fmt.Fprintf(sio.out, "%s %s\n", label, e)
 	}
+	if held != "" {
+		fmt.Fprintf(sio.out, "note:     %s\n", held)
+	}
+	fmt.Fprintf(sio.out, "policy:   %s\n", policySource(used))
 	return exitOK
+}
+
+// policySource names the configuration a decision came from, as decision-log records do.
+func policySource(u policy.InUse) string {
+	if u.Path == "" {
+		return "the built-in rules (no managed.json on this Mac)"
+	}
+	return fmt.Sprintf("%s (config_hash %s, %s)", u.Path, u.Hash, u.Origin)
+}
+
+// heldBack says which rule the call would have met had the configuration not switched it off
+// or put it in observe: "" when none.
+func heldBack(ctx context.Context, u policy.InUse, p claudehook.Payload, v classifier.Verdict) string {
+	if len(u.Policy.DisabledRules) == 0 && len(u.Policy.RuleModes) == 0 {
+		return ""
+	}
+	all, err := policy.Unrestrained(u.Policy)
+	if err != nil || all == nil {
+		return ""
+	}
+	w := all.Evaluate(ctx, p)
+	switch {
+	case w.RuleID == "" || (w.RuleID == v.RuleID && !v.ObserveOnly):
+		return ""
+	case slices.Contains(u.Policy.DisabledRules, w.RuleID):
+		return fmt.Sprintf("rule %s would have decided %s, but policy.disabled_rules switches it off", w.RuleID, w.Decision)
+	case u.Policy.RuleModes[w.RuleID] == managedconfig.Observe:
+		return fmt.Sprintf("rule %s decides %s, but policy.rule_modes puts it in observe: reported, not applied", w.RuleID, w.Decision)
+	}
+	return ""
+}
+
+// policyInUse is the policy this user's daemon runs, with the configuration it came from.
+func policyInUse() (policy.InUse, error) {
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		return policy.InUse{}, err
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		return policy.InUse{}, err
+	}
+	return policy.Used(env, paths)
 }
 
 type multiFlag []string

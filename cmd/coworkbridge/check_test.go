@@ -119,3 +119,25 @@ func TestCheckSettingsExplainsTheAllowListAndLockdown(t *testing.T) {
 		}
 	}
 }
+
+// check names the configuration it judged with, and says when a rule that would have matched
+// was switched off or put in observe by it.
+func TestCheckNamesItsConfigurationAndTheRulesItHeldBack(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "managed.json")
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", cfg)
+	t.Setenv("COWORKBRIDGE_STATE_DIR", filepath.Join(dir, "state"))
+	for _, tt := range []struct{ policy, want string }{
+		{`{"disabled_rules":["bash.git-push-force"]}`, "note:     rule bash.git-push-force would have decided deny, but policy.disabled_rules switches it off"},
+		{`{"rule_modes":{"bash.git-push-force":"observe"}}`, "note:     rule bash.git-push-force decides deny, but policy.rule_modes puts it in observe"},
+	} {
+		os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce","policy":`+tt.policy+`}`), 0o600)
+		var out, errb bytes.Buffer
+		if code := dispatch(context.Background(), []string{"check", "--bash", "git push --force"}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if !strings.Contains(out.String(), tt.want) || !strings.Contains(out.String(), "policy:   "+cfg+" (config_hash ") {
+			t.Errorf("%s:\n%s", tt.policy, out.String())
+		}
+	}
+}
