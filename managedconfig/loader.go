@@ -207,6 +207,24 @@ func ReadSource(path string) ([]byte, error) {
 	return data, err
 }
 
+// ReadSourceLines is ReadSource with a way back from a Problem's field to the line of the file
+// on which it is written (0 when unknown), for JSON and XML property lists alike.
+func ReadSourceLines(path string) ([]byte, func(field string) int, error) {
+	raw, err := readLimited(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !IsProfile(path) {
+		return raw, func(field string) int { return FieldLine(raw, field) }, nil
+	}
+	line := indexPlist(raw).line
+	data, err := ProfileJSON(raw)
+	if err != nil {
+		return nil, line, &InvalidError{Source: path, Problems: []Problem{{Msg: err.Error()}}}
+	}
+	return data, line, nil
+}
+
 func readLimited(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

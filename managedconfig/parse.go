@@ -34,6 +34,10 @@ func (p Problem) String() string {
 type InvalidError struct {
 	Source   string
 	Problems []Problem
+	// Partial is the policy as far as its fields parsed, so that a checker can still say which
+	// rule ids no rule defines while other fields are wrong (the fields that did not parse are
+	// left out, and are among Problems).
+	Partial Policy
 }
 
 func (e *InvalidError) Error() string {
@@ -56,7 +60,7 @@ func Parse(data []byte, source string, env Env, paths Paths) (Config, error) {
 	p := parser{env: env, cfg: Defaults(env, paths)}
 	p.parse(data)
 	if len(p.problems) > 0 {
-		return Config{}, &InvalidError{Source: source, Problems: p.problems}
+		return Config{}, &InvalidError{Source: source, Problems: p.problems, Partial: p.cfg.Policy}
 	}
 	return p.cfg, nil
 }

@@ -37,6 +37,9 @@ var profileKeysOfMacOS = []string{"PayloadUUID", "PayloadIdentifier", "PayloadTy
 func ProfileJSON(data []byte) ([]byte, error) {
 	var v any
 	if _, err := plist.Unmarshal(data, &v); err != nil {
+		if ix := indexPlist(data); ix.badLine > 0 {
+			return nil, fmt.Errorf("line %d: not a property list: %s", ix.badLine, ix.bad)
+		}
 		return nil, fmt.Errorf("not a property list: %w", err)
 	}
 	top, ok := v.(map[string]any)

@@ -9,22 +9,89 @@ import (
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
-// Validate checks the managed configuration in file (managed.json or a profile's plist) and,
-// when it parses, the policy it names. Each problem is one line: where (file:line, when the
-// field's line can be found) and what is wrong, with what to do. Nothing is written.
+// Validate checks the managed configuration in file (managed.json or a profile's plist) and
+// the policy it names. Each problem is one line: where (file:line, when the field's line can be
+// found) and what is wrong, with what to do. Nothing is written.
 func Validate(file string, env managedconfig.Env, paths managedconfig.Paths) ([]string, managedconfig.Config) {
-	// A profile is checked in its JSON form, whose lines are not the property list's: its
-	// problems name fields only.
-	data, err := managedconfig.ReadSource(file)
+	data, line, err := managedconfig.ReadSourceLines(file)
 	if err != nil {
 		return []string{err.Error()}, managedconfig.Config{}
+	}
+	return check(data, file, line, env, paths)
+}
+
+// PayloadResult is the check of one payload of a configuration profile.
+type PayloadResult struct {
+	Payload  managedconfig.ProfilePayload
+	Problems []string
+	Config   managedconfig.Config
+}
+
+// ValidateProfile checks every payload of coworkbridge's type in a configuration profile as an
+// MDM takes it (a .mobileconfig, XML or signed). Problems of the profile as a whole (not a
+// profile, no payload of ours, two of them) come apart from those of each payload.
+func ValidateProfile(file string, env managedconfig.Env, paths managedconfig.Paths) (managedconfig.Mobileconfig, []PayloadResult, []string) {
+	mc, err := managedconfig.ReadMobileconfigFile(file)
+	if err != nil {
+		return mc, nil, []string{file + ": " + err.Error()}
+	}
+	var whole []string
+	switch len(mc.Payloads) {
+	case 0:
+		whole = append(whole, fmt.Sprintf("%s: no payload of type %s, so a Mac given this profile keeps coworkbridge off (payload types found: %s); add one with the keys of managed.json",
+			file, managedconfig.ProfileDomain, strings.Join(orNone(mc.Others), ", ")))
+	case 1:
+	default:
+		whole = append(whole, fmt.Sprintf("%s: %d payloads of type %s; macOS merges them in no set order, so keep one", file, len(mc.Payloads), managedconfig.ProfileDomain))
+	}
+	var results []PayloadResult
+	for _, p := range mc.Payloads {
+		at := func(field string) string {
+			if n := p.Line(field); n > 0 {
+				return fmt.Sprintf("%s:%d", file, n)
+			}
+			return file
+		}
+		probs, cfg := check(p.JSON, file, func(field string) int { return p.Line(field) }, env, paths)
+		for i, pr := range probs {
+			// check begins with file:line when it knows the line; the payload comes after it.
+			loc, rest := at(""), pr
+			if l, r, ok := strings.Cut(pr, ": "); ok && strings.HasPrefix(l, file) {
+				loc, rest = l, r
+			}
+			probs[i] = loc + ": " + p.Name() + ": " + rest
+		}
+		results = append(results, PayloadResult{Payload: p, Problems: probs, Config: cfg})
+	}
+	return mc, results, whole
+}
+
+func orNone(s []string) []string {
+	if len(s) == 0 {
+		return []string{"none"}
+	}
+	return s
+}
+
+// check validates the JSON form of one configuration; line finds a field's line in the file.
+func check(data []byte, file string, line func(string) int, env managedconfig.Env, paths managedconfig.Paths) ([]string, managedconfig.Config) {
+	where := func(field string) string {
+		if n := line(field); n > 0 {
+			return fmt.Sprintf("%s:%d", file, n)
+		}
+		return file
 	}
 	cfg, err := managedconfig.Parse(data, file, env, paths)
 	var inv *managedconfig.InvalidError
 	if errors.As(err, &inv) {
 		var out []string
 		for _, p := range inv.Problems {
-			out = append(out, where(file, data, p.Field)+": "+p.String())
+			out = append(out, where(p.Field)+": "+p.String())
+		}
+		// The fields that parsed still name rules: an unknown one is said now, not in the
+		// next round once the rest is fixed.
+		if _, perr := Compile(inv.Partial); perr != nil {
+			out = append(out, problemLines(perr, file, where)...)
 		}
 		return out, cfg
 	}
@@ -32,27 +99,19 @@ func Validate(file string, env managedconfig.Env, paths managedconfig.Paths) ([]
 		return []string{err.Error()}, cfg
 	}
 	if _, err := Compile(cfg.Policy); err != nil { // a missing rules folder included
-		return problemLines(err, file, data), cfg
+		return problemLines(err, file, where), cfg
 	}
 	return nil, cfg
 }
 
-// where is file:line for field, or file alone when the line is unknown.
-func where(file string, data []byte, field string) string {
-	if line := managedconfig.FieldLine(data, field); line > 0 && !managedconfig.IsProfile(file) {
-		return fmt.Sprintf("%s:%d", file, line)
-	}
-	return file
-}
-
 // problemLines splits a policy's joined errors into lines; those about managed.json's own fields
 // get its line.
-func problemLines(err error, file string, data []byte) []string {
+func problemLines(err error, file string, where func(string) string) []string {
 	var out []string
 	for _, e := range flatten(err) {
 		msg := e.Error()
 		if field, _, ok := strings.Cut(msg, " "); ok && strings.HasPrefix(field, "policy.") {
-			if w := where(file, data, strings.TrimSuffix(field, ":")); w != file {
+			if w := where(strings.TrimSuffix(field, ":")); w != file {
 				msg = w + ": " + msg
 			}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	osuser "os/user"
 	"path/filepath"
@@ -119,6 +120,51 @@ func TestValidateListsEveryProblemWithFileAndLine(t *testing.T) {
 	}
 	if _, err := os.Stat(state); err == nil {
 		t.Error("validate wrote into the state folder")
+	}
+}
+
+// A configuration profile is checked as the admin uploads it: signed or not, each payload of
+// ours with its name and the line of each problem; a misspelled rule id is said in the same
+// round as the other problems.
+func TestValidateChecksTheProfileAnAdminUploads(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("COWORKBRIDGE_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(dir, "none.json"))
+	signed := filepath.Join("..", "..", "managedconfig", "testdata", "signed.mobileconfig")
+	code, out, _ := runCLI(t, "", "validate", signed)
+	if code != validateOK || !strings.Contains(out, "signed by Example Corp MDM (Example Corp)") ||
+		!strings.Contains(out, `payload 1 of 2 "coworkbridge settings" (com.example.coworkbridge.settings) sets coworkbridge on, mode observe`) {
+		t.Errorf("a signed profile: exit %d\n%s", code, out)
+	}
+
+	example, err := os.ReadFile(filepath.Join("..", "..", "deploy", "profile", "coworkbridge.mobileconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(example), "<key>mode</key>", "<key>mdoe</key>", 1)
+	broken = strings.Replace(broken, "<key>telemetry</key>",
+		"<key>policy</key><dict><key>disabled_rules</key><array><string>bash.rm-critcal</string></array></dict>\n<key>telemetry</key>", 1)
+	bad := filepath.Join(dir, "renamed.plist") // a profile renamed is still read as one
+	os.WriteFile(bad, []byte(broken), 0o644)
+	code, out, _ = runCLI(t, "", "validate", bad)
+	modeLine := strings.Count(broken[:strings.Index(broken, "<key>mdoe</key>")], "\n") + 1
+	for _, want := range []string{
+		"(2 problems)",
+		fmt.Sprintf("%s:%d: payload 1 of 2 \"coworkbridge settings\" (com.example.coworkbridge.settings): mdoe: unknown field; did you mean mode?", bad, modeLine),
+		`names rule "bash.rm-critcal", which no rule file defines; did you mean "bash.rm-critical"?`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != validateInvalid {
+		t.Errorf("exit %d, want 1", code)
+	}
+
+	none := filepath.Join(dir, "other.mobileconfig")
+	os.WriteFile(none, []byte(strings.Replace(string(example), "<string>com.coworkbridge.agent</string>\n", "<string>com.example.other</string>\n", 1)), 0o644)
+	if code, out, _ := runCLI(t, "", "validate", none); code != validateInvalid || !strings.Contains(out, "no payload of type com.coworkbridge.agent") {
+		t.Errorf("a profile without our payload: exit %d\n%s", code, out)
 	}
 }
 

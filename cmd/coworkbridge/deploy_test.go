@@ -12,6 +12,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/installer"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
 )
 
 // The example files an admin copies into an MDM profile must be valid as they are.
@@ -27,18 +28,21 @@ func TestDeployExamplesAreValidManagedConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := managedconfig.Parse(data, f, env, paths)
-		if err != nil {
-			t.Errorf("%s: %v", f, err)
+		// The whole check validate makes, rule folders included: an example must be valid on
+		// any machine, not only on one where its folders exist.
+		problems, cfg := policy.Validate(f, env, paths)
+		if len(problems) > 0 {
+			t.Errorf("%s: %v", f, problems)
 			continue
 		}
 		if !cfg.CoworkEnabled {
 			t.Errorf("%s does not switch coworkbridge on", f)
 		}
+	}
+	profile := filepath.Join("..", "..", "deploy", "profile", "coworkbridge.mobileconfig")
+	mc, results, whole := policy.ValidateProfile(profile, env, paths)
+	if len(whole) > 0 || len(results) != 1 || len(results[0].Problems) > 0 || mc.Signed {
+		t.Errorf("%s: profile problems %v, payloads %+v", profile, whole, results)
 	}
 }
 

@@ -24,7 +24,8 @@ const (
 )
 
 func cmdValidate(_ context.Context, args []string, sio stdio) int {
-	fs := newFlags("validate", "[FILE]", "Checks a managed.json and the whole policy it names (rule files, disabled_rules, rule_modes,\n"+
+	fs := newFlags("validate", "[FILE]", "Checks a managed.json, or a configuration profile (.mobileconfig, XML or signed, each payload\n"+
+		"of type com.coworkbridge.agent; .plist for managed preferences), and the whole policy it names (rule files, disabled_rules, rule_modes,\n"+
 		"rules_dirs) and lists every problem with its file, line and what to do. Without FILE, the\n"+
 		"managed.json this Mac uses. Nothing is written. Exit status: 0 valid, 1 invalid, 64 usage.", sio)
 	if code, done := fs.parse(args); done {
@@ -51,22 +52,77 @@ func cmdValidate(_ context.Context, args []string, sio stdio) int {
 			return validateInvalid
 		}
 	}
+	if managedconfig.IsMobileconfig(file) {
+		return validateProfile(file, env, paths, sio)
+	}
 	problems, cfg := policy.Validate(file, env, paths)
 	if len(problems) > 0 {
 		fmt.Fprintf(sio.out, "%s is invalid (%d problem%s):\n", file, len(problems), plural(len(problems)))
 		for _, p := range problems {
 			fmt.Fprintf(sio.out, "  %s\n", p)
 		}
-		fmt.Fprintln(sio.out, invalidConsequence(file, paths))
+		data, _ := os.ReadFile(file)
+		fmt.Fprintln(sio.out, invalidConsequence(data, paths))
 		return validateInvalid
 	}
-	state := "off (cowork_enabled is false)"
-	if cfg.CoworkEnabled {
-		state = "on, mode " + string(cfg.Mode)
-	}
+	state := configState(cfg)
 	fmt.Fprintf(sio.out, "%s is valid: coworkbridge %s, %d rule folder%s.\n", file, state, len(cfg.Policy.RulesDirs), plural(len(cfg.Policy.RulesDirs)))
 	explainLockdown(sio, cfg)
 	return validateOK
+}
+
+// validateProfile checks a configuration profile as the admin uploads it to the MDM: the
+// profile as a whole, then each payload of coworkbridge's type as if it were managed.json.
+func validateProfile(file string, env managedconfig.Env, paths managedconfig.Paths, sio stdio) int {
+	mc, results, whole := policy.ValidateProfile(file, env, paths)
+	if mc.Signed {
+		fmt.Fprintf(sio.out, "%s is signed by %s (the signature is checked by each Mac that installs it, not here).\n",
+			file, orUnnamed(mc.Signers))
+	}
+	problems := whole
+	for _, r := range results {
+		problems = append(problems, r.Problems...)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(sio.out, "%s is invalid (%d problem%s):\n", file, len(problems), plural(len(problems)))
+		for _, p := range problems {
+			fmt.Fprintf(sio.out, "  %s\n", p)
+		}
+		var payload []byte
+		if len(results) > 0 {
+			payload = results[0].Payload.JSON
+		}
+		fmt.Fprintln(sio.out, invalidConsequence(payload, paths))
+		return validateInvalid
+	}
+	r := results[0]
+	fmt.Fprintf(sio.out, "%s is valid: %s sets coworkbridge %s, %d rule folder%s.\n", file, r.Payload.Name(),
+		configState(r.Config), len(r.Config.Policy.RulesDirs), plural(len(r.Config.Policy.RulesDirs)))
+	if len(mc.Others) > 0 {
+		fmt.Fprintf(sio.out, "Its other payloads (%s) are macOS's to check.\n", strings.Join(mc.Others, ", "))
+	}
+	explainLockdown(sio, r.Config)
+	return validateOK
+}
+
+func orUnnamed(names []string) string {
+	var named []string
+	for _, n := range names {
+		if n != "" {
+			named = append(named, n)
+		}
+	}
+	if len(named) == 0 {
+		return "a certificate with no name"
+	}
+	return strings.Join(named, ", ")
+}
+
+func configState(cfg managedconfig.Config) string {
+	if cfg.CoworkEnabled {
+		return "on, mode " + string(cfg.Mode)
+	}
+	return "off (cowork_enabled is false)"
 }
 
 // explainLockdown says what the managed-settings drop-in does for cfg, and whether the one
@@ -116,11 +172,10 @@ func plural(n int) string {
 
 // invalidConsequence says what a daemon on this Mac does with an invalid file: that depends on
 // whether it has a last good copy, and on what the broken file asks for.
-func invalidConsequence(file string, paths managedconfig.Paths) string {
+func invalidConsequence(data []byte, paths managedconfig.Paths) string {
 	if _, err := os.Stat(paths.LastGoodFile()); err == nil {
 		return "A daemon on this Mac given this file keeps running on its last valid copy (" + paths.LastGoodFile() + "): an invalid file never takes effect in part."
 	}
-	data, _ := os.ReadFile(file)
 	if managedconfig.IntentOf(data) == managedconfig.Enforce {
 		return "This Mac has no last valid copy: a daemon given this file, which asks for enforce, fails closed and denies every tool call in every session until a valid file arrives (status exits 3)."
 	}
