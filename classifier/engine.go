@@ -111,6 +111,11 @@ type Classifier struct {
 	mcpAllow map[string]bool
 	mcpOn    bool
 	denyAll  string
+	// all is every rule of the policy, those switched off included, and policy what compiled
+	// them: kept for Catalog and Fingerprint, which only admins' commands ask for.
+	all    []*Rule
+	policy Policy
+	files  []RuleFile
 	// parsers are shell parsers kept between calls: a parser's buffers are the largest single
 	// allocation of an analysis, and fewer allocations is a shorter tail of latencies.
 	parsers sync.Pool
@@ -138,6 +143,7 @@ func New(p Policy) (*Classifier, error) {
 		all = append(all, RuleFile{Name: "default/" + f.Name(), Data: data})
 	}
 	all = append(all, p.RuleFiles...)
+	c.policy, c.files = p, all
 	disabled := map[string]bool{}
 	for _, id := range p.DisabledRules {
 		disabled[id] = true
@@ -157,6 +163,7 @@ func New(p Policy) (*Classifier, error) {
 			errs = append(errs, err)
 			continue
 		}
+		c.all = append(c.all, rules...)
 		for _, r := range rules {
 			known[r.ID] = true
 			if !disabled[r.ID] {

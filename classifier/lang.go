@@ -45,8 +45,10 @@ type Rule struct {
 	// Unless patterns exempt a match: RE2 has no lookahead, so look-alikes are named here.
 	Unless []*regexp.Regexp
 	Nudge  string
-	File   string
-	Line   int
+	// Doc is the comment written right above the rule, for admins reading it in `rules`.
+	Doc  string
+	File string
+	Line int
 }
 
 // ParseError names the file, the line and what was expected.
@@ -89,6 +91,7 @@ type ruleParser struct {
 	cur        *Rule
 	inAny      bool // reading the indented patterns of match_any
 	ids        map[string]bool
+	comment    []string // the comment lines right above the next rule
 }
 
 func (p *ruleParser) errorf(format string, args ...any) error {
@@ -98,7 +101,14 @@ func (p *ruleParser) errorf(format string, args ...any) error {
 func (p *ruleParser) parseLine(raw string) error {
 	text := strings.TrimRight(raw, " \t\r")
 	trimmed := strings.TrimLeft(text, " \t")
-	if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+	if trimmed == "" {
+		p.comment = p.comment[:0]
+		return nil
+	}
+	if strings.HasPrefix(trimmed, "#") {
+		if trimmed == text {
+			p.comment = append(p.comment, strings.TrimSpace(strings.TrimPrefix(trimmed, "#")))
+		}
 		return nil
 	}
 	indent := len(text) - len(trimmed)
@@ -180,7 +190,8 @@ func (p *ruleParser) header(line string) error {
 		return p.errorf("rule id %q is used twice in this file", id)
 	}
 	p.ids[id] = true
-	p.cur = &Rule{ID: id, Action: Action(kw), Target: p.target, File: p.file, Line: p.line}
+	p.cur = &Rule{ID: id, Action: Action(kw), Target: p.target, File: p.file, Line: p.line, Doc: strings.Join(p.comment, " ")}
+	p.comment = p.comment[:0]
 	return nil
 }
 

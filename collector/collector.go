@@ -77,6 +77,9 @@ type Options struct {
 	MaxSessions int
 	// BatchLines bounds the lines handled between two offset updates.
 	BatchLines int
+	// Host and User fill the {host} and {user} of an admin's help URL (managed.json's
+	// block_message) in what a denied call is told.
+	Host, User string
 	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); empty for none.
 	ChannelRoot string
 	// QuarantineFor is how long a session stays quarantined after the last attempt to disable or

@@ -84,6 +84,9 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 		rec.Input = json.RawMessage("null")
 	}
 	rec.Decision, rec.Rule, rec.Reason = v.Decision, v.RuleID, v.Reason
+	if v.Decision != claudehook.Allow { // what check shows, kept for whoever reads the record
+		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, p.cls.Effects(pl)
+	}
 	enforce := p.cfg.Mode == managedconfig.Enforce && !v.ObserveOnly
 	applied := v.Decision
 	if !enforce {
@@ -93,7 +96,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	o := outcome{rec: rec, toolUseID: pl.ToolUseID}
 	if waiting {
 		// A hook still in enforce after a switch to observe is released with no objection.
-		o.latency = c.decide(s, t, env.RID, applied, v.HookReason(), v.Nudge, started)
+		o.latency = c.decide(s, t, env.RID, applied, c.explain(p, t, env.RID, applied, v.RuleID, v.HookReason()), v.Nudge, started)
 		o.rec.Enforced = enforce
 		o.rec.LatencyUS = o.latency.Microseconds()
 	}
@@ -114,10 +117,20 @@ func (c *Collector) fault(s *session.Session, t *tracked, p *policy, rec telemet
 			d = claudehook.Deny
 			o.rec.Enforced = true
 		}
-		o.latency = c.decide(s, t, rid, d, "coworkbridge: "+reason, "", started)
+		o.latency = c.decide(s, t, rid, d, c.explain(p, t, rid, d, rule, "coworkbridge: "+reason), "", started)
 		o.rec.LatencyUS = o.latency.Microseconds()
 	}
 	return o
+}
+
+// explain is what the hook is told for decision d: for a deny or an ask, the admin's notice
+// for rule around coworkbridge's reason.
+func (c *Collector) explain(p *policy, t *tracked, rid string, d claudehook.Decision, rule, reason string) string {
+	if d == claudehook.Allow {
+		return reason
+	}
+	return p.cfg.Policy.Notices.Explain(reason, managedconfig.NoticeFacts{Rule: rule, RID: rid, Decision: string(d),
+		Session: t.id, User: c.opts.User, Host: c.opts.Host})
 }
 
 // decide writes the decision file once per request, and returns how long it took to get there.

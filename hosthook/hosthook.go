@@ -112,11 +112,16 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}
+	if v.Decision != claudehook.Allow {
+		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, cls.Effects(p)
+	}
 	record(rec, cfg.Telemetry, stamp)
 	if !rec.Enforced {
 		return nil
 	}
-	return claudehook.Output(v.Decision, v.HookReason(), v.Nudge)
+	shown := cfg.Policy.Notices.Explain(v.HookReason(), managedconfig.NoticeFacts{Rule: v.RuleID, RID: rec.RID,
+		Decision: string(v.Decision), Session: rec.Session, User: stamp.User, Host: stamp.Host})
+	return claudehook.Output(v.Decision, shown, v.Nudge)
 }
 
 // readInput reads one payload of at most the configured line size (or maxPayload, if larger);

@@ -146,3 +146,39 @@ func TestTheHookStandsAsideOnlyForARealSessionReachedThroughRealFolders(t *testi
 		})
 	}
 }
+
+// A denied user reads the organisation's words and its help page, with the rule and the
+// request filled in; the decision log keeps what check shows (matched text, nudge, effects).
+func TestADeniedCallTellsTheAdminsMessageAndTheLogKeepsTheExplanation(t *testing.T) {
+	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","telemetry":{"redact":true},
+		"block_message":{"text":"Example Corp's AI policy stopped this.","help_url":"https://it.example.com/ai?rule={rule}&event={rid}"}}`)
+	out := Answer(strings.NewReader(`{"tool_name":"Bash","tool_input":{"command":"rm -rf ~"},"cwd":"/Users/ada/p"}`), m.options(true))
+	var o struct {
+		H struct {
+			D, R string
+		} `json:"hookSpecificOutput"`
+	}
+	raw := strings.NewReplacer(`"permissionDecision"`, `"D"`, `"permissionDecisionReason"`, `"R"`).Replace(string(out))
+	if err := json.Unmarshal([]byte(raw), &o); err != nil || o.H.D != "deny" {
+		t.Fatalf("answer %s", out)
+	}
+	log, err := os.ReadFile(filepath.Join(m.home, "logs", "decisions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		RID, Matched, Nudge string
+		Effects             []string
+	}
+	if err := json.Unmarshal(log, &rec); err != nil {
+		t.Fatalf("record %s: %v", log, err)
+	}
+	lines := strings.Split(o.H.R, "\n")
+	if len(lines) != 3 || lines[0] != "Example Corp's AI policy stopped this." || !strings.Contains(lines[1], "rule bash.rm-critical") ||
+		lines[2] != "More: https://it.example.com/ai?rule=bash.rm-critical&event="+rec.RID {
+		t.Errorf("the reason shown:\n%s", o.H.R)
+	}
+	if rec.Matched != "rm -rf ~" || rec.Nudge == "" || len(rec.Effects) == 0 || !strings.Contains(rec.Effects[0], "delete target=~") {
+		t.Errorf("the record does not explain the deny: %s", log)
+	}
+}

@@ -71,6 +71,10 @@ type Policy struct {
 	// found holding text a block rule forbids (prompt injection, forged approvals) is
 	// quarantined until the text is gone. The files themselves are never changed.
 	QuarantineOnInjection bool
+	// Notices are what users are told beside coworkbridge's reason when a call is denied or
+	// asked (managed.json's block_message). They sit with the policy because they name its
+	// rules: an unknown rule id is a policy problem.
+	Notices Notices
 }
 
 // Telemetry configures the decision log.

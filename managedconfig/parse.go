@@ -105,6 +105,7 @@ func (p *parser) parse(data []byte) {
 		"lockdown":                 func(f string, r json.RawMessage) { p.boolean(f, r, &p.cfg.Lockdown) },
 		"required_minimum_version": p.minimumVersion,
 		"allowed_settings":         p.allowedSettings,
+		"block_message":            p.blockMessage,
 	}
 	seen := p.eachMember("", members, fields)
 	if !seen["version"] {

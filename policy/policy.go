@@ -10,8 +10,12 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/internal/spelling"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -31,7 +35,35 @@ func Compile(p managedconfig.Policy) (*classifier.Classifier, error) {
 	if err != nil {
 		return nil, errors.Join(lerr, err)
 	}
+	if err := noticeRules(c, p.Notices); err != nil {
+		return nil, errors.Join(lerr, err)
+	}
 	return c, lerr
+}
+
+// noticeRules checks that every rule block_message names exists: a notice for a misspelled id
+// would never be shown. The daemon's own rules (coworkbridge.*) are not the classifier's and
+// are taken as written.
+func noticeRules(c *classifier.Classifier, n managedconfig.Notices) error {
+	if len(n.Rules) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, r := range c.Catalog() {
+		ids = append(ids, r.ID)
+	}
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(n.Rules)) {
+		if slices.Contains(ids, id) || strings.HasPrefix(id, "coworkbridge.") {
+			continue
+		}
+		msg := fmt.Sprintf("block_message.rules names rule %q, which no rule file defines", id)
+		if near, ok := spelling.Suggest(id, ids); ok {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		errs = append(errs, errors.New(msg))
+	}
+	return errors.Join(errs...)
 }
 
 // What runs when the policy given cannot be used whole.

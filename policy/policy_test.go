@@ -56,3 +56,19 @@ func TestTheKeeperKeepsTheLastGoodPolicyThroughBrokenChanges(t *testing.T) {
 		t.Fatalf("missing folder: %+v", res)
 	}
 }
+
+// A notice for a rule that does not exist would never be shown: it is a problem of the policy,
+// said with the rule meant.
+func TestABlockMessageForAnUnknownRuleIsAPolicyProblem(t *testing.T) {
+	_, err := Compile(managedconfig.Policy{Notices: managedconfig.Notices{Rules: map[string]managedconfig.Notice{
+		"bash.rm-critcal":         {Text: "no"},
+		"bash.rm-critical":        {Text: "no"},
+		"coworkbridge.quarantine": {Text: "the daemon's own rules are taken as written"},
+	}}})
+	if err == nil || !strings.Contains(err.Error(), `block_message.rules names rule "bash.rm-critcal", which no rule file defines; did you mean "bash.rm-critical"?`) {
+		t.Fatalf("Compile = %v", err)
+	}
+	if strings.Count(err.Error(), "names rule") != 1 {
+		t.Errorf("only the unknown id is a problem: %v", err)
+	}
+}

@@ -110,7 +110,7 @@ func problemLines(err error, file string, where func(string) string) []string {
 	var out []string
 	for _, e := range flatten(err) {
 		msg := e.Error()
-		if field, _, ok := strings.Cut(msg, " "); ok && strings.HasPrefix(field, "policy.") {
+		if field, _, ok := strings.Cut(msg, " "); ok && (strings.HasPrefix(field, "policy.") || strings.HasPrefix(field, "block_message.")) {
 			if w := where(strings.TrimSuffix(field, ":")); w != file {
 				msg = w + ": " + msg
 			}

@@ -54,7 +54,13 @@ type Record struct {
 	Decision  claudehook.Decision `json:"decision"`
 	Rule      string              `json:"rule,omitempty"`
 	Reason    string              `json:"reason,omitempty"`
-	LatencyUS int64               `json:"latency_us"`
+	// Matched, Nudge and Effects explain a deny or an ask as check does: the part of the input
+	// the rule matched, what the agent was told to do instead, and the effects seen in a shell
+	// command. Allows carry none of them.
+	Matched   string   `json:"matched,omitempty"`
+	Nudge     string   `json:"nudge,omitempty"`
+	Effects   []string `json:"effects,omitempty"`
+	LatencyUS int64    `json:"latency_us"`
 	// Where the record comes from, so that logs from a fleet can be told apart: filled from the
 	// log's Stamp when the writer leaves them empty.
 	Host         string `json:"host,omitempty"`
@@ -67,8 +73,9 @@ type Record struct {
 }
 
 // SchemaVersion is the version of the record format. 2 added schema, host, user, version,
-// config_hash, config_origin, cwd and input_omitted; 3 added prev, the hash chain.
-const SchemaVersion = 3
+// config_hash, config_origin, cwd and input_omitted; 3 added prev, the hash chain; 4 added
+// matched, nudge and effects.
+const SchemaVersion = 4
 
 // Stamp is what every record says about where it comes from.
 type Stamp struct {
@@ -216,7 +223,14 @@ func (l *Log) Encode(r Record) ([]byte, error) {
 		}
 	}
 	if l.opts.Redact {
-		r.Reason = Redact(r.Reason)
+		r.Reason, r.Matched, r.Nudge = Redact(r.Reason), Redact(r.Matched), Redact(r.Nudge)
+		if len(r.Effects) > 0 {
+			effects := make([]string, len(r.Effects))
+			for i, e := range r.Effects {
+				effects[i] = Redact(e)
+			}
+			r.Effects = effects
+		}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
