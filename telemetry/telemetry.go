@@ -50,10 +50,10 @@ type Record struct {
 	Input     json.RawMessage `json:"input"`
 	// Cwd is the call's working folder as the agent saw it, so that a replay judges its paths
 	// as they were judged.
-	Cwd       string              `json:"cwd,omitempty"`
-	Decision  claudehook.Decision `json:"decision"`
-	Rule      string              `json:"rule,omitempty"`
-	Reason    string              `json:"reason,omitempty"`
+	Cwd      string              `json:"cwd,omitempty"`
+	Decision claudehook.Decision `json:"decision"`
+	Rule     string              `json:"rule,omitempty"`
+	Reason   string              `json:"reason,omitempty"`
 	// Matched, Nudge and Effects explain a deny or an ask as check does: the part of the input
 	// the rule matched, what the agent was told to do instead, and the effects seen in a shell
 	// command. Allows carry none of them.
