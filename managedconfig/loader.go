@@ -245,6 +245,9 @@ func readLimited(path string) ([]byte, error) {
 	return data, nil
 }
 
+// HashOf is the hash a configuration's bytes (in their JSON form) are known by: Snapshot.Hash.
+func HashOf(data []byte) string { return hash(data) }
+
 func hash(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])

@@ -142,6 +142,20 @@ func Candidate(file string, env managedconfig.Env, paths managedconfig.Paths) (*
 	return Compile(cfg.Policy)
 }
 
+// CandidateInUse is Candidate with the configuration named as Used names it (origin "file").
+func CandidateInUse(file string, env managedconfig.Env, paths managedconfig.Paths) (InUse, error) {
+	problems, cfg := Validate(file, env, paths)
+	if len(problems) > 0 {
+		return InUse{}, fmt.Errorf("the candidate %s is invalid:\n  %s\nwhat to do: fix it ('coworkbridge validate %s' says the same)", file, strings.Join(problems, "\n  "), file)
+	}
+	c, err := Compile(cfg.Policy)
+	if err != nil {
+		return InUse{}, err
+	}
+	data, _, _ := managedconfig.ReadSourceLines(file)
+	return InUse{Classifier: c, Path: file, Origin: managedconfig.OriginFile, Hash: managedconfig.Snapshot{Hash: managedconfig.HashOf(data)}.ShortHash(), Policy: cfg.Policy, Mode: cfg.Mode, Enabled: cfg.CoworkEnabled}, nil
+}
+
 // InForce compiles the policy the user's daemon runs: managed.json's, the last good copy's when
 // the file is invalid (note says so), the built-in rules when there is no file. An invalid file
 // with no good copy is an error: judging with rules the daemon does not run would mislead. It
@@ -162,12 +176,16 @@ type InUse struct {
 	Hash   string
 	// Policy is the configuration's policy section, for explaining what it switched off.
 	Policy managedconfig.Policy
+	// Mode is the configuration's mode, which rules with no mode of their own follow.
+	Mode managedconfig.Mode
+	// Enabled is cowork_enabled: when false the rules judge nothing.
+	Enabled bool
 }
 
 // Used is InForce with the configuration it came from named.
 func Used(env managedconfig.Env, paths managedconfig.Paths) (InUse, error) {
 	s := managedconfig.NewLoader(env, paths).Load()
-	u := InUse{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(), Policy: s.Config.Policy}
+	u := InUse{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(), Policy: s.Config.Policy, Mode: s.Config.Mode, Enabled: s.Config.CoworkEnabled}
 	switch s.Origin {
 	case managedconfig.OriginInvalid:
 		return u, fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)", s.Problem, s.Path)

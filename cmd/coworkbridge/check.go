@@ -85,9 +85,15 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	}
 	v := c.Evaluate(ctx, p)
 	held := heldBack(ctx, used, p, v)
+	shown := ""
+	if v.Decision != claudehook.Allow {
+		shown = used.Policy.Notices.Explain(v.HookReason(), managedconfig.NoticeFacts{Rule: v.RuleID, RID: "RID", Decision: string(v.Decision),
+			Session: "SESSION", User: "USER", Host: "HOST"})
+	}
 	if *asJSON {
 		json.NewEncoder(sio.out).Encode(map[string]any{"decision": string(v.Decision), "rule": v.RuleID, "reason": v.Reason, "matched": v.Matched,
-			"effects": c.Effects(p), "config": used.Path, "config_origin": used.Origin, "config_hash": used.Hash, "held_back": held})
+			"effects": c.Effects(p), "config": used.Path, "config_origin": used.Origin, "config_hash": used.Hash, "held_back": held,
+			"fingerprint": c.Fingerprint(), "shown": shown})
 		return exitOK
 	}
 	fmt.Fprintf(sio.out, "decision: %s\n", v.Decision)
@@ -110,7 +116,17 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	if held != "" {
 		fmt.Fprintf(sio.out, "note:     %s\n", held)
 	}
-	fmt.Fprintf(sio.out, "policy:   %s\n", policySource(used))
+	for i, l := range strings.Split(shown, "\n") {
+		if l == "" {
+			continue
+		}
+		label := "shown:   "
+		if i > 0 {
+			label = "         "
+		}
+		fmt.Fprintf(sio.out, "%s %s\n", label, l)
+	}
+	fmt.Fprintf(sio.out, "policy:   %s, rules fingerprint %s\n", policySource(used), c.Fingerprint())
 	return exitOK
 }
 
