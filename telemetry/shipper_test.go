@@ -1,0 +1,223 @@
+package telemetry
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+)
+
+// siem is a TCP collector standing in for a SIEM: it keeps every line it is sent.
+type siem struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	lines []string
+}
+
+func newSIEM(t *testing.T) *siem {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &siem{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go s.read(c)
+		}
+	}()
+	return s
+}
+
+func (s *siem) read(c net.Conn) {
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 1<<20), 2<<20)
+	for sc.Scan() {
+		s.mu.Lock()
+		s.lines = append(s.lines, sc.Text())
+		s.mu.Unlock()
+	}
+}
+
+func (s *siem) received() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.lines...)
+}
+
+func (s *siem) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+// shipperConfig is deploy/shipping/rsyslog.conf with the three values it marks CHANGE pointed at
+// the test's folder, log and collector; each must be found exactly once, so that the file tested
+// is the file shipped.
+func shipperConfig(t *testing.T, work, log string, port int) string {
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "shipping", "rsyslog.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(data)
+	for _, r := range [][2]string{
+		{`workDirectory="/var/spool/rsyslog"`, `workDirectory="` + work + `"`},
+		{`File="/Users/*/Library/Logs/CoworkBridge/decisions.jsonl*"`, `File="` + log + `*"`},
+		{`target="siem.example.com" port="5514"`, fmt.Sprintf(`target="127.0.0.1" port="%d"`, port)},
+	} {
+		if n := strings.Count(conf, r[0]); n != 1 {
+			t.Fatalf("rsyslog.conf holds %q %d times, want once", r[0], n)
+		}
+		conf = strings.Replace(conf, r[0], r[1], 1)
+	}
+	path := filepath.Join(work, "rsyslog.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// rsyslog is one run of rsyslogd in the foreground.
+type rsyslog struct {
+	cmd  *exec.Cmd
+	errs bytes.Buffer
+}
+
+func startRsyslog(t *testing.T, bin, conf, work string) *rsyslog {
+	t.Helper()
+	r := &rsyslog{cmd: exec.Command(bin, "-n", "-f", conf, "-i", filepath.Join(work, "rsyslogd.pid"))}
+	r.cmd.Stdout, r.cmd.Stderr = &r.errs, &r.errs
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("start rsyslogd: %v", err)
+	}
+	t.Cleanup(func() { r.cmd.Process.Kill(); r.cmd.Wait() })
+	return r
+}
+
+// stop ends rsyslogd as a service manager does, so that it saves its offsets and queue.
+func (r *rsyslog) stop(t *testing.T) {
+	t.Helper()
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	if err := r.cmd.Wait(); err != nil {
+		t.Fatalf("rsyslogd did not stop cleanly: %v\n%s", err, r.errs.String())
+	}
+}
+
+// A real shipper, from the configuration admins are given, delivers every record of the
+// decision log byte for byte: across many rotations, the daemon reopening its log, and rsyslog
+// stopped and started again (with its own state files) while records keep coming. rsyslog's
+// imfile delivers at least once: when rotation renames files faster than it polls it may read a
+// rotated file again, so duplicates are counted and reported, and must be whole records that a
+// de-duplication on rid removes, never a record cut, merged or changed.
+// rsyslog comes from Debian's package; CI installs it and sets COWORKBRIDGE_SHIPPER=require.
+func TestRsyslogShipsEveryRecordAcrossRotationsAndRestarts(t *testing.T) {
+	bin, err := exec.LookPath("rsyslogd")
+	if err != nil {
+		if os.Getenv("COWORKBRIDGE_SHIPPER") == "require" {
+			t.Fatal("no rsyslogd on PATH, and COWORKBRIDGE_SHIPPER=require")
+		}
+		t.Skip("no rsyslogd on PATH (apt install rsyslog); set COWORKBRIDGE_SHIPPER=require to make this a failure")
+	}
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	os.MkdirAll(work, 0o700)
+	logPath := filepath.Join(dir, "logs", "decisions.jsonl")
+	os.MkdirAll(filepath.Dir(logPath), 0o700)
+	collector := newSIEM(t)
+	conf := shipperConfig(t, work, logPath, collector.port())
+
+	written := 0
+	write := func(n int) { // one daemon run: open the log, write n records, close it
+		l := Open(Options{Path: logPath, MaxFileBytes: 48 << 10, MaxFiles: 50, Stamp: Stamp{Host: "mac-17", User: "ada"}})
+		defer l.Close()
+		for range n {
+			written++
+			in, _ := json.Marshal(map[string]string{"command": fmt.Sprintf("echo %d %s", written, strings.Repeat("x", 300))})
+			rec := Record{TS: time.Now(), RID: fmt.Sprintf("%032x", written), Session: "local_a", Agent: "cowork",
+				Transport: TransportSpool, Mode: "observe", Tool: "Bash", Input: in, Decision: claudehook.Allow}
+			if err := l.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	distinct := func() int {
+		seen := map[string]bool{}
+		for _, l := range collector.received() {
+			seen[l] = true
+		}
+		return len(seen)
+	}
+	waitAll := func(r *rsyslog) {
+		cbtest.WaitForf(t, func() bool { return distinct() >= written }, func() string {
+			return fmt.Sprintf("the collector has %d of %d records; rsyslogd says:\n%s", distinct(), written, r.errs.String())
+		})
+	}
+
+	r := startRsyslog(t, bin, conf, work)
+	write(300) // several rotations while rsyslog follows
+	write(200) // the daemon restarted
+	waitAll(r)
+	r.stop(t)
+	write(100) // records written while the shipper is down, short of a rotation
+	r = startRsyslog(t, bin, conf, work)
+	write(300)
+	waitAll(r)
+	time.Sleep(1500 * time.Millisecond) // a poll and a half: a late duplicate is counted too
+	r.stop(t)
+
+	var want []string
+	for i := 50; i >= 0; i-- {
+		name := logPath
+		if i > 0 {
+			name = fmt.Sprintf("%s.%d", logPath, i)
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		for line := range bytes.Lines(data) {
+			want = append(want, string(bytes.TrimSuffix(line, []byte("\n"))))
+		}
+	}
+	if len(want) != written {
+		t.Fatalf("the log holds %d records, %d were written", len(want), written)
+	}
+	if _, err := os.Stat(logPath + ".5"); err != nil {
+		t.Fatalf("the test meant to cross many rotations, but there is no %s.5", filepath.Base(logPath))
+	}
+	got := map[string]int{}
+	for _, l := range collector.received() {
+		got[l]++
+	}
+	var missing, dups []int
+	for i, w := range want {
+		switch got[w] {
+		case 0:
+			missing = append(missing, i+1)
+		case 1:
+		default:
+			dups = append(dups, i+1)
+		}
+		delete(got, w)
+	}
+	if len(missing) > 0 || len(got) > 0 {
+		t.Errorf("of %d records, %d never arrived (%v), and %d lines arrived that were never written (cut, merged or altered)",
+			len(want), len(missing), missing, len(got))
+	}
+	if len(dups) > 0 {
+		t.Logf("%d of %d records arrived more than once (imfile re-read a rotated file); de-duplication on rid leaves each once", len(dups), len(want))
+	}
+}
