@@ -15,6 +15,7 @@ import (
 	"hash/fnv"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"time"
 
@@ -72,6 +73,11 @@ type Report struct {
 	// Integrity is what each log's hash chain says (none for stdin).
 	Integrity []Integrity `json:"integrity"`
 
+	// Objections are the denies and asks themselves, newest last, for a security team to read
+	// one by one: at most MaxObjections (the newest), ObjectionsDropped counts the rest.
+	Objections        []Objection `json:"objections"`
+	ObjectionsDropped int64       `json:"objections_dropped,omitempty"`
+
 	// Derived by Finish.
 	ReadyHosts []string     `json:"hosts_ready_for_enforce"`
 	Suggest    []Suggestion `json:"suggestions"`
@@ -79,12 +85,49 @@ type Report struct {
 	seen   map[uint64]struct{}
 	ring   []uint64
 	ringAt int
+	objAt  int // where the ring of Objections writes next, once it is full
 	// ruleHosts are the hosts where each rule objected, up to maxRuleHosts each.
 	ruleHosts map[string]map[string]struct{}
 }
 
 // maxRuleHosts bounds the hosts remembered per rule; a count at the bound means "at least".
 const maxRuleHosts = 10000
+
+// MaxObjections bounds the objections kept whole (the last ones read); maxObjectionInput bounds each one's input as
+// shown (the log keeps it whole).
+const (
+	MaxObjections     = 5000
+	maxObjectionInput = 2048
+)
+
+// Objection is one deny or ask (applied, or only observed) as the report lists it. Its input is
+// as the log holds it: redacted when telemetry.redact is on.
+type Objection struct {
+	TS       time.Time           `json:"ts"`
+	Host     string              `json:"host"`
+	User     string              `json:"user,omitempty"`
+	Session  string              `json:"session"`
+	Tool     string              `json:"tool"`
+	Rule     string              `json:"rule"`
+	Decision claudehook.Decision `json:"decision"`
+	Enforced bool                `json:"enforced"`
+	Reason   string              `json:"reason,omitempty"`
+	Input    string              `json:"input"`
+	Effects  []string            `json:"effects,omitempty"`
+}
+
+// Verdict is the objection's verdict as the tables name it: denied, would deny, asked, would ask.
+func (o Objection) Verdict() string {
+	switch {
+	case o.Decision == claudehook.Deny && o.Enforced:
+		return "denied"
+	case o.Decision == claudehook.Deny:
+		return "would deny"
+	case o.Enforced:
+		return "asked"
+	}
+	return "would ask"
+}
 
 // Suggestion is one change the records argue for.
 type Suggestion struct {
@@ -114,6 +157,9 @@ type record struct {
 	Rule     string              `json:"rule"`
 	Reason   string              `json:"reason"`
 	Host     string              `json:"host"`
+	User     string              `json:"user"`
+	Input    json.RawMessage     `json:"input"`
+	Effects  []string            `json:"effects"`
 }
 
 // Add reads one log (or a concatenation of many) line by line.
@@ -171,6 +217,9 @@ func (rp *Report) addLine(line []byte) {
 			hs[host] = struct{}{}
 		}
 	}
+	if r.Decision == claudehook.Deny || r.Decision == claudehook.Ask {
+		rp.keepObjection(r, host)
+	}
 	if r.Rule == "bash.unknown-executable" {
 		if m := quoted.FindStringSubmatch(r.Reason); m != nil {
 			k := m[1]
@@ -180,6 +229,23 @@ func (rp *Report) addLine(line []byte) {
 			rp.Programs[k]++
 		}
 	}
+}
+
+func (rp *Report) keepObjection(r record, host string) {
+	in := string(r.Input)
+	if len(in) > maxObjectionInput {
+		in = in[:maxObjectionInput] + fmt.Sprintf("…[%d more bytes in the log]", len(in)-maxObjectionInput)
+	}
+	o := Objection{TS: r.TS, Host: host, User: r.User, Session: r.Session, Tool: r.Tool, Rule: r.Rule, Decision: r.Decision,
+		Enforced: r.Enforced, Reason: r.Reason, Input: in, Effects: r.Effects}
+	if len(rp.Objections) < MaxObjections {
+		rp.Objections = append(rp.Objections, o)
+		return
+	}
+	// A ring of the last ones read: Finish puts them back in order.
+	rp.Objections[rp.objAt] = o
+	rp.objAt = (rp.objAt + 1) % MaxObjections
+	rp.ObjectionsDropped++
 }
 
 // quoted is the program an unknown-executable reason names: `... command "terraform"`.
@@ -240,8 +306,17 @@ func (rp *Report) duplicate(id string) bool {
 	return false
 }
 
+// minSuggestEvents is how often something must happen before the report suggests a change for
+// it: one event is an anecdote, and a policy tuned to anecdotes drifts.
+const minSuggestEvents = 5
+
 // Finish derives the hosts ready for enforce and the suggestions.
 func (rp *Report) Finish() {
+	if rp.objAt > 0 {
+		rp.Objections = slices.Concat(rp.Objections[rp.objAt:], rp.Objections[:rp.objAt])
+		rp.objAt = 0
+	}
+	sort.SliceStable(rp.Objections, func(i, j int) bool { return rp.Objections[i].TS.Before(rp.Objections[j].TS) })
 	rp.ReadyHosts = nil
 	for host, c := range rp.Hosts {
 		if host != Other && c.Records > 0 && c.WouldDeny == 0 && c.Deny == 0 {
@@ -251,7 +326,7 @@ func (rp *Report) Finish() {
 	sort.Strings(rp.ReadyHosts)
 	rp.Suggest = nil
 	for _, kv := range Top(rp.Programs, 10) {
-		if kv.Value >= 3 {
+		if kv.Value >= minSuggestEvents {
 			rp.Suggest = append(rp.Suggest, Suggestion{Kind: "allow_executable", Name: kv.Key, Count: kv.Value,
 				Reason: fmt.Sprintf("asked about %d times as an unknown program; if it is part of your users' work, add it to policy.allowed_executables", kv.Value)})
 		}
@@ -259,8 +334,8 @@ func (rp *Report) Finish() {
 	for _, kv := range topCounts(rp.Rules, 10) {
 		c := rp.Rules[kv.Key]
 		wouldBe := c.WouldAsk + c.WouldDeny
-		if kv.Key == "(no rule)" || kv.Key == "bash.unknown-executable" || wouldBe == 0 || wouldBe*1000 < rp.Totals.Records {
-			continue // under 0.1% of all calls: not noisy
+		if kv.Key == "(no rule)" || kv.Key == "bash.unknown-executable" || wouldBe < minSuggestEvents || wouldBe*1000 < rp.Totals.Records {
+			continue // a handful of events, or under 0.1% of all calls: not a pattern
 		}
 		s := Suggestion{Kind: "rule_observe", Name: kv.Key, Count: wouldBe, Hosts: len(rp.ruleHosts[kv.Key]),
 			Reason: "a noisy ask: review its records; if they are ordinary work, keep it in observe (policy.rule_modes) while the rest enforces"}

@@ -43,6 +43,12 @@ func cmdReport(_ context.Context, args []string, sio stdio) int {
 		}
 	}
 	rp.Finish()
+	if rp.Records == 0 && rp.Invalid > 0 {
+		// A report of nothing from a file of something is a wrong file, not a quiet fleet.
+		fmt.Fprintf(sio.err, "coworkbridge report: none of the %d lines read is a decision-log record: is %s a decision log (decisions.jsonl)?\n",
+			rp.Invalid, strings.Join(fs.Args(), ", "))
+		return exitFail
+	}
 	code := exitOK
 	if !rp.Whole() {
 		code = exitFail

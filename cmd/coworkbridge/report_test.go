@@ -119,3 +119,13 @@ func TestReportChecksThePublishedHeadAndReadsTheRetainedLog(t *testing.T) {
 		t.Errorf("records %d, denies %d: want the retained log's 2 denies among 5 records", got.Records, got.Totals.Deny)
 	}
 }
+
+// A file with no record in it is a wrong file, not a quiet fleet: report says so and fails.
+func TestReportOfAFileWithNoRecordFails(t *testing.T) {
+	garbage := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(garbage, []byte("hello\nthis is not a log\n{\"half\n"), 0o600)
+	code, _, errOut := runCLI(t, "", "report", garbage)
+	if code != exitFail || !strings.Contains(errOut, "none of the 3 lines read is a decision-log record") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
