@@ -66,7 +66,7 @@ type CodeInfo struct {
 	LogOnly bool
 }
 
-// codes is the registry, in the order the README lists them. It is never modified.
+// codes is the registry, in the order deploy/REFERENCE.md lists them. It is never modified.
 var codes = []CodeInfo{
 	{CodeSessionUnhooked, SeverityError, "a live session does not carry our hook (its error is in the log)",
 		"see the daemon log for each session's error (code session_unhooked)", false},
@@ -122,7 +122,7 @@ var codes = []CodeInfo{
 		"review the session: no agent's ordinary work makes ten calls a second for a minute", true},
 }
 
-// Codes lists every code, in the README's order.
+// Codes lists every code, in deploy/REFERENCE.md's order.
 func Codes() []CodeInfo { return slices.Clone(codes) }
 
 // Info is what the code means; an unknown code is an error with no action, so that a typo shows.

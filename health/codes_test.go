@@ -29,7 +29,7 @@ func TestEveryCodeIsRegisteredOnceWithItsMeaningAndAction(t *testing.T) {
 // The README's table of codes is the admins' reference: it lists every registered code, and
 // nothing else.
 func TestREADMEListsEveryCode(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "README.md"))
+	f, err := os.Open(filepath.Join("..", "deploy", "REFERENCE.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func TestREADMECommandsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cmds []readmeCommand
-	for _, f := range []string{"README.md", filepath.Join("deploy", "README.md")} {
+	for _, f := range []string{"README.md", "CONTRIBUTING.md", filepath.Join("deploy", "README.md"), filepath.Join("deploy", "REFERENCE.md")} {
 		cmds = append(cmds, readmeCommands(t, root, f)...)
 	}
 	if len(cmds) < 6 {
