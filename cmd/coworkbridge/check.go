@@ -161,7 +161,11 @@ func heldBack(ctx context.Context, u policy.InUse, p claudehook.Payload, v class
 }
 
 // policyInUse is the policy this user's daemon runs, with the configuration it came from.
-func policyInUse() (policy.InUse, error) {
+func policyInUse() (policy.InUse, error) { return policyOf("") }
+
+// policyOf is the policy of a candidate managed.json, named as the one in force is; with no
+// candidate, the one in force.
+func policyOf(candidate string) (policy.InUse, error) {
 	env, err := managedconfig.SystemEnv()
 	if err != nil {
 		return policy.InUse{}, err
@@ -169,6 +173,9 @@ func policyInUse() (policy.InUse, error) {
 	paths, err := env.Paths()
 	if err != nil {
 		return policy.InUse{}, err
+	}
+	if candidate != "" {
+		return policy.CandidateInUse(candidate, env, paths)
 	}
 	return policy.Used(env, paths)
 }

@@ -73,7 +73,7 @@ func cmdRules(_ context.Context, args []string, sio stdio) int {
 	if fs.NArg() > 1 {
 		return fs.usageError("rules explains one rule at a time, got %d", fs.NArg())
 	}
-	u, err := rulesPolicy(*config)
+	u, err := policyOf(*config)
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge rules:", err)
 		return exitFail
@@ -105,21 +105,6 @@ func cmdRules(_ context.Context, args []string, sio stdio) int {
 	}
 	listRules(sio.out, views, u)
 	return exitOK
-}
-
-func rulesPolicy(candidate string) (policy.InUse, error) {
-	if candidate == "" {
-		return policyInUse()
-	}
-	env, err := managedconfig.SystemEnv()
-	if err != nil {
-		return policy.InUse{}, err
-	}
-	paths, err := env.Paths()
-	if err != nil {
-		return policy.InUse{}, err
-	}
-	return policy.CandidateInUse(candidate, env, paths)
 }
 
 func unknownRule(id string, views []ruleView) string {
