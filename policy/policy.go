@@ -48,10 +48,7 @@ func noticeRules(c *classifier.Classifier, n managedconfig.Notices) error {
 	if len(n.Rules) == 0 {
 		return nil
 	}
-	var ids []string
-	for _, r := range c.Catalog() {
-		ids = append(ids, r.ID)
-	}
+	ids := c.RuleIDs()
 	var errs []error
 	for _, id := range slices.Sorted(maps.Keys(n.Rules)) {
 		if slices.Contains(ids, id) || strings.HasPrefix(id, "coworkbridge.") {
