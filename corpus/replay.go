@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -18,7 +19,7 @@ import (
 // secret is judged redacted, a call whose input was not logged (telemetry.inputs) cannot be
 // judged again and is counted as such.
 
-// replayExamples is how many calls each change shows.
+// replayExamples is how many calls each change shows unless Examples is set.
 const replayExamples = 3
 
 // Replayed is what a replay found.
@@ -30,20 +31,26 @@ type Replayed struct {
 	Invalid     int                 `json:"invalid_lines"`
 	Changes     map[string]int      `json:"changes"` // "deny->allow": count
 	Examples    map[string][]Change `json:"examples"`
+
+	// Keep is how many calls each change keeps as examples (NewReplayed sets 3).
+	Keep int `json:"-"`
 }
 
 // Change is one call whose verdict would change.
 type Change struct {
-	RID     string `json:"rid"`
-	Tool    string `json:"tool"`
-	Input   string `json:"input"`
-	OldRule string `json:"old_rule,omitempty"`
-	NewRule string `json:"new_rule,omitempty"`
+	RID     string    `json:"rid"`
+	TS      time.Time `json:"ts,omitzero"`
+	Host    string    `json:"host,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Tool    string    `json:"tool"`
+	Input   string    `json:"input"`
+	OldRule string    `json:"old_rule,omitempty"`
+	NewRule string    `json:"new_rule,omitempty"`
 }
 
 // NewReplayed is an empty result, to which Replay adds each log in turn.
 func NewReplayed() *Replayed {
-	return &Replayed{Changes: map[string]int{}, Examples: map[string][]Change{}}
+	return &Replayed{Changes: map[string]int{}, Examples: map[string][]Change{}, Keep: replayExamples}
 }
 
 // Replay judges the records of log again with c and adds what it finds to res.
@@ -55,18 +62,26 @@ func Replay(ctx context.Context, c *classifier.Classifier, log io.Reader, res *R
 		if err != nil {
 			return err
 		}
-		var r logged
-		if err := json.Unmarshal(line, &r); err != nil || r.Decision == "" {
-			res.Invalid++
-			continue
-		}
-		res.add(ctx, c, r)
+		res.AddLine(ctx, c, line)
 	}
 	return nil
 }
 
+// AddLine judges one line of a decision log again: for a reader that reads the log itself
+// (report, which drops the records it saw twice before handing them on).
+func (res *Replayed) AddLine(ctx context.Context, c *classifier.Classifier, line []byte) {
+	var r logged
+	if err := json.Unmarshal(line, &r); err != nil || r.Decision == "" {
+		res.Invalid++
+		return
+	}
+	res.add(ctx, c, r)
+}
+
 // logged is the part of a decision-log record a replay reads (a log written by any version).
 type logged struct {
+	TS           time.Time       `json:"ts"`
+	Host         string          `json:"host"`
 	RID          string          `json:"rid"`
 	Session      string          `json:"session"`
 	Tool         string          `json:"tool"`
@@ -102,11 +117,11 @@ func (res *Replayed) add(ctx context.Context, c *classifier.Classifier, r logged
 	}
 	key := r.Decision + "->" + now
 	res.Changes[key]++
-	if len(res.Examples[key]) < replayExamples {
+	if len(res.Examples[key]) < res.Keep {
 		in := string(r.Input)
 		if len(in) > 160 {
 			in = in[:160] + "…"
 		}
-		res.Examples[key] = append(res.Examples[key], Change{RID: r.RID, Tool: r.Tool, Input: in, OldRule: r.Rule, NewRule: v.RuleID})
+		res.Examples[key] = append(res.Examples[key], Change{RID: r.RID, TS: r.TS, Host: r.Host, Session: r.Session, Tool: r.Tool, Input: in, OldRule: r.Rule, NewRule: v.RuleID})
 	}
 }

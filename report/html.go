@@ -191,7 +191,8 @@ table.data td.n,table.data th.n{text-align:right}table.data th{background:#f5f5f
 table.data th[aria-sort=ascending]::after{content:" ▲"}table.data th[aria-sort=descending]::after{content:" ▼"}
 td code{font:12px Menlo,monospace;white-space:pre-wrap;word-break:break-all;display:block;max-width:460px}
 .v-denied{color:#c62828;font-weight:600}.v-asked{color:#ef6c00;font-weight:600}
-#filter{font:14px inherit;padding:4px 8px;width:420px}
+input.filter{font:14px inherit;padding:4px 8px;width:420px}
+#replay-changes tr.tighter td:nth-child(2),#replay tr.tighter td:nth-child(6){color:#c62828;font-weight:600}#replay-changes tr.looser td:nth-child(2),#replay tr.looser td:nth-child(6){color:#2e7d32;font-weight:600}
 </style></head><body>
 <h1>coworkbridge rollout report</h1>
 <table class="summary">
@@ -228,8 +229,19 @@ td code{font:12px Menlo,monospace;white-space:pre-wrap;word-break:break-all;disp
 {{if .R.Suggest}}<table class="data" id="suggestions"><thead><tr><th>change</th><th>name</th><th class="n">events</th><th class="n">hosts</th><th>why</th></tr></thead><tbody>
 {{range .R.Suggest}}<tr><td>{{.Kind}}</td><td>{{.Name}}</td><td class="n">{{.Count}}</td><td class="n">{{.Hosts}}</td><td>{{.Reason}}</td></tr>
 {{end}}</tbody></table>{{else}}<p>None: no rule stands out, and no program was asked about often.</p>{{end}}
+{{with .R.Replay}}<h2 id="replay-head">Replay under the candidate {{.Candidate}}</h2>
+<p>Every record above judged again under the candidate policy{{if .Fingerprint}} (rules fingerprint <code>{{.Fingerprint}}</code>){{end}}:
+{{.Result.Replayed}} of {{.Result.Records}} replayed ({{.Result.NotLogged}} whose input was not logged, {{.Result.GuardEvents}} guard events, which no policy decides).</p>
+{{if .Result.Changes}}<table class="data sortable" id="replay-changes"><thead><tr><th>logged verdict</th><th>candidate's verdict</th><th class="n">calls</th></tr></thead><tbody>
+{{range .Changes}}<tr class="{{if .Tighter}}tighter{{else}}looser{{end}}"><td>{{.From}}</td><td>{{.To}}</td><td class="n">{{.Count}}</td></tr>
+{{end}}</tbody></table>
+<p><input class="filter" data-table="replay" data-param="rfilter" type="search" placeholder="filter the changed calls" aria-label="filter the changed calls"> <span class="shown" id="replay-shown"></span>{{if lt .Listed .Changed}} (the page lists {{.Listed}} of the {{.Changed}} changed calls, the first of each kind){{end}}</p>
+<table class="data sortable" id="replay"><thead><tr><th>time (UTC)</th><th>host</th><th>session</th><th>tool</th><th>logged</th><th>candidate</th><th>rule then</th><th>rule now</th><th>input (as logged, redacted)</th></tr></thead><tbody>
+{{range .Changes}}{{$c := .}}{{range .Examples}}<tr class="{{if $c.Tighter}}tighter{{else}}looser{{end}}"><td>{{if not .TS.IsZero}}{{.TS.UTC.Format "2006-01-02 15:04:05"}}{{end}}</td><td>{{.Host}}</td><td>{{.Session}}</td><td>{{.Tool}}</td><td>{{$c.From}}</td><td>{{$c.To}}</td><td>{{.OldRule}}</td><td>{{.NewRule}}</td><td><code>{{.Input}}</code></td></tr>
+{{end}}{{end}}</tbody></table>
+{{else}}<p id="replay-none">No verdict would change.</p>{{end}}{{end}}
 <h2>Every objection ({{len .R.Objections}}{{if .R.ObjectionsDropped}}, the last read; {{.R.ObjectionsDropped}} earlier ones are in the log only{{end}})</h2>
-<p><input id="filter" type="search" placeholder="filter: host, user, rule, command... (all words must match)" aria-label="filter the objections"> <span id="shown"></span></p>
+<p><input class="filter" id="filter" data-table="objections" data-param="filter" type="search" placeholder="filter: host, user, rule, command... (all words must match)" aria-label="filter the objections"> <span class="shown" id="shown"></span></p>
 <table class="data sortable" id="objections"><thead><tr><th>time (UTC)</th><th>host</th><th>user</th><th>session</th><th>tool</th><th>rule</th><th>verdict</th><th>input (as logged, redacted)</th><th>effects</th></tr></thead><tbody>
 {{range .R.Objections}}<tr><td>{{.TS.UTC.Format "2006-01-02 15:04:05"}}</td><td>{{.Host}}</td><td>{{.User}}</td><td>{{.Session}}</td><td>{{.Tool}}</td><td>{{.Rule}}</td><td class="v-{{.Verdict}}">{{.Verdict}}</td><td><code>{{.Input}}</code></td><td>{{range .Effects}}<code>{{.}}</code>{{end}}</td></tr>
 {{end}}</tbody></table>
@@ -254,26 +266,30 @@ td code{font:12px Menlo,monospace;white-space:pre-wrap;word-break:break-all;disp
       });
     });
   });
-  var filter = document.getElementById("filter"), list = document.getElementById("objections"), shown = document.getElementById("shown");
-  function apply() {
-    var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean), n = 0;
-    Array.prototype.forEach.call(list.tBodies[0].rows, function (r) {
-      var text = r.textContent.toLowerCase();
-      var ok = words.every(function (w) { return text.indexOf(w) >= 0; });
-      r.hidden = !ok;
-      if (ok) n++;
-    });
-    shown.textContent = n + " of " + list.tBodies[0].rows.length + " shown";
-  }
-  filter.addEventListener("input", apply);
-  // A link can carry a view: #filter=words&sort=table-id.column (e.g. sort=objections.1).
-  var params = new URLSearchParams(location.hash.slice(1)), q = params.get("filter"), s = params.get("sort");
-  if (q) filter.value = q;
+  // A link can carry a view: #filter=words&rfilter=words&sort=table-id.column (e.g. sort=objections.1).
+  var params = new URLSearchParams(location.hash.slice(1));
+  document.querySelectorAll("input.filter").forEach(function (filter) {
+    var list = document.getElementById(filter.dataset.table), shown = filter.parentNode.querySelector(".shown");
+    function apply() {
+      var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean), n = 0;
+      Array.prototype.forEach.call(list.tBodies[0].rows, function (r) {
+        var text = r.textContent.toLowerCase();
+        var ok = words.every(function (w) { return text.indexOf(w) >= 0; });
+        r.hidden = !ok;
+        if (ok) n++;
+      });
+      shown.textContent = n + " of " + list.tBodies[0].rows.length + " shown";
+    }
+    filter.addEventListener("input", apply);
+    var q = params.get(filter.dataset.param);
+    if (q) filter.value = q;
+    apply();
+  });
+  var s = params.get("sort");
   if (s) {
     var parts = s.split("."), t = document.getElementById(parts[0]);
     if (t && t.tHead) { var th = t.tHead.rows[0].cells[+parts[1] || 0]; if (th) th.click(); }
   }
-  apply();
 })();
 </script>
 </body></html>

@@ -68,6 +68,9 @@ func (rp *Report) WriteText(w io.Writer, top int) error {
 	for _, s := range rp.Suggest {
 		p("  %s %s\t%d\t%s\n", s.Kind, s.Name, s.Count, s.Reason)
 	}
+	if rp.Replay != nil {
+		rp.Replay.writeText(p)
+	}
 	return tw.Flush()
 }
 

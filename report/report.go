@@ -78,6 +78,12 @@ type Report struct {
 	Objections        []Objection `json:"objections"`
 	ObjectionsDropped int64       `json:"objections_dropped,omitempty"`
 
+	// Replay is a candidate policy's verdicts on the same records, when the caller judged them
+	// again (see OnRecord).
+	Replay *Replay `json:"replay,omitempty"`
+	// OnRecord, when set, is given every record the report counts (duplicates are not), as read.
+	OnRecord func(line []byte) `json:"-"`
+
 	// Derived by Finish.
 	ReadyHosts []string     `json:"hosts_ready_for_enforce"`
 	Suggest    []Suggestion `json:"suggestions"`
@@ -189,6 +195,9 @@ func (rp *Report) addLine(line []byte) {
 		return
 	}
 	rp.Records++
+	if rp.OnRecord != nil {
+		rp.OnRecord(line)
+	}
 	if !r.TS.IsZero() {
 		if rp.First.IsZero() || r.TS.Before(rp.First) {
 			rp.First = r.TS

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/corpus"
 )
 
 // line renders one record as the decision log does.
@@ -157,6 +159,7 @@ func TestTheHTMLReportRendersItsChartsInARealBrowser(t *testing.T) {
 	rp := New()
 	rp.Add("d.jsonl", strings.NewReader(sampleLog()))
 	rp.Finish()
+	rp.Replay = sampleReplay()
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	var b bytes.Buffer
@@ -186,14 +189,15 @@ func TestTheHTMLReportRendersItsChartsInARealBrowser(t *testing.T) {
 	run("--screenshot=" + shot)
 	dom := string(run("--dump-dom"))
 	for _, want := range []string{`id="chart-days"`, `id="chart-rules"`, "bash.rm-critical", "<rect", `id="records">9<`,
-		`class="tick"`, `id="table-tools"`, `id="table-hosts"`, `<span id="shown">6 of 6 shown</span>`} {
+		`class="tick"`, `id="table-tools"`, `id="table-hosts"`, `<span class="shown" id="shown">6 of 6 shown</span>`,
+		`id="replay-changes"`, `<span class="shown" id="replay-shown">3 of 3 shown</span>`, "the page lists 3 of the 7 changed calls"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
 	}
 	// The page's script ran: a link filtering the objections to one Mac, sorted by host.
 	view := string(run("--dump-dom", "#filter=mac-b&sort=objections.1"))
-	if !strings.Contains(view, `<span id="shown">1 of 6 shown</span>`) || strings.Count(view, "<tr hidden") != 5 {
+	if !strings.Contains(view, `<span class="shown" id="shown">1 of 6 shown</span>`) || strings.Count(view, "<tr hidden") != 5 {
 		t.Errorf("filtering by #filter=mac-b did not leave one objection shown")
 	}
 	if !strings.Contains(view, `aria-sort="ascending"`) {
@@ -206,6 +210,12 @@ func TestTheHTMLReportRendersItsChartsInARealBrowser(t *testing.T) {
 	}
 	if !slices.IsSorted(order) || len(order) != 6 {
 		t.Errorf("objection rows by host after sorting: %v", order)
+	}
+	// The replay's changed calls have their own filter, which a link can carry too.
+	replayed := string(run("--dump-dom", "#rfilter=mac-b"))
+	if !strings.Contains(replayed, `<span class="shown" id="replay-shown">1 of 3 shown</span>`) ||
+		!strings.Contains(replayed, `<span class="shown" id="shown">6 of 6 shown</span>`) {
+		t.Errorf("#rfilter=mac-b did not filter the replay's calls alone")
 	}
 	f, err := os.Open(shot)
 	if err != nil {
@@ -233,6 +243,74 @@ func TestTheHTMLReportRendersItsChartsInARealBrowser(t *testing.T) {
 	if keep := os.Getenv("COWORKBRIDGE_REPORT_SHOT"); keep != "" {
 		data, _ := os.ReadFile(shot)
 		os.WriteFile(keep, data, 0o600)
+	}
+}
+
+// sampleReplay is a candidate's replay as check's classifier would have filled it: two kinds of
+// change, one of them with more calls than it lists.
+func sampleReplay() *Replay {
+	res := corpus.NewReplayed()
+	res.Records, res.Replayed, res.GuardEvents = 9, 9, 0
+	res.Changes = map[string]int{"deny->allow": 5, "allow->ask": 2}
+	res.Examples = map[string][]corpus.Change{
+		"deny->allow": {{RID: "b1", Host: "mac-b", Session: "local_1", Tool: "Bash", Input: `{"command":"rm -rf build"}`, OldRule: "bash.rm-critical"}},
+		"allow->ask": {{RID: "c1", Host: "mac-c", Session: "local_1", Tool: "Bash", Input: `{"command":"terraform apply"}`, NewRule: "bash.unknown-executable"},
+			{RID: "a9", Host: "mac-a", Session: "local_2", Tool: "Bash", Input: `{"command":"terraform plan"}`, NewRule: "bash.unknown-executable"}},
+	}
+	return &Replay{Candidate: "candidate.json", Fingerprint: "abc123", Result: res}
+}
+
+func TestAReplayIsListedWithTheMostFrequentChangeFirstAndItsDirection(t *testing.T) {
+	r := sampleReplay()
+	got := r.Changes()
+	if len(got) != 2 || got[0].From != "deny" || got[0].To != "allow" || got[0].Count != 5 || got[0].Tighter() || !got[1].Tighter() {
+		t.Errorf("changes %+v", got)
+	}
+	if r.Changed() != 7 || r.Listed() != 3 {
+		t.Errorf("changed %d listed %d, want 7 and 3", r.Changed(), r.Listed())
+	}
+	for _, tc := range []struct {
+		from, to string
+		tighter  bool
+	}{
+		{"allow", "ask (rule in observe)", true},
+		{"ask (rule in observe)", "ask", true},
+		{"deny", "deny (rule in observe)", false},
+		{"ask", "allow", false},
+	} {
+		if got := (ReplayChange{From: tc.from, To: tc.to}).Tighter(); got != tc.tighter {
+			t.Errorf("%s -> %s: tighter %v, want %v", tc.from, tc.to, got, tc.tighter)
+		}
+	}
+	rp := New()
+	rp.Add("d.jsonl", strings.NewReader(sampleLog()))
+	rp.Finish()
+	rp.Replay = r
+	var b bytes.Buffer
+	rp.WriteText(&b, 10)
+	for _, want := range []string{"replay under candidate.json (rules fingerprint abc123)", "deny → allow", "mac-b b1 Bash"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the text report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// A record shipped twice is counted once, and so judged again once.
+func TestOnRecordSeesEachRecordOnce(t *testing.T) {
+	rp := New()
+	var rids []string
+	rp.OnRecord = func(line []byte) {
+		var r struct{ Host, RID string }
+		json.Unmarshal(line, &r)
+		rids = append(rids, r.Host+"/"+r.RID)
+	}
+	rp.Add("d.jsonl", strings.NewReader(sampleLog()))
+	seen := map[string]int{}
+	for _, id := range rids {
+		seen[id]++
+	}
+	if len(rids) != 9 || seen["mac-a/a1"] != 1 || seen["mac-c/a1"] != 1 {
+		t.Errorf("records handed on: %v", rids)
 	}
 }
 

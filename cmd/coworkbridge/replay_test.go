@@ -101,3 +101,58 @@ func replayJSON(t *testing.T, log, candidate string) corpus.Replayed {
 	}
 	return res
 }
+
+// The report shows a candidate's replay beside the rest, judging a record shipped twice once,
+// with the calls themselves (host, session, input) on the page.
+func TestReportWithACandidateShowsWhatItWouldChange(t *testing.T) {
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	dir := t.TempDir()
+	log := filepath.Join(dir, "d.jsonl")
+	line := `{"ts":"2026-11-20T10:00:00Z","host":"%s","session":"local_a","rid":"%s","mode":"observe","tool":"Read","input":{"file_path":".env"},"decision":"deny","rule":"read.dotenv"}` + "\n"
+	os.WriteFile(log, []byte(fmt.Sprintf(line, "mac-a", "1")+fmt.Sprintf(line, "mac-a", "1")+fmt.Sprintf(line, "mac-b", "1")), 0o600)
+	candidate := filepath.Join(dir, "candidate.json")
+	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv"]}}`), 0o600)
+
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"report", "--json", "--candidate", candidate, log}, stdio{out: &out, err: &errb}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rp struct {
+		Replay struct {
+			Candidate   string          `json:"candidate"`
+			Fingerprint string          `json:"rules_fingerprint"`
+			Result      corpus.Replayed `json:"result"`
+		} `json:"replay"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rp); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	r := rp.Replay
+	if r.Candidate != candidate || r.Fingerprint == "" || r.Result.Records != 2 || r.Result.Changes["deny->allow"] != 2 {
+		t.Errorf("replay %+v; want the two distinct records (the duplicate dropped) turned deny->allow", r)
+	}
+	if ex := r.Result.Examples["deny->allow"]; len(ex) != 2 || ex[0].Host != "mac-a" || ex[1].Host != "mac-b" || ex[0].Session != "local_a" {
+		t.Errorf("examples %+v", ex)
+	}
+
+	page := filepath.Join(dir, "r.html")
+	out.Reset()
+	if code := dispatch(context.Background(), []string{"report", "--html", page, "--candidate", candidate, log}, stdio{out: &out, err: &errb}); code != exitOK {
+		t.Fatalf("--html: exit %d: %s", code, errb.String())
+	}
+	html, _ := os.ReadFile(page)
+	for _, want := range []string{`id="replay-changes"`, "<td>mac-b</td>", "read.dotenv"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if code := dispatch(context.Background(), []string{"report", "--candidate", candidate, "-"}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != exitUsage {
+		t.Errorf("--candidate with stdin: exit %d, want a usage error", code)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"version":1,"mdoe":"enforce"}`), 0o600)
+	errb.Reset()
+	if code := dispatch(context.Background(), []string{"report", "--candidate", bad, log}, stdio{out: &out, err: &errb}); code != exitFail || !strings.Contains(errb.String(), "mdoe") {
+		t.Errorf("an invalid candidate: exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -4,23 +4,28 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/corpus"
 	"github.com/coworkbridge/coworkbridge/report"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
-func cmdReport(_ context.Context, args []string, sio stdio) int {
-	fs := newFlags("report", "[--json | --html FILE] [--top N] LOG...", "Summarises decision logs for a rollout: per rule, tool, host, session and day, what observe mode\n"+
+func cmdReport(ctx context.Context, args []string, sio stdio) int {
+	fs := newFlags("report", "[--json | --html FILE] [--top N] [--candidate FILE] LOG...", "Summarises decision logs for a rollout: per rule, tool, host, session and day, what observe mode\n"+
 		"would have denied or asked and what enforce mode did; the noisiest rules; the Macs where nothing\n"+
 		"would have been denied (ready for enforce); the tuning the records suggest. LOG is a decision\n"+
 		"log (its rotated files LOG.1, LOG.2... and its retained log are read too), or - for stdin; logs of\n"+
 		"many Macs may be concatenated. Reads in bounded memory; records seen twice (same host and request\n"+
 		"id) count once. Each named log's hash chain is verified: a broken link is named (file, line,\n"+
-		"record) and the exit status is 1.", sio)
+		"record) and the exit status is 1. With --candidate, every record is judged again under a candidate\n"+
+		"managed.json and the report shows which verdicts it would change (as check --replay), with the\n"+
+		"calls themselves.", sio)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
 	html := fs.String("html", "", "write a self-contained HTML page (no network) with charts to FILE")
 	top := fs.Int("top", 15, "rows per table")
+	candidate := fs.String("candidate", "", "judge every record again under this managed.json and show what would change")
 	var heads headList
 	fs.Var(&heads, "head", "a chain head the daemon published (heartbeat's record_head, status): the log must still hold it (repeatable)")
 	if code, done := fs.parse(args); done {
@@ -36,6 +41,15 @@ func cmdReport(_ context.Context, args []string, sio stdio) int {
 		return fs.usageError("--json and --html cannot be combined")
 	}
 	rp := report.New()
+	if *candidate != "" {
+		if slices.Contains(fs.Args(), "-") {
+			return fs.usageError("--candidate reads the logs from files: save stdin to a file first")
+		}
+		if err := replayInto(ctx, rp, *candidate); err != nil {
+			fmt.Fprintln(sio.err, "coworkbridge report:", err)
+			return exitFail
+		}
+	}
 	for _, name := range fs.Args() {
 		if err := addLog(rp, name, heads, sio); err != nil {
 			fmt.Fprintln(sio.err, "coworkbridge report:", err)
@@ -78,6 +92,22 @@ func cmdReport(_ context.Context, args []string, sio stdio) int {
 		return code
 	}
 	return reportDone(rp.WriteText(sio.out, *top), code, sio)
+}
+
+// replayKeep is how many calls of each kind of change the report lists.
+const replayKeep = 200
+
+// replayInto has rp judge every record it counts again under the candidate's policy.
+func replayInto(ctx context.Context, rp *report.Report, candidate string) error {
+	u, err := policyOf(candidate)
+	if err != nil {
+		return err
+	}
+	res := corpus.NewReplayed()
+	res.Keep = replayKeep
+	rp.Replay = &report.Replay{Candidate: candidate, Fingerprint: u.Classifier.Fingerprint(), Result: res}
+	rp.OnRecord = func(line []byte) { res.AddLine(ctx, u.Classifier, line) }
+	return nil
 }
 
 // headList collects --head values.
