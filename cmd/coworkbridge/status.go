@@ -31,7 +31,8 @@ const (
 
 func cmdStatus(_ context.Context, args []string, sio stdio) int {
 	fs := newFlags("status", "[--json] [--user NAME]", "Says whether the daemon runs and guards every session. Exit status: 0 healthy,\n"+
-		"1 a warning is active, 2 the daemon is not running, 64 usage. As root (an MDM script), --user names\n"+
+		"1 a warning is active, 2 the daemon is not running, 3 every call is denied (an enforce file that is\n"+
+		"invalid with no last good copy: fix it now), 64 usage. As root (an MDM script), --user names\n"+
 		"the user whose daemon to ask; without it, the console user's.", sio)
 	asJSON := fs.Bool("json", false, "print the state as one JSON object")
 	user := fs.String("user", "", "as root: the user whose daemon to ask (default: the console user)")
