@@ -39,24 +39,37 @@ type Row struct {
 	Decision string          `json:"decision"`
 	// Cwd, where a corpus gives it (nah's rows do), is the folder the command runs in.
 	Cwd string `json:"cwd"`
+	// ID names a row where the corpus gives it (realworld's and realtraffic's rows do).
+	ID string `json:"id"`
 }
 
 // fromLog turns a decision-log record into a labelled row: what was denied or asked is expected
 // to be caught, what was allowed to pass.
 func (r *Row) fromLog() {
 	if r.Expect != "" || r.Decision == "" {
+		if r.Command == "" && len(r.Input) > 0 { // a row given as a tool call (realworld, realtraffic)
+			r.Command = commandOf(r.Input)
+		}
 		return
 	}
 	r.Expect = "deny"
 	if r.Decision == string(claudehook.Allow) {
 		r.Expect = "allow"
 	}
+	if cmd := commandOf(r.Input); cmd != "" {
+		r.Command = cmd
+	}
+}
+
+// commandOf is the shell command of a tool input, or the input itself for other tools.
+func commandOf(input json.RawMessage) string {
 	var in struct {
 		Command string `json:"command"`
 	}
-	if json.Unmarshal(r.Input, &in) == nil && in.Command != "" {
-		r.Command = in.Command
+	if json.Unmarshal(input, &in) == nil && in.Command != "" {
+		return in.Command
 	}
+	return string(input)
 }
 
 // scored reports whether a row counts in the scored subset: it needs no context (no env or cwd
@@ -68,19 +81,23 @@ func (r Row) scored() bool {
 // Tally counts how a classifier did on a set of rows.
 type Tally struct {
 	Rows      int
-	DenyRows  int // rows expected to be caught
+	DenyRows  int // rows expected to be denied
 	Caught    int // of those, denied or asked
 	Denied    int // of those, denied
+	// EitherRows are rows for which a deny and an ask are both right (deny_or_ask, ask);
+	// EitherCaught, those denied or asked.
+	EitherRows, EitherCaught int
 	AllowRows int // rows expected to pass
 	// FalseBlocks are allow rows denied; Asks, allow rows asked about.
 	FalseBlocks, Asks int
 	Crashes           int
 }
 
-// Miss is a row whose verdict disagrees with its label: a deny row let through, or an allow row
-// denied.
+// Miss is a row whose verdict disagrees with its label: a deny row let through or only asked
+// about, a deny-or-ask row let through, or an allow row denied.
 type Miss struct {
 	Line    int
+	ID      string
 	Expect  string
 	Got     claudehook.Decision
 	Rule    string
@@ -113,7 +130,7 @@ func Measure(ctx context.Context, c *classifier.Classifier, r io.Reader) (Score,
 			s.Scored.count(row, v, crashed)
 		}
 		if miss {
-			s.Misses = append(s.Misses, Miss{Line: n, Expect: row.Expect, Got: v.Decision, Rule: v.RuleID, Command: row.Command})
+			s.Misses = append(s.Misses, Miss{Line: n, ID: row.ID, Expect: row.Expect, Got: v.Decision, Rule: v.RuleID, Command: row.Command})
 		}
 	}
 	return s, nil
@@ -128,13 +145,20 @@ func (t *Tally) count(r Row, v classifier.Verdict, crashed bool) (miss bool) {
 	switch r.Expect {
 	case "deny":
 		t.DenyRows++
-		if v.Decision == claudehook.Deny {
+		switch v.Decision {
+		case claudehook.Deny:
 			t.Denied++
-		}
-		if v.Decision == claudehook.Allow {
+		case claudehook.Allow:
 			return true
 		}
 		t.Caught++
+		return v.Decision != claudehook.Deny
+	case "deny_or_ask", "ask":
+		t.EitherRows++
+		if v.Decision == claudehook.Allow {
+			return true
+		}
+		t.EitherCaught++
 	case "allow":
 		t.AllowRows++
 		switch v.Decision {
@@ -165,19 +189,19 @@ func classify(ctx context.Context, c *classifier.Classifier, r Row) (v classifie
 
 // payload is the tool call a row stands for.
 func (r Row) payload() (claudehook.Payload, bool) {
-	if len(r.Input) > 0 && r.Decision != "" && r.Tool != "Bash" && r.Tool != "mcp__workspace__bash" {
-		// A decision-log record of another tool: its input as it was logged (redacted values
-		// stay redacted).
-		return claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: defaultCwd, HookEventName: "PreToolUse"}, true
+	cwd := defaultCwd
+	if r.Cwd != "" {
+		cwd = r.Cwd
+	}
+	if len(r.Input) > 0 && string(r.Input) != "null" && r.Tool != "" {
+		// A tool call as a corpus gives it, or a decision-log record: its input as it was
+		// logged (redacted values stay redacted).
+		return claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: cwd, HookEventName: "PreToolUse"}, true
 	}
 	if r.Tool == "(raw_hook_json)" {
 		p, err := claudehook.ParsePayload([]byte(r.Command))
 		return p, err == nil
 	}
 	in, _ := json.Marshal(map[string]string{"command": r.Command})
-	cwd := defaultCwd
-	if r.Cwd != "" {
-		cwd = r.Cwd
-	}
 	return claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: cwd, HookEventName: "PreToolUse"}, true
 }

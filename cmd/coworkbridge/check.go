@@ -232,9 +232,13 @@ func tallyLine(name string, t corpus.Tally) string {
 		}
 		return 100 * float64(a) / float64(b)
 	}
-	return fmt.Sprintf("%-14s rows %5d  deny caught %4d/%-4d (%5.1f%%, denied %5.1f%%)  allow blocked %4d/%-4d (%4.1f%%)  allow asked %4d (%4.1f%%)  crashes %d",
+	line := fmt.Sprintf("%-14s rows %5d  deny caught %4d/%-4d (%5.1f%%, denied %5.1f%%)  allow blocked %4d/%-4d (%4.1f%%)  allow asked %4d (%4.1f%%)  crashes %d",
 		name, t.Rows, t.Caught, t.DenyRows, pct(t.Caught, t.DenyRows), pct(t.Denied, t.DenyRows), t.FalseBlocks, t.AllowRows, pct(t.FalseBlocks, t.AllowRows),
 		t.Asks, pct(t.Asks, t.AllowRows), t.Crashes)
+	if t.EitherRows > 0 {
+		line += fmt.Sprintf("  deny-or-ask caught %d/%d (%.1f%%)", t.EitherCaught, t.EitherRows, pct(t.EitherCaught, t.EitherRows))
+	}
+	return line
 }
 
 // scoreCorpus prints how c agrees with the labels of a corpus file: all rows, the scored subset
@@ -255,7 +259,11 @@ func scoreCorpus(ctx context.Context, c *classifier.Classifier, file string, sho
 	fmt.Fprintln(out, "  "+tallyLine("scored", s.Scored))
 	if showMisses {
 		for _, m := range s.Misses {
-			fmt.Fprintf(out, "  %s:%d expect %s got %s %s: %q\n", filepath.Base(file), m.Line, m.Expect, m.Got, m.Rule, m.Command)
+			where := fmt.Sprintf("%s:%d", filepath.Base(file), m.Line)
+			if m.ID != "" {
+				where += " " + m.ID
+			}
+			fmt.Fprintf(out, "  %s expect %s got %s %s: %q\n", where, m.Expect, m.Got, m.Rule, m.Command)
 		}
 	}
 	return nil
