@@ -80,14 +80,14 @@ func (r Row) scored() bool {
 
 // Tally counts how a classifier did on a set of rows.
 type Tally struct {
-	Rows      int
-	DenyRows  int // rows expected to be denied
-	Caught    int // of those, denied or asked
-	Denied    int // of those, denied
+	Rows     int
+	DenyRows int // rows expected to be denied
+	Caught   int // of those, denied or asked
+	Denied   int // of those, denied
 	// EitherRows are rows for which a deny and an ask are both right (deny_or_ask, ask);
 	// EitherCaught, those denied or asked.
 	EitherRows, EitherCaught int
-	AllowRows int // rows expected to pass
+	AllowRows                int // rows expected to pass
 	// FalseBlocks are allow rows denied; Asks, allow rows asked about.
 	FalseBlocks, Asks int
 	Crashes           int
