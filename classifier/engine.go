@@ -643,7 +643,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	fl := newFlow(an, cwd, c.secretPath)
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
-		for _, e := range commandEffects(cmd, cwd, fl) {
+		for _, e := range append(commandEffects(cmd, cwd, fl), c.openEffects(cmd, cwd)...) {
 			items = append(items, item{target: TargetEffect, text: e.String(), cmd: cmd, an: an, cwd: cwd})
 		}
 	}

@@ -1,0 +1,179 @@
+package classifier
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Path targets of any program. Whatever the program, known or not, a path it is handed (an
+// operand, an option's value in any spelling, an @file, a key=file) is something it may open:
+// a credential store handed to a program outside the tables is a read of a secret all the same
+// (column ~/.ssh/id_rsa, dig -f ~/.ssh/id_ed25519), and a persistence location handed to one is a
+// write until the program is known to only read (check_log -O ~/.bashrc). The program's identity
+// refines the verdict (a program that only looks at names and modes, a known reader, the key's
+// own consumer), it does not decide whether the path is looked at.
+//
+// Each such path is one effect, "open path=P secret|persist-location by=PROG", judged by the
+// effect rules.
+
+// EffectOpen: a program is handed a path it may read or write.
+const EffectOpen EffectKind = "open"
+
+// namesOnly are programs that look at a path's name, mode or metadata, never its content, or
+// that only pass a path on as text (echo, export): handing them a key is no read of it.
+var namesOnly = map[string]bool{
+	"ls": true, "stat": true, "test": true, "[": true, "[[": true, "du": true, "wc": true, "realpath": true,
+	"readlink": true, "dirname": true, "basename": true, "mkdir": true, "rmdir": true, "chmod": true, "chown": true,
+	"chgrp": true, "chflags": true, "xattr": true, "touch": true, "cd": true, "pushd": true, "popd": true, "echo": true,
+	"printf": true, "export": true, "declare": true, "typeset": true, "local": true, "readonly": true, "unset": true,
+	"alias": true, "which": true, "type": true, "command": true, "whereis": true, "mdls": true, "GetFileInfo": true,
+	"md5": true, "md5sum": true, "shasum": true, "sha1sum": true, "sha256sum": true, "sha512sum": true, "cksum": true,
+	"b2sum": true, "lsof": true, "fuser": true, "df": true, "tree": true, "exa": true, "eza": true, "fd": true,
+	"find": true, "file": true, "locate": true, "mdfind": true, "rm": true, "unlink": true, "shred": true, "srm": true,
+}
+
+// namesOnlyUnless are options with which a names-only program reads a file's content after all:
+// file -f LIST prints each line of LIST, find -fprint writes one.
+var namesOnlyUnless = map[string][]string{
+	"find": {"-fprint", "-fprint0", "-fprintf", "-fls", "-files0-from"},
+	"file": {"-f", "--files-from", "-m", "--magic-file"},
+	"wc":   {"--files0-from"},
+	"du":   {"--files0-from"},
+}
+
+// keyConsumers are the options through which a program uses a key or a configuration as its
+// owner meant (ssh -i KEY, kubectl --kubeconfig FILE): the program reads it to authenticate, and
+// prints none of it.
+var keyConsumers = map[string][]string{
+	"ssh": {"-i", "-F"}, "scp": {"-i", "-F"}, "sftp": {"-i", "-F"}, "ssh-keygen": {"-f"}, "ssh-copy-id": {"-i"},
+	"kubectl": {"--kubeconfig"}, "helm": {"--kubeconfig"}, "k9s": {"--kubeconfig"}, "kubectx": {"--kubeconfig"},
+	"docker": {"--config", "--tlscacert", "--tlscert", "--tlskey"}, "git": {"--git-dir"},
+	"twine": {"--config-file"}, "npm": {"--userconfig"}, "pnpm": {"--userconfig"},
+	"psql": {"--passfile"}, "mysql": {"--defaults-file", "--defaults-extra-file"},
+	"curl": {"--cert", "--key", "-E", "--netrc-file", "--cacert"}, "wget": {"--certificate", "--private-key", "--ca-certificate"},
+	"openvpn": {"--config"}, "age": {"-i", "--identity"}, "sops": {"--age"},
+}
+
+// keyOwners are programs whose every argument naming a key is theirs to use: ssh-add loads a
+// key into the agent, ssh-keygen -lf prints its fingerprint.
+var keyOwners = map[string]bool{"ssh-add": true, "ssh-keygen": true}
+
+// persistLocation names places where what is written runs again later: shell start-up files,
+// launchd's and cron's folders, login items, git hooks, the settings of editors and agents that
+// run commands, and the system's start-up and preload lists.
+var persistLocation = regexp.MustCompile(`(?i)` +
+	`(^|/)\.(bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile|zlogin|zlogout|cshrc|tcshrc|kshrc|xinitrc|xprofile|xsession)$` +
+	`|(^|/)\.config/(fish/config\.fish|autostart(/|$)|systemd/user(/|$))` +
+	`|^(~|/System)?/Library/(LaunchAgents|LaunchDaemons|StartupItems)(/|$)` +
+	`|^~/Library/Application Support/com\.apple\.backgroundtaskmanagementagent(/|$)` +
+	`|^/(private/)?etc/(cron[^/]*|crontab|anacrontab|rc\.local|rc\.common|profile|profile\.d|bashrc|bash\.bashrc|zshrc|zprofile|zshenv|ld\.so\.preload|periodic|emond\.d|launchd\.conf|systemd/system|init\.d|update-motd\.d|sudoers|sudoers\.d)(/|$)` +
+	`|^/(private/)?var/(spool/cron|at|spool/at)(/|$)|^/usr/lib/cron/tabs(/|$)` +
+	`|(^|/)\.ssh/(authorized_keys[^/]*|rc)$` +
+	`|(^|/)\.git/hooks/|(^|/)\.git/config$|(^|/)\.gitconfig$|(^|/)\.config/git/config$` +
+	`|(^|/)\.vscode/(tasks|settings|launch)\.json$|(^|/)\.claude/(settings[^/]*\.json$|hooks/)|(^|/)\.mcp\.json$` +
+	`|(^|/)\.cursor/(mcp|settings)\.json$`)
+
+// readsContent reports whether a names-only program is given an option with which it reads a
+// file's content after all (file -f LIST, -fLIST, --files-from=LIST).
+func readsContent(cmd *Command) bool {
+	for _, a := range cmd.Args {
+		name, _, _ := strings.Cut(a, "=")
+		for _, o := range namesOnlyUnless[cmd.Name] {
+			if name == o || len(o) == 2 && strings.HasPrefix(a, o) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pathValues are the paths a command is handed: its operands, and every option's value however
+// it is spelled (-f FILE, -fFILE, --file=FILE, --file FILE, @FILE, --opt=@FILE, if=FILE).
+// A value is a path when it looks like one (a slash, a ~, a leading dot) or is a secret's bare
+// file name.
+func pathValues(cmd *Command) []handedPath {
+	var out []handedPath
+	add := func(v, opt string) {
+		v = strings.TrimPrefix(v, "@")
+		if v != "" && (looksLikePath(v) || secretName.MatchString(v)) && !strings.Contains(v, "://") && !strings.ContainsAny(v, " \t\n") {
+			out = append(out, handedPath{value: v, opt: opt})
+		}
+	}
+	for i := 0; i < len(cmd.Args); i++ {
+		a := cmd.Args[i]
+		switch {
+		case a == "--":
+			for _, rest := range cmd.Args[i+1:] {
+				add(rest, "")
+			}
+			return out
+		case strings.HasPrefix(a, "--"):
+			name, value, inline := strings.Cut(a, "=")
+			if inline {
+				add(value, name)
+			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && looksLikePath(cmd.Args[i+1]) {
+				add(cmd.Args[i+1], name) // --config FILE; an operand after a flag is caught here too
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if len(a) > 2 && (strings.ContainsAny(a[2:3], "/~.@")) {
+				add(a[2:], a[:2]) // -f/path, -f~/x, -T@file
+			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && (looksLikePath(cmd.Args[i+1]) || secretName.MatchString(cmd.Args[i+1])) {
+				add(cmd.Args[i+1], a)
+				i++
+			}
+		default:
+			if k, v, ok := strings.Cut(a, "="); ok && k != "" && !strings.ContainsAny(k, "/~") {
+				add(v, k+"=") // if=FILE, input=FILE
+			} else {
+				add(a, "")
+			}
+		}
+	}
+	return out
+}
+
+// handedPath is one path a command is handed, and the option that handed it ("" for an operand).
+type handedPath struct{ value, opt string }
+
+// openEffects are the effects of the paths a command is handed: a secret, whatever the program
+// (but those that only look at names, and a key's own consumer); a persistence location, unless
+// the program is known to only read.
+func (c *Classifier) openEffects(cmd *Command, cwd string) []Effect {
+	if cmd.Name == "" || namesOnly[cmd.Name] && !readsContent(cmd) {
+		return nil
+	}
+	var out []Effect
+	for _, pa := range pathValues(cmd) {
+		p := canonPath(pa.value, cwd)
+		switch {
+		case readers[cmd.Name]:
+			// the known readers' files are judged by the read rules, option by option (bashItems)
+		case c.secretStore(p) && !consumes(cmd.Name, pa.opt):
+			out = append(out, effect(EffectOpen, cmd.Name, "path", p, "secret", ""))
+		case persistLocation.MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name]:
+			out = append(out, effect(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
+		}
+	}
+	return out
+}
+
+// persistReaders read the files they are handed and write none (beyond readers): what they do to
+// a start-up file is look at it.
+var persistReaders = map[string]bool{"diff": true, "cmp": true, "view": true,
+	"bat": true, "glow": true, "highlight": true, "pygmentize": true, "shellcheck": true, "bash": true, "zsh": true, "sh": true}
+
+// consumes reports whether a program uses a key through this option as its owner meant.
+func consumes(prog, opt string) bool {
+	return keyOwners[prog] || opt != "" && slices.Contains(keyConsumers[prog], opt)
+}
+
+// secretStore reports whether a path holds credentials by the policy's read rules, a project's
+// environment file aside: the programs that run a project read its .env (node --env-file,
+// docker compose --env-file), and read.dotenv judges the ones that would print it.
+func (c *Classifier) secretStore(p string) bool {
+	return c.secretPath(p) && !dotenvFile.MatchString(p)
+}
+
+var dotenvFile = regexp.MustCompile(`(^|/)\.env(\.[^/]+)?$`)

@@ -1,0 +1,81 @@
+package classifier
+
+import (
+	"context"
+	"testing"
+)
+
+// Any program handed a credential store or a persistence location, in any spelling of the
+// argument, meets the open rules; the programs that only look at names, a key's own consumer and
+// a project's .env pass. Each catching case has a look-alike that must pass.
+func TestAnyProgramHandedASecretOrAStartUpFileIsJudgedByWhatItIsHanded(t *testing.T) {
+	c := newTestClassifier(t, Policy{})
+	for _, tc := range []struct {
+		cmd, rule string // rule "" : no open rule may fire
+	}{
+		{"column /Users/ada/.ssh/id_ed25519", "effect.open-secret"},
+		{"dig -f ~/.ssh/id_ed25519", "effect.open-secret"},
+		{"dig -f hosts.txt example.com", ""},
+		{"fping -f~/.aws/credentials", "effect.open-secret"},
+		{"check_cups --extra-opts=@/home/user/.kube/config", "effect.open-secret"},
+		{"check_cups --extra-opts=@./plugin.ini", ""},
+		{"aspell --conf ~/.git-credentials", "effect.open-secret"},
+		{"dd if=/home/user/.kube/config", "effect.open-secret"},
+		{"dd if=build/disk.img of=out.img", ""},
+		{"bc -s ~/.aws/credentials", "effect.open-secret"},
+		{"file -f /home/user/.netrc", "effect.open-secret"},
+		{"file ~/.netrc", ""},
+		{"ls -la ~/.ssh", ""},
+		{"chmod 600 ~/.ssh/id_rsa", ""},
+		{"stat ~/Library/Keychains/login.keychain-db", ""},
+		{"ssh -i ~/.ssh/id_ed25519 deploy@example.com", ""},
+		{"ssh-add ~/.ssh/id_ed25519", ""},
+		{"ssh-keygen -y -f ~/.ssh/id_rsa", ""},
+		{"kubectl --kubeconfig ~/.kube/config get pods", ""},
+		{"kubectl --kubeconfig=~/.kube/config get pods", ""},
+		{"python3 tool.py --input ~/.kube/config", "effect.open-secret"},
+		{"export KUBECONFIG=~/.kube/config", ""},
+		{"node --env-file=.env server.js", ""},
+		{"docker compose --env-file .env up", ""},
+		{"find ~/.ssh -name '*.pub'", ""},
+		{"check_log -F /tmp/p -O ~/.bashrc", "effect.open-persistence"},
+		{"dos2unix -f -n /tmp/payload /home/user/.profile", "effect.open-persistence"},
+		{"dos2unix -n notes.txt notes.unix.txt", ""},
+		{"find . -name x -fprint ~/.zshrc", "effect.open-persistence"},
+		{"myagent --write ~/Library/LaunchAgents/com.x.plist", "effect.open-persistence"},
+		{"plutil -lint ~/Library/LaunchAgents/com.x.plist", "effect.open-persistence"},
+		{"shellcheck ~/.bashrc", ""},
+		{"diff ~/.zshrc ~/.zshrc.bak", ""},
+		{"grep alias ~/.zshrc", ""},
+		{"tool --hooks .git/hooks/pre-commit", "effect.open-persistence"},
+		{"tool --out build/hooks/pre-commit", ""},
+	} {
+		v := c.Evaluate(context.Background(), bashCall(tc.cmd))
+		isOpen := v.RuleID == "effect.open-secret" || v.RuleID == "effect.open-persistence"
+		switch {
+		case tc.rule != "" && v.RuleID != tc.rule:
+			t.Errorf("%s: %s %s, want %s", tc.cmd, v.Decision, v.RuleID, tc.rule)
+		case tc.rule == "" && isOpen:
+			t.Errorf("look-alike %s: %s %s", tc.cmd, v.Decision, v.RuleID)
+		}
+	}
+}
+
+// The spellings of a handed path: operands, -f FILE, -fFILE, --opt=FILE, --opt FILE, @FILE,
+// key=FILE and whatever follows --; a value with a space or a URL is no path.
+func TestPathValuesReadEverySpellingOfAnArgument(t *testing.T) {
+	cmd := &Command{Name: "x", Args: []string{"a/b", "-f", "~/c", "-g/d", "--h=./e", "--i", "/f", "-T@~/g", "if=/h", "k=plain", "--url=https://x/y", "m n/o", "--", "-p/q"}}
+	var got []string
+	for _, pa := range pathValues(cmd) {
+		got = append(got, pa.opt+"|"+pa.value)
+	}
+	want := []string{"|a/b", "-f|~/c", "-g|/d", "--h|./e", "--i|/f", "-T|~/g", "if=|/h", "|-p/q"}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("value %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
