@@ -134,6 +134,44 @@ func pathValues(cmd *Command) []handedPath {
 	return out
 }
 
+// embeddedPath is a path inside a longer argument or in the text fed to a program's standard
+// input: code (julia -e '…open("~/.x")…'), a configuration line (apache2ctl -c 'Include F'),
+// an address (socat open:F,creat), a script read from a here-document (jshell <<EOF /open F).
+var embeddedPath = regexp.MustCompile(`(?:^|[\s'"({\[=:,<>])((?:~[a-z_]*|/)[^\s'"(){}\[\],;:<>|&*?$\\]+)`)
+
+// messageOptions carry prose, where a path is a word, not a file (git commit -m "fix ~/.zshrc").
+var messageOptions = []string{"-m", "--message", "--title", "--body", "--notes", "--subject", "--description"}
+
+// embeddedPaths are the paths inside a command's arguments and here-document; those an
+// argument is as a whole are pathValues'.
+func embeddedPaths(cmd *Command) []handedPath {
+	var texts []string
+	for i, a := range cmd.Args {
+		if i > 0 && slices.Contains(messageOptions, cmd.Args[i-1]) || slices.ContainsFunc(messageOptions, func(o string) bool { return strings.HasPrefix(a, o+"=") }) {
+			continue
+		}
+		texts = append(texts, a)
+	}
+	if in, ok := cmd.FDs["0"]; ok && in.lit {
+		texts = append(texts, in.text)
+	}
+	var out []handedPath
+	for _, t := range texts {
+		if len(t) > maxEmbeddedScan {
+			t = t[:maxEmbeddedScan]
+		}
+		for _, m := range embeddedPath.FindAllStringSubmatch(t, -1) {
+			if m[1] != t { // a whole argument is pathValues' to judge, with its option
+				out = append(out, handedPath{value: m[1], opt: "embedded"})
+			}
+		}
+	}
+	return out
+}
+
+// maxEmbeddedScan bounds the text searched for paths in one argument or here-document.
+const maxEmbeddedScan = 64 << 10
+
 // handedPath is one path a command is handed, and the option that handed it ("" for an operand).
 type handedPath struct{ value, opt string }
 
@@ -145,7 +183,21 @@ func (c *Classifier) openEffects(cmd *Command, cwd string) []Effect {
 		return nil
 	}
 	var out []Effect
-	for _, pa := range pathValues(cmd) {
+	handed := pathValues(cmd)
+	if !readers[cmd.Name] && !shells[cmd.Name] { // a shell's -c is parsed as shell
+		whole := map[string]bool{}
+		for _, pa := range handed {
+			whole[pa.value] = true
+		}
+		for _, pa := range embeddedPaths(cmd) {
+			// The code of a known interpreter is analysed as code, which judges its reads
+			// (read.secrets); a start-up file it names is judged here.
+			if !whole[pa.value] && (interpreters[cmd.Name] == "" || persistLocation.MatchString(canonPath(pa.value, cwd))) {
+				handed = append(handed, pa)
+			}
+		}
+	}
+	for _, pa := range handed {
 		p := canonPath(pa.value, cwd)
 		switch {
 		case readers[cmd.Name]:
