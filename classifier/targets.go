@@ -214,7 +214,7 @@ func (c *Classifier) openEffects(cmd *Command, cwd string) []Effect {
 // persistReaders read the files they are handed and write none (beyond readers): what they do to
 // a start-up file is look at it.
 var persistReaders = map[string]bool{"diff": true, "cmp": true, "view": true,
-	"bat": true, "glow": true, "highlight": true, "pygmentize": true, "shellcheck": true, "bash": true, "zsh": true, "sh": true}
+	"glow": true, "highlight": true, "pygmentize": true, "shellcheck": true, "bash": true, "zsh": true, "sh": true}
 
 // consumes reports whether a program uses a key through this option as its owner meant.
 func consumes(prog, opt string) bool {

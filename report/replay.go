@@ -83,14 +83,7 @@ func (r *Replay) writeText(p func(string, ...any)) {
 	for _, c := range changes {
 		p("  %s → %s: %d\n", c.From, c.To, c.Count)
 		for _, ex := range c.Examples[:min(len(c.Examples), 3)] {
-			p("    %s %s %s %s  (%s → %s)\n", ex.Host, ex.RID, ex.Tool, ex.Input, or(ex.OldRule, "no rule"), or(ex.NewRule, "no rule"))
+			p("    %s %s %s %s  (%s → %s)\n", ex.Host, ex.RID, ex.Tool, ex.Input, cmp.Or(ex.OldRule, "no rule"), cmp.Or(ex.NewRule, "no rule"))
 		}
 	}
-}
-
-func or(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a
 }

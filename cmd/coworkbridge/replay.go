@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,16 +53,9 @@ func writeReplay(w io.Writer, res *corpus.Replayed, asJSON bool) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "\n%s: %d\n", strings.Replace(k, "->", " → ", 1), res.Changes[k])
 		for _, ex := range res.Examples[k] {
-			fmt.Fprintf(w, "  %s %s %s  (%s → %s)\n", ex.RID, ex.Tool, ex.Input, or(ex.OldRule, "no rule"), or(ex.NewRule, "no rule"))
+			fmt.Fprintf(w, "  %s %s %s  (%s → %s)\n", ex.RID, ex.Tool, ex.Input, cmp.Or(ex.OldRule, "no rule"), cmp.Or(ex.NewRule, "no rule"))
 		}
 	}
-}
-
-func or(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a
 }
 
 // runReplay is check --replay: each log in turn, its rotated files first.
