@@ -39,7 +39,7 @@ var codeDecodedExec = regexp.MustCompile(`(?:exec|eval|Function|system|popen|ins
 	`(?:"([^"]*)"|'([^']*)')(?:\s*,\s*["'](base64|hex)["'])?`)
 
 // codeDynamicExec: code that runs text it builds at run time, with nothing literal to decode.
-var codeDynamicExec = regexp.MustCompile(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|\bcompile\(\s*[A-Za-z_]|` +
+var codeDynamicExec = regexp.MustCompile(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|(?:^|[^.\w])compile\(\s*[A-Za-z_][\w.]*\s*[,)]|` +
 	`(?:system|popen|run|call|check_call|check_output|Popen)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64)\(\s*[A-Za-z_]`)
 
 // codeDecodedShell: code that hands a shell text it decodes from data the command does not

@@ -236,6 +236,9 @@ func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict
 			return Verdict{Decision: claudehook.Deny, RuleID: "classifier.cancelled", Reason: "the classifier was stopped before it decided"}
 		}
 		it.tool = p.ToolName
+		if it.cwd == "" {
+			it.cwd = p.Cwd
+		}
 		if v, ok := c.match(it); ok && severity(v) > severity(best) {
 			best = v
 			if v.Decision == claudehook.Deny && !v.ObserveOnly {

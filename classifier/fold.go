@@ -25,11 +25,42 @@ func (w *walker) foldSubst(cs *syntax.CmdSubst) (string, bool) {
 	if len(cs.Stmts) != 1 || w.folding >= maxFoldDepth {
 		return "", false
 	}
+	if name, ok := w.lookedUp(cs.Stmts[0].Cmd); ok {
+		return name, true
+	}
 	var calls []*syntax.CallExpr
 	if !pipelineCalls(cs.Stmts[0], &calls) || len(calls) == 0 {
 		return "", false
 	}
 	return w.foldCalls(calls)
+}
+
+// lookedUp folds a program looked up by name, `which python || which python3`, `command -v
+// node`, to the name it prints the path of (the first that is found): the program a variable
+// set from it runs is that one, and is judged as such.
+func (w *walker) lookedUp(cmd syntax.Command) (string, bool) {
+	switch c := cmd.(type) {
+	case *syntax.BinaryCmd:
+		if c.Op != syntax.OrStmt {
+			return "", false
+		}
+		first, ok := w.lookedUp(c.X.Cmd)
+		if _, ok2 := w.lookedUp(c.Y.Cmd); !ok || !ok2 {
+			return "", false
+		}
+		return first, true
+	case *syntax.CallExpr:
+		f := w.fields(c.Args)
+		switch {
+		case len(f) == 2 && f[0] == "which", len(f) == 3 && (f[0] == "command" && f[1] == "-v" || f[0] == "type" && f[1] == "-P"):
+			name := f[len(f)-1]
+			if strings.ContainsAny(name, "$/ ") || strings.HasPrefix(name, "-") {
+				return "", false
+			}
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // foldCalls computes what a pipeline of literal producers and decoders prints.

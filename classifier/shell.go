@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -84,7 +85,9 @@ type Analysis struct {
 	Code       []Code
 	Assigns    []string // NAME=value set in the script itself
 	ParseError error
-	Dynamic    []string // why some part could not be known statically
+	// Repaired is the parse error of text read after a repair (see repair), "" when none.
+	Repaired string
+	Dynamic  []string // why some part could not be known statically
 	// CodeEffects and CodePaths are what interpreter code does (see scanCode): effects, and the
 	// literal paths it names, judged by the read rules.
 	CodeEffects []codeEffect
@@ -135,6 +138,40 @@ func (a *Analysis) parse(src string) (*syntax.File, error) {
 		a.parser = syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash))
 	}
 	return a.parser.Parse(strings.NewReader(src), "")
+}
+
+// maxRepairs bounds the parses spent on one piece of shell that does not parse.
+const maxRepairs = 8
+
+// repair reads shell the parser refused as bash would run it, or gives up with the first error.
+// A here-document left open runs to the end of the input, as bash takes it; any other error has
+// the offending byte blanked and the text parsed again, up to maxRepairs times. Bash stops at a
+// syntax error, so what the repaired text runs is at least what bash runs, every word of it still
+// judged: prose an agent typed as a command (an agent's THOUGHT: line, a stray parenthesis) is
+// judged for what its words would do, not asked about because it is not shell. Text the
+// repair cannot make parse stays unparseable (rule bash.unparseable).
+func (a *Analysis) repair(src string, first error) (*syntax.File, error) {
+	err := first
+	for range maxRepairs {
+		var pe syntax.ParseError
+		if !errors.As(err, &pe) {
+			return nil, first
+		}
+		if delim, ok := strings.CutPrefix(pe.Text, "unclosed here-document `"); ok {
+			src += "\n" + strings.TrimSuffix(delim, "`") + "\n"
+		} else if off := int(pe.Pos.Offset()); off < len(src) && src[off] != '\'' && src[off] != '"' {
+			src = src[:off] + " " + src[off+1:]
+		} else {
+			return nil, first // an open quote: bash refuses it too, and what follows is unknown
+		}
+		f, perr := a.parse(src)
+		if perr == nil {
+			a.Repaired = first.Error()
+			return f, nil
+		}
+		err = perr
+	}
+	return nil, first
 }
 
 // exceed records the first limit reached.
@@ -244,10 +281,12 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 	}
 	f, err := a.parse(src)
 	if err != nil {
-		if a.ParseError == nil {
-			a.ParseError = err
+		if f, err = a.repair(src, err); err != nil {
+			if a.ParseError == nil {
+				a.ParseError = err
+			}
+			return
 		}
-		return
 	}
 	if vars == nil {
 		vars = map[string]string{}

@@ -33,6 +33,12 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"ForkBomb": func(_ *Classifier, it item) (string, bool) {
 		return "a process that copies itself without end", it.cmd == nil && it.an != nil && it.an.ForkBomb
 	},
+	"DotenvOutsideProject": dotenvOutsideProject,
+	"DotenvWrite":          dotenvWrite,
+	"KillProtected":        killProtected,
+	"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
+		return it.text, dotenvFile.MatchString(it.text) && !dotenvExample.MatchString(it.text) && inProject(it.text, it.cwd)
+	},
 	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
 		return it.server, c.mcpOn && !c.mcpAllow[it.server]
 	},
@@ -261,11 +267,57 @@ func producesCode(c *Command) bool {
 	return true
 }
 
-var dangerousVars = []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
-	"DYLD_FRAMEWORK_PATH", "PATH", "NODE_OPTIONS", "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "RUBYOPT",
-	"BASH_ENV", "ENV", "PROMPT_COMMAND", "ZDOTDIR"}
+// codeLoaders are variables that, set at all, make the programs reading them load a library or
+// run a command: whatever their value, they decide what runs.
+var codeLoaders = map[string]bool{"LD_PRELOAD": true, "LD_AUDIT": true, "DYLD_INSERT_LIBRARIES": true,
+	"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true, "ZDOTDIR": true, "PYTHONSTARTUP": true, "PERL5OPT": true,
+	"RUBYOPT": true, "PYTHONINSPECT": true, "PERL5DB": true}
 
-// dangerousEnv finds variables that make other programs load code: LD_PRELOAD, PATH, ...
+// searchPaths are lists of folders programs take code from: they load code from where the agent
+// can drop it unseen when one of their folders is a temporary one (PATH=/tmp:$PATH), or one
+// only known at run time.
+var searchPaths = map[string]bool{"PATH": true, "LD_LIBRARY_PATH": true, "DYLD_LIBRARY_PATH": true,
+	"DYLD_FRAMEWORK_PATH": true, "DYLD_FALLBACK_LIBRARY_PATH": true, "PYTHONPATH": true, "PERL5LIB": true,
+	"NODE_PATH": true, "RUBYLIB": true, "CLASSPATH": true, "GEM_PATH": true}
+
+// optionLoaders carry a program's options, some of which load code (node --require X, java
+// -javaagent:X) or open a debugger to the network (--inspect).
+var optionLoaders = map[string]*regexp.Regexp{
+	"NODE_OPTIONS":      regexp.MustCompile(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)[=\s]+(\S+)|--inspect`),
+	"JAVA_TOOL_OPTIONS": regexp.MustCompile(`-(javaagent|agentpath|agentlib):(\S+)|()()`),
+	"_JAVA_OPTIONS":     regexp.MustCompile(`-(javaagent|agentpath|agentlib):(\S+)|()()`),
+	"JDK_JAVA_OPTIONS":  regexp.MustCompile(`-(javaagent|agentpath|agentlib):(\S+)|()()`),
+}
+
+// loadsCode reports whether setting a variable to a value makes programs load code the project
+// does not hold: a preload or a start-up command (any value), a search path through a
+// temporary folder or an unknown one, an option that loads a module from outside the project or
+// opens a debugger. PYTHONPATH=. and NODE_OPTIONS=--max-old-space-size=4096 are ordinary work.
+func loadsCode(name, value, cwd string) bool {
+	switch {
+	case value == "":
+		return false // cleared, or set to nothing
+	case codeLoaders[name]:
+		return true
+	case searchPaths[name]:
+		for _, dir := range strings.Split(value, ":") {
+			if strings.Contains(dir, "$(") || strings.Contains(dir, "`") || tempPath.MatchString(canonPath(dir, cwd)) {
+				return true
+			}
+		}
+	case optionLoaders[name] != nil:
+		for _, m := range optionLoaders[name].FindAllStringSubmatch(value, -1) {
+			mod := m[len(m)-1]
+			if mod == "" || strings.HasPrefix(mod, "/") || strings.HasPrefix(mod, "~") || strings.HasPrefix(mod, "..") || strings.Contains(mod, "$") {
+				return true // --inspect, or a module outside the project
+			}
+		}
+	}
+	return false
+}
+
+// dangerousEnv finds variables set to make other programs load code (see loadsCode): for one
+// command, or for the rest of the script (export, declare, a bare assignment).
 func dangerousEnv(_ *Classifier, it item) (string, bool) {
 	var assigns []string
 	if it.cmd != nil {
@@ -277,8 +329,7 @@ func dangerousEnv(_ *Classifier, it item) (string, bool) {
 		assigns = it.an.Assigns
 	}
 	for _, a := range assigns {
-		name, _, _ := strings.Cut(a, "=")
-		if slices.Contains(dangerousVars, name) && strings.Contains(a, "=") {
+		if name, value, ok := strings.Cut(a, "="); ok && loadsCode(name, strings.Trim(value, `"'`), it.cwd) {
 			return a, true
 		}
 	}
@@ -349,6 +400,56 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 			continue
 		}
 		return w, true
+	}
+	return "", false
+}
+
+// noProject are working folders that hold more than a project: the disk, homes, a home's
+// standard folders, system folders.
+var noProject = regexp.MustCompile(`^(/|~|/Users|/home|~/(Library|Documents|Desktop|Downloads)|~/(Library|\.[^/]+)(/.*)?|/(etc|usr|var|bin|sbin|System|Library|Applications|private|opt|tmp)(/[^/]+)?)/?$`)
+
+// inProject reports whether a path lies in one of the folders the session works in; a working
+// folder that is a home, the disk or a system folder is no project.
+func inProject(p, cwd string) bool {
+	if cwd == "" {
+		return false
+	}
+	cwd = canonPath(cwd, "")
+	if noProject.MatchString(cwd) {
+		return false
+	}
+	return slices.ContainsFunc(projectRoots(cwd), func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") })
+}
+
+// dotenvExample are an environment file's templates, committed to be read.
+var dotenvExample = regexp.MustCompile(`\.env\.(example|sample|template|dist)$`)
+
+// dotenvOutsideProject finds an environment file read outside the project the session works
+// in: another project's, the home folder's. A project's own .env is the agent's to read for its
+// work; what leaves the machine from it is judged as a secret all the same (the flows ask
+// secretPath, which knows no project).
+func dotenvOutsideProject(_ *Classifier, it item) (string, bool) {
+	if !dotenvFile.MatchString(it.text) || dotenvExample.MatchString(it.text) || inProject(it.text, it.cwd) {
+		return "", false
+	}
+	return it.text, true
+}
+
+// dotenvWrite finds an environment file written outside the project, replaced whole (which may
+// overwrite the credentials it held), or edited to set a variable that makes programs load code
+// (NODE_OPTIONS, LD_PRELOAD, ...): the programs that run the project load it.
+func dotenvWrite(_ *Classifier, it item) (string, bool) {
+	if !dotenvFile.MatchString(it.text) || dotenvExample.MatchString(it.text) {
+		return "", false
+	}
+	if !inProject(it.text, it.cwd) || it.tool == "Write" {
+		return it.text, true // a whole new file may overwrite the credentials it held
+	}
+	for line := range strings.Lines(it.content) {
+		name, value, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "=")
+		if ok && loadsCode(strings.TrimSpace(name), strings.Trim(strings.TrimSpace(value), `"'`), it.cwd) {
+			return it.text + ": " + strings.TrimSpace(name), true
+		}
 	}
 	return "", false
 }

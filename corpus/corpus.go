@@ -104,10 +104,12 @@ type Miss struct {
 	Command string
 }
 
-// Score is the result of Measure: every row, the scored subset, and the misses.
+// Score is the result of Measure: every row, the scored subset, the misses, and the allow
+// rows asked about (the friction an admin weighs before enforcing), each with its rule.
 type Score struct {
 	All, Scored Tally
 	Misses      []Miss
+	Asked       []Miss
 }
 
 // Measure classifies every row of r with c. A line that is not a row is an error naming it.
@@ -129,8 +131,12 @@ func Measure(ctx context.Context, c *classifier.Classifier, r io.Reader) (Score,
 		if row.scored() {
 			s.Scored.count(row, v, crashed)
 		}
-		if miss {
-			s.Misses = append(s.Misses, Miss{Line: n, ID: row.ID, Expect: row.Expect, Got: v.Decision, Rule: v.RuleID, Command: row.Command})
+		m := Miss{Line: n, ID: row.ID, Expect: row.Expect, Got: v.Decision, Rule: v.RuleID, Command: row.Command}
+		switch {
+		case miss:
+			s.Misses = append(s.Misses, m)
+		case row.Expect == "allow" && v.Decision == claudehook.Ask:
+			s.Asked = append(s.Asked, m)
 		}
 	}
 	return s, nil

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +33,7 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	var corpora multiFlag
 	fs.Var(&corpora, "corpus", "score a labelled corpus (JSON lines: tool, command, expect); repeatable")
 	misses := fs.Bool("show-misses", false, "with --corpus, list the rows whose verdict disagrees")
+	asks := fs.Bool("show-asks", false, "with --corpus, list the allow rows asked about, and how many each rule asked")
 	settingsFile := fs.String("settings", "", "show what the allow-list holds of this settings file (as the daemon does in a session, and the lockdown ConfigChange hook)")
 	replayLog := fs.String("replay", "", "judge every call of this decision log again and show what would change")
 	candidate := fs.String("config", "", "with --replay: the candidate managed.json to judge with (default: the one in force)")
@@ -71,7 +74,7 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	}
 	if len(corpora) > 0 {
 		for _, f := range corpora {
-			if err := scoreCorpus(ctx, c, f, *misses, sio.out); err != nil {
+			if err := scoreCorpus(ctx, c, f, corpusShow{misses: *misses, asks: *asks}, sio.out); err != nil {
 				fmt.Fprintln(sio.err, "coworkbridge check:", err)
 				return exitFail
 			}
@@ -244,7 +247,7 @@ func tallyLine(name string, t corpus.Tally) string {
 // scoreCorpus prints how c agrees with the labels of a corpus file: all rows, the scored subset
 // (rows that need no context and are not must-not-crash edge cases), and with showMisses each
 // disagreement.
-func scoreCorpus(ctx context.Context, c *classifier.Classifier, file string, showMisses bool, out io.Writer) error {
+func scoreCorpus(ctx context.Context, c *classifier.Classifier, file string, show corpusShow, out io.Writer) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return fmt.Errorf("open corpus: %w", err)
@@ -257,14 +260,36 @@ func scoreCorpus(ctx context.Context, c *classifier.Classifier, file string, sho
 	fmt.Fprintln(out, filepath.Base(file))
 	fmt.Fprintln(out, "  "+tallyLine("all", s.All))
 	fmt.Fprintln(out, "  "+tallyLine("scored", s.Scored))
-	if showMisses {
-		for _, m := range s.Misses {
-			where := fmt.Sprintf("%s:%d", filepath.Base(file), m.Line)
-			if m.ID != "" {
-				where += " " + m.ID
-			}
-			fmt.Fprintf(out, "  %s expect %s got %s %s: %q\n", where, m.Expect, m.Got, m.Rule, m.Command)
+	if show.misses {
+		listRows(out, file, s.Misses)
+	}
+	if show.asks && len(s.Asked) > 0 {
+		byRule := map[string]int{}
+		for _, m := range s.Asked {
+			byRule[m.Rule]++
 		}
+		rules := slices.SortedFunc(maps.Keys(byRule), func(a, b string) int {
+			return cmp.Or(byRule[b]-byRule[a], strings.Compare(a, b))
+		})
+		fmt.Fprint(out, "  allow rows asked, by rule:")
+		for _, r := range rules {
+			fmt.Fprintf(out, " %s %d", r, byRule[r])
+		}
+		fmt.Fprintln(out)
+		listRows(out, file, s.Asked)
 	}
 	return nil
+}
+
+// corpusShow says which rows check --corpus lists beside its tallies.
+type corpusShow struct{ misses, asks bool }
+
+func listRows(out io.Writer, file string, rows []corpus.Miss) {
+	for _, m := range rows {
+		where := fmt.Sprintf("%s:%d", filepath.Base(file), m.Line)
+		if m.ID != "" {
+			where += " " + m.ID
+		}
+		fmt.Fprintf(out, "  %s expect %s got %s %s: %q\n", where, m.Expect, m.Got, m.Rule, m.Command)
+	}
 }

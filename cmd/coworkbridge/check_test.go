@@ -21,7 +21,7 @@ func TestCheckClassifiesOneCall(t *testing.T) {
 		{[]string{"--json", "--bash", "git push --force"}, "", map[string]string{"decision": "deny", "rule": "bash.git-push-force", "matched": "git push --force"}},
 		{[]string{"--json", "--write", "/Users/ada/.ssh/config"}, "", map[string]string{"decision": "deny", "rule": "path.secrets"}},
 		{[]string{"--json", "--bash", "ls"}, "", map[string]string{"decision": "allow", "rule": ""}},
-		{[]string{"--json", "-"}, `{"tool_name":"Read","tool_input":{"file_path":".env"},"cwd":"/p"}`, map[string]string{"decision": "deny", "rule": "read.dotenv"}},
+		{[]string{"--json", "-"}, `{"tool_name":"Read","tool_input":{"file_path":"../other/.env"},"cwd":"/p/app"}`, map[string]string{"decision": "deny", "rule": "read.dotenv"}},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer

@@ -38,7 +38,7 @@ func TestReplayShowsWhatACandidateWouldChange(t *testing.T) {
 			rec("06", "Bash", `null`, "deny", "coworkbridge.quarantine", "")+
 			"garbage\n"), 0o600)
 	candidate := filepath.Join(dir, "candidate.json")
-	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv"]}}`), 0o600)
+	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv","read.dotenv-project"]}}`), 0o600)
 	res := replayJSON(t, log, candidate)
 	if res.Records != 6 || res.Replayed != 4 || res.NotLogged != 1 || res.GuardEvents != 1 || res.Invalid != 1 {
 		t.Errorf("counts %+v", res)
@@ -81,7 +81,7 @@ func TestReplayReadsTheRotatedFilesToo(t *testing.T) {
 	os.WriteFile(log+".1", []byte(fmt.Sprintf(line, "b")), 0o600)
 	os.WriteFile(log, []byte(fmt.Sprintf(line, "c")), 0o600)
 	candidate := filepath.Join(dir, "candidate.json")
-	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv"]}}`), 0o600)
+	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv","read.dotenv-project"]}}`), 0o600)
 	res := replayJSON(t, log, candidate)
 	if res.Records != 3 || res.Changes["deny->allow"] != 3 || res.Examples["deny->allow"][0].RID != "a" {
 		t.Errorf("replayed %+v; want all three files, the oldest first", res)
@@ -111,7 +111,7 @@ func TestReportWithACandidateShowsWhatItWouldChange(t *testing.T) {
 	line := `{"ts":"2026-11-20T10:00:00Z","host":"%s","session":"local_a","rid":"%s","mode":"observe","tool":"Read","input":{"file_path":".env"},"decision":"deny","rule":"read.dotenv"}` + "\n"
 	os.WriteFile(log, []byte(fmt.Sprintf(line, "mac-a", "1")+fmt.Sprintf(line, "mac-a", "1")+fmt.Sprintf(line, "mac-b", "1")), 0o600)
 	candidate := filepath.Join(dir, "candidate.json")
-	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv"]}}`), 0o600)
+	os.WriteFile(candidate, []byte(`{"version":1,"cowork_enabled":true,"policy":{"disabled_rules":["read.dotenv","read.dotenv-project"]}}`), 0o600)
 
 	var out, errb bytes.Buffer
 	if code := dispatch(context.Background(), []string{"report", "--json", "--candidate", candidate, log}, stdio{out: &out, err: &errb}); code != exitOK {
