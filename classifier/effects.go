@@ -25,18 +25,25 @@ type EffectKind string
 
 // The effect kinds.
 const (
-	EffectDelete      EffectKind = "delete"       // removes files: target, recursive, critical
-	EffectSend        EffectKind = "send"         // data leaves the machine: data=, to=
-	EffectFetchExec   EffectKind = "fetch-exec"   // runs what it downloaded
-	EffectExec        EffectKind = "exec"         // runs code handed to it (a command in an option)
-	EffectCredential  EffectKind = "credential"   // prints a credential for the agent to read
-	EffectSecurityOff EffectKind = "security-off" // switches a protection off
-	EffectPersist     EffectKind = "persist"      // makes something run again later
-	EffectConfig      EffectKind = "config"       // changes a tool's configuration; exec when it runs a command
-	EffectInstall     EffectKind = "install"      // installs a package from a source it names
-	EffectPrivilege   EffectKind = "privilege"    // asks for administrator rights
-	EffectRemoteShell EffectKind = "remote-shell" // hands a shell to the network
-	EffectPermissions EffectKind = "permissions"  // changes modes or owners: target, recursive
+	EffectDelete       EffectKind = "delete"        // removes files: target, recursive, critical
+	EffectSend         EffectKind = "send"          // data leaves the machine: data=, to=
+	EffectFetchExec    EffectKind = "fetch-exec"    // runs what it downloaded
+	EffectExec         EffectKind = "exec"          // runs code handed to it (a command in an option)
+	EffectCredential   EffectKind = "credential"    // prints a credential for the agent to read
+	EffectSecurityOff  EffectKind = "security-off"  // switches a protection off
+	EffectPersist      EffectKind = "persist"       // makes something run again later
+	EffectConfig       EffectKind = "config"        // changes a tool's configuration; exec when it runs a command
+	EffectInstall      EffectKind = "install"       // installs a package from a source it names
+	EffectPrivilege    EffectKind = "privilege"     // asks for administrator rights
+	EffectRemoteShell  EffectKind = "remote-shell"  // hands a shell to the network
+	EffectPermissions  EffectKind = "permissions"   // changes modes or owners: target, recursive
+	EffectImpact       EffectKind = "impact"        // stops the machine, or takes a user's access away
+	EffectSystemConfig EffectKind = "system-config" // changes the machine's configuration for every user
+	EffectServiceStop  EffectKind = "service-stop"  // stops or disables a service: service=, defence
+	EffectLoadLibrary  EffectKind = "load-library"  // loads a library by path into a program: path=, planted
+	EffectCollect      EffectKind = "collect"       // records the screen, keys, clipboard or traffic
+	EffectServe        EffectKind = "serve"         // serves files to the network
+	EffectMount        EffectKind = "mount"         // attaches a disk image or volume
 )
 
 // Effect is one thing a command does.
@@ -690,37 +697,15 @@ func installEffects(cmd *Command, subs []string) []Effect {
 // system(), find -exec is elsewhere. The analysis reads each as shell.
 func execStrings(cmd *Command) []string {
 	var out []string
+	for _, h := range capabilityHits(cmd) {
+		if h.cap == CapShell || h.cap == CapExec || h.cap == CapNetShell {
+			out = append(out, h.values...)
+		}
+	}
 	switch cmd.Name {
-	case "tar", "gtar", "bsdtar":
-		out = append(out, optionValues(cmd.Args, tarExecOptions...)...)
-		for _, v := range optionValues(cmd.Args, "--checkpoint-action") {
-			if c, ok := strings.CutPrefix(v, "exec="); ok {
-				out = append(out, c)
-			}
-		}
-	case "ssh", "scp", "sftp":
-		for _, o := range optionValues(cmd.Args, "-o") {
-			k, v, ok := strings.Cut(o, "=")
-			if !ok {
-				k, v, _ = strings.Cut(o, " ")
-			}
-			if strings.EqualFold(k, "ProxyCommand") || strings.EqualFold(k, "LocalCommand") || strings.EqualFold(k, "RemoteCommand") {
-				out = append(out, v)
-			}
-		}
-	case "rsync":
-		out = append(out, optionValues(cmd.Args, "-e", "--rsh", "--rsync-path")...)
 	case "trap":
 		if ops := operands(cmd.Args); len(ops) > 0 {
 			out = append(out, ops[0])
-		}
-	case "socat":
-		for _, a := range cmd.Args {
-			addr := strings.Trim(a, `'"`)
-			if kind, rest, ok := strings.Cut(addr, ":"); ok && (strings.EqualFold(kind, "EXEC") || strings.EqualFold(kind, "SYSTEM")) {
-				cmdline, _, _ := strings.Cut(strings.Trim(rest, `'"`), ",")
-				out = append(out, strings.ReplaceAll(cmdline, `\ `, " "))
-			}
 		}
 	case "osascript":
 		for _, s := range optionValues(cmd.Args, "-e") {
@@ -776,6 +761,13 @@ func fetchedFiles(cmds []Command, cwd string) map[string]string {
 		c := &cmds[i]
 		spec, ok := fetchOutput[c.Name]
 		if !ok {
+			for _, h := range capabilityHits(c) {
+				if src := destination(c); h.cap == CapDownload && src != "" {
+					for _, f := range h.values {
+						files[canonPath(f, cwd)] = src
+					}
+				}
+			}
 			continue
 		}
 		src := destination(c)
@@ -922,7 +914,7 @@ func forgetReplaced(files map[string]string, c *Command, cwd string) {
 			delete(files, src)
 		}
 	}
-	if out, ok := c.fd("1"); ok && out.file != "" && !out.appends && !downloaders[c.Name] && c.Name != "tee" && len(c.Upstream) == 0 {
+	if out, ok := c.fd("1"); ok && out.file != "" && !out.appends && !isDownloader(c.Name) && c.Name != "tee" && len(c.Upstream) == 0 {
 		delete(files, canonPath(out.file, cwd)) // echo safe > x.sh
 	}
 }

@@ -314,17 +314,24 @@ func describeMatch(it item, matched string) string {
 func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 	var matched string
 	switch {
+	case r.NotInList != "":
+		if it.cmd == nil || it.cmd.Name == "" || it.cmd.Function || c.allowed[it.cmd.Name] {
+			return "", false
+		}
+		matched = it.cmd.Name
+		if r.Validator != "" {
+			m, ok := validators[r.Validator](c, it)
+			if !ok {
+				return "", false
+			}
+			matched = m
+		}
 	case r.Validator != "":
 		m, ok := validators[r.Validator](c, it)
 		if !ok {
 			return "", false
 		}
 		matched = m
-	case r.NotInList != "":
-		if it.cmd == nil || it.cmd.Name == "" || it.cmd.Function || c.allowed[it.cmd.Name] {
-			return "", false
-		}
-		matched = it.cmd.Name
 	default:
 		for _, re := range r.Patterns {
 			if loc := re.FindStringIndex(it.text); loc != nil {
@@ -389,9 +396,16 @@ func (c *Classifier) effects(an *Analysis, cwd string) []Effect {
 	var out []Effect
 	fl := newFlow(an, cwd, c.secretPath)
 	for i := range an.Commands {
-		out = append(out, commandEffects(&an.Commands[i], cwd, fl)...)
+		out = append(out, c.programEffects(&an.Commands[i], cwd, fl, an)...)
 	}
 	return append(out, analysisEffects(an, cwd, fl)...)
+}
+
+// programEffects are what one command does: by the tables of what programs do, by the paths it
+// is handed, and by the capabilities its arguments use.
+func (c *Classifier) programEffects(cmd *Command, cwd string, fl *flow, an *Analysis) []Effect {
+	out := append(commandEffects(cmd, cwd, fl), c.openEffects(cmd, cwd)...)
+	return append(out, c.capabilityEffects(cmd, cwd, an)...)
 }
 
 // analysisEffects are effects of several commands together.
@@ -646,7 +660,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	fl := newFlow(an, cwd, c.secretPath)
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
-		for _, e := range append(commandEffects(cmd, cwd, fl), c.openEffects(cmd, cwd)...) {
+		for _, e := range c.programEffects(cmd, cwd, fl, an) {
 			items = append(items, item{target: TargetEffect, text: e.String(), cmd: cmd, an: an, cwd: cwd})
 		}
 	}

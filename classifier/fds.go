@@ -243,7 +243,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 		return
 	}
 	out, _ := cmd.fd("1")
-	if out.file != "" && downloaders[cmd.Name] {
+	if out.file != "" && isDownloader(cmd.Name) {
 		if w.a.Fetched == nil {
 			w.a.Fetched = map[string]string{}
 		}
@@ -252,7 +252,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 	if shells[out.from] || interpreters[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
 		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && shells[out.from] {
 			w.a.shell(text, w.depth+1, w.vars)
-		} else if downloaders[cmd.Name] && len(w.a.Commands) < maxCommands {
+		} else if isDownloader(cmd.Name) && len(w.a.Commands) < maxCommands {
 			// The shell reading the descriptor is the pipe's reader: recorded as such.
 			w.a.Commands = append(w.a.Commands, Command{Name: out.from, Upstream: []string{cmd.Name}, UpstreamCmds: []Command{*cmd}})
 		}
@@ -311,7 +311,7 @@ func (w *walker) readFD(cmd *Command) {
 	if name == "" {
 		name = map[bool]string{true: "REPLY", false: "MAPFILE"}[cmd.Name == "read"]
 	}
-	if ok && downloaders[src.from] {
+	if ok && isDownloader(src.from) {
 		w.fetchedVars = setKey(w.fetchedVars, name, src.from) // read -u 3 cmd, 3 on <(curl …)
 		return
 	}

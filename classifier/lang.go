@@ -224,8 +224,12 @@ func (p *ruleParser) finish() error {
 			ways++
 		}
 	}
+	// match_base_command_not_in may be narrowed by a validator: both must hold.
+	if r.NotInList != "" && r.Validator != "" && len(r.Patterns) == 0 {
+		ways = 1
+	}
 	if ways != 1 {
-		return &ParseError{p.file, r.Line, fmt.Sprintf("rule %q needs exactly one of match, match_any, match_base_command_not_in or validator", r.ID)}
+		return &ParseError{p.file, r.Line, fmt.Sprintf("rule %q needs exactly one of match, match_any, match_base_command_not_in or validator (a validator may narrow match_base_command_not_in)", r.ID)}
 	}
 	p.rules = append(p.rules, r)
 	p.cur = nil

@@ -264,7 +264,7 @@ func decoderSubst(cs *syntax.CmdSubst) bool {
 			words[i] = a.Lit()
 		}
 		cmd := Command{Name: baseName(words[0]), Args: words[1:]}
-		if downloaders[cmd.Name] && cmd.Name != "curl" && cmd.Name != "wget" && producesCode(&cmd) {
+		if isDownloader(cmd.Name) && cmd.Name != "curl" && cmd.Name != "wget" && producesCode(&cmd) {
 			return true
 		}
 	}
@@ -732,7 +732,7 @@ func (w *walker) noteWritten(st *syntax.Stmt, target string) {
 		return
 	}
 	name := w.callName(c)
-	if downloaders[name] {
+	if isDownloader(name) {
 		if w.a.Fetched == nil {
 			w.a.Fetched = map[string]string{}
 		}
@@ -1241,7 +1241,7 @@ var wrapperOptsWithValue = map[string]map[string]bool{
 	"nsenter":     {"-t": true, "--target": true},
 	"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
 	"strace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-E": true, "-u": true, "-a": true, "-O": true, "-S": true, "-P": true},
-	"ltrace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-u": true, "-a": true},
+	"ltrace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-u": true, "-a": true, "-F": true, "-n": true, "-A": true, "-D": true, "-l": true},
 	"gdb":         {"-ex": true, "-x": true},
 }
 

@@ -151,9 +151,6 @@ var gitExecKeys = map[string]bool{
 // drivers, diff and merge drivers.
 var gitExecKeyPrefixes = []string{"alias.", "filter.", "diff.", "merge.", "pager.", "difftool.", "mergetool."}
 
-// tarExecOptions are tar options whose value tar runs as a command.
-var tarExecOptions = []string{"-I", "--use-compress-program", "--to-command", "--info-script", "-F", "--new-volume-script", "--rsh-command", "--rmt-command"}
-
 // installers take a package from a source they name; a URL, a git repository or another index
 // runs code no reviewer has seen.
 var installers = map[string][]string{

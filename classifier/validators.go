@@ -36,6 +36,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"DotenvOutsideProject": dotenvOutsideProject,
 	"DotenvWrite":          dotenvWrite,
 	"KillProtected":        killProtected,
+	"UnknownReach":         unknownReach,
 	"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
 		return it.text, dotenvFile.MatchString(it.text) && !dotenvExample.MatchString(it.text) && inProject(it.text, it.cwd)
 	},
@@ -153,6 +154,10 @@ var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "ba
 	"http": true, "https": true, "xh": true, "aria2c": true, "ssh": true, "socat": true, "tar": true, "unzip": true, "bsdtar": true,
 	"bunzip2": true, "xz": true, "unxz": true, "zstd": true, "lwp-request": true, "GET": true, "telnet": true, "git": true}
 
+// isDownloader reports a program whose output is what it got from the network or decoded: the
+// table above, and every program whose capabilities say it fetches.
+func isDownloader(prog string) bool { return downloaders[prog] || hasCapability(prog, CapFetch) }
+
 // downloadToShell finds text from the network or a decoder run as code: curl … | sh,
 // base64 -d | bash, sh -c "$(curl …)", bash <(wget -O- …).
 func downloadToShell(_ *Classifier, it item) (string, bool) {
@@ -178,7 +183,7 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 	}
 	if !hasCode {
 		for i, up := range cmd.Upstream {
-			if downloaders[up] && (i >= len(cmd.UpstreamCmds) || producesCode(&cmd.UpstreamCmds[i])) {
+			if isDownloader(up) && (i >= len(cmd.UpstreamCmds) || producesCode(&cmd.UpstreamCmds[i])) {
 				return up + " | … | " + cmd.Line(), true
 			}
 		}

@@ -1,0 +1,338 @@
+package classifier
+
+import (
+	_ "embed"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Capabilities of programs, as data: what a program can do beyond its plain job (run a command
+// handed in an option, write a file, fetch from the network, stop the machine...), and the forms
+// of its arguments that make it do it. The table is capabilities.txt, read once; this file only
+// knows how to read a form, never a program.
+
+//go:embed capabilities.txt
+var capabilitiesText string
+
+// Capability names what a program can be made to do.
+type Capability string
+
+// The capabilities a row may name (see capabilities.txt).
+const (
+	CapShell        Capability = "shell"
+	CapExec         Capability = "exec"
+	CapWrite        Capability = "write"
+	CapRead         Capability = "read"
+	CapDownload     Capability = "download"
+	CapFetch        Capability = "fetch"
+	CapNetShell     Capability = "net-shell"
+	CapStdinPaths   Capability = "stdin-paths"
+	CapImpact       Capability = "impact"
+	CapAccount      Capability = "account"
+	CapServiceStop  Capability = "service-stop"
+	CapSystemConfig Capability = "system-config"
+	CapPrivilege    Capability = "privilege"
+	CapLibrary      Capability = "library"
+	CapCollect      Capability = "collect"
+	CapRemoteAccess Capability = "remote-access"
+	CapServe        Capability = "serve"
+	CapMount        Capability = "mount"
+)
+
+var knownCapabilities = []Capability{CapShell, CapExec, CapWrite, CapRead, CapDownload, CapFetch, CapNetShell,
+	CapStdinPaths, CapImpact, CapAccount, CapServiceStop, CapSystemConfig, CapPrivilege, CapLibrary, CapCollect,
+	CapRemoteAccess, CapServe, CapMount}
+
+// capRow is one row of the table: a capability of one program, the forms that trigger it, and
+// what it acts on in words (for the effect's what=).
+type capRow struct {
+	cap   Capability
+	forms []string
+	what  string
+}
+
+// capTable maps a program to its rows.
+type capTable map[string][]capRow
+
+// capabilities is the table, parsed the first time it is needed; the table is part of the
+// binary, so a row that does not parse is a build error caught by the tests, not a run-time one.
+var capabilities = sync.OnceValue(func() capTable {
+	t, err := parseCapabilities(capabilitiesText)
+	if err != nil {
+		panic(err)
+	}
+	return t
+})
+
+// parseCapabilities reads the table's text.
+func parseCapabilities(text string) (capTable, error) {
+	t := capTable{}
+	n := 0
+	for line := range strings.Lines(text) {
+		n++
+		line, what, _ := strings.Cut(line, "|")
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if len(f) < 3 {
+			return nil, fmt.Errorf("capabilities.txt:%d: want program, capability and at least one form", n)
+		}
+		c := Capability(f[1])
+		if !slices.Contains(knownCapabilities, c) {
+			return nil, fmt.Errorf("capabilities.txt:%d: unknown capability %q", n, f[1])
+		}
+		for _, prog := range strings.Split(f[0], ",") {
+			t[prog] = append(t[prog], capRow{cap: c, forms: f[2:], what: strings.TrimSpace(what)})
+		}
+	}
+	return t, nil
+}
+
+// capHit is a capability a command uses, and the values it acts on ("" when the form has none).
+type capHit struct {
+	cap    Capability
+	what   string
+	values []string
+}
+
+// capabilityHits are the capabilities a command uses, by the forms of its arguments.
+func capabilityHits(cmd *Command) []capHit {
+	var out []capHit
+	for _, row := range capabilities()[cmd.Name] {
+		var values []string
+		hit := false
+		for _, form := range row.forms {
+			v, ok := formValues(cmd, form)
+			hit = hit || ok
+			values = append(values, v...)
+		}
+		if hit {
+			out = append(out, capHit{cap: row.cap, what: row.what, values: values})
+		}
+	}
+	return out
+}
+
+// hasCapability reports whether a program has a capability in any form (a fetcher, a shell
+// runner), whatever its arguments.
+func hasCapability(prog string, c Capability) bool {
+	return slices.ContainsFunc(capabilities()[prog], func(r capRow) bool { return r.cap == c })
+}
+
+// formValues reports whether a command's arguments take a form, and the values the form names.
+func formValues(cmd *Command, form string) ([]string, bool) {
+	switch {
+	case form == "*":
+		return operands(cmd.Args), true
+	case form == "rest":
+		ops := operands(cmd.Args)
+		return []string{strings.Join(ops, " ")}, len(ops) > 0
+	case form == "assign":
+		var vs []string
+		for _, o := range operands(cmd.Args) {
+			if k, _, ok := strings.Cut(o, "="); ok && k != "" {
+				vs = append(vs, o)
+			}
+		}
+		return vs, len(vs) > 0
+	case strings.HasPrefix(form, "sub:"):
+		return nil, subMatches(operands(cmd.Args), strings.Split(form[len("sub:"):], "+"))
+	case strings.HasPrefix(form, "arg:"):
+		return prefixedArgs(cmd.Args, form[len("arg:"):])
+	case strings.HasPrefix(form, "-"):
+		return optionForm(cmd.Args, form)
+	}
+	return nil, false
+}
+
+// subMatches reports whether the operands begin with the words, case folded; "*" is any word.
+func subMatches(ops, words []string) bool {
+	if len(ops) < len(words) {
+		return false
+	}
+	for i, w := range words {
+		if w != "*" && !strings.EqualFold(ops[i], w) {
+			return false
+		}
+	}
+	return true
+}
+
+// prefixedArgs are the arguments starting with a prefix (case folded), as values: the rest up to
+// a comma (socat's address options follow one), with escaped spaces undone.
+func prefixedArgs(args []string, prefix string) ([]string, bool) {
+	var vs []string
+	for _, a := range args {
+		a = strings.Trim(a, `'"`)
+		if len(a) >= len(prefix) && strings.EqualFold(a[:len(prefix)], prefix) {
+			v, _, _ := strings.Cut(strings.Trim(a[len(prefix):], `'"`), ",")
+			vs = append(vs, strings.ReplaceAll(v, `\ `, " "))
+		}
+	}
+	return vs, len(vs) > 0
+}
+
+// optionForm reads an option form: -x or --long (present, with its values), --opt=prefix (a
+// value that starts with prefix, the rest as the value), -o:Key (a key=value or "key value"
+// pair given to -o).
+func optionForm(args []string, form string) ([]string, bool) {
+	if opt, key, ok := strings.Cut(form, ":"); ok {
+		var vs []string
+		for _, pair := range optionValues(args, opt) {
+			k, v, ok := strings.Cut(pair, "=")
+			if !ok {
+				k, v, _ = strings.Cut(pair, " ")
+			}
+			if strings.EqualFold(k, key) {
+				vs = append(vs, v)
+			}
+		}
+		return vs, len(vs) > 0
+	}
+	if opt, prefix, ok := strings.Cut(form, "="); ok {
+		var vs []string
+		for _, v := range optionValues(args, opt) {
+			if rest, ok := strings.CutPrefix(v, prefix); ok {
+				vs = append(vs, rest)
+			}
+		}
+		return vs, len(vs) > 0
+	}
+	present := slices.ContainsFunc(args, func(a string) bool { return a == form || strings.HasPrefix(a, form+"=") })
+	vs := optionValues(args, form)
+	return vs, present || len(vs) > 0
+}
+
+// defenceServices are services that record or defend: stopping one is switching a protection
+// off, whatever the program that stops it.
+var defenceServices = regexp.MustCompile(`(?i)(syslog|rsyslog|journald|auditd|audit|osquery|falcon|crowdstrike|sentinel|santa|xprotect|` +
+	`firewall|alf|pf\b|ufw|firewalld|apparmor|selinux|clamav|clamd|defender|mdatp|wdav|jamf|mdm|wazuh|ossec|velociraptor|elastic|` +
+	`sysmon|endpoint|esensor|nessus|lulu|littlesnitch|cron|sshd|coworkbridge)`)
+
+// capabilityEffects are the effects of the capabilities a command uses. Commands an option or an
+// address runs are analysed as shell where the walker reaches them (see nested); here they are
+// an exec effect, whose runs= names what runs.
+func (c *Classifier) capabilityEffects(cmd *Command, cwd string, an *Analysis) []Effect {
+	var out []Effect
+	for _, h := range capabilityHits(cmd) {
+		switch h.cap {
+		case CapExec, CapShell:
+			for _, v := range h.values {
+				out = append(out, execEffect(cmd.Name, v, cwd, an))
+			}
+		case CapNetShell:
+			for _, v := range h.values {
+				if givesShell(v) {
+					out = append(out, effect(EffectRemoteShell, cmd.Name, "runs", v))
+				}
+			}
+		case CapWrite, CapRead:
+			for _, v := range h.values {
+				out = append(out, c.pathEffects(cmd.Name, canonPath(v, cwd), h.cap == CapWrite)...)
+			}
+		case CapStdinPaths:
+			for _, p := range stdinPaths(cmd) {
+				out = append(out, c.pathEffects(cmd.Name, canonPath(p, cwd), false)...)
+			}
+		case CapImpact:
+			out = append(out, effect(EffectImpact, cmd.Name, "what", h.what))
+		case CapAccount:
+			out = append(out, effect(EffectPersist, cmd.Name, "what", h.what))
+		case CapSystemConfig:
+			out = append(out, effect(EffectSystemConfig, cmd.Name, "what", h.what))
+		case CapPrivilege:
+			out = append(out, effect(EffectPrivilege, cmd.Name, "what", h.what))
+		case CapServiceStop:
+			out = append(out, serviceStop(cmd))
+		case CapLibrary:
+			for _, v := range h.values {
+				e := effect(EffectLoadLibrary, cmd.Name, "path", v)
+				if p := canonPath(v, cwd); tempPath.MatchString(p) || hiddenPath.MatchString(p) || an != nil && an.Scripts[p] != "" {
+					e.Attrs = append(e.Attrs, [2]string{"planted", ""})
+				}
+				out = append(out, e)
+			}
+		case CapCollect:
+			out = append(out, effect(EffectCollect, cmd.Name, "what", h.what))
+		case CapRemoteAccess:
+			out = append(out, effect(EffectRemoteShell, cmd.Name, "runs", "a tunnel to this machine"))
+		case CapServe:
+			out = append(out, effect(EffectServe, cmd.Name))
+		case CapMount:
+			out = append(out, effect(EffectMount, cmd.Name, "what", h.what))
+		}
+	}
+	return out
+}
+
+// execEffect is a command run through an option: a shell or an interpreter (which whoever wrote
+// the value drives), or a file in a temporary or hidden folder or one the command wrote itself,
+// is flagged; anything else is a program run by another.
+func execEffect(by, value, cwd string, an *Analysis) Effect {
+	e := effect(EffectExec, by, "runs", value)
+	first, _, _ := strings.Cut(strings.TrimSpace(strings.Trim(value, `'"`)), " ")
+	p := canonPath(first, cwd)
+	switch {
+	case givesShell(value):
+		e.Attrs = append(e.Attrs, [2]string{"shell", ""})
+	case tempPath.MatchString(p) || hiddenPath.MatchString(p) || an != nil && an.Scripts[p] != "" || strings.HasPrefix(p, "/dev/shm/"):
+		e.Attrs = append(e.Attrs, [2]string{"planted", ""})
+	}
+	return e
+}
+
+// hiddenPath is a path through a hidden folder outside the project's own tools (.git, .venv...).
+var hiddenPath = regexp.MustCompile(`(^|/)\.[^/.][^/]*/`)
+
+// pathEffects judge a path a capability reads or writes: a credential store (read or
+// overwritten), a persistence location written.
+func (c *Classifier) pathEffects(by, p string, write bool) []Effect {
+	switch {
+	case c.secretStore(p):
+		e := effect(EffectOpen, by, "path", p, "secret", "")
+		if write {
+			e.Attrs = append(e.Attrs, [2]string{"write", ""})
+		}
+		return []Effect{e}
+	case write && persistLocation.MatchString(p):
+		return []Effect{effect(EffectOpen, by, "path", p, "persist-location", "", "write", "")}
+	}
+	return nil
+}
+
+// stdinPaths are the paths named on a command's standard input, where the command shows them:
+// the words of a literal here-document or here-string, or of what echo or printf print into it.
+func stdinPaths(cmd *Command) []string {
+	var text []string
+	if in, ok := cmd.FDs["0"]; ok && in.lit {
+		text = append(text, in.text)
+	}
+	if n := len(cmd.UpstreamCmds); n > 0 {
+		if up := cmd.UpstreamCmds[n-1]; up.Name == "echo" || up.Name == "printf" {
+			text = append(text, up.Args...)
+		}
+	}
+	var out []string
+	for _, t := range text {
+		for _, w := range strings.Fields(strings.ReplaceAll(t, `\n`, "\n")) {
+			if looksLikePath(w) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// serviceStop names the service a command stops: one that records or defends is flagged.
+func serviceStop(cmd *Command) Effect {
+	name := strings.Join(operands(cmd.Args), " ")
+	e := effect(EffectServiceStop, cmd.Name, "service", name)
+	if defenceServices.MatchString(name) {
+		e.Attrs = append(e.Attrs, [2]string{"defence", ""})
+	}
+	return e
+}

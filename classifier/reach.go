@@ -1,0 +1,68 @@
+package classifier
+
+import (
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// The reach of a program the policy does not know. A program outside the allowed list and the
+// capability table is not asked about for its name alone: what it is handed is judged like any
+// program's (effect.open-secret, effect.open-persistence, the redirection and read rules), and it
+// is asked about only when it reaches beyond the project: a network destination in its
+// arguments, a system folder, a home's hidden folders or Library, a device, another user's home;
+// or when it runs from a temporary or hidden folder, or its name is only known at run time.
+// sw_vers, system_profiler SPHardwareDataType and ./build.sh pass; smbclient //host/share, an
+// unknown tool handed /etc/pam.d or ~/.kube, and /tmp/.x/agent are asked about.
+
+// networkArg is an argument naming a place on the network: a URL, user@host:, host:port, a
+// UNC share, an address.
+var networkArg = regexp.MustCompile(`(?i)^[a-z][a-z0-9+.-]*://[^/\s]|^[\w.-]+@[\w-]+(\.[\w-]+)+(:|$)|^\\\\[\w.-]+\\|` +
+	`^(?:[a-z0-9-]+\.)+(?:com|net|org|io|dev|app|co|me|sh|xyz|info|biz|ru|cn|top|site|online|example|test|invalid|onion|cloud|ai|tk|ml|ga|gq|cf|pw|cc|su|local)(?::\d+)?(?:/\S*)?$|` +
+	`^[\w.-]+:\d{2,5}$|^(?:tcp|udp|ssl|openssl|sctp|dccp)[46]?(?:-connect|-listen|-l)?:`)
+
+// sensitiveArea are places outside any project that an unknown program should not be handed
+// unasked: the system's folders, a home's hidden folders and Library, devices, other homes.
+var sensitiveArea = regexp.MustCompile(`^/(etc|private|System|Library|usr|bin|sbin|var|boot|root|opt|Applications|Volumes|proc|sys)(/|$)|` +
+	`^~/(\.[^/]+|Library)(/|$)|^/dev/(?:disk|rdisk|sd|nvme|hd|mem|kmem|port|tcp|udp)|^/(Users|home)/`)
+
+// harmlessArea are the parts of those places every program reads: shared data, null devices.
+var harmlessArea = regexp.MustCompile(`^/(usr/(share|local/share|lib)|dev/(null|zero|u?random|std(in|out|err)|fd/|tty))(/|$)|^/var/folders/|^/usr/bin/env$`)
+
+// unknownReach reports what an unknown program reaches beyond the project, if anything.
+func unknownReach(_ *Classifier, it item) (string, bool) {
+	cmd := it.cmd
+	if cmd == nil {
+		return "", false
+	}
+	if cmd.Dynamic {
+		return cmd.Name + " (a program only known at run time)", true
+	}
+	if exe := canonPath(cmd.Exe, it.cwd); cmd.Exe != "" && (tempPath.MatchString(exe) || hiddenPath.MatchString(exe) || strings.HasPrefix(exe, "/dev/shm/")) {
+		return cmd.Name + " runs from " + exe, true
+	}
+	for _, a := range cmd.Args {
+		v := a
+		if _, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			v = value
+		}
+		if networkArg.MatchString(v) || isAddress(v) {
+			return cmd.Name + " reaches " + v, true
+		}
+	}
+	for _, pa := range append(pathValues(cmd), embeddedPaths(cmd)...) {
+		if p := canonPath(pa.value, it.cwd); sensitiveArea.MatchString(p) && !harmlessArea.MatchString(p) && !inProject(p, it.cwd) {
+			return cmd.Name + " is handed " + p, true
+		}
+	}
+	return "", false
+}
+
+// isAddress reports an IP address, with or without a port.
+func isAddress(s string) bool {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().IsValid()
+	}
+	a, err := netip.ParseAddr(s)
+	return err == nil && (a.Is4() || strings.Count(s, ":") >= 2)
+}
