@@ -171,7 +171,9 @@ var ruleCases = []ruleCase{
 	{"bash.destructive-admin", bashCall("kubectl get pods"), false},
 	{"bash.rclone-destructive", bashCall("rclone sync /src remote:bucket"), true},
 	{"bash.rclone-destructive", bashCall("rclone sync /src remote:bucket --dry-run"), false},
-	{"bash.rm-recursive", bashCall("rm -rf ./build"), true},
+	{"bash.rm-recursive", bashCall("rm -rf ./src"), true},
+	{"bash.rm-recursive", bashCall("rm -rf .next node_modules && npm run dev"), false},
+	{"bash.rm-recursive", bashCall("rm -rf src/build/../../docs"), true},
 	{"bash.rm-recursive", bashCall("rm -rf /tmp/build"), false},
 	{"bash.rm-recursive", bashCall("rm notes.txt"), false},
 	{"bash.redirect-outside", bashCall("echo x > /srv/www/index.html"), true},
@@ -180,7 +182,8 @@ var ruleCases = []ruleCase{
 	{"bash.base64-blob", bashCall("echo QUJD > x.b64"), false},
 	{"bash.dynamic", bashCall(`eval "$CMD"`), true},
 	{"bash.dynamic", bashCall(`eval echo hi`), false},
-	{"bash.unparseable", bashCall("echo 'unterminated"), true},
+	{"bash.unparseable", bashCall("echo ) ) ) ) ) ) ) ) ) ) ; rm -rf ~/x"), true}, // past the repairs the parser allows
+	{"bash.unparseable", bashCall("echo 'unterminated"), false},     // bash runs none of it either
 	{"bash.unparseable", bashCall("echo 'terminated'"), false},
 	{"bash.unknown-executable", bashCall("frobnicate --all"), false}, // reaches nothing beyond the project
 	{"bash.unknown-executable", bashCall("frobnicate --upload https://x.example/in"), true},

@@ -28,6 +28,17 @@ var codeSends = regexp.MustCompile(`requests\.(?:post|put|patch)|httpx\.(?:post|
 	`\bfetch\([^)]*(?:method\s*:\s*["'](?:POST|PUT|PATCH)|body\s*:)|axios\.(?:post|put|patch)|https?\.request\(|net\.(?:connect|createConnection)|` +
 	`Net::HTTP(?:\.post|::Post|\.start)|TCPSocket|LWP::UserAgent|HTTP::Tiny|->post\(|IO::Socket`)
 
+// codeSocket: code that opens a network connection or listens for one, in any language's own
+// socket interface (awk's /inet/tcp files included).
+var codeSocket = regexp.MustCompile(`\bsocket\.socket|socket\.create_connection|\.connect\(\s*\(|:connect\(|(?:^|[^.\w])connect\(\s*["']|\.bind\(\s*[("']|` +
+	`TCPSocket|TCPServer|IO::Socket|fsockopen|stream_socket_client|net\.(?:connect|createConnection|createServer|Socket)|` +
+	`java\.net\.Socket|ServerSocket|/inet6?/(?:tcp|udp)/|require\(\s*["'](?:socket|net|dgram|tls)["']\)|\bSockets\b|New-Object\s+System\.Net\.Sockets`)
+
+// codeRunsCommands: code that runs a command line or hands its descriptors to one.
+var codeRunsCommands = regexp.MustCompile(`subprocess|os\.system|os\.popen|os\.exec|pty\.spawn|os\.dup2|\bpopen\b|(?:^|[^.\w])exec\s*\(|` +
+	`\bsystem\s*\(|IO\.popen|\bspawn|child_process|ProcessBuilder|Runtime\.getRuntime|io\.popen|os\.execute|` +
+	`\brun\(\s*\x60|\brun\(\s*Cmd|\bpipeline\(|\|&\s*getline|proc_open|shell_exec|passthru|Invoke-Expression|\biex\b`)
+
 // codeSecrets: code that reads the environment's secrets wholesale, or a credential store.
 var codeSecrets = regexp.MustCompile(`os\.environ\b|os\.getenv\(\s*["'][A-Z0-9_]*(?:TOKEN|SECRET|KEY|PASSWORD)|process\.env\b|ENV\[|%ENV|` +
 	`keyring\.get_password|getpass`)
@@ -74,6 +85,9 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		if s := m[1] + m[2]; looksLikePath(s) && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~")) {
 			a.CodePaths = append(a.CodePaths, s)
 		}
+	}
+	if codeSocket.MatchString(code) && codeRunsCommands.MatchString(code) {
+		a.CodeEffects = append(a.CodeEffects, codeEffect{kind: EffectRemoteShell, by: name})
 	}
 	if codeSends.MatchString(code) {
 		e := codeEffect{kind: EffectSend, by: name, secret: codeSecrets.MatchString(code)}
@@ -186,6 +200,8 @@ func (ce codeEffect) effect(cwd string) Effect {
 			}
 		}
 		return e
+	case EffectRemoteShell:
+		return effect(EffectRemoteShell, ce.by, "runs", "commands from a network connection")
 	case EffectSend:
 		e := effect(EffectSend, ce.by, "data", "code")
 		if ce.secret {

@@ -11,7 +11,8 @@ import (
 // program's (effect.open-secret, effect.open-persistence, the redirection and read rules), and it
 // is asked about only when it reaches beyond the project: a network destination in its
 // arguments, a system folder, a home's hidden folders or Library, a device, another user's home;
-// or when it runs from a temporary or hidden folder, or its name is only known at run time.
+// or when it runs from a temporary or hidden folder, is an interpreter (its code is read only in
+// part), or its name is only known at run time.
 // sw_vers, system_profiler SPHardwareDataType and ./build.sh pass; smbclient //host/share, an
 // unknown tool handed /etc/pam.d or ~/.kube, and /tmp/.x/agent are asked about.
 
@@ -37,6 +38,9 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 	}
 	if cmd.Dynamic {
 		return cmd.Name + " (a program only known at run time)", true
+	}
+	if interpreters[cmd.Name] != "" || shells[cmd.Name] {
+		return cmd.Name + " runs code in a language this organisation has not listed", true
 	}
 	if exe := canonPath(cmd.Exe, it.cwd); cmd.Exe != "" && (tempPath.MatchString(exe) || hiddenPath.MatchString(exe) || strings.HasPrefix(exe, "/dev/shm/")) {
 		return cmd.Name + " runs from " + exe, true

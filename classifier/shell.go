@@ -159,10 +159,12 @@ func (a *Analysis) repair(src string, first error) (*syntax.File, error) {
 		}
 		if delim, ok := strings.CutPrefix(pe.Text, "unclosed here-document `"); ok {
 			src += "\n" + strings.TrimSuffix(delim, "`") + "\n"
-		} else if off := int(pe.Pos.Offset()); off < len(src) && src[off] != '\'' && src[off] != '"' {
+		} else if off := int(pe.Pos.Offset()); off < len(src) && (!isQuote(src[off]) || !strings.ContainsRune(src[off+1:], rune(src[off]))) {
+			// A quote is blanked only when none of its kind follows: one that did would open a
+			// new quote in the repaired text and hide what bash, had it closed the first, runs.
 			src = src[:off] + " " + src[off+1:]
 		} else {
-			return nil, first // an open quote: bash refuses it too, and what follows is unknown
+			return nil, first
 		}
 		f, perr := a.parse(src)
 		if perr == nil {
@@ -174,6 +176,8 @@ func (a *Analysis) repair(src string, first error) (*syntax.File, error) {
 	return nil, first
 }
 
+func isQuote(b byte) bool { return b == '\'' || b == '"' || b == '`' }
+
 // exceed records the first limit reached.
 func (a *Analysis) exceed(why string) {
 	if a.Exceeded == "" {
@@ -184,10 +188,14 @@ func (a *Analysis) exceed(why string) {
 var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true,
 	"mksh": true, "yash": true, "posh": true, "rbash": true, "tcsh": true, "csh": true, "oksh": true, "loksh": true}
 
+// awks take their program as the first operand.
+var awks = map[string]bool{"awk": true, "gawk": true, "mawk": true, "nawk": true, "busybox-awk": true}
+
 var interpreters = map[string]string{ // name -> flag that takes code
 	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
 	"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
-	"pwsh": "-Command", "powershell": "-Command",
+	"pwsh": "-Command", "powershell": "-Command", "julia": "-e", "jjs": "-e", "jrunscript": "-e", "groovy": "-e",
+	"Rscript": "-e", "tclsh": "-c", "wish": "-c", "luajit": "-e", "bun": "-e", "elixir": "-e", "erl": "-eval",
 }
 
 // canonicalProgram folds version suffixes of interpreters: python3.12 runs as python3, node18
@@ -1324,6 +1332,10 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		}
 	case cmd.Name == "find":
 		w.findExec(cmd.Args)
+	case awks[cmd.Name]:
+		if ops := operands(cmd.Args); len(ops) > 0 && len(optionValues(cmd.Args, "-f", "--file")) == 0 {
+			a.scanCode(cmd.Name, ops[0], w) // the program is the first operand
+		}
 	case cmd.Name == "sed" || cmd.Name == "gsed":
 		if sedExecutes(cmd.Args) {
 			a.Dynamic = append(a.Dynamic, "sed runs a command its script builds (the e command or flag)")

@@ -63,7 +63,7 @@ var keyOwners = map[string]bool{"ssh-add": true, "ssh-keygen": true}
 // launchd's and cron's folders, login items, git hooks, the settings of editors and agents that
 // run commands, and the system's start-up and preload lists.
 var persistLocation = regexp.MustCompile(`(?i)` +
-	`(^|/)\.(bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile|zlogin|zlogout|cshrc|tcshrc|kshrc|xinitrc|xprofile|xsession)$` +
+	`(^|/)\.(bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile|zlogin|zlogout|cshrc|tcshrc|kshrc|xinitrc|xprofile|xsession|lessfilter|lesskey|inputrc|wgetrc|curlrc|npmrc|pythonrc|pythonstartup)$` +
 	`|(^|/)\.config/(fish/config\.fish|autostart(/|$)|systemd/user(/|$))` +
 	`|^(~|/System)?/Library/(LaunchAgents|LaunchDaemons|StartupItems)(/|$)` +
 	`|^~/Library/Application Support/com\.apple\.backgroundtaskmanagementagent(/|$)` +

@@ -61,6 +61,9 @@ var tempPath = regexp.MustCompile(`^(/tmp|/var/tmp|/private/tmp|/private/var/fol
 
 // recursiveDelete finds rm -r: critical targets (the root, a home, system folders, .., *) when
 // critical is set, any other target that is not temporary otherwise.
+// regenerated are project folders a build or an install makes again: deleting them loses nothing.
+var regenerated = regexp.MustCompile(`^(\./)?([^/]+/)*(node_modules|\.next|\.nuxt|\.svelte-kit|\.turbo|\.parcel-cache|\.cache|dist|build|out|target|coverage|\.pytest_cache|\.mypy_cache|\.ruff_cache|__pycache__|\.tox|\.nox|\.venv|venv|\.gradle|\.dart_tool|DerivedData|\.expo|storybook-static)/?$`)
+
 func recursiveDelete(it item, critical bool) (string, bool) {
 	cmd := it.cmd
 	if cmd == nil || cmd.Name != "rm" {
@@ -104,6 +107,9 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 		}
 		if tempPath.MatchString(p) && !tempRoot.MatchString(p) && !strings.Contains(t, "..") {
 			continue // inside a temporary folder; the folder itself (rm -rf /tmp) is asked about
+		}
+		if !critical && regenerated.MatchString(t) && !strings.Contains(t, "..") && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
+			continue // a build's output or a cache in the project: the next build makes it again
 		}
 		if criticalPath.MatchString(p) == critical {
 			return cmd.Line(), true
@@ -276,7 +282,7 @@ func producesCode(c *Command) bool {
 // run a command: whatever their value, they decide what runs.
 var codeLoaders = map[string]bool{"LD_PRELOAD": true, "LD_AUDIT": true, "DYLD_INSERT_LIBRARIES": true,
 	"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true, "ZDOTDIR": true, "PYTHONSTARTUP": true, "PERL5OPT": true,
-	"RUBYOPT": true, "PYTHONINSPECT": true, "PERL5DB": true}
+	"RUBYOPT": true, "PYTHONINSPECT": true, "PERL5DB": true, "LESSOPEN": true, "LESSCLOSE": true}
 
 // searchPaths are lists of folders programs take code from: they load code from where the agent
 // can drop it unseen when one of their folders is a temporary one (PATH=/tmp:$PATH), or one
