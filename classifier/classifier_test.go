@@ -183,7 +183,7 @@ var ruleCases = []ruleCase{
 	{"bash.dynamic", bashCall(`eval "$CMD"`), true},
 	{"bash.dynamic", bashCall(`eval echo hi`), false},
 	{"bash.unparseable", bashCall("echo ) ) ) ) ) ) ) ) ) ) ; rm -rf ~/x"), true}, // past the repairs the parser allows
-	{"bash.unparseable", bashCall("echo 'unterminated"), false},     // bash runs none of it either
+	{"bash.unparseable", bashCall("echo 'unterminated"), false},                   // bash runs none of it either
 	{"bash.unparseable", bashCall("echo 'terminated'"), false},
 	{"bash.unknown-executable", bashCall("frobnicate --all"), false}, // reaches nothing beyond the project
 	{"bash.unknown-executable", bashCall("frobnicate --upload https://x.example/in"), true},
