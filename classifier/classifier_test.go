@@ -172,7 +172,7 @@ var ruleCases = []ruleCase{
 	{"bash.rclone-destructive", bashCall("rclone sync /src remote:bucket"), true},
 	{"bash.rclone-destructive", bashCall("rclone sync /src remote:bucket --dry-run"), false},
 	{"bash.rm-recursive", bashCall("rm -rf ./src"), true},
-	{"bash.rm-recursive", bashCall("rm -rf .next node_modules && npm run dev"), false},
+	{"bash.rm-recursive", bashCall("rm -rf .next __pycache__ && npm run dev"), false},
 	{"bash.rm-recursive", bashCall("rm -rf src/build/../../docs"), true},
 	{"bash.rm-recursive", bashCall("rm -rf /tmp/build"), false},
 	{"bash.rm-recursive", bashCall("rm notes.txt"), false},

@@ -98,3 +98,17 @@ func TestShellTheParserRefusesIsReadAsBashRunsIt(t *testing.T) {
 		}
 	}
 }
+
+// A here-document inside a substitution ends at its word followed by the parenthesis, as bash
+// reads it, so what it feeds is judged; a shell's code filled by a placeholder is unknown.
+func TestAHereDocumentInASubstitutionEndsWhereBashEndsIt(t *testing.T) {
+	c, err := New(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"bash -c \"$(cat <<EOF\nrm -rf /\nEOF)\"", "find . -name x -exec bash -c {} \\;"} {
+		if v := c.Evaluate(context.Background(), bashCall(cmd)); v.Decision == claudehook.Allow {
+			t.Errorf("%q: allowed, want it judged", cmd)
+		}
+	}
+}

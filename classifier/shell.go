@@ -158,7 +158,14 @@ func (a *Analysis) repair(src string, first error) (*syntax.File, error) {
 			return nil, first
 		}
 		if delim, ok := strings.CutPrefix(pe.Text, "unclosed here-document `"); ok {
-			src += "\n" + strings.TrimSuffix(delim, "`") + "\n"
+			delim = strings.TrimSuffix(delim, "`")
+			// Inside $( … ), bash ends the document at its word followed by the ")"; anywhere
+			// else the document runs to the end of the input.
+			if i := strings.Index(src, "\n"+delim+")"); i >= 0 {
+				src = src[:i+1+len(delim)] + "\n" + src[i+1+len(delim):]
+			} else {
+				src += "\n" + delim + "\n"
+			}
 		} else if off := int(pe.Pos.Offset()); off < len(src) && (!isQuote(src[off]) || !strings.ContainsRune(src[off+1:], rune(src[off]))) {
 			// A quote is blanked only when none of its kind follows: one that did would open a
 			// new quote in the repaired text and hide what bash, had it closed the first, runs.
@@ -1313,6 +1320,9 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 			a.shell(a.Scripts[ops[0]], w.depth+1, w.vars) // echo 'rm -rf /' > x.sh; sh x.sh
 		}
 		if code, ok := flagValue(cmd.Args, "-c"); ok {
+			if strings.Contains(code, "{}") {
+				a.Dynamic = append(a.Dynamic, cmd.Name+" -c with code a placeholder fills at run time")
+			}
 			a.shell(code, w.depth+1, w.vars)
 		} else if slices.Contains(cmd.Args, "-c") {
 			a.Dynamic = append(a.Dynamic, cmd.Name+" -c with its code only known at run time")

@@ -61,8 +61,10 @@ var tempPath = regexp.MustCompile(`^(/tmp|/var/tmp|/private/tmp|/private/var/fol
 
 // recursiveDelete finds rm -r: critical targets (the root, a home, system folders, .., *) when
 // critical is set, any other target that is not temporary otherwise.
-// regenerated are project folders a build or an install makes again: deleting them loses nothing.
-var regenerated = regexp.MustCompile(`^(\./)?([^/]+/)*(node_modules|\.next|\.nuxt|\.svelte-kit|\.turbo|\.parcel-cache|\.cache|dist|build|out|target|coverage|\.pytest_cache|\.mypy_cache|\.ruff_cache|__pycache__|\.tox|\.nox|\.venv|venv|\.gradle|\.dart_tool|DerivedData|\.expo|storybook-static)/?$`)
+// regenerated are a project's caches, which the next run makes again: deleting them loses
+// nothing. Build outputs and installed packages (build, dist, node_modules) are asked about:
+// some projects keep what they cannot rebuild there.
+var regenerated = regexp.MustCompile(`^(\./)?([^/]+/)*(\.next|\.nuxt|\.svelte-kit|\.turbo|\.parcel-cache|\.pytest_cache|\.mypy_cache|\.ruff_cache|__pycache__|\.expo)/?$`)
 
 func recursiveDelete(it item, critical bool) (string, bool) {
 	cmd := it.cmd
