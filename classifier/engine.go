@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -212,10 +213,11 @@ type item struct {
 	cmd     *Command // for bash validators
 	an      *Analysis
 	cwd     string
-	server  string // for mcp
-	content string // for edit items: the text being written, when known
-	tool    string // the call's tool, for nudges
-	args    any    // for mcp: the arguments, decoded
+	server  string   // for mcp
+	content string   // for edit items: the text being written, when known
+	tool    string   // the call's tool, for nudges
+	args    any      // for mcp: the arguments, decoded
+	project []string // the folders the session works in (projectOf), none outside a project
 }
 
 // Evaluate judges one tool call. It never fails: what it cannot understand it asks about.
@@ -228,6 +230,7 @@ func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict
 		return v
 	}
 	best := Verdict{Decision: claudehook.Allow}
+	project := projectOf(p.Cwd)
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -239,6 +242,7 @@ func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict
 		if it.cwd == "" {
 			it.cwd = p.Cwd
 		}
+		it.project = project
 		if v, ok := c.match(it); ok && severity(v) > severity(best) {
 			best = v
 			if v.Decision == claudehook.Deny && !v.ObserveOnly {
@@ -689,7 +693,33 @@ func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")
 }
 
-var homePrefix = regexp.MustCompile(`^(/root|/home/[^/]+|/Users/[^/]+|/var/root|/private/var/root|\$HOME|\$\{HOME\}|~[a-z_][a-z0-9_.-]*)(/|$)`)
+// homeLen is the length of the home folder a path starts with (/root, /home/NAME, /Users/NAME,
+// /var/root, $HOME, ${HOME}, ~NAME), or -1. Written out rather than as a pattern: every path of
+// every command goes through it, and a pattern's matcher costs an allocation per call.
+func homeLen(p string) int {
+	for _, h := range []string{"/root", "/var/root", "/private/var/root", "$HOME", "${HOME}"} {
+		if strings.HasPrefix(p, h) && (len(p) == len(h) || p[len(h)] == '/') {
+			return len(h)
+		}
+	}
+	for _, h := range []string{"/home/", "/Users/"} {
+		if rest, ok := strings.CutPrefix(p, h); ok {
+			if n := strings.IndexByte(rest, '/'); n != 0 && rest != "" {
+				return len(h) + cmp.Or(max(n, 0), len(rest))
+			}
+		}
+	}
+	if len(p) > 1 && p[0] == '~' && (p[1] >= 'a' && p[1] <= 'z' || p[1] == '_') {
+		n := 2
+		for n < len(p) && p[n] != '/' && (p[n] >= 'a' && p[n] <= 'z' || p[n] >= '0' && p[n] <= '9' || strings.IndexByte("_.-", p[n]) >= 0) {
+			n++
+		}
+		if n == len(p) || p[n] == '/' {
+			return n
+		}
+	}
+	return -1
+}
 
 // canonPath cleans a path, resolves it against cwd, and writes any home folder as ~, so that one
 // rule covers the Mac's /Users/ada, the VM's /root or /home/ada, and $HOME.
@@ -704,8 +734,8 @@ func canonPath(p, cwd string) string {
 		p = cwd + "/" + p
 	}
 	p = path.Clean(p)
-	if m := homePrefix.FindStringSubmatch(p); m != nil {
-		p = "~" + p[len(m[1]):]
+	if n := homeLen(p); n >= 0 {
+		p = "~" + p[n:]
 	}
 	return p
 }

@@ -82,3 +82,16 @@ func FuzzFold(f *testing.F) {
 		}
 	})
 }
+
+func TestCanonPathWritesEveryHomeAsTilde(t *testing.T) {
+	tests := map[string]string{
+		"/Users/ada/.ssh/id_rsa": "~/.ssh/id_rsa", "/Users/ada": "~", "/home/bob/x": "~/x", "/root/.aws": "~/.aws",
+		"/var/root": "~", "$HOME/.env": "~/.env", "${HOME}": "~", "~ada/.zshrc": "~/.zshrc", "~/x": "~/x",
+		"/Users/": "/Users", "/rootkit/x": "/rootkit/x", "/home": "/home", "~Ada/x": "~Ada/x", "/Usersx/a": "/Usersx/a",
+	}
+	for in, want := range tests {
+		if got := canonPath(in, "/tmp"); got != want {
+			t.Errorf("canonPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 		}
 	}
 	for _, pa := range append(pathValues(cmd), embeddedPaths(cmd)...) {
-		if p := canonPath(pa.value, it.cwd); sensitiveArea.MatchString(p) && !harmlessArea.MatchString(p) && !inProject(p, it.cwd) {
+		if p := canonPath(pa.value, it.cwd); sensitiveArea.MatchString(p) && !harmlessArea.MatchString(p) && !inProject(p, it.project) {
 			return cmd.Name + " is handed " + p, true
 		}
 	}

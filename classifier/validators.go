@@ -38,7 +38,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"KillProtected":        killProtected,
 	"UnknownReach":         unknownReach,
 	"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
-		return it.text, dotenvFile.MatchString(it.text) && !dotenvExample.MatchString(it.text) && inProject(it.text, it.cwd)
+		return it.text, isDotenv(it.text) && inProject(it.text, it.project)
 	},
 	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
 		return it.server, c.mcpOn && !c.mcpAllow[it.server]
@@ -421,28 +421,46 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 // standard folders, system folders.
 var noProject = regexp.MustCompile(`^(/|~|/Users|/home|~/(Library|Documents|Desktop|Downloads)|~/(Library|\.[^/]+)(/.*)?|/(etc|usr|var|bin|sbin|System|Library|Applications|private|opt|tmp)(/[^/]+)?)/?$`)
 
-// inProject reports whether a path lies in one of the folders the session works in; a working
-// folder that is a home, the disk or a system folder is no project.
-func inProject(p, cwd string) bool {
+// projectOf is the folders a session working in cwd works in (see projectRoots), none when the
+// working folder is a home, the disk or a system folder. Evaluate computes it once per call.
+func projectOf(cwd string) []string {
 	if cwd == "" {
-		return false
+		return nil
 	}
 	cwd = canonPath(cwd, "")
 	if noProject.MatchString(cwd) {
-		return false
+		return nil
 	}
-	return slices.ContainsFunc(projectRoots(cwd), func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") })
+	return projectRoots(cwd)
 }
 
-// dotenvExample are an environment file's templates, committed to be read.
-var dotenvExample = regexp.MustCompile(`\.env\.(example|sample|template|dist)$`)
+// inProject reports whether a path lies in one of the project's folders.
+func inProject(p string, project []string) bool {
+	return slices.ContainsFunc(project, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") })
+}
+
+// isDotenv reports an environment file (.env, .env.local), not one of its templates
+// (.env.example, .sample, .template, .dist), which are committed to be read. String tests, not
+// a pattern: every path a command names is asked.
+func isDotenv(p string) bool {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	if base != ".env" && !(strings.HasPrefix(base, ".env.") && len(base) > len(".env.")) {
+		return false
+	}
+	for _, t := range []string{".example", ".sample", ".template", ".dist"} {
+		if base == ".env"+t {
+			return false
+		}
+	}
+	return true
+}
 
 // dotenvOutsideProject finds an environment file read outside the project the session works
 // in: another project's, the home folder's. A project's own .env is the agent's to read for its
 // work; what leaves the machine from it is judged as a secret all the same (the flows ask
 // secretPath, which knows no project).
 func dotenvOutsideProject(_ *Classifier, it item) (string, bool) {
-	if !dotenvFile.MatchString(it.text) || dotenvExample.MatchString(it.text) || inProject(it.text, it.cwd) {
+	if !isDotenv(it.text) || inProject(it.text, it.project) {
 		return "", false
 	}
 	return it.text, true
@@ -452,10 +470,10 @@ func dotenvOutsideProject(_ *Classifier, it item) (string, bool) {
 // overwrite the credentials it held), or edited to set a variable that makes programs load code
 // (NODE_OPTIONS, LD_PRELOAD, ...): the programs that run the project load it.
 func dotenvWrite(_ *Classifier, it item) (string, bool) {
-	if !dotenvFile.MatchString(it.text) || dotenvExample.MatchString(it.text) {
+	if !isDotenv(it.text) {
 		return "", false
 	}
-	if !inProject(it.text, it.cwd) || it.tool == "Write" {
+	if !inProject(it.text, it.project) || it.tool == "Write" {
 		return it.text, true // a whole new file may overwrite the credentials it held
 	}
 	for line := range strings.Lines(it.content) {
