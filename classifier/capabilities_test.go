@@ -65,10 +65,7 @@ func TestEachFormOfArgumentsFindsItsValues(t *testing.T) {
 // Socket code that runs what comes through the connection is a remote shell in any language;
 // a database connection, a bound function or a plain awk program beside a subprocess is not.
 func TestSocketCodeThatRunsCommandsIsARemoteShellInAnyLanguage(t *testing.T) {
-	c, err := New(Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestClassifier(t, Policy{})
 	tests := []struct {
 		name, attack, lookAlike string
 	}{

@@ -75,10 +75,7 @@ func TestOrdinaryVariablesStayWithinTheLimits(t *testing.T) {
 // prose with a stray parenthesis or apostrophe is judged for what its words would do, and a
 // repair that could hide a command (a quote with another of its kind after it) is not made.
 func TestShellTheParserRefusesIsReadAsBashRunsIt(t *testing.T) {
-	c, err := New(Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestClassifier(t, Policy{})
 	tests := []struct {
 		cmd  string
 		want claudehook.Decision
@@ -102,10 +99,7 @@ func TestShellTheParserRefusesIsReadAsBashRunsIt(t *testing.T) {
 // A here-document inside a substitution ends at its word followed by the parenthesis, as bash
 // reads it, so what it feeds is judged; a shell's code filled by a placeholder is unknown.
 func TestAHereDocumentInASubstitutionEndsWhereBashEndsIt(t *testing.T) {
-	c, err := New(Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestClassifier(t, Policy{})
 	for _, cmd := range []string{"bash -c \"$(cat <<EOF\nrm -rf /\nEOF)\"", "find . -name x -exec bash -c {} \\;"} {
 		if v := c.Evaluate(context.Background(), bashCall(cmd)); v.Decision == claudehook.Allow {
 			t.Errorf("%q: allowed, want it judged", cmd)
