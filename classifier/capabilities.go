@@ -279,10 +279,15 @@ func execEffect(by, value, cwd string, an *Analysis) Effect {
 	switch {
 	case givesShell(value):
 		e.Attrs = append(e.Attrs, [2]string{"shell", ""})
-	case tempPath.MatchString(p) || hiddenPath.MatchString(p) || an != nil && an.Scripts[p] != "" || strings.HasPrefix(p, "/dev/shm/"):
+	case throwaway(p) || an != nil && an.Scripts[p] != "":
 		e.Attrs = append(e.Attrs, [2]string{"planted", ""})
 	}
 	return e
+}
+
+// throwaway reports a path in a temporary or hidden folder: where a dropped file goes unseen.
+func throwaway(p string) bool {
+	return tempPath.MatchString(p) || hiddenPath.MatchString(p) || strings.HasPrefix(p, "/dev/shm/")
 }
 
 // hiddenPath is a path through a hidden folder outside the project's own tools (.git, .venv...).

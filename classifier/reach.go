@@ -42,7 +42,7 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 	if interpreters[cmd.Name] != "" || shells[cmd.Name] {
 		return cmd.Name + " runs code in a language this organisation has not listed", true
 	}
-	if exe := canonPath(cmd.Exe, it.cwd); cmd.Exe != "" && (tempPath.MatchString(exe) || hiddenPath.MatchString(exe) || strings.HasPrefix(exe, "/dev/shm/")) {
+	if exe := canonPath(cmd.Exe, it.cwd); cmd.Exe != "" && throwaway(exe) {
 		return cmd.Name + " runs from " + exe, true
 	}
 	for _, a := range cmd.Args {

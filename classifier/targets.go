@@ -225,7 +225,5 @@ func consumes(prog, opt string) bool {
 // environment file aside: the programs that run a project read its .env (node --env-file,
 // docker compose --env-file), and read.dotenv judges the ones that would print it.
 func (c *Classifier) secretStore(p string) bool {
-	return c.secretPath(p) && !dotenvFile.MatchString(p)
+	return c.secretPath(p) && !isDotenv(p)
 }
-
-var dotenvFile = regexp.MustCompile(`(^|/)\.env(\.[^/]+)?$`)
