@@ -21,6 +21,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
+	"github.com/coworkbridge/coworkbridge/internal/recordcheck"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -221,7 +222,7 @@ func (f *fixture) records() []telemetry.Record {
 		if err := json.Unmarshal(line, &r); err != nil {
 			f.t.Fatalf("decision log line %q: %v", line, err)
 		}
-		if err := telemetry.CheckRecord(line); err != nil { // every record the pipeline writes
+		if err := checkRecord(line); err != nil { // every record the pipeline writes
 			f.t.Fatalf("decision log line %s: %v", line, err)
 		}
 		out = append(out, r)
@@ -702,4 +703,15 @@ func TestAJunkPrefixIsAMalformedLineOfItsOwnAndTheCallIsJudged(t *testing.T) {
 	if !slices.Contains(rules, RuleMalformed) || recs[1].RID != rid || !strings.Contains(string(recs[1].Input), "rm -rf") {
 		t.Errorf("records:%s", describe(recs))
 	}
+}
+
+var recordChecker = sync.OnceValues(func() (*recordcheck.Checker, error) { return recordcheck.New(telemetry.RecordSchema) })
+
+// checkRecord validates one decision-log line against the schema shipped for pipelines.
+func checkRecord(line []byte) error {
+	c, err := recordChecker()
+	if err != nil {
+		return err
+	}
+	return c.Check(line)
 }

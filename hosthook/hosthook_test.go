@@ -19,7 +19,9 @@ type mac struct {
 	vars                          map[string]string
 }
 
-func newMac(t *testing.T, config string) *mac {
+func newMacB(t testing.TB, config string) *mac { return newMac(t, config) }
+
+func newMac(t testing.TB, config string) *mac {
 	t.Helper()
 	home := t.TempDir()
 	m := &mac{home: home, config: filepath.Join(home, "managed.json"), state: filepath.Join(home, "state"), sessions: filepath.Join(home, "sessions")}

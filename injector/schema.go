@@ -3,11 +3,14 @@ package injector
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"io"
+	"math"
+	"strconv"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // settingsSchemaJSON is Claude Code's settings schema (SchemaStore), kept equal to the copy in the
@@ -18,21 +21,21 @@ import (
 var settingsSchemaJSON []byte
 
 // Schema checks settings files as Claude Code would accept them. It is safe for concurrent use.
+//
+// The validator is github.com/google/jsonschema-go, chosen for what it costs a process that never
+// validates: nothing at package initialisation. Every binary that links the injector links the
+// validator, the host hook included, and the hook is a process started on every tool call.
 type Schema struct {
-	s *jsonschema.Schema
+	s *jsonschema.Resolved
 }
 
 // NewSchema compiles the embedded settings schema.
 func NewSchema() (*Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(settingsSchemaJSON))
-	if err != nil {
+	var doc jsonschema.Schema
+	if err := json.Unmarshal(settingsSchemaJSON, &doc); err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("claude-code-settings.schema.json", doc); err != nil {
-		return nil, fmt.Errorf("settings schema: %w", err)
-	}
-	s, err := c.Compile("claude-code-settings.schema.json")
+	s, err := doc.Resolve(nil)
 	if err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
 	}
@@ -44,42 +47,97 @@ var errWholeFile = errors.New("the settings fail the schema as a whole")
 
 // badKeys returns the top-level keys whose values fail the schema, in file order; none when the
 // settings are valid. An error means the file fails as a whole (or is not JSON).
+//
+// The validator reports the first failure only, so each key is judged alone, as a document
+// holding that key and nothing else: the settings schema has no constraint across keys (it
+// requires none and allows any), so a key fails alone exactly when it fails in the file.
+// If the file fails although no key fails alone, it fails as a whole.
 func (sc *Schema) badKeys(data []byte) ([]string, error) {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	whole, err := decodeSettings(data)
 	if err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
-	err = sc.s.Validate(v)
+	err = sc.s.Validate(whole)
 	if err == nil {
 		return nil, nil
 	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return nil, err
+	obj, ok := whole.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %v", errWholeFile, err)
 	}
 	var keys []string
-	whole := false
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		if len(e.InstanceLocation) == 0 {
-			whole = true
-			return
-		}
-		if !slices.Contains(keys, e.InstanceLocation[0]) {
-			keys = append(keys, e.InstanceLocation[0])
+	for _, k := range keyOrder(data) {
+		if sc.s.Validate(map[string]any{k: obj[k]}) != nil {
+			keys = append(keys, k)
 		}
 	}
-	walk(ve)
-	if whole || len(keys) == 0 {
-		return keys, fmt.Errorf("%w: %v", errWholeFile, err)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: %v", errWholeFile, err)
 	}
 	return keys, nil
+}
+
+// decodeSettings reads a JSON document as the validator takes it. A number too large for a
+// float64 (1e400) is not an error: it is judged as the largest float64 of its sign, a number of
+// the same kind, as a validator with arbitrary precision would judge it.
+func decodeSettings(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	return numbersAsFloats(v), nil
+}
+
+func numbersAsFloats(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(v), 64)
+		if math.IsInf(f, 0) {
+			return math.Copysign(math.MaxFloat64, f)
+		}
+		return f
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbersAsFloats(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbersAsFloats(e)
+		}
+	}
+	return v
+}
+
+// keyOrder is the top-level keys of a JSON object in file order, each once (the last of a
+// repeated key is the one a decoder keeps, and it is judged under that name).
+func keyOrder(data []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		k, _ := t.(string)
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return keys
+		}
+	}
+	return keys
 }
 
 // Check reports whether data is a settings document the CLI accepts, naming what fails.

@@ -125,7 +125,7 @@ func TestAShipperFollowingRenamesReadsEveryRecordOnceAcross100Rotations(t *testi
 			t.Fatalf("record %s read twice", r.RID)
 		}
 		seen[r.RID] = true
-		if err := CheckRecord(line); err != nil {
+		if err := checkRecord(line); err != nil {
 			t.Fatal(err)
 		}
 	}
