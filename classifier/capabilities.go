@@ -3,10 +3,11 @@ package classifier
 import (
 	_ "embed"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Capabilities of programs, as data: what a program can do beyond its plain job (run a command
@@ -209,7 +210,7 @@ func optionForm(args []string, form string) ([]string, bool) {
 
 // defenceServices are services that record or defend: stopping one is switching a protection
 // off, whatever the program that stops it.
-var defenceServices = regexp.MustCompile(`(?i)(syslog|rsyslog|journald|auditd|audit|osquery|falcon|crowdstrike|sentinel|santa|xprotect|` +
+var defenceServices = lazyregexp.New(`(?i)(syslog|rsyslog|journald|auditd|audit|osquery|falcon|crowdstrike|sentinel|santa|xprotect|` +
 	`firewall|alf|pf\b|ufw|firewalld|apparmor|selinux|clamav|clamd|defender|mdatp|wdav|jamf|mdm|wazuh|ossec|velociraptor|elastic|` +
 	`sysmon|endpoint|esensor|nessus|lulu|littlesnitch|cron|sshd|coworkbridge)`)
 
@@ -251,7 +252,7 @@ func (c *Classifier) capabilityEffects(cmd *Command, cwd string, an *Analysis) [
 		case CapLibrary:
 			for _, v := range h.values {
 				e := effect(EffectLoadLibrary, cmd.Name, "path", v)
-				if p := canonPath(v, cwd); tempPath.MatchString(p) || hiddenPath.MatchString(p) || an != nil && an.Scripts[p] != "" {
+				if p := canonPath(v, cwd); tempPath().MatchString(p) || hiddenPath().MatchString(p) || an != nil && an.Scripts[p] != "" {
 					e.Attrs = append(e.Attrs, [2]string{"planted", ""})
 				}
 				out = append(out, e)
@@ -287,11 +288,11 @@ func execEffect(by, value, cwd string, an *Analysis) Effect {
 
 // throwaway reports a path in a temporary or hidden folder: where a dropped file goes unseen.
 func throwaway(p string) bool {
-	return tempPath.MatchString(p) || hiddenPath.MatchString(p) || strings.HasPrefix(p, "/dev/shm/")
+	return tempPath().MatchString(p) || hiddenPath().MatchString(p) || strings.HasPrefix(p, "/dev/shm/")
 }
 
 // hiddenPath is a path through a hidden folder outside the project's own tools (.git, .venv...).
-var hiddenPath = regexp.MustCompile(`(^|/)\.[^/.][^/]*/`)
+var hiddenPath = lazyregexp.New(`(^|/)\.[^/.][^/]*/`)
 
 // pathEffects judge a path a capability reads or writes: a credential store (read or
 // overwritten), a persistence location written.
@@ -303,7 +304,7 @@ func (c *Classifier) pathEffects(by, p string, write bool) []Effect {
 			e.Attrs = append(e.Attrs, [2]string{"write", ""})
 		}
 		return []Effect{e}
-	case write && persistLocation.MatchString(p):
+	case write && persistLocation().MatchString(p):
 		return []Effect{effect(EffectOpen, by, "path", p, "persist-location", "", "write", "")}
 	}
 	return nil
@@ -336,7 +337,7 @@ func stdinPaths(cmd *Command) []string {
 func serviceStop(cmd *Command) Effect {
 	name := strings.Join(operands(cmd.Args), " ")
 	e := effect(EffectServiceStop, cmd.Name, "service", name)
-	if defenceServices.MatchString(name) {
+	if defenceServices().MatchString(name) {
 		e.Attrs = append(e.Attrs, [2]string{"defence", ""})
 	}
 	return e

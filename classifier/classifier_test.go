@@ -455,7 +455,7 @@ suspicious "c"
 	if err != nil || len(rules) != 2 || len(rules[0].Patterns) != 3 || len(rules[0].Unless) != 1 || rules[1].Action != Suspicious {
 		t.Fatalf("%v %+v", err, rules)
 	}
-	if !rules[0].Patterns[1].MatchString("y#not a comment") || !rules[0].Patterns[2].MatchString("#!/bin/sh") {
+	if !rules[0].Patterns[1].Regexp().MatchString("y#not a comment") || !rules[0].Patterns[2].Regexp().MatchString("#!/bin/sh") {
 		t.Error("a literal # in a pattern (\\x23, or not after a space) does not match")
 	}
 }

@@ -3,9 +3,9 @@ package classifier
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Code inside interpreters: a small scanner per language family finds what python -c, node -e,
@@ -14,58 +14,56 @@ import (
 // every pattern is linear (RE2), so no input can make it slow or crash it.
 
 // codeDeletes: calls that delete what their first argument names; tree: recursively.
-var codeDeletes = regexp.MustCompile(`(?:shutil\.rmtree|os\.remove|os\.unlink|os\.rmdir|os\.removedirs|send2trash|` +
+var codeDeletes = lazyregexp.New(`(?:shutil\.rmtree|os\.remove|os\.unlink|os\.rmdir|os\.removedirs|send2trash|` +
 	`(?:fs(?:\.promises)?|\))\.(?:rmSync|rm|rmdirSync|rmdir|unlinkSync|unlink)|rimraf(?:\.sync)?|fse?\.(?:removeSync|remove|emptyDirSync)|` +
 	`FileUtils\.(?:rm_rf|rm_r|rm|remove_dir|remove_entry|remove_entry_secure|rmtree)|File\.delete|Dir\.delete|` +
 	`rmtree|remove_tree|unlink)\s*\(?\s*(?:(?:os\.path\.expanduser|path\.resolve|File\.expand_path|Path)\s*\(\s*)?` +
 	`(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|` + "`([^`]*)`" + `)`)
 
-var treeDelete = regexp.MustCompile(`rmtree|rm_rf|rm_r|remove_dir|remove_tree|rmSync|rimraf|removeSync|fs(?:\.promises)?\.rm\b|removedirs|emptyDirSync`)
+var treeDelete = lazyregexp.New(`rmtree|rm_rf|rm_r|remove_dir|remove_tree|rmSync|rimraf|removeSync|fs(?:\.promises)?\.rm\b|removedirs|emptyDirSync`)
 
 // codeSends: calls that send data off the machine.
-var codeSends = regexp.MustCompile(`requests\.(?:post|put|patch)|httpx\.(?:post|put|patch)|urlopen\([^)]*data\s*=|` +
+var codeSends = lazyregexp.New(`requests\.(?:post|put|patch)|httpx\.(?:post|put|patch)|urlopen\([^)]*data\s*=|` +
 	`urllib\.request\.Request\([^)]*data\s*=|\.request\(\s*["']POST|smtplib|ftplib|socket\.(?:socket|create_connection)|` +
 	`\bfetch\([^)]*(?:method\s*:\s*["'](?:POST|PUT|PATCH)|body\s*:)|axios\.(?:post|put|patch)|https?\.request\(|net\.(?:connect|createConnection)|` +
 	`Net::HTTP(?:\.post|::Post|\.start)|TCPSocket|LWP::UserAgent|HTTP::Tiny|->post\(|IO::Socket`)
 
 // codeSocket: code that opens a network connection or listens for one, in any language's own
 // socket interface (awk's /inet/tcp files included).
-var codeSocket = regexp.MustCompile(`\bsocket\.socket|socket\.create_connection|\.connect\(\s*\(|:connect\(|(?:^|[^.\w])connect\(\s*["']|\.bind\(\s*[("']|` +
+var codeSocket = lazyregexp.New(`\bsocket\.socket|socket\.create_connection|\.connect\(\s*\(|:connect\(|(?:^|[^.\w])connect\(\s*["']|\.bind\(\s*[("']|` +
 	`TCPSocket|TCPServer|IO::Socket|fsockopen|stream_socket_client|net\.(?:connect|createConnection|createServer|Socket)|` +
 	`java\.net\.Socket|ServerSocket|/inet6?/(?:tcp|udp)/|require\(\s*["'](?:socket|net|dgram|tls)["']\)|\bSockets\b|New-Object\s+System\.Net\.Sockets`)
 
 // codeRunsCommands: code that runs a command line or hands its descriptors to one.
-var codeRunsCommands = regexp.MustCompile(`subprocess|os\.system|os\.popen|os\.exec|pty\.spawn|os\.dup2|\bpopen\b|(?:^|[^.\w])exec\s*\(|` +
+var codeRunsCommands = lazyregexp.New(`subprocess|os\.system|os\.popen|os\.exec|pty\.spawn|os\.dup2|\bpopen\b|(?:^|[^.\w])exec\s*\(|` +
 	`\bsystem\s*\(|IO\.popen|\bspawn|child_process|ProcessBuilder|Runtime\.getRuntime|io\.popen|os\.execute|` +
 	`\brun\(\s*\x60|\brun\(\s*Cmd|\bpipeline\(|\|&\s*getline|proc_open|shell_exec|passthru|Invoke-Expression|\biex\b`)
 
 // codeSecrets: code that reads the environment's secrets wholesale, or a credential store.
-var codeSecrets = regexp.MustCompile(`os\.environ\b|os\.getenv\(\s*["'][A-Z0-9_]*(?:TOKEN|SECRET|KEY|PASSWORD)|process\.env\b|ENV\[|%ENV|` +
+var codeSecrets = lazyregexp.New(`os\.environ\b|os\.getenv\(\s*["'][A-Z0-9_]*(?:TOKEN|SECRET|KEY|PASSWORD)|process\.env\b|ENV\[|%ENV|` +
 	`keyring\.get_password|getpass`)
 
 // codeDecodedExec: code that runs text it decodes: exec(base64.b64decode('...')),
 // eval(Buffer.from('...', 'base64').toString()), eval(atob('...')).
-var codeDecodedExec = regexp.MustCompile(`(?:exec|eval|Function|system|popen|instance_eval|class_eval|run|call|check_call|check_output|Popen|getoutput|execSync|spawnSync)\s*\(\s*(?:compile\s*\(\s*)?` +
+var codeDecodedExec = lazyregexp.New(`(?:exec|eval|Function|system|popen|instance_eval|class_eval|run|call|check_call|check_output|Popen|getoutput|execSync|spawnSync)\s*\(\s*(?:compile\s*\(\s*)?` +
 	`(?:[\w.()'"]{0,64}?(?:b64decode|standard_b64decode|urlsafe_b64decode|fromhex|decode64|decode_base64)|Buffer\.from|atob|unpack)\s*\(\s*` +
 	`(?:"([^"]*)"|'([^']*)')(?:\s*,\s*["'](base64|hex)["'])?`)
 
 // codeDynamicExec: code that runs text it builds at run time, with nothing literal to decode.
-var codeDynamicExec = regexp.MustCompile(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|(?:^|[^.\w])compile\(\s*[A-Za-z_][\w.]*\s*[,)]|` +
+var codeDynamicExec = lazyregexp.New(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|(?:^|[^.\w])compile\(\s*[A-Za-z_][\w.]*\s*[,)]|` +
 	`(?:system|popen|run|call|check_call|check_output|Popen)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64)\(\s*[A-Za-z_]`)
 
 // codeDecodedShell: code that hands a shell text it decodes from data the command does not
 // show: os.system(b64decode(payload)), subprocess.run(b64decode(x), shell=True). Hiding a
 // command line that way has no purpose but hiding it.
-var codeDecodedShell = regexp.MustCompile(`(?:\bsystem|\bpopen|getoutput|execSync)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64|atob)\(\s*[A-Za-z_]|` +
+var codeDecodedShell = lazyregexp.New(`(?:\bsystem|\bpopen|getoutput|execSync)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64|atob)\(\s*[A-Za-z_]|` +
 	`(?:\brun|\bcall|check_call|check_output|Popen)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64)\(\s*[A-Za-z_][^;\n]*shell\s*=\s*True`)
 
 // codeStrings are the string literals of a piece of code. Its bounded repetitions make it the
 // costliest pattern to compile (about 3 ms, more than all the others together), so it is compiled
 // the first time code is scanned, not at every start of the binary: the host hook is a process
 // per tool call.
-var codeStrings = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`"((?:[^"\\\n]|\\.){1,1000})"|'((?:[^'\\\n]|\\.){1,1000})'`)
-})
+var codeStrings = lazyregexp.New(`"((?:[^"\\\n]|\\.){1,1000})"|'((?:[^'\\\n]|\\.){1,1000})'`)
 
 // maxCodeBytes bounds the code scanned per snippet; the rest is flagged, not read.
 const maxCodeBytes = 256 << 10
@@ -78,25 +76,25 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		a.Dynamic = append(a.Dynamic, name+" code longer than the analysis limit")
 		code = code[:maxCodeBytes]
 	}
-	for _, m := range codeDeletes.FindAllStringSubmatch(code, 64) {
-		a.CodeEffects = append(a.CodeEffects, codeEffect{kind: EffectDelete, by: name, target: m[1] + m[2] + m[3], tree: treeDelete.MatchString(m[0])})
+	for _, m := range codeDeletes().FindAllStringSubmatch(code, 64) {
+		a.CodeEffects = append(a.CodeEffects, codeEffect{kind: EffectDelete, by: name, target: m[1] + m[2] + m[3], tree: treeDelete().MatchString(m[0])})
 	}
 	for _, m := range codeStrings().FindAllStringSubmatch(code, 256) {
 		if s := m[1] + m[2]; looksLikePath(s) && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~")) {
 			a.CodePaths = append(a.CodePaths, s)
 		}
 	}
-	if codeSocket.MatchString(code) && codeRunsCommands.MatchString(code) {
+	if codeSocket().MatchString(code) && codeRunsCommands().MatchString(code) {
 		a.CodeEffects = append(a.CodeEffects, codeEffect{kind: EffectRemoteShell, by: name})
 	}
-	if codeSends.MatchString(code) {
-		e := codeEffect{kind: EffectSend, by: name, secret: codeSecrets.MatchString(code)}
+	if codeSends().MatchString(code) {
+		e := codeEffect{kind: EffectSend, by: name, secret: codeSecrets().MatchString(code)}
 		a.CodeEffects = append(a.CodeEffects, e)
 	}
 	// The patterns below are costly to run and need words most code lacks: looked for first.
 	decodes := containsAny(code, "decode", "fromhex", "atob", "Buffer.from", "unpack")
 	builds := decodes || containsAny(code, "exec", "eval", "Function", "compile")
-	for _, m := range codeDecodedExec.FindAllStringSubmatch(code, 16) {
+	for _, m := range codeDecodedExec().FindAllStringSubmatch(code, 16) {
 		if !decodes {
 			break
 		}
@@ -118,9 +116,9 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			w.depth--
 		}
 	}
-	if decodes && codeDecodedShell.MatchString(code) {
+	if decodes && codeDecodedShell().MatchString(code) {
 		a.Obfuscated = append(a.Obfuscated, name+" hands a shell a command it decodes at run time")
-	} else if builds && codeDynamicExec.MatchString(code) {
+	} else if builds && codeDynamicExec().MatchString(code) {
 		a.Dynamic = append(a.Dynamic, name+" runs code it builds at run time")
 	}
 }
@@ -195,7 +193,7 @@ func (ce codeEffect) effect(cwd string) Effect {
 			if ce.tree {
 				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
 			}
-			if criticalPath.MatchString(p) {
+			if criticalPath().MatchString(p) {
 				e.Attrs = append(e.Attrs, [2]string{"critical", ""})
 			}
 		}

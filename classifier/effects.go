@@ -3,9 +3,10 @@ package classifier
 import (
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // The effect model: what a command does, typed, whatever its spelling. Each simple command the
@@ -110,7 +111,7 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		ops := operands(cmd.Args)
 		if len(ops) >= 1 && fl.searchesForCredentials(cmd, ops) {
 			for _, where := range append(ops[1:], optionValues(cmd.Args, "-r", "-R")...) {
-				if root := canonPath(where, cwd); keyRoot(root) && keyMaterial.MatchString(strings.Join(cmd.Args, " ")) {
+				if root := canonPath(where, cwd); keyRoot(root) && keyMaterial().MatchString(strings.Join(cmd.Args, " ")) {
 					out = append(out, effect(EffectCredential, cmd.Name, "what", "a search for key material in "+root))
 					break
 				}
@@ -202,7 +203,7 @@ func givesShell(cmdline string) bool {
 // removers delete the files they name.
 var removers = map[string]bool{"rm": true, "unlink": true, "rmdir": true, "shred": true, "srm": true, "trash": true}
 
-var vcsInternals = regexp.MustCompile(`(^|/)\.git(/(objects|refs|packed-refs|HEAD|logs|worktrees|modules)(/.*)?)?/?$`)
+var vcsInternals = lazyregexp.New(`(^|/)\.git(/(objects|refs|packed-refs|HEAD|logs|worktrees|modules)(/.*)?)?/?$`)
 
 // removals: the files rm, unlink, shred... remove. A repository's history (.git and what is in
 // it) is marked vcs: it is what lets a person undo everything else.
@@ -226,7 +227,7 @@ func removals(cmd *Command, cwd string) []Effect {
 			if recursive {
 				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
 			}
-			if vcsInternals.MatchString(p) {
+			if vcsInternals().MatchString(p) {
 				e.Attrs = append(e.Attrs, [2]string{"vcs", ""})
 			}
 			out = append(out, e)
@@ -260,7 +261,7 @@ func movesAway(cmd *Command, cwd string) []Effect {
 	}
 	var out []Effect
 	for _, t := range targets {
-		if p := canonPath(t, cwd); criticalPath.MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
+		if p := canonPath(t, cwd); criticalPath().MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
 			if cwdP := canonPath(cwd, ""); p == cwdP || strings.HasPrefix(p, cwdP+"/") {
 				continue // the project's own folders
 			}
@@ -290,7 +291,7 @@ func permissionEffects(cmd *Command, cwd string) []Effect {
 	}
 	for _, t := range ops {
 		p := canonPath(t, cwd)
-		if !criticalPath.MatchString(p) || p == "." || p == ".." {
+		if !criticalPath().MatchString(p) || p == "." || p == ".." {
 			continue
 		}
 		e := effect(EffectPermissions, cmd.Name, "target", p, "critical", "")
@@ -418,7 +419,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 			} else if upstreamTree(cmd, cwd) {
 				e.Attrs = append(e.Attrs, [2]string{"tree", ""})
 			}
-		case secretVar.MatchString(data):
+		case secretVar().MatchString(data):
 			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 		}
 		if dest != "" {
@@ -509,7 +510,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		}
 		local := slices.Contains(cmd.Args, "--force-local") // host:name is a local file then
 		for _, f := range files {
-			if !local && remoteSpec.MatchString(f) && !strings.Contains(f, "://") {
+			if !local && remoteSpec().MatchString(f) && !strings.Contains(f, "://") {
 				dest = f
 				sources := slices.DeleteFunc(operands(cmd.Args), func(o string) bool { return o == f })
 				for _, src := range sources {
@@ -523,10 +524,10 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 	}
 	if cmd.Name == "scp" || cmd.Name == "rsync" || cmd.Name == "sftp" {
 		ops := operands(cmd.Args)
-		if n := len(ops); n >= 2 && remoteSpec.MatchString(ops[n-1]) {
+		if n := len(ops); n >= 2 && remoteSpec().MatchString(ops[n-1]) {
 			dest = ops[n-1]
 			for _, src := range ops[:n-1] {
-				if !remoteSpec.MatchString(src) {
+				if !remoteSpec().MatchString(src) {
 					add("file:"+src, true)
 				}
 			}
@@ -537,7 +538,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 
 // keyFile names files that hold private keys or certificates' secrets: not secret to read (a
 // Keynote deck is a .key too), but never to be sent off the machine.
-var keyFile = regexp.MustCompile(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|asc|gpg)$|(^|/)(id_[a-z0-9]+|\.env(\.[^/]*)?)$`)
+var keyFile = lazyregexp.New(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|asc|gpg)$|(^|/)(id_[a-z0-9]+|\.env(\.[^/]*)?)$`)
 
 // otherSenders are the programs besides sendOptions' and rawSenders' that sendEffects knows.
 var otherSenders = map[string]bool{"ssh": true, "gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
@@ -557,7 +558,7 @@ func destination(cmd *Command) string {
 	}
 	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
 		for _, a := range args {
-			if bareHost.MatchString(a) {
+			if bareHost().MatchString(a) {
 				return "http://" + a
 			}
 		}
@@ -565,7 +566,7 @@ func destination(cmd *Command) string {
 	return ""
 }
 
-var bareHost = regexp.MustCompile(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/\S*)?$`)
+var bareHost = lazyregexp.New(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/\S*)?$`)
 
 // gitEffects: configuration keys that run commands, set with git config or git -c.
 func gitEffects(cmd *Command) []Effect {
@@ -661,7 +662,7 @@ func findDeletes(cmd *Command, cwd string) []Effect {
 		}
 		p := canonPath(a, cwd)
 		e := effect(EffectDelete, "find", "target", p, "recursive", "")
-		if criticalPath.MatchString(p) && !filtered {
+		if criticalPath().MatchString(p) && !filtered {
 			e.Attrs = append(e.Attrs, [2]string{"critical", ""}) // everything below it goes
 		}
 		out = append(out, e)
@@ -672,7 +673,7 @@ func findDeletes(cmd *Command, cwd string) []Effect {
 	return out
 }
 
-var gitSource = regexp.MustCompile(`^(git\+|git@|github:|gitlab:|bitbucket:|https?://|file:|ftp://)|\.(tgz|tar\.gz|whl|zip)$`)
+var gitSource = lazyregexp.New(`^(git\+|git@|github:|gitlab:|bitbucket:|https?://|file:|ftp://)|\.(tgz|tar\.gz|whl|zip)$`)
 
 // installEffects: packages installed from a URL, a repository or another index.
 func installEffects(cmd *Command, subs []string) []Effect {
@@ -685,7 +686,7 @@ func installEffects(cmd *Command, subs []string) []Effect {
 		out = append(out, effect(EffectInstall, cmd.Name, "from", v, "index", ""))
 	}
 	for _, p := range ops[1:] {
-		if gitSource.MatchString(p) {
+		if gitSource().MatchString(p) {
 			out = append(out, effect(EffectInstall, cmd.Name, "from", p))
 		}
 	}
@@ -709,13 +710,13 @@ func execStrings(cmd *Command) []string {
 		}
 	case "osascript":
 		for _, s := range optionValues(cmd.Args, "-e") {
-			for _, m := range doShellScript.FindAllStringSubmatch(s, -1) {
+			for _, m := range doShellScript().FindAllStringSubmatch(s, -1) {
 				out = append(out, strings.ReplaceAll(m[1]+m[2], `\"`, `"`))
 			}
 		}
 	case "awk", "gawk", "mawk", "nawk":
 		for _, a := range cmd.Args {
-			for _, m := range awkShell.FindAllStringSubmatch(a, -1) {
+			for _, m := range awkShell().FindAllStringSubmatch(a, -1) {
 				out = append(out, m[1]+m[2])
 			}
 		}
@@ -750,9 +751,9 @@ func execStrings(cmd *Command) []string {
 	return out
 }
 
-var doShellScript = regexp.MustCompile(`do shell script\s+(?:"((?:[^"\\]|\\.)*)"|'([^']*)')`)
+var doShellScript = lazyregexp.New(`do shell script\s+(?:"((?:[^"\\]|\\.)*)"|'([^']*)')`)
 
-var awkShell = regexp.MustCompile(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\|\s*"(sh|bash|zsh)"`)
+var awkShell = lazyregexp.New(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\|\s*"(sh|bash|zsh)"`)
 
 // fetchedFiles lists the files the commands download to, by path.
 func fetchedFiles(cmds []Command, cwd string) map[string]string {
@@ -801,7 +802,7 @@ func fetchedFiles(cmds []Command, cwd string) map[string]string {
 		switch c.Name {
 		case "scp", "rsync": // copied from a remote host, or a download copied on
 			ops := operands(c.Args)
-			if len(ops) == 2 && remoteSpec.MatchString(ops[0]) && !remoteSpec.MatchString(ops[1]) {
+			if len(ops) == 2 && remoteSpec().MatchString(ops[0]) && !remoteSpec().MatchString(ops[1]) {
 				files[canonPath(ops[1], cwd)] = ops[0]
 			} else if len(ops) == 2 {
 				if src, ok := files[canonPath(ops[0], cwd)]; ok {

@@ -12,12 +12,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/internal/spelling"
 )
 
@@ -152,14 +152,16 @@ func New(p Policy) (*Classifier, error) {
 	known := map[string]bool{}
 	// Every problem, not the first: an admin fixes a policy in one round.
 	var errs []error
-	for _, f := range all {
+	for i, f := range all {
 		base := path.Base(filepath.ToSlash(f.Name))
 		target := Target(strings.TrimSuffix(base[strings.LastIndex(base, "-")+1:], ".rules"))
 		if !validTarget(target) {
 			errs = append(errs, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules, mcp.rules, effect.rules or url.rules", f.Name))
 			continue
 		}
-		rules, err := ParseRules(f.Name, target, strings.NewReader(string(f.Data)), validatorNames(), map[string]bool{"allowed_executables": true})
+		embedded := i < len(files) // checked by the tests: compiled as calls need them
+		rules, err := parseRules(ruleParser{file: f.Name, target: target, validators: validatorNames(),
+			lists: map[string]bool{"allowed_executables": true}, lazy: embedded}, strings.NewReader(string(f.Data)))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -338,7 +340,7 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 		matched = m
 	default:
 		for _, re := range r.Patterns {
-			if loc := re.FindStringIndex(it.text); loc != nil {
+			if loc := re.Regexp().FindStringIndex(it.text); loc != nil {
 				matched = it.text
 				if it.target == TargetContent {
 					matched = it.text[loc[0]:loc[1]]
@@ -351,7 +353,7 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 		}
 	}
 	for _, re := range r.Unless {
-		if re.MatchString(it.text) {
+		if re.Regexp().MatchString(it.text) {
 			return "", false
 		}
 	}
@@ -361,13 +363,13 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 // nudgeVars are the variables a nudge may name; the rule parser refuses any other.
 var nudgeVars = map[string]bool{"command": true, "base_command": true, "file_path": true, "tool_name": true, "server_name": true}
 
-var nudgeVar = regexp.MustCompile(`\{([a-z_]+)\}`)
+var nudgeVar = lazyregexp.New(`\{([a-z_]+)\}`)
 
 func expandNudge(n string, it item) string {
 	if n == "" {
 		return ""
 	}
-	return nudgeVar.ReplaceAllStringFunc(n, func(v string) string {
+	return nudgeVar().ReplaceAllStringFunc(n, func(v string) string {
 		switch v[1 : len(v)-1] {
 		case "command", "file_path":
 			return it.text
@@ -535,10 +537,10 @@ func (c *Classifier) writeItems(file, content, cwd string) []item {
 	return items
 }
 
-var instructionPath = regexp.MustCompile(`(?i)(^|/)(claude\.md|claude\.local\.md|agents\.md|gemini\.md|\.cursorrules|\.windsurfrules|copilot-instructions\.md)$|(^|/)\.claude/|(^|/)memor(y|ies)/`)
+var instructionPath = lazyregexp.New(`(?i)(^|/)(claude\.md|claude\.local\.md|agents\.md|gemini\.md|\.cursorrules|\.windsurfrules|copilot-instructions\.md)$|(^|/)\.claude/|(^|/)memor(y|ies)/`)
 
 // instructionFile reports whether a path is read by agents as instructions or memory.
-func instructionFile(p string) bool { return instructionPath.MatchString(p) }
+func instructionFile(p string) bool { return instructionPath().MatchString(p) }
 
 // readers are commands whose path arguments are files they read.
 var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
@@ -591,7 +593,7 @@ func fileOperands(cmd *Command) (read, written []string) {
 		if cmd.Name == "cp" && slices.Contains(cmd.Args, "--attributes-only") {
 			read = nil // the copy gets the source's mode and times, none of its content
 		}
-		if dest := ops[len(ops)-1]; !remoteSpec.MatchString(dest) {
+		if dest := ops[len(ops)-1]; !remoteSpec().MatchString(dest) {
 			written = append(written, dest) // a remote destination is not a file here
 		}
 	case cmd.Name == "mv":
@@ -641,7 +643,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 		}
 		read, written := fileOperands(cmd)
 		for _, a := range read {
-			if readers[cmd.Name] && (looksLikePath(a) || secretName.MatchString(a)) {
+			if readers[cmd.Name] && (looksLikePath(a) || secretName().MatchString(a)) {
 				items = append(items, item{target: TargetRead, text: canonPath(a, cwd)})
 			}
 			if cmd.Name == "git" { // git show HEAD:.env, git cat-file -p HEAD:id_rsa
@@ -687,7 +689,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 }
 
 // secretName: bare file names that hold secrets wherever they are (cat id_rsa).
-var secretName = regexp.MustCompile(`^(id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials(\.[a-z]+)?|\.?env(\.[A-Za-z0-9_-]+)?)$`)
+var secretName = lazyregexp.New(`^(id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials(\.[a-z]+)?|\.?env(\.[A-Za-z0-9_-]+)?)$`)
 
 func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")
@@ -742,15 +744,15 @@ func canonPath(p, cwd string) string {
 
 // keyMaterial is what a search for keys and tokens looks for: their shapes, not the word
 // "password" a policy document contains.
-var keyMaterial = regexp.MustCompile(`AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-(ant-|proj-)?[A-Za-z0-9]|sk_live|(?i:aws_secret|secret_access_key|api[_-]?key\s*[:=])`)
+var keyMaterial = lazyregexp.New(`AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-(ant-|proj-)?[A-Za-z0-9]|sk_live|(?i:aws_secret|secret_access_key|api[_-]?key\s*[:=])`)
 
 // keyFileGlob is a file-name pattern aimed at key files.
-var keyFileGlob = regexp.MustCompile(`(?i)(id_(rsa|dsa|ecdsa|ed25519)|\.pem|\.key|\.p12|\.pfx|\.kdbx|\.env|credentials|\.netrc|\.npmrc|\.pgpass|\.git-credentials)`)
+var keyFileGlob = lazyregexp.New(`(?i)(id_(rsa|dsa|ecdsa|ed25519)|\.pem|\.key|\.p12|\.pfx|\.kdbx|\.env|credentials|\.netrc|\.npmrc|\.pgpass|\.git-credentials)`)
 
 // keyRoot reports a folder a search for key material must not sweep: the home folder, the
 // disk, the folders of homes, or a folder named for secrets.
 func keyRoot(root string) bool {
-	return root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir.MatchString(root)
+	return root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir().MatchString(root)
 }
 
 // keySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
@@ -764,8 +766,8 @@ func (c *Classifier) keySearch(tool, pattern, glob, where, cwd string) (Effect, 
 	switch {
 	case !broad:
 		return Effect{}, false
-	case tool == "Grep" && keyMaterial.MatchString(pattern):
-	case tool == "Glob" && keyFileGlob.MatchString(pattern+" "+glob):
+	case tool == "Grep" && keyMaterial().MatchString(pattern):
+	case tool == "Glob" && keyFileGlob().MatchString(pattern+" "+glob):
 	default:
 		return Effect{}, false
 	}

@@ -2,11 +2,12 @@ package classifier
 
 import (
 	"maps"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // File descriptors a command opens for itself (exec 3>/dev/tcp/host/port, exec {fd}< <(curl …),
@@ -36,7 +37,7 @@ const maxFDs = 64
 
 // fdArg matches an argument naming a descriptor of the shell itself: /dev/fd/3,
 // /proc/self/fd/3, /proc/thread-self/fd/3, /dev/stdin.
-var fdArg = regexp.MustCompile(`^/(?:dev|proc/(?:self|thread-self))/fd/([0-9]+)$`)
+var fdArg = lazyregexp.New(`^/(?:dev|proc/(?:self|thread-self))/fd/([0-9]+)$`)
 
 // openFDs applies a statement's redirections to the descriptor table. Those of `exec` with no
 // command, and {name} ones (bash keeps them open after the command), last beyond the statement;
@@ -201,7 +202,7 @@ func (c *Command) fdOf(arg string) (fdSource, bool) {
 	case "/dev/stdout":
 		n = "1"
 	default:
-		m := fdArg.FindStringSubmatch(arg)
+		m := fdArg().FindStringSubmatch(arg)
 		if m == nil {
 			return fdSource{}, false
 		}
@@ -228,7 +229,7 @@ func fdsUsed(t fdTable, args []string) fdTable {
 	keep("0")
 	keep("1")
 	for _, a := range args {
-		if m := fdArg.FindStringSubmatch(a); m != nil {
+		if m := fdArg().FindStringSubmatch(a); m != nil {
 			keep(m[1])
 		}
 	}

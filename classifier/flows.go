@@ -2,10 +2,11 @@ package classifier
 
 import (
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Where the data a command sends comes from. A secret is rarely sent by name: it is piped
@@ -16,10 +17,10 @@ import (
 // command line itself put there.
 
 // secretDir names folders that hold keys and certificates, wherever they are.
-var secretDir = regexp.MustCompile(`(?i)(^|/)(certs?|certificates|keys|secrets?|private|\.ssh|\.gnupg|\.aws|\.azure|\.kube|\.docker|credentials|keychains?|ssl/private)(/|$)`)
+var secretDir = lazyregexp.New(`(?i)(^|/)(certs?|certificates|keys|secrets?|private|\.ssh|\.gnupg|\.aws|\.azure|\.kube|\.docker|credentials|keychains?|ssl/private)(/|$)`)
 
 // secretFileName names files kept to hold secrets, whatever folder they are in.
-var secretFileName = regexp.MustCompile(`(?i)^(secrets?|credentials?|passwords?|passwd|tokens?|api[_-]?keys?)([._-][^/]*)?$`)
+var secretFileName = lazyregexp.New(`(?i)^(secrets?|credentials?|passwords?|passwd|tokens?|api[_-]?keys?)([._-][^/]*)?$`)
 
 // contentReaders write what they read from their file operands (or a transformation of it) to
 // their output.
@@ -34,7 +35,7 @@ var contentReaders = map[string]bool{"cat": true, "tac": true, "head": true, "ta
 var searchers = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true}
 
 // credentialPattern is what a search for credentials looks for.
-var credentialPattern = regexp.MustCompile(`(?i)AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-[a-z0-9]|sk_live|password|passwd|secret|token|api[_-]?key|access[_-]?key|credential|bearer`)
+var credentialPattern = lazyregexp.New(`(?i)AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-[a-z0-9]|sk_live|password|passwd|secret|token|api[_-]?key|access[_-]?key|credential|bearer`)
 
 // flow is what the command line's own steps put in files: paths that hold a secret because a
 // command wrote one there.
@@ -83,7 +84,7 @@ func (f *flow) secretIn(c *Command, p string) bool {
 		return f.secret(p)
 	}
 	cp := canonPath(p, f.cwd)
-	return f.named(cp) || keyFile.MatchString(cp) || secretFileName.MatchString(path.Base(cp)) || slices.Contains(f.tainted, cp)
+	return f.named(cp) || keyFile().MatchString(cp) || secretFileName().MatchString(path.Base(cp)) || slices.Contains(f.tainted, cp)
 }
 
 func noRecursion(c *Command) bool {
@@ -98,7 +99,7 @@ func noRecursion(c *Command) bool {
 
 func (f *flow) judge(p string) bool {
 	cp := canonPath(p, f.cwd)
-	if f.named(cp) || keyFile.MatchString(cp) || secretFileName.MatchString(path.Base(cp)) || secretDir.MatchString(strings.TrimRight(p, "/*")) || secretDir.MatchString(cp) {
+	if f.named(cp) || keyFile().MatchString(cp) || secretFileName().MatchString(path.Base(cp)) || secretDir().MatchString(strings.TrimRight(p, "/*")) || secretDir().MatchString(cp) {
 		return true
 	}
 	for _, t := range f.tainted {
@@ -130,7 +131,7 @@ func (f *flow) step(c *Command) {
 	ops := operands(c.Args)
 	switch c.Name {
 	case "cp", "mv", "ln", "link", "install", "ditto", "rsync":
-		if len(ops) >= 2 && !remoteSpec.MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
+		if len(ops) >= 2 && !remoteSpec().MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
 			f.taint(ops[len(ops)-1])
 		}
 	case "tee":
@@ -239,7 +240,7 @@ func (f *flow) searchesForCredentials(c *Command, ops []string) bool {
 	if slices.ContainsFunc(files, f.secret) {
 		return true
 	}
-	if !slices.ContainsFunc(patterns, credentialPattern.MatchString) {
+	if !slices.ContainsFunc(patterns, credentialPattern().MatchString) {
 		return false
 	}
 	recursive := c.Name != "grep" && c.Name != "egrep" && c.Name != "fgrep" || slices.ContainsFunc(c.Args, func(a string) bool {

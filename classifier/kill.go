@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Stopping processes by name: pkill, killall, skill and slay choose their victims by a name or
@@ -41,7 +43,7 @@ var killerSelectors = map[string][]string{
 var killerValues = []string{"-s", "--signal", "-F", "--pidfile", "-P", "--parent", "-n", "--ns", "--nslist", "-c", "--context"}
 
 // runTimeValue is an expansion the analysis could not compute: a variable or a substitution.
-var runTimeValue = regexp.MustCompile(`\$[({A-Za-z_]`)
+var runTimeValue = lazyregexp.New(`\$[({A-Za-z_]`)
 
 // killProtected finds a process stop by name that could reach a protected process.
 func killProtected(_ *Classifier, it item) (string, bool) {
@@ -79,7 +81,7 @@ func killProtected(_ *Classifier, it item) (string, bool) {
 // can be told to fold. A pattern that does not compile, or is only known at run time, could be
 // anything.
 func matchesProtected(pattern string, regex bool) bool {
-	if pattern == "" || runTimeValue.MatchString(pattern) {
+	if pattern == "" || runTimeValue().MatchString(pattern) {
 		return true
 	}
 	if !regex {

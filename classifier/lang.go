@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Target is what a rule file's rules are matched against.
@@ -39,17 +42,32 @@ type Rule struct {
 	Action Action
 	Target Target
 	// Exactly one way of matching: patterns (any of them), a list key, or a validator.
-	Patterns  []*regexp.Regexp
+	Patterns  []Pattern
 	NotInList string // match_base_command_not_in <config key>
 	Validator string
 	// Unless patterns exempt a match: RE2 has no lookahead, so look-alikes are named here.
-	Unless []*regexp.Regexp
+	Unless []Pattern
 	Nudge  string
 	// Doc is the comment written right above the rule, for admins reading it in `rules`.
 	Doc  string
 	File string
 	Line int
 }
+
+// A Pattern is one of a rule's regular expressions. The embedded default rules' patterns are
+// compiled when a call first needs them (a test compiles them all): the host hook is a process per
+// tool call, and compiling all of them would be most of its work. Patterns read from an admin's
+// file are compiled as the file is read, so that a mistake is named at once.
+type Pattern struct {
+	src string
+	re  func() *regexp.Regexp
+}
+
+// String is the expression as written.
+func (p Pattern) String() string { return p.src }
+
+// Regexp is the compiled expression.
+func (p Pattern) Regexp() *regexp.Regexp { return p.re() }
 
 // ParseError names the file, the line and what was expected.
 type ParseError struct {
@@ -63,7 +81,12 @@ func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.
 // ParseRules reads one rule file. validators and lists name what `validator` and
 // `match_base_command_not_in` may refer to.
 func ParseRules(file string, target Target, r io.Reader, validators map[string]bool, lists map[string]bool) ([]*Rule, error) {
-	p := ruleParser{file: file, target: target, validators: validators, lists: lists}
+	return parseRules(ruleParser{file: file, target: target, validators: validators, lists: lists}, r)
+}
+
+// parseRules reads one rule file with p set up; p.lazy leaves patterns to be compiled on first
+// use, for rules whose syntax the tests have checked (the embedded defaults).
+func parseRules(p ruleParser, r io.Reader) ([]*Rule, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -73,7 +96,7 @@ func ParseRules(file string, target Target, r io.Reader, validators map[string]b
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &ParseError{file, p.line, err.Error()}
+		return nil, &ParseError{p.file, p.line, err.Error()}
 	}
 	if err := p.finish(); err != nil {
 		return nil, err
@@ -90,6 +113,7 @@ type ruleParser struct {
 	rules      []*Rule
 	cur        *Rule
 	inAny      bool // reading the indented patterns of match_any
+	lazy       bool // compile patterns on first use (the embedded defaults)
 	ids        map[string]bool
 	comment    []string // the comment lines right above the next rule
 }
@@ -152,7 +176,7 @@ func (p *ruleParser) parseLine(raw string) error {
 		if err != nil {
 			return p.errorf("nudge wants one double-quoted string, got %s", rest)
 		}
-		for _, m := range nudgeVar.FindAllStringSubmatch(s, -1) {
+		for _, m := range nudgeVar().FindAllStringSubmatch(s, -1) {
 			if !nudgeVars[m[1]] {
 				return p.errorf("nudge names {%s}, which is not a variable; known: %s", m[1], keys(nudgeVars))
 			}
@@ -180,7 +204,7 @@ func (p *ruleParser) header(line string) error {
 			return p.errorf("unexpected %q after the rule id", after)
 		}
 	}
-	if err != nil || !ruleIDPattern.MatchString(id) {
+	if err != nil || !ruleIDPattern().MatchString(id) {
 		return p.errorf("rule id must be a double-quoted lower-case id like \"bash.rm-root\", got %s", rest)
 	}
 	if p.ids == nil {
@@ -195,9 +219,9 @@ func (p *ruleParser) header(line string) error {
 	return nil
 }
 
-var ruleIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+var ruleIDPattern = lazyregexp.New(`^[a-z0-9][a-z0-9._-]{0,127}$`)
 
-func (p *ruleParser) pattern(dst *[]*regexp.Regexp, expr string) error {
+func (p *ruleParser) pattern(dst *[]Pattern, expr string) error {
 	if expr == "" {
 		return p.errorf("empty pattern")
 	}
@@ -205,11 +229,15 @@ func (p *ruleParser) pattern(dst *[]*regexp.Regexp, expr string) error {
 	if i := strings.Index(expr, "#"); i > 0 && (expr[i-1] == ' ' || expr[i-1] == '\t') {
 		return p.errorf("a comment cannot follow a pattern on its line (it would become part of the pattern); put it on a line of its own, or write a literal '#' as \\x23")
 	}
+	if p.lazy {
+		*dst = append(*dst, Pattern{expr, sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })})
+		return nil
+	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		return p.errorf("bad regular expression: %v", err)
 	}
-	*dst = append(*dst, re)
+	*dst = append(*dst, Pattern{expr, func() *regexp.Regexp { return re }})
 	return nil
 }
 

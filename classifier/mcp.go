@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"net/url"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/secrets"
 )
 
@@ -24,22 +24,22 @@ const (
 )
 
 // pathKeys are argument names whose value is a file or folder.
-var pathKeys = regexp.MustCompile(`(?i)^(?:path|paths|file|files|file_?path|file_?name|filename|dir|directory|folder|repo_?path|repository_?path|target|target_?path|` +
+var pathKeys = lazyregexp.New(`(?i)^(?:path|paths|file|files|file_?path|file_?name|filename|dir|directory|folder|repo_?path|repository_?path|target|target_?path|` +
 	`src|source|source_?path|dest|destination|destination_?path|output|output_?path|input_?path|attachments?|attachment_?paths?|cwd|root|` +
 	`workspace|local_?path|notebook_?path|location|from|to|old_?path|new_?path)$`)
 
 // writingTool matches tool names that change what their path arguments name.
-var writingTool = regexp.MustCompile(`(?i)write|create|save|edit|update|put|upload|move|rename|copy|delete|remove|append|mkdir|patch|replace|insert`)
+var writingTool = lazyregexp.New(`(?i)write|create|save|edit|update|put|upload|move|rename|copy|delete|remove|append|mkdir|patch|replace|insert`)
 
 // contentKeys are argument names whose value is the text a writing tool writes.
-var contentKeys = regexp.MustCompile(`(?i)^(?:content|contents|text|body|data|new_?string|new_?source|markdown)$`)
+var contentKeys = lazyregexp.New(`(?i)^(?:content|contents|text|body|data|new_?string|new_?source|markdown)$`)
 
 // commandRunnerWords, among the words of a server's or tool's name, mark one that runs commands.
 var commandRunnerWords = setOf("shell", "terminal", "bash", "sh", "zsh", "cmd", "command", "commands", "exec", "git", "make",
 	"npm", "npx", "yarn", "pnpm", "docker", "kubectl", "process", "script", "subprocess", "run", "cli")
 
 // shellSyntax is what only a shell makes something of: substitutions, chaining, pipes.
-var shellSyntax = regexp.MustCompile("\\$\\(|`|&&|\\|\\||;\\s*[A-Za-z./~$]|\\|\\s*[A-Za-z./~$]|>\\s*[A-Za-z./~]")
+var shellSyntax = lazyregexp.New("\\$\\(|`|&&|\\|\\||;\\s*[A-Za-z./~$]|\\|\\s*[A-Za-z./~$]|>\\s*[A-Za-z./~]")
 
 // runsCommands reports a server or tool whose name says it runs commands.
 func runsCommands(server, tool string) bool {
@@ -61,7 +61,7 @@ func shellMetacharacters(_ *Classifier, it item) (string, bool) {
 	found := ""
 	n := 0
 	walkStrings(it.args, "", 0, &n, func(_, v string) {
-		if found == "" && shellSyntax.MatchString(v) {
+		if found == "" && shellSyntax().MatchString(v) {
 			found = v
 		}
 	})
@@ -77,7 +77,7 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 	if args == nil {
 		return items
 	}
-	writes := writingTool.MatchString(tool)
+	writes := writingTool().MatchString(tool)
 	var secretKinds []string
 	var instruction []string // instruction files a writing tool names
 	var content []string
@@ -102,7 +102,7 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 				}
 			}
 		}
-		if writes && contentKeys.MatchString(key) {
+		if writes && contentKeys().MatchString(key) {
 			content = append(content, v)
 		}
 	})
@@ -157,7 +157,7 @@ func pathArg(key, v string) (string, bool) {
 	if v == "" || len(v) > 4096 || strings.ContainsAny(v, "\n\x00") || strings.Contains(v, "://") {
 		return "", false
 	}
-	if pathKeys.MatchString(key) {
+	if pathKeys().MatchString(key) {
 		return v, true
 	}
 	if strings.ContainsAny(v, " \t") {

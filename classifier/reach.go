@@ -2,8 +2,9 @@ package classifier
 
 import (
 	"net/netip"
-	"regexp"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // The reach of a program the policy does not know. A program outside the allowed list and the
@@ -18,17 +19,17 @@ import (
 
 // networkArg is an argument naming a place on the network: a URL, user@host:, host:port, a
 // UNC share, an address.
-var networkArg = regexp.MustCompile(`(?i)^[a-z][a-z0-9+.-]*://[^/\s]|^[\w.-]+@[\w-]+(\.[\w-]+)+(:|$)|^\\\\[\w.-]+\\|` +
+var networkArg = lazyregexp.New(`(?i)^[a-z][a-z0-9+.-]*://[^/\s]|^[\w.-]+@[\w-]+(\.[\w-]+)+(:|$)|^\\\\[\w.-]+\\|` +
 	`^(?:[a-z0-9-]+\.)+(?:com|net|org|io|dev|app|co|me|sh|xyz|info|biz|ru|cn|top|site|online|example|test|invalid|onion|cloud|ai|tk|ml|ga|gq|cf|pw|cc|su|local)(?::\d+)?(?:/\S*)?$|` +
 	`^[\w.-]+:\d{2,5}$|^(?:tcp|udp|ssl|openssl|sctp|dccp)[46]?(?:-connect|-listen|-l)?:`)
 
 // sensitiveArea are places outside any project that an unknown program should not be handed
 // unasked: the system's folders, a home's hidden folders and Library, devices, other homes.
-var sensitiveArea = regexp.MustCompile(`^/(etc|private|System|Library|usr|bin|sbin|var|boot|root|opt|Applications|Volumes|proc|sys)(/|$)|` +
+var sensitiveArea = lazyregexp.New(`^/(etc|private|System|Library|usr|bin|sbin|var|boot|root|opt|Applications|Volumes|proc|sys)(/|$)|` +
 	`^~/(\.[^/]+|Library)(/|$)|^/dev/(?:disk|rdisk|sd|nvme|hd|mem|kmem|port|tcp|udp)|^/(Users|home)/`)
 
 // harmlessArea are the parts of those places every program reads: shared data, null devices.
-var harmlessArea = regexp.MustCompile(`^/(usr/(share|local/share|lib)|dev/(null|zero|u?random|std(in|out|err)|fd/|tty))(/|$)|^/var/folders/|^/usr/bin/env$`)
+var harmlessArea = lazyregexp.New(`^/(usr/(share|local/share|lib)|dev/(null|zero|u?random|std(in|out|err)|fd/|tty))(/|$)|^/var/folders/|^/usr/bin/env$`)
 
 // unknownReach reports what an unknown program reaches beyond the project, if anything.
 func unknownReach(_ *Classifier, it item) (string, bool) {
@@ -50,12 +51,12 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 		if _, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
 			v = value
 		}
-		if networkArg.MatchString(v) || isAddress(v) {
+		if networkArg().MatchString(v) || isAddress(v) {
 			return cmd.Name + " reaches " + v, true
 		}
 	}
 	for _, pa := range append(pathValues(cmd), embeddedPaths(cmd)...) {
-		if p := canonPath(pa.value, it.cwd); sensitiveArea.MatchString(p) && !harmlessArea.MatchString(p) && !inProject(p, it.project) {
+		if p := canonPath(pa.value, it.cwd); sensitiveArea().MatchString(p) && !harmlessArea().MatchString(p) && !inProject(p, it.project) {
 			return cmd.Name + " is handed " + p, true
 		}
 	}

@@ -7,13 +7,14 @@ import (
 	"io"
 	"path"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // maxDepth bounds nested shells (sh -c "sh -c '...'"), eval and heredocs.
@@ -777,9 +778,9 @@ func (w *walker) teeWrites(cmd Command, c *syntax.CallExpr) {
 	}
 }
 
-var fdRE = regexp.MustCompile(`^&?[0-9-]+$`)
+var fdRE = lazyregexp.New(`^&?[0-9-]+$`)
 
-func isFD(s string) bool { return fdRE.MatchString(s) }
+func isFD(s string) bool { return fdRE().MatchString(s) }
 
 // heredoc returns the text fed to a statement's stdin by <<, <<- or <<<.
 func heredoc(st *syntax.Stmt) (string, bool) {
@@ -1237,7 +1238,7 @@ func baseName(s string) string {
 	return strings.ToLower(s)
 }
 
-var timeoutDuration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
+var timeoutDuration = lazyregexp.New(`^[0-9.]+[smhd]?$`)
 
 // wrapperArgs reports whether name is a wrapper and how many of args belong to it.
 // wrapperOptsWithValue are the options of each wrapper that take a value.
@@ -1295,7 +1296,7 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 			if wrapperOptsWithValue[name][a] {
 				i++
 			}
-		case name == "timeout" && timeoutDuration.MatchString(a):
+		case name == "timeout" && timeoutDuration().MatchString(a):
 			return i + 1, true
 		default:
 			return i, true
@@ -1466,18 +1467,18 @@ func (w *walker) findExec(args []string) {
 
 // shellCall finds strings that interpreter code hands to a shell: os.system("..."),
 // execSync('...'), subprocess.run(["rm", "-rf", "/"]), `...` in Ruby and Perl.
-var shellCall = regexp.MustCompile("(?:system|exec|execSync|spawn|spawnSync|popen|Popen|call|run|check_output|check_call|getoutput|getstatusoutput)\\s*\\(\\s*(\\[[^\\]]*\\]|\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*')|`([^`]*)`|%x\\{([^}]*)\\}")
+var shellCall = lazyregexp.New("(?:system|exec|execSync|spawn|spawnSync|popen|Popen|call|run|check_output|check_call|getoutput|getstatusoutput)\\s*\\(\\s*(\\[[^\\]]*\\]|\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*')|`([^`]*)`|%x\\{([^}]*)\\}")
 
-var quotedString = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'`)
+var quotedString = lazyregexp.New(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'`)
 
 func (a *Analysis) interp(name, code string, w *walker) {
 	a.Code = append(a.Code, Code{Interp: name, Text: code})
 	a.scanCode(name, code, w)
-	for _, m := range shellCall.FindAllStringSubmatch(code, -1) {
+	for _, m := range shellCall().FindAllStringSubmatch(code, -1) {
 		arg := m[1] + m[2] + m[3]
 		if strings.HasPrefix(arg, "[") { // an argv list: join its strings
 			var parts []string
-			for _, q := range quotedString.FindAllStringSubmatch(arg, -1) {
+			for _, q := range quotedString().FindAllStringSubmatch(arg, -1) {
 				parts = append(parts, q[1]+q[2])
 			}
 			a.shell(strings.Join(parts, " "), w.depth+1, w.vars)

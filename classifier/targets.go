@@ -1,9 +1,10 @@
 package classifier
 
 import (
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Path targets of any program. Whatever the program, known or not, a path it is handed (an
@@ -62,7 +63,7 @@ var keyOwners = map[string]bool{"ssh-add": true, "ssh-keygen": true}
 // persistLocation names places where what is written runs again later: shell start-up files,
 // launchd's and cron's folders, login items, git hooks, the settings of editors and agents that
 // run commands, and the system's start-up and preload lists.
-var persistLocation = regexp.MustCompile(`(?i)` +
+var persistLocation = lazyregexp.New(`(?i)` +
 	`(^|/)\.(bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile|zlogin|zlogout|cshrc|tcshrc|kshrc|xinitrc|xprofile|xsession|lessfilter|lesskey|inputrc|wgetrc|curlrc|npmrc|pythonrc|pythonstartup)$` +
 	`|(^|/)\.config/(fish/config\.fish|autostart(/|$)|systemd/user(/|$))` +
 	`|^(~|/System)?/Library/(LaunchAgents|LaunchDaemons|StartupItems)(/|$)` +
@@ -96,7 +97,7 @@ func pathValues(cmd *Command) []handedPath {
 	var out []handedPath
 	add := func(v, opt string) {
 		v = strings.TrimPrefix(v, "@")
-		if v != "" && (looksLikePath(v) || secretName.MatchString(v)) && !strings.Contains(v, "://") && !strings.ContainsAny(v, " \t\n") {
+		if v != "" && (looksLikePath(v) || secretName().MatchString(v)) && !strings.Contains(v, "://") && !strings.ContainsAny(v, " \t\n") {
 			out = append(out, handedPath{value: v, opt: opt})
 		}
 	}
@@ -119,7 +120,7 @@ func pathValues(cmd *Command) []handedPath {
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			if len(a) > 2 && (strings.ContainsAny(a[2:3], "/~.@")) {
 				add(a[2:], a[:2]) // -f/path, -f~/x, -T@file
-			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && (looksLikePath(cmd.Args[i+1]) || secretName.MatchString(cmd.Args[i+1])) {
+			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && (looksLikePath(cmd.Args[i+1]) || secretName().MatchString(cmd.Args[i+1])) {
 				add(cmd.Args[i+1], a)
 				i++
 			}
@@ -137,7 +138,7 @@ func pathValues(cmd *Command) []handedPath {
 // embeddedPath is a path inside a longer argument or in the text fed to a program's standard
 // input: code (julia -e '…open("~/.x")…'), a configuration line (apache2ctl -c 'Include F'),
 // an address (socat open:F,creat), a script read from a here-document (jshell <<EOF /open F).
-var embeddedPath = regexp.MustCompile(`(?:^|[\s'"({\[=:,<>])((?:~[a-z_]*|/)[^\s'"(){}\[\],;:<>|&*?$\\]+)`)
+var embeddedPath = lazyregexp.New(`(?:^|[\s'"({\[=:,<>])((?:~[a-z_]*|/)[^\s'"(){}\[\],;:<>|&*?$\\]+)`)
 
 // messageOptions carry prose, where a path is a word, not a file (git commit -m "fix ~/.zshrc").
 var messageOptions = []string{"-m", "--message", "--title", "--body", "--notes", "--subject", "--description"}
@@ -160,7 +161,7 @@ func embeddedPaths(cmd *Command) []handedPath {
 		if len(t) > maxEmbeddedScan {
 			t = t[:maxEmbeddedScan]
 		}
-		for _, m := range embeddedPath.FindAllStringSubmatch(t, -1) {
+		for _, m := range embeddedPath().FindAllStringSubmatch(t, -1) {
 			if m[1] != t { // a whole argument is pathValues' to judge, with its option
 				out = append(out, handedPath{value: m[1], opt: "embedded"})
 			}
@@ -192,7 +193,7 @@ func (c *Classifier) openEffects(cmd *Command, cwd string) []Effect {
 		for _, pa := range embeddedPaths(cmd) {
 			// The code of a known interpreter is analysed as code, which judges its reads
 			// (read.secrets); a start-up file it names is judged here.
-			if !whole[pa.value] && (interpreters[cmd.Name] == "" || persistLocation.MatchString(canonPath(pa.value, cwd))) {
+			if !whole[pa.value] && (interpreters[cmd.Name] == "" || persistLocation().MatchString(canonPath(pa.value, cwd))) {
 				handed = append(handed, pa)
 			}
 		}
@@ -204,7 +205,7 @@ func (c *Classifier) openEffects(cmd *Command, cwd string) []Effect {
 			// the known readers' files are judged by the read rules, option by option (bashItems)
 		case c.secretStore(p) && !consumes(cmd.Name, pa.opt):
 			out = append(out, effect(EffectOpen, cmd.Name, "path", p, "secret", ""))
-		case persistLocation.MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name]:
+		case persistLocation().MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name]:
 			out = append(out, effect(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // validators are checks too structural for a regular expression. Rule files name them with
@@ -53,18 +55,18 @@ func validatorNames() map[string]bool {
 	return m
 }
 
-var criticalPath = regexp.MustCompile(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
+var criticalPath = lazyregexp.New(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
 
-var tempRoot = regexp.MustCompile(`^/(tmp|var/tmp|private/tmp|private/var/tmp)/?$`)
+var tempRoot = lazyregexp.New(`^/(tmp|var/tmp|private/tmp|private/var/tmp)/?$`)
 
-var tempPath = regexp.MustCompile(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
+var tempPath = lazyregexp.New(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
 
 // recursiveDelete finds rm -r: critical targets (the root, a home, system folders, .., *) when
 // critical is set, any other target that is not temporary otherwise.
 // regenerated are a project's caches, which the next run makes again: deleting them loses
 // nothing. Build outputs and installed packages (build, dist, node_modules) are asked about:
 // some projects keep what they cannot rebuild there.
-var regenerated = regexp.MustCompile(`^(\./)?([^/]+/)*(\.next|\.nuxt|\.svelte-kit|\.turbo|\.parcel-cache|\.pytest_cache|\.mypy_cache|\.ruff_cache|__pycache__|\.expo)/?$`)
+var regenerated = lazyregexp.New(`^(\./)?([^/]+/)*(\.next|\.nuxt|\.svelte-kit|\.turbo|\.parcel-cache|\.pytest_cache|\.mypy_cache|\.ruff_cache|__pycache__|\.expo)/?$`)
 
 func recursiveDelete(it item, critical bool) (string, bool) {
 	cmd := it.cmd
@@ -101,26 +103,26 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 			}
 			continue
 		}
-		if runRoot.MatchString(p) {
+		if runRoot().MatchString(p) {
 			if critical {
 				return cmd.Line(), true // the running system's sockets and locks
 			}
 			continue
 		}
-		if tempPath.MatchString(p) && !tempRoot.MatchString(p) && !strings.Contains(t, "..") {
+		if tempPath().MatchString(p) && !tempRoot().MatchString(p) && !strings.Contains(t, "..") {
 			continue // inside a temporary folder; the folder itself (rm -rf /tmp) is asked about
 		}
-		if !critical && regenerated.MatchString(t) && !strings.Contains(t, "..") && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
+		if !critical && regenerated().MatchString(t) && !strings.Contains(t, "..") && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
 			continue // a build's output or a cache in the project: the next build makes it again
 		}
-		if criticalPath.MatchString(p) == critical {
+		if criticalPath().MatchString(p) == critical {
 			return cmd.Line(), true
 		}
 	}
 	return "", false
 }
 
-var runRoot = regexp.MustCompile(`^/(run|var/run|private/var/run)/?$`)
+var runRoot = lazyregexp.New(`^/(run|var/run|private/var/run)/?$`)
 
 // systemFolders are what a pattern in rm's arguments is matched against: the shell expands it
 // against the disk, and these are what it would find there that matter most.
@@ -186,7 +188,7 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 	}
 	ops := slices.DeleteFunc(operands(shellArgs(cmd.Args)), func(o string) bool { return strings.HasPrefix(o, "+") }) // set +n and the like
 	if !hasCode && len(ops) > 0 && ops[0] != "-" && !slices.Contains(cmd.Wrappers, "xargs") &&
-		!strings.HasPrefix(ops[0], "/dev/fd/") && !fdArg.MatchString(ops[0]) && ops[0] != "/dev/stdin" && !strings.Contains(ops[0], "$(...)") {
+		!strings.HasPrefix(ops[0], "/dev/fd/") && !fdArg().MatchString(ops[0]) && ops[0] != "/dev/stdin" && !strings.Contains(ops[0], "$(...)") {
 		return "", false // bash script.sh: the code is the script, not what the pipe brings
 	}
 	if !hasCode {
@@ -295,12 +297,14 @@ var searchPaths = map[string]bool{"PATH": true, "LD_LIBRARY_PATH": true, "DYLD_L
 
 // optionLoaders carry a program's options, some of which load code (node --require X, java
 // -javaagent:X) or open a debugger to the network (--inspect).
-var optionLoaders = map[string]*regexp.Regexp{
-	"NODE_OPTIONS":      regexp.MustCompile(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)[=\s]+(\S+)|--inspect`),
-	"JAVA_TOOL_OPTIONS": regexp.MustCompile(`-(javaagent|agentpath|agentlib):(\S+)|()()`),
-	"_JAVA_OPTIONS":     regexp.MustCompile(`-(javaagent|agentpath|agentlib):(\S+)|()()`),
-	"JDK_JAVA_OPTIONS":  regexp.MustCompile(`-(javaagent|agentpath|agentlib):(\S+)|()()`),
+var optionLoaders = map[string]func() *regexp.Regexp{
+	"NODE_OPTIONS":      lazyregexp.New(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)[=\s]+(\S+)|--inspect`),
+	"JAVA_TOOL_OPTIONS": javaAgents,
+	"_JAVA_OPTIONS":     javaAgents,
+	"JDK_JAVA_OPTIONS":  javaAgents,
 }
+
+var javaAgents = lazyregexp.New(`-(javaagent|agentpath|agentlib):(\S+)|()()`)
 
 // loadsCode reports whether setting a variable to a value makes programs load code the project
 // does not hold: a preload or a start-up command (any value), a search path through a
@@ -314,12 +318,12 @@ func loadsCode(name, value, cwd string) bool {
 		return true
 	case searchPaths[name]:
 		for _, dir := range strings.Split(value, ":") {
-			if strings.Contains(dir, "$(") || strings.Contains(dir, "`") || tempPath.MatchString(canonPath(dir, cwd)) {
+			if strings.Contains(dir, "$(") || strings.Contains(dir, "`") || tempPath().MatchString(canonPath(dir, cwd)) {
 				return true
 			}
 		}
 	case optionLoaders[name] != nil:
-		for _, m := range optionLoaders[name].FindAllStringSubmatch(value, -1) {
+		for _, m := range optionLoaders[name]().FindAllStringSubmatch(value, -1) {
 			mod := m[len(m)-1]
 			if mod == "" || strings.HasPrefix(mod, "/") || strings.HasPrefix(mod, "~") || strings.HasPrefix(mod, "..") || strings.Contains(mod, "$") {
 				return true // --inspect, or a module outside the project
@@ -349,9 +353,9 @@ func dangerousEnv(_ *Classifier, it item) (string, bool) {
 	return "", false
 }
 
-var secretVar = regexp.MustCompile(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
+var secretVar = lazyregexp.New(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
 
-var remoteSpec = regexp.MustCompile(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)
+var remoteSpec = lazyregexp.New(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)
 
 // exfiltration finds data leaving the machine that no effect rule weighs: secrets named in
 // request data (a variable, a substitution). Files and standard input sent by curl, wget, scp,
@@ -365,13 +369,13 @@ func exfiltration(_ *Classifier, it item) (string, bool) {
 	case "curl", "wget":
 		for opt := range sendOptions[cmd.Name] {
 			for _, v := range optionValues(cmd.Args, opt) {
-				if secretVar.MatchString(v) || strings.Contains(v, "$(...)") {
+				if secretVar().MatchString(v) || strings.Contains(v, "$(...)") {
 					return cmd.Line(), true
 				}
 			}
 		}
 	}
-	if cmd.PipedFrom != "" && secretVar.MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
+	if cmd.PipedFrom != "" && secretVar().MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
 		return cmd.Line(), true
 	}
 	return "", false
@@ -390,7 +394,7 @@ func dynamicDestructive(_ *Classifier, it item) (string, bool) {
 		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rRf") {
 			force = true
 		}
-		if criticalPath.MatchString(canonPath(a, it.cwd)) && a != "." && a != ".." {
+		if criticalPath().MatchString(canonPath(a, it.cwd)) && a != "." && a != ".." {
 			critical = true
 		}
 	}
@@ -409,7 +413,7 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 	for _, w := range it.an.Writes {
 		p := canonPath(w, it.cwd)
 		if slices.ContainsFunc(roots, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") }) ||
-			tempPath.MatchString(p) || strings.HasPrefix(p, "$") {
+			tempPath().MatchString(p) || strings.HasPrefix(p, "$") {
 			continue
 		}
 		return w, true
@@ -419,7 +423,7 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 
 // noProject are working folders that hold more than a project: the disk, homes, a home's
 // standard folders, system folders.
-var noProject = regexp.MustCompile(`^(/|~|/Users|/home|~/(Library|Documents|Desktop|Downloads)|~/(Library|\.[^/]+)(/.*)?|/(etc|usr|var|bin|sbin|System|Library|Applications|private|opt|tmp)(/[^/]+)?)/?$`)
+var noProject = lazyregexp.New(`^(/|~|/Users|/home|~/(Library|Documents|Desktop|Downloads)|~/(Library|\.[^/]+)(/.*)?|/(etc|usr|var|bin|sbin|System|Library|Applications|private|opt|tmp)(/[^/]+)?)/?$`)
 
 // projectOf is the folders a session working in cwd works in (see projectRoots), none when the
 // working folder is a home, the disk or a system folder. Evaluate computes it once per call.
@@ -428,7 +432,7 @@ func projectOf(cwd string) []string {
 		return nil
 	}
 	cwd = canonPath(cwd, "")
-	if noProject.MatchString(cwd) {
+	if noProject().MatchString(cwd) {
 		return nil
 	}
 	return projectRoots(cwd)
@@ -488,8 +492,8 @@ func dotenvWrite(_ *Classifier, it item) (string, bool) {
 // sessionMounts is a Cowork session's folder of mounts as the VM sees it; hostOutputs, a host
 // session's working folder.
 var (
-	sessionMounts = regexp.MustCompile(`^/sessions/[^/]+/mnt`)
-	hostOutputs   = regexp.MustCompile(`/local_[^/]+/outputs$`)
+	sessionMounts = lazyregexp.New(`^/sessions/[^/]+/mnt`)
+	hostOutputs   = lazyregexp.New(`/local_[^/]+/outputs$`)
 )
 
 // projectRoots are the folders a session works in: its working folder and, in Cowork, every
@@ -497,9 +501,9 @@ var (
 // by its own rules.
 func projectRoots(cwd string) []string {
 	roots := []string{cwd}
-	if m := sessionMounts.FindString(cwd); m != "" {
+	if m := sessionMounts().FindString(cwd); m != "" {
 		roots = append(roots, m)
-	} else if hostOutputs.MatchString(cwd) {
+	} else if hostOutputs().MatchString(cwd) {
 		roots = append(roots, path.Dir(cwd))
 	}
 	return roots
@@ -623,22 +627,22 @@ wkhtmltopdf weasyprint textutil qlmanage mdls mdfind ffprobe csvlook csvcut csvs
 antiword catdoc unrtf html2text lynx w3m
 `)
 
-var manifestPath = regexp.MustCompile(`(^|/)(package\.json|pyproject\.toml|setup\.py|setup\.cfg|Cargo\.toml|go\.mod|Gemfile|composer\.json|pom\.xml|build\.gradle(\.kts)?|requirements[^/]*\.txt|Pipfile)$`)
+var manifestPath = lazyregexp.New(`(^|/)(package\.json|pyproject\.toml|setup\.py|setup\.cfg|Cargo\.toml|go\.mod|Gemfile|composer\.json|pom\.xml|build\.gradle(\.kts)?|requirements[^/]*\.txt|Pipfile)$`)
 
 // dependencyText recognises text that declares dependencies in a manifest.
-var dependencyText = regexp.MustCompile(`(?im)(dependencies|devDependencies|optionalDependencies|peerDependencies|install_requires|\[dependencies\]|\[dev-dependencies\]|^\s*require\b|^\s*gem\s|<dependency>|implementation\s*[('"]|^[A-Za-z0-9_.\-\[\]]+\s*(==|>=|<=|~=|!=)|"(preinstall|postinstall|prepare|install)"\s*:)`)
+var dependencyText = lazyregexp.New(`(?im)(dependencies|devDependencies|optionalDependencies|peerDependencies|install_requires|\[dependencies\]|\[dev-dependencies\]|^\s*require\b|^\s*gem\s|<dependency>|implementation\s*[('"]|^[A-Za-z0-9_.\-\[\]]+\s*(==|>=|<=|~=|!=)|"(preinstall|postinstall|prepare|install)"\s*:)`)
 
 // manifestDependencies finds edits to the dependency parts of package manifests: a new
 // dependency or install script is how a supply-chain attack enters a project.
 func manifestDependencies(_ *Classifier, it item) (string, bool) {
-	if !manifestPath.MatchString(it.text) {
+	if !manifestPath().MatchString(it.text) {
 		return "", false
 	}
 	base := it.text[strings.LastIndex(it.text, "/")+1:]
 	if base == "go.mod" || strings.HasPrefix(base, "requirements") || base == "Gemfile" || base == "Pipfile" {
 		return it.text, true // nothing but dependencies in these
 	}
-	if m := dependencyText.FindString(it.content); m != "" {
+	if m := dependencyText().FindString(it.content); m != "" {
 		return it.text, true
 	}
 	return "", false

@@ -9,10 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
 	"sync/atomic"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Origin says where the effective configuration came from.
@@ -152,15 +153,15 @@ func (l *Loader) fallBack(off Snapshot, problem error) Snapshot {
 }
 
 var (
-	saysEnforce  = regexp.MustCompile(`"mode"\s*:\s*"enforce"`)
-	saysDisabled = regexp.MustCompile(`"cowork_enabled"\s*:\s*false`)
+	saysEnforce  = lazyregexp.New(`"mode"\s*:\s*"enforce"`)
+	saysDisabled = lazyregexp.New(`"cowork_enabled"\s*:\s*false`)
 )
 
 // IntentOf is the mode a managed.json that does not parse clearly asks for: Enforce when it
 // names mode enforce and does not switch coworkbridge off, Observe otherwise. It is read from
 // the raw bytes, since the file is broken, and only ever used to choose how to fail.
 func IntentOf(data []byte) Mode {
-	if saysEnforce.Match(data) && !saysDisabled.Match(data) {
+	if saysEnforce().Match(data) && !saysDisabled().Match(data) {
 		return Enforce
 	}
 	return Observe

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Notice is what the organisation tells a user whose call coworkbridge denies or asks about,
@@ -36,7 +37,7 @@ type NoticeFacts struct {
 const maxNoticeText = 500
 
 // noticeVar finds a help URL's placeholders.
-var noticeVar = regexp.MustCompile(`\{([^{}]*)\}`)
+var noticeVar = lazyregexp.New(`\{([^{}]*)\}`)
 
 func noticeVars() []string { return []string{"rule", "rid", "decision", "session", "user", "host"} }
 
@@ -72,7 +73,7 @@ func (n Notices) Explain(reason string, f NoticeFacts) string {
 
 func fillURL(tmpl string, f NoticeFacts) string {
 	vals := map[string]string{"rule": f.Rule, "rid": f.RID, "decision": f.Decision, "session": f.Session, "user": f.User, "host": f.Host}
-	return noticeVar.ReplaceAllStringFunc(tmpl, func(m string) string {
+	return noticeVar().ReplaceAllStringFunc(tmpl, func(m string) string {
 		return url.QueryEscape(vals[m[1:len(m)-1]])
 	})
 }
@@ -115,7 +116,7 @@ func (p *parser) noticeRules(field string, raw json.RawMessage) {
 	rules := map[string]Notice{}
 	for _, m := range members {
 		f := field + "." + m.key
-		if !ruleID.MatchString(m.key) {
+		if !ruleID().MatchString(m.key) {
 			p.addf(f, "%q is not a rule id (lower-case letters, digits, '.', '_' and '-')", m.key)
 			continue
 		}
@@ -145,7 +146,7 @@ func (p *parser) noticeText(field, s string) bool {
 }
 
 func (p *parser) helpURL(field, s string) bool {
-	for _, m := range noticeVar.FindAllStringSubmatch(s, -1) {
+	for _, m := range noticeVar().FindAllStringSubmatch(s, -1) {
 		if !slices.Contains(noticeVars(), m[1]) {
 			p.addf(field, "{%s} is not a placeholder; use %s", m[1], "{"+strings.Join(noticeVars(), "}, {")+"}")
 			return false

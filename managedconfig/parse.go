@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/internal/spelling"
 )
 
@@ -147,7 +147,7 @@ func (p *parser) crossChecks() {
 	c := &p.cfg
 	if c.Lockdown && c.Policy.RestrictMCPServers {
 		for i, n := range c.Policy.AllowedMCPServers {
-			if !mcpServerName.MatchString(n) {
+			if !mcpServerName().MatchString(n) {
 				p.addf(fmt.Sprintf("policy.allowed_mcp_servers[%d]", i), "%q cannot be named in Claude Code's managed allowedMcpServers, which lockdown writes (letters, digits, '_' and '-' only)", n)
 			}
 		}
@@ -325,7 +325,7 @@ func (p *parser) strings(field string, raw json.RawMessage) ([]string, bool) {
 
 // ruleID is the shape of a classifier rule id; checking it here catches typos in disabled_rules
 // and rule_modes at delivery time. Whether the id exists is the classifier's to say.
-var ruleID = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+var ruleID = lazyregexp.New(`^[a-z0-9][a-z0-9._-]{0,127}$`)
 
 func (p *parser) ruleIDs(field string, raw json.RawMessage) []string {
 	ids, ok := p.strings(field, raw)
@@ -333,7 +333,7 @@ func (p *parser) ruleIDs(field string, raw json.RawMessage) []string {
 		return nil
 	}
 	for i, id := range ids {
-		if !ruleID.MatchString(id) {
+		if !ruleID().MatchString(id) {
 			p.addf(fmt.Sprintf("%s[%d]", field, i), "%q is not a rule id (lower-case letters, digits, '.', '_' and '-')", id)
 		}
 	}
@@ -376,14 +376,14 @@ func (p *parser) policy(field string, raw json.RawMessage) {
 }
 
 // claudeVersion is a Claude Code release number as requiredMinimumVersion takes it.
-var claudeVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+var claudeVersion = lazyregexp.New(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 
 func (p *parser) minimumVersion(field string, raw json.RawMessage) {
 	s, ok := p.str(field, raw)
 	if !ok {
 		return
 	}
-	if !claudeVersion.MatchString(s) {
+	if !claudeVersion().MatchString(s) {
 		p.addf(field, "%q is not a Claude Code version; write it like \"2.1.329\"", s)
 		return
 	}
@@ -391,10 +391,10 @@ func (p *parser) minimumVersion(field string, raw json.RawMessage) {
 }
 
 // mcpServerName is what Claude Code's managed allowedMcpServers accepts as a server name.
-var mcpServerName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+var mcpServerName = lazyregexp.New(`^[a-zA-Z0-9_-]+$`)
 
 // settingName is one name in allowed_settings: a settings key, or a key and one member of it.
-var settingName = regexp.MustCompile(`^[A-Za-z$][A-Za-z0-9_]*(\.[A-Za-z0-9_.:@/-]+)?$`)
+var settingName = lazyregexp.New(`^[A-Za-z$][A-Za-z0-9_]*(\.[A-Za-z0-9_.:@/-]+)?$`)
 
 func (p *parser) allowedSettings(field string, raw json.RawMessage) {
 	names, ok := p.strings(field, raw)
@@ -402,7 +402,7 @@ func (p *parser) allowedSettings(field string, raw json.RawMessage) {
 		return
 	}
 	for i, n := range names {
-		if !settingName.MatchString(n) {
+		if !settingName().MatchString(n) {
 			p.addf(fmt.Sprintf("%s[%d]", field, i), "%q is not a settings name; use a key (\"statusLine\") or a key and one member (\"env.HTTPS_PROXY\", \"hooks.Stop\", \"mcpServers.github\")", n)
 			ok = false
 		}
@@ -420,7 +420,7 @@ func (p *parser) ruleModes(field string, raw json.RawMessage) {
 	modes := make(map[string]Mode, len(members))
 	for _, m := range members {
 		f := field + "." + m.key
-		if !ruleID.MatchString(m.key) {
+		if !ruleID().MatchString(m.key) {
 			p.addf(f, "%q is not a rule id (lower-case letters, digits, '.', '_' and '-')", m.key)
 			continue
 		}

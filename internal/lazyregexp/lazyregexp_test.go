@@ -1,0 +1,103 @@
+package lazyregexp
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestAnExpressionIsCompiledOnceAndKept(t *testing.T) {
+	re := New(`^a+$`)
+	if !re().MatchString("aaa") || re().MatchString("b") || re() != re() {
+		t.Error("the expression does not match as written, or is compiled more than once")
+	}
+}
+
+func TestABadExpressionPanicsOnFirstUseNotBefore(t *testing.T) {
+	re := New(`(`)
+	defer func() {
+		if recover() == nil {
+			t.Error("a bad expression did not panic when used")
+		}
+	}()
+	re()
+}
+
+// Every expression the module writes with New compiles: a mistake would otherwise show as a panic
+// in the call that first needs it (a deny, in the host hook), not as a failing test.
+func TestEveryExpressionOfTheModuleCompiles(t *testing.T) {
+	root := filepath.Join("..", "..")
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(af, func(node ast.Node) bool {
+			call, ok := node.(*ast.CallExpr)
+			if !ok || !callsNew(call) || filepath.Base(filepath.Dir(path)) == "lazyregexp" {
+				return true
+			}
+			src, ok := constString(call.Args[0])
+			if !ok {
+				t.Errorf("%s: lazyregexp.New of something not a constant string", path)
+				return true
+			}
+			n++
+			if _, err := regexp.Compile(src); err != nil {
+				t.Errorf("%s: %v", path, err)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 60 {
+		t.Fatalf("found %d expressions; has the package been renamed?", n)
+	}
+}
+
+func callsNew(call *ast.CallExpr) bool {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "New" || len(call.Args) != 1 {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "lazyregexp"
+}
+
+// constString evaluates a string literal, a sum of them, or regexp.QuoteMeta of one.
+func constString(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(e.Value)
+		return s, err == nil
+	case *ast.BinaryExpr:
+		a, ok1 := constString(e.X)
+		b, ok2 := constString(e.Y)
+		return a + b, ok1 && ok2 && e.Op == token.ADD
+	case *ast.ParenExpr:
+		return constString(e.X)
+	}
+	return "", false
+}
