@@ -340,7 +340,7 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 		matched = m
 	default:
 		for _, re := range r.Patterns {
-			if loc := re.Regexp().FindStringIndex(it.text); loc != nil {
+			if loc := re.find(it.text); loc != nil {
 				matched = it.text
 				if it.target == TargetContent {
 					matched = it.text[loc[0]:loc[1]]
@@ -353,7 +353,7 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 		}
 	}
 	for _, re := range r.Unless {
-		if re.Regexp().MatchString(it.text) {
+		if re.find(it.text) != nil {
 			return "", false
 		}
 	}

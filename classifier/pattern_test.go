@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,20 @@ func TestDefaultPatternsAreCompiledOnFirstUseAndKept(t *testing.T) {
 	}
 	if p.String() == "" || p.Regexp() == nil || p.Regexp() != p.Regexp() {
 		t.Fatalf("pattern %q: compiled %v, kept %v", p.String(), p.Regexp() != nil, p.Regexp() == p.Regexp())
+	}
+}
+
+// validRuleID is the rule-id grammar the rule language documents, ^[a-z0-9][a-z0-9._-]{0,127}$.
+func TestValidRuleIDIsTheDocumentedGrammar(t *testing.T) {
+	grammar := regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+	ids := []string{"", "a", "bash.rm-root", "effect.open_secret", ".x", "-x", "_x", "Bash.x", "a b", "a\n",
+		"é", strings.Repeat("a", 128), strings.Repeat("a", 129), "9lives", "a/b"}
+	for c := byte(0); c < 0x80; c++ {
+		ids = append(ids, "a"+string(c), string(c))
+	}
+	for _, id := range ids {
+		if got, want := validRuleID(id), grammar.MatchString(id); got != want {
+			t.Errorf("%q: valid %v, want %v", id, got, want)
+		}
 	}
 }

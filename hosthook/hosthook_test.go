@@ -19,8 +19,6 @@ type mac struct {
 	vars                          map[string]string
 }
 
-func newMacB(t testing.TB, config string) *mac { return newMac(t, config) }
-
 func newMac(t testing.TB, config string) *mac {
 	t.Helper()
 	home := t.TempDir()
@@ -182,5 +180,27 @@ func TestADeniedCallTellsTheAdminsMessageAndTheLogKeepsTheExplanation(t *testing
 	}
 	if rec.Matched != "rm -rf ~" || rec.Nudge == "" || len(rec.Effects) == 0 || !strings.Contains(rec.Effects[0], "delete target=~") {
 		t.Errorf("the record does not explain the deny: %s", log)
+	}
+}
+
+// BenchmarkAnswer is one call's work in the host hook without the process around it (reading the
+// configuration, compiling the policy, judging, recording), for profiles:
+//
+//	go test ./hosthook -run x -bench Answer -cpuprofile cpu.out
+//
+// BenchmarkHookProcess in cmd/coworkbridge measures the whole process.
+func BenchmarkAnswer(b *testing.B) {
+	for _, tc := range []struct{ name, config, payload string }{
+		{"enforce-allow", `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, `{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git status"}}`},
+		{"enforce-deny", `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, `{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main"}}`},
+		{"observe-read", `{"version":1,"cowork_enabled":true,"mode":"observe"}`, `{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/Users/alex/project/main.go"}}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := newMac(b, tc.config)
+			opts := m.options(true)
+			for b.Loop() {
+				Answer(strings.NewReader(tc.payload), opts)
+			}
+		})
 	}
 }

@@ -1,0 +1,243 @@
+package classifier
+
+import "strings"
+
+// A prefilter says cheaply that a rule's pattern cannot match a text, from what the pattern
+// plainly requires at the start of every match: the literal words a pattern anchored with ^
+// begins with (^kubectl, ^(dropdb|dropuser)\b), or that an unanchored one holds
+// (\bclaude\b.*, stratum\+). Most of a call's texts are then never run through most patterns,
+// and a pattern no call needs is never compiled (the host hook is a process per call).
+//
+// It is derived from the pattern's source, conservatively: any form it does not read plainly
+// (a flag other than i or s, an optional first group, a class or escape first) gives a
+// prefilter that lets every text through. A test checks it against the regexp on the corpora and
+// a fuzz target on any pattern.
+type prefilter struct {
+	starts []litStart // none: every text may match
+	fold   bool       // (?i): compared without ASCII case
+}
+
+// litStart is one literal a match begins with, at the start of the text when anchored.
+type litStart struct {
+	lit      string
+	anchored bool
+}
+
+// mayMatch is false only when no match of the pattern is possible in text.
+func (f prefilter) mayMatch(text string) bool {
+	if len(f.starts) == 0 {
+		return true
+	}
+	if f.fold && !isASCII(text) {
+		return true // case folding reaches beyond ASCII (K, the Kelvin sign, is k)
+	}
+	for _, s := range f.starts {
+		switch {
+		case s.anchored && f.fold:
+			if len(text) >= len(s.lit) && hasLowerPrefix(text, s.lit) {
+				return true
+			}
+		case s.anchored:
+			if strings.HasPrefix(text, s.lit) {
+				return true
+			}
+		case f.fold:
+			if containsFold(text, s.lit) {
+				return true
+			}
+		case strings.Contains(text, s.lit):
+			return true
+		}
+	}
+	return false
+}
+
+// newPrefilter reads what src requires; see prefilter.
+func newPrefilter(src string) prefilter {
+	var f prefilter
+	if rest, ok := strings.CutPrefix(src, "(?"); ok {
+		flags, after, ok := strings.Cut(rest, ")")
+		if !ok || strings.Trim(flags, "is") != "" || flags == "" {
+			return prefilter{}
+		}
+		f.fold, src = strings.Contains(flags, "i"), after
+	}
+	for _, alt := range splitAlternatives(src) {
+		starts, ok := alternativeStarts(alt)
+		if !ok {
+			return prefilter{}
+		}
+		f.starts = append(f.starts, starts...)
+	}
+	if f.fold {
+		for i := range f.starts {
+			f.starts[i].lit = strings.ToLower(f.starts[i].lit)
+		}
+	}
+	return f
+}
+
+// alternativeStarts is what one top-level alternative begins with: a literal, or a group whose
+// own alternatives each begin with one.
+func alternativeStarts(alt string) ([]litStart, bool) {
+	anchored := strings.HasPrefix(alt, "^")
+	alt = strings.TrimPrefix(alt, "^")
+	for strings.HasPrefix(alt, `\b`) {
+		alt = alt[2:] // a word boundary takes no text
+	}
+	if lit := literalRun(alt); lit != "" {
+		return []litStart{{lit, anchored}}, true
+	}
+	if !strings.HasPrefix(alt, "(") || strings.HasPrefix(alt, "(?") && !strings.HasPrefix(alt, "(?:") {
+		return nil, false
+	}
+	end := closingParen(alt)
+	if end < 0 || end+1 < len(alt) && strings.ContainsRune("?*{", rune(alt[end+1])) {
+		return nil, false // an optional group requires nothing
+	}
+	inner := strings.TrimPrefix(alt[1:end], "?:")
+	var starts []litStart
+	for _, a := range splitAlternatives(inner) {
+		lit := literalRun(a)
+		if lit == "" {
+			return nil, false
+		}
+		starts = append(starts, litStart{lit, anchored})
+	}
+	return starts, true
+}
+
+// literalRun is the literal text src begins with. A character a quantifier makes optional
+// (a* a? a{0,1}) is left out; escaped punctuation is literal; anything else ends the run.
+func literalRun(src string) string {
+	var b strings.Builder
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '\\' && i+1 < len(src) && isPunct(src[i+1]):
+			b.WriteByte(src[i+1])
+			i++
+		case c >= 0x80 || c == '\\' || strings.IndexByte(".[]()|*+?{}^$", c) >= 0:
+			lit := b.String()
+			if strings.IndexByte("*?{", c) >= 0 && lit != "" {
+				lit = lit[:len(lit)-1]
+			}
+			return lit
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// splitAlternatives splits src at its top-level |, outside groups, classes and escapes.
+func splitAlternatives(src string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '\\':
+			i++
+		case '[':
+			i = classEnd(src, i)
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case '|':
+			if depth == 0 {
+				out = append(out, src[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, src[start:])
+}
+
+// closingParen is the index of the parenthesis that closes the group src opens, or -1.
+func closingParen(src string) int {
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '\\':
+			i++
+		case '[':
+			i = classEnd(src, i)
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// classEnd is the index of the ] that closes the class opened at src[i] (a ] first in the class,
+// or after ^, is literal; [:alpha:] is a name inside it).
+func classEnd(src string, i int) int {
+	j := i + 1
+	if j < len(src) && src[j] == '^' {
+		j++
+	}
+	if j < len(src) && src[j] == ']' {
+		j++
+	}
+	for ; j < len(src); j++ {
+		switch {
+		case src[j] == '\\':
+			j++
+		case src[j] == '[' && j+1 < len(src) && src[j+1] == ':':
+			if k := strings.Index(src[j+2:], ":]"); k >= 0 {
+				j += k + 3
+			}
+		case src[j] == ']':
+			return j
+		}
+	}
+	return len(src)
+}
+
+func isPunct(c byte) bool {
+	return c < 0x80 && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9')
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFold is strings.Contains without ASCII case, for ASCII text and a lower-case lit.
+func containsFold(text, lit string) bool {
+	for i := 0; i+len(lit) <= len(text); i++ {
+		if lower(text[i]) == lit[0] && hasLowerPrefix(text[i:], lit) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasLowerPrefix: text begins with the lower-case lit, without ASCII case.
+func hasLowerPrefix(text, lit string) bool {
+	if len(text) < len(lit) {
+		return false
+	}
+	for j := 0; j < len(lit); j++ {
+		if lower(text[j]) != lit[j] {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
