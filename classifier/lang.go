@@ -59,7 +59,7 @@ type Rule struct {
 type Pattern struct {
 	src string
 	re  func() *regexp.Regexp
-	pre prefilter
+	pre func() prefilter // read from src when first needed, as re is compiled
 }
 
 // String is the expression as written.
@@ -71,7 +71,7 @@ func (p Pattern) Regexp() *regexp.Regexp { return p.re() }
 // find is the place of the first match in text, or nil; texts the pattern's prefilter rules out
 // are not run through the expression, which is compiled only if one is.
 func (p Pattern) find(text string) []int {
-	if !p.pre.mayMatch(text) {
+	if !p.pre().mayMatch(text) {
 		return nil
 	}
 	return p.re().FindStringIndex(text)
@@ -255,14 +255,14 @@ func (p *ruleParser) pattern(dst *[]Pattern, expr string) error {
 		return p.errorf("a comment cannot follow a pattern on its line (it would become part of the pattern); put it on a line of its own, or write a literal '#' as \\x23")
 	}
 	if p.lazy {
-		*dst = append(*dst, Pattern{expr, sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) }), newPrefilter(expr)})
+		*dst = append(*dst, Pattern{expr, sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) }), lazyPrefilter(expr)})
 		return nil
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		return p.errorf("bad regular expression: %v", err)
 	}
-	*dst = append(*dst, Pattern{expr, func() *regexp.Regexp { return re }, newPrefilter(expr)})
+	*dst = append(*dst, Pattern{expr, func() *regexp.Regexp { return re }, lazyPrefilter(expr)})
 	return nil
 }
 

@@ -1,6 +1,9 @@
 package classifier
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // A prefilter says cheaply that a rule's pattern cannot match a text, from what the pattern
 // plainly requires at the start of every match: the literal words a pattern anchored with ^
@@ -50,6 +53,10 @@ func (f prefilter) mayMatch(text string) bool {
 		}
 	}
 	return false
+}
+
+func lazyPrefilter(src string) func() prefilter {
+	return sync.OnceValue(func() prefilter { return newPrefilter(src) })
 }
 
 // newPrefilter reads what src requires; see prefilter.
@@ -110,24 +117,33 @@ func alternativeStarts(alt string) ([]litStart, bool) {
 // literalRun is the literal text src begins with. A character a quantifier makes optional
 // (a* a? a{0,1}) is left out; escaped punctuation is literal; anything else ends the run.
 func literalRun(src string) string {
-	var b strings.Builder
+	var b []byte // only when an escape makes the run differ from src
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		switch {
 		case c == '\\' && i+1 < len(src) && isPunct(src[i+1]):
-			b.WriteByte(src[i+1])
+			if b == nil {
+				b = []byte(src[:i])
+			}
+			b = append(b, src[i+1])
 			i++
 		case c >= 0x80 || c == '\\' || strings.IndexByte(".[]()|*+?{}^$", c) >= 0:
-			lit := b.String()
+			lit := src[:i]
+			if b != nil {
+				lit = string(b)
+			}
 			if strings.IndexByte("*?{", c) >= 0 && lit != "" {
 				lit = lit[:len(lit)-1]
 			}
 			return lit
-		default:
-			b.WriteByte(c)
+		case b != nil:
+			b = append(b, c)
 		}
 	}
-	return b.String()
+	if b != nil {
+		return string(b)
+	}
+	return src
 }
 
 // splitAlternatives splits src at its top-level |, outside groups, classes and escapes.

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -73,11 +72,20 @@ type Envelope struct {
 	Event json.RawMessage `json:"event"`
 }
 
-var ridPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
-
 // ValidRID reports whether rid is exactly 32 lower-case hex digits: anything else must never be
-// used in a file name.
-func ValidRID(rid string) bool { return ridPattern.MatchString(rid) }
+// used in a file name. (Written out, not as an expression: every hook process links this
+// package, and would compile it at start.)
+func ValidRID(rid string) bool {
+	if len(rid) != 32 {
+		return false
+	}
+	for i := 0; i < len(rid); i++ {
+		if c := rid[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // ParseEnvelope decodes a spool line. A line that is a bare payload (no envelope) is accepted as
 // an observe event with no rid.
@@ -111,16 +119,14 @@ func EnvelopeFormat(mode string) string {
 	return `\n` + envelopeHead + `%s","mode":"` + mode + `","event":%s}\n`
 }
 
-// ridPrefix reads the rid of a line whose event is damaged.
-var ridPrefix = regexp.MustCompile(`^` + regexp.QuoteMeta(envelopeHead) + `([0-9a-f]{32})"`)
-
-// RecoverRID returns the rid at the start of a (possibly damaged or cut) spool line.
+// RecoverRID returns the rid at the start of a (possibly damaged or cut) spool line: the
+// envelope's head, 32 lower-case hex digits and their closing quote.
 func RecoverRID(prefix []byte) (string, bool) {
-	m := ridPrefix.FindSubmatch(prefix)
-	if m == nil {
+	rest, ok := bytes.CutPrefix(prefix, []byte(envelopeHead))
+	if !ok || len(rest) < 33 || rest[32] != '"' || !ValidRID(string(rest[:32])) {
 		return "", false
 	}
-	return string(m[1]), true
+	return string(rest[:32]), true
 }
 
 // Decision is what a verdict asks Claude Code to do.

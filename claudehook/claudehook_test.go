@@ -172,3 +172,18 @@ func TestTheShellFormatsReadBack(t *testing.T) {
 		t.Errorf("DenyFormat changed the hook's bytes: %s", DenyFormat("coworkbridge: "))
 	}
 }
+
+func TestValidRIDIsExactly32LowerCaseHexDigits(t *testing.T) {
+	for rid, want := range map[string]bool{
+		strings.Repeat("a", 32): true, "0123456789abcdef0123456789abcdef": true,
+		strings.Repeat("a", 31): false, strings.Repeat("a", 33): false, strings.Repeat("A", 32): false,
+		strings.Repeat("g", 32): false, "": false, "../" + strings.Repeat("a", 29): false,
+	} {
+		if ValidRID(rid) != want {
+			t.Errorf("ValidRID(%q) = %v, want %v", rid, !want, want)
+		}
+	}
+	if _, ok := RecoverRID([]byte(`{"v":1,"rid":"` + strings.Repeat("a", 32) + `x`)); ok {
+		t.Error("a rid not closed by its quote was recovered")
+	}
+}

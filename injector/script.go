@@ -3,6 +3,7 @@ package injector
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -91,9 +92,9 @@ func scriptBody(p ScriptParams, dt int) (string, error) {
 	var body *template.Template
 	switch p.Mode {
 	case managedconfig.Observe:
-		body = observeScript
+		body = observeScript()
 	case managedconfig.Enforce:
-		body = enforceScript
+		body = enforceScript()
 	default:
 		return "", fmt.Errorf("hook script: unknown mode %q", p.Mode)
 	}
@@ -151,7 +152,8 @@ cb_sp="$cb_dir/events.jsonl"
 
 // In the host channel the event file itself is the hand-over (the daemon takes it from there);
 // in the bridge folder it is appended to the spool with one write.
-var observeScript = template.Must(template.New("observe").Parse(scriptHead + `[ -n "$cb_h" ] || [ -d "$cb_dir" ] || {{.Mkdir}} -p "$cb_dir"
+var observeScript = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("observe").Parse(scriptHead + `[ -n "$cb_h" ] || [ -d "$cb_dir" ] || {{.Mkdir}} -p "$cb_dir"
 cb_p=$({{.Tr}} -d '\r\n')
 [ -n "$cb_p" ] || cb_p=null
 if [ -n "$cb_rid" ] && printf '{{.Envelope}}' "$cb_rid" "$cb_p" > "$cb_t" && [ -z "$cb_h" ]; then
@@ -162,12 +164,14 @@ if [ -n "$cb_rid" ] && printf '{{.Envelope}}' "$cb_rid" "$cb_p" > "$cb_t" && [ -
 fi
 exit 0
 `))
+})
 
 // The enforce script answers exactly once on stdout: the daemon's decision, nothing (no objection),
 // or its own deny. It waits at most the decision timeout, counted both by polls and by the clock,
 // so that neither a sleep that rejects fractions nor a slow machine can stretch it to Claude
 // Code's hook timeout, at which the call would go through.
-var enforceScript = template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
+var enforceScript = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
 cb_deny() {
   [ -n "$cb_h" ] || {{.Rm}} -f "$cb_t"
   printf '{{.DenyFormat}}' "$1"
@@ -213,3 +217,4 @@ while [ $cb_n -lt {{.MaxPolls}} ]; do
 done
 cb_deny "no decision from coworkbridge within {{.DT}}s, so this tool call was blocked to be safe."
 `))
+})

@@ -14,12 +14,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"regexp"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -230,7 +230,7 @@ func (rp *Report) addLine(line []byte) {
 		rp.keepObjection(r, host)
 	}
 	if r.Rule == "bash.unknown-executable" {
-		if m := quoted.FindStringSubmatch(r.Reason); m != nil {
+		if m := quoted().FindStringSubmatch(r.Reason); m != nil {
 			k := m[1]
 			if _, ok := rp.Programs[k]; !ok && len(rp.Programs) >= maxKeys {
 				k = Other
@@ -258,7 +258,7 @@ func (rp *Report) keepObjection(r record, host string) {
 }
 
 // quoted is the program an unknown-executable reason names: `... command "terraform"`.
-var quoted = regexp.MustCompile(`"([^"\s]{1,64})"`)
+var quoted = lazyregexp.New(`"([^"\s]{1,64})"`)
 
 func ruleKey(rule string) string {
 	if rule == "" {
