@@ -32,8 +32,9 @@ func TestDefaultPatternsAreCompiledOnFirstUseAndKept(t *testing.T) {
 			break
 		}
 	}
-	if p.String() == "" || p.Regexp() == nil || p.Regexp() != p.Regexp() {
-		t.Fatalf("pattern %q: compiled %v, kept %v", p.String(), p.Regexp() != nil, p.Regexp() == p.Regexp())
+	first, again := p.Regexp(), p.Regexp()
+	if p.String() == "" || first == nil || first != again {
+		t.Fatalf("pattern %q: compiled %v, kept %v", p.String(), first != nil, first == again)
 	}
 }
 
