@@ -22,6 +22,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/google/renameio/v2"
@@ -65,6 +66,15 @@ type Session struct {
 	dir  string
 	id   string
 	root *os.Root
+
+	// dirs are the folders inside the session this handle has opened, each found to be a real
+	// folder, not a link, at every step when first opened. An operation then resolves only its
+	// last name through the folder's own handle: a few system calls instead of a walk from the
+	// top each time, and a link swapped in on the way afterwards is never followed, since the
+	// handle keeps the folder it checked. Handles live for one pass over a session, so a folder
+	// replaced meanwhile is met anew at the next.
+	mu   sync.Mutex
+	dirs map[string]*os.Root
 }
 
 // Open returns a handle confined to the session folder dir. A dir that is itself a symbolic link,
@@ -94,7 +104,15 @@ func Open(dir string) (*Session, error) {
 }
 
 // Close releases the handle.
-func (s *Session) Close() error { return s.root.Close() }
+func (s *Session) Close() error {
+	s.mu.Lock()
+	for _, r := range s.dirs {
+		r.Close()
+	}
+	s.dirs = nil
+	s.mu.Unlock()
+	return s.root.Close()
+}
 
 // Dir is the session folder's absolute path on the host.
 func (s *Session) Dir() string { return s.dir }
@@ -120,21 +138,63 @@ func checkName(name string) error {
 
 // checkDirs verifies that every folder leading to name is a real directory, not a link.
 func (s *Session) checkDirs(name string) error {
-	parts := strings.Split(name, "/")
-	for i := 1; i < len(parts); i++ {
-		dir := strings.Join(parts[:i], "/")
-		fi, err := s.root.Lstat(dir)
-		if err != nil {
-			return err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s: %w", dir, ErrLink)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s: %w", dir, ErrNotDir)
-		}
+	_, _, err := s.parent(name)
+	return err
+}
+
+// parent is the handle of the folder holding name, checked at every step (see Session.dirs),
+// and name's last element.
+func (s *Session) parent(name string) (*os.Root, string, error) {
+	dir, base := path.Split(name)
+	r, err := s.folder(strings.TrimSuffix(dir, "/"))
+	return r, base, err
+}
+
+// folder is the checked handle of the folder dir ("" for the session itself).
+func (s *Session) folder(dir string) (*os.Root, error) {
+	if dir == "" {
+		return s.root, nil
 	}
-	return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.folderLocked(dir)
+}
+
+func (s *Session) folderLocked(dir string) (*os.Root, error) {
+	if r := s.dirs[dir]; r != nil {
+		return r, nil
+	}
+	up, base := s.root, dir
+	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+		var err error
+		if up, err = s.folderLocked(dir[:i]); err != nil {
+			return nil, err
+		}
+		base = dir[i+1:]
+	}
+	fi, err := up.Lstat(base)
+	switch {
+	case err != nil:
+		return nil, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%s: %w", dir, ErrLink)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotDir)
+	}
+	r, err := up.OpenRoot(base)
+	if err != nil {
+		return nil, err
+	}
+	// A link swapped in between the look and the open would have been followed: refuse it.
+	if opened, err := r.Stat("."); err != nil || !os.SameFile(fi, opened) {
+		r.Close()
+		return nil, fmt.Errorf("%s: %w", dir, ErrChanged)
+	}
+	if s.dirs == nil {
+		s.dirs = map[string]*os.Root{}
+	}
+	s.dirs[dir] = r
+	return r, nil
 }
 
 // Lstat describes name without following a final link.
@@ -142,10 +202,11 @@ func (s *Session) Lstat(name string) (fs.FileInfo, error) {
 	if err := checkName(name); err != nil {
 		return nil, s.errorf("lstat", name, err)
 	}
-	if err := s.checkDirs(name); err != nil {
+	dir, base, err := s.parent(name)
+	if err != nil {
 		return nil, s.errorf("lstat", name, err)
 	}
-	fi, err := s.root.Lstat(name)
+	fi, err := dir.Lstat(base)
 	if err != nil {
 		return nil, s.errorf("lstat", name, err)
 	}
@@ -158,13 +219,14 @@ func (s *Session) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, e
 	if err := checkName(name); err != nil {
 		return nil, s.errorf("open", name, err)
 	}
-	if err := s.checkDirs(name); err != nil {
+	dir, base, err := s.parent(name)
+	if err != nil {
 		return nil, s.errorf("open", name, err)
 	}
-	fi, err := s.root.Lstat(name)
+	fi, err := dir.Lstat(base)
 	if errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0 {
 		// O_EXCL makes os.Root refuse a link planted since the Lstat instead of following it.
-		f, err := s.root.OpenFile(name, flag|os.O_EXCL|syscall.O_NONBLOCK, perm)
+		f, err := dir.OpenFile(base, flag|os.O_EXCL|syscall.O_NONBLOCK, perm)
 		if err != nil {
 			return nil, s.errorf("create", name, err)
 		}
@@ -179,7 +241,7 @@ func (s *Session) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, e
 	if flag&os.O_EXCL != 0 {
 		return nil, s.errorf("create", name, fs.ErrExist)
 	}
-	f, err := s.root.OpenFile(name, flag&^os.O_CREATE|syscall.O_NONBLOCK, 0)
+	f, err := dir.OpenFile(base, flag&^os.O_CREATE|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, s.errorf("open", name, err)
 	}
@@ -267,14 +329,18 @@ func (s *Session) MkdirAll(name string, perm fs.FileMode) error {
 	parts := strings.Split(name, "/")
 	for i := 1; i <= len(parts); i++ {
 		dir := strings.Join(parts[:i], "/")
-		err := s.root.Mkdir(dir, perm)
+		up, err := s.folder(strings.Join(parts[:i-1], "/"))
+		if err != nil {
+			return s.errorf("mkdir", dir, err)
+		}
+		err = up.Mkdir(parts[i-1], perm)
 		if err == nil {
 			continue
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return s.errorf("mkdir", dir, err)
 		}
-		fi, err := s.root.Lstat(dir)
+		fi, err := up.Lstat(parts[i-1])
 		if err != nil {
 			return s.errorf("mkdir", dir, err)
 		}
@@ -294,10 +360,11 @@ func (s *Session) checkReplaceable(op, name string) error {
 	if err := checkName(name); err != nil {
 		return s.errorf(op, name, err)
 	}
-	if err := s.checkDirs(name); err != nil {
+	dir, base, err := s.parent(name)
+	if err != nil {
 		return s.errorf(op, name, err)
 	}
-	fi, err := s.root.Lstat(name)
+	fi, err := dir.Lstat(base)
 	if err == nil {
 		err = regular(fi)
 	} else if errors.Is(err, fs.ErrNotExist) {
@@ -315,15 +382,10 @@ func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if err := s.checkReplaceable("write", name); err != nil {
 		return err
 	}
-	var err error
-	dir, base := path.Split(name)
-	parent := s.root
-	if dir != "" {
-		// The temporary file must sit beside the target so the rename stays in one folder.
-		if parent, err = s.root.OpenRoot(strings.TrimSuffix(dir, "/")); err != nil {
-			return s.errorf("write", name, err)
-		}
-		defer parent.Close()
+	// The temporary file sits beside the target, so that the rename stays in one folder.
+	parent, base, err := s.parent(name)
+	if err != nil {
+		return s.errorf("write", name, err)
 	}
 	if err := renameio.WriteFile(base, data, perm, renameio.WithRoot(parent), renameio.WithStaticPermissions(perm)); err != nil {
 		return s.errorf("write", name, err)
@@ -346,10 +408,13 @@ func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:]) // crypto/rand never fails on supported platforms
-	dir, base := path.Split(name)
-	tmp := dir + TempPrefix + base + "-" + hex.EncodeToString(rnd[:])
+	dir, base, err := s.parent(name)
+	if err != nil {
+		return s.errorf("publish", name, err)
+	}
+	tmp := TempPrefix + base + "-" + hex.EncodeToString(rnd[:])
 	// O_EXCL: a link planted at the temporary name is refused, never followed.
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, perm)
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		return s.errorf("publish", name, err)
 	}
@@ -359,10 +424,10 @@ func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
 	}
 	if err == nil {
 		// rename(2) replaces a link planted at name since the check, and never follows it.
-		err = s.root.Rename(tmp, name)
+		err = dir.Rename(tmp, base)
 	}
 	if err != nil {
-		_ = s.root.Remove(tmp)
+		_ = dir.Remove(tmp)
 		return s.errorf("publish", name, err)
 	}
 	return nil
@@ -375,10 +440,11 @@ func (s *Session) ReadDir(name string, max int) ([]fs.DirEntry, error) {
 	if err := checkName(name); err != nil {
 		return nil, s.errorf("readdir", name, err)
 	}
-	if err := s.checkDirs(name + "/x"); err != nil {
+	dir, err := s.folder(name)
+	if err != nil {
 		return nil, s.errorf("readdir", name, err)
 	}
-	f, err := s.root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	f, err := dir.OpenFile(".", os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, s.errorf("readdir", name, err)
 	}
@@ -452,10 +518,11 @@ func (s *Session) Remove(name string) error {
 	if err := checkName(name); err != nil {
 		return s.errorf("remove", name, err)
 	}
-	if err := s.checkDirs(name); err != nil {
+	dir, base, err := s.parent(name)
+	if err != nil {
 		return s.errorf("remove", name, err)
 	}
-	if err := s.root.Remove(name); err != nil {
+	if err := dir.Remove(base); err != nil {
 		return s.errorf("remove", name, err)
 	}
 	return nil

@@ -377,3 +377,44 @@ func TestReadDirIsBoundedAndReportsTheCut(t *testing.T) {
 		t.Errorf("ReadDir over the limit = %d entries, %v; want 3 and ErrTooLarge", len(got), err)
 	}
 }
+
+// A folder swapped for a link after a handle has checked it is never passed through: the handle
+// keeps the folder it checked, and every operation on it stays inside the session.
+func TestALinkSwappedInAfterTheCheckIsNeverFollowed(t *testing.T) {
+	for _, swapped := range []string{ClaudeDir, BridgeDir, DecisionsDir} {
+		t.Run(swapped, func(t *testing.T) {
+			tr := newTree(t)
+			if err := os.MkdirAll(filepath.Join(tr.sessionDir, filepath.FromSlash(DecisionsDir)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(tr.sessionDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Publish(DecisionFile(rid), []byte("first"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			full := filepath.Join(tr.sessionDir, filepath.FromSlash(swapped))
+			if err := os.Rename(full, full+".moved"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tr.outside, full); err != nil {
+				t.Fatal(err)
+			}
+			before := fingerprint(t, tr.outside)
+			everyOperation(s)
+			if after := fingerprint(t, tr.outside); after != before {
+				t.Fatalf("outside changed through a link swapped in at %s:\nbefore\n%s\nafter\n%s", swapped, before, after)
+			}
+			fresh, err := Open(tr.sessionDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fresh.Close()
+			if err := fresh.Publish(DecisionFile(rid), []byte("x"), 0o600); err == nil {
+				t.Errorf("a new handle published through the link at %s", swapped)
+			}
+		})
+	}
+}

@@ -32,6 +32,7 @@ func cmdRun(ctx context.Context, args []string, sio stdio) int {
 		return exitFail
 	}
 	defer d.Close()
+	defer startProfile(log)()
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -35,9 +35,10 @@ func main() {
 	conc := flag.String("concurrency", "1,8", "concurrent hook callers to measure")
 	calls := flag.Int("calls", 300, "hook calls per measurement")
 	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
+	profile := flag.String("cpuprofile", "", "write each daemon's CPU profile to this path, suffixed .<sessions>-<callers>-<design> (needs -bin built with -tags coworkbridge_dev)")
 	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
 	flag.Parse()
-	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm); err != nil {
+	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
 		os.Exit(1)
 	}
@@ -67,7 +68,7 @@ type result struct {
 	denies                int
 }
 
-func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm bool) error {
+func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm bool, profile string) error {
 	tmp, err := os.MkdirTemp("", "roundtrip-bench-")
 	if err != nil {
 		return err
@@ -100,7 +101,11 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 	for _, n := range sessionCounts {
 		for _, c := range concs {
 			for _, d := range designs {
-				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d.poll, d.vm)
+				var env []string
+				if profile != "" {
+					env = append(env, fmt.Sprintf("COWORKBRIDGE_CPUPROFILE=%s.%d-%d-%s", profile, n, c, d.name))
+				}
+				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d.poll, d.vm, env)
 				if err != nil {
 					return fmt.Errorf("%d sessions, %d callers, %s: %w", n, c, d.name, err)
 				}
@@ -135,13 +140,13 @@ func report(rs []result) {
 // daemon is a running coworkbridge with what the benchmark reads of it.
 type daemon struct{ *machine.Daemon }
 
-func startDaemon(m *machine.Machine, bin string, poll time.Duration) (daemon, error) {
+func startDaemon(m *machine.Machine, bin string, poll time.Duration, extra []string) (daemon, error) {
 	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn"}`
 	if err := m.WriteConfig(cfg); err != nil {
 		return daemon{}, err
 	}
 	// Hundreds of calls a second from one session would be a flood in a deployment.
-	env := []string{"COWORKBRIDGE_SESSION_BUDGET=100000000"}
+	env := append([]string{"COWORKBRIDGE_SESSION_BUDGET=100000000"}, extra...)
 	if poll > 0 {
 		env = append(env, "COWORKBRIDGE_SPOOL_POLL="+poll.String())
 	}
@@ -164,6 +169,24 @@ func (d daemon) cpu() time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
+// settle waits until the daemon has done its start-up work (hooking and watching every session),
+// so that the CPU counted per event is the events' own: its CPU time stops growing for half a
+// second, or the limit passes.
+func (d daemon) settle(limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	last, still := d.cpu(), 0
+	for still < 2 && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		now := d.cpu()
+		if now == last {
+			still++
+		} else {
+			still = 0
+		}
+		last = now
+	}
+}
+
 func (d daemon) stop() (peakRSS int64, err error) {
 	err = d.Stop(30 * time.Second)
 	if ru, ok := d.Process().ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -172,7 +195,7 @@ func (d daemon) stop() (peakRSS int64, err error) {
 	return peakRSS, err
 }
 
-func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool) (result, error) {
+func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool, env []string) (result, error) {
 	r := result{sessions: n, conc: conc, calls: calls}
 	m, err := machine.New(dir)
 	if err != nil {
@@ -186,7 +209,7 @@ func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool) (
 		}
 		sessions = append(sessions, s)
 	}
-	d, err := startDaemon(m, bin, poll)
+	d, err := startDaemon(m, bin, poll, env)
 	if err != nil {
 		return r, err
 	}
@@ -203,6 +226,7 @@ func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool) (
 			hooks[i] = strings.ReplaceAll(h, string(filepath.Separator)+"channel"+string(filepath.Separator), string(filepath.Separator)+"not-in-the-vm"+string(filepath.Separator))
 		}
 	}
+	d.settle(30 * time.Second)
 	cpu0 := d.cpu()
 	lat, denies, wall, err := load(sessions, hooks, conc, calls)
 	cpu := d.cpu() - cpu0
