@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/decisions"
@@ -26,11 +27,38 @@ import (
 // channelEventsMax bounds the event files taken in one pass; the rest wait for the next.
 const channelEventsMax = 10000
 
-// openChannel prepares and opens the session's host channel; nil when it has none.
+// openChannel is the session's host channel, prepared and open; nil when it has none. The
+// handle is kept between passes (the caller does not close it): see keptChannel.
 func (c *Collector) openChannel(t *tracked) *session.Session {
 	if t.channel == "" {
 		return nil
 	}
+	t.ch.mu.Lock()
+	defer t.ch.mu.Unlock()
+	if t.ch.s != nil {
+		// Removed with its session, or made again since: open the one at its path now.
+		if fi, err := os.Lstat(t.chBridge); err == nil && os.SameFile(fi, t.ch.bridge) {
+			return t.ch.s
+		}
+		t.ch.s.Close()
+		t.ch.s = nil
+	}
+	s := c.freshChannel(t)
+	if s == nil {
+		return nil
+	}
+	fi, err := s.Lstat(session.BridgeDir)
+	if err != nil {
+		s.Close()
+		c.log.Warn("cannot open a session's host channel", "session", t.id, "err", err)
+		return nil
+	}
+	t.ch.s, t.ch.bridge, t.ch.used = s, fi, c.opts.Now()
+	return s
+}
+
+// freshChannel prepares and opens the session's host channel for the caller alone, who closes it.
+func (c *Collector) freshChannel(t *tracked) *session.Session {
 	if err := os.MkdirAll(filepath.Join(t.chBridge, "decisions"), 0o700); err != nil {
 		c.log.Warn("cannot prepare a session's host channel; its hooks on the Mac will use the session folder", "session", t.id, "err", err)
 		return nil
@@ -41,6 +69,48 @@ func (c *Collector) openChannel(t *tracked) *session.Session {
 		return nil
 	}
 	return s
+}
+
+// keptChannel is a session's host channel held open between passes: opening it walks and checks
+// its folders, most of the system calls one event would otherwise cost. The channel is the
+// daemon's own state, out of every agent's reach, so the handle is only checked to be the folder
+// still at its path. It is released when the session goes, or has been idle for channelIdle, so
+// that the daemon holds open folders only for the sessions at work.
+type keptChannel struct {
+	mu     sync.Mutex
+	s      *session.Session
+	bridge fs.FileInfo // the bridge folder the handle checked
+	used   time.Time
+}
+
+// touch notes that the channel was used for an event at now.
+func (k *keptChannel) touch(now time.Time) {
+	k.mu.Lock()
+	k.used = now
+	k.mu.Unlock()
+}
+
+// channelIdle is how long a channel handle is kept after its last event.
+const channelIdle = time.Minute
+
+// releaseIdle closes the handle if it has not been used since now minus channelIdle.
+func (k *keptChannel) releaseIdle(now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.s != nil && now.Sub(k.used) > channelIdle {
+		k.s.Close()
+		k.s = nil
+	}
+}
+
+// release closes the handle.
+func (k *keptChannel) release() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.s != nil {
+		k.s.Close()
+		k.s = nil
+	}
 }
 
 // channelEvent is one event file waiting in a host channel.
@@ -73,6 +143,9 @@ func pendingEvents(cs *session.Session) []channelEvent {
 // drainChannel judges, records and removes the channel's complete event files.
 func (c *Collector) drainChannel(ctx context.Context, cs *session.Session, t *tracked, p *policy) {
 	evs := pendingEvents(cs)
+	if len(evs) > 0 {
+		t.ch.touch(c.opts.Now())
+	}
 	for len(evs) > 0 && ctx.Err() == nil {
 		n := min(len(evs), c.opts.BatchLines)
 		if !c.channelBatch(ctx, cs, t, p, evs[:n]) {

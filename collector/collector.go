@@ -202,6 +202,8 @@ type tracked struct {
 	dir, id, bridge string
 	// channel is the session's host channel and chBridge its bridge folder; empty without one.
 	channel, chBridge string
+	// ch is the channel kept open between passes while the session is busy (see keptChannel).
+	ch keptChannel
 
 	queued, running, dirty bool
 	gone                   bool
@@ -303,9 +305,12 @@ func (c *Collector) Track(dir string) {
 		return
 	}
 	until := c.leaseFor(c.opts.Now())
-	if cs := c.openChannel(t); cs != nil {
-		c.prepare(cs, until)
-		cs.Close()
+	if t.channel != "" {
+		// A handle of its own: the worker's kept one may be released meanwhile.
+		if cs := c.freshChannel(t); cs != nil {
+			c.prepare(cs, until)
+			cs.Close()
+		}
 	}
 	if s, err := session.Open(dir); err == nil {
 		c.prepare(s, until)
@@ -348,6 +353,7 @@ func (c *Collector) Untrack(id string) {
 	if t.chBridge != "" {
 		_ = w.Remove(t.chBridge)
 	}
+	t.ch.release()
 	if _, err := os.Lstat(t.dir); errors.Is(err, fs.ErrNotExist) {
 		if t.channel != "" {
 			// The session is gone: so are its hooks. Events still waiting were drained by

@@ -77,7 +77,6 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 		if housekeep {
 			c.housekeepChannel(cs, t, p, now)
 		}
-		cs.Close()
 	}
 	if housekeep {
 		c.housekeep(s, t, p, now)
@@ -217,6 +216,7 @@ func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now tim
 
 // housekeepChannel renews the lease in the host channel and sweeps what hooks left there.
 func (c *Collector) housekeepChannel(cs *session.Session, t *tracked, p *policy, now time.Time) {
+	defer t.ch.releaseIdle(now) // the next pass reopens it if this was the session's last call
 	c.prepare(cs, c.leaseFor(now))
 	res, err := decisions.SweepChannel(cs, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)
 	c.reportSweep(t, res, err)

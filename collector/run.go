@@ -276,6 +276,11 @@ func (c *Collector) shutdown(workers *sync.WaitGroup) {
 	c.withdrawn = true
 	c.leaseMu.Unlock()
 	// Leases first: hooks starting from now deny at once rather than wait for an answer.
+	defer func() {
+		for _, t := range all {
+			t.ch.release()
+		}
+	}()
 	for _, t := range all {
 		for _, dir := range []string{t.channel, t.dir} {
 			if dir == "" {
