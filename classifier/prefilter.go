@@ -149,45 +149,54 @@ func literalRun(src string) string {
 // splitAlternatives splits src at its top-level |, outside groups, classes and escapes.
 func splitAlternatives(src string) []string {
 	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(src); i++ {
-		switch src[i] {
-		case '\\':
-			i++
-		case '[':
-			i = classEnd(src, i)
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case '|':
-			if depth == 0 {
-				out = append(out, src[start:i])
-				start = i + 1
-			}
+	start := 0
+	eachMeta(src, func(i, depth int) bool {
+		if src[i] == '|' && depth == 0 {
+			out = append(out, src[start:i])
+			start = i + 1
 		}
-	}
+		return true
+	})
 	return append(out, src[start:])
 }
 
 // closingParen is the index of the parenthesis that closes the group src opens, or -1.
 func closingParen(src string) int {
+	end := -1
+	eachMeta(src, func(i, depth int) bool {
+		if src[i] == ')' && depth == 0 {
+			end = i
+			return false
+		}
+		return true
+	})
+	return end
+}
+
+// eachMeta calls f at each (, ) and | of src that is not escaped or in a class, with the depth
+// of groups after it; f returns false to stop.
+func eachMeta(src string, f func(i, depth int) bool) {
 	depth := 0
 	for i := 0; i < len(src); i++ {
 		switch src[i] {
 		case '\\':
 			i++
+			continue
 		case '[':
 			i = classEnd(src, i)
+			continue
 		case '(':
 			depth++
 		case ')':
-			if depth--; depth == 0 {
-				return i
-			}
+			depth--
+		case '|':
+		default:
+			continue
+		}
+		if !f(i, depth) {
+			return
 		}
 	}
-	return -1
 }
 
 // classEnd is the index of the ] that closes the class opened at src[i] (a ] first in the class,

@@ -228,7 +228,13 @@ func schemaProbes(t testing.TB) [][]byte {
 
 func referenceSchema(t testing.TB) *refschema.Schema {
 	t.Helper()
-	doc, err := refschema.UnmarshalJSON(bytes.NewReader(settingsSchemaJSON))
+	return compileReference(t, settingsSchemaJSON)
+}
+
+// compileReference compiles a settings schema with the reference validator.
+func compileReference(t testing.TB, schema []byte) *refschema.Schema {
+	t.Helper()
+	doc, err := refschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,24 +21,11 @@ const schemaPath = "../../shared/reference/claude-code-settings.schema.json"
 
 func settingsSchema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(schemaPath)
+	data, err := os.ReadFile(schemaPath)
 	if err != nil {
 		t.Skipf("settings schema not available (%v); run from a checkout beside shared/", err)
 	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("settings.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("settings.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return compileReference(t, data)
 }
 
 func validate(t testing.TB, s *jsonschema.Schema, data []byte) {
