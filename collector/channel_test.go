@@ -163,3 +163,33 @@ func describe(recs []telemetry.Record) string {
 	}
 	return b.String()
 }
+
+// A pass that a host-channel event causes looks at the session's spool once and reads it only
+// when it may hold something unread: a new line, a line still waiting for its newline, a file
+// replaced, or anything but a plain file of its own.
+func TestThePassOfAChannelEventReadsTheSpoolOnlyWhenItMoved(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.start()
+	f.appendRaw(envelope(f.nextRID(), "observe", "Bash", bash("ls")) + "\n")
+	f.waitRecords(1)
+	s, err := session.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f.c.mu.Lock()
+	tr := f.c.sessions[f.dir]
+	f.c.mu.Unlock()
+	moved := func() bool { return f.c.spoolMoved(s, tr) }
+	cbtest.WaitFor(t, "the spool read to its end to be seen as such", func() bool { return !moved() })
+	f.stop() // what follows is looked at, not drained and repaired meanwhile
+	f.appendRaw(`{"v":1,"rid":"` + f.nextRID() + `"`) // no newline yet
+	if !moved() {
+		t.Error("a line waiting for its newline is not seen")
+	}
+	os.Remove(f.bridge("events.jsonl"))
+	os.Symlink(f.outside, f.bridge("events.jsonl"))
+	if !moved() {
+		t.Error("a link in place of the spool is not seen (the drain must refuse and replace it)")
+	}
+}

@@ -88,10 +88,36 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 			c.drainFile(ctx, s, t, p, name, true)
 		}
 	}
-	c.drainFile(ctx, s, t, p, session.SpoolFile, false)
+	if housekeep || c.spoolMoved(s, t) {
+		c.drainFile(ctx, s, t, p, session.SpoolFile, false)
+	}
 	if ctx.Err() == nil {
 		c.reconcile(s, t, p, housekeep)
 	}
+}
+
+// spoolMoved reports whether the session's spool may hold something not yet read: anything but a
+// plain file read to its end (a new file, more bytes, fewer, a link, a second name, a line still
+// waiting for its newline). One look instead of opening and reading it, for the passes that an
+// event in the host channel causes; the housekeeping pass always reads it (and rotates it).
+func (c *Collector) spoolMoved(s *session.Session, t *tracked) bool {
+	fi, err := s.Lstat(session.SpoolFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil || !fi.Mode().IsRegular() || session.Links(fi) > 1 {
+		return true
+	}
+	id, err := spool.IdentityOf(fi)
+	if err != nil {
+		return true
+	}
+	key := offsetKey(t.dir, id)
+	pos, ok := c.opts.Offsets.Lookup(key)
+	if !ok {
+		return fi.Size() > 0
+	}
+	return pos.Offset != fi.Size() || t.partial[key].Clear > 0
 }
 
 // backlogOf notes how far each spool of the session reaches on the first pass since it was
