@@ -68,13 +68,24 @@ type Session struct {
 	root *os.Root
 
 	// dirs are the folders inside the session this handle has opened, each found to be a real
-	// folder, not a link, at every step when first opened. An operation then resolves only its
-	// last name through the folder's own handle: a few system calls instead of a walk from the
-	// top each time, and a link swapped in on the way afterwards is never followed, since the
-	// handle keeps the folder it checked. Handles live for one pass over a session, so a folder
-	// replaced meanwhile is met anew at the next.
+	// folder, not a link, when opened. Each use looks again at every step (one lstat through the
+	// folder above, kept open) and reopens a folder replaced or removed since: an operation costs
+	// a look per step and its own call, instead of opening and closing every folder on the way
+	// each time, and it never passes through a link, even one swapped in between the look and
+	// the use (the handle stays on the folder it checked).
 	mu   sync.Mutex
-	dirs map[string]*os.Root
+	dirs map[string]openDir
+	// retired are folders found replaced: closed with the handle, not at once, since another
+	// goroutine may be using one (at most maxRetired are kept).
+	retired []*os.Root
+}
+
+const maxRetired = 64
+
+// openDir is a folder of the session held open, and what it was when opened.
+type openDir struct {
+	root *os.Root
+	fi   fs.FileInfo
 }
 
 // Open returns a handle confined to the session folder dir. A dir that is itself a symbolic link,
@@ -106,10 +117,13 @@ func Open(dir string) (*Session, error) {
 // Close releases the handle.
 func (s *Session) Close() error {
 	s.mu.Lock()
-	for _, r := range s.dirs {
+	for _, d := range s.dirs {
+		d.root.Close()
+	}
+	for _, r := range s.retired {
 		r.Close()
 	}
-	s.dirs = nil
+	s.dirs, s.retired = nil, nil
 	s.mu.Unlock()
 	return s.root.Close()
 }
@@ -161,9 +175,6 @@ func (s *Session) folder(dir string) (*os.Root, error) {
 }
 
 func (s *Session) folderLocked(dir string) (*os.Root, error) {
-	if r := s.dirs[dir]; r != nil {
-		return r, nil
-	}
 	up, base := s.root, dir
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		var err error
@@ -175,11 +186,20 @@ func (s *Session) folderLocked(dir string) (*os.Root, error) {
 	fi, err := up.Lstat(base)
 	switch {
 	case err != nil:
+		s.forgetLocked(dir)
 		return nil, err
 	case fi.Mode()&fs.ModeSymlink != 0:
+		s.forgetLocked(dir)
 		return nil, fmt.Errorf("%s: %w", dir, ErrLink)
 	case !fi.IsDir():
+		s.forgetLocked(dir)
 		return nil, fmt.Errorf("%s: %w", dir, ErrNotDir)
+	}
+	if d, ok := s.dirs[dir]; ok {
+		if os.SameFile(fi, d.fi) {
+			return d.root, nil
+		}
+		s.forgetLocked(dir) // replaced since it was opened
 	}
 	r, err := up.OpenRoot(base)
 	if err != nil {
@@ -191,10 +211,24 @@ func (s *Session) folderLocked(dir string) (*os.Root, error) {
 		return nil, fmt.Errorf("%s: %w", dir, ErrChanged)
 	}
 	if s.dirs == nil {
-		s.dirs = map[string]*os.Root{}
+		s.dirs = map[string]openDir{}
 	}
-	s.dirs[dir] = r
+	s.dirs[dir] = openDir{r, fi}
 	return r, nil
+}
+
+// forgetLocked lets go of the folder dir if it is held open.
+func (s *Session) forgetLocked(dir string) {
+	d, ok := s.dirs[dir]
+	if !ok {
+		return
+	}
+	delete(s.dirs, dir)
+	if len(s.retired) < maxRetired {
+		s.retired = append(s.retired, d.root)
+	} else {
+		d.root.Close()
+	}
 }
 
 // Lstat describes name without following a final link.

@@ -378,8 +378,8 @@ func TestReadDirIsBoundedAndReportsTheCut(t *testing.T) {
 	}
 }
 
-// A folder swapped for a link after a handle has checked it is never passed through: the handle
-// keeps the folder it checked, and every operation on it stays inside the session.
+// A folder swapped for a link after a handle has opened it is never passed through: the next use
+// looks again, sees the link and refuses, and nothing outside the session changes.
 func TestALinkSwappedInAfterTheCheckIsNeverFollowed(t *testing.T) {
 	for _, swapped := range []string{ClaudeDir, BridgeDir, DecisionsDir} {
 		t.Run(swapped, func(t *testing.T) {
@@ -416,5 +416,36 @@ func TestALinkSwappedInAfterTheCheckIsNeverFollowed(t *testing.T) {
 				t.Errorf("a new handle published through the link at %s", swapped)
 			}
 		})
+	}
+}
+
+// A handle follows a folder removed and made again: it looks at every step each time, so the new
+// folder is used, not the one it opened first.
+func TestAHandleFindsAFolderMadeAgain(t *testing.T) {
+	tr := newTree(t)
+	bridge := filepath.Join(tr.sessionDir, filepath.FromSlash(BridgeDir))
+	if err := os.MkdirAll(filepath.Join(bridge, "decisions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(tr.sessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Publish(DecisionFile(rid), []byte("first"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(bridge)
+	if err := s.Publish(DecisionFile(rid), []byte("x"), 0o600); err == nil {
+		t.Error("published into a folder that is gone")
+	}
+	if err := os.MkdirAll(filepath.Join(bridge, "decisions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Publish(DecisionFile(rid), []byte("again"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(bridge, "decisions", rid+".json")); string(data) != "again" {
+		t.Errorf("the folder made again holds %q, want the decision published after", data)
 	}
 }
