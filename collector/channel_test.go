@@ -182,7 +182,8 @@ func TestThePassOfAChannelEventReadsTheSpoolOnlyWhenItMoved(t *testing.T) {
 	f.c.mu.Unlock()
 	moved := func() bool { return f.c.spoolMoved(s, tr) }
 	cbtest.WaitFor(t, "the spool read to its end to be seen as such", func() bool { return !moved() })
-	f.stop()                                          // what follows is looked at, not drained and repaired meanwhile
+	// What follows is looked at, not drained and repaired meanwhile.
+	f.stop()
 	f.appendRaw(`{"v":1,"rid":"` + f.nextRID() + `"`) // no newline yet
 	if !moved() {
 		t.Error("a line waiting for its newline is not seen")
