@@ -383,18 +383,7 @@ func TestReadDirIsBoundedAndReportsTheCut(t *testing.T) {
 func TestALinkSwappedInAfterTheCheckIsNeverFollowed(t *testing.T) {
 	for _, swapped := range []string{ClaudeDir, BridgeDir, DecisionsDir} {
 		t.Run(swapped, func(t *testing.T) {
-			tr := newTree(t)
-			if err := os.MkdirAll(filepath.Join(tr.sessionDir, filepath.FromSlash(DecisionsDir)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			s, err := Open(tr.sessionDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.Publish(DecisionFile(rid), []byte("first"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			tr, s := handleInUse(t)
 			full := filepath.Join(tr.sessionDir, filepath.FromSlash(swapped))
 			if err := os.Rename(full, full+".moved"); err != nil {
 				t.Fatal(err)
@@ -422,19 +411,8 @@ func TestALinkSwappedInAfterTheCheckIsNeverFollowed(t *testing.T) {
 // A handle follows a folder removed and made again: it looks at every step each time, so the new
 // folder is used, not the one it opened first.
 func TestAHandleFindsAFolderMadeAgain(t *testing.T) {
-	tr := newTree(t)
+	tr, s := handleInUse(t)
 	bridge := filepath.Join(tr.sessionDir, filepath.FromSlash(BridgeDir))
-	if err := os.MkdirAll(filepath.Join(bridge, "decisions"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(tr.sessionDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Publish(DecisionFile(rid), []byte("first"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	os.RemoveAll(bridge)
 	if err := s.Publish(DecisionFile(rid), []byte("x"), 0o600); err == nil {
 		t.Error("published into a folder that is gone")
@@ -448,4 +426,23 @@ func TestAHandleFindsAFolderMadeAgain(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(bridge, "decisions", rid+".json")); string(data) != "again" {
 		t.Errorf("the folder made again holds %q, want the decision published after", data)
 	}
+}
+
+// handleInUse is a session with our decisions folder and a handle that has already published a
+// decision through it, so that the handle holds every folder on the way open.
+func handleInUse(t *testing.T) (tree, *Session) {
+	t.Helper()
+	tr := newTree(t)
+	if err := os.MkdirAll(filepath.Join(tr.sessionDir, filepath.FromSlash(DecisionsDir)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(tr.sessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Publish(DecisionFile(rid), []byte("first"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return tr, s
 }
