@@ -2,9 +2,7 @@ package cbtest
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,22 +16,7 @@ func TestEveryLoggedCodeIsARegisteredConstant(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := 0
-	fset := token.NewFileSet()
-	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Errorf("%s: %v", path, err)
-			return nil
-		}
+	EachSource(t, root, func(path string, fset *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -50,7 +33,6 @@ func TestEveryLoggedCodeIsARegisteredConstant(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
 	if found < 10 {
 		t.Fatalf("found only %d coded log lines; has the layout changed?", found)

@@ -2,14 +2,13 @@ package lazyregexp
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 )
 
 func TestAnExpressionIsCompiledOnceAndKept(t *testing.T) {
@@ -35,20 +34,7 @@ func TestABadExpressionPanicsOnFirstUseNotBefore(t *testing.T) {
 func TestEveryExpressionOfTheModuleCompiles(t *testing.T) {
 	root := filepath.Join("..", "..")
 	n := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		af, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			return err
-		}
+	cbtest.EachSource(t, root, func(path string, _ *token.FileSet, af *ast.File) {
 		ast.Inspect(af, func(node ast.Node) bool {
 			call, ok := node.(*ast.CallExpr)
 			if !ok || !callsNew(call) || filepath.Base(filepath.Dir(path)) == "lazyregexp" {
@@ -65,11 +51,7 @@ func TestEveryExpressionOfTheModuleCompiles(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if n < 60 {
 		t.Fatalf("found %d expressions; has the package been renamed?", n)
 	}
