@@ -1,55 +1,152 @@
-// Package secrets finds secrets in text: API keys and tokens by their shapes, private keys,
-// passwords in URLs and in NAME=value assignments, bearer and basic credentials. The decision
-// log redacts what it finds; the classifier denies sending it. It does not judge file paths
-// (which files hold secrets is the classifier's policy) and never stores what it finds.
+// Package secrets finds secrets in text: API keys and tokens by their shapes (gitleaks' default
+// rule set, pinned in go.mod and turned into Go by a test), private keys, passwords in URLs,
+// in NAME=value assignments and in URL queries, bearer and basic credentials, also when shell
+// quoting splits them (gh”p_...). The decision log redacts what it finds; the classifier denies
+// sending it. It does not judge file paths (which files hold secrets is the classifier's
+// policy), does not decode base64 or percent-encoding, and never stores what it finds.
 package secrets
 
 import (
 	"cmp"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
-// A rule finds one kind of secret. group is the submatch that holds the secret itself (0:
-// the whole match), so that context such as "Bearer " or "PASSWORD=" stays readable. hints are
-// substrings, one of which every match contains: a cheap test that spares most text the regexp.
+type lazy = func() *regexp.Regexp
+
+// A rule finds one kind of secret. group is the submatch that holds the secret itself, so that
+// context such as "Bearer " or "PASSWORD=" stays readable; 0 follows gitleaks: the first
+// submatch that matched anything, else the whole match. hints are lower-case substrings, one
+// of which every match contains: a cheap test that spares most text the expression, which is
+// compiled only when a text first has one of them.
 type rule struct {
-	kind  string
-	re    func() *regexp.Regexp // compiled when a text first has one of its hints
-	group int
-	hints []string
-	fold  bool // hints are compared case-insensitively
+	kind    string
+	re      lazy
+	group   int
+	entropy float64 // a secret of no more Shannon entropy (bits per byte) than this is not one
+	hints   []string
+	allow   []allowlist
+	shared  bool // gitleaks' global allowlists apply
 }
 
-// rules are in priority order: the specific token shapes come before the contextual rules,
-// so a GitHub token in PASSWORD=... is named for what it is.
-var rules = []rule{
-	{kind: "private_key", re: lazyregexp.New(`-----BEGIN[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\z)`),
-		hints: []string{"PRIVATE KEY"}},
-	{kind: "anthropic_key", re: lazyregexp.New(`sk-ant-[A-Za-z0-9_\-]{16,}`), hints: []string{"sk-ant-"}},
-	{kind: "openai_key", re: lazyregexp.New(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`), hints: []string{"sk-"}},
-	{kind: "github_token", re: lazyregexp.New(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), hints: []string{"gh", "github_pat_"}},
-	{kind: "gitlab_token", re: lazyregexp.New(`\bglpat-[A-Za-z0-9_\-]{20,}`), hints: []string{"glpat-"}},
-	{kind: "slack_webhook", re: lazyregexp.New(`https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+`), hints: []string{"hooks.slack.com"}},
-	{kind: "slack_token", re: lazyregexp.New(`\bxox[abposre]-[A-Za-z0-9\-]{10,}`), hints: []string{"xox"}},
-	{kind: "stripe_key", re: lazyregexp.New(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}`), hints: []string{"_live_", "_test_"}},
-	{kind: "aws_access_key", re: lazyregexp.New(`\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`),
-		hints: []string{"AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"}},
-	{kind: "aws_secret_key", re: lazyregexp.New(`(?i)(?:aws_?secret_?access_?key|secret_?access_?key|aws_?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})`),
-		group: 1, hints: []string{"secret"}, fold: true},
-	{kind: "jwt", re: lazyregexp.New(`\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`), hints: []string{"eyJ"}},
-	{kind: "bearer_token", re: lazyregexp.New(`(?i)\bbearer\s+([A-Za-z0-9._~+/=\-]{8,})`), group: 1, hints: []string{"bearer"}, fold: true},
-	{kind: "basic_auth", re: lazyregexp.New(`(?i)\bauthorization:\s*basic\s+([A-Za-z0-9+/=]{8,})`), group: 1, hints: []string{"basic"}, fold: true},
-	{kind: "url_password", re: lazyregexp.New(`\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@'"\[\]]+:([^\s@/'"\[\]]+)@`), group: 1, hints: []string{"://"}},
-	{kind: "env_secret", re: lazyregexp.New(`(?i)(?:^|[\s;&|('"` + "`" + `])(?:export\s+)?[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|_KEY|_PWD)[A-Za-z0-9_]*=("[^"]*"|'[^']*'|[^\s;&|'"` + "`" + `)]+)`),
-		group: 1, hints: []string{"="}},
+// An allowlist says a finding is not a secret after all: one of its expressions matches (the
+// secret, or with target "match" the rule's whole match, "line" the line it is on) or the
+// secret holds one of its stop words; with and, both must hold.
+type allowlist struct {
+	target    string
+	and       bool
+	regexes   []lazy
+	stopwords []string
 }
+
+// ownShapes are tokens in looser shapes than gitleaks' exact ones (cut short, older formats,
+// test keys) and secrets it has no rule for; gitleaks' allowlists do not apply to them.
+var ownShapes = []rule{
+	{kind: "anthropic-api-key", re: lazyregexp.New(`\bsk-ant-[A-Za-z0-9_\-]{16,}`), hints: []string{"sk-ant-"}},
+	{kind: "openai-api-key", re: lazyregexp.New(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}`), hints: []string{"sk-"}},
+	{kind: "github-pat", re: lazyregexp.New(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), hints: []string{"gh", "github_pat_"}},
+	{kind: "gitlab-pat", re: lazyregexp.New(`\bglpat-[A-Za-z0-9_\-]{20,}`), hints: []string{"glpat-"}},
+	{kind: "slack-webhook-url", re: lazyregexp.New(`https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+`), hints: []string{"hooks.slack.com"}},
+	{kind: "slack-token", re: lazyregexp.New(`\bxox[abposre]-[A-Za-z0-9\-]{10,}`), hints: []string{"xox"}},
+	{kind: "stripe-access-token", re: lazyregexp.New(`\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}`), hints: []string{"_live_", "_test_"}},
+	{kind: "aws-access-token", re: lazyregexp.New(`\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b`),
+		hints: []string{"akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa", "anva", "aipa"}},
+	{kind: "aws-secret-access-key", re: lazyregexp.New(`(?i)(?:aws_?secret_?access_?key|secret_?access_?key|aws_?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})`),
+		group: 1, hints: []string{"secret"}},
+	{kind: "jwt", re: lazyregexp.New(`\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`), hints: []string{"eyj"}},
+	{kind: "private-key", re: lazyregexp.New(`-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)`),
+		hints: []string{"private key"}},
+}
+
+// ownContext are secrets told by what stands around them: credentials in headers, URLs and
+// assignments, whatever their shape.
+var ownContext = []rule{
+	{kind: "bearer-token", re: lazyregexp.New(`(?i)\bbearer\s+([A-Za-z0-9._~+/=\-]{8,})`), group: 1, hints: []string{"bearer"}},
+	{kind: "basic-auth", re: lazyregexp.New(`(?i)\bauthorization:\s*basic\s+([A-Za-z0-9+/=]{8,})`), group: 1, hints: []string{"basic"}},
+	{kind: "url-password", re: lazyregexp.New(`\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@'"\[\]]+:([^\s@/'"\[\]]+)@`), group: 1, hints: []string{"://"}},
+	{kind: "assigned-secret", re: lazyregexp.New(`(?i)(?:^|[\s;&|('"?,{` + "`" + `])(?:export\s+)?[A-Za-z0-9_\-]*(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|SIGNATURE|_KEY|_PWD)[A-Za-z0-9_\-]*=("[^"]*"|'[^']*'|[^\s;&|'"` + "`" + `)#]+)`),
+		group: 1, hints: []string{"token", "secret", "passw", "passphrase", "api_key", "apikey", "access_key", "accesskey", "private_key", "privatekey", "credential", "signature", "_key", "_pwd"}, allow: []allowlist{{regexes: []lazy{variableOnly}}}},
+}
+
+// variableOnly is a value that names a variable, not a secret: PASSWORD=$PASSWORD.
+var variableOnly = lazyregexp.New(`^["']?\$\{?[A-Za-z_][A-Za-z0-9_]*\}?["']?$`)
+
+// gitleaksContext are gitleaks' rules that, like ownContext, judge by context: a token they
+// see that a shape also sees is named for its shape.
+var gitleaksContext = []string{"curl-auth-header", "curl-auth-user", "generic-api-key"}
 
 // fieldName matches object keys whose string values are secrets whatever they look like.
 var fieldName = lazyregexp.New(`(?i)^(?:.*[_\-])?(?:password|passwd|passphrase|secret|client_secret|token|access_token|refresh_token|api_?key|apikey|private_?key|secret_?key|access_?key|credentials?|auth)$`)
+
+// ruleSet is the rules in priority order and the index of their hints.
+type ruleSet struct {
+	rules  []rule
+	single [256][]int32 // hints of one byte, by that byte
+	pairs  [1 << 16]bool
+	byPair map[uint16][]hintRef
+}
+
+type hintRef struct {
+	word string
+	rule int32
+}
+
+// allRules orders the rules: gitleaks' shapes, ours, then the rules of context, gitleaks'
+// catch-all last. Where findings overlap, the earlier rule names the merged one.
+var allRules = sync.OnceValue(func() *ruleSet {
+	rs := &ruleSet{byPair: map[uint16][]hintRef{}}
+	var context []rule
+	for _, r := range gitleaksRules {
+		r.shared = true
+		if slices.Contains(gitleaksContext, r.kind) {
+			context = append(context, r)
+			continue
+		}
+		rs.rules = append(rs.rules, r)
+	}
+	rs.rules = slices.Concat(rs.rules, ownShapes, ownContext, context)
+	for i, r := range rs.rules {
+		for _, h := range r.hints {
+			switch {
+			case len(h) == 1:
+				rs.single[h[0]] = append(rs.single[h[0]], int32(i))
+			case len(h) > 1:
+				p := uint16(h[0])<<8 | uint16(h[1])
+				rs.pairs[p] = true
+				rs.byPair[p] = append(rs.byPair[p], hintRef{h, int32(i)})
+			}
+		}
+	}
+	return rs
+})
+
+// hinted marks the rules one of whose hints lower holds.
+func (rs *ruleSet) hinted(lower string) []bool {
+	marked := make([]bool, len(rs.rules))
+	for i := 0; i < len(lower); i++ {
+		for _, r := range rs.single[lower[i]] {
+			marked[r] = true
+		}
+		if i+1 == len(lower) {
+			break
+		}
+		p := uint16(lower[i])<<8 | uint16(lower[i+1])
+		if !rs.pairs[p] {
+			continue
+		}
+		for _, h := range rs.byPair[p] {
+			if !marked[h.rule] && strings.HasPrefix(lower[i:], h.word) {
+				marked[h.rule] = true
+			}
+		}
+	}
+	return marked
+}
 
 // Finding is one secret in a text: its kind and where it lies.
 type Finding struct {
@@ -57,74 +154,236 @@ type Finding struct {
 	Start, End int
 }
 
-// Find returns the secrets in s, in order, overlapping ones merged and named after the most
-// specific rule.
-func Find(s string) []Finding {
-	var found []Finding
-	prios := map[int]int{}
-	lower := ""
-	for prio, r := range rules {
-		if !r.hinted(s, &lower) {
-			continue
-		}
-		for _, m := range r.re().FindAllStringSubmatchIndex(s, -1) {
-			if start, end := m[2*r.group], m[2*r.group+1]; start >= 0 && end > start {
-				found = append(found, Finding{Kind: r.kind, Start: start, End: end})
-				prios[len(found)-1] = prio
-			}
-		}
-	}
-	if len(found) == 0 {
-		return nil
-	}
-	idx := make([]int, len(found))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		return cmp.Or(cmp.Compare(found[a].Start, found[b].Start), cmp.Compare(prios[a], prios[b]))
-	})
-	var out []Finding
-	for i := 0; i < len(idx); {
-		cur, prio := found[idx[i]], prios[idx[i]]
-		for i++; i < len(idx) && found[idx[i]].Start < cur.End; i++ {
-			cur.End = max(cur.End, found[idx[i]].End)
-			if p := prios[idx[i]]; p < prio {
-				prio, cur.Kind = p, found[idx[i]].Kind
-			}
-		}
-		out = append(out, cur)
-	}
-	return out
+type hit struct {
+	Finding
+	prio int
 }
 
-// Contains reports whether s holds a secret; cheaper than Find when only that matters.
-func Contains(s string) bool {
-	lower := ""
-	for _, r := range rules {
-		if r.hinted(s, &lower) && r.re().MatchString(s) {
-			return true
+// Find returns the secrets in s, in order, overlapping ones merged and named after the most
+// specific rule. A secret that shell quoting splits is found as the shell would join it, and
+// its span covers the quotes.
+func Find(s string) []Finding { return merge(allRules().findQuoted(s, nil)) }
+
+// findQuoted finds the secrets in s and in s as the shell joins it.
+func (rs *ruleSet) findQuoted(s string, hits []hit) []hit {
+	hits = rs.find(s, hits)
+	if view, pos, ok := shellView(s); ok {
+		for _, h := range rs.find(view, nil) {
+			h.Start, h.End = pos[h.Start], pos[h.End-1]+1
+			hits = append(hits, h)
 		}
 	}
-	return false
+	return hits
 }
+
+// FindInName is Find for a name built of parts, a path or an MCP tool's name (mcp__server__tool):
+// each part is also judged as a word of its own, since a rule that wants a token to start a word
+// does not see one glued to a separator that is a word character.
+func FindInName(name string) []Finding {
+	rs := allRules()
+	hits := rs.findQuoted(name, nil)
+	for _, parts := range []func(s string, i int) bool{mcpSeparator, pathSeparator} {
+		if view, ok := spaced(name, parts); ok {
+			hits = rs.findQuoted(view, hits)
+		}
+	}
+	return merge(hits)
+}
+
+func mcpSeparator(s string, i int) bool {
+	return s[i] == '_' && (i+1 < len(s) && s[i+1] == '_' || i > 0 && s[i-1] == '_')
+}
+
+func pathSeparator(s string, i int) bool { return s[i] == '/' || s[i] == '\\' || s[i] == ':' }
+
+// spaced is s with the bytes sep picks out made spaces, so that offsets stay those of s.
+func spaced(s string, sep func(s string, i int) bool) (string, bool) {
+	var b []byte
+	for i := range len(s) {
+		if sep(s, i) {
+			if b == nil {
+				b = []byte(s)
+			}
+			b[i] = ' '
+		}
+	}
+	return string(b), b != nil
+}
+
+// Contains reports whether s holds a secret.
+func Contains(s string) bool { return len(Find(s)) > 0 }
 
 // FieldName reports whether an object key names a secret (password, api_key, token...), whose
 // value is one whatever it looks like.
 func FieldName(key string) bool { return fieldName().MatchString(key) }
 
-func (r rule) hinted(s string, lower *string) bool {
-	hay := s
-	if r.fold {
-		if *lower == "" {
-			*lower = strings.ToLower(s)
+func (rs *ruleSet) find(s string, hits []hit) []hit {
+	marked := rs.hinted(asciiLower(s))
+	for prio, r := range rs.rules {
+		if !marked[prio] {
+			continue
 		}
-		hay = *lower
+		for _, m := range r.re().FindAllStringSubmatchIndex(s, -1) {
+			start, end := r.secret(m)
+			if end <= start || !r.holds(s, m, start, end) {
+				continue
+			}
+			hits = append(hits, hit{Finding{Kind: r.kind, Start: start, End: end}, prio})
+		}
 	}
-	for _, h := range r.hints {
-		if strings.Contains(hay, h) {
+	return hits
+}
+
+// secret is the span of the secret in a match m (submatch indexes).
+func (r rule) secret(m []int) (start, end int) {
+	if r.group > 0 && 2*r.group+1 < len(m) {
+		return m[2*r.group], m[2*r.group+1]
+	}
+	for g := 1; 2*g+1 < len(m) && r.group == 0; g++ {
+		if m[2*g] >= 0 && m[2*g+1] > m[2*g] {
+			return m[2*g], m[2*g+1]
+		}
+	}
+	return m[0], m[1]
+}
+
+// holds reports whether a candidate survives the rule's entropy floor and every allowlist.
+func (r rule) holds(s string, m []int, start, end int) bool {
+	secret := s[start:end]
+	if r.entropy > 0 && entropy(secret) <= r.entropy {
+		return false
+	}
+	if r.shared && slices.ContainsFunc(gitleaksAllow, func(a allowlist) bool { return a.allows(s, m, secret) }) {
+		return false
+	}
+	return !slices.ContainsFunc(r.allow, func(a allowlist) bool { return a.allows(s, m, secret) })
+}
+
+func (a allowlist) allows(s string, m []int, secret string) bool {
+	target := secret
+	switch a.target {
+	case "match":
+		target = s[m[0]:m[1]]
+	case "line":
+		target = lineAround(s, m[0], m[1])
+	}
+	regex := slices.ContainsFunc(a.regexes, func(re lazy) bool { return re().MatchString(target) })
+	stop := false
+	if len(a.stopwords) > 0 {
+		lower := asciiLower(secret)
+		stop = slices.ContainsFunc(a.stopwords, func(w string) bool { return strings.Contains(lower, w) })
+	}
+	if a.and {
+		return (len(a.regexes) == 0 || regex) && (len(a.stopwords) == 0 || stop)
+	}
+	return regex || stop
+}
+
+func lineAround(s string, start, end int) string {
+	from := strings.LastIndexByte(s[:start], '\n') + 1
+	to := strings.IndexByte(s[end:], '\n')
+	if to < 0 {
+		return s[from:]
+	}
+	return s[from : end+to]
+}
+
+// entropy is the Shannon entropy of s in bits per byte.
+func entropy(s string) float64 {
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	var h float64
+	n := float64(len(s))
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}
+
+// asciiLower lowers ASCII letters only, so that byte offsets stay those of s.
+func asciiLower(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return 'A' <= r && r <= 'Z' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for ; i < len(b); i++ {
+		if 'A' <= b[i] && b[i] <= 'Z' {
+			b[i] += 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// shellView is s with the shell's quoting taken out (quotes dropped, a backslash's character
+// kept) and, for each of its bytes, where it lies in s; ok is false when no quoting in s splits
+// a word, so that the view could not hold a secret s does not.
+func shellView(s string) (view string, pos []int, ok bool) {
+	if !splitsAWord(s) {
+		return "", nil, false
+	}
+	b := make([]byte, 0, len(s))
+	pos = make([]int, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'' || c == '"':
+			continue
+		case c == '\\' && i+1 < len(s):
+			i++
+		}
+		b = append(b, s[i])
+		pos = append(pos, i)
+	}
+	return string(b), pos, true
+}
+
+// splitsAWord reports whether a run of quotes or backslashes in s stands between two
+// characters of one word (gh”p_, "ab"cd, ab\cd).
+func splitsAWord(s string) bool {
+	for i := strings.IndexAny(s, `'"\`); i >= 0 && i < len(s); {
+		j := i
+		for j < len(s) && (s[j] == '\'' || s[j] == '"' || s[j] == '\\') {
+			j++
+		}
+		if i > 0 && j < len(s) && wordByte(s[i-1]) && wordByte(s[j]) {
 			return true
 		}
+		next := strings.IndexAny(s[j:], `'"\`)
+		if next < 0 {
+			break
+		}
+		i = j + next
 	}
 	return false
+}
+
+func wordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/' || c == '+'
+}
+
+// merge sorts hits and joins overlapping ones under the kind of the highest priority.
+func merge(hits []hit) []Finding {
+	if len(hits) == 0 {
+		return nil
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.prio, b.prio))
+	})
+	var out []Finding
+	for i := 0; i < len(hits); {
+		cur, prio := hits[i].Finding, hits[i].prio
+		for i++; i < len(hits) && hits[i].Start < cur.End; i++ {
+			cur.End = max(cur.End, hits[i].End)
+			if hits[i].prio < prio {
+				prio, cur.Kind = hits[i].prio, hits[i].Kind
+			}
+		}
+		out = append(out, cur)
+	}
+	return out
 }

@@ -1,29 +1,92 @@
 package secrets
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 )
 
-func TestFindNamesEachKindOfSecret(t *testing.T) {
-	tests := []struct{ text, kind string }{
-		{"key: ghp_" + strings.Repeat("a", 36), "github_token"},
-		{"AKIAIOSFODNN7EXAMPLE", "aws_access_key"},
-		{"xoxb-1234567890-abcdefghij", "slack_token"},
-		{"-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----", "private_key"},
-		{"https://ada:hunter22@db.example.com/x", "url_password"},
-		{"export API_TOKEN=abc123def", "env_secret"},
-		{"Authorization: Bearer abcdefgh12345678", "bearer_token"},
-		{"sk-ant-" + strings.Repeat("b", 30), "anthropic_key"},
+const (
+	alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	lower = "abcdefghijklmnopqrstuvwxyz"
+	hex   = "0123456789abcdef"
+)
+
+// fake is n characters of alphabet, chosen by a fixed generator: a token that looks real and was
+// never issued.
+func fake(alphabet string, n int) string {
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(len(alphabet))))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// providerTokens are one token per provider the threat model names, in each one's real shape.
+var providerTokens = []struct{ provider, text, kind string }{
+	{"github", "ghp_" + fake(alnum, 36), "github-pat"},
+	{"github fine-grained", "github_pat_" + fake(alnum+"_", 82), "github-fine-grained-pat"},
+	{"aws", "AKIAQ3EGUZRP4TMJX7NB", "aws-access-token"},
+	{"slack", "xoxb-2048163951-7306712458193-" + fake(alnum, 24), "slack-bot-token"},
+	{"anthropic", "sk-ant-api03-" + fake(alnum+"_-", 93) + "AA", "anthropic-api-key"},
+	{"anthropic, other lengths", "sk-ant-api04-" + fake(alnum, 40), "anthropic-api-key"},
+	{"openai", "sk-proj-" + fake(alnum+"_-", 58) + "T3BlbkFJ" + fake(alnum, 58), "openai-api-key"},
+	{"openai, other shapes", "sk-" + fake(alnum, 48), "openai-api-key"},
+	{"google", "AIza" + fake(alnum+"_-", 35), "gcp-api-key"},
+	{"npm", "npm_" + fake(alnum, 36), "npm-access-token"},
+	{"hugging face", "hf_" + fake(lower, 34), "huggingface-access-token"},
+	{"sendgrid", "SG." + fake(alnum, 22) + "." + fake(alnum+"_-", 43), "sendgrid-api-token"},
+	{"digitalocean", "dop_v1_" + fake(hex, 64), "digitalocean-pat"},
+	{"databricks", "dapi" + fake(hex, 32), "databricks-api-token"},
+	{"azure", "abc8Q~" + fake(alnum+"_~.", 34), "azure-ad-client-secret"},
+	{"gitlab", "glpat-" + fake(alnum, 20), "gitlab-pat"},
+	{"stripe", "sk_live_" + fake(alnum, 24), "stripe-access-token"},
+}
+
+func TestFindNamesEachProvidersToken(t *testing.T) {
+	for _, tt := range providerTokens {
+		text := "token: " + tt.text
+		found := Find(text)
+		if len(found) != 1 || found[0].Kind != tt.kind || text[found[0].Start:found[0].End] != tt.text {
+			t.Errorf("%s: Find(%q) = %+v, want the token as one %s", tt.provider, text, found, tt.kind)
+		}
+	}
+}
+
+func TestFindNamesSecretsThatContextGivesAway(t *testing.T) {
+	tests := []struct{ text, secret, kind string }{
+		{"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "private-key"},
+		{"https://ada:hunter22@db.example.com/x", "hunter22", "url-password"},
+		{"export API_TOKEN=abc123def", "abc123def", "assigned-secret"},
+		{"curl 'https://api.example.com/v1/items?api_key=Zq8Lm3Xv9K2r&page=2'", "Zq8Lm3Xv9K2r", "assigned-secret"},
+		{"Authorization: Bearer abcdefgh12345678", "abcdefgh12345678", "bearer-token"},
 	}
 	for _, tt := range tests {
 		found := Find(tt.text)
-		if len(found) != 1 || found[0].Kind != tt.kind {
-			t.Errorf("Find(%q) = %+v, want one %s", tt.text, found, tt.kind)
-			continue
+		if len(found) != 1 || found[0].Kind != tt.kind || tt.text[found[0].Start:found[0].End] != tt.secret {
+			t.Errorf("Find(%q) = %+v, want %q as one %s", tt.text, found, tt.secret, tt.kind)
 		}
-		if !Contains(tt.text) {
-			t.Errorf("Contains(%q) = false", tt.text)
+	}
+}
+
+func TestATokenSplitByShellQuotingIsFoundAsTheShellJoinsIt(t *testing.T) {
+	token := providerTokens[0].text
+	for _, split := range []string{
+		token[:2] + "''" + token[2:],
+		token[:2] + `""` + token[2:],
+		`"` + token[:10] + `"'` + token[10:] + `'`,
+		token[:3] + `\` + token[3:],
+	} {
+		text := "curl -H 'x: y' -u " + split + " https://api.github.com"
+		found := Find(text)
+		if len(found) != 1 || found[0].Kind != "github-pat" || !strings.Contains(text[found[0].Start:found[0].End], split[1:len(split)-1]) {
+			t.Errorf("Find(%q) = %+v, want the split token as one github-pat", text, found)
 		}
 	}
 }
@@ -35,6 +98,10 @@ func TestOrdinaryTextHoldsNoSecret(t *testing.T) {
 		"https://example.com/docs?page=2",
 		"password reset instructions are in the wiki",
 		"sk-short",
+		"export API_TOKEN=$API_TOKEN",
+		"cp .env.example .env",
+		"git log --author=ada --since=2026-01-01",
+		"go test ./... -run TestSecretKeyRotation",
 	} {
 		if found := Find(s); len(found) != 0 || Contains(s) {
 			t.Errorf("Find(%q) = %+v, want nothing", s, found)
@@ -43,10 +110,165 @@ func TestOrdinaryTextHoldsNoSecret(t *testing.T) {
 }
 
 func TestOverlappingFindingsAreMergedUnderTheMostSpecificKind(t *testing.T) {
-	s := "PASSWORD=ghp_" + strings.Repeat("c", 36)
+	s := "PASSWORD=" + providerTokens[0].text
 	found := Find(s)
-	if len(found) != 1 || found[0].Kind != "github_token" {
-		t.Fatalf("Find = %+v, want one github_token", found)
+	if len(found) != 1 || found[0].Kind != "github-pat" {
+		t.Fatalf("Find = %+v, want one github-pat", found)
+	}
+}
+
+// corpusFile is the redaction corpus: for every rule, a text holding a secret drawn from its
+// expression, and the same text with the secret split by shell quoting. Other packages' tests
+// check that no secret of it reaches what they write.
+const corpusFile = "testdata/redaction.jsonl"
+
+type corpusRow struct {
+	Kind   string `json:"kind"`
+	Form   string `json:"form"`
+	Text   string `json:"text"`
+	Secret string `json:"secret"`
+}
+
+// Every rule of the set finds a secret of its own shape, and the same secret split by quotes.
+func TestEveryRuleFindsASecretDrawnFromItsShapeAndSplitByQuotes(t *testing.T) {
+	var rows []corpusRow
+	for _, r := range allRules().rules {
+		row, ok := drawSample(r)
+		if !ok {
+			t.Errorf("no sample of %s was found and covered", r.kind)
+			continue
+		}
+		rows = append(rows, row)
+		if split, ok := splitByQuotes(row); ok {
+			rows = append(rows, split)
+		}
+	}
+	if *update {
+		writeCorpus(t, rows)
+	}
+	for _, row := range readCorpus(t) {
+		found := Find(row.Text)
+		at := strings.Index(row.Text, row.Secret)
+		if at < 0 || !covered(found, at, at+len(row.Secret)) {
+			t.Errorf("%s (%s): %q in %q is not found whole: %+v", row.Kind, row.Form, row.Secret, row.Text, found)
+		}
+	}
+}
+
+func drawSample(r rule) (corpusRow, bool) {
+	for seed := range uint64(300) {
+		text := withHint(r, sample(r.re(), seed))
+		m := r.re().FindStringSubmatchIndex(text)
+		if m == nil || !r.wouldFind(text) {
+			continue
+		}
+		start, end := r.secret(m)
+		if covered(Find(text), start, end) {
+			return corpusRow{Kind: r.kind, Form: "shape", Text: text, Secret: text[start:end]}, true
+		}
+	}
+	return corpusRow{}, false
+}
+
+// splitByQuotes puts an empty pair of quotes in the middle of the row's secret, as an agent
+// would to slip it past a matcher; the shell joins it again.
+func splitByQuotes(row corpusRow) (corpusRow, bool) {
+	if len(row.Secret) < 8 || strings.ContainsAny(row.Text, "'\"\\\n\t ") {
+		return corpusRow{}, false
+	}
+	at := strings.Index(row.Text, row.Secret) + len(row.Secret)/2
+	text := row.Text[:at] + "''" + row.Text[at:]
+	if !strings.Contains(text, row.Secret[:len(row.Secret)/2]+"''") {
+		return corpusRow{}, false
+	}
+	split := row.Secret[:len(row.Secret)/2] + "''" + row.Secret[len(row.Secret)/2:]
+	return corpusRow{Kind: row.Kind, Form: "split", Text: text, Secret: split}, true
+}
+
+func writeCorpus(t *testing.T, rows []corpusRow) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(corpusFile, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readCorpus(t *testing.T) []corpusRow {
+	data, err := os.ReadFile(corpusFile)
+	if err != nil {
+		t.Fatalf("%v (write it with go test ./secrets -run EveryRule -update)", err)
+	}
+	var rows []corpusRow
+	for line := range strings.Lines(string(data)) {
+		var r corpusRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s: %v", corpusFile, err)
+		}
+		rows = append(rows, r)
+	}
+	kinds := map[string]bool{}
+	for _, r := range rows {
+		kinds[r.Kind] = true
+	}
+	for _, r := range allRules().rules {
+		if !kinds[r.kind] {
+			t.Errorf("%s has no sample of %s: regenerate it with -update", corpusFile, r.kind)
+		}
+	}
+	return rows
+}
+
+// withHint puts the rule's first keyword before text when text lacks all of them: gitleaks
+// looks for keywords in the whole text, and some rules' keywords are not part of what their
+// expression matches (the service's name near its token).
+func withHint(r rule, text string) string {
+	lower := strings.ToLower(text)
+	if len(r.hints) == 0 || slices.ContainsFunc(r.hints, func(h string) bool { return strings.Contains(lower, h) }) {
+		return text
+	}
+	return r.hints[0] + " " + text
+}
+
+// wouldFind reports whether the rule by itself, past its entropy floor and allowlists, finds
+// something in text: the sampler draws strings the expression matches, not all secrets.
+func (r rule) wouldFind(text string) bool {
+	for _, m := range r.re().FindAllStringSubmatchIndex(text, -1) {
+		if start, end := r.secret(m); end > start && r.holds(text, m, start, end) {
+			return true
+		}
+	}
+	return false
+}
+
+func covered(found []Finding, start, end int) bool {
+	for _, f := range found {
+		if f.Start <= start && end <= f.End {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTheRulesAreGitleaksReleaseThenOwnThenGeneric(t *testing.T) {
+	rs := allRules()
+	if len(rs.rules) < 200 {
+		t.Fatalf("%d rules; gitleaks %s alone has more than 200", len(rs.rules), gitleaksVersion)
+	}
+	if last := rs.rules[len(rs.rules)-1].kind; last != "generic-api-key" {
+		t.Errorf("the last rule is %s, want generic-api-key", last)
+	}
+	for _, r := range rs.rules {
+		for _, h := range r.hints {
+			if h != strings.ToLower(h) || h == "" {
+				t.Errorf("%s: hint %q is not lower-case", r.kind, h)
+			}
+		}
 	}
 }
 
@@ -59,9 +281,12 @@ func TestFieldNamesThatHoldSecrets(t *testing.T) {
 }
 
 func FuzzFind(f *testing.F) {
-	f.Add("ghp_" + strings.Repeat("a", 36))
+	for _, tt := range providerTokens {
+		f.Add(tt.text)
+	}
 	f.Add("-----BEGIN RSA PRIVATE KEY-----")
 	f.Add("a://b:c@d")
+	f.Add(`gh''p_"R7kq2Vx9"\LmN4pT8wZc3Ya6Hd1Jf5Bs0Ge2Qu`)
 	f.Fuzz(func(t *testing.T, s string) {
 		last := 0
 		for _, fd := range Find(s) {
@@ -71,4 +296,19 @@ func FuzzFind(f *testing.F) {
 			last = fd.End
 		}
 	})
+}
+
+func BenchmarkFind(b *testing.B) {
+	texts := []string{
+		`git commit -m "fix the parser's handling of empty quotes" && git push origin main`,
+		`curl -sS -H "Authorization: Bearer Zq8Lm3Xv9K2rW6nB4cJ1hD7p" https://api.example.com/v1/items?page=2`,
+		`/Users/ada/Projects/site/src/components/Header.tsx`,
+		fmt.Sprintf(`{"query": %q}`, strings.Repeat("SELECT id, name FROM users WHERE team = 'core' ", 20)),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range texts {
+			Find(s)
+		}
+	}
 }

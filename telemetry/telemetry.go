@@ -223,6 +223,9 @@ func (l *Log) Encode(r Record) ([]byte, error) {
 		}
 	}
 	if l.opts.Redact {
+		// Every string the agent can choose is redacted: an MCP server names its tools and the
+		// agent its working folder, and either can carry a token.
+		r.Tool, r.Cwd, r.Session, r.Agent = RedactName(r.Tool), RedactName(r.Cwd), RedactName(r.Session), RedactName(r.Agent)
 		r.Reason, r.Matched, r.Nudge = Redact(r.Reason), Redact(r.Matched), Redact(r.Nudge)
 		if len(r.Effects) > 0 {
 			effects := make([]string, len(r.Effects))
@@ -514,17 +517,27 @@ func sanitize(v any, redact, secret bool) any {
 	switch x := v.(type) {
 	case string:
 		if redact && secret && x != "" {
-			return "[REDACTED:secret_field]"
+			return "[REDACTED:secret-field]"
 		}
 		if redact {
 			x = Redact(x)
 		}
 		return truncate(x)
 	case map[string]any:
+		out := make(map[string]any, len(x))
 		for k, e := range x {
-			x[k] = sanitize(e, redact, isSecretField(k))
+			v := sanitize(e, redact, isSecretField(k))
+			if redact {
+				k = Redact(k)
+			}
+			k = truncate(k)
+			for _, taken := out[k]; taken; _, taken = out[k] {
+				// Two keys that redact alike both stay, the later one marked.
+				k += "'"
+			}
+			out[k] = v
 		}
-		return x
+		return out
 	case []any:
 		for i, e := range x {
 			x[i] = sanitize(e, redact, secret)

@@ -51,8 +51,8 @@ func TestRedactCatchesEachKind(t *testing.T) {
 			t.Errorf("%s: %q not named as %s", c.Kind, got, c.Kind)
 		}
 	}
-	for _, k := range []string{"private_key", "aws_access_key", "aws_secret_key", "github_token", "gitlab_token", "slack_token",
-		"slack_webhook", "stripe_key", "openai_key", "anthropic_key", "jwt", "bearer_token", "url_password", "env_secret"} {
+	for _, k := range []string{"private-key", "aws-access-token", "aws-secret-access-key", "github-pat", "gitlab-pat", "slack-bot-token",
+		"slack-webhook-url", "stripe-access-token", "openai-api-key", "anthropic-api-key", "jwt", "bearer-token", "url-password", "assigned-secret"} {
 		if !kinds[k] {
 			t.Errorf("the corpus has no %s case", k)
 		}
@@ -98,7 +98,7 @@ func TestEncodeRedactsTruncatesAndKeepsShape(t *testing.T) {
 	if strings.Contains(in.Command, "wJalr") || !strings.Contains(in.Command, "aws s3 ls") {
 		t.Errorf("command %q", in.Command)
 	}
-	if in.Env["password"] != "[REDACTED:secret_field]" || in.Env["user"] != "ada" {
+	if in.Env["password"] != "[REDACTED:secret-field]" || in.Env["user"] != "ada" {
 		t.Errorf("env %v", in.Env)
 	}
 	if !strings.HasSuffix(in.Content, "…[truncated 1904 bytes]") || len(in.Content) > MaxStringBytes+40 {
@@ -115,7 +115,7 @@ func TestEncodeRedactsTruncatesAndKeepsShape(t *testing.T) {
 func TestEncodeKeepsInputThatIsNotJSONAsARedactedString(t *testing.T) {
 	l := Open(Options{Redact: true})
 	line, _ := l.Encode(Record{Input: json.RawMessage(`not json ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3s0K`)})
-	if strings.Contains(string(line), "ghp_R4nd0m") || !strings.Contains(string(line), `"input":"not json [REDACTED:github_token]"`) {
+	if strings.Contains(string(line), "ghp_R4nd0m") || !strings.Contains(string(line), `"input":"not json [REDACTED:github-pat]"`) {
 		t.Errorf("%s", line)
 	}
 }
