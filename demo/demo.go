@@ -125,7 +125,7 @@ func (w *World) Start(ctx context.Context, version string) (d *daemon.Daemon, st
 		return nil, nil, fmt.Errorf("open the demo daemon log: %w", err)
 	}
 	level := new(slog.LevelVar)
-	log := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: level, ReplaceAttr: telemetry.RedactLogAttr}))
 	d, err = daemon.New(w.env(), daemon.Options{Logger: log, Level: level, Version: version})
 	if err != nil {
 		logFile.Close()

@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -66,4 +68,19 @@ func leaks(line, secret string) bool {
 		}
 	}
 	return false
+}
+
+// The daemon's log, written through RedactLogAttr, carries no secret of the corpus in its
+// message, its string attributes or its errors.
+func TestNoSecretOfTheCorpusReachesALogWrittenThroughRedactLogAttr(t *testing.T) {
+	var b strings.Builder
+	log := slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{ReplaceAttr: RedactLogAttr}))
+	for _, c := range append(redactionCorpus(t), secretCorpus(t)...) {
+		b.Reset()
+		log.Warn("found "+c.Text, "tool", "mcp__x__"+c.Text, "err", fmt.Errorf("open %s: denied", c.Text),
+			slog.Group("g", "why", c.Text))
+		if leaks(b.String(), c.Secret) {
+			t.Errorf("%s: the secret %q reached the log: %s", c.Kind, c.Secret, b.String())
+		}
+	}
 }
