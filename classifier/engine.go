@@ -34,6 +34,8 @@ type Policy struct {
 	AllowedExecutables []string
 	AllowedMCPServers  []string
 	RestrictMCPServers bool
+	// Places is the map of the machine the file rules protect by owner (see Place).
+	Places []Place
 	// DenyAll, when set, is the reason every call is denied for (rule RuleDenyAll): the policy that
 	// was meant to be enforced cannot be known, so nothing can be let through.
 	DenyAll string
@@ -120,6 +122,7 @@ type Classifier struct {
 	// parsers are shell parsers kept between calls: a parser's buffers are the largest single
 	// allocation of an analysis, and fewer allocations is a shorter tail of latencies.
 	parsers sync.Pool
+	places  []place
 }
 
 // New compiles the embedded default rules and the policy's additions.
@@ -127,7 +130,8 @@ func New(p Policy) (*Classifier, error) {
 	if p.DenyAll != "" {
 		return &Classifier{denyAll: p.DenyAll}, nil
 	}
-	c := &Classifier{rules: map[Target][]*Rule{}, modes: p.RuleModes, allowed: map[string]bool{}, mcpOn: p.RestrictMCPServers, mcpAllow: map[string]bool{}}
+	c := &Classifier{rules: map[Target][]*Rule{}, modes: p.RuleModes, allowed: map[string]bool{}, mcpOn: p.RestrictMCPServers, mcpAllow: map[string]bool{},
+		places: compilePlaces(p.Places)}
 	for _, e := range defaultExecutables {
 		c.allowed[e] = true
 	}
@@ -220,10 +224,18 @@ type item struct {
 	tool    string   // the call's tool, for nudges
 	args    any      // for mcp: the arguments, decoded
 	project []string // the folders the session works in (projectOf), none outside a project
+	own     string   // the calling session's folder (canonPath), "" for none
+	// secretOnly asks whether a path holds secrets: who owns it (Policy.Places) is not asked.
+	secretOnly bool
 }
 
-// Evaluate judges one tool call. It never fails: what it cannot understand it asks about.
+// Evaluate judges one tool call from no session of Cowork's (EvaluateFrom). It never fails:
+// what it cannot understand it asks about.
 func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict {
+	return c.evaluate(ctx, p, "")
+}
+
+func (c *Classifier) evaluate(ctx context.Context, p claudehook.Payload, own string) Verdict {
 	if c.denyAll != "" {
 		return Verdict{Decision: claudehook.Deny, RuleID: RuleDenyAll, Reason: c.denyAll}
 	}
@@ -244,7 +256,7 @@ func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict
 		if it.cwd == "" {
 			it.cwd = p.Cwd
 		}
-		it.project = project
+		it.project, it.own = project, own
 		if v, ok := c.match(it); ok && severity(v) > severity(best) {
 			best = v
 			if v.Decision == claudehook.Deny && !v.ObserveOnly {
@@ -427,7 +439,7 @@ func analysisEffects(an *Analysis, cwd string, fl *flow) []Effect {
 // secretPath reports whether reading p is denied by a read rule: the policy's own idea of a
 // secret (credentials, keys, .env files).
 func (c *Classifier) secretPath(p string) bool {
-	v, ok := c.match(item{target: TargetRead, text: p})
+	v, ok := c.match(item{target: TargetRead, text: p, secretOnly: true})
 	return ok && v.Decision == claudehook.Deny
 }
 

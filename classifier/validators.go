@@ -36,6 +36,9 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 		return "a process that copies itself without end", it.cmd == nil && it.an != nil && it.an.ForkBomb
 	},
 	"DotenvOutsideProject": dotenvOutsideProject,
+	"GuardPlace":           guardPlace,
+	"OtherSession":         otherSession,
+	"AppPlace":             appPlace,
 	"DotenvWrite":          dotenvWrite,
 	"KillProtected":        killProtected,
 	"UnknownReach":         unknownReach,

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -163,7 +165,7 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 	var outs []outcome
 	var done []string
 	for _, ev := range evs {
-		l, ok := c.readEvent(cs, ev, p)
+		l, ok := c.readEvent(cs, t, ev, p)
 		if !ok {
 			continue
 		}
@@ -189,12 +191,22 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 // readEvent reads one event file as a spool line. A file still being written (no newline yet)
 // waits, unless it is older than a hook can live: its hook died mid-write, and it is judged as
 // the damaged line it is.
-func (c *Collector) readEvent(cs *session.Session, ev channelEvent, p *policy) (spool.Line, bool) {
+func (c *Collector) readEvent(cs *session.Session, t *tracked, ev channelEvent, p *policy) (spool.Line, bool) {
 	f, err := cs.OpenFile(ev.name, os.O_RDONLY, 0)
 	if err != nil {
 		return spool.Line{}, false
 	}
 	defer f.Close()
+	if n := links(f); n > 1 {
+		// A hook writes its event file once and never links it: a second name means someone
+		// made this file elsewhere and linked it in. It is not the hook's, and is not read.
+		c.log.Warn("a host-channel event file has more than one name; it was refused and removed", "code", health.CodeSpoolRefused,
+			"session", t.id, "file", ev.name, "links", n)
+		if err := cs.Remove(ev.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.log.Warn("cannot remove a refused host-channel event", "session", t.id, "err", err)
+		}
+		return spool.Line{}, false
+	}
 	data, err := io.ReadAll(io.LimitReader(f, p.cfg.MaxLineBytes+1))
 	if err != nil {
 		return spool.Line{}, false
@@ -211,4 +223,16 @@ func (c *Collector) readEvent(cs *session.Session, ev channelEvent, p *policy) (
 		return spool.Line{}, false
 	}
 	return spool.Line{Data: data, Size: int64(len(data))}, true
+}
+
+// links is how many names the open file has (1 when it cannot be told).
+func links(f *os.File) uint64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }

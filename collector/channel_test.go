@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -181,9 +183,12 @@ func TestThePassOfAChannelEventReadsTheSpoolOnlyWhenItMoved(t *testing.T) {
 	tr := f.c.sessions[f.dir]
 	f.c.mu.Unlock()
 	moved := func() bool { return f.c.spoolMoved(s, tr) }
-	cbtest.WaitFor(t, "the spool read to its end to be seen as such", func() bool { return !moved() })
-	// What follows is looked at, not drained and repaired meanwhile.
+	// The collector is stopped before its state is looked at (the race detector would object),
+	// and what follows is looked at, not drained and repaired meanwhile.
 	f.stop()
+	if moved() {
+		t.Error("the spool read to its end is seen as moved")
+	}
 	f.appendRaw(`{"v":1,"rid":"` + f.nextRID() + `"`) // no newline yet
 	if !moved() {
 		t.Error("a line waiting for its newline is not seen")
@@ -192,5 +197,36 @@ func TestThePassOfAChannelEventReadsTheSpoolOnlyWhenItMoved(t *testing.T) {
 	os.Symlink(f.outside, f.bridge("events.jsonl"))
 	if !moved() {
 		t.Error("a link in place of the spool is not seen (the drain must refuse and replace it)")
+	}
+}
+
+// An event file with a second name was made elsewhere and linked in, not handed over by a hook:
+// it is refused and removed, never recorded as a host-channel call; a real one beside it is.
+func TestAHostChannelEventWithASecondNameIsRefused(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	ch := f.withChannel()
+	f.start()
+	forged, real := f.nextRID(), f.nextRID()
+	elsewhere := filepath.Join(f.outside, "forged")
+	if err := os.WriteFile(elsewhere, []byte(envelope(forged, "observe", "Bash", bash("ls"))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(elsewhere, filepath.Join(ch, ".ev-"+forged)); err != nil {
+		t.Fatal(err)
+	}
+	handOver(t, ch, real, envelope(real, "observe", "Bash", bash("pwd")))
+	recs := f.waitRecords(1)
+	cbtest.WaitForf(t, func() bool {
+		_, err := os.Lstat(filepath.Join(ch, ".ev-"+forged))
+		return errors.Is(err, fs.ErrNotExist)
+	}, func() string { return "the linked event file is still in the channel" })
+	f.stop()
+	for _, r := range f.records() {
+		if r.RID == forged {
+			t.Errorf("the linked event was recorded: %+v", r)
+		}
+	}
+	if recs[0].RID != real {
+		t.Errorf("recorded %s, want the real event %s", recs[0].RID, real)
 	}
 }

@@ -648,7 +648,7 @@ func TestAliveLeaseIsWrittenOnTrackAndWithdrawnOnShutdown(t *testing.T) {
 }
 
 func TestClassifierPanicIsADeny(t *testing.T) {
-	v := evaluate(context.Background(), nil, claudehook.Payload{ToolName: "Bash"})
+	v := evaluate(context.Background(), nil, claudehook.Payload{ToolName: "Bash"}, "")
 	if v.Decision != claudehook.Deny || v.RuleID != RuleClassifierError {
 		t.Errorf("verdict = %+v", v)
 	}

@@ -74,7 +74,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	if err != nil {
 		return c.fault(s, t, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
-	v := evaluate(ctx, p.cls, pl)
+	v := evaluate(ctx, p.cls, pl, t.dir)
 	if why := c.quarantine(t); why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
 			Reason: "this session is quarantined because " + why + "; every tool call is blocked until coworkbridge has repaired the session. Ask your IT team if this persists."}
@@ -183,8 +183,9 @@ func (c *Collector) alreadyRecorded(rid string) bool {
 // like any other, so that a restart does not meet it again.
 const classifyBudget = 2 * time.Second
 
-// evaluate runs the classifier; a panic in it is a deny, never a crash or an allow.
-func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload) (v classifier.Verdict) {
+// evaluate runs the classifier on a call from the session in folder own; a panic in it is a
+// deny, never a crash or an allow.
+func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload, own string) (v classifier.Verdict) {
 	ctx, cancel := context.WithTimeout(ctx, classifyBudget)
 	defer cancel()
 	defer func() {
@@ -193,7 +194,7 @@ func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payl
 				Reason: fmt.Sprintf("this tool call was blocked because the policy engine failed on it (%v)", r)}
 		}
 	}()
-	return cls.Evaluate(ctx, p)
+	return cls.EvaluateFrom(ctx, p, own)
 }
 
 // waitingHook recovers the request id from the start of a damaged line, and whether the hook that

@@ -11,12 +11,12 @@ package hosthook
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -104,7 +104,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	if err != nil && cls == nil {
 		return failure(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error())
 	}
-	v := cls.Evaluate(context.Background(), p)
+	v := judge(cls, p, ownSessionOf(env, cfg), filepath.EvalSymlinks)
 	rec := telemetry.Record{TS: opts.Now(), RID: newRID(), Session: hostSession(env, p), Agent: "claude-code",
 		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
 		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: v.Decision, Rule: v.RuleID,

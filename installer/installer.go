@@ -32,7 +32,7 @@ import (
 )
 
 // Label names the LaunchAgent and the systemd user unit.
-const Label = "com.coworkbridge.agent"
+const Label = managedconfig.AgentLabel
 
 // runner runs the service manager's commands; tests replace it.
 type runner interface {

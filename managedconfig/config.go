@@ -71,6 +71,9 @@ type Policy struct {
 	// found holding text a block rule forbids (prompt injection, forged approvals) is
 	// quarantined until the text is gone. The files themselves are never changed.
 	QuarantineOnInjection bool
+	// Places is the map of the Mac the policy protects files by: not read from the file, but
+	// made from the platform, the daemon's folders and sessions_roots (see places).
+	Places []Place
 	// Notices are what users are told beside coworkbridge's reason when a call is denied or
 	// asked (managed.json's block_message). They sit with the policy because they name its
 	// rules: an unknown rule id is a policy problem.
@@ -90,7 +93,7 @@ type Telemetry struct {
 
 // Defaults returns the configuration that applies to every field the file leaves out.
 func Defaults(env Env, paths Paths) Config {
-	return Config{
+	c := Config{
 		Version:       Version,
 		CoworkEnabled: false,
 		Mode:          Observe,
@@ -112,6 +115,8 @@ func Defaults(env Env, paths Paths) Config {
 		},
 		LogLevel: slog.LevelInfo,
 	}
+	c.Policy.Places = places(env, paths, c)
+	return c
 }
 
 // Limits on values, named in error messages so an admin knows what is allowed.

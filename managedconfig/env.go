@@ -25,6 +25,8 @@ type Env struct {
 	GOOS   string
 	Home   string
 	Getenv func(string) string
+	// Executable is the running coworkbridge program, a place the policy protects ("" unknown).
+	Executable string
 }
 
 // SystemEnv describes the running process.
@@ -33,7 +35,8 @@ func SystemEnv() (Env, error) {
 	if err != nil {
 		return Env{}, fmt.Errorf("find the home folder (set HOME): %w", err)
 	}
-	return Env{GOOS: runtime.GOOS, Home: home, Getenv: os.Getenv}, nil
+	exe, _ := os.Executable() // only for the map of protected places; unknown leaves it out
+	return Env{GOOS: runtime.GOOS, Home: home, Getenv: os.Getenv, Executable: exe}, nil
 }
 
 func (e Env) getenv(key string) string {

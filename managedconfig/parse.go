@@ -59,6 +59,7 @@ func (e *InvalidError) Error() string {
 func Parse(data []byte, source string, env Env, paths Paths) (Config, error) {
 	p := parser{env: env, cfg: Defaults(env, paths)}
 	p.parse(data)
+	p.cfg.Policy.Places = places(env, paths, p.cfg)
 	if len(p.problems) > 0 {
 		return Config{}, &InvalidError{Source: source, Problems: p.problems, Partial: p.cfg.Policy}
 	}

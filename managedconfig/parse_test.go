@@ -43,6 +43,7 @@ func TestParseMinimalFileGetsEveryDefault(t *testing.T) {
 		},
 		LogLevel: slog.LevelInfo,
 	}
+	cfg.Policy.Places = nil // TestThePlacesFollowTheFoldersTheConfigurationNames
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
@@ -95,6 +96,7 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false, Inputs: "metadata"},
 		LogLevel:  slog.LevelDebug,
 	}
+	cfg.Policy.Places = nil // TestThePlacesFollowTheFoldersTheConfigurationNames
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("full file:\n got %+v\nwant %+v", cfg, want)
 	}

@@ -31,6 +31,7 @@ func Compile(p managedconfig.Policy) (*classifier.Classifier, error) {
 	c, err := classifier.New(classifier.Policy{
 		RuleFiles: files, DisabledRules: p.DisabledRules, RuleModes: modes,
 		AllowedExecutables: p.AllowedExecutables, AllowedMCPServers: p.AllowedMCPServers, RestrictMCPServers: p.RestrictMCPServers,
+		Places: places(p.Places),
 	})
 	if err != nil {
 		return nil, errors.Join(lerr, err)
@@ -39,6 +40,15 @@ func Compile(p managedconfig.Policy) (*classifier.Classifier, error) {
 		return nil, errors.Join(lerr, err)
 	}
 	return c, lerr
+}
+
+// places hands the map of the Mac to the classifier; the two packages name owners alike.
+func places(ps []managedconfig.Place) []classifier.Place {
+	out := make([]classifier.Place, len(ps))
+	for i, p := range ps {
+		out[i] = classifier.Place{Path: p.Path, Owner: p.Owner, What: p.What, Stem: p.Stem}
+	}
+	return out
 }
 
 // noticeRules checks that every rule block_message names exists: a notice for a misspelled id

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,5 +71,16 @@ func TestABlockMessageForAnUnknownRuleIsAPolicyProblem(t *testing.T) {
 	}
 	if strings.Count(err.Error(), "names rule") != 1 {
 		t.Errorf("only the unknown id is a problem: %v", err)
+	}
+}
+
+// managedconfig and the classifier name the owners of places alike: a place whose owner the
+// classifier does not know would protect nothing.
+func TestTheClassifierKnowsEveryOwnerOfAPlace(t *testing.T) {
+	known := []string{classifier.OwnerGuard, classifier.OwnerSessions, classifier.OwnerApp, classifier.OwnerManaged}
+	for _, owner := range []string{managedconfig.OwnerGuard, managedconfig.OwnerSessions, managedconfig.OwnerApp, managedconfig.OwnerManaged} {
+		if !slices.Contains(known, owner) {
+			t.Errorf("owner %q of managedconfig is not one the classifier judges", owner)
+		}
 	}
 }

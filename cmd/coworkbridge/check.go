@@ -17,6 +17,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/corpus"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/session"
 )
 
 func cmdCheck(ctx context.Context, args []string, sio stdio) int {
@@ -37,8 +38,13 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	settingsFile := fs.String("settings", "", "show what the allow-list holds of this settings file (as the daemon does in a session, and the lockdown ConfigChange hook)")
 	replayLog := fs.String("replay", "", "judge every call of this decision log again and show what would change")
 	candidate := fs.String("config", "", "with --replay: the candidate managed.json to judge with (default: the one in force)")
+	from := fs.String("session", "", "judge the call as made from this Cowork session's folder (default: the session folder that holds --cwd, if any; none: a call from no session)")
+	listPlaces := fs.Bool("places", false, "list the map of the Mac the file rules protect: coworkbridge's files, the sessions, the Claude app's and Claude Code's configuration")
 	if code, done := fs.parse(args); done {
 		return code
+	}
+	if *listPlaces {
+		return checkPlaces(*asJSON, sio)
 	}
 	if *candidate != "" && *replayLog == "" {
 		return fs.usageError("--config names the candidate for --replay; give --replay LOG too")
@@ -86,7 +92,7 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
 	}
-	v := c.Evaluate(ctx, p)
+	v := c.EvaluateFrom(ctx, p, cmp.Or(*from, sessionHolding(used.Policy.Places, p.Cwd)))
 	held := heldBack(ctx, used, p, v)
 	shown := ""
 	if v.Decision != claudehook.Allow {
@@ -292,4 +298,46 @@ func listRows(out io.Writer, file string, rows []corpus.Miss) {
 		}
 		fmt.Fprintf(out, "  %s expect %s got %s %s: %q\n", where, m.Expect, m.Got, m.Rule, m.Command)
 	}
+}
+
+// sessionHolding is the folder of the Cowork session that holds dir, or "".
+func sessionHolding(places []managedconfig.Place, dir string) string {
+	var roots []string
+	for _, p := range places {
+		if p.Owner == managedconfig.OwnerSessions {
+			roots = append(roots, p.Path)
+		}
+	}
+	if p, ok := session.Locate(roots, dir); ok && p.Level >= session.LevelSession {
+		return p.Dir
+	}
+	return ""
+}
+
+// placeRules are the rules that judge a call on a place of each owner, for --places.
+var placeRules = map[string]string{
+	managedconfig.OwnerGuard:    "read.guard-files, path.guard-files: no read, no write",
+	managedconfig.OwnerSessions: "read.other-session, path.other-session: a session's own folder only",
+	managedconfig.OwnerApp:      "path.claude-config: read, no write",
+	managedconfig.OwnerManaged:  "path.claude-config: read, no write",
+}
+
+func checkPlaces(asJSON bool, sio stdio) int {
+	used, err := policyInUse()
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge check:", err)
+		return exitFail
+	}
+	if asJSON {
+		json.NewEncoder(sio.out).Encode(used.Policy.Places)
+		return exitOK
+	}
+	for _, p := range used.Policy.Places {
+		path := p.Path
+		if p.Stem {
+			path += "*"
+		}
+		fmt.Fprintf(sio.out, "%-24s %s\n%-24s   %s; %s\n", p.Owner, path, "", p.What, placeRules[p.Owner])
+	}
+	return exitOK
 }

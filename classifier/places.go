@@ -1,0 +1,121 @@
+package classifier
+
+import (
+	"context"
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+)
+
+// Owners of the places a policy protects (Policy.Places).
+const (
+	OwnerGuard    = "coworkbridge"            // read and written by nothing the agent runs
+	OwnerSessions = "cowork-sessions"         // a session's own folder is its; the rest is others'
+	OwnerApp      = "claude-app"              // read, never written
+	OwnerManaged  = "claude-managed-settings" // read, never written
+)
+
+// A Place is a location its caller's machine protects by who owns it. Stem: every name that
+// begins with Path is the place too (a log and its rotated files). The classifier never looks at
+// the disk: it compares the paths a call names with these.
+type Place struct {
+	Path  string
+	Owner string
+	What  string
+	Stem  bool
+}
+
+// place is a Place with its path in the form calls' paths are judged in (canonPath).
+type place struct {
+	Place
+	canon string
+}
+
+func compilePlaces(ps []Place) []place {
+	out := make([]place, 0, len(ps))
+	for _, p := range ps {
+		if c := canonPath(p.Path, ""); c != "" && c != "/" && c != "~" {
+			out = append(out, place{p, c})
+		}
+	}
+	return out
+}
+
+// contains reports whether path p (canonical) is the place or lies inside it. A Mac's disk does
+// not tell case apart, so neither does this.
+func (pl place) contains(p string) bool { return under(p, pl.canon, pl.Stem) }
+
+func under(p, dir string, stem bool) bool {
+	if len(p) < len(dir) || !strings.EqualFold(p[:len(dir)], dir) {
+		return false
+	}
+	return len(p) == len(dir) || p[len(dir)] == '/' || stem
+}
+
+// EvaluateFrom judges a call made from the session whose folder is own: the places of
+// Policy.Places that are Cowork's sessions are others' but for it. own "" is a call from no
+// session: every session's folder is another's.
+func (c *Classifier) EvaluateFrom(ctx context.Context, p claudehook.Payload, own string) Verdict {
+	return c.evaluate(ctx, p, canonPath(own, ""))
+}
+
+// guardPlace finds a path that is coworkbridge's own.
+func guardPlace(c *Classifier, it item) (string, bool) {
+	if it.secretOnly {
+		return "", false
+	}
+	for _, pl := range c.places {
+		if pl.Owner == OwnerGuard && pl.contains(it.text) {
+			return it.text + " (" + pl.What + ")", true
+		}
+	}
+	return "", false
+}
+
+// otherSession finds a path in another session's folder, or a folder above the sessions that a
+// search would sweep them in: the Claude app's folder that holds them, a sessions root.
+func otherSession(c *Classifier, it item) (string, bool) {
+	if it.secretOnly || it.own != "" && under(it.text, it.own, false) {
+		return "", false
+	}
+	for _, pl := range c.places {
+		if pl.Owner != OwnerSessions {
+			continue
+		}
+		if pl.contains(it.text) {
+			return it.text + " (another session's folder)", true
+		}
+		if under(pl.canon, it.text, false) && c.inApp(it.text) {
+			return it.text + " (holds other sessions' folders)", true
+		}
+	}
+	return "", false
+}
+
+// appPlace finds a write to the Claude app's or Claude Code's own configuration, outside the
+// sessions (whose folders the session rules judge).
+func appPlace(c *Classifier, it item) (string, bool) {
+	if it.secretOnly {
+		return "", false
+	}
+	for _, pl := range c.places {
+		if pl.Owner == OwnerSessions && pl.contains(it.text) {
+			return "", false
+		}
+	}
+	for _, pl := range c.places {
+		if (pl.Owner == OwnerApp || pl.Owner == OwnerManaged) && pl.contains(it.text) {
+			return it.text + " (" + pl.What + ")", true
+		}
+	}
+	return "", false
+}
+
+func (c *Classifier) inApp(p string) bool {
+	for _, pl := range c.places {
+		if pl.Owner == OwnerApp && pl.contains(p) {
+			return true
+		}
+	}
+	return false
+}

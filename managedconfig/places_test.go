@@ -1,0 +1,42 @@
+package managedconfig
+
+import (
+	"testing"
+)
+
+// The map follows the folders the file and the platform name: a decision log moved elsewhere,
+// other sessions roots, the program that runs.
+func TestThePlacesFollowTheFoldersTheConfigurationNames(t *testing.T) {
+	env := Env{GOOS: "darwin", Home: "/Users/ada", Executable: "/usr/local/bin/coworkbridge"}
+	paths, err := env.Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]byte(`{"version": 1, "cowork_enabled": true, "sessions_roots": ["/srv/cowork"],
+		"telemetry": {"path": "/var/log/cb/decisions.jsonl"}}`), "managed.json", env, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]string{}
+	for _, p := range cfg.Policy.Places {
+		owners[p.Path] = p.Owner
+	}
+	for path, owner := range map[string]string{
+		"/var/log/cb/decisions.jsonl":                                  OwnerGuard,
+		"/Users/ada/Library/Application Support/CoworkBridge":          OwnerGuard,
+		"/usr/local/bin/coworkbridge":                                  OwnerGuard,
+		"/Users/ada/Library/LaunchAgents/com.coworkbridge.agent.plist": OwnerGuard,
+		"/Library/Application Support/CoworkBridge/managed.json":       OwnerGuard,
+		"/srv/cowork": OwnerSessions,
+		"/Users/ada/Library/Application Support/Claude": OwnerApp,
+		"/Users/ada/.claude":                            OwnerApp,
+		"/Library/Application Support/ClaudeCode":       OwnerManaged,
+	} {
+		if owners[path] != owner {
+			t.Errorf("%s is %q's, want %q's", path, owners[path], owner)
+		}
+	}
+	if _, ok := owners["/Users/ada/Library/Application Support/Claude/local-agent-mode-sessions"]; ok {
+		t.Error("a sessions root the file replaced is still on the map")
+	}
+}
