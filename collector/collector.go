@@ -36,6 +36,7 @@ type Health interface {
 	Event(id string, d health.Decision, latency time.Duration)
 	Quarantined(id, reason string, until time.Time)
 	InstructionFindings(id string, files map[string][]string)
+	InstructionFiles(id string, names []string)
 	// CLIVersion: a transcript of the session names this Claude Code version.
 	CLIVersion(id, version string)
 	// Count: one occurrence of a counted code in the session.

@@ -60,6 +60,8 @@ func (h *fakeHealth) InstructionFindings(_ string, files map[string][]string) {
 	h.instr = files
 }
 
+func (h *fakeHealth) InstructionFiles(string, []string) {}
+
 func (h *fakeHealth) count(k string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 // files themselves are never changed.
 func (c *Collector) scanInstructions(s *session.Session, t *tracked, p *policy) {
 	res := t.instr.Look(s, p.cls)
+	c.opts.Health.InstructionFiles(t.id, res.Scanned)
 	if res.Changed {
 		for _, name := range res.New {
 			c.log.Warn("an instruction file in the session holds text an agent would obey", "code", health.CodeInstructionFound,

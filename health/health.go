@@ -76,6 +76,9 @@ type Session struct {
 	// Instructions are the session's instruction and memory files found holding text an agent
 	// would obey, by file (relative to the session) and the content rules that matched.
 	Instructions map[string][]string `json:"instruction_findings,omitempty"`
+	// InstructionFiles are the files the last scan looked at (relative to the session): what
+	// Claude Code loads, what it imports, and what the walk found. The scan bounds how many.
+	InstructionFiles []string `json:"instruction_files,omitempty"`
 	// CLIVersions are the Claude Code versions the session's transcripts name, oldest first.
 	CLIVersions []string `json:"cli_versions,omitempty"`
 	// Counts are the session's counts of the codes reported through Count (malformed_lines,
@@ -270,6 +273,18 @@ func (h *Health) InstructionFindings(id string, files map[string][]string) {
 		files = nil
 	}
 	h.session(id).Instructions = files
+}
+
+// InstructionFiles records which files the scan of the session's instructions looked at.
+func (h *Health) InstructionFiles(id string, names []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.session(id)
+	if slices.Equal(s.InstructionFiles, names) {
+		return
+	}
+	h.changedLocked()
+	s.InstructionFiles = slices.Clone(names)
 }
 
 // Count records one occurrence of code in the session id, or with id "" in no session: the one

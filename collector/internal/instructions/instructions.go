@@ -10,28 +10,53 @@
 package instructions
 
 import (
+	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
-// Bounds on one scan: the session folder is hostile, and may hold anything.
+// Bounds on one scan: the session folder is hostile, and may hold anything. The files Claude
+// Code loads by itself are looked at whatever the walk's bounds: flooding a folder with files
+// must not hide the one the CLI reads.
 const (
 	maxDepth   = 5
-	maxFiles   = 256
+	maxFiles   = 512
 	maxEntries = 4096
-	maxBytes   = 256 << 10
+	// window is one read of a file's text, and overlap what two windows share, so that a phrase
+	// across their border is judged whole; a file of any size is read this way to its end.
+	window  = 256 << 10
+	overlap = 8 << 10
+	// maxImportDepth is how many @imports deep Claude Code follows a memory file.
+	maxImportDepth = 5
 )
 
-// roots are where a session keeps instructions: its .claude folder (CLAUDE.md, skills,
-// commands, agents, memory) and the folders the agent works in.
+// loaded are the files Claude Code reads at the start of a session's CLI, which runs with its
+// working folder in outputs and CLAUDE_CONFIG_DIR at .claude: the memory files of the user (the
+// config folder) and of every folder from the working one up to the session's, and the rules
+// folders beside them (walked below, first).
+var loaded = []string{
+	".claude/CLAUDE.md",
+	"CLAUDE.md", "CLAUDE.local.md",
+	"outputs/CLAUDE.md", "outputs/CLAUDE.local.md", "outputs/.claude/CLAUDE.md",
+}
+
+// loadedDirs are folders whose every file Claude Code may load as instructions: rules, and
+// auto-memory (MEMORY.md at the start, the topic files it names when the agent reads them).
+var loadedDirs = []string{".claude/rules", "outputs/.claude/rules"}
+
+// roots are where a session keeps other instructions, walked within the bounds: its .claude
+// folder (skills, commands, agents) and the folders the agent works in (nested CLAUDE.md).
 var roots = []string{session.ClaudeDir, "outputs", "uploads"}
 
 // skip are folders that hold no instructions and may be large.
@@ -49,7 +74,8 @@ type scanned struct {
 	size    int64
 	mod     time.Time
 	rules   []string
-	blocked bool // a block rule matched (not one only asked about, nor one in observe)
+	blocked bool     // a block rule matched (not one only asked about, nor one in observe)
+	imports []string // the session-relative files it @imports
 }
 
 // Result is what a look found.
@@ -62,28 +88,97 @@ type Result struct {
 	New      []string
 	// Blocked are the files a block rule forbids, sorted.
 	Blocked []string
+	// Scanned are the files looked at, sorted: what Claude Code loads and what the walk found.
+	Scanned []string
+}
+
+// look is one look in progress.
+type look struct {
+	sc      *Scan
+	s       *session.Session
+	cls     *classifier.Classifier
+	seen    map[string]scanned
+	entries int
 }
 
 // Look looks at the session's instruction files, judges those that changed since the last look
-// with cls, and says what they hold now.
+// with cls, and says what they hold now. What Claude Code loads comes first, and every file it
+// @imports from there (as deep as it follows them); then the walk of the rest.
 func (sc *Scan) Look(s *session.Session, cls *classifier.Classifier) Result {
-	seen := map[string]scanned{}
-	entries := 0
-	for _, root := range roots {
-		walk(s, root, 0, &entries, func(name string, fi fs.FileInfo) {
-			if len(seen) >= maxFiles {
-				return
-			}
-			if old, ok := sc.files[name]; ok && old.size == fi.Size() && old.mod.Equal(fi.ModTime()) {
-				seen[name] = old // unchanged since it was judged
-				return
-			}
-			seen[name] = judge(s, name, fi, cls)
-		})
+	l := &look{sc: sc, s: s, cls: cls, seen: map[string]scanned{}}
+	for _, name := range loaded {
+		l.visit(name, 0)
 	}
-	sc.files = seen
-	res := Result{Findings: map[string][]string{}}
-	for name, f := range seen {
+	for _, dir := range append(slices.Clone(loadedDirs), memoryDirs(s)...) {
+		l.walkAll(dir, 0)
+	}
+	for _, root := range roots {
+		walk(s, root, 0, &l.entries, func(name string, _ fs.FileInfo) { l.visit(name, 0) })
+	}
+	sc.files = l.seen
+	return sc.result()
+}
+
+// visit judges one file if it changed, then the files it imports.
+func (l *look) visit(name string, depth int) {
+	if _, done := l.seen[name]; done || len(l.seen) >= maxFiles {
+		return
+	}
+	fi, err := l.s.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return // absent, or a link, which Claude Code would follow out of the session: not read
+	}
+	f, ok := l.sc.files[name]
+	if !ok || f.size != fi.Size() || !f.mod.Equal(fi.ModTime()) {
+		f = judge(l.s, name, fi, l.cls)
+	}
+	l.seen[name] = f
+	if depth < maxImportDepth {
+		for _, imp := range f.imports {
+			l.visit(imp, depth+1)
+		}
+	}
+}
+
+// walkAll visits every regular file below dir, within the depth bound but not the walk's
+// entry budget: these folders are loaded whole.
+func (l *look) walkAll(dir string, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	list, err := l.s.ReadDir(dir, maxEntries)
+	if err != nil {
+		return
+	}
+	for _, e := range list {
+		child := dir + "/" + e.Name()
+		switch {
+		case e.Type().IsDir():
+			l.walkAll(child, depth+1)
+		case e.Type().IsRegular():
+			l.visit(child, 0)
+		}
+	}
+}
+
+// memoryDirs are the session's auto-memory folders: .claude/projects/<project>/memory.
+func memoryDirs(s *session.Session) []string {
+	projects, err := s.ReadDir(".claude/projects", maxEntries)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range projects {
+		if p.Type().IsDir() {
+			out = append(out, ".claude/projects/"+p.Name()+"/memory")
+		}
+	}
+	return out
+}
+
+func (sc *Scan) result() Result {
+	res := Result{Findings: map[string][]string{}, Scanned: slices.Sorted(maps.Keys(sc.files))}
+	for name, f := range sc.files {
 		if len(f.rules) > 0 {
 			res.Findings[name] = f.rules
 		}
@@ -137,7 +232,7 @@ func walk(s *session.Session, name string, depth int, entries *int, fn func(stri
 				walk(s, child, depth+1, entries, fn)
 			}
 		case e.Type().IsRegular() && Name(child):
-			if fi, err := e.Info(); err == nil && fi.Size() <= maxBytes {
+			if fi, err := e.Info(); err == nil {
 				fn(child, fi)
 			}
 		}
@@ -154,16 +249,86 @@ func Name(name string) bool {
 	return strings.HasSuffix(base, ".md") || base == ".cursorrules" || base == ".windsurfrules"
 }
 
-// judge reads one file and judges its text.
+// judge reads one file to its end, a window at a time, and judges its text and finds what it
+// imports.
 func judge(s *session.Session, name string, fi fs.FileInfo, cls *classifier.Classifier) scanned {
 	f := scanned{size: fi.Size(), mod: fi.ModTime()}
-	data, err := s.ReadFile(name, maxBytes)
+	file, err := s.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return f
 	}
-	for _, v := range cls.InstructionFindings(string(data)) {
-		f.rules = append(f.rules, v.RuleID)
-		f.blocked = f.blocked || v.Decision == claudehook.Deny && !v.ObserveOnly
+	defer file.Close()
+	rules := map[string]bool{}
+	imports := map[string]bool{}
+	buf := make([]byte, 0, window)
+	for {
+		n, err := io.ReadFull(file, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		text := string(buf)
+		for _, v := range cls.InstructionFindings(text) {
+			rules[v.RuleID] = true
+			f.blocked = f.blocked || v.Decision == claudehook.Deny && !v.ObserveOnly
+		}
+		for _, imp := range Imports(text, path.Dir(name), s.Dir()) {
+			imports[imp] = true
+		}
+		if err != nil { // the end, or a read that failed: what was read is judged
+			break
+		}
+		keep := buf[len(buf)-overlap:]
+		buf = append(buf[:0], keep...)
 	}
+	f.rules = slices.Sorted(maps.Keys(rules))
+	f.imports = slices.Sorted(maps.Keys(imports))
 	return f
+}
+
+// importRef is an @import in a memory file: an @ that starts a word, then a path.
+var importRef = lazyregexp.New(`(?m)(?:^|[\s(])@((?:~/|/|\.{1,2}/)?[A-Za-z0-9_.\-][^\s()` + "`" + `]*)`)
+
+// Imports are the files a memory file in folder dir (session-relative) imports, as session-
+// relative names; those outside the session (an absolute path elsewhere, ~) are not the
+// session's to read and are left out. sessionDir is the session folder's absolute path. Code
+// spans and fenced blocks import nothing, as in Claude Code.
+func Imports(text, dir, sessionDir string) []string {
+	var out []string
+	fenced := false
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, m := range importRef().FindAllStringSubmatchIndex(line, -1) {
+			if strings.Count(line[:m[2]], "`")%2 == 1 {
+				continue // inside a code span
+			}
+			if name, ok := inSession(strings.TrimRight(line[m[2]:m[3]], ".,;:!?\"'"), dir, sessionDir); ok {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+func inSession(ref, dir, sessionDir string) (string, bool) {
+	var p string
+	switch {
+	case strings.HasPrefix(ref, "~"):
+		return "", false
+	case strings.HasPrefix(ref, "/"):
+		rel, ok := strings.CutPrefix(path.Clean(ref), path.Clean(filepath.ToSlash(sessionDir))+"/")
+		if !ok {
+			return "", false
+		}
+		p = rel
+	default:
+		p = path.Join(dir, ref)
+	}
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") || path.IsAbs(p) {
+		return "", false
+	}
+	return p, true
 }
