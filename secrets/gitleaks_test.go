@@ -70,6 +70,12 @@ func loadGitleaksDefaults() (config.Config, error) {
 	return vc.Translate()
 }
 
+// keywordContext begins the expressions of gitleaks' rules that find a secret by the keyword
+// before it: up to 50 word characters, then the keyword. It only moves where the match starts,
+// never the secret, and costs most of the matching; it is cut from the expression and the match
+// is widened back by hand (rule.context).
+const keywordContext = `(?i)[\w.-]{0,50}?`
+
 func renderGitleaksRules() ([]byte, error) {
 	cfg, err := loadGitleaksDefaults()
 	if err != nil {
@@ -87,8 +93,15 @@ func renderGitleaksRules() ([]byte, error) {
 		if r.Regex == nil || r.Path != nil || len(r.RequiredRules) > 0 {
 			continue
 		}
+		src, context := strings.CutPrefix(r.Regex.String(), keywordContext)
+		if context {
+			src = "(?i)" + src
+		}
 		fmt.Fprintf(&b, "{kind: %q, re: lazyregexp.New(%s), group: %d, entropy: %v, hints: %s",
-			r.RuleID, strconv.Quote(r.Regex.String()), r.SecretGroup, r.Entropy, quoteAll(lowerAll(r.Keywords)))
+			r.RuleID, strconv.Quote(src), r.SecretGroup, r.Entropy, quoteAll(lowerAll(r.Keywords)))
+		if context {
+			fmt.Fprintf(&b, ", context: true")
+		}
 		if allow := renderAllowlists(r.Allowlists); allow != "" {
 			fmt.Fprintf(&b, ", allow: []allowlist{%s}", allow)
 		}

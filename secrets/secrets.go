@@ -32,7 +32,18 @@ type rule struct {
 	hints   []string
 	allow   []allowlist
 	shared  bool // gitleaks' global allowlists apply
+	// context: the rule finds a secret by a keyword (one of hints) shortly before it, and its
+	// expression starts at the keyword. It is run only on windows of the text around each
+	// keyword, and its match widened back over the word the keyword ends, as gitleaks matches.
+	context bool
 }
+
+// Bounds of a keyword rule's match around its keyword: gitleaks allows 50 characters of the
+// word before it, and the secret ends within 200 after it.
+const (
+	contextBefore = 50
+	contextAfter  = 256
+)
 
 // An allowlist says a finding is not a secret after all: one of its expressions matches (the
 // secret, or with target "match" the rule's whole match, "line" the line it is on) or the
@@ -87,8 +98,10 @@ var fieldName = lazyregexp.New(`(?i)^(?:.*[_\-])?(?:password|passwd|passphrase|s
 type ruleSet struct {
 	rules  []rule
 	single [256][]int32 // hints of one byte, by that byte
-	pairs  [1 << 16]bool
-	byPair map[uint16][]hintRef
+	// pairs[p] is 1 + the index in buckets of the hints that begin with the two bytes p (0: none):
+	// a text is scanned a byte at a time, and most pairs begin no hint.
+	pairs   [1 << 16]uint16
+	buckets [][]hintRef
 }
 
 type hintRef struct {
@@ -99,7 +112,7 @@ type hintRef struct {
 // allRules orders the rules: gitleaks' shapes, ours, then the rules of context, gitleaks'
 // catch-all last. Where findings overlap, the earlier rule names the merged one.
 var allRules = sync.OnceValue(func() *ruleSet {
-	rs := &ruleSet{byPair: map[uint16][]hintRef{}}
+	rs := &ruleSet{}
 	var context []rule
 	for _, r := range gitleaksRules {
 		r.shared = true
@@ -117,8 +130,12 @@ var allRules = sync.OnceValue(func() *ruleSet {
 				rs.single[h[0]] = append(rs.single[h[0]], int32(i))
 			case len(h) > 1:
 				p := uint16(h[0])<<8 | uint16(h[1])
-				rs.pairs[p] = true
-				rs.byPair[p] = append(rs.byPair[p], hintRef{h, int32(i)})
+				if rs.pairs[p] == 0 {
+					rs.buckets = append(rs.buckets, nil)
+					rs.pairs[p] = uint16(len(rs.buckets))
+				}
+				b := rs.pairs[p] - 1
+				rs.buckets[b] = append(rs.buckets[b], hintRef{h, int32(i)})
 			}
 		}
 	}
@@ -135,11 +152,11 @@ func (rs *ruleSet) hinted(lower string) []bool {
 		if i+1 == len(lower) {
 			break
 		}
-		p := uint16(lower[i])<<8 | uint16(lower[i+1])
-		if !rs.pairs[p] {
+		b := rs.pairs[uint16(lower[i])<<8|uint16(lower[i+1])]
+		if b == 0 {
 			continue
 		}
-		for _, h := range rs.byPair[p] {
+		for _, h := range rs.buckets[b-1] {
 			if !marked[h.rule] && strings.HasPrefix(lower[i:], h.word) {
 				marked[h.rule] = true
 			}
@@ -218,20 +235,73 @@ func Contains(s string) bool { return len(Find(s)) > 0 }
 func FieldName(key string) bool { return fieldName().MatchString(key) }
 
 func (rs *ruleSet) find(s string, hits []hit) []hit {
-	marked := rs.hinted(asciiLower(s))
+	lower := asciiLower(s)
+	marked := rs.hinted(lower)
 	for prio, r := range rs.rules {
 		if !marked[prio] {
 			continue
 		}
-		for _, m := range r.re().FindAllStringSubmatchIndex(s, -1) {
-			start, end := r.secret(m)
-			if end <= start || !r.holds(s, m, start, end) {
-				continue
+		for _, w := range r.windows(lower) {
+			for _, m := range r.re().FindAllStringSubmatchIndex(s[w[0]:w[1]], -1) {
+				for i := range m {
+					if m[i] >= 0 {
+						m[i] += w[0]
+					}
+				}
+				if r.context {
+					m[0] = widen(s, m[0], w[0])
+				}
+				start, end := r.secret(m)
+				if end <= start || !r.holds(s, m, start, end) {
+					continue
+				}
+				hits = append(hits, hit{Finding{Kind: r.kind, Start: start, End: end}, prio})
 			}
-			hits = append(hits, hit{Finding{Kind: r.kind, Start: start, End: end}, prio})
 		}
 	}
 	return hits
+}
+
+// windows are the spans of the text the rule's expression runs on: all of it, or for a keyword
+// rule the spans around its keywords, merged where they overlap.
+func (r rule) windows(lower string) [][2]int {
+	if !r.context {
+		return [][2]int{{0, len(lower)}}
+	}
+	var at [][2]int
+	for _, h := range r.hints {
+		for i := 0; ; {
+			j := strings.Index(lower[i:], h)
+			if j < 0 {
+				break
+			}
+			at = append(at, [2]int{max(0, i+j-contextBefore), min(len(lower), i+j+len(h)+contextAfter)})
+			i += j + len(h)
+		}
+	}
+	slices.SortFunc(at, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	var out [][2]int
+	for _, w := range at {
+		if n := len(out); n > 0 && w[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], w[1])
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// widen moves a keyword rule's match start back over the word characters before it (at most
+// contextBefore, not before floor): the match gitleaks' allowlists look at.
+func widen(s string, start, floor int) int {
+	for n := 0; n < contextBefore && start > floor && wordDotDash(s[start-1]); n++ {
+		start--
+	}
+	return start
+}
+
+func wordDotDash(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
 }
 
 // secret is the span of the secret in a match m (submatch indexes).
