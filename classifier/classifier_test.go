@@ -312,7 +312,7 @@ var testPlaces = []Place{
 	{Path: "/usr/local/bin/coworkbridge", Owner: OwnerGuard, What: "coworkbridge's program"},
 	{Path: "/Library/Application Support/ClaudeCode", Owner: OwnerManaged, What: "Claude Code's managed settings"},
 	{Path: "/Users/ada/Library/Application Support/Claude", Owner: OwnerApp, What: "the Claude app's data"},
-	{Path: "/Users/ada/.claude", Owner: OwnerApp, What: "Claude Code's user configuration"},
+	{Path: "/Users/ada/.claude/hooks", Owner: OwnerApp, What: "Claude Code's user configuration"},
 	{Path: testSessions, Owner: OwnerSessions, What: "Cowork's sessions"},
 }
 

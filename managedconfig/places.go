@@ -63,10 +63,13 @@ func places(env Env, paths Paths, cfg Config) []Place {
 			Place{Path: "/etc/claude-code", Owner: OwnerManaged, What: "Claude Code's managed settings"},
 		)
 	}
-	out = append(out,
-		Place{Path: home(".claude"), Owner: OwnerApp, What: "Claude Code's user configuration"},
-		Place{Path: home(".claude.json"), Owner: OwnerApp, What: "Claude Code's user configuration", Stem: true},
-	)
+	// Of ~/.claude, what configures Claude Code run outside Cowork: its transcripts and caches
+	// are the user's tools' to write.
+	out = append(out, Place{Path: home(".claude.json"), Owner: OwnerApp, What: "Claude Code's user configuration", Stem: true},
+		Place{Path: home(".claude", "settings"), Owner: OwnerApp, What: "Claude Code's user settings", Stem: true})
+	for _, name := range []string{"CLAUDE.md", "hooks", "commands", "agents", "skills", "plugins", "rules", "output-styles"} {
+		out = append(out, Place{Path: home(".claude", name), Owner: OwnerApp, What: "Claude Code's user configuration"})
+	}
 	for _, r := range cfg.SessionsRoots {
 		out = append(out, Place{Path: r, Owner: OwnerSessions, What: "Cowork's sessions"})
 	}

@@ -29,7 +29,8 @@ func TestThePlacesFollowTheFoldersTheConfigurationNames(t *testing.T) {
 		"/Library/Application Support/CoworkBridge/managed.json":       OwnerGuard,
 		"/srv/cowork": OwnerSessions,
 		"/Users/ada/Library/Application Support/Claude": OwnerApp,
-		"/Users/ada/.claude":                            OwnerApp,
+		"/Users/ada/.claude/hooks":                      OwnerApp,
+		"/Users/ada/.claude/settings":                   OwnerApp,
 		"/Library/Application Support/ClaudeCode":       OwnerManaged,
 	} {
 		if owners[path] != owner {
