@@ -59,6 +59,25 @@ func (c *Classifier) EvaluateFrom(ctx context.Context, p claudehook.Payload, own
 	return c.evaluate(ctx, p, canonPath(own, ""))
 }
 
+// EvaluateResolved is EvaluateFrom, and again on the call resolve gives (the call with its paths
+// where the machine's links take them, when that differs): the stricter verdict stands. The
+// classifier never reads the disk; its caller resolves.
+func (c *Classifier) EvaluateResolved(ctx context.Context, p claudehook.Payload, own string, resolve func(claudehook.Payload) (claudehook.Payload, bool)) Verdict {
+	v := c.EvaluateFrom(ctx, p, own)
+	if v.Decision == claudehook.Deny && !v.ObserveOnly {
+		return v
+	}
+	r, ok := resolve(p)
+	if !ok {
+		return v
+	}
+	if w := c.EvaluateFrom(ctx, r, own); severity(w) > severity(v) {
+		w.Reason += " (the path is a link to it)"
+		return w
+	}
+	return v
+}
+
 // guardPlace finds a path that is coworkbridge's own.
 func guardPlace(c *Classifier, it item) (string, bool) {
 	if it.secretOnly {

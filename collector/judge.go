@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -12,6 +13,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/ledger"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -183,8 +185,9 @@ func (c *Collector) alreadyRecorded(rid string) bool {
 // like any other, so that a restart does not meet it again.
 const classifyBudget = 2 * time.Second
 
-// evaluate runs the classifier on a call from the session in folder own; a panic in it is a
-// deny, never a crash or an allow.
+// evaluate runs the classifier on a call from the session in folder own, also where the Mac's
+// links take its paths (a host-loop file tool follows them); a panic in it is a deny, never a
+// crash or an allow.
 func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload, own string) (v classifier.Verdict) {
 	ctx, cancel := context.WithTimeout(ctx, classifyBudget)
 	defer cancel()
@@ -194,7 +197,9 @@ func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payl
 				Reason: fmt.Sprintf("this tool call was blocked because the policy engine failed on it (%v)", r)}
 		}
 	}()
-	return cls.EvaluateFrom(ctx, p, own)
+	return cls.EvaluateResolved(ctx, p, own, func(p claudehook.Payload) (claudehook.Payload, bool) {
+		return realpath.Call(p, filepath.EvalSymlinks)
+	})
 }
 
 // waitingHook recovers the request id from the start of a damaged line, and whether the hook that

@@ -1,0 +1,62 @@
+// Package realpath rewrites the file paths of a tool call to where the Mac's links take them.
+// Claude Code's file tools run on the Mac in Cowork's host loop and follow links, and the agent
+// can make a link in its outputs from the VM (ln -s to any Mac path): a call must also be judged
+// as the Mac will resolve it. It only reads the disk (lstat and readlink on the way); it judges
+// nothing.
+package realpath
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+)
+
+// pathKeys are the inputs of Claude Code's file tools that name a file or folder.
+var pathKeys = []string{"file_path", "notebook_path", "path"}
+
+// Call is p with each absolute path of its input replaced by where links take it (eval is
+// filepath.EvalSymlinks but for tests); ok is false when no link changes any.
+func Call(p claudehook.Payload, eval func(string) (string, error)) (claudehook.Payload, bool) {
+	var in map[string]any
+	if json.Unmarshal(p.ToolInput, &in) != nil {
+		return p, false
+	}
+	changed := false
+	for _, k := range pathKeys {
+		s, _ := in[k].(string)
+		if s == "" || !filepath.IsAbs(s) {
+			continue
+		}
+		if r := Path(filepath.Clean(s), eval); r != filepath.Clean(s) {
+			in[k], changed = r, true
+		}
+	}
+	if !changed {
+		return p, false
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return p, false
+	}
+	p.ToolInput = data
+	return p, true
+}
+
+// Path resolves the links of the longest part of path that exists, and keeps the rest: a file
+// about to be written does not exist yet, but the folder link it is written through does.
+func Path(path string, eval func(string) (string, error)) string {
+	rest := ""
+	for dir := path; ; dir = filepath.Dir(dir) {
+		r, err := eval(dir)
+		if err == nil {
+			return filepath.Join(r, rest)
+		}
+		if !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
