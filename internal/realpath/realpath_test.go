@@ -40,3 +40,32 @@ func TestACallWithoutLinksOrAbsolutePathsIsLeftAsItIs(t *testing.T) {
 		}
 	}
 }
+
+// Whatever a tool input holds, Call neither fails nor turns an absolute path into a relative one.
+func FuzzCall(f *testing.F) {
+	f.Add(`{"file_path":"/tmp/x/../y","content":"z"}`)
+	f.Add(`{"path":"/","notebook_path":"rel"}`)
+	f.Add(`[1,2]`)
+	f.Fuzz(func(t *testing.T, input string) {
+		eval := func(p string) (string, error) { return "/real" + p, nil }
+		p, ok := Call(claudehook.Payload{ToolInput: json.RawMessage(input)}, eval)
+		if !ok {
+			return
+		}
+		var before, after map[string]any
+		json.Unmarshal([]byte(input), &before)
+		if err := json.Unmarshal(p.ToolInput, &after); err != nil {
+			t.Fatalf("the rewritten input is not JSON: %v", err)
+		}
+		for _, k := range pathKeys {
+			was, _ := before[k].(string)
+			now, _ := after[k].(string)
+			if filepath.IsAbs(was) && !filepath.IsAbs(now) {
+				t.Fatalf("%s: %q became %q", k, was, now)
+			}
+			if !filepath.IsAbs(was) && now != was {
+				t.Fatalf("%s: a path that was not absolute changed: %q became %q", k, was, now)
+			}
+		}
+	})
+}
