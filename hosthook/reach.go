@@ -15,14 +15,21 @@ import (
 // folder CLAUDE_CONFIG_DIR names (Cowork sets it when it starts the CLI), or "" for a CLI run
 // outside every session.
 func ownSession(configDir string, roots []string) string {
-	if configDir == "" || !filepath.IsAbs(configDir) || filepath.Base(filepath.Clean(configDir)) != session.ClaudeDir {
-		return ""
-	}
-	p, ok := session.Locate(roots, filepath.Dir(filepath.Clean(configDir)))
-	if !ok || !p.IsSession() {
+	p, ok := sessionOfConfigDir(configDir, roots)
+	if !ok {
 		return ""
 	}
 	return p.Dir
+}
+
+// sessionOfConfigDir is the session folder whose .claude folder configDir names, under one of
+// roots; ok is false for any other folder.
+func sessionOfConfigDir(configDir string, roots []string) (session.Place, bool) {
+	if configDir == "" || !filepath.IsAbs(configDir) || filepath.Base(filepath.Clean(configDir)) != session.ClaudeDir {
+		return session.Place{}, false
+	}
+	p, ok := session.Locate(roots, filepath.Dir(filepath.Clean(configDir)))
+	return p, ok && p.IsSession()
 }
 
 // ownSessionOf is ownSession for the configuration in force.

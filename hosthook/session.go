@@ -18,11 +18,8 @@ const maxSettings = 4 << 20
 // only, whose settings carry exactly the entry the injector writes there now: a look-alike
 // carrying our marker does not make the host hook stand aside.
 func guardedBySessionHook(configDir string, cfg managedconfig.Config, channelRoot string) bool {
-	if configDir == "" || !filepath.IsAbs(configDir) || filepath.Base(filepath.Clean(configDir)) != session.ClaudeDir {
-		return false
-	}
-	p, ok := session.Locate(cfg.SessionsRoots, filepath.Dir(filepath.Clean(configDir)))
-	if !ok || !p.IsSession() {
+	p, ok := sessionOfConfigDir(configDir, cfg.SessionsRoots)
+	if !ok {
 		return false
 	}
 	s, err := session.OpenUnder(p.Root, p.Dir)
