@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -41,11 +42,14 @@ const (
 	CapRemoteAccess Capability = "remote-access"
 	CapServe        Capability = "serve"
 	CapMount        Capability = "mount"
+	CapSQL          Capability = "sql"
+	CapPublish      Capability = "publish"
+	CapShare        Capability = "share"
 )
 
 var knownCapabilities = []Capability{CapShell, CapExec, CapWrite, CapRead, CapDownload, CapFetch, CapNetShell,
 	CapStdinPaths, CapImpact, CapAccount, CapServiceStop, CapSystemConfig, CapPrivilege, CapLibrary, CapCollect,
-	CapRemoteAccess, CapServe, CapMount}
+	CapRemoteAccess, CapServe, CapMount, CapSQL, CapPublish, CapShare}
 
 // capRow is one row of the table: a capability of one program, the forms that trigger it, and
 // what it acts on in words (for the effect's what=).
@@ -125,8 +129,24 @@ func hasCapability(prog string, c Capability) bool {
 }
 
 // formValues reports whether a command's arguments take a form, and the values the form names.
+// Forms joined by & must all hold; the values are the last one's.
 func formValues(cmd *Command, form string) ([]string, bool) {
+	if first, rest, ok := strings.Cut(form, "&"); ok {
+		if _, ok := formValues(cmd, first); !ok {
+			return nil, false
+		}
+		return formValues(cmd, rest)
+	}
 	switch {
+	case form == "stdin":
+		text := stdinText(cmd)
+		return text, len(text) > 0
+	case strings.HasPrefix(form, "op:"):
+		n, err := strconv.Atoi(form[len("op:"):])
+		if ops := operands(cmd.Args); err == nil && n >= 1 && n <= len(ops) {
+			return []string{ops[n-1]}, true
+		}
+		return nil, false
 	case form == "*":
 		return operands(cmd.Args), true
 	case form == "rest":
@@ -265,6 +285,13 @@ func (c *Classifier) capabilityEffects(cmd *Command, cwd string, an *Analysis) [
 			out = append(out, effect(EffectServe, cmd.Name))
 		case CapMount:
 			out = append(out, effect(EffectMount, cmd.Name, "what", h.what))
+		case CapSQL:
+			for _, v := range h.values {
+				out = append(out, sqlEffects(cmd.Name, v)...)
+			}
+		case CapPublish, CapShare:
+			flag := map[Capability]string{CapPublish: "existing", CapShare: "new"}[h.cap]
+			out = append(out, effect(EffectPublish, cmd.Name, flag, "", "what", h.what))
 		}
 	}
 	return out
@@ -310,20 +337,25 @@ func (c *Classifier) pathEffects(by, p string, write bool) []Effect {
 	return nil
 }
 
-// stdinPaths are the paths named on a command's standard input, where the command shows them:
-// the words of a literal here-document or here-string, or of what echo or printf print into it.
-func stdinPaths(cmd *Command) []string {
+// stdinText is what a command's standard input holds, where the command shows it: a literal
+// here-document or here-string, or what echo or printf print into it.
+func stdinText(cmd *Command) []string {
 	var text []string
 	if in, ok := cmd.FDs["0"]; ok && in.lit {
 		text = append(text, in.text)
 	}
 	if n := len(cmd.UpstreamCmds); n > 0 {
 		if up := cmd.UpstreamCmds[n-1]; up.Name == "echo" || up.Name == "printf" {
-			text = append(text, up.Args...)
+			text = append(text, strings.Join(up.Args, " "))
 		}
 	}
+	return text
+}
+
+// stdinPaths are the paths named on a command's standard input, where the command shows them.
+func stdinPaths(cmd *Command) []string {
 	var out []string
-	for _, t := range text {
+	for _, t := range stdinText(cmd) {
 		for _, w := range strings.Fields(strings.ReplaceAll(t, `\n`, "\n")) {
 			if looksLikePath(w) {
 				out = append(out, w)

@@ -45,6 +45,9 @@ const (
 	EffectCollect      EffectKind = "collect"       // records the screen, keys, clipboard or traffic
 	EffectServe        EffectKind = "serve"         // serves files to the network
 	EffectMount        EffectKind = "mount"         // attaches a disk image or volume
+	EffectDatabase     EffectKind = "database"      // SQL a database runs: destroy, leave-read-only, server-exec, server-file, credentials, privilege
+	EffectPublish      EffectKind = "publish"       // makes a repository or its content public: existing, or new
+	EffectMessage      EffectKind = "message"       // a message or mail rule with a recipient the user does not see: hidden, forward
 )
 
 // Effect is one thing a command does.

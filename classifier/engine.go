@@ -338,14 +338,14 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 		}
 		matched = it.cmd.Name
 		if r.Validator != "" {
-			m, ok := validators[r.Validator](c, it)
+			m, ok := validator(r.Validator)(c, it)
 			if !ok {
 				return "", false
 			}
 			matched = m
 		}
 	case r.Validator != "":
-		m, ok := validators[r.Validator](c, it)
+		m, ok := validator(r.Validator)(c, it)
 		if !ok {
 			return "", false
 		}
@@ -432,6 +432,11 @@ func analysisEffects(an *Analysis, cwd string, fl *flow) []Effect {
 	out = append(out, netRedirects(an, fl)...)
 	for _, ce := range an.CodeEffects {
 		out = append(out, ce.effect(cwd))
+	}
+	for _, code := range an.Code {
+		for _, sql := range sqlInCode(code.Text) {
+			out = append(out, sqlEffects(code.Interp, sql)...)
+		}
 	}
 	return out
 }

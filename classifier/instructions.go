@@ -1,9 +1,14 @@
 package classifier
 
 import (
+	"context"
+	"encoding/json"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // InstructionFindings judges text found in an instruction or memory file by the content rules,
@@ -38,4 +43,56 @@ func decisionOf(r *Rule) claudehook.Decision {
 		return claudehook.Ask
 	}
 	return claudehook.Deny
+}
+
+// Commands an instruction file tells agents to run are judged as the shell commands they are: an
+// instruction to run what a Bash call would be refused is the same attack, deferred to a session
+// that trusts the file. Only commands the text marks as such are read: fenced blocks, inline
+// code, "$ " prompts, "run: …", and a download piped to a shell wherever it stands.
+const (
+	maxEmbeddedCommands = 16
+	maxEmbeddedCommand  = 4 << 10
+)
+
+var (
+	fencedBlock   = lazyregexp.New("(?s)```[ \\t]*(?:bash|sh|shell|zsh|console|terminal|command)?[ \\t]*\\n(.*?)```")
+	inlineCode    = lazyregexp.New("`([^`\\n]{2,})`")
+	promptLine    = lazyregexp.New(`(?m)^[ \t]*\$[ \t]+(.+)$`)
+	runColonLine  = lazyregexp.New(`(?im)\b(?:run|execute)(?:[ \t]+(?:this|the following|the command))?[ \t]*:[ \t]*([^\x60\n]+)$`)
+	fetchPipeLine = lazyregexp.New("(?i)\\b((?:curl|wget)\\s[^\\n`]*\\|\\s*(?:sudo\\s+)?(?:ba|z|da|k)?sh\\b(?:\\s+-[\\w-]+)*)")
+	promptPrefix  = lazyregexp.New(`(?m)^[ \t]*\$[ \t]+`)
+	embeddedForms = []func() *regexp.Regexp{fencedBlock, inlineCode, promptLine, runColonLine, fetchPipeLine}
+)
+
+// embeddedCommands are the commands instruction text marks for running, at most
+// maxEmbeddedCommands of them.
+func embeddedCommands(text string) []string {
+	var out []string
+	for _, form := range embeddedForms {
+		for _, m := range form().FindAllStringSubmatch(text, maxEmbeddedCommands) {
+			cmd := strings.TrimSpace(promptPrefix().ReplaceAllString(m[1], ""))
+			if cmd == "" || len(cmd) > maxEmbeddedCommand || slices.ContainsFunc(out, func(o string) bool { return strings.Contains(o, cmd) }) {
+				continue
+			}
+			if out = append(out, cmd); len(out) == maxEmbeddedCommands {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// embeddedCommand finds a command in instruction text that a Bash call would be refused.
+func embeddedCommand(c *Classifier, it item) (string, bool) {
+	if it.target != TargetContent {
+		return "", false
+	}
+	for _, cmd := range embeddedCommands(it.text) {
+		input, _ := json.Marshal(map[string]string{"command": cmd})
+		v := c.evaluate(context.Background(), claudehook.Payload{ToolName: "Bash", ToolInput: input, Cwd: it.cwd}, it.own)
+		if v.Decision == claudehook.Deny && !v.ObserveOnly && v.RuleID != RuleTimeout {
+			return cmd + " (" + v.RuleID + ")", true
+		}
+	}
+	return "", false
 }

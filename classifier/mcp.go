@@ -82,7 +82,13 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 	var instruction []string // instruction files a writing tool names
 	var content []string
 	n := 0
+	by := "mcp:" + server + "/" + tool
 	walkStrings(args, "", 0, &n, func(key, v string) {
+		if sqlArgument(server, tool, key, v) {
+			for _, e := range sqlEffects(by, v) {
+				items = append(items, item{target: TargetEffect, text: e.String()})
+			}
+		}
 		if secretKind := firstSecret(v); secretKind != "" {
 			secretKinds = append(secretKinds, secretKind)
 		}
@@ -110,6 +116,15 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 		for _, text := range content {
 			items = append(items, item{target: TargetContent, text: text})
 		}
+	}
+	if memoryTool(server, tool) { // what a memory keeps, the agent reads as instructions later
+		var kept []string
+		m := 0
+		walkStrings(args, "", 0, &m, func(_, v string) { kept = append(kept, v) })
+		items = append(items, item{target: TargetContent, text: strings.Join(kept, "\n")})
+	}
+	for _, e := range connectorEffects(by, tool, args) {
+		items = append(items, item{target: TargetEffect, text: e.String()})
 	}
 	if len(secretKinds) > 0 { // any connector call takes its arguments off the machine
 		e := effect(EffectSend, "mcp", "data", "arguments:"+strings.Join(secretKinds, ","), "secret", "", "to", "mcp:"+server+"/"+tool)

@@ -51,11 +51,23 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 }
 
 func validatorNames() map[string]bool {
-	m := map[string]bool{}
+	m := map[string]bool{embeddedCommandValidator: true}
 	for k := range validators {
 		m[k] = true
 	}
 	return m
+}
+
+// embeddedCommandValidator judges instruction text with the whole classifier, rules and
+// validators included, so it stands outside the table it would otherwise refer back to.
+const embeddedCommandValidator = "EmbeddedCommand"
+
+// validator is the validator a rule names.
+func validator(name string) func(c *Classifier, it item) (string, bool) {
+	if name == embeddedCommandValidator {
+		return embeddedCommand
+	}
+	return validators[name]
 }
 
 var criticalPath = lazyregexp.New(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)

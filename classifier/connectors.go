@@ -1,0 +1,114 @@
+package classifier
+
+import (
+	"strings"
+)
+
+// What a connector call does beyond the files and URLs its arguments name, judged by the shape of
+// its arguments and the words of its tool's name, never by the server's name (servers may be
+// named by a UUID): a repository or gist made public, a message with a recipient the user does
+// not see, a mail rule that forwards what arrives.
+
+// nameWords are the words of a connector's or tool's name, lowercased.
+func nameWords(names ...string) map[string]bool {
+	out := map[string]bool{}
+	for _, name := range names {
+		for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ' ' }) {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+func anyWord(words map[string]bool, of ...string) bool {
+	for _, w := range of {
+		if words[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// walkValues calls fn for every key and value in a decoded JSON value, within the walk's limits.
+func walkValues(v any, key string, depth int, n *int, fn func(key string, v any)) {
+	if depth > mcpMaxDepth || *n >= mcpMaxStrings {
+		return
+	}
+	*n++
+	fn(key, v)
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			walkValues(e, key, depth+1, n, fn)
+		}
+	case map[string]any:
+		for k, e := range v {
+			walkValues(e, k, depth+1, n, fn)
+		}
+	}
+}
+
+// connectorEffects are the publish and message effects of one connector call.
+func connectorEffects(by, tool string, args any) []Effect {
+	words := nameWords(tool)
+	var public, hidden, forward []string
+	n := 0
+	walkValues(args, "", 0, &n, func(key string, v any) {
+		k := strings.ToLower(strings.ReplaceAll(key, "-", "_"))
+		switch {
+		case k == "private" && v == false, (k == "visibility" || k == "repository_visibility") && strings.EqualFold(str(v), "public"),
+			k == "public" && v == true, k == "is_public" && v == true:
+			public = append(public, key)
+		case k == "bcc" || k == "bcc_recipients" || k == "bccrecipients" || k == "blind_copy":
+			hidden = append(hidden, addresses(v)...)
+		case strings.Contains(k, "forward") && (strings.Contains(k, "to") || strings.Contains(k, "address") || strings.Contains(k, "email") || k == "forward"):
+			forward = append(forward, addresses(v)...)
+		}
+	})
+	var out []Effect
+	if len(public) > 0 {
+		switch {
+		case anyWord(words, "update", "edit", "patch", "change", "set", "modify", "transfer"):
+			out = append(out, effect(EffectPublish, by, "existing", "", "what", "visibility to public"))
+		case anyWord(words, "create", "fork", "new", "publish", "share", "upload", "gist"):
+			out = append(out, effect(EffectPublish, by, "new", "", "what", "a new public place"))
+		}
+	}
+	if len(hidden) > 0 {
+		out = append(out, effect(EffectMessage, by, "hidden", "", "to", strings.Join(hidden, ",")))
+	}
+	if len(forward) > 0 {
+		out = append(out, effect(EffectMessage, by, "forward", "", "to", strings.Join(forward, ",")))
+	}
+	return out
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// addresses are the non-empty strings a recipient field holds (one, a list, or objects with an
+// address in them).
+func addresses(v any) []string {
+	var out []string
+	n := 0
+	walkStrings(v, "", 0, &n, func(_, s string) {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	})
+	return out
+}
+
+// memoryWords, among the words of a connector's or tool's name, mark one that keeps what the
+// agent will read back as memory; readingWords mark a tool that only reads it.
+var memoryWords = []string{"memory", "memories", "remember", "memorize", "memorise", "mem0", "observation", "observations",
+	"entity", "entities", "knowledge", "relations", "facts", "fact"}
+
+var readingWords = []string{"search", "read", "get", "list", "query", "retrieve", "find", "open", "recall", "fetch", "lookup", "view"}
+
+// memoryTool reports a tool that writes to a memory the agent reads back.
+func memoryTool(server, tool string) bool {
+	return anyWord(nameWords(server, tool), memoryWords...) && !anyWord(nameWords(tool), readingWords...)
+}
