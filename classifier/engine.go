@@ -660,7 +660,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 		}
 		read, written := fileOperands(cmd)
 		for _, a := range read {
-			if readers[cmd.Name] && (looksLikePath(a) || secretName().MatchString(a)) {
+			if readers[cmd.Name] && (looksLikePath(a) || secretName(a)) {
 				items = append(items, item{target: TargetRead, text: canonPath(a, cwd)})
 			}
 			if cmd.Name == "git" { // git show HEAD:.env, git cat-file -p HEAD:id_rsa
@@ -706,7 +706,22 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 }
 
 // secretName: bare file names that hold secrets wherever they are (cat id_rsa).
-var secretName = lazyregexp.New(`^(id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials(\.[a-z]+)?|\.?env(\.[A-Za-z0-9_-]+)?)$`)
+// secretName reports a bare file name that is a key or credential file: id_rsa (and its kin,
+// with _sk), credentials[.ext], env or .env[.suffix]. String tests, not a pattern (see noProject;
+// secretNamePattern in the tests is its specification).
+func secretName(s string) bool {
+	switch s {
+	case "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_rsa_sk", "id_dsa_sk", "id_ecdsa_sk", "id_ed25519_sk", "credentials", "env", ".env":
+		return true
+	}
+	if ext, ok := strings.CutPrefix(s, "credentials."); ok {
+		return ext != "" && strings.Trim(ext, "abcdefghijklmnopqrstuvwxyz") == ""
+	}
+	if suffix, ok := strings.CutPrefix(strings.TrimPrefix(s, "."), "env."); ok {
+		return suffix != "" && strings.Trim(suffix, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == ""
+	}
+	return false
+}
 
 func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")

@@ -97,7 +97,7 @@ func pathValues(cmd *Command) []handedPath {
 	var out []handedPath
 	add := func(v, opt string) {
 		v = strings.TrimPrefix(v, "@")
-		if v != "" && (looksLikePath(v) || secretName().MatchString(v)) && !strings.Contains(v, "://") && !strings.ContainsAny(v, " \t\n") {
+		if v != "" && (looksLikePath(v) || secretName(v)) && !strings.Contains(v, "://") && !strings.ContainsAny(v, " \t\n") {
 			out = append(out, handedPath{value: v, opt: opt})
 		}
 	}
@@ -120,7 +120,7 @@ func pathValues(cmd *Command) []handedPath {
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			if len(a) > 2 && (strings.ContainsAny(a[2:3], "/~.@")) {
 				add(a[2:], a[:2]) // -f/path, -f~/x, -T@file
-			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && (looksLikePath(cmd.Args[i+1]) || secretName().MatchString(cmd.Args[i+1])) {
+			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && (looksLikePath(cmd.Args[i+1]) || secretName(cmd.Args[i+1])) {
 				add(cmd.Args[i+1], a)
 				i++
 			}

@@ -438,7 +438,35 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 
 // noProject are working folders that hold more than a project: the disk, homes, a home's
 // standard folders, system folders.
-var noProject = lazyregexp.New(`^(/|~|/Users|/home|~/(Library|Documents|Desktop|Downloads)|~/(Library|\.[^/]+)(/.*)?|/(etc|usr|var|bin|sbin|System|Library|Applications|private|opt|tmp)(/[^/]+)?)/?$`)
+// noProject reports a working folder that is no project's: the disk, a home, ~/Library and the
+// hidden folders of a home and what they hold, the home's common folders, a system folder and
+// its direct subfolders. String tests, not a pattern: the host hook is a process per call, and
+// compiling a pattern cost more than the call's judgement (noProjectPattern in the tests is the
+// specification it is held to).
+func noProject(p string) bool {
+	return noProjectFolder(p) || strings.HasSuffix(p, "/") && noProjectFolder(p[:len(p)-1])
+}
+
+func noProjectFolder(p string) bool {
+	switch p {
+	case "/", "~", "/Users", "/home", "~/Library", "~/Documents", "~/Desktop", "~/Downloads":
+		return true
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		first, below, deeper := strings.Cut(rest, "/")
+		if first == "Library" || len(first) > 1 && first[0] == '.' {
+			return !deeper || !strings.Contains(below, "\n") // what follows is `.*`, which stops at a newline
+		}
+		return false
+	}
+	if rest, ok := strings.CutPrefix(p, "/"); ok {
+		first, below, deeper := strings.Cut(rest, "/")
+		return noProjectSystem[first] && (!deeper || below != "" && !strings.Contains(below, "/"))
+	}
+	return false
+}
+
+var noProjectSystem = setOf("etc", "usr", "var", "bin", "sbin", "System", "Library", "Applications", "private", "opt", "tmp")
 
 // projectOf is the folders a session working in cwd works in (see projectRoots), none when the
 // working folder is a home, the disk or a system folder. Evaluate computes it once per call.
@@ -447,7 +475,7 @@ func projectOf(cwd string) []string {
 		return nil
 	}
 	cwd = canonPath(cwd, "")
-	if noProject().MatchString(cwd) {
+	if noProject(cwd) {
 		return nil
 	}
 	return projectRoots(cwd)

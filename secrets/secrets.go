@@ -91,8 +91,13 @@ var variableOnly = lazyregexp.New(`^["']?\$\{?[A-Za-z_][A-Za-z0-9_]*\}?["']?$`)
 // see that a shape also sees is named for its shape.
 var gitleaksContext = []string{"curl-auth-header", "curl-auth-user", "generic-api-key"}
 
-// fieldName matches object keys whose string values are secrets whatever they look like.
-var fieldName = lazyregexp.New(`(?i)^(?:.*[_\-])?(?:password|passwd|passphrase|secret|client_secret|token|access_token|refresh_token|api_?key|apikey|private_?key|secret_?key|access_?key|credentials?|auth)$`)
+// fieldWords are the last words of object keys whose string values are secrets whatever they
+// look like: the key is one, or ends in _ or - and one. "key" counts after one of keyWords.
+var fieldWords = []string{"password", "passwd", "passphrase", "secret", "token", "credential", "credentials", "auth", "key"}
+
+// keyWords are the words before "key" that make it a secret's key, joined by _ or nothing
+// (api_key, apikey; not api-key).
+var keyWords = []string{"api", "private", "secret", "access"}
 
 // ruleSet is the rules in priority order and the index of their hints.
 type ruleSet struct {
@@ -232,7 +237,51 @@ func Contains(s string) bool { return len(Find(s)) > 0 }
 
 // FieldName reports whether an object key names a secret (password, api_key, token...), whose
 // value is one whatever it looks like.
-func FieldName(key string) bool { return fieldName().MatchString(key) }
+// Case is folded as Unicode folds it (the Kelvin sign is a k, the long s an s), and a newline
+// ends what may stand before the word. String tests, not a pattern: every hook process redacts
+// its record, and compiling a pattern cost more than the redaction (fieldNamePattern in the
+// tests is the specification it is held to).
+func FieldName(key string) bool {
+	k := foldKey(key)
+	for _, w := range fieldWords {
+		before, ok := strings.CutSuffix(k, w)
+		if ok && w == "key" {
+			before, ok = keyWordBefore(before)
+		}
+		if ok && (before == "" || endsWithSeparator(before) && !strings.Contains(before, "\n")) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyWordBefore cuts one of keyWords (and the _ after it) from the end of what stands before "key".
+func keyWordBefore(before string) (string, bool) {
+	before = strings.TrimSuffix(before, "_")
+	for _, w := range keyWords {
+		if rest, ok := strings.CutSuffix(before, w); ok {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+func endsWithSeparator(s string) bool { return s[len(s)-1] == '_' || s[len(s)-1] == '-' }
+
+// foldKey lowercases a key, folding the letters outside ASCII that fold to the words' (K, ſ).
+func foldKey(key string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case 'A' <= r && r <= 'Z':
+			return r + 'a' - 'A'
+		case r == '\u212a':
+			return 'k'
+		case r == '\u017f':
+			return 's'
+		}
+		return r
+	}, key)
+}
 
 func (rs *ruleSet) find(s string, hits []hit) []hit {
 	lower := asciiLower(s)

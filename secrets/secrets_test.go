@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -311,4 +312,33 @@ func BenchmarkFind(b *testing.B) {
 			Find(s)
 		}
 	}
+}
+
+// fieldNamePattern is FieldName's specification; FieldName is held to it by the fuzz target
+// below, without compiling it in every hook process.
+var fieldNamePattern = regexp.MustCompile(`(?i)^(?:.*[_\-])?(?:password|passwd|passphrase|secret|client_secret|token|access_token|refresh_token|api_?key|apikey|private_?key|secret_?key|access_?key|credentials?|auth)$`)
+
+func TestFieldNameNamesTheKeysOfSecrets(t *testing.T) {
+	for _, k := range []string{"password", "DB_PASSWORD", "client_secret", "x-api-token", "apiKey", "api_key", "PRIVATE_KEY", "privatekey",
+		"aws_secret_access_key", "credentials", "Credential", "auth", "proxy-auth", "\u212aey_api_\u212aey", "pa\u017f\u017fword"} {
+		if !FieldName(k) {
+			t.Errorf("FieldName(%q) = false, want true", k)
+		}
+	}
+	for _, k := range []string{"key", "monkey_key", "api-key", "oauth", "tokens", "password_hint", "author", "x\n_token", "api\nkey", "passwords", "credentİal"} {
+		if FieldName(k) {
+			t.Errorf("FieldName(%q) = true, want false", k)
+		}
+	}
+}
+
+func FuzzFieldNameAgreesWithItsPattern(f *testing.F) {
+	for _, k := range []string{"password", "x_api_key", "secret-key", "a\n_token", "\u212aey", "apikey", "_key", "access__key", "SECRET_KEY"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		if got, want := FieldName(k), fieldNamePattern.MatchString(k); got != want {
+			t.Fatalf("FieldName(%q) = %v, its pattern says %v", k, got, want)
+		}
+	})
 }
