@@ -29,12 +29,13 @@ func anyWord(words map[string]bool, of ...string) bool {
 	return false
 }
 
-// walkValues calls fn for every key and value in a decoded JSON value, within the walk's limits.
+// walkValues calls fn for every value in a decoded JSON value (objects and arrays before what they
+// hold) with the key it is under, down to mcpMaxDepth, until mcpMaxStrings values that are
+// neither objects nor arrays have been seen.
 func walkValues(v any, key string, depth int, n *int, fn func(key string, v any)) {
 	if depth > mcpMaxDepth || *n >= mcpMaxStrings {
 		return
 	}
-	*n++
 	fn(key, v)
 	switch v := v.(type) {
 	case []any:
@@ -45,6 +46,8 @@ func walkValues(v any, key string, depth int, n *int, fn func(key string, v any)
 		for k, e := range v {
 			walkValues(e, k, depth+1, n, fn)
 		}
+	default:
+		*n++
 	}
 }
 

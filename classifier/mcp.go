@@ -134,27 +134,16 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 }
 
 // walkStrings calls fn for every string in a decoded JSON value with the key it is under,
-// within the limits.
+// within the limits (see walkValues).
 func walkStrings(v any, key string, depth int, n *int, fn func(key, v string)) {
-	if depth > mcpMaxDepth || *n >= mcpMaxStrings {
-		return
-	}
-	switch v := v.(type) {
-	case string:
-		*n++
-		if len(v) > mcpMaxString {
-			v = v[:mcpMaxString]
+	walkValues(v, key, depth, n, func(key string, v any) {
+		if s, ok := v.(string); ok {
+			if len(s) > mcpMaxString {
+				s = s[:mcpMaxString]
+			}
+			fn(key, s)
 		}
-		fn(key, v)
-	case []any:
-		for _, e := range v {
-			walkStrings(e, key, depth+1, n, fn)
-		}
-	case map[string]any:
-		for k, e := range v {
-			walkStrings(e, k, depth+1, n, fn)
-		}
-	}
+	})
 }
 
 func firstSecret(s string) string {
