@@ -9,15 +9,26 @@ import (
 // named by a UUID): a repository or gist made public, a message with a recipient the user does
 // not see, a mail rule that forwards what arrives.
 
-// nameWords are the words of a connector's or tool's name, lowercased.
+// nameWords are the words of a connector's or tool's name, lowercased: the name split at _, -
+// and dots.
 func nameWords(names ...string) map[string]bool {
 	out := map[string]bool{}
 	for _, name := range names {
-		for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ' ' }) {
+		for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
 			out[w] = true
 		}
 	}
 	return out
+}
+
+// nameHas reports whether one of the names' words is in set.
+func nameHas(set map[string]bool, names ...string) bool {
+	for w := range nameWords(names...) {
+		if set[w] {
+			return true
+		}
+	}
+	return false
 }
 
 func anyWord(words map[string]bool, of ...string) bool {

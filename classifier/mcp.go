@@ -42,16 +42,7 @@ var commandRunnerWords = setOf("shell", "terminal", "bash", "sh", "zsh", "cmd", 
 var shellSyntax = lazyregexp.New("\\$\\(|`|&&|\\|\\||;\\s*[A-Za-z./~$]|\\|\\s*[A-Za-z./~$]|>\\s*[A-Za-z./~]")
 
 // runsCommands reports a server or tool whose name says it runs commands.
-func runsCommands(server, tool string) bool {
-	for _, name := range []string{server, tool} {
-		for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
-			if commandRunnerWords[w] {
-				return true
-			}
-		}
-	}
-	return false
-}
+func runsCommands(server, tool string) bool { return nameHas(commandRunnerWords, server, tool) }
 
 // shellMetacharacters finds shell syntax in an argument of a tool that runs commands.
 func shellMetacharacters(_ *Classifier, it item) (string, bool) {

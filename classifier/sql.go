@@ -552,17 +552,7 @@ func sqlArgument(server, tool, key, v string) bool {
 	if !looksLikeSQL(v) {
 		return false
 	}
-	if sqlKeys().MatchString(key) {
-		return true
-	}
-	for _, name := range []string{server, tool} {
-		for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
-			if dbWords[w] {
-				return true
-			}
-		}
-	}
-	return false
+	return sqlKeys().MatchString(key) || nameHas(dbWords, server, tool)
 }
 
 // sqlLiteral finds string literals in interpreter code that are SQL statements by their shape

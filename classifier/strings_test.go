@@ -12,30 +12,31 @@ var (
 	secretNamePattern = regexp.MustCompile(`^(id_(rsa|dsa|ecdsa|ed25519)(_sk)?|credentials(\.[a-z]+)?|\.?env(\.[A-Za-z0-9_-]+)?)$`)
 )
 
-func TestNoProjectIsTheDiskAHomeOrASystemFolder(t *testing.T) {
-	for _, p := range []string{"/", "//", "~", "~/", "/Users", "/home/", "~/Downloads", "~/Library/Caches/x", "~/.config/gh", "/etc", "/usr/local", "/tmp/", "/opt/homebrew/"} {
-		if !noProject(p) {
-			t.Errorf("noProject(%q) = false, want true", p)
+// holdsExactly checks that fn holds for every one of yes and for none of no.
+func holdsExactly(t *testing.T, name string, fn func(string) bool, yes, no []string) {
+	t.Helper()
+	for _, s := range yes {
+		if !fn(s) {
+			t.Errorf("%s(%q) = false, want true", name, s)
 		}
 	}
-	for _, p := range []string{"~/src/app", "/Users/ada/work", "/tmp/build/out", "~/.", "/usr/local/bin", "~/Library\n", "/srv", ""} {
-		if noProject(p) {
-			t.Errorf("noProject(%q) = true, want false", p)
+	for _, s := range no {
+		if fn(s) {
+			t.Errorf("%s(%q) = true, want false", name, s)
 		}
 	}
 }
 
+func TestNoProjectIsTheDiskAHomeOrASystemFolder(t *testing.T) {
+	holdsExactly(t, "noProject", noProject,
+		[]string{"/", "//", "~", "~/", "/Users", "/home/", "~/Downloads", "~/Library/Caches/x", "~/.config/gh", "/etc", "/usr/local", "/tmp/", "/opt/homebrew/"},
+		[]string{"~/src/app", "/Users/ada/work", "/tmp/build/out", "~/.", "/usr/local/bin", "~/Library\n", "/srv", ""})
+}
+
 func TestSecretNameIsAKeyOrCredentialFilesBareName(t *testing.T) {
-	for _, s := range []string{"id_rsa", "id_ed25519_sk", "credentials", "credentials.json", ".env", "env", ".env.local", ".env.prod_2"} {
-		if !secretName(s) {
-			t.Errorf("secretName(%q) = false, want true", s)
-		}
-	}
-	for _, s := range []string{"id_rsa.pub", "credentials.JSON", "credentials.", ".env.", "..env", "environment", "my.env", ""} {
-		if secretName(s) {
-			t.Errorf("secretName(%q) = true, want false", s)
-		}
-	}
+	holdsExactly(t, "secretName", secretName,
+		[]string{"id_rsa", "id_ed25519_sk", "credentials", "credentials.json", ".env", "env", ".env.local", ".env.prod_2"},
+		[]string{"id_rsa.pub", "credentials.JSON", "credentials.", ".env.", "..env", "environment", "my.env", ""})
 }
 
 func FuzzNoProjectAgreesWithItsPattern(f *testing.F) {
