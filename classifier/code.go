@@ -77,7 +77,7 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		code = code[:maxCodeBytes]
 	}
 	for _, m := range codeDeletes().FindAllStringSubmatch(code, 64) {
-		a.CodeEffects = append(a.CodeEffects, codeEffect{kind: EffectDelete, by: name, target: m[1] + m[2] + m[3], tree: treeDelete().MatchString(m[0])})
+		a.CodeActs = append(a.CodeActs, codeAct{kind: codeDelete, by: name, target: m[1] + m[2] + m[3], tree: treeDelete().MatchString(m[0])})
 	}
 	for _, m := range codeStrings().FindAllStringSubmatch(code, 256) {
 		if s := m[1] + m[2]; looksLikePath(s) && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~")) {
@@ -85,11 +85,11 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		}
 	}
 	if codeSocket().MatchString(code) && codeRunsCommands().MatchString(code) {
-		a.CodeEffects = append(a.CodeEffects, codeEffect{kind: EffectRemoteShell, by: name})
+		a.CodeActs = append(a.CodeActs, codeAct{kind: codeRemoteShell, by: name})
 	}
 	if codeSends().MatchString(code) {
-		e := codeEffect{kind: EffectSend, by: name, secret: codeSecrets().MatchString(code)}
-		a.CodeEffects = append(a.CodeEffects, e)
+		e := codeAct{kind: codeSend, by: name, secret: codeSecrets().MatchString(code)}
+		a.CodeActs = append(a.CodeActs, e)
 	}
 	// The patterns below are costly to run and need words most code lacks: looked for first.
 	decodes := containsAny(code, "decode", "fromhex", "atob", "Buffer.from", "unpack")
@@ -173,42 +173,23 @@ func decodeLiteral(lit, call, enc string) (string, bool) {
 	return string(b), err == nil
 }
 
-// codeEffect is an effect found in interpreter code, before paths are resolved.
-type codeEffect struct {
-	kind   EffectKind
+// codeAct is something interpreter code does, found by its shape, before paths are resolved.
+type codeAct struct {
+	kind   codeActKind
 	by     string
 	target string // a path, for deletes
 	tree   bool
 	secret bool
 }
 
-// effect resolves the code effect against the working folder.
-func (ce codeEffect) effect(cwd string) Effect {
-	switch ce.kind {
-	case EffectDelete:
-		e := effect(EffectDelete, ce.by, "target", "?")
-		if ce.target != "" {
-			p := canonPath(ce.target, cwd)
-			e.Attrs[0][1] = p
-			if ce.tree {
-				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
-			}
-			if criticalPath().MatchString(p) {
-				e.Attrs = append(e.Attrs, [2]string{"critical", ""})
-			}
-		}
-		return e
-	case EffectRemoteShell:
-		return effect(EffectRemoteShell, ce.by, "runs", "commands from a network connection")
-	case EffectSend:
-		e := effect(EffectSend, ce.by, "data", "code")
-		if ce.secret {
-			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
-		}
-		return e
-	}
-	return effect(ce.kind, ce.by)
-}
+// codeActKind is what a codeAct does.
+type codeActKind int
+
+const (
+	codeDelete      codeActKind = iota + 1 // deletes target (a tree, with tree)
+	codeRemoteShell                        // runs commands it reads from a socket
+	codeSend                               // sends data over the network (secrets, with secret)
+)
 
 // containsAny reports whether s contains any of the words.
 func containsAny(s string, words ...string) bool {

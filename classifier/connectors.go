@@ -126,3 +126,23 @@ var readingWords = []string{"search", "read", "get", "list", "query", "retrieve"
 func memoryTool(server, tool string) bool {
 	return anyWord(nameWords(server, tool), memoryWords...) && !anyWord(nameWords(tool), readingWords...)
 }
+
+// mcpLimits bound the work one call's arguments can cause.
+const (
+	mcpMaxDepth   = 16
+	mcpMaxStrings = 2000
+	mcpMaxString  = 256 << 10
+)
+
+// walkStrings calls fn for every string in a decoded JSON value with the key it is under,
+// within the limits (see walkValues).
+func walkStrings(v any, key string, depth int, n *int, fn func(key, v string)) {
+	walkValues(v, key, depth, n, func(key string, v any) {
+		if s, ok := v.(string); ok {
+			if len(s) > mcpMaxString {
+				s = s[:mcpMaxString]
+			}
+			fn(key, s)
+		}
+	})
+}

@@ -1,7 +1,6 @@
 package classifier
 
 import (
-	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -337,65 +336,6 @@ func (s subcommand) matches(cmd *Command) bool {
 	return false
 }
 
-// operands are the arguments that are not options.
-func operands(args []string) []string {
-	var out []string
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// optionValues returns each value of the options named, given as "-o v", "-ov", "--opt v" or
-// "--opt=v".
-//
-// Long options may be abbreviated as GNU tools allow (--post-f for --post-file, six characters at
-// least), and a short one may end a cluster of flags (-sF name=@x, -voProxyCommand=…).
-func optionValues(args []string, names ...string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			break
-		}
-		for _, n := range names {
-			long := strings.HasPrefix(n, "--")
-			name, value, inline := strings.Cut(a, "=")
-			switch {
-			case a == n && i+1 < len(args):
-				out = append(out, args[i+1])
-			case long && inline && (name == n || len(name) >= 6 && strings.HasPrefix(n, name)):
-				out = append(out, value)
-			case long && !inline && len(a) >= 6 && a != n && strings.HasPrefix(n, a) && i+1 < len(args):
-				out = append(out, args[i+1])
-			case !long && len(n) == 2 && len(a) > 2 && a[0] == '-' && a[1] != '-':
-				// -Fvalue, or -sF value / -sFvalue: the option's letter inside a cluster
-				if k := strings.IndexByte(a[1:], n[1]); k >= 0 && isFlagCluster(a[1:1+k]) {
-					if rest := a[2+k:]; rest != "" {
-						out = append(out, rest)
-					} else if i+1 < len(args) {
-						out = append(out, args[i+1])
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// isFlagCluster reports letters that can only be flags without values before an option in a
-// cluster: plain letters.
-func isFlagCluster(s string) bool {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
 // sendEffects finds what a network client sends and where.
 func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 	if sendOptions[cmd.Name] == nil && !rawSenders[cmd.Name] && !otherSenders[cmd.Name] {
@@ -546,31 +486,6 @@ var keyFile = lazyregexp.New(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|as
 // otherSenders are the programs besides sendOptions' and rawSenders' that sendEffects knows.
 var otherSenders = map[string]bool{"ssh": true, "gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
 
-// destination is where a network client sends: its URL, or host for raw senders.
-func destination(cmd *Command) string {
-	args := maskValues(cmd.Name, cmd.Args, "--url")
-	for _, a := range args {
-		if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "ftp") && u.Host != "" {
-			return u.Scheme + "://" + u.Host + u.Path
-		}
-	}
-	if rawSenders[cmd.Name] {
-		if ops := operands(cmd.Args); len(ops) > 0 {
-			return ops[0]
-		}
-	}
-	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
-		for _, a := range args {
-			if bareHost().MatchString(a) {
-				return "http://" + a
-			}
-		}
-	}
-	return ""
-}
-
-var bareHost = lazyregexp.New(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/\S*)?$`)
-
 // gitEffects: configuration keys that run commands, set with git config or git -c.
 func gitEffects(cmd *Command) []Effect {
 	var out []Effect
@@ -695,68 +610,6 @@ func installEffects(cmd *Command, subs []string) []Effect {
 	}
 	return out
 }
-
-// execStrings are the commands a command hands to a shell through an option or a script:
-// tar --to-command, ssh -o ProxyCommand, rsync -e, trap, osascript's do shell script, awk's
-// system(), find -exec is elsewhere. The analysis reads each as shell.
-func execStrings(cmd *Command) []string {
-	var out []string
-	for _, h := range capabilityHits(cmd) {
-		if h.cap == CapShell || h.cap == CapExec || h.cap == CapNetShell {
-			out = append(out, h.values...)
-		}
-	}
-	switch cmd.Name {
-	case "trap":
-		if ops := operands(cmd.Args); len(ops) > 0 {
-			out = append(out, ops[0])
-		}
-	case "osascript":
-		for _, s := range optionValues(cmd.Args, "-e") {
-			for _, m := range doShellScript().FindAllStringSubmatch(s, -1) {
-				out = append(out, strings.ReplaceAll(m[1]+m[2], `\"`, `"`))
-			}
-		}
-	case "awk", "gawk", "mawk", "nawk":
-		for _, a := range cmd.Args {
-			for _, m := range awkShell().FindAllStringSubmatch(a, -1) {
-				out = append(out, m[1]+m[2])
-			}
-		}
-	case "watch":
-		i := 0
-		for i < len(cmd.Args) && strings.HasPrefix(cmd.Args[i], "-") {
-			if a := cmd.Args[i]; a == "-n" || a == "--interval" || a == "-q" || a == "--equexit" {
-				i++
-			}
-			i++
-		}
-		if i < len(cmd.Args) {
-			out = append(out, strings.Join(cmd.Args[i:], " "))
-		}
-	case "tmux":
-		ops := operands(cmd.Args)
-		if len(ops) >= 2 && (ops[0] == "new-session" || ops[0] == "new" || ops[0] == "new-window" || ops[0] == "split-window" || ops[0] == "respawn-pane") {
-			out = append(out, ops[len(ops)-1])
-		}
-	case "screen":
-		for i, a := range cmd.Args {
-			if (a == "-dm" || a == "-dmS" || a == "-d" || a == "-m") && i+1 < len(cmd.Args) {
-				rest := cmd.Args[i+1:]
-				if a == "-dmS" && len(rest) > 0 {
-					rest = rest[1:]
-				}
-				out = append(out, strings.Join(rest, " "))
-				break
-			}
-		}
-	}
-	return out
-}
-
-var doShellScript = lazyregexp.New(`do shell script\s+(?:"((?:[^"\\]|\\.)*)"|'([^']*)')`)
-
-var awkShell = lazyregexp.New(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\|\s*"(sh|bash|zsh)"`)
 
 // fetchedFiles lists the files the commands download to, by path.
 func fetchedFiles(cmds []Command, cwd string) map[string]string {
@@ -994,3 +847,103 @@ func newRemotePush(an *Analysis) []Effect {
 	}
 	return out
 }
+
+// finder finds what analysed commands do. The one thing it knows of the policy is which paths
+// hold secrets, so that an effect names the policy's own secrets, not a second list of them.
+type finder struct {
+	secret func(path string) bool
+}
+
+// effects lists what the analysed command does, per command and across them.
+func (f finder) effects(an *Analysis, cwd string) []Effect {
+	var out []Effect
+	fl := newFlow(an, cwd, f.secret)
+	for i := range an.Commands {
+		out = append(out, f.programEffects(&an.Commands[i], cwd, fl, an)...)
+	}
+	return append(out, analysisEffects(an, cwd, fl)...)
+}
+
+// programEffects are what one command does: by the tables of what programs do, by the paths it
+// is handed, and by the capabilities its arguments use.
+func (f finder) programEffects(cmd *Command, cwd string, fl *flow, an *Analysis) []Effect {
+	out := append(commandEffects(cmd, cwd, fl), f.openEffects(cmd, cwd)...)
+	return append(out, f.capabilityEffects(cmd, cwd, an)...)
+}
+
+// analysisEffects are effects of several commands together.
+func analysisEffects(an *Analysis, cwd string, fl *flow) []Effect {
+	out := append(downloadThenRun(an, cwd), newRemotePush(an)...)
+	out = append(out, netRedirects(an, fl)...)
+	for _, ce := range an.CodeActs {
+		out = append(out, codeEffect(ce, cwd))
+	}
+	for _, code := range an.Code {
+		for _, sql := range sqlInCode(code.Text) {
+			out = append(out, sqlEffects(code.Interp, sql)...)
+		}
+	}
+	return out
+}
+
+// keyMaterial is what a search for keys and tokens looks for: their shapes, not the word
+// "password" a policy document contains.
+var keyMaterial = lazyregexp.New(`AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-(ant-|proj-)?[A-Za-z0-9]|sk_live|(?i:aws_secret|secret_access_key|api[_-]?key\s*[:=])`)
+
+// keyFileGlob is a file-name pattern aimed at key files.
+var keyFileGlob = lazyregexp.New(`(?i)(id_(rsa|dsa|ecdsa|ed25519)|\.pem|\.key|\.p12|\.pfx|\.kdbx|\.env|credentials|\.netrc|\.npmrc|\.pgpass|\.git-credentials)`)
+
+// keyRoot reports a folder a search for key material must not sweep: the home folder, the
+// disk, the folders of homes, or a folder named for secrets.
+func keyRoot(root string) bool {
+	return root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir().MatchString(root)
+}
+
+// keySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
+// disk or a folder that holds secrets: the matches are the secrets, read a line at a time.
+func (f finder) keySearch(tool, pattern, glob, where, cwd string) (Effect, bool) {
+	if where == "" {
+		where = cwd
+	}
+	root := canonPath(where, cwd)
+	broad := keyRoot(root) || f.secret(root)
+	switch {
+	case !broad:
+		return Effect{}, false
+	case tool == "Grep" && keyMaterial().MatchString(pattern):
+	case tool == "Glob" && keyFileGlob().MatchString(pattern+" "+glob):
+	default:
+		return Effect{}, false
+	}
+	return effect(EffectCredential, tool, "what", "a search for key material in "+root), true
+}
+
+// codeEffect is what interpreter code does, its paths resolved against the working folder.
+func codeEffect(ce codeAct, cwd string) Effect {
+	switch ce.kind {
+	case codeDelete:
+		e := effect(EffectDelete, ce.by, "target", "?")
+		if ce.target != "" {
+			p := canonPath(ce.target, cwd)
+			e.Attrs[0][1] = p
+			if ce.tree {
+				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
+			}
+			if criticalPath().MatchString(p) {
+				e.Attrs = append(e.Attrs, [2]string{"critical", ""})
+			}
+		}
+		return e
+	case codeRemoteShell:
+		return effect(EffectRemoteShell, ce.by, "runs", "commands from a network connection")
+	}
+	e := effect(EffectSend, ce.by, "data", "code") // codeSend
+	if ce.secret {
+		e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+	}
+	return e
+}
+
+var secretVar = lazyregexp.New(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
+
+var remoteSpec = lazyregexp.New(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)

@@ -1,20 +1,20 @@
 package classifier
 
 import (
-	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"mvdan.cc/sh/v3/syntax"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
@@ -409,37 +409,8 @@ func baseCommand(it item) string {
 	return name
 }
 
-// effects lists what the analysed command does, per command and across them.
-func (c *Classifier) effects(an *Analysis, cwd string) []Effect {
-	var out []Effect
-	fl := newFlow(an, cwd, c.secretPath)
-	for i := range an.Commands {
-		out = append(out, c.programEffects(&an.Commands[i], cwd, fl, an)...)
-	}
-	return append(out, analysisEffects(an, cwd, fl)...)
-}
-
-// programEffects are what one command does: by the tables of what programs do, by the paths it
-// is handed, and by the capabilities its arguments use.
-func (c *Classifier) programEffects(cmd *Command, cwd string, fl *flow, an *Analysis) []Effect {
-	out := append(commandEffects(cmd, cwd, fl), c.openEffects(cmd, cwd)...)
-	return append(out, c.capabilityEffects(cmd, cwd, an)...)
-}
-
-// analysisEffects are effects of several commands together.
-func analysisEffects(an *Analysis, cwd string, fl *flow) []Effect {
-	out := append(downloadThenRun(an, cwd), newRemotePush(an)...)
-	out = append(out, netRedirects(an, fl)...)
-	for _, ce := range an.CodeEffects {
-		out = append(out, ce.effect(cwd))
-	}
-	for _, code := range an.Code {
-		for _, sql := range sqlInCode(code.Text) {
-			out = append(out, sqlEffects(code.Interp, sql)...)
-		}
-	}
-	return out
-}
+// finder finds effects with the policy's idea of a secret.
+func (c *Classifier) finder() finder { return finder{secret: c.secretPath} }
 
 // secretPath reports whether reading p is denied by a read rule: the policy's own idea of a
 // secret (credentials, keys, .env files).
@@ -460,7 +431,7 @@ func (c *Classifier) Effects(p claudehook.Payload) []string {
 		return nil
 	}
 	var out []string
-	for _, e := range c.effects(Analyze(in.Command), p.Cwd) {
+	for _, e := range c.finder().effects(Analyze(in.Command), p.Cwd) {
 		out = append(out, e.String())
 	}
 	return out
@@ -522,7 +493,7 @@ func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
 				items = append(items, item{target: TargetRead, text: canonPath(v, p.Cwd)})
 			}
 		}
-		if e, ok := c.keySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
+		if e, ok := c.finder().keySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
 			items = append(items, item{target: TargetEffect, text: e.String()})
 		}
 		return items, Verdict{}
@@ -559,12 +530,7 @@ var instructionPath = lazyregexp.New(`(?i)(^|/)(claude\.md|claude\.local\.md|age
 // instructionFile reports whether a path is read by agents as instructions or memory.
 func instructionFile(p string) bool { return instructionPath().MatchString(p) }
 
-// readers are commands whose path arguments are files they read.
-var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
-	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
-	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
-	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
-	"ln": true, "link": true, "install": true, "ditto": true} // a link to a secret, or a copy, exposes it
+// a link to a secret, or a copy, exposes it
 
 // fetchesURLs are programs whose URL arguments are judged by the url rules.
 var fetchesURLs = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
@@ -680,10 +646,11 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			items = append(items, item{target: TargetContent, text: text})
 		}
 	}
-	fl := newFlow(an, cwd, c.secretPath)
+	find := c.finder()
+	fl := newFlow(an, cwd, find.secret)
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
-		for _, e := range c.programEffects(cmd, cwd, fl, an) {
+		for _, e := range find.programEffects(cmd, cwd, fl, an) {
 			items = append(items, item{target: TargetEffect, text: e.String(), cmd: cmd, an: an, cwd: cwd})
 		}
 	}
@@ -703,105 +670,4 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 		items = append(items, item{target: TargetRead, text: canonPath(r, cwd)})
 	}
 	return items
-}
-
-// secretName: bare file names that hold secrets wherever they are (cat id_rsa).
-// secretName reports a bare file name that is a key or credential file: id_rsa (and its kin,
-// with _sk), credentials[.ext], env or .env[.suffix]. String tests, not a pattern (see noProject;
-// secretNamePattern in the tests is its specification).
-func secretName(s string) bool {
-	switch s {
-	case "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_rsa_sk", "id_dsa_sk", "id_ecdsa_sk", "id_ed25519_sk", "credentials", "env", ".env":
-		return true
-	}
-	if ext, ok := strings.CutPrefix(s, "credentials."); ok {
-		return ext != "" && strings.Trim(ext, "abcdefghijklmnopqrstuvwxyz") == ""
-	}
-	if suffix, ok := strings.CutPrefix(strings.TrimPrefix(s, "."), "env."); ok {
-		return suffix != "" && strings.Trim(suffix, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == ""
-	}
-	return false
-}
-
-func looksLikePath(s string) bool {
-	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")
-}
-
-// homeLen is the length of the home folder a path starts with (/root, /home/NAME, /Users/NAME,
-// /var/root, $HOME, ${HOME}, ~NAME), or -1. Written out rather than as a pattern: every path of
-// every command goes through it, and a pattern's matcher costs an allocation per call.
-func homeLen(p string) int {
-	for _, h := range []string{"/root", "/var/root", "/private/var/root", "$HOME", "${HOME}"} {
-		if strings.HasPrefix(p, h) && (len(p) == len(h) || p[len(h)] == '/') {
-			return len(h)
-		}
-	}
-	for _, h := range []string{"/home/", "/Users/"} {
-		if rest, ok := strings.CutPrefix(p, h); ok {
-			if n := strings.IndexByte(rest, '/'); n != 0 && rest != "" {
-				return len(h) + cmp.Or(max(n, 0), len(rest))
-			}
-		}
-	}
-	if len(p) > 1 && p[0] == '~' && (p[1] >= 'a' && p[1] <= 'z' || p[1] == '_') {
-		n := 2
-		for n < len(p) && p[n] != '/' && (p[n] >= 'a' && p[n] <= 'z' || p[n] >= '0' && p[n] <= '9' || strings.IndexByte("_.-", p[n]) >= 0) {
-			n++
-		}
-		if n == len(p) || p[n] == '/' {
-			return n
-		}
-	}
-	return -1
-}
-
-// canonPath cleans a path, resolves it against cwd, and writes any home folder as ~, so that one
-// rule covers the Mac's /Users/ada, the VM's /root or /home/ada, and $HOME.
-func canonPath(p, cwd string) string {
-	if p == "" {
-		return ""
-	}
-	switch {
-	case strings.HasPrefix(p, "~"): // ~, ~/x, ~ada/x
-	case strings.HasPrefix(p, "/"), strings.HasPrefix(p, "$"):
-	case cwd != "":
-		p = cwd + "/" + p
-	}
-	p = path.Clean(p)
-	if n := homeLen(p); n >= 0 {
-		p = "~" + p[n:]
-	}
-	return p
-}
-
-// keyMaterial is what a search for keys and tokens looks for: their shapes, not the word
-// "password" a policy document contains.
-var keyMaterial = lazyregexp.New(`AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-(ant-|proj-)?[A-Za-z0-9]|sk_live|(?i:aws_secret|secret_access_key|api[_-]?key\s*[:=])`)
-
-// keyFileGlob is a file-name pattern aimed at key files.
-var keyFileGlob = lazyregexp.New(`(?i)(id_(rsa|dsa|ecdsa|ed25519)|\.pem|\.key|\.p12|\.pfx|\.kdbx|\.env|credentials|\.netrc|\.npmrc|\.pgpass|\.git-credentials)`)
-
-// keyRoot reports a folder a search for key material must not sweep: the home folder, the
-// disk, the folders of homes, or a folder named for secrets.
-func keyRoot(root string) bool {
-	return root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir().MatchString(root)
-}
-
-// keySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
-// disk or a folder that holds secrets: the matches are the secrets, read a line at a time.
-func (c *Classifier) keySearch(tool, pattern, glob, where, cwd string) (Effect, bool) {
-	if where == "" {
-		where = cwd
-	}
-	root := canonPath(where, cwd)
-	broad := keyRoot(root) || c.secretPath(root)
-	switch {
-	case !broad:
-		return Effect{}, false
-	case tool == "Grep" && keyMaterial().MatchString(pattern):
-	case tool == "Glob" && keyFileGlob().MatchString(pattern+" "+glob):
-	default:
-		return Effect{}, false
-	}
-	return effect(EffectCredential, tool, "what", "a search for key material in "+root), true
 }

@@ -385,28 +385,3 @@ func gitForceClean(g gitCall) bool {
 	}
 	return false
 }
-
-// gitValidator adapts a test of a git command to a rule validator.
-func gitValidator(test func(gitCall) bool) func(*Classifier, item) (string, bool) {
-	return func(_ *Classifier, it item) (string, bool) {
-		g, ok := parseGit(it.cmd)
-		if !ok || !test(g) {
-			return "", false
-		}
-		return it.cmd.Line(), true
-	}
-}
-
-// gitDiscardValidator matches a git command that throws work away: all of it, or a part.
-func gitDiscardValidator(all bool) func(*Classifier, item) (string, bool) {
-	return func(_ *Classifier, it item) (string, bool) {
-		g, ok := parseGit(it.cmd)
-		if !ok {
-			return "", false
-		}
-		if what, isAll := gitDiscard(g); what != "" && isAll == all {
-			return it.cmd.Line() + " (discards " + what + ")", true
-		}
-		return "", false
-	}
-}

@@ -16,13 +16,6 @@ import (
 // it really points; a secret in any string leaves the machine with the call. Servers may be
 // named by a UUID (mcp__<uuid>__tool): nothing here depends on the server's name.
 
-// mcpLimits bound the work one call's arguments can cause.
-const (
-	mcpMaxDepth   = 16
-	mcpMaxStrings = 2000
-	mcpMaxString  = 256 << 10
-)
-
 // pathKeys are argument names whose value is a file or folder.
 var pathKeys = lazyregexp.New(`(?i)^(?:path|paths|file|files|file_?path|file_?name|filename|dir|directory|folder|repo_?path|repository_?path|target|target_?path|` +
 	`src|source|source_?path|dest|destination|destination_?path|output|output_?path|input_?path|attachments?|attachment_?paths?|cwd|root|` +
@@ -122,19 +115,6 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 		items = append(items, item{target: TargetEffect, text: e.String()})
 	}
 	return items
-}
-
-// walkStrings calls fn for every string in a decoded JSON value with the key it is under,
-// within the limits (see walkValues).
-func walkStrings(v any, key string, depth int, n *int, fn func(key, v string)) {
-	walkValues(v, key, depth, n, func(key string, v any) {
-		if s, ok := v.(string); ok {
-			if len(s) > mcpMaxString {
-				s = s[:mcpMaxString]
-			}
-			fn(key, s)
-		}
-	})
 }
 
 func firstSecret(s string) string {

@@ -89,10 +89,10 @@ type Analysis struct {
 	// Repaired is the parse error of text read after a repair (see repair), "" when none.
 	Repaired string
 	Dynamic  []string // why some part could not be known statically
-	// CodeEffects and CodePaths are what interpreter code does (see scanCode): effects, and the
+	// CodeActs and CodePaths are what interpreter code does (see scanCode): effects, and the
 	// literal paths it names, judged by the read rules.
-	CodeEffects []codeEffect
-	CodePaths   []string
+	CodeActs  []codeAct
+	CodePaths []string
 	// Fetched are files a downloader or decoder writes by redirection (curl … > x.sh); Scripts are
 	// literal text written to files (echo 'rm -rf /' > x.sh), analysed when a shell runs them.
 	Fetched map[string]string
@@ -1364,19 +1364,6 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 			}
 		}
 	}
-}
-
-func flagValue(args []string, flag string) (string, bool) {
-	for i, a := range args {
-		if a == flag && i+1 < len(args) {
-			return args[i+1], true
-		}
-		// combined short flags such as -lc or -ec
-		if len(flag) == 2 && len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.HasSuffix(a, flag[1:]) && i+1 < len(args) {
-			return args[i+1], true
-		}
-	}
-	return "", false
 }
 
 // sshHost returns the host ssh connects to: its first operand.

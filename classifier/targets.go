@@ -179,7 +179,7 @@ type handedPath struct{ value, opt string }
 // openEffects are the effects of the paths a command is handed: a secret, whatever the program
 // (but those that only look at names, and a key's own consumer); a persistence location, unless
 // the program is known to only read.
-func (c *Classifier) openEffects(cmd *Command, cwd string) []Effect {
+func (f finder) openEffects(cmd *Command, cwd string) []Effect {
 	if cmd.Name == "" || namesOnly[cmd.Name] && !readsContent(cmd) {
 		return nil
 	}
@@ -203,7 +203,7 @@ func (c *Classifier) openEffects(cmd *Command, cwd string) []Effect {
 		switch {
 		case readers[cmd.Name]:
 			// the known readers' files are judged by the read rules, option by option (bashItems)
-		case c.secretStore(p) && !consumes(cmd.Name, pa.opt):
+		case f.secretStore(p) && !consumes(cmd.Name, pa.opt):
 			out = append(out, effect(EffectOpen, cmd.Name, "path", p, "secret", ""))
 		case persistLocation().MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name]:
 			out = append(out, effect(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
@@ -225,6 +225,31 @@ func consumes(prog, opt string) bool {
 // secretStore reports whether a path holds credentials by the policy's read rules, a project's
 // environment file aside: the programs that run a project read its .env (node --env-file,
 // docker compose --env-file), and read.dotenv judges the ones that would print it.
-func (c *Classifier) secretStore(p string) bool {
-	return c.secretPath(p) && !isDotenv(p)
+func (f finder) secretStore(p string) bool {
+	return f.secret(p) && !isDotenv(p)
+}
+
+// readers are commands whose path arguments are files they read.
+var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
+	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
+	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
+	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
+	"ln": true, "link": true, "install": true, "ditto": true}
+
+// secretName: bare file names that hold secrets wherever they are (cat id_rsa).
+// secretName reports a bare file name that is a key or credential file: id_rsa (and its kin,
+// with _sk), credentials[.ext], env or .env[.suffix]. String tests, not a pattern (see noProject;
+// secretNamePattern in the tests is its specification).
+func secretName(s string) bool {
+	switch s {
+	case "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_rsa_sk", "id_dsa_sk", "id_ecdsa_sk", "id_ed25519_sk", "credentials", "env", ".env":
+		return true
+	}
+	if ext, ok := strings.CutPrefix(s, "credentials."); ok {
+		return ext != "" && strings.Trim(ext, "abcdefghijklmnopqrstuvwxyz") == ""
+	}
+	if suffix, ok := strings.CutPrefix(strings.TrimPrefix(s, "."), "env."); ok {
+		return suffix != "" && strings.Trim(suffix, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == ""
+	}
+	return false
 }

@@ -1,7 +1,6 @@
 package classifier
 
 import (
-	"slices"
 	"strings"
 )
 
@@ -28,21 +27,6 @@ var sendOptions = map[string]map[string]dataForm{
 		"-T": formFile, "--upload-file": formFile,
 	},
 	"wget": {"--post-data": formLiteral, "--post-file": formFile, "--body-data": formLiteral, "--body-file": formFile},
-}
-
-// rawSenders send their standard input to the host named in their arguments.
-var rawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true,
-	"mail": true, "mailx": true, "sendmail": true, "mutt": true, "msmtp": true}
-
-// fetchOutput are the options naming the file a download is saved to; remoteName ones save it
-// under the URL's own name.
-var fetchOutput = map[string]struct {
-	output     []string
-	remoteName []string
-	dir        []string
-}{
-	"curl": {output: []string{"-o", "--output"}, remoteName: []string{"-O", "--remote-name", "--remote-name-all"}, dir: []string{"--output-dir"}},
-	"wget": {output: []string{"-O", "--output-document"}, dir: []string{"-P", "--directory-prefix"}},
 }
 
 // subcommand is a program and the words after it (options skipped) that make one action.
@@ -161,84 +145,3 @@ var installers = map[string][]string{
 
 // installIndexOptions name another package index.
 var installIndexOptions = []string{"-i", "--index-url", "--extra-index-url", "--registry", "--source", "--git", "--find-links", "-f"}
-
-// valueOptions are the options of network clients that take the next word as their value, so
-// that a value is never read as an option (curl -o -d@.env saves to a file named -d@.env; curl -H
-// --help sends a header named --help and fetches all the same). Short ones are letters.
-var valueOptions = map[string]optionTable{
-	"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: setOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
-		"--config", "--connect-timeout", "--connect-to", "--cookie", "--cookie-jar", "--continue-at", "--data", "--data-ascii",
-		"--data-binary", "--data-raw", "--data-urlencode", "--dump-header", "--form", "--form-string", "--header", "--json",
-		"--key", "--key-type", "--limit-rate", "--max-time", "--max-filesize", "--output", "--output-dir", "--proxy",
-		"--proxy-header", "--proxy-user", "--quote", "--range", "--referer", "--request", "--resolve", "--retry",
-		"--retry-delay", "--retry-max-time", "--upload-file", "--url", "--user", "--user-agent", "--write-out", "--interface",
-		"--dns-servers", "--unix-socket", "--abstract-unix-socket", "--aws-sigv4", "--oauth2-bearer", "--noproxy",
-		"--preproxy", "--variable", "--pinnedpubkey", "--proto", "--proto-redir", "--trace", "--trace-ascii", "--stderr",
-		"--local-port", "--netrc-file", "--hostpubsha256", "--crlfile", "--egd-file", "--random-file", "--mail-from",
-		"--mail-rcpt", "--mail-auth", "--socks5", "--socks5-hostname", "--socks4", "--socks4a", "--telnet-option")},
-	"wget": {short: "OoaPtTwUeiBQlARDXIY", long: setOf("--output-document", "--output-file", "--append-output",
-		"--directory-prefix", "--tries", "--timeout", "--wait", "--user-agent", "--execute", "--input-file", "--base",
-		"--quota", "--level", "--accept", "--reject", "--domains", "--header", "--post-data", "--post-file", "--body-data",
-		"--body-file", "--method", "--user", "--password", "--load-cookies", "--save-cookies")},
-	"http":  httpieValues,
-	"https": httpieValues, // HTTPie's two names
-	"ssh":   {short: "pilLoFJRDbceEmOSWwB"},
-}
-
-// optionTable is a program's value-taking options: short ones as letters, long ones by name.
-type optionTable struct {
-	short string
-	long  map[string]bool
-}
-
-var httpieValues = optionTable{short: "aAo", long: setOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")}
-
-func setOf(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
-
-// maskedValue stands in for an option's value that must not be read as anything else.
-const maskedValue = "\x00"
-
-// maskValues returns the arguments with the values of the program's value-taking options
-// replaced by maskedValue, except those of the options named in keep. Programs without a table
-// get their arguments back as they are.
-func maskValues(name string, args []string, keep ...string) []string {
-	vo, ok := valueOptions[name]
-	if !ok {
-		return args
-	}
-	out := slices.Clone(args)
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		switch {
-		case a == "--":
-			return out
-		case strings.HasPrefix(a, "--"):
-			if vo.long[a] && i+1 < len(out) {
-				if !slices.Contains(keep, a) {
-					out[i+1] = maskedValue
-				}
-				i++
-			}
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			for k := 1; k < len(a); k++ {
-				if !strings.ContainsRune(vo.short, rune(a[k])) {
-					continue
-				}
-				if k == len(a)-1 && i+1 < len(out) { // -sSo FILE: the value is the next word
-					if !slices.Contains(keep, "-"+string(a[k])) {
-						out[i+1] = maskedValue
-					}
-					i++
-				}
-				break // or the rest of this word
-			}
-		}
-	}
-	return out
-}

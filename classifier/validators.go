@@ -70,11 +70,7 @@ func validator(name string) func(c *Classifier, it item) (string, bool) {
 	return validators[name]
 }
 
-var criticalPath = lazyregexp.New(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
-
 var tempRoot = lazyregexp.New(`^/(tmp|var/tmp|private/tmp|private/var/tmp)/?$`)
-
-var tempPath = lazyregexp.New(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
 
 // recursiveDelete finds rm -r: critical targets (the root, a home, system folders, .., *) when
 // critical is set, any other target that is not temporary otherwise.
@@ -174,15 +170,6 @@ func privilegeEscalation(_ *Classifier, it item) (string, bool) {
 	return "", false
 }
 
-var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "base64": true, "xxd": true, "openssl": true,
-	"nc": true, "ncat": true, "netcat": true, "gunzip": true, "zcat": true, "uudecode": true, "rev": true, "xclip": true, "pbpaste": true,
-	"http": true, "https": true, "xh": true, "aria2c": true, "ssh": true, "socat": true, "tar": true, "unzip": true, "bsdtar": true,
-	"bunzip2": true, "xz": true, "unxz": true, "zstd": true, "lwp-request": true, "GET": true, "telnet": true, "git": true}
-
-// isDownloader reports a program whose output is what it got from the network or decoded: the
-// table above, and every program whose capabilities say it fetches.
-func isDownloader(prog string) bool { return downloaders[prog] || hasCapability(prog, CapFetch) }
-
 // downloadToShell finds text from the network or a decoder run as code: curl … | sh,
 // base64 -d | bash, sh -c "$(curl …)", bash <(wget -O- …).
 func downloadToShell(_ *Classifier, it item) (string, bool) {
@@ -243,58 +230,6 @@ func shellArgs(args []string) []string {
 		}
 	}
 	return out
-}
-
-// noExec reports a shell told to read without running (-n, also within -nc, -ne).
-func noExec(cmd *Command) bool {
-	if !shells[cmd.Name] {
-		return false
-	}
-	no := false
-	for _, a := range cmd.Args {
-		switch {
-		case a == "+n" || strings.HasPrefix(a, "+") && strings.Contains(a, "n"):
-			no = false // set +n: execution back on
-		case a == "--" || !strings.HasPrefix(a, "-"):
-			return no
-		case !strings.HasPrefix(a, "--") && strings.Contains(a, "n"):
-			no = true
-		}
-	}
-	return no
-}
-
-// producesCode reports whether an upstream command really emits fetched or decoded text: curl
-// --version, base64 encoding, wget saving to a file, nc -z print nothing a shell should fear.
-func producesCode(c *Command) bool {
-	args := " " + strings.Join(maskValues(c.Name, c.Args, "--url"), " ") + " " // curl -H --help URL still fetches
-	has := func(flags ...string) bool {
-		for _, f := range flags {
-			if strings.Contains(args, " "+f+" ") || strings.Contains(args, " "+f+"=") {
-				return true
-			}
-		}
-		return false
-	}
-	switch c.Name {
-	case "curl", "http", "https", "xh", "ssh":
-		if has("--version", "-V", "--help", "-h", "--offline") || c.Name != "curl" && c.Name != "ssh" && has("--download", "-d") {
-			return false
-		}
-		if c.Name == "curl" && destination(c) == "" {
-			return !strings.Contains(args, "file:") && len(operands(c.Args)) > 0
-		}
-		return !strings.Contains(args, " file://")
-	case "wget":
-		return slices.Contains(optionValues(maskValues("wget", c.Args, "-O", "--output-document"), "-O", "--output-document"), "-")
-	case "base64", "openssl":
-		return has("-d", "--decode", "-D", "-di")
-	case "xxd":
-		return has("-r", "-rp", "-pr", "-r -p")
-	case "nc", "ncat", "netcat":
-		return !has("-z")
-	}
-	return true
 }
 
 // codeLoaders are variables that, set at all, make the programs reading them load a library or
@@ -367,10 +302,6 @@ func dangerousEnv(_ *Classifier, it item) (string, bool) {
 	}
 	return "", false
 }
-
-var secretVar = lazyregexp.New(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
-
-var remoteSpec = lazyregexp.New(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)
 
 // exfiltration finds data leaving the machine that no effect rule weighs: secrets named in
 // request data (a variable, a substitution). Files and standard input sent by curl, wget, scp,
@@ -484,22 +415,6 @@ func projectOf(cwd string) []string {
 // inProject reports whether a path lies in one of the project's folders.
 func inProject(p string, project []string) bool {
 	return slices.ContainsFunc(project, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") })
-}
-
-// isDotenv reports an environment file (.env, .env.local), not one of its templates
-// (.env.example, .sample, .template, .dist), which are committed to be read. String tests, not
-// a pattern: every path a command names is asked.
-func isDotenv(p string) bool {
-	base := p[strings.LastIndexByte(p, '/')+1:]
-	if base != ".env" && !(strings.HasPrefix(base, ".env.") && len(base) > len(".env.")) {
-		return false
-	}
-	for _, t := range []string{".example", ".sample", ".template", ".dist"} {
-		if base == ".env"+t {
-			return false
-		}
-	}
-	return true
 }
 
 // dotenvOutsideProject finds an environment file read outside the project the session works
@@ -689,4 +604,29 @@ func manifestDependencies(_ *Classifier, it item) (string, bool) {
 		return it.text, true
 	}
 	return "", false
+}
+
+// gitValidator adapts a test of a git command to a rule validator.
+func gitValidator(test func(gitCall) bool) func(*Classifier, item) (string, bool) {
+	return func(_ *Classifier, it item) (string, bool) {
+		g, ok := parseGit(it.cmd)
+		if !ok || !test(g) {
+			return "", false
+		}
+		return it.cmd.Line(), true
+	}
+}
+
+// gitDiscardValidator matches a git command that throws work away: all of it, or a part.
+func gitDiscardValidator(all bool) func(*Classifier, item) (string, bool) {
+	return func(_ *Classifier, it item) (string, bool) {
+		g, ok := parseGit(it.cmd)
+		if !ok {
+			return "", false
+		}
+		if what, isAll := gitDiscard(g); what != "" && isAll == all {
+			return it.cmd.Line() + " (discards " + what + ")", true
+		}
+		return "", false
+	}
 }

@@ -1,0 +1,325 @@
+package classifier
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+)
+
+var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "base64": true, "xxd": true, "openssl": true,
+	"nc": true, "ncat": true, "netcat": true, "gunzip": true, "zcat": true, "uudecode": true, "rev": true, "xclip": true, "pbpaste": true,
+	"http": true, "https": true, "xh": true, "aria2c": true, "ssh": true, "socat": true, "tar": true, "unzip": true, "bsdtar": true,
+	"bunzip2": true, "xz": true, "unxz": true, "zstd": true, "lwp-request": true, "GET": true, "telnet": true, "git": true}
+
+// isDownloader reports a program whose output is what it got from the network or decoded: the
+// table above, and every program whose capabilities say it fetches.
+func isDownloader(prog string) bool { return downloaders[prog] || hasCapability(prog, CapFetch) }
+
+// noExec reports a shell told to read without running (-n, also within -nc, -ne).
+func noExec(cmd *Command) bool {
+	if !shells[cmd.Name] {
+		return false
+	}
+	no := false
+	for _, a := range cmd.Args {
+		switch {
+		case a == "+n" || strings.HasPrefix(a, "+") && strings.Contains(a, "n"):
+			no = false // set +n: execution back on
+		case a == "--" || !strings.HasPrefix(a, "-"):
+			return no
+		case !strings.HasPrefix(a, "--") && strings.Contains(a, "n"):
+			no = true
+		}
+	}
+	return no
+}
+
+// producesCode reports whether an upstream command really emits fetched or decoded text: curl
+// --version, base64 encoding, wget saving to a file, nc -z print nothing a shell should fear.
+func producesCode(c *Command) bool {
+	args := " " + strings.Join(maskValues(c.Name, c.Args, "--url"), " ") + " " // curl -H --help URL still fetches
+	has := func(flags ...string) bool {
+		for _, f := range flags {
+			if strings.Contains(args, " "+f+" ") || strings.Contains(args, " "+f+"=") {
+				return true
+			}
+		}
+		return false
+	}
+	switch c.Name {
+	case "curl", "http", "https", "xh", "ssh":
+		if has("--version", "-V", "--help", "-h", "--offline") || c.Name != "curl" && c.Name != "ssh" && has("--download", "-d") {
+			return false
+		}
+		if c.Name == "curl" && destination(c) == "" {
+			return !strings.Contains(args, "file:") && len(operands(c.Args)) > 0
+		}
+		return !strings.Contains(args, " file://")
+	case "wget":
+		return slices.Contains(optionValues(maskValues("wget", c.Args, "-O", "--output-document"), "-O", "--output-document"), "-")
+	case "base64", "openssl":
+		return has("-d", "--decode", "-D", "-di")
+	case "xxd":
+		return has("-r", "-rp", "-pr", "-r -p")
+	case "nc", "ncat", "netcat":
+		return !has("-z")
+	}
+	return true
+}
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// maskedValue stands in for an option's value that must not be read as anything else.
+const maskedValue = "\x00"
+
+// maskValues returns the arguments with the values of the program's value-taking options
+// replaced by maskedValue, except those of the options named in keep. Programs without a table
+// get their arguments back as they are.
+func maskValues(name string, args []string, keep ...string) []string {
+	vo, ok := valueOptions[name]
+	if !ok {
+		return args
+	}
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case a == "--":
+			return out
+		case strings.HasPrefix(a, "--"):
+			if vo.long[a] && i+1 < len(out) {
+				if !slices.Contains(keep, a) {
+					out[i+1] = maskedValue
+				}
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			for k := 1; k < len(a); k++ {
+				if !strings.ContainsRune(vo.short, rune(a[k])) {
+					continue
+				}
+				if k == len(a)-1 && i+1 < len(out) { // -sSo FILE: the value is the next word
+					if !slices.Contains(keep, "-"+string(a[k])) {
+						out[i+1] = maskedValue
+					}
+					i++
+				}
+				break // or the rest of this word
+			}
+		}
+	}
+	return out
+}
+
+func flagValue(args []string, flag string) (string, bool) {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1], true
+		}
+		// combined short flags such as -lc or -ec
+		if len(flag) == 2 && len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.HasSuffix(a, flag[1:]) && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+// operands are the arguments that are not options.
+func operands(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// optionValues returns each value of the options named, given as "-o v", "-ov", "--opt v" or
+// "--opt=v".
+//
+// Long options may be abbreviated as GNU tools allow (--post-f for --post-file, six characters at
+// least), and a short one may end a cluster of flags (-sF name=@x, -voProxyCommand=…).
+func optionValues(args []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		for _, n := range names {
+			long := strings.HasPrefix(n, "--")
+			name, value, inline := strings.Cut(a, "=")
+			switch {
+			case a == n && i+1 < len(args):
+				out = append(out, args[i+1])
+			case long && inline && (name == n || len(name) >= 6 && strings.HasPrefix(n, name)):
+				out = append(out, value)
+			case long && !inline && len(a) >= 6 && a != n && strings.HasPrefix(n, a) && i+1 < len(args):
+				out = append(out, args[i+1])
+			case !long && len(n) == 2 && len(a) > 2 && a[0] == '-' && a[1] != '-':
+				// -Fvalue, or -sF value / -sFvalue: the option's letter inside a cluster
+				if k := strings.IndexByte(a[1:], n[1]); k >= 0 && isFlagCluster(a[1:1+k]) {
+					if rest := a[2+k:]; rest != "" {
+						out = append(out, rest)
+					} else if i+1 < len(args) {
+						out = append(out, args[i+1])
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// isFlagCluster reports letters that can only be flags without values before an option in a
+// cluster: plain letters.
+func isFlagCluster(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// execStrings are the commands a command hands to a shell through an option or a script:
+// tar --to-command, ssh -o ProxyCommand, rsync -e, trap, osascript's do shell script, awk's
+// system(), find -exec is elsewhere. The analysis reads each as shell.
+func execStrings(cmd *Command) []string {
+	var out []string
+	for _, h := range capabilityHits(cmd) {
+		if h.cap == CapShell || h.cap == CapExec || h.cap == CapNetShell {
+			out = append(out, h.values...)
+		}
+	}
+	switch cmd.Name {
+	case "trap":
+		if ops := operands(cmd.Args); len(ops) > 0 {
+			out = append(out, ops[0])
+		}
+	case "osascript":
+		for _, s := range optionValues(cmd.Args, "-e") {
+			for _, m := range doShellScript().FindAllStringSubmatch(s, -1) {
+				out = append(out, strings.ReplaceAll(m[1]+m[2], `\"`, `"`))
+			}
+		}
+	case "awk", "gawk", "mawk", "nawk":
+		for _, a := range cmd.Args {
+			for _, m := range awkShell().FindAllStringSubmatch(a, -1) {
+				out = append(out, m[1]+m[2])
+			}
+		}
+	case "watch":
+		i := 0
+		for i < len(cmd.Args) && strings.HasPrefix(cmd.Args[i], "-") {
+			if a := cmd.Args[i]; a == "-n" || a == "--interval" || a == "-q" || a == "--equexit" {
+				i++
+			}
+			i++
+		}
+		if i < len(cmd.Args) {
+			out = append(out, strings.Join(cmd.Args[i:], " "))
+		}
+	case "tmux":
+		ops := operands(cmd.Args)
+		if len(ops) >= 2 && (ops[0] == "new-session" || ops[0] == "new" || ops[0] == "new-window" || ops[0] == "split-window" || ops[0] == "respawn-pane") {
+			out = append(out, ops[len(ops)-1])
+		}
+	case "screen":
+		for i, a := range cmd.Args {
+			if (a == "-dm" || a == "-dmS" || a == "-d" || a == "-m") && i+1 < len(cmd.Args) {
+				rest := cmd.Args[i+1:]
+				if a == "-dmS" && len(rest) > 0 {
+					rest = rest[1:]
+				}
+				out = append(out, strings.Join(rest, " "))
+				break
+			}
+		}
+	}
+	return out
+}
+
+var doShellScript = lazyregexp.New(`do shell script\s+(?:"((?:[^"\\]|\\.)*)"|'([^']*)')`)
+
+var awkShell = lazyregexp.New(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\|\s*"(sh|bash|zsh)"`)
+
+// valueOptions are the options of network clients that take the next word as their value, so
+// that a value is never read as an option (curl -o -d@.env saves to a file named -d@.env; curl -H
+// --help sends a header named --help and fetches all the same). Short ones are letters.
+var valueOptions = map[string]optionTable{
+	"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: setOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
+		"--config", "--connect-timeout", "--connect-to", "--cookie", "--cookie-jar", "--continue-at", "--data", "--data-ascii",
+		"--data-binary", "--data-raw", "--data-urlencode", "--dump-header", "--form", "--form-string", "--header", "--json",
+		"--key", "--key-type", "--limit-rate", "--max-time", "--max-filesize", "--output", "--output-dir", "--proxy",
+		"--proxy-header", "--proxy-user", "--quote", "--range", "--referer", "--request", "--resolve", "--retry",
+		"--retry-delay", "--retry-max-time", "--upload-file", "--url", "--user", "--user-agent", "--write-out", "--interface",
+		"--dns-servers", "--unix-socket", "--abstract-unix-socket", "--aws-sigv4", "--oauth2-bearer", "--noproxy",
+		"--preproxy", "--variable", "--pinnedpubkey", "--proto", "--proto-redir", "--trace", "--trace-ascii", "--stderr",
+		"--local-port", "--netrc-file", "--hostpubsha256", "--crlfile", "--egd-file", "--random-file", "--mail-from",
+		"--mail-rcpt", "--mail-auth", "--socks5", "--socks5-hostname", "--socks4", "--socks4a", "--telnet-option")},
+	"wget": {short: "OoaPtTwUeiBQlARDXIY", long: setOf("--output-document", "--output-file", "--append-output",
+		"--directory-prefix", "--tries", "--timeout", "--wait", "--user-agent", "--execute", "--input-file", "--base",
+		"--quota", "--level", "--accept", "--reject", "--domains", "--header", "--post-data", "--post-file", "--body-data",
+		"--body-file", "--method", "--user", "--password", "--load-cookies", "--save-cookies")},
+	"http":  httpieValues,
+	"https": httpieValues, // HTTPie's two names
+	"ssh":   {short: "pilLoFJRDbceEmOSWwB"},
+}
+
+// optionTable is a program's value-taking options: short ones as letters, long ones by name.
+type optionTable struct {
+	short string
+	long  map[string]bool
+}
+
+var httpieValues = optionTable{short: "aAo", long: setOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")}
+
+// destination is where a network client sends: its URL, or host for raw senders.
+func destination(cmd *Command) string {
+	args := maskValues(cmd.Name, cmd.Args, "--url")
+	for _, a := range args {
+		if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "ftp") && u.Host != "" {
+			return u.Scheme + "://" + u.Host + u.Path
+		}
+	}
+	if rawSenders[cmd.Name] {
+		if ops := operands(cmd.Args); len(ops) > 0 {
+			return ops[0]
+		}
+	}
+	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
+		for _, a := range args {
+			if bareHost().MatchString(a) {
+				return "http://" + a
+			}
+		}
+	}
+	return ""
+}
+
+var bareHost = lazyregexp.New(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/\S*)?$`)
+
+// rawSenders send their standard input to the host named in their arguments.
+var rawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true,
+	"mail": true, "mailx": true, "sendmail": true, "mutt": true, "msmtp": true}
+
+// fetchOutput are the options naming the file a download is saved to; remoteName ones save it
+// under the URL's own name.
+var fetchOutput = map[string]struct {
+	output     []string
+	remoteName []string
+	dir        []string
+}{
+	"curl": {output: []string{"-o", "--output"}, remoteName: []string{"-O", "--remote-name", "--remote-name-all"}, dir: []string{"--output-dir"}},
+	"wget": {output: []string{"-O", "--output-document"}, dir: []string{"-P", "--directory-prefix"}},
+}
