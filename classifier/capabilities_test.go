@@ -6,23 +6,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
 func TestTheCapabilityTableParsesAndNamesOnlyKnownCapabilities(t *testing.T) {
-	if _, err := parseCapabilities(capabilitiesText); err != nil {
+	if _, err := facts.ParseCapabilities(facts.CapabilitiesText); err != nil {
 		t.Fatalf("the embedded table: %v", err)
 	}
 	for _, bad := range []string{"aria2c exec", "aria2c fly --x", "aria2c"} {
-		if _, err := parseCapabilities(bad + "\n"); err == nil || !strings.Contains(err.Error(), "capabilities.txt:1") {
+		if _, err := facts.ParseCapabilities(bad + "\n"); err == nil || !strings.Contains(err.Error(), "capabilities.txt:1") {
 			t.Errorf("%q: err = %v, want one naming line 1", bad, err)
 		}
 	}
-	tbl, err := parseCapabilities("a,b  exec  -x  | what it does\n# a comment\n\n")
+	tbl, err := facts.ParseCapabilities("a,b  exec  -x  | what it does\n# a comment\n\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tbl["a"]) != 1 || len(tbl["b"]) != 1 || tbl["b"][0].what != "what it does" {
+	if len(tbl["a"]) != 1 || len(tbl["b"]) != 1 || tbl["b"][0].What != "what it does" {
 		t.Errorf("table = %+v, want one row each for a and b, with its what", tbl)
 	}
 }
@@ -51,11 +53,11 @@ func TestEachFormOfArgumentsFindsItsValues(t *testing.T) {
 		{"sysadminctl -deleteUser ada", "-deleteUser", true, []string{"ada"}},
 	}
 	for _, tt := range tests {
-		an := Analyze(tt.cmd)
+		an := facts.Analyze(tt.cmd)
 		if len(an.Commands) == 0 {
 			t.Fatalf("%s: no command", tt.cmd)
 		}
-		values, hit := formValues(&an.Commands[0], tt.form)
+		values, hit := facts.FormValues(&an.Commands[0], tt.form)
 		if hit != tt.hit || !slices.Equal(values, tt.values) && len(tt.values) > 0 {
 			t.Errorf("%s with %s: %v %q, want %v %q", tt.cmd, tt.form, hit, values, tt.hit, tt.values)
 		}

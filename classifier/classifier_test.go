@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -476,7 +478,7 @@ func TestPathsAreResolvedBeforeMatching(t *testing.T) {
 		{"notes.md", "/sessions/s/mnt/outputs", "/sessions/s/mnt/outputs/notes.md"},
 		{"/var/tmp/../../etc/passwd", "", "/etc/passwd"},
 	} {
-		if got := canonPath(tc.in, tc.cwd); got != tc.want {
+		if got := facts.CanonPath(tc.in, tc.cwd); got != tc.want {
 			t.Errorf("canonPath(%q, %q) = %q, want %q", tc.in, tc.cwd, got, tc.want)
 		}
 	}
@@ -550,7 +552,7 @@ func FuzzAnalyzeAndEvaluate(f *testing.F) {
 	}
 	c := newTestClassifier(f, Policy{})
 	f.Fuzz(func(t *testing.T, cmd string) {
-		Analyze(cmd)
+		facts.Analyze(cmd)
 		c.Evaluate(context.Background(), bashCall(cmd))
 	})
 }

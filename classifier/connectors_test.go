@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
 )
 
-func effectLines(es []Effect) []string {
+func effectLines(es []effects.Effect) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.String())
@@ -37,7 +39,7 @@ func TestConnectorEffectsComeFromTheShapeOfTheArgumentsNotTheServersName(t *test
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := effectLines(connectorEffects("mcp:9f1c/"+tt.tool, tt.tool, anyOf(tt.args)))
+			got := effectLines(effects.ConnectorEffects("mcp:9f1c/"+tt.tool, tt.tool, anyOf(tt.args)))
 			if len(got) != len(tt.want) {
 				t.Fatalf("effects %q, want %q", got, tt.want)
 			}
@@ -69,7 +71,7 @@ func TestMemoryToolsAreThoseThatKeepWhatTheAgentReadsBack(t *testing.T) {
 		{"github", "create_issue", false},
 	}
 	for _, tt := range tests {
-		if got := memoryTool(tt.server, tt.tool); got != tt.want {
+		if got := effects.MemoryTool(tt.server, tt.tool); got != tt.want {
 			t.Errorf("memoryTool(%q, %q) = %v, want %v", tt.server, tt.tool, got, tt.want)
 		}
 	}

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -156,8 +159,8 @@ func FuzzScanCode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, code string) {
-		a := Analyze("python3 -c " + shellQuote(code))
-		_ = analysisEffects(a, "/p", newFlow(a, "/p", func(string) bool { return false }))
+		a := facts.Analyze("python3 -c " + shellQuote(code))
+		_ = effects.AnalysisEffects(a, "/p", effects.NewFlow(a, "/p", func(string) bool { return false }))
 	})
 }
 

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -216,8 +219,8 @@ func (c *Classifier) Rules(t Target) []*Rule { return c.rules[t] }
 type item struct {
 	target  Target
 	text    string
-	cmd     *Command // for bash validators
-	an      *Analysis
+	cmd     *facts.Command // for bash validators
+	an      *facts.Analysis
 	cwd     string
 	server  string   // for mcp
 	content string   // for edit items: the text being written, when known
@@ -410,7 +413,7 @@ func baseCommand(it item) string {
 }
 
 // finder finds effects with the policy's idea of a secret.
-func (c *Classifier) finder() finder { return finder{secret: c.secretPath} }
+func (c *Classifier) finder() effects.Finder { return effects.Finder{Secret: c.secretPath} }
 
 // secretPath reports whether reading p is denied by a read rule: the policy's own idea of a
 // secret (credentials, keys, .env files).
@@ -431,7 +434,7 @@ func (c *Classifier) Effects(p claudehook.Payload) []string {
 		return nil
 	}
 	var out []string
-	for _, e := range c.finder().effects(Analyze(in.Command), p.Cwd) {
+	for _, e := range c.finder().Effects(facts.Analyze(in.Command), p.Cwd) {
 		out = append(out, e.String())
 	}
 	return out
@@ -485,15 +488,15 @@ func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
 		}
 		return items, Verdict{}
 	case "Read":
-		return []item{{target: TargetRead, text: canonPath(str("file_path"), p.Cwd)}}, Verdict{}
+		return []item{{target: TargetRead, text: facts.CanonPath(str("file_path"), p.Cwd)}}, Verdict{}
 	case "Glob", "Grep":
 		var items []item
 		for _, k := range []string{"path", "pattern", "glob"} {
 			if v := str(k); v != "" && (k == "path" || strings.Contains(v, "/")) {
-				items = append(items, item{target: TargetRead, text: canonPath(v, p.Cwd)})
+				items = append(items, item{target: TargetRead, text: facts.CanonPath(v, p.Cwd)})
 			}
 		}
-		if e, ok := c.finder().keySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
+		if e, ok := c.finder().KeySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
 			items = append(items, item{target: TargetEffect, text: e.String()})
 		}
 		return items, Verdict{}
@@ -517,7 +520,7 @@ func mcpName(tool string) (server, name string, ok bool) {
 }
 
 func (c *Classifier) writeItems(file, content, cwd string) []item {
-	p := canonPath(file, cwd)
+	p := facts.CanonPath(file, cwd)
 	items := []item{{target: TargetEdit, text: p, content: content}}
 	if content != "" && instructionFile(p) {
 		items = append(items, item{target: TargetContent, text: content})
@@ -550,7 +553,7 @@ var readerValueOpts = map[string]map[string]bool{
 }
 
 // fileOperands splits a command's operands into the files it reads and those it writes.
-func fileOperands(cmd *Command) (read, written []string) {
+func fileOperands(cmd *facts.Command) (read, written []string) {
 	values := readerValueOpts[cmd.Name]
 	var ops []string
 	for i := 0; i < len(cmd.Args); i++ {
@@ -576,7 +579,7 @@ func fileOperands(cmd *Command) (read, written []string) {
 		if cmd.Name == "cp" && slices.Contains(cmd.Args, "--attributes-only") {
 			read = nil // the copy gets the source's mode and times, none of its content
 		}
-		if dest := ops[len(ops)-1]; !remoteSpec().MatchString(dest) {
+		if dest := ops[len(ops)-1]; !effects.RemoteSpec().MatchString(dest) {
 			written = append(written, dest) // a remote destination is not a file here
 		}
 	case cmd.Name == "mv":
@@ -594,10 +597,10 @@ func fileOperands(cmd *Command) (read, written []string) {
 
 func (c *Classifier) bashItems(command, cwd string) []item {
 	p, _ := c.parsers.Get().(*syntax.Parser)
-	an := analyze(command, p)
-	if an.parser != nil {
-		c.parsers.Put(an.parser)
-		an.parser = nil
+	an := facts.AnalyzeWith(command, p)
+	if an.Parser != nil {
+		c.parsers.Put(an.Parser)
+		an.Parser = nil
 	}
 	items := []item{{target: TargetBash, text: strings.TrimSpace(command), an: an, cwd: cwd}}
 	seen := map[string]bool{}
@@ -618,7 +621,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 				switch file, local := fileURL(u); {
 				case !ok:
 				case local: // curl file:///x reads x: judged by the read rules, as cat x would be
-					items = append(items, item{target: TargetRead, text: canonPath(file, cwd)})
+					items = append(items, item{target: TargetRead, text: facts.CanonPath(file, cwd)})
 				case !loopbackURL(u):
 					items = append(items, urlItems(u)...)
 				}
@@ -626,48 +629,48 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 		}
 		read, written := fileOperands(cmd)
 		for _, a := range read {
-			if readers[cmd.Name] && (looksLikePath(a) || secretName(a)) {
-				items = append(items, item{target: TargetRead, text: canonPath(a, cwd)})
+			if effects.Readers[cmd.Name] && (facts.LooksLikePath(a) || effects.SecretName(a)) {
+				items = append(items, item{target: TargetRead, text: facts.CanonPath(a, cwd)})
 			}
 			if cmd.Name == "git" { // git show HEAD:.env, git cat-file -p HEAD:id_rsa
 				if _, p, ok := strings.Cut(a, ":"); ok && p != "" && !strings.Contains(a, "://") && !strings.HasPrefix(p, "/") {
-					items = append(items, item{target: TargetRead, text: canonPath(p, cwd)})
+					items = append(items, item{target: TargetRead, text: facts.CanonPath(p, cwd)})
 				}
 			}
 		}
 		for _, a := range written {
-			if looksLikePath(a) {
-				items = append(items, item{target: TargetEdit, text: canonPath(strings.TrimPrefix(a, "of="), cwd)})
+			if facts.LooksLikePath(a) {
+				items = append(items, item{target: TargetEdit, text: facts.CanonPath(strings.TrimPrefix(a, "of="), cwd)})
 			}
 		}
 	}
 	for target, text := range an.Scripts { // echo '…' >> CLAUDE.md, cat <<EOF > AGENTS.md
-		if instructionFile(canonPath(target, cwd)) {
+		if instructionFile(facts.CanonPath(target, cwd)) {
 			items = append(items, item{target: TargetContent, text: text})
 		}
 	}
 	find := c.finder()
-	fl := newFlow(an, cwd, find.secret)
+	fl := effects.NewFlow(an, cwd, find.Secret)
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
-		for _, e := range find.programEffects(cmd, cwd, fl, an) {
+		for _, e := range find.ProgramEffects(cmd, cwd, fl, an) {
 			items = append(items, item{target: TargetEffect, text: e.String(), cmd: cmd, an: an, cwd: cwd})
 		}
 	}
-	for _, e := range analysisEffects(an, cwd, fl) {
+	for _, e := range effects.AnalysisEffects(an, cwd, fl) {
 		items = append(items, item{target: TargetEffect, text: e.String(), an: an, cwd: cwd})
 	}
 	for _, p := range an.CodePaths {
-		items = append(items, item{target: TargetRead, text: canonPath(p, cwd)})
+		items = append(items, item{target: TargetRead, text: facts.CanonPath(p, cwd)})
 	}
 	for _, code := range an.Code {
 		items = append(items, item{target: TargetBash, text: code.Interp + " -c " + code.Text, an: an, cwd: cwd})
 	}
 	for _, w := range an.Writes {
-		items = append(items, item{target: TargetEdit, text: canonPath(w, cwd)})
+		items = append(items, item{target: TargetEdit, text: facts.CanonPath(w, cwd)})
 	}
 	for _, r := range an.Reads {
-		items = append(items, item{target: TargetRead, text: canonPath(r, cwd)})
+		items = append(items, item{target: TargetRead, text: facts.CanonPath(r, cwd)})
 	}
 	return items
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -62,11 +64,11 @@ func TestPrintfAndEscapes(t *testing.T) {
 		{`%c%c`, []string{"rx", "my"}, "rm"},
 		{`\101\t`, nil, "A\t"},
 	} {
-		if got, ok := printfOutput(tt.format, tt.args); !ok || got != tt.want {
+		if got, ok := facts.PrintfOutput(tt.format, tt.args); !ok || got != tt.want {
 			t.Errorf("printf %q %q = %q, %v; want %q", tt.format, tt.args, got, ok, tt.want)
 		}
 	}
-	if _, ok := printfOutput(`%5.2f`, []string{"1"}); ok {
+	if _, ok := facts.PrintfOutput(`%5.2f`, []string{"1"}); ok {
 		t.Error("a float format was folded")
 	}
 }
@@ -76,9 +78,9 @@ func FuzzFold(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
-		a := Analyze(cmd)
-		if a.expanded > maxExpandBytes+maxValueBytes*2 {
-			t.Fatalf("expansion unbounded: %d bytes", a.expanded)
+		a := facts.Analyze(cmd)
+		if a.Expanded > facts.MaxExpandBytes+facts.MaxValueBytes*2 {
+			t.Fatalf("expansion unbounded: %d bytes", a.Expanded)
 		}
 	})
 }
@@ -90,7 +92,7 @@ func TestCanonPathWritesEveryHomeAsTilde(t *testing.T) {
 		"/Users/": "/Users", "/rootkit/x": "/rootkit/x", "/home": "/home", "~Ada/x": "~Ada/x", "/Usersx/a": "/Usersx/a",
 	}
 	for in, want := range tests {
-		if got := canonPath(in, "/tmp"); got != want {
+		if got := facts.CanonPath(in, "/tmp"); got != want {
 			t.Errorf("canonPath(%q) = %q, want %q", in, got, want)
 		}
 	}

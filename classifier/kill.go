@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
@@ -51,7 +53,9 @@ func killProtected(_ *Classifier, it item) (string, bool) {
 	if cmd == nil || killerSelectors[cmd.Name] == nil {
 		return "", false
 	}
-	fullLine := cmd.Name == "pkill" && slices.ContainsFunc(cmd.Args, func(a string) bool { return a == "-f" || a == "--full" || isFlagCluster(a) && strings.Contains(a, "f") })
+	fullLine := cmd.Name == "pkill" && slices.ContainsFunc(cmd.Args, func(a string) bool {
+		return a == "-f" || a == "--full" || facts.IsFlagCluster(a) && strings.Contains(a, "f")
+	})
 	var patterns []string
 	for i := 0; i < len(cmd.Args); i++ {
 		a := cmd.Args[i]

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -62,7 +64,7 @@ func TestCommandsBuiltToExhaustTheAnalyserAreDeniedWithBoundedMemory(t *testing.
 }
 
 func TestOrdinaryVariablesStayWithinTheLimits(t *testing.T) {
-	an := Analyze(`dir=build; out=$dir/out; mkdir -p "$out" && cp -r src "$out/"`)
+	an := facts.Analyze(`dir=build; out=$dir/out; mkdir -p "$out" && cp -r src "$out/"`)
 	if an.Exceeded != "" {
 		t.Fatalf("an ordinary command hit a limit: %s", an.Exceeded)
 	}

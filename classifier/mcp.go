@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/secrets"
 )
@@ -28,14 +31,14 @@ var writingTool = lazyregexp.New(`(?i)write|create|save|edit|update|put|upload|m
 var contentKeys = lazyregexp.New(`(?i)^(?:content|contents|text|body|data|new_?string|new_?source|markdown)$`)
 
 // commandRunnerWords, among the words of a server's or tool's name, mark one that runs commands.
-var commandRunnerWords = setOf("shell", "terminal", "bash", "sh", "zsh", "cmd", "command", "commands", "exec", "git", "make",
+var commandRunnerWords = facts.SetOf("shell", "terminal", "bash", "sh", "zsh", "cmd", "command", "commands", "exec", "git", "make",
 	"npm", "npx", "yarn", "pnpm", "docker", "kubectl", "process", "script", "subprocess", "run", "cli")
 
 // shellSyntax is what only a shell makes something of: substitutions, chaining, pipes.
 var shellSyntax = lazyregexp.New("\\$\\(|`|&&|\\|\\||;\\s*[A-Za-z./~$]|\\|\\s*[A-Za-z./~$]|>\\s*[A-Za-z./~]")
 
 // runsCommands reports a server or tool whose name says it runs commands.
-func runsCommands(server, tool string) bool { return nameHas(commandRunnerWords, server, tool) }
+func runsCommands(server, tool string) bool { return effects.NameHas(commandRunnerWords, server, tool) }
 
 // shellMetacharacters finds shell syntax in an argument of a tool that runs commands.
 func shellMetacharacters(_ *Classifier, it item) (string, bool) {
@@ -44,7 +47,7 @@ func shellMetacharacters(_ *Classifier, it item) (string, bool) {
 	}
 	found := ""
 	n := 0
-	walkStrings(it.args, "", 0, &n, func(_, v string) {
+	effects.WalkStrings(it.args, "", 0, &n, func(_, v string) {
 		if found == "" && shellSyntax().MatchString(v) {
 			found = v
 		}
@@ -67,9 +70,9 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 	var content []string
 	n := 0
 	by := "mcp:" + server + "/" + tool
-	walkStrings(args, "", 0, &n, func(key, v string) {
-		if sqlArgument(server, tool, key, v) {
-			for _, e := range sqlEffects(by, v) {
+	effects.WalkStrings(args, "", 0, &n, func(key, v string) {
+		if effects.SQLArgument(server, tool, key, v) {
+			for _, e := range effects.SQLEffects(by, v) {
 				items = append(items, item{target: TargetEffect, text: e.String()})
 			}
 		}
@@ -83,7 +86,7 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 			}
 		}
 		if p, ok := pathArg(key, v); ok {
-			cp := canonPath(p, cwd)
+			cp := facts.CanonPath(p, cwd)
 			items = append(items, item{target: TargetRead, text: cp})
 			if writes {
 				items = append(items, item{target: TargetEdit, text: cp})
@@ -101,17 +104,17 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 			items = append(items, item{target: TargetContent, text: text})
 		}
 	}
-	if memoryTool(server, tool) { // what a memory keeps, the agent reads as instructions later
+	if effects.MemoryTool(server, tool) { // what a memory keeps, the agent reads as instructions later
 		var kept []string
 		m := 0
-		walkStrings(args, "", 0, &m, func(_, v string) { kept = append(kept, v) })
+		effects.WalkStrings(args, "", 0, &m, func(_, v string) { kept = append(kept, v) })
 		items = append(items, item{target: TargetContent, text: strings.Join(kept, "\n")})
 	}
-	for _, e := range connectorEffects(by, tool, args) {
+	for _, e := range effects.ConnectorEffects(by, tool, args) {
 		items = append(items, item{target: TargetEffect, text: e.String()})
 	}
 	if len(secretKinds) > 0 { // any connector call takes its arguments off the machine
-		e := effect(EffectSend, "mcp", "data", "arguments:"+strings.Join(secretKinds, ","), "secret", "", "to", "mcp:"+server+"/"+tool)
+		e := effects.New(effects.EffectSend, "mcp", "data", "arguments:"+strings.Join(secretKinds, ","), "secret", "", "to", "mcp:"+server+"/"+tool)
 		items = append(items, item{target: TargetEffect, text: e.String()})
 	}
 	return items

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -34,7 +36,7 @@ type place struct {
 func compilePlaces(ps []Place) []place {
 	out := make([]place, 0, len(ps))
 	for _, p := range ps {
-		if c := canonPath(p.Path, ""); c != "" && c != "/" && c != "~" {
+		if c := facts.CanonPath(p.Path, ""); c != "" && c != "/" && c != "~" {
 			out = append(out, place{p, c})
 		}
 	}
@@ -56,7 +58,7 @@ func under(p, dir string, stem bool) bool {
 // Policy.Places that are Cowork's sessions are others' but for it. own "" is a call from no
 // session: every session's folder is another's.
 func (c *Classifier) EvaluateFrom(ctx context.Context, p claudehook.Payload, own string) Verdict {
-	return c.evaluate(ctx, p, canonPath(own, ""))
+	return c.evaluate(ctx, p, facts.CanonPath(own, ""))
 }
 
 // EvaluateResolved is EvaluateFrom, and again on the call resolve gives (the call with its paths

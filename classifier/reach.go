@@ -4,6 +4,9 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
@@ -40,10 +43,10 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 	if cmd.Dynamic {
 		return cmd.Name + " (a program only known at run time)", true
 	}
-	if interpreters[cmd.Name] != "" || shells[cmd.Name] {
+	if facts.Interpreters[cmd.Name] != "" || facts.Shells[cmd.Name] {
 		return cmd.Name + " runs code in a language this organisation has not listed", true
 	}
-	if exe := canonPath(cmd.Exe, it.cwd); cmd.Exe != "" && throwaway(exe) {
+	if exe := facts.CanonPath(cmd.Exe, it.cwd); cmd.Exe != "" && effects.Throwaway(exe) {
 		return cmd.Name + " runs from " + exe, true
 	}
 	for _, a := range cmd.Args {
@@ -55,8 +58,8 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 			return cmd.Name + " reaches " + v, true
 		}
 	}
-	for _, pa := range append(pathValues(cmd), embeddedPaths(cmd)...) {
-		if p := canonPath(pa.value, it.cwd); sensitiveArea().MatchString(p) && !harmlessArea().MatchString(p) && !inProject(p, it.project) {
+	for _, pa := range append(effects.PathValues(cmd), effects.EmbeddedPaths(cmd)...) {
+		if p := facts.CanonPath(pa.Value, it.cwd); sensitiveArea().MatchString(p) && !harmlessArea().MatchString(p) && !inProject(p, it.project) {
 			return cmd.Name + " is handed " + p, true
 		}
 	}

@@ -3,6 +3,8 @@ package classifier
 import (
 	"regexp"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
 )
 
 // The patterns noProject and secretName replaced, kept as their specifications: the functions
@@ -34,7 +36,7 @@ func TestNoProjectIsTheDiskAHomeOrASystemFolder(t *testing.T) {
 }
 
 func TestSecretNameIsAKeyOrCredentialFilesBareName(t *testing.T) {
-	holdsExactly(t, "secretName", secretName,
+	holdsExactly(t, "secretName", effects.SecretName,
 		[]string{"id_rsa", "id_ed25519_sk", "credentials", "credentials.json", ".env", "env", ".env.local", ".env.prod_2"},
 		[]string{"id_rsa.pub", "credentials.JSON", "credentials.", ".env.", "..env", "environment", "my.env", ""})
 }
@@ -55,7 +57,7 @@ func FuzzSecretNameAgreesWithItsPattern(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := secretName(s), secretNamePattern.MatchString(s); got != want {
+		if got, want := effects.SecretName(s), secretNamePattern.MatchString(s); got != want {
 			t.Fatalf("secretName(%q) = %v, its pattern says %v", s, got, want)
 		}
 	})

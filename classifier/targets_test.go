@@ -3,6 +3,9 @@ package classifier
 import (
 	"context"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 )
 
 // Any program handed a credential store or a persistence location, in any spelling of the
@@ -76,10 +79,10 @@ func TestAnyProgramHandedASecretOrAStartUpFileIsJudgedByWhatItIsHanded(t *testin
 // The spellings of a handed path: operands, -f FILE, -fFILE, --opt=FILE, --opt FILE, @FILE,
 // key=FILE and whatever follows --; a value with a space or a URL is no path.
 func TestPathValuesReadEverySpellingOfAnArgument(t *testing.T) {
-	cmd := &Command{Name: "x", Args: []string{"a/b", "-f", "~/c", "-g/d", "--h=./e", "--i", "/f", "-T@~/g", "if=/h", "k=plain", "--url=https://x/y", "m n/o", "--", "-p/q"}}
+	cmd := &facts.Command{Name: "x", Args: []string{"a/b", "-f", "~/c", "-g/d", "--h=./e", "--i", "/f", "-T@~/g", "if=/h", "k=plain", "--url=https://x/y", "m n/o", "--", "-p/q"}}
 	var got []string
-	for _, pa := range pathValues(cmd) {
-		got = append(got, pa.opt+"|"+pa.value)
+	for _, pa := range effects.PathValues(cmd) {
+		got = append(got, pa.Opt+"|"+pa.Value)
 	}
 	want := []string{"|a/b", "-f|~/c", "-g|/d", "--h|./e", "--i|/f", "-T|~/g", "if=|/h", "|-p/q"}
 	if len(got) != len(want) {

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
@@ -27,9 +30,9 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"DynamicDestructive":      dynamicDestructive,
 	"Obfuscated":              obfuscated,
 	"ShellMetacharacters":     shellMetacharacters,
-	"GitResetHard":            gitValidator(gitResetHard),
-	"GitForcePush":            gitValidator(gitForcePush),
-	"GitForceClean":           gitValidator(gitForceClean),
+	"GitResetHard":            gitValidator(effects.GitResetHard),
+	"GitForcePush":            gitValidator(effects.GitForcePush),
+	"GitForceClean":           gitValidator(effects.GitForceClean),
 	"GitDiscardAll":           gitDiscardValidator(true),
 	"GitDiscardPart":          gitDiscardValidator(false),
 	"ForkBomb": func(_ *Classifier, it item) (string, bool) {
@@ -43,7 +46,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"KillProtected":        killProtected,
 	"UnknownReach":         unknownReach,
 	"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
-		return it.text, isDotenv(it.text) && inProject(it.text, it.project)
+		return it.text, effects.IsDotenv(it.text) && inProject(it.text, it.project)
 	},
 	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
 		return it.server, c.mcpOn && !c.mcpAllow[it.server]
@@ -107,7 +110,7 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 		return cmd.Line(), true // the targets come from stdin: unknown, so asked about
 	}
 	for _, t := range targets {
-		p := canonPath(t, "")
+		p := facts.CanonPath(t, "")
 		if slices.Contains(cmd.Globs, t) && globsCritical(p) {
 			if critical {
 				return cmd.Line() + " (" + t + " matches a system folder)", true
@@ -120,13 +123,13 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 			}
 			continue
 		}
-		if tempPath().MatchString(p) && !tempRoot().MatchString(p) && !strings.Contains(t, "..") {
+		if effects.TempPath().MatchString(p) && !tempRoot().MatchString(p) && !strings.Contains(t, "..") {
 			continue // inside a temporary folder; the folder itself (rm -rf /tmp) is asked about
 		}
 		if !critical && regenerated().MatchString(t) && !strings.Contains(t, "..") && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
 			continue // a build's output or a cache in the project: the next build makes it again
 		}
-		if criticalPath().MatchString(p) == critical {
+		if effects.CriticalPath().MatchString(p) == critical {
 			return cmd.Line(), true
 		}
 	}
@@ -174,28 +177,28 @@ func privilegeEscalation(_ *Classifier, it item) (string, bool) {
 // base64 -d | bash, sh -c "$(curl …)", bash <(wget -O- …).
 func downloadToShell(_ *Classifier, it item) (string, bool) {
 	cmd := it.cmd
-	if cmd == nil || !(shells[cmd.Name] || interpreters[cmd.Name] != "" || cmd.Name == "source" || cmd.Name == ".") {
+	if cmd == nil || !(facts.Shells[cmd.Name] || facts.Interpreters[cmd.Name] != "" || cmd.Name == "source" || cmd.Name == ".") {
 		return "", false
 	}
-	if noExec(cmd) {
+	if facts.NoExec(cmd) {
 		return "", false // bash -n reads without running
 	}
 	codeFlag := "-c"
-	if f := interpreters[cmd.Name]; f != "" {
+	if f := facts.Interpreters[cmd.Name]; f != "" {
 		codeFlag = f
 	}
-	code, hasCode := flagValue(cmd.Args, codeFlag)
+	code, hasCode := facts.FlagValue(cmd.Args, codeFlag)
 	if hasCode && slices.Contains(cmd.Wrappers, "xargs") && (strings.Contains(code, "{}") || code == "--" || code == "$@") {
 		hasCode = false // xargs sh -c '{}': the code is each input line
 	}
-	ops := slices.DeleteFunc(operands(shellArgs(cmd.Args)), func(o string) bool { return strings.HasPrefix(o, "+") }) // set +n and the like
+	ops := slices.DeleteFunc(facts.Operands(shellArgs(cmd.Args)), func(o string) bool { return strings.HasPrefix(o, "+") }) // set +n and the like
 	if !hasCode && len(ops) > 0 && ops[0] != "-" && !slices.Contains(cmd.Wrappers, "xargs") &&
-		!strings.HasPrefix(ops[0], "/dev/fd/") && !fdArg().MatchString(ops[0]) && ops[0] != "/dev/stdin" && !strings.Contains(ops[0], "$(...)") {
+		!strings.HasPrefix(ops[0], "/dev/fd/") && !facts.FDArg().MatchString(ops[0]) && ops[0] != "/dev/stdin" && !strings.Contains(ops[0], "$(...)") {
 		return "", false // bash script.sh: the code is the script, not what the pipe brings
 	}
 	if !hasCode {
 		for i, up := range cmd.Upstream {
-			if isDownloader(up) && (i >= len(cmd.UpstreamCmds) || producesCode(&cmd.UpstreamCmds[i])) {
+			if facts.IsDownloader(up) && (i >= len(cmd.UpstreamCmds) || facts.ProducesCode(&cmd.UpstreamCmds[i])) {
 				return up + " | … | " + cmd.Line(), true
 			}
 		}
@@ -206,7 +209,7 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 			fetched = true
 		}
 	}
-	if fetched && !hasCode && slices.ContainsFunc(cmd.UpstreamCmds, func(u Command) bool { return slices.Contains(u.Args, "/dev/fd/63") }) {
+	if fetched && !hasCode && slices.ContainsFunc(cmd.UpstreamCmds, func(u facts.Command) bool { return slices.Contains(u.Args, "/dev/fd/63") }) {
 		return cmd.Line(), true // cat <(curl …) | sh: the download reaches the pipe by another way
 	}
 	if fetched {
@@ -268,7 +271,7 @@ func loadsCode(name, value, cwd string) bool {
 		return true
 	case searchPaths[name]:
 		for _, dir := range strings.Split(value, ":") {
-			if strings.Contains(dir, "$(") || strings.Contains(dir, "`") || tempPath().MatchString(canonPath(dir, cwd)) {
+			if strings.Contains(dir, "$(") || strings.Contains(dir, "`") || effects.TempPath().MatchString(facts.CanonPath(dir, cwd)) {
 				return true
 			}
 		}
@@ -313,15 +316,15 @@ func exfiltration(_ *Classifier, it item) (string, bool) {
 	}
 	switch cmd.Name {
 	case "curl", "wget":
-		for opt := range sendOptions[cmd.Name] {
-			for _, v := range optionValues(cmd.Args, opt) {
-				if secretVar().MatchString(v) || strings.Contains(v, "$(...)") {
+		for opt := range effects.SendOptions[cmd.Name] {
+			for _, v := range facts.OptionValues(cmd.Args, opt) {
+				if effects.SecretVar().MatchString(v) || strings.Contains(v, "$(...)") {
 					return cmd.Line(), true
 				}
 			}
 		}
 	}
-	if cmd.PipedFrom != "" && secretVar().MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
+	if cmd.PipedFrom != "" && effects.SecretVar().MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
 		return cmd.Line(), true
 	}
 	return "", false
@@ -340,7 +343,7 @@ func dynamicDestructive(_ *Classifier, it item) (string, bool) {
 		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rRf") {
 			force = true
 		}
-		if criticalPath().MatchString(canonPath(a, it.cwd)) && a != "." && a != ".." {
+		if effects.CriticalPath().MatchString(facts.CanonPath(a, it.cwd)) && a != "." && a != ".." {
 			critical = true
 		}
 	}
@@ -355,11 +358,11 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 	if it.cmd != nil || it.an == nil || it.cwd == "" {
 		return "", false
 	}
-	roots := projectRoots(canonPath(it.cwd, ""))
+	roots := projectRoots(facts.CanonPath(it.cwd, ""))
 	for _, w := range it.an.Writes {
-		p := canonPath(w, it.cwd)
+		p := facts.CanonPath(w, it.cwd)
 		if slices.ContainsFunc(roots, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") }) ||
-			tempPath().MatchString(p) || strings.HasPrefix(p, "$") {
+			effects.TempPath().MatchString(p) || strings.HasPrefix(p, "$") {
 			continue
 		}
 		return w, true
@@ -397,7 +400,7 @@ func noProjectFolder(p string) bool {
 	return false
 }
 
-var noProjectSystem = setOf("etc", "usr", "var", "bin", "sbin", "System", "Library", "Applications", "private", "opt", "tmp")
+var noProjectSystem = facts.SetOf("etc", "usr", "var", "bin", "sbin", "System", "Library", "Applications", "private", "opt", "tmp")
 
 // projectOf is the folders a session working in cwd works in (see projectRoots), none when the
 // working folder is a home, the disk or a system folder. Evaluate computes it once per call.
@@ -405,7 +408,7 @@ func projectOf(cwd string) []string {
 	if cwd == "" {
 		return nil
 	}
-	cwd = canonPath(cwd, "")
+	cwd = facts.CanonPath(cwd, "")
 	if noProject(cwd) {
 		return nil
 	}
@@ -422,7 +425,7 @@ func inProject(p string, project []string) bool {
 // work; what leaves the machine from it is judged as a secret all the same (the flows ask
 // secretPath, which knows no project).
 func dotenvOutsideProject(_ *Classifier, it item) (string, bool) {
-	if !isDotenv(it.text) || inProject(it.text, it.project) {
+	if !effects.IsDotenv(it.text) || inProject(it.text, it.project) {
 		return "", false
 	}
 	return it.text, true
@@ -432,7 +435,7 @@ func dotenvOutsideProject(_ *Classifier, it item) (string, bool) {
 // overwrite the credentials it held), or edited to set a variable that makes programs load code
 // (NODE_OPTIONS, LD_PRELOAD, ...): the programs that run the project load it.
 func dotenvWrite(_ *Classifier, it item) (string, bool) {
-	if !isDotenv(it.text) {
+	if !effects.IsDotenv(it.text) {
 		return "", false
 	}
 	if !inProject(it.text, it.project) || it.tool == "Write" {
@@ -491,7 +494,7 @@ var settingsReaders = map[string]bool{"cat": true, "less": true, "more": true, "
 // onlyReadsSettings reports a command that reads the session's settings and changes nothing:
 // reading is not tampering, and knowing the hook is there gives the agent nothing.
 func onlyReadsSettings(it item) bool {
-	reads := func(c *Command) bool {
+	reads := func(c *facts.Command) bool {
 		return settingsReaders[c.Name] && len(c.Wrappers) == 0 && !slices.ContainsFunc(c.Args, func(a string) bool {
 			return a == "-i" || strings.HasPrefix(a, "-i") && (c.Name == "sed" || c.Name == "yq") || a == "--in-place"
 		})
@@ -607,9 +610,9 @@ func manifestDependencies(_ *Classifier, it item) (string, bool) {
 }
 
 // gitValidator adapts a test of a git command to a rule validator.
-func gitValidator(test func(gitCall) bool) func(*Classifier, item) (string, bool) {
+func gitValidator(test func(effects.GitCall) bool) func(*Classifier, item) (string, bool) {
 	return func(_ *Classifier, it item) (string, bool) {
-		g, ok := parseGit(it.cmd)
+		g, ok := effects.ParseGit(it.cmd)
 		if !ok || !test(g) {
 			return "", false
 		}
@@ -620,11 +623,11 @@ func gitValidator(test func(gitCall) bool) func(*Classifier, item) (string, bool
 // gitDiscardValidator matches a git command that throws work away: all of it, or a part.
 func gitDiscardValidator(all bool) func(*Classifier, item) (string, bool) {
 	return func(_ *Classifier, it item) (string, bool) {
-		g, ok := parseGit(it.cmd)
+		g, ok := effects.ParseGit(it.cmd)
 		if !ok {
 			return "", false
 		}
-		if what, isAll := gitDiscard(g); what != "" && isAll == all {
+		if what, isAll := effects.GitDiscard(g); what != "" && isAll == all {
 			return it.cmd.Line() + " (discards " + what + ")", true
 		}
 		return "", false

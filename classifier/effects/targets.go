@@ -1,8 +1,10 @@
-package classifier
+package effects
 
 import (
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
@@ -77,7 +79,7 @@ var persistLocation = lazyregexp.New(`(?i)` +
 
 // readsContent reports whether a names-only program is given an option with which it reads a
 // file's content after all (file -f LIST, -fLIST, --files-from=LIST).
-func readsContent(cmd *Command) bool {
+func readsContent(cmd *facts.Command) bool {
 	for _, a := range cmd.Args {
 		name, _, _ := strings.Cut(a, "=")
 		for _, o := range namesOnlyUnless[cmd.Name] {
@@ -93,12 +95,12 @@ func readsContent(cmd *Command) bool {
 // it is spelled (-f FILE, -fFILE, --file=FILE, --file FILE, @FILE, --opt=@FILE, if=FILE).
 // A value is a path when it looks like one (a slash, a ~, a leading dot) or is a secret's bare
 // file name.
-func pathValues(cmd *Command) []handedPath {
-	var out []handedPath
+func PathValues(cmd *facts.Command) []HandedPath {
+	var out []HandedPath
 	add := func(v, opt string) {
 		v = strings.TrimPrefix(v, "@")
-		if v != "" && (looksLikePath(v) || secretName(v)) && !strings.Contains(v, "://") && !strings.ContainsAny(v, " \t\n") {
-			out = append(out, handedPath{value: v, opt: opt})
+		if v != "" && (facts.LooksLikePath(v) || SecretName(v)) && !strings.Contains(v, "://") && !strings.ContainsAny(v, " \t\n") {
+			out = append(out, HandedPath{Value: v, Opt: opt})
 		}
 	}
 	for i := 0; i < len(cmd.Args); i++ {
@@ -113,14 +115,14 @@ func pathValues(cmd *Command) []handedPath {
 			name, value, inline := strings.Cut(a, "=")
 			if inline {
 				add(value, name)
-			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && looksLikePath(cmd.Args[i+1]) {
+			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && facts.LooksLikePath(cmd.Args[i+1]) {
 				add(cmd.Args[i+1], name) // --config FILE; an operand after a flag is caught here too
 				i++
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			if len(a) > 2 && (strings.ContainsAny(a[2:3], "/~.@")) {
 				add(a[2:], a[:2]) // -f/path, -f~/x, -T@file
-			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && (looksLikePath(cmd.Args[i+1]) || secretName(cmd.Args[i+1])) {
+			} else if i+1 < len(cmd.Args) && !strings.HasPrefix(cmd.Args[i+1], "-") && (facts.LooksLikePath(cmd.Args[i+1]) || SecretName(cmd.Args[i+1])) {
 				add(cmd.Args[i+1], a)
 				i++
 			}
@@ -145,7 +147,7 @@ var messageOptions = []string{"-m", "--message", "--title", "--body", "--notes",
 
 // embeddedPaths are the paths inside a command's arguments and here-document; those an
 // argument is as a whole are pathValues'.
-func embeddedPaths(cmd *Command) []handedPath {
+func EmbeddedPaths(cmd *facts.Command) []HandedPath {
 	var texts []string
 	for i, a := range cmd.Args {
 		if i > 0 && slices.Contains(messageOptions, cmd.Args[i-1]) || slices.ContainsFunc(messageOptions, func(o string) bool { return strings.HasPrefix(a, o+"=") }) {
@@ -153,17 +155,17 @@ func embeddedPaths(cmd *Command) []handedPath {
 		}
 		texts = append(texts, a)
 	}
-	if in, ok := cmd.FDs["0"]; ok && in.lit {
-		texts = append(texts, in.text)
+	if in, ok := cmd.FDs["0"]; ok && in.Lit {
+		texts = append(texts, in.Text)
 	}
-	var out []handedPath
+	var out []HandedPath
 	for _, t := range texts {
 		if len(t) > maxEmbeddedScan {
 			t = t[:maxEmbeddedScan]
 		}
 		for _, m := range embeddedPath().FindAllStringSubmatch(t, -1) {
 			if m[1] != t { // a whole argument is pathValues' to judge, with its option
-				out = append(out, handedPath{value: m[1], opt: "embedded"})
+				out = append(out, HandedPath{Value: m[1], Opt: "embedded"})
 			}
 		}
 	}
@@ -174,39 +176,39 @@ func embeddedPaths(cmd *Command) []handedPath {
 const maxEmbeddedScan = 64 << 10
 
 // handedPath is one path a command is handed, and the option that handed it ("" for an operand).
-type handedPath struct{ value, opt string }
+type HandedPath struct{ Value, Opt string }
 
 // openEffects are the effects of the paths a command is handed: a secret, whatever the program
 // (but those that only look at names, and a key's own consumer); a persistence location, unless
 // the program is known to only read.
-func (f finder) openEffects(cmd *Command, cwd string) []Effect {
+func (f Finder) openEffects(cmd *facts.Command, cwd string) []Effect {
 	if cmd.Name == "" || namesOnly[cmd.Name] && !readsContent(cmd) {
 		return nil
 	}
 	var out []Effect
-	handed := pathValues(cmd)
-	if !readers[cmd.Name] && !shells[cmd.Name] { // a shell's -c is parsed as shell
+	handed := PathValues(cmd)
+	if !Readers[cmd.Name] && !facts.Shells[cmd.Name] { // a shell's -c is parsed as shell
 		whole := map[string]bool{}
 		for _, pa := range handed {
-			whole[pa.value] = true
+			whole[pa.Value] = true
 		}
-		for _, pa := range embeddedPaths(cmd) {
+		for _, pa := range EmbeddedPaths(cmd) {
 			// The code of a known interpreter is analysed as code, which judges its reads
 			// (read.secrets); a start-up file it names is judged here.
-			if !whole[pa.value] && (interpreters[cmd.Name] == "" || persistLocation().MatchString(canonPath(pa.value, cwd))) {
+			if !whole[pa.Value] && (facts.Interpreters[cmd.Name] == "" || persistLocation().MatchString(facts.CanonPath(pa.Value, cwd))) {
 				handed = append(handed, pa)
 			}
 		}
 	}
 	for _, pa := range handed {
-		p := canonPath(pa.value, cwd)
+		p := facts.CanonPath(pa.Value, cwd)
 		switch {
-		case readers[cmd.Name]:
+		case Readers[cmd.Name]:
 			// the known readers' files are judged by the read rules, option by option (bashItems)
-		case f.secretStore(p) && !consumes(cmd.Name, pa.opt):
-			out = append(out, effect(EffectOpen, cmd.Name, "path", p, "secret", ""))
-		case persistLocation().MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name]:
-			out = append(out, effect(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
+		case f.secretStore(p) && !consumes(cmd.Name, pa.Opt):
+			out = append(out, New(EffectOpen, cmd.Name, "path", p, "secret", ""))
+		case persistLocation().MatchString(p) && !Readers[cmd.Name] && !persistReaders[cmd.Name]:
+			out = append(out, New(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
 		}
 	}
 	return out
@@ -225,12 +227,12 @@ func consumes(prog, opt string) bool {
 // secretStore reports whether a path holds credentials by the policy's read rules, a project's
 // environment file aside: the programs that run a project read its .env (node --env-file,
 // docker compose --env-file), and read.dotenv judges the ones that would print it.
-func (f finder) secretStore(p string) bool {
-	return f.secret(p) && !isDotenv(p)
+func (f Finder) secretStore(p string) bool {
+	return f.Secret(p) && !IsDotenv(p)
 }
 
 // readers are commands whose path arguments are files they read.
-var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
+var Readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
 	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
 	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
 	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
@@ -240,7 +242,7 @@ var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": t
 // secretName reports a bare file name that is a key or credential file: id_rsa (and its kin,
 // with _sk), credentials[.ext], env or .env[.suffix]. String tests, not a pattern (see noProject;
 // secretNamePattern in the tests is its specification).
-func secretName(s string) bool {
+func SecretName(s string) bool {
 	switch s {
 	case "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_rsa_sk", "id_dsa_sk", "id_ecdsa_sk", "id_ed25519_sk", "credentials", "env", ".env":
 		return true

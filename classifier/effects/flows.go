@@ -1,10 +1,12 @@
-package classifier
+package effects
 
 import (
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
@@ -39,7 +41,7 @@ var credentialPattern = lazyregexp.New(`(?i)AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN 
 
 // flow is what the command line's own steps put in files: paths that hold a secret because a
 // command wrote one there.
-type flow struct {
+type Flow struct {
 	cwd     string
 	named   func(string) bool // the policy's secret paths
 	tainted []string          // paths (files or folders) holding a secret the line put there
@@ -51,8 +53,8 @@ type flow struct {
 const maxTainted = 256
 
 // newFlow follows the commands in order, marking where secrets land.
-func newFlow(an *Analysis, cwd string, named func(string) bool) *flow {
-	f := &flow{cwd: cwd, named: named}
+func NewFlow(an *facts.Analysis, cwd string, named func(string) bool) *Flow {
+	f := &Flow{cwd: cwd, named: named}
 	for i := range an.Commands {
 		f.step(&an.Commands[i])
 	}
@@ -61,7 +63,7 @@ func newFlow(an *Analysis, cwd string, named func(string) bool) *flow {
 
 // secret reports whether a path holds a secret: by its name, its folder's name, or because the
 // command line put one there (in it, or below it).
-func (f *flow) secret(p string) bool {
+func (f *Flow) secret(p string) bool {
 	if p == "" {
 		return false
 	}
@@ -79,15 +81,15 @@ func (f *flow) secret(p string) bool {
 // secretIn is secret for a path a command packs or copies: without recursion (tar
 // --no-recursion, rsync --no-recursive) a folder goes without what it holds, so only its own
 // name counts.
-func (f *flow) secretIn(c *Command, p string) bool {
+func (f *Flow) secretIn(c *facts.Command, p string) bool {
 	if !noRecursion(c) || strings.ContainsAny(p, "*?[") {
 		return f.secret(p)
 	}
-	cp := canonPath(p, f.cwd)
+	cp := facts.CanonPath(p, f.cwd)
 	return f.named(cp) || keyFile().MatchString(cp) || secretFileName().MatchString(path.Base(cp)) || slices.Contains(f.tainted, cp)
 }
 
-func noRecursion(c *Command) bool {
+func noRecursion(c *facts.Command) bool {
 	switch c.Name {
 	case "tar", "gtar", "bsdtar":
 		return slices.Contains(c.Args, "--no-recursion")
@@ -97,8 +99,8 @@ func noRecursion(c *Command) bool {
 	return false
 }
 
-func (f *flow) judge(p string) bool {
-	cp := canonPath(p, f.cwd)
+func (f *Flow) judge(p string) bool {
+	cp := facts.CanonPath(p, f.cwd)
 	if f.named(cp) || keyFile().MatchString(cp) || secretFileName().MatchString(path.Base(cp)) || secretDir().MatchString(strings.TrimRight(p, "/*")) || secretDir().MatchString(cp) {
 		return true
 	}
@@ -115,23 +117,23 @@ func (f *flow) judge(p string) bool {
 	return false
 }
 
-func (f *flow) taint(p string) {
+func (f *Flow) taint(p string) {
 	if p != "" && p != "-" && len(f.tainted) < maxTainted {
-		f.tainted = append(f.tainted, canonPath(p, f.cwd))
+		f.tainted = append(f.tainted, facts.CanonPath(p, f.cwd))
 		clear(f.known)
 	}
 }
 
 // step marks where one command puts a secret it reads.
-func (f *flow) step(c *Command) {
+func (f *Flow) step(c *facts.Command) {
 	carries := f.outputSecret(c) || f.stdinSecret(c)
-	if out, ok := c.fd("1"); ok && out.file != "" && carries {
-		f.taint(out.file) // cat key > blob
+	if out, ok := c.FD("1"); ok && out.File != "" && carries {
+		f.taint(out.File) // cat key > blob
 	}
-	ops := operands(c.Args)
+	ops := facts.Operands(c.Args)
 	switch c.Name {
 	case "cp", "mv", "ln", "link", "install", "ditto", "rsync":
-		if len(ops) >= 2 && !remoteSpec().MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
+		if len(ops) >= 2 && !RemoteSpec().MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
 			f.taint(ops[len(ops)-1])
 		}
 	case "tee":
@@ -143,13 +145,13 @@ func (f *flow) step(c *Command) {
 	case "gzip", "bzip2", "xz", "zstd", "lz4", "pigz", "compress", "brotli":
 		for _, o := range ops {
 			if f.secret(o) && len(f.stems) < maxTainted {
-				f.stems = append(f.stems, canonPath(o, f.cwd)) // key → key.gz, key.packed
+				f.stems = append(f.stems, facts.CanonPath(o, f.cwd)) // key → key.gz, key.packed
 				clear(f.known)
 			}
 		}
 	case "openssl", "gpg", "age":
-		if slices.ContainsFunc(optionValues(c.Args, "-in", "--input", "-i"), f.secret) || carries {
-			for _, o := range optionValues(c.Args, "-out", "--output", "-o") {
+		if slices.ContainsFunc(facts.OptionValues(c.Args, "-in", "--input", "-i"), f.secret) || carries {
+			for _, o := range facts.OptionValues(c.Args, "-out", "--output", "-o") {
 				f.taint(o)
 			}
 		}
@@ -160,11 +162,11 @@ func (f *flow) step(c *Command) {
 }
 
 // archiveOf returns the archive a command creates and what it packs into it.
-func archiveOf(c *Command) (string, []string) {
-	ops := operands(c.Args)
+func archiveOf(c *facts.Command) (string, []string) {
+	ops := facts.Operands(c.Args)
 	switch c.Name {
 	case "tar", "gtar", "bsdtar":
-		files := optionValues(c.Args, "-f", "--file")
+		files := facts.OptionValues(c.Args, "-f", "--file")
 		for i, a := range c.Args {
 			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.HasSuffix(a, "f") && len(a) > 2 && i+1 < len(c.Args) {
 				files = append(files, c.Args[i+1])
@@ -187,11 +189,11 @@ func archiveOf(c *Command) (string, []string) {
 
 // outputSecret reports whether what the command prints holds a secret: a secret file it reads,
 // the environment, or the matches of a search for credentials.
-func (f *flow) outputSecret(c *Command) bool {
-	if in, ok := c.fd("0"); ok && in.file != "" && f.secret(in.file) {
+func (f *Flow) outputSecret(c *facts.Command) bool {
+	if in, ok := c.FD("0"); ok && in.File != "" && f.secret(in.File) {
 		return true // cmd < .env
 	}
-	ops := operands(c.Args)
+	ops := facts.Operands(c.Args)
 	switch {
 	case c.Name == "env" || c.Name == "printenv":
 		// the whole environment (tokens included); env -i, printenv PATH print none of it
@@ -215,7 +217,7 @@ func (f *flow) outputSecret(c *Command) bool {
 				}
 			}
 		}
-		if slices.ContainsFunc(optionValues(c.Args, "-in", "-C", "--directory"), f.secret) && c.Name == "openssl" {
+		if slices.ContainsFunc(facts.OptionValues(c.Args, "-in", "-C", "--directory"), f.secret) && c.Name == "openssl" {
 			return true
 		}
 		if slices.ContainsFunc(ops, func(p string) bool { return f.secretIn(c, p) }) {
@@ -231,8 +233,8 @@ func (f *flow) outputSecret(c *Command) bool {
 
 // searchesForCredentials: grep -r AKIA ~, rg 'BEGIN .* PRIVATE KEY'. A search of one file that
 // is not a secret prints no secret.
-func (f *flow) searchesForCredentials(c *Command, ops []string) bool {
-	patterns := optionValues(c.Args, "-e", "--regexp")
+func (f *Flow) searchesForCredentials(c *facts.Command, ops []string) bool {
+	patterns := facts.OptionValues(c.Args, "-e", "--regexp")
 	files := ops
 	if len(patterns) == 0 && len(ops) > 0 {
 		patterns, files = ops[:1], ops[1:]
@@ -251,8 +253,8 @@ func (f *flow) searchesForCredentials(c *Command, ops []string) bool {
 
 // stdinSecret reports whether what reaches the command's standard input holds a secret: through
 // the pipeline (however many steps: cat key | base64 | curl -d @-) or a redirection.
-func (f *flow) stdinSecret(c *Command) bool {
-	if in, ok := c.fd("0"); ok && in.file != "" && f.secret(in.file) {
+func (f *Flow) stdinSecret(c *facts.Command) bool {
+	if in, ok := c.FD("0"); ok && in.File != "" && f.secret(in.File) {
 		return true
 	}
 	for i := range c.UpstreamCmds {
@@ -266,9 +268,9 @@ func (f *flow) stdinSecret(c *Command) bool {
 // wholeTree reports a path that stands for everything: the working folder, the home folder, the
 // root. Sending it sends whatever secrets it holds.
 func wholeTree(p, cwd string) bool {
-	cp := canonPath(strings.TrimSuffix(strings.TrimSuffix(p, "/*"), "/"), cwd)
+	cp := facts.CanonPath(strings.TrimSuffix(strings.TrimSuffix(p, "/*"), "/"), cwd)
 	switch cp {
-	case canonPath(".", cwd), "~", "/", "/Users", "/home":
+	case facts.CanonPath(".", cwd), "~", "/", "/Users", "/home":
 		return p != ""
 	}
 	return false
@@ -285,9 +287,9 @@ type socatAddr struct {
 // socatSends finds socat relaying local data to the network: a file (OPEN:key TCP:host), a
 // command's output (EXEC:'cat key' TCP:host), or onto a descriptor the line opened on a
 // connection (FD:3), or into a network client it starts (EXEC:'curl -d @- host').
-func socatSends(cmd *Command, fl *flow) []Effect {
+func socatSends(cmd *facts.Command, fl *Flow) []Effect {
 	var addrs []socatAddr
-	for _, a := range operands(cmd.Args) {
+	for _, a := range facts.Operands(cmd.Args) {
 		for _, part := range strings.Split(strings.Trim(a, `'"`), "!!") { // read!!write
 			addrs = append(addrs, fl.socatAddress(cmd, part))
 		}
@@ -304,9 +306,9 @@ func socatSends(cmd *Command, fl *flow) []Effect {
 	if net == nil || src == nil {
 		return nil
 	}
-	e := effect(EffectSend, "socat", "data", "output")
+	e := New(EffectSend, "socat", "data", "output")
 	if src.file != "" {
-		e.Attrs[0][1] = "file:" + canonPath(src.file, fl.cwd)
+		e.Attrs[0][1] = "file:" + facts.CanonPath(src.file, fl.cwd)
 	}
 	if src.secret {
 		e.Attrs = append(e.Attrs, [2]string{"secret", ""})
@@ -320,7 +322,7 @@ var socatNet = map[string]bool{"TCP": true, "TCP4": true, "TCP6": true, "UDP": t
 	"TCP-LISTEN": true, "TCP4-LISTEN": true, "TCP6-LISTEN": true, "UDP-LISTEN": true, "OPENSSL-LISTEN": true,
 	"UDP-SENDTO": true, "UDP-DATAGRAM": true, "DTLS": true}
 
-func (f *flow) socatAddress(cmd *Command, addr string) socatAddr {
+func (f *Flow) socatAddress(cmd *facts.Command, addr string) socatAddr {
 	kind, rest, _ := strings.Cut(addr, ":")
 	kind = strings.ToUpper(kind)
 	rest = strings.Trim(rest, `'"`)
@@ -336,15 +338,15 @@ func (f *flow) socatAddress(cmd *Command, addr string) socatAddr {
 		if err != nil {
 			return socatAddr{}
 		}
-		if src, ok := cmd.FDs[strconv.FormatInt(n, 10)]; ok && src.net != "" {
-			return socatAddr{net: src.net}
+		if src, ok := cmd.FDs[strconv.FormatInt(n, 10)]; ok && src.Net != "" {
+			return socatAddr{net: src.Net}
 		}
 	case kind == "EXEC" || kind == "SYSTEM":
-		an := Analyze(opt(rest))
+		an := facts.Analyze(opt(rest))
 		var out socatAddr
 		for i := range an.Commands {
 			c := &an.Commands[i]
-			if d := destination(c); d != "" && (sendOptions[c.Name] != nil || rawSenders[c.Name] || otherSenders[c.Name]) {
+			if d := facts.Destination(c); d != "" && (SendOptions[c.Name] != nil || facts.RawSenders[c.Name] || otherSenders[c.Name]) {
 				out.net = d // EXEC:'curl --data-binary @- host': a client that sends what it is given
 			}
 			out.data = true

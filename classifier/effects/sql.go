@@ -1,7 +1,9 @@
-package classifier
+package effects
 
 import (
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
@@ -151,7 +153,7 @@ func dollarTag(s string) string {
 }
 
 // sqlEffects are the effects of SQL text sent by a program or a connector.
-func sqlEffects(by, text string) []Effect {
+func SQLEffects(by, text string) []Effect {
 	var out []Effect
 	ownTx := false // a transaction the text opened itself: its COMMIT leaves nothing
 	stmts := sqlStatements(text)
@@ -203,7 +205,7 @@ func sqlEffect(by, what string, st []sqlToken, flags ...string) Effect {
 		}
 		head = append(head, t.text)
 	}
-	e := effect(EffectDatabase, by, what, "")
+	e := New(EffectDatabase, by, what, "")
 	for _, f := range flags {
 		e.Attrs = append(e.Attrs, [2]string{f, ""})
 	}
@@ -270,7 +272,7 @@ func containsSeq(words []string, seq ...string) bool {
 }
 
 // droppable are the things whose DROP destroys data or the schema that holds it.
-var droppable = setOf("TABLE", "DATABASE", "SCHEMA", "VIEW", "MATERIALIZED", "INDEX", "USER", "ROLE", "FUNCTION",
+var droppable = facts.SetOf("TABLE", "DATABASE", "SCHEMA", "VIEW", "MATERIALIZED", "INDEX", "USER", "ROLE", "FUNCTION",
 	"PROCEDURE", "TRIGGER", "SEQUENCE", "TYPE", "EXTENSION", "OWNED", "COLLECTION", "KEYSPACE", "TABLESPACE", "LOGIN",
 	"COLUMN", "CONSTRAINT", "POLICY", "PUBLICATION", "SUBSCRIPTION", "SERVER", "DOMAIN", "STAGE", "WAREHOUSE")
 
@@ -371,14 +373,14 @@ func leavesReadOnly(words []string) bool {
 	return false
 }
 
-var readOnlySetting = setOf("DEFAULT_TRANSACTION_READ_ONLY", "TRANSACTION_READ_ONLY", "READ_ONLY", "SUPER_READ_ONLY",
+var readOnlySetting = facts.SetOf("DEFAULT_TRANSACTION_READ_ONLY", "TRANSACTION_READ_ONLY", "READ_ONLY", "SUPER_READ_ONLY",
 	"QUERY_ONLY", "GLOBAL.READ_ONLY", "SESSION.TRANSACTION_READ_ONLY", "@@READ_ONLY", "@@GLOBAL.READ_ONLY")
 
-var falsy = setOf("OFF", "FALSE", "0", "NO")
+var falsy = facts.SetOf("OFF", "FALSE", "0", "NO")
 
 // serverPrograms are functions and procedures that make a database server run a program, load
 // code, or reach out to another server for the caller.
-var serverPrograms = setOf("XP_CMDSHELL", "SP_EXECUTE_EXTERNAL_SCRIPT", "SP_OACREATE", "SP_OAMETHOD", "SYS_EXEC", "SYS_EVAL",
+var serverPrograms = facts.SetOf("XP_CMDSHELL", "SP_EXECUTE_EXTERNAL_SCRIPT", "SP_OACREATE", "SP_OAMETHOD", "SYS_EXEC", "SYS_EVAL",
 	"LOAD_EXTENSION", "DBLINK", "DBLINK_EXEC", "DBLINK_CONNECT", "OPENROWSET", "OPENDATASOURCE", "OPENQUERY", "XP_DIRTREE",
 	"XP_FILEEXIST", "XP_SUBDIRS", "XP_REGWRITE", "XP_REGREAD", "DBMS_SCHEDULER.CREATE_JOB", "DBMS_JAVA.RUNJAVA",
 	"SP_ADDEXTENDEDPROC", "SP_START_JOB")
@@ -421,7 +423,7 @@ func literals(st []sqlToken) string {
 }
 
 // serverFileFunctions read or write files on the database server's machine.
-var serverFileFunctions = setOf("PG_READ_FILE", "PG_READ_BINARY_FILE", "PG_LS_DIR", "PG_STAT_FILE", "PG_FILE_WRITE",
+var serverFileFunctions = facts.SetOf("PG_READ_FILE", "PG_READ_BINARY_FILE", "PG_LS_DIR", "PG_STAT_FILE", "PG_FILE_WRITE",
 	"LO_IMPORT", "LO_EXPORT", "LOAD_FILE", "READFILE", "WRITEFILE", "UTL_FILE.FOPEN", "UTL_FILE.PUT_LINE", "PG_LOGDIR_LS")
 
 // touchesServerFiles: server-side COPY to or from a file, INTO OUTFILE/DUMPFILE, LOAD DATA INFILE,
@@ -467,7 +469,7 @@ var credentialColumns = lazyregexp.New(`^([A-Z0-9_]+\.)?(([A-Z0-9]+_)*(PASSWORD|
 	`SESSION_TOKEN|TOKEN|PRIVATE_KEY|OTP_SECRET|TOTP_SECRET|MFA_SECRET|RECOVERY_CODES|DECRYPTED_SECRET))$`)
 
 // aggregates print counts about rows, not their values.
-var aggregates = setOf("COUNT", "MAX", "MIN", "EXISTS")
+var aggregates = facts.SetOf("COUNT", "MAX", "MIN", "EXISTS")
 
 // readsCredentials: a SELECT (or COPY of one) whose columns name credentials, or that reads a
 // table of them for anything but a count.
@@ -542,17 +544,17 @@ func looksLikeSQL(s string) bool { return sqlStart().MatchString(s) }
 // tool's name, mark one that talks to a database.
 var sqlKeys = lazyregexp.New(`(?i)^(sql|query|queries|statement|statements|stmt|sql_?query|sql_?statement|script|command|migration|ddl|dml)$`)
 
-var dbWords = setOf("sql", "postgres", "postgresql", "pg", "mysql", "mariadb", "sqlite", "db", "database", "supabase", "neon",
+var dbWords = facts.SetOf("sql", "postgres", "postgresql", "pg", "mysql", "mariadb", "sqlite", "db", "database", "supabase", "neon",
 	"bigquery", "snowflake", "duckdb", "clickhouse", "redshift", "mssql", "sqlserver", "oracle", "cockroach", "planetscale",
 	"turso", "d1", "databricks", "athena", "trino", "presto", "query", "execute", "migration", "migrate")
 
 // sqlArgument reports whether a connector argument carries SQL to judge: SQL-shaped, under a key
 // that names SQL, or sent by a connector or tool that talks to a database.
-func sqlArgument(server, tool, key, v string) bool {
+func SQLArgument(server, tool, key, v string) bool {
 	if !looksLikeSQL(v) {
 		return false
 	}
-	return sqlKeys().MatchString(key) || nameHas(dbWords, server, tool)
+	return sqlKeys().MatchString(key) || NameHas(dbWords, server, tool)
 }
 
 // sqlLiteral finds string literals in interpreter code that are SQL statements by their shape

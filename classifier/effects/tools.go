@@ -1,7 +1,9 @@
-package classifier
+package effects
 
 import (
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 )
 
 // Tool knowledge: what the programs agents use do, as data. effects.go reads these tables; a new
@@ -19,7 +21,7 @@ const (
 )
 
 // sendOptions are the options of network clients whose value leaves the machine.
-var sendOptions = map[string]map[string]dataForm{
+var SendOptions = map[string]map[string]dataForm{
 	"curl": {
 		"-d": formData, "--data": formData, "--data-ascii": formData, "--data-binary": formData,
 		"--data-raw": formLiteral, "--data-urlencode": formURLEncode, "--json": formData,
@@ -36,13 +38,13 @@ type subcommand struct {
 	// anyFlag, when set, must also be among the arguments (security find-generic-password -w).
 	anyFlag []string
 	// test, when set, must hold too: what a table row cannot say.
-	test func(*Command) bool
+	test func(*facts.Command) bool
 	what string
 }
 
 // quarantineRemoval: xattr deleting or clearing com.apple.quarantine (-d, -c, -rd...), not
 // printing it (-p).
-func quarantineRemoval(cmd *Command) bool {
+func quarantineRemoval(cmd *facts.Command) bool {
 	for _, a := range cmd.Args {
 		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "dc") {
 			return true

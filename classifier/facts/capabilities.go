@@ -1,4 +1,4 @@
-package classifier
+package facts
 
 import (
 	_ "embed"
@@ -15,7 +15,7 @@ import (
 // knows how to read a form, never a program.
 
 //go:embed capabilities.txt
-var capabilitiesText string
+var CapabilitiesText string
 
 // Capability names what a program can be made to do.
 type Capability string
@@ -54,7 +54,7 @@ var knownCapabilities = []Capability{CapShell, CapExec, CapWrite, CapRead, CapDo
 type capRow struct {
 	cap   Capability
 	forms []string
-	what  string
+	What  string
 }
 
 // capTable maps a program to its rows.
@@ -63,7 +63,7 @@ type capTable map[string][]capRow
 // capabilities is the table, parsed the first time it is needed; the table is part of the
 // binary, so a row that does not parse is a build error caught by the tests, not a run-time one.
 var capabilities = sync.OnceValue(func() capTable {
-	t, err := parseCapabilities(capabilitiesText)
+	t, err := ParseCapabilities(CapabilitiesText)
 	if err != nil {
 		panic(err)
 	}
@@ -71,7 +71,7 @@ var capabilities = sync.OnceValue(func() capTable {
 })
 
 // parseCapabilities reads the table's text.
-func parseCapabilities(text string) (capTable, error) {
+func ParseCapabilities(text string) (capTable, error) {
 	t := capTable{}
 	n := 0
 	for line := range strings.Lines(text) {
@@ -89,32 +89,32 @@ func parseCapabilities(text string) (capTable, error) {
 			return nil, fmt.Errorf("capabilities.txt:%d: unknown capability %q", n, f[1])
 		}
 		for _, prog := range strings.Split(f[0], ",") {
-			t[prog] = append(t[prog], capRow{cap: c, forms: f[2:], what: strings.TrimSpace(what)})
+			t[prog] = append(t[prog], capRow{cap: c, forms: f[2:], What: strings.TrimSpace(what)})
 		}
 	}
 	return t, nil
 }
 
 // capHit is a capability a command uses, and the values it acts on ("" when the form has none).
-type capHit struct {
-	cap    Capability
-	what   string
-	values []string
+type CapHit struct {
+	Cap    Capability
+	What   string
+	Values []string
 }
 
 // capabilityHits are the capabilities a command uses, by the forms of its arguments.
-func capabilityHits(cmd *Command) []capHit {
-	var out []capHit
+func CapabilityHits(cmd *Command) []CapHit {
+	var out []CapHit
 	for _, row := range capabilities()[cmd.Name] {
 		var values []string
 		hit := false
 		for _, form := range row.forms {
-			v, ok := formValues(cmd, form)
+			v, ok := FormValues(cmd, form)
 			hit = hit || ok
 			values = append(values, v...)
 		}
 		if hit {
-			out = append(out, capHit{cap: row.cap, what: row.what, values: values})
+			out = append(out, CapHit{Cap: row.cap, What: row.What, Values: values})
 		}
 	}
 	return out
@@ -128,12 +128,12 @@ func hasCapability(prog string, c Capability) bool {
 
 // formValues reports whether a command's arguments take a form, and the values the form names.
 // Forms joined by & must all hold; the values are the last one's.
-func formValues(cmd *Command, form string) ([]string, bool) {
+func FormValues(cmd *Command, form string) ([]string, bool) {
 	if first, rest, ok := strings.Cut(form, "&"); ok {
-		if _, ok := formValues(cmd, first); !ok {
+		if _, ok := FormValues(cmd, first); !ok {
 			return nil, false
 		}
-		return formValues(cmd, rest)
+		return FormValues(cmd, rest)
 	}
 	switch {
 	case form == "stdin":
@@ -141,25 +141,25 @@ func formValues(cmd *Command, form string) ([]string, bool) {
 		return text, len(text) > 0
 	case strings.HasPrefix(form, "op:"):
 		n, err := strconv.Atoi(form[len("op:"):])
-		if ops := operands(cmd.Args); err == nil && n >= 1 && n <= len(ops) {
+		if ops := Operands(cmd.Args); err == nil && n >= 1 && n <= len(ops) {
 			return []string{ops[n-1]}, true
 		}
 		return nil, false
 	case form == "*":
-		return operands(cmd.Args), true
+		return Operands(cmd.Args), true
 	case form == "rest":
-		ops := operands(cmd.Args)
+		ops := Operands(cmd.Args)
 		return []string{strings.Join(ops, " ")}, len(ops) > 0
 	case form == "assign":
 		var vs []string
-		for _, o := range operands(cmd.Args) {
+		for _, o := range Operands(cmd.Args) {
 			if k, _, ok := strings.Cut(o, "="); ok && k != "" {
 				vs = append(vs, o)
 			}
 		}
 		return vs, len(vs) > 0
 	case strings.HasPrefix(form, "sub:"):
-		return nil, subMatches(operands(cmd.Args), strings.Split(form[len("sub:"):], "+"))
+		return nil, subMatches(Operands(cmd.Args), strings.Split(form[len("sub:"):], "+"))
 	case strings.HasPrefix(form, "arg:"):
 		return prefixedArgs(cmd.Args, form[len("arg:"):])
 	case strings.HasPrefix(form, "-"):
@@ -201,7 +201,7 @@ func prefixedArgs(args []string, prefix string) ([]string, bool) {
 func optionForm(args []string, form string) ([]string, bool) {
 	if opt, key, ok := strings.Cut(form, ":"); ok {
 		var vs []string
-		for _, pair := range optionValues(args, opt) {
+		for _, pair := range OptionValues(args, opt) {
 			k, v, ok := strings.Cut(pair, "=")
 			if !ok {
 				k, v, _ = strings.Cut(pair, " ")
@@ -214,7 +214,7 @@ func optionForm(args []string, form string) ([]string, bool) {
 	}
 	if opt, prefix, ok := strings.Cut(form, "="); ok {
 		var vs []string
-		for _, v := range optionValues(args, opt) {
+		for _, v := range OptionValues(args, opt) {
 			if rest, ok := strings.CutPrefix(v, prefix); ok {
 				vs = append(vs, rest)
 			}
@@ -222,7 +222,7 @@ func optionForm(args []string, form string) ([]string, bool) {
 		return vs, len(vs) > 0
 	}
 	present := slices.ContainsFunc(args, func(a string) bool { return a == form || strings.HasPrefix(a, form+"=") })
-	vs := optionValues(args, form)
+	vs := OptionValues(args, form)
 	return vs, present || len(vs) > 0
 }
 
@@ -230,8 +230,8 @@ func optionForm(args []string, form string) ([]string, bool) {
 // here-document or here-string, or what echo or printf print into it.
 func stdinText(cmd *Command) []string {
 	var text []string
-	if in, ok := cmd.FDs["0"]; ok && in.lit {
-		text = append(text, in.text)
+	if in, ok := cmd.FDs["0"]; ok && in.Lit {
+		text = append(text, in.Text)
 	}
 	if n := len(cmd.UpstreamCmds); n > 0 {
 		if up := cmd.UpstreamCmds[n-1]; up.Name == "echo" || up.Name == "printf" {
@@ -242,11 +242,11 @@ func stdinText(cmd *Command) []string {
 }
 
 // stdinPaths are the paths named on a command's standard input, where the command shows them.
-func stdinPaths(cmd *Command) []string {
+func StdinPaths(cmd *Command) []string {
 	var out []string
 	for _, t := range stdinText(cmd) {
 		for _, w := range strings.Fields(strings.ReplaceAll(t, `\n`, "\n")) {
-			if looksLikePath(w) {
+			if LooksLikePath(w) {
 				out = append(out, w)
 			}
 		}

@@ -1,4 +1,4 @@
-package classifier
+package facts
 
 import (
 	"encoding/base64"
@@ -77,18 +77,18 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		code = code[:maxCodeBytes]
 	}
 	for _, m := range codeDeletes().FindAllStringSubmatch(code, 64) {
-		a.CodeActs = append(a.CodeActs, codeAct{kind: codeDelete, by: name, target: m[1] + m[2] + m[3], tree: treeDelete().MatchString(m[0])})
+		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeDelete, By: name, Target: m[1] + m[2] + m[3], Tree: treeDelete().MatchString(m[0])})
 	}
 	for _, m := range codeStrings().FindAllStringSubmatch(code, 256) {
-		if s := m[1] + m[2]; looksLikePath(s) && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~")) {
+		if s := m[1] + m[2]; LooksLikePath(s) && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~")) {
 			a.CodePaths = append(a.CodePaths, s)
 		}
 	}
 	if codeSocket().MatchString(code) && codeRunsCommands().MatchString(code) {
-		a.CodeActs = append(a.CodeActs, codeAct{kind: codeRemoteShell, by: name})
+		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeRemoteShell, By: name})
 	}
 	if codeSends().MatchString(code) {
-		e := codeAct{kind: codeSend, by: name, secret: codeSecrets().MatchString(code)}
+		e := CodeAct{Kind: codeSend, By: name, Secret: codeSecrets().MatchString(code)}
 		a.CodeActs = append(a.CodeActs, e)
 	}
 	// The patterns below are costly to run and need words most code lacks: looked for first.
@@ -104,8 +104,8 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			a.Dynamic = append(a.Dynamic, name+" runs code it decodes at run time")
 			continue
 		}
-		a.expanded += len(decoded)
-		if a.expanded > maxExpandBytes {
+		a.Expanded += len(decoded)
+		if a.Expanded > MaxExpandBytes {
 			a.exceed("decoded code adds up to more than the analysis limit")
 			return
 		}
@@ -125,9 +125,9 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 
 // sedExecutes reports whether a sed script runs commands: the e command, or the e flag of s.
 func sedExecutes(args []string) bool {
-	scripts := optionValues(args, "-e", "--expression")
+	scripts := OptionValues(args, "-e", "--expression")
 	if len(scripts) == 0 {
-		if ops := operands(args); len(ops) > 0 {
+		if ops := Operands(args); len(ops) > 0 {
 			scripts = ops[:1]
 		}
 	}
@@ -174,20 +174,20 @@ func decodeLiteral(lit, call, enc string) (string, bool) {
 }
 
 // codeAct is something interpreter code does, found by its shape, before paths are resolved.
-type codeAct struct {
-	kind   codeActKind
-	by     string
-	target string // a path, for deletes
-	tree   bool
-	secret bool
+type CodeAct struct {
+	Kind   CodeActKind
+	By     string
+	Target string // a path, for deletes
+	Tree   bool
+	Secret bool
 }
 
 // codeActKind is what a codeAct does.
-type codeActKind int
+type CodeActKind int
 
 const (
-	codeDelete      codeActKind = iota + 1 // deletes target (a tree, with tree)
-	codeRemoteShell                        // runs commands it reads from a socket
+	CodeDelete      CodeActKind = iota + 1 // deletes target (a tree, with tree)
+	CodeRemoteShell                        // runs commands it reads from a socket
 	codeSend                               // sends data over the network (secrets, with secret)
 )
 

@@ -1,4 +1,4 @@
-package classifier
+package facts
 
 import (
 	"maps"
@@ -16,18 +16,18 @@ import (
 // /proc/self/fd/$fd is seen for what it is.
 
 // fdSource is what one descriptor is open on. At most one field is set.
-type fdSource struct {
-	net  string // a connection: /dev/tcp/host/port
+type FDSource struct {
+	Net  string // a connection: /dev/tcp/host/port
 	from string // the program a process substitution runs: curl in <(curl …)
-	file string // a file
-	text string // literal text from a here-document or here-string
-	lit  bool   // text is set (and may be empty)
+	File string // a file
+	Text string // literal text from a here-document or here-string
+	Lit  bool   // text is set (and may be empty)
 	// appends: the file is opened to append (>>), which keeps what it held.
-	appends bool
+	Appends bool
 }
 
 // fdTable maps a descriptor number to what it is open on.
-type fdTable map[string]fdSource
+type FDTable map[string]FDSource
 
 // firstNamedFD is the first number bash gives a {name}> redirection.
 const firstNamedFD = 10
@@ -37,26 +37,26 @@ const maxFDs = 64
 
 // fdArg matches an argument naming a descriptor of the shell itself: /dev/fd/3,
 // /proc/self/fd/3, /proc/thread-self/fd/3, /dev/stdin.
-var fdArg = lazyregexp.New(`^/(?:dev|proc/(?:self|thread-self))/fd/([0-9]+)$`)
+var FDArg = lazyregexp.New(`^/(?:dev|proc/(?:self|thread-self))/fd/([0-9]+)$`)
 
 // openFDs applies a statement's redirections to the descriptor table. Those of `exec` with no
 // command, and {name} ones (bash keeps them open after the command), last beyond the statement;
 // the others hold for the statement's command only. It returns the statement's own table.
-func (w *walker) openFDs(st *syntax.Stmt) fdTable {
+func (w *walker) openFDs(st *syntax.Stmt) FDTable {
 	if len(st.Redirs) == 0 {
 		return w.fds
 	}
 	persist := isBareExec(st)
 	t := maps.Clone(w.fds)
 	if t == nil {
-		t = fdTable{}
+		t = FDTable{}
 	}
 	for _, r := range st.Redirs {
 		n, named := w.redirFD(r)
 		w.applyRedir(t, n, r)
 		if (persist || named) && len(w.fds) < maxFDs {
 			if w.fds == nil {
-				w.fds = fdTable{}
+				w.fds = FDTable{}
 			}
 			if src, ok := t[n]; ok {
 				w.fds[n] = src
@@ -102,14 +102,14 @@ func (w *walker) redirTarget(r *syntax.Redirect) string {
 	return strings.Join(w.fields([]*syntax.Word{r.Word}), " ")
 }
 
-func (w *walker) applyRedir(t fdTable, n string, r *syntax.Redirect) {
+func (w *walker) applyRedir(t FDTable, n string, r *syntax.Redirect) {
 	switch r.Op {
 	case syntax.Hdoc, syntax.DashHdoc:
 		if _, ok := t[n]; !ok && len(t) >= maxFDs {
 			return
 		}
 		if r.Hdoc != nil {
-			t[n] = fdSource{text: hdocText(r.Hdoc), lit: true}
+			t[n] = FDSource{Text: hdocText(r.Hdoc), Lit: true}
 		}
 		return
 	case syntax.WordHdoc:
@@ -117,7 +117,7 @@ func (w *walker) applyRedir(t fdTable, n string, r *syntax.Redirect) {
 			return
 		}
 		if r.Word != nil {
-			t[n] = fdSource{text: unquote(printWord(r.Word)), lit: true}
+			t[n] = FDSource{Text: unquote(printWord(r.Word)), Lit: true}
 		}
 		return
 	}
@@ -142,15 +142,15 @@ func (w *walker) applyRedir(t fdTable, n string, r *syntax.Redirect) {
 	if _, ok := t[n]; !ok && len(t) >= maxFDs {
 		return // a table that large is no command anybody writes; what it hides stays unknown
 	}
-	var src fdSource
+	var src FDSource
 	switch {
 	case strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/"):
-		src.net = target
+		src.Net = target
 	case procSubst(r.Word) != nil:
 		src.from = w.procProgram(procSubst(r.Word))
 	default:
-		src.file = target
-		src.appends = r.Op == syntax.AppOut || r.Op == syntax.AppAll
+		src.File = target
+		src.Appends = r.Op == syntax.AppOut || r.Op == syntax.AppAll
 	}
 	t[n] = src
 	if r.Op == syntax.RdrAll || r.Op == syntax.AppAll {
@@ -187,14 +187,14 @@ func (w *walker) procProgram(ps *syntax.ProcSubst) string {
 }
 
 // fd returns what the command's descriptor n is open on.
-func (c *Command) fd(n string) (fdSource, bool) {
+func (c *Command) FD(n string) (FDSource, bool) {
 	src, ok := c.FDs[n]
 	return src, ok
 }
 
 // fdOf returns what an argument naming a descriptor (/dev/fd/3, /proc/self/fd/3, /dev/stdin)
 // is open on.
-func (c *Command) fdOf(arg string) (fdSource, bool) {
+func (c *Command) FDOf(arg string) (FDSource, bool) {
 	n := ""
 	switch arg {
 	case "/dev/stdin":
@@ -202,26 +202,26 @@ func (c *Command) fdOf(arg string) (fdSource, bool) {
 	case "/dev/stdout":
 		n = "1"
 	default:
-		m := fdArg().FindStringSubmatch(arg)
+		m := FDArg().FindStringSubmatch(arg)
 		if m == nil {
-			return fdSource{}, false
+			return FDSource{}, false
 		}
 		n = m[1]
 	}
-	return c.fd(n)
+	return c.FD(n)
 }
 
 // fdsUsed is the part of a statement's table its command can reach through its own standard
 // streams or arguments: kept small, since every command carries it.
-func fdsUsed(t fdTable, args []string) fdTable {
+func fdsUsed(t FDTable, args []string) FDTable {
 	if len(t) == 0 {
 		return nil
 	}
-	var out fdTable
+	var out FDTable
 	keep := func(n string) {
 		if src, ok := t[n]; ok {
 			if out == nil {
-				out = fdTable{}
+				out = FDTable{}
 			}
 			out[n] = src
 		}
@@ -229,7 +229,7 @@ func fdsUsed(t fdTable, args []string) fdTable {
 	keep("0")
 	keep("1")
 	for _, a := range args {
-		if m := fdArg().FindStringSubmatch(a); m != nil {
+		if m := FDArg().FindStringSubmatch(a); m != nil {
 			keep(m[1])
 		}
 	}
@@ -243,17 +243,17 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 	if len(cmd.FDs) == 0 {
 		return
 	}
-	out, _ := cmd.fd("1")
-	if out.file != "" && isDownloader(cmd.Name) {
+	out, _ := cmd.FD("1")
+	if out.File != "" && IsDownloader(cmd.Name) {
 		if w.a.Fetched == nil {
 			w.a.Fetched = map[string]string{}
 		}
-		w.a.Fetched[out.file] = cmd.Name // exec 3>x.sh; curl … >&3
+		w.a.Fetched[out.File] = cmd.Name // exec 3>x.sh; curl … >&3
 	}
-	if shells[out.from] || interpreters[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
-		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && shells[out.from] {
+	if Shells[out.from] || Interpreters[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
+		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && Shells[out.from] {
 			w.a.shell(text, w.depth+1, w.vars)
-		} else if isDownloader(cmd.Name) && len(w.a.Commands) < maxCommands {
+		} else if IsDownloader(cmd.Name) && len(w.a.Commands) < maxCommands {
 			// The shell reading the descriptor is the pipe's reader: recorded as such.
 			w.a.Commands = append(w.a.Commands, Command{Name: out.from, Upstream: []string{cmd.Name}, UpstreamCmds: []Command{*cmd}})
 		}
@@ -261,24 +261,24 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 	switch {
 	case cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray":
 		w.readFD(cmd)
-	case shells[cmd.Name] || cmd.Name == "source" || cmd.Name == "." || interpreters[cmd.Name] != "":
-		src, ok := cmd.fd("0")
-		if ops := operands(cmd.Args); len(ops) > 0 && ops[0] != "-" {
-			src, ok = cmd.fdOf(ops[0]) // the script is a descriptor: bash /dev/fd/3
+	case Shells[cmd.Name] || cmd.Name == "source" || cmd.Name == "." || Interpreters[cmd.Name] != "":
+		src, ok := cmd.FD("0")
+		if ops := Operands(cmd.Args); len(ops) > 0 && ops[0] != "-" {
+			src, ok = cmd.FDOf(ops[0]) // the script is a descriptor: bash /dev/fd/3
 		} else if cmd.Name == "source" || cmd.Name == "." {
 			ok = false
 		}
-		if !ok || noExec(cmd) {
+		if !ok || NoExec(cmd) {
 			return
 		}
 		switch {
-		case src.lit && interpreters[cmd.Name] != "":
-			w.a.interp(cmd.Name, src.text, w)
-		case src.lit:
-			w.a.shell(src.text, w.depth+1, w.vars)
+		case src.Lit && Interpreters[cmd.Name] != "":
+			w.a.interp(cmd.Name, src.Text, w)
+		case src.Lit:
+			w.a.shell(src.Text, w.depth+1, w.vars)
 		case src.from != "":
 			cmd.Upstream = append(cmd.Upstream, src.from) // bash <&3 where 3 is <(curl …)
-		case src.net != "":
+		case src.Net != "":
 			w.a.NetIn = true
 		}
 	}
@@ -308,25 +308,25 @@ func (w *walker) readFD(cmd *Command) {
 			name = a
 		}
 	}
-	src, ok := cmd.fd(fd)
+	src, ok := cmd.FD(fd)
 	if name == "" {
 		name = map[bool]string{true: "REPLY", false: "MAPFILE"}[cmd.Name == "read"]
 	}
-	if ok && isDownloader(src.from) {
+	if ok && IsDownloader(src.from) {
 		w.fetchedVars = setKey(w.fetchedVars, name, src.from) // read -u 3 cmd, 3 on <(curl …)
 		return
 	}
-	if !ok || !src.lit {
+	if !ok || !src.Lit {
 		return
 	}
-	line, _, _ := strings.Cut(src.text, "\n")
+	line, _, _ := strings.Cut(src.Text, "\n")
 	w.vars[name] = line
 }
 
 // runsFetched records a command that runs text a download put in a variable (eval "$cmd" after
 // read -u from <(curl …)) as the shell reading that download, which is what it is.
 func (w *walker) runsFetched(cmd Command) {
-	if len(w.fetchedVars) == 0 || !(cmd.Name == "eval" || shells[cmd.Name] || cmd.Name == "source" || cmd.Name == ".") {
+	if len(w.fetchedVars) == 0 || !(cmd.Name == "eval" || Shells[cmd.Name] || cmd.Name == "source" || cmd.Name == ".") {
 		return
 	}
 	text := strings.Join(cmd.Args, " ")

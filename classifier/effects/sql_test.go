@@ -1,4 +1,4 @@
-package classifier
+package effects
 
 import (
 	"slices"
@@ -9,7 +9,7 @@ import (
 // sqlKinds are the database effects of SQL text, as their first attribute (destroy, credentials...).
 func sqlKinds(text string) []string {
 	var out []string
-	for _, e := range sqlEffects("psql", text) {
+	for _, e := range SQLEffects("psql", text) {
 		out = append(out, e.Attrs[0][0])
 	}
 	return out
@@ -105,14 +105,14 @@ func TestSQLStatementsAreJudgedByWhatTheyDoToTheServer(t *testing.T) {
 func TestSQLPrivilegeHandingOutEverythingIsSuperuser(t *testing.T) {
 	for _, sql := range []string{"ALTER ROLE app WITH SUPERUSER", "GRANT ALL PRIVILEGES ON *.* TO 'x'@'%'", "GRANT SELECT ON t TO x WITH GRANT OPTION", "ALTER SERVER ROLE sysadmin ADD MEMBER x; EXEC sp_addsrvrolemember 'x', 'sysadmin'"} {
 		found := false
-		for _, e := range sqlEffects("psql", sql) {
+		for _, e := range SQLEffects("psql", sql) {
 			found = found || strings.Contains(e.String(), "privilege superuser")
 		}
 		if !found {
-			t.Errorf("%q: no superuser privilege effect in %v", sql, sqlEffects("psql", sql))
+			t.Errorf("%q: no superuser privilege effect in %v", sql, SQLEffects("psql", sql))
 		}
 	}
-	if e := sqlEffects("psql", "GRANT SELECT ON t TO x"); len(e) != 1 || strings.Contains(e[0].String(), "superuser") {
+	if e := SQLEffects("psql", "GRANT SELECT ON t TO x"); len(e) != 1 || strings.Contains(e[0].String(), "superuser") {
 		t.Errorf("GRANT SELECT: %v, want one privilege effect without superuser", e)
 	}
 }
@@ -152,7 +152,7 @@ func TestSQLInConnectorArgumentsIsFoundByKeyOrByTheToolsName(t *testing.T) {
 		{"postgres", "query", "sql", "how do I drop a table?", false},
 	}
 	for _, tt := range tests {
-		if got := sqlArgument(tt.server, tt.tool, tt.key, tt.value); got != tt.want {
+		if got := SQLArgument(tt.server, tt.tool, tt.key, tt.value); got != tt.want {
 			t.Errorf("sqlArgument(%q, %q, %q, %q) = %v, want %v", tt.server, tt.tool, tt.key, tt.value, got, tt.want)
 		}
 	}
@@ -174,7 +174,7 @@ func TestSQLInInterpreterCodeIsFoundInItsStringLiterals(t *testing.T) {
 			t.Errorf("sqlInCode(%q) = %q, want %d", tt.code, got, tt.want)
 		}
 	}
-	if e := sqlEffects("python3", "Update available"); len(e) != 0 {
+	if e := SQLEffects("python3", "Update available"); len(e) != 0 {
 		t.Errorf("prose judged as SQL: %v", e)
 	}
 }
@@ -194,7 +194,7 @@ func FuzzSQLStatements(f *testing.F) {
 		if n > sqlMaxTokens+sqlMaxStatements {
 			t.Fatalf("%d tokens from %d bytes, over the limit", n, len(s))
 		}
-		for _, e := range sqlEffects("psql", s) {
+		for _, e := range SQLEffects("psql", s) {
 			if e.Kind != EffectDatabase || len(e.Attrs) < 2 {
 				t.Fatalf("malformed effect %v from %q", e, s)
 			}

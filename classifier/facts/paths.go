@@ -1,4 +1,4 @@
-package classifier
+package facts
 
 import (
 	"cmp"
@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-func looksLikePath(s string) bool {
+func LooksLikePath(s string) bool {
 	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")
 }
 
@@ -40,7 +40,7 @@ func homeLen(p string) int {
 
 // canonPath cleans a path, resolves it against cwd, and writes any home folder as ~, so that one
 // rule covers the Mac's /Users/ada, the VM's /root or /home/ada, and $HOME.
-func canonPath(p, cwd string) string {
+func CanonPath(p, cwd string) string {
 	if p == "" {
 		return ""
 	}

@@ -1,9 +1,11 @@
-package classifier
+package effects
 
 import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
@@ -79,7 +81,7 @@ func (e Effect) String() string {
 	return b.String()
 }
 
-func effect(kind EffectKind, by string, attrs ...string) Effect {
+func New(kind EffectKind, by string, attrs ...string) Effect {
 	e := Effect{Kind: kind, By: by}
 	for i := 0; i+1 < len(attrs); i += 2 {
 		e.Attrs = append(e.Attrs, [2]string{attrs[i], attrs[i+1]})
@@ -88,7 +90,7 @@ func effect(kind EffectKind, by string, attrs ...string) Effect {
 }
 
 // commandEffects maps one command to its effects. fl tells what holds a secret.
-func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
+func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 	var out []Effect
 	for _, tables := range []struct {
 		rows []subcommand
@@ -99,7 +101,7 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 				break
 			}
 			if s.matches(cmd) {
-				e := effect(tables.kind, cmd.Name, "what", s.what)
+				e := New(tables.kind, cmd.Name, "what", s.what)
 				if tables.kind == EffectDelete {
 					e.Attrs = append(e.Attrs, [2]string{"backups", ""})
 				}
@@ -110,11 +112,11 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 	}
 	out = append(out, sendEffects(cmd, cwd, fl)...)
 	if searchers[cmd.Name] { // grep -r AKIA ~: the matches are the keys
-		ops := operands(cmd.Args)
+		ops := facts.Operands(cmd.Args)
 		if len(ops) >= 1 && fl.searchesForCredentials(cmd, ops) {
-			for _, where := range append(ops[1:], optionValues(cmd.Args, "-r", "-R")...) {
-				if root := canonPath(where, cwd); keyRoot(root) && keyMaterial().MatchString(strings.Join(cmd.Args, " ")) {
-					out = append(out, effect(EffectCredential, cmd.Name, "what", "a search for key material in "+root))
+			for _, where := range append(ops[1:], facts.OptionValues(cmd.Args, "-r", "-R")...) {
+				if root := facts.CanonPath(where, cwd); keyRoot(root) && keyMaterial().MatchString(strings.Join(cmd.Args, " ")) {
+					out = append(out, New(EffectCredential, cmd.Name, "what", "a search for key material in "+root))
 					break
 				}
 			}
@@ -127,7 +129,7 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 	switch cmd.Name {
 	case "crontab":
 		if !slices.Contains(cmd.Args, "-l") {
-			out = append(out, effect(EffectPersist, "crontab", "what", "a cron job"))
+			out = append(out, New(EffectPersist, "crontab", "what", "a cron job"))
 		}
 	case "git":
 		out = append(out, gitEffects(cmd)...)
@@ -135,7 +137,7 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		out = append(out, findDeletes(cmd, cwd)...)
 	case "osascript":
 		if strings.Contains(strings.Join(cmd.Args, " "), "administrator privileges") {
-			out = append(out, effect(EffectPrivilege, "osascript", "what", "administrator privileges"))
+			out = append(out, New(EffectPrivilege, "osascript", "what", "administrator privileges"))
 		}
 	}
 	if subs, ok := installers[cmd.Name]; ok {
@@ -143,7 +145,7 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 	}
 	if cmd.Name == "python" || cmd.Name == "python3" {
 		if i := slices.Index(cmd.Args, "-m"); i >= 0 && i+1 < len(cmd.Args) && cmd.Args[i+1] == "pip" {
-			out = append(out, installEffects(&Command{Name: "pip", Args: cmd.Args[i+2:]}, installers["pip"])...)
+			out = append(out, installEffects(&facts.Command{Name: "pip", Args: cmd.Args[i+2:]}, installers["pip"])...)
 		}
 	}
 	return out
@@ -151,16 +153,16 @@ func commandEffects(cmd *Command, cwd string, fl *flow) []Effect {
 
 // remoteShell finds a shell handed to the network: nc -e /bin/sh, ncat --exec, socat EXEC:,
 // a bash redirection to /dev/tcp.
-func remoteShell(cmd *Command) []Effect {
+func remoteShell(cmd *facts.Command) []Effect {
 	switch cmd.Name {
 	case "nc", "ncat", "netcat":
-		runs := optionValues(cmd.Args, "-e", "-c", "--exec", "--sh-exec", "--lua-exec")
+		runs := facts.OptionValues(cmd.Args, "-e", "-c", "--exec", "--sh-exec", "--lua-exec")
 		for i, a := range cmd.Args { // -le /bin/sh, -lve …
 			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 2 && strings.ContainsAny(a[len(a)-1:], "ec") && i+1 < len(cmd.Args) {
 				runs = append(runs, cmd.Args[i+1])
 			}
 		}
-		ops := slices.DeleteFunc(operands(cmd.Args), func(o string) bool { return slices.Contains(runs, o) })
+		ops := slices.DeleteFunc(facts.Operands(cmd.Args), func(o string) bool { return slices.Contains(runs, o) })
 		listens := slices.ContainsFunc(cmd.Args, func(a string) bool {
 			return a == "--listen" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "l")
 		})
@@ -169,17 +171,17 @@ func remoteShell(cmd *Command) []Effect {
 		}
 		for _, r := range runs {
 			if givesShell(r) {
-				return []Effect{effect(EffectRemoteShell, cmd.Name, "runs", r)}
+				return []Effect{New(EffectRemoteShell, cmd.Name, "runs", r)}
 			}
 		}
 	case "socat":
 		for _, a := range cmd.Args {
 			if u := strings.ToUpper(strings.Trim(a, `'"`)); u == "SHELL" || strings.HasPrefix(u, "SHELL:") {
-				return []Effect{effect(EffectRemoteShell, "socat", "runs", "a shell")}
+				return []Effect{New(EffectRemoteShell, "socat", "runs", "a shell")}
 			}
 			if u := strings.ToUpper(a); strings.HasPrefix(u, "EXEC:") || strings.HasPrefix(u, "SYSTEM:") {
 				if r := a[strings.Index(a, ":")+1:]; givesShell(r) {
-					return []Effect{effect(EffectRemoteShell, "socat", "runs", r)}
+					return []Effect{New(EffectRemoteShell, "socat", "runs", r)}
 				}
 			}
 		}
@@ -194,8 +196,8 @@ func givesShell(cmdline string) bool {
 	if i := strings.IndexByte(cmdline, ','); i >= 0 && !strings.ContainsAny(cmdline[:i], " ") {
 		cmdline = cmdline[:i] // socat EXEC:/bin/sh,pty,stderr: the options follow a comma
 	}
-	for _, c := range Analyze(cmdline).Commands { // env -u X exec nice -n 5 sh is a shell too
-		if shells[c.Name] || interpreters[c.Name] != "" || c.Name == "powershell" || c.Name == "pwsh" {
+	for _, c := range facts.Analyze(cmdline).Commands { // env -u X exec nice -n 5 sh is a shell too
+		if facts.Shells[c.Name] || facts.Interpreters[c.Name] != "" || c.Name == "powershell" || c.Name == "pwsh" {
 			return true
 		}
 	}
@@ -209,7 +211,7 @@ var vcsInternals = lazyregexp.New(`(^|/)\.git(/(objects|refs|packed-refs|HEAD|lo
 
 // removals: the files rm, unlink, shred... remove. A repository's history (.git and what is in
 // it) is marked vcs: it is what lets a person undo everything else.
-func removals(cmd *Command, cwd string) []Effect {
+func removals(cmd *facts.Command, cwd string) []Effect {
 	if !removers[cmd.Name] {
 		return nil
 	}
@@ -224,8 +226,8 @@ func removals(cmd *Command, cwd string) []Effect {
 			recursive = true
 		case opts && strings.HasPrefix(a, "-"):
 		default:
-			p := canonPath(a, cwd)
-			e := effect(EffectDelete, cmd.Name, "target", p)
+			p := facts.CanonPath(a, cwd)
+			e := New(EffectDelete, cmd.Name, "target", p)
 			if recursive {
 				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
 			}
@@ -246,12 +248,12 @@ func longOption(a, full string) bool {
 
 // movesAway: mv takes its sources away from where they were; rsync --delete removes what the
 // destination has beyond the source. Aimed at a critical folder, both are a deletion of it.
-func movesAway(cmd *Command, cwd string) []Effect {
-	ops := operands(cmd.Args)
+func movesAway(cmd *facts.Command, cwd string) []Effect {
+	ops := facts.Operands(cmd.Args)
 	var targets []string
 	switch {
-	case cmd.Name == "mv" && len(optionValues(cmd.Args, "-t", "--target-directory")) > 0:
-		t := optionValues(cmd.Args, "-t", "--target-directory")[0]
+	case cmd.Name == "mv" && len(facts.OptionValues(cmd.Args, "-t", "--target-directory")) > 0:
+		t := facts.OptionValues(cmd.Args, "-t", "--target-directory")[0]
 		targets = slices.DeleteFunc(ops, func(o string) bool { return o == t })
 	case cmd.Name == "mv" && len(ops) >= 2:
 		targets = ops[:len(ops)-1]
@@ -263,11 +265,11 @@ func movesAway(cmd *Command, cwd string) []Effect {
 	}
 	var out []Effect
 	for _, t := range targets {
-		if p := canonPath(t, cwd); criticalPath().MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
-			if cwdP := canonPath(cwd, ""); p == cwdP || strings.HasPrefix(p, cwdP+"/") {
+		if p := facts.CanonPath(t, cwd); CriticalPath().MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
+			if cwdP := facts.CanonPath(cwd, ""); p == cwdP || strings.HasPrefix(p, cwdP+"/") {
 				continue // the project's own folders
 			}
-			out = append(out, effect(EffectDelete, cmd.Name, "target", p, "critical", ""))
+			out = append(out, New(EffectDelete, cmd.Name, "target", p, "critical", ""))
 		}
 	}
 	return out
@@ -276,7 +278,7 @@ func movesAway(cmd *Command, cwd string) []Effect {
 // permCommands change permissions or owners; with -R on a critical folder they break the system.
 var permCommands = map[string]bool{"chmod": true, "chown": true, "chgrp": true, "chflags": true, "setfacl": true, "chattr": true}
 
-func permissionEffects(cmd *Command, cwd string) []Effect {
+func permissionEffects(cmd *facts.Command, cwd string) []Effect {
 	if !permCommands[cmd.Name] {
 		return nil
 	}
@@ -287,16 +289,16 @@ func permissionEffects(cmd *Command, cwd string) []Effect {
 		}
 	}
 	var out []Effect
-	ops := operands(cmd.Args)
+	ops := facts.Operands(cmd.Args)
 	if len(ops) > 0 && !slices.ContainsFunc(cmd.Args, func(a string) bool { return strings.HasPrefix(a, "--reference") }) {
 		ops = ops[1:] // the mode or owner
 	}
 	for _, t := range ops {
-		p := canonPath(t, cwd)
-		if !criticalPath().MatchString(p) || p == "." || p == ".." {
+		p := facts.CanonPath(t, cwd)
+		if !CriticalPath().MatchString(p) || p == "." || p == ".." {
 			continue
 		}
-		e := effect(EffectPermissions, cmd.Name, "target", p, "critical", "")
+		e := New(EffectPermissions, cmd.Name, "target", p, "critical", "")
 		if recursive {
 			e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
 		}
@@ -307,11 +309,11 @@ func permissionEffects(cmd *Command, cwd string) []Effect {
 
 // matches reports whether cmd is this subcommand: its program, its words in order among the
 // operands (options skipped), and one of anyFlag among all arguments when set.
-func (s subcommand) matches(cmd *Command) bool {
+func (s subcommand) matches(cmd *facts.Command) bool {
 	if cmd.Name != s.prog {
 		return false
 	}
-	ops := operands(cmd.Args)
+	ops := facts.Operands(cmd.Args)
 	if len(ops) < len(s.words) {
 		return false
 	}
@@ -337,19 +339,19 @@ func (s subcommand) matches(cmd *Command) bool {
 }
 
 // sendEffects finds what a network client sends and where.
-func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
-	if sendOptions[cmd.Name] == nil && !rawSenders[cmd.Name] && !otherSenders[cmd.Name] {
+func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
+	if SendOptions[cmd.Name] == nil && !facts.RawSenders[cmd.Name] && !otherSenders[cmd.Name] {
 		return nil // most commands send nothing: no URL parsing for them
 	}
-	dest := destination(cmd)
+	dest := facts.Destination(cmd)
 	var out []Effect
 	add := func(data string, isFile bool) {
 		attrs := []string{"data", data}
-		e := effect(EffectSend, cmd.Name, attrs...)
+		e := New(EffectSend, cmd.Name, attrs...)
 		switch {
 		case isFile:
 			raw := strings.TrimPrefix(data, "file:")
-			p := canonPath(raw, cwd)
+			p := facts.CanonPath(raw, cwd)
 			e.Attrs[0][1] = "file:" + p
 			if fl.secretIn(cmd, raw) {
 				e.Attrs = append(e.Attrs, [2]string{"secret", ""})
@@ -362,7 +364,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 			} else if upstreamTree(cmd, cwd) {
 				e.Attrs = append(e.Attrs, [2]string{"tree", ""})
 			}
-		case secretVar().MatchString(data):
+		case SecretVar().MatchString(data):
 			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 		}
 		if dest != "" {
@@ -371,15 +373,15 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		out = append(out, e)
 	}
 	masked := cmd.Args
-	if opts := sendOptions[cmd.Name]; opts != nil {
+	if opts := SendOptions[cmd.Name]; opts != nil {
 		keep := make([]string, 0, len(opts))
 		for opt := range opts {
 			keep = append(keep, opt)
 		}
-		masked = maskValues(cmd.Name, cmd.Args, keep...) // curl -o -d@.env saves to a file, sends nothing
+		masked = facts.MaskValues(cmd.Name, cmd.Args, keep...) // curl -o -d@.env saves to a file, sends nothing
 	}
-	for opt, form := range sendOptions[cmd.Name] {
-		for _, v := range optionValues(masked, opt) {
+	for opt, form := range SendOptions[cmd.Name] {
+		for _, v := range facts.OptionValues(masked, opt) {
 			switch {
 			case form == formFile && v == "-":
 				add("stdin", false)
@@ -405,21 +407,21 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		}
 	}
 	if cmd.Name == "ssh" {
-		dest = sshHost(cmd.Args)
+		dest = facts.SSHHost(cmd.Args)
 	}
-	if rawSenders[cmd.Name] || cmd.Name == "ssh" {
+	if facts.RawSenders[cmd.Name] || cmd.Name == "ssh" {
 		if cmd.PipedFrom != "" {
 			add("stdin:"+cmd.PipedFrom, false) // tar cf - src | ssh host cat
 		}
-		if in, ok := cmd.fd("0"); ok && in.file != "" {
-			add("file:"+in.file, true) // nc host 4444 < .env
+		if in, ok := cmd.FD("0"); ok && in.File != "" {
+			add("file:"+in.File, true) // nc host 4444 < .env
 		}
 	}
 	if cmd.Name == "socat" {
 		out = append(out, socatSends(cmd, fl)...)
 	}
 	if cmd.Name == "gh" { // gh gist create FILE..., gh api -F f=@FILE / --input FILE
-		ops := operands(cmd.Args)
+		ops := facts.Operands(cmd.Args)
 		if len(ops) >= 2 && ops[0] == "gist" && (ops[1] == "create" || ops[1] == "new" || ops[1] == "edit") {
 			dest = "https://gist.github.com"
 			for _, f := range ops[2:] {
@@ -428,7 +430,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		}
 		if len(ops) >= 1 && ops[0] == "api" {
 			dest = "https://api.github.com"
-			for _, v := range optionValues(cmd.Args, "-F", "--field", "--input") {
+			for _, v := range facts.OptionValues(cmd.Args, "-F", "--field", "--input") {
 				if f, ok := strings.CutPrefix(v[strings.Index(v, "=")+1:], "@"); ok {
 					add("file:"+f, true)
 				} else if !strings.Contains(v, "=") && v != "-" {
@@ -438,7 +440,7 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		}
 	}
 	if cmd.Name == "tar" || cmd.Name == "gtar" || cmd.Name == "bsdtar" { // tar -cf host:archive
-		files := optionValues(cmd.Args, "-f", "--file")
+		files := facts.OptionValues(cmd.Args, "-f", "--file")
 		for i, a := range cmd.Args { // -cf ARCHIVE, -czf ARCHIVE
 			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.HasSuffix(a, "f") && len(a) > 2 && i+1 < len(cmd.Args) {
 				files = append(files, cmd.Args[i+1])
@@ -453,9 +455,9 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		}
 		local := slices.Contains(cmd.Args, "--force-local") // host:name is a local file then
 		for _, f := range files {
-			if !local && remoteSpec().MatchString(f) && !strings.Contains(f, "://") {
+			if !local && RemoteSpec().MatchString(f) && !strings.Contains(f, "://") {
 				dest = f
-				sources := slices.DeleteFunc(operands(cmd.Args), func(o string) bool { return o == f })
+				sources := slices.DeleteFunc(facts.Operands(cmd.Args), func(o string) bool { return o == f })
 				for _, src := range sources {
 					add("file:"+src, true)
 				}
@@ -466,11 +468,11 @@ func sendEffects(cmd *Command, cwd string, fl *flow) []Effect {
 		}
 	}
 	if cmd.Name == "scp" || cmd.Name == "rsync" || cmd.Name == "sftp" {
-		ops := operands(cmd.Args)
-		if n := len(ops); n >= 2 && remoteSpec().MatchString(ops[n-1]) {
+		ops := facts.Operands(cmd.Args)
+		if n := len(ops); n >= 2 && RemoteSpec().MatchString(ops[n-1]) {
 			dest = ops[n-1]
 			for _, src := range ops[:n-1] {
-				if !remoteSpec().MatchString(src) {
+				if !RemoteSpec().MatchString(src) {
 					add("file:"+src, true)
 				}
 			}
@@ -487,7 +489,7 @@ var keyFile = lazyregexp.New(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|as
 var otherSenders = map[string]bool{"ssh": true, "gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
 
 // gitEffects: configuration keys that run commands, set with git config or git -c.
-func gitEffects(cmd *Command) []Effect {
+func gitEffects(cmd *facts.Command) []Effect {
 	var out []Effect
 	check := func(key, value string) {
 		key = strings.ToLower(key)
@@ -502,14 +504,14 @@ func gitEffects(cmd *Command) []Effect {
 			}
 		}
 		if execs {
-			out = append(out, effect(EffectConfig, "git", "key", key, "exec", "", "value", value))
+			out = append(out, New(EffectConfig, "git", "key", key, "exec", "", "value", value))
 		}
 	}
-	for _, kv := range optionValues(cmd.Args, "-c") {
+	for _, kv := range facts.OptionValues(cmd.Args, "-c") {
 		k, v, _ := strings.Cut(kv, "=")
 		check(k, v)
 	}
-	ops := operands(cmd.Args)
+	ops := facts.Operands(cmd.Args)
 	if i := slices.Index(ops, "config"); i >= 0 && i+1 < len(ops) {
 		v := ""
 		if i+2 < len(ops) {
@@ -568,7 +570,7 @@ func findFilters(args []string) bool {
 }
 
 // findDeletes: find -delete removes what it finds below each starting point.
-func findDeletes(cmd *Command, cwd string) []Effect {
+func findDeletes(cmd *facts.Command, cwd string) []Effect {
 	if !findDeleteAction(cmd.Args) {
 		return nil
 	}
@@ -578,15 +580,15 @@ func findDeletes(cmd *Command, cwd string) []Effect {
 		if strings.HasPrefix(a, "-") || strings.HasPrefix(a, "(") || a == "!" {
 			break // the expression starts
 		}
-		p := canonPath(a, cwd)
-		e := effect(EffectDelete, "find", "target", p, "recursive", "")
-		if criticalPath().MatchString(p) && !filtered {
+		p := facts.CanonPath(a, cwd)
+		e := New(EffectDelete, "find", "target", p, "recursive", "")
+		if CriticalPath().MatchString(p) && !filtered {
 			e.Attrs = append(e.Attrs, [2]string{"critical", ""}) // everything below it goes
 		}
 		out = append(out, e)
 	}
 	if len(out) == 0 { // find -delete with no starting point: the working folder
-		out = append(out, effect(EffectDelete, "find", "target", canonPath(".", cwd), "recursive", ""))
+		out = append(out, New(EffectDelete, "find", "target", facts.CanonPath(".", cwd), "recursive", ""))
 	}
 	return out
 }
@@ -594,61 +596,61 @@ func findDeletes(cmd *Command, cwd string) []Effect {
 var gitSource = lazyregexp.New(`^(git\+|git@|github:|gitlab:|bitbucket:|https?://|file:|ftp://)|\.(tgz|tar\.gz|whl|zip)$`)
 
 // installEffects: packages installed from a URL, a repository or another index.
-func installEffects(cmd *Command, subs []string) []Effect {
-	ops := operands(cmd.Args)
+func installEffects(cmd *facts.Command, subs []string) []Effect {
+	ops := facts.Operands(cmd.Args)
 	if len(ops) == 0 || !slices.Contains(subs, ops[0]) {
 		return nil
 	}
 	var out []Effect
-	for _, v := range optionValues(cmd.Args, installIndexOptions...) {
-		out = append(out, effect(EffectInstall, cmd.Name, "from", v, "index", ""))
+	for _, v := range facts.OptionValues(cmd.Args, installIndexOptions...) {
+		out = append(out, New(EffectInstall, cmd.Name, "from", v, "index", ""))
 	}
 	for _, p := range ops[1:] {
 		if gitSource().MatchString(p) {
-			out = append(out, effect(EffectInstall, cmd.Name, "from", p))
+			out = append(out, New(EffectInstall, cmd.Name, "from", p))
 		}
 	}
 	return out
 }
 
 // fetchedFiles lists the files the commands download to, by path.
-func fetchedFiles(cmds []Command, cwd string) map[string]string {
+func fetchedFiles(cmds []facts.Command, cwd string) map[string]string {
 	files := map[string]string{}
 	for i := range cmds {
 		c := &cmds[i]
-		spec, ok := fetchOutput[c.Name]
+		spec, ok := facts.FetchOutput[c.Name]
 		if !ok {
-			for _, h := range capabilityHits(c) {
-				if src := destination(c); h.cap == CapDownload && src != "" {
-					for _, f := range h.values {
-						files[canonPath(f, cwd)] = src
+			for _, h := range facts.CapabilityHits(c) {
+				if src := facts.Destination(c); h.Cap == facts.CapDownload && src != "" {
+					for _, f := range h.Values {
+						files[facts.CanonPath(f, cwd)] = src
 					}
 				}
 			}
 			continue
 		}
-		src := destination(c)
+		src := facts.Destination(c)
 		if src == "" || strings.HasPrefix(src, "file:") {
 			continue // a local copy is not a download
 		}
-		for _, f := range optionValues(c.Args, spec.output...) {
+		for _, f := range facts.OptionValues(c.Args, spec.Output...) {
 			if f != "-" {
-				files[canonPath(f, cwd)] = src
+				files[facts.CanonPath(f, cwd)] = src
 			}
 		}
 		dir := cwd
-		if d := optionValues(c.Args, spec.dir...); len(d) > 0 {
-			dir = canonPath(d[0], cwd)
+		if d := facts.OptionValues(c.Args, spec.Dir...); len(d) > 0 {
+			dir = facts.CanonPath(d[0], cwd)
 		}
-		named := c.Name == "wget" && len(optionValues(c.Args, spec.output...)) == 0
+		named := c.Name == "wget" && len(facts.OptionValues(c.Args, spec.Output...)) == 0
 		for _, a := range c.Args {
-			if slices.Contains(spec.remoteName, a) {
+			if slices.Contains(spec.RemoteName, a) {
 				named = true
 			}
 		}
 		if named && src != "" {
 			if base := path.Base(src); base != "" && base != "/" && base != "." {
-				files[canonPath(path.Join(dir, base), cwd)] = src
+				files[facts.CanonPath(path.Join(dir, base), cwd)] = src
 			}
 		}
 	}
@@ -657,18 +659,18 @@ func fetchedFiles(cmds []Command, cwd string) map[string]string {
 		c := &cmds[i]
 		switch c.Name {
 		case "scp", "rsync": // copied from a remote host, or a download copied on
-			ops := operands(c.Args)
-			if len(ops) == 2 && remoteSpec().MatchString(ops[0]) && !remoteSpec().MatchString(ops[1]) {
-				files[canonPath(ops[1], cwd)] = ops[0]
+			ops := facts.Operands(c.Args)
+			if len(ops) == 2 && RemoteSpec().MatchString(ops[0]) && !RemoteSpec().MatchString(ops[1]) {
+				files[facts.CanonPath(ops[1], cwd)] = ops[0]
 			} else if len(ops) == 2 {
-				if src, ok := files[canonPath(ops[0], cwd)]; ok {
-					files[canonPath(ops[1], cwd)] = src
+				if src, ok := files[facts.CanonPath(ops[0], cwd)]; ok {
+					files[facts.CanonPath(ops[1], cwd)] = src
 				}
 			}
 		case "tee":
 			if src := upstreamSource(cmds, c); src != "" {
-				for _, f := range operands(c.Args) {
-					files[canonPath(f, cwd)] = src
+				for _, f := range facts.Operands(c.Args) {
+					files[facts.CanonPath(f, cwd)] = src
 				}
 			}
 		case "dd":
@@ -681,14 +683,14 @@ func fetchedFiles(cmds []Command, cwd string) map[string]string {
 					of = v
 				}
 			}
-			if src, ok := files[canonPath(in, cwd)]; ok && of != "" {
-				files[canonPath(of, cwd)] = src
+			if src, ok := files[facts.CanonPath(in, cwd)]; ok && of != "" {
+				files[facts.CanonPath(of, cwd)] = src
 			}
 		case "mv", "cp", "install", "ln":
-			ops := operands(c.Args)
+			ops := facts.Operands(c.Args)
 			if len(ops) == 2 {
-				if src, ok := files[canonPath(ops[0], cwd)]; ok {
-					files[canonPath(ops[1], cwd)] = src
+				if src, ok := files[facts.CanonPath(ops[0], cwd)]; ok {
+					files[facts.CanonPath(ops[1], cwd)] = src
 				}
 			}
 		}
@@ -697,12 +699,12 @@ func fetchedFiles(cmds []Command, cwd string) map[string]string {
 }
 
 // upstreamSource is the URL a download feeding c's pipeline fetched, "" when none does.
-func upstreamSource(cmds []Command, c *Command) string {
+func upstreamSource(cmds []facts.Command, c *facts.Command) string {
 	for _, up := range c.Upstream {
-		if _, ok := fetchOutput[up]; ok || up == "http" || up == "xh" {
+		if _, ok := facts.FetchOutput[up]; ok || up == "http" || up == "xh" {
 			for i := range cmds {
 				if cmds[i].Name == up {
-					if d := destination(&cmds[i]); d != "" {
+					if d := facts.Destination(&cmds[i]); d != "" {
 						return d
 					}
 				}
@@ -715,10 +717,10 @@ func upstreamSource(cmds []Command, c *Command) string {
 
 // downloadThenRun finds a file the command downloads and then runs: curl -o x && sh x,
 // wget URL && chmod +x f && ./f, tee to a file then source it.
-func downloadThenRun(an *Analysis, cwd string) []Effect {
+func downloadThenRun(an *facts.Analysis, cwd string) []Effect {
 	files := fetchedFiles(an.Commands, cwd)
 	for p, src := range an.Fetched { // base64 -d > x.sh, curl … > x.sh
-		files[canonPath(p, cwd)] = src
+		files[facts.CanonPath(p, cwd)] = src
 	}
 	if len(files) == 0 {
 		return nil
@@ -730,8 +732,8 @@ func downloadThenRun(an *Analysis, cwd string) []Effect {
 		switch {
 		case c.Exe != "":
 			ran = c.Exe // ./bash is the file named bash, whatever its name says
-		case shells[c.Name] || interpreters[c.Name] != "" || c.Name == "source" || c.Name == ".":
-			if ops := operands(c.Args); len(ops) > 0 {
+		case facts.Shells[c.Name] || facts.Interpreters[c.Name] != "" || c.Name == "source" || c.Name == ".":
+			if ops := facts.Operands(c.Args); len(ops) > 0 {
 				ran = ops[0]
 			}
 		}
@@ -739,9 +741,9 @@ func downloadThenRun(an *Analysis, cwd string) []Effect {
 			forgetReplaced(files, c, cwd)
 			continue
 		}
-		p := canonPath(ran, cwd)
+		p := facts.CanonPath(ran, cwd)
 		if src, ok := files[p]; ok {
-			out = append(out, effect(EffectFetchExec, c.Name, "from", src, "file", p))
+			out = append(out, New(EffectFetchExec, c.Name, "from", src, "file", p))
 		}
 	}
 	return out
@@ -750,19 +752,19 @@ func downloadThenRun(an *Analysis, cwd string) []Effect {
 // forgetReplaced drops the downloads a command certainly removes or overwrites (rm x.sh; echo
 // safe > x.sh; mv other x.sh) from what later commands may run. A command that may not run, or
 // not in the order written (false && rm x.sh), removes nothing.
-func forgetReplaced(files map[string]string, c *Command, cwd string) {
+func forgetReplaced(files map[string]string, c *facts.Command, cwd string) {
 	if c.Cond {
 		return
 	}
-	ops := operands(c.Args)
+	ops := facts.Operands(c.Args)
 	switch c.Name {
 	case "rm", "unlink":
 		for _, o := range ops {
-			delete(files, canonPath(o, cwd))
+			delete(files, facts.CanonPath(o, cwd))
 		}
 	case "mv":
 		if len(ops) == 2 {
-			src, dst := canonPath(ops[0], cwd), canonPath(ops[1], cwd)
+			src, dst := facts.CanonPath(ops[0], cwd), facts.CanonPath(ops[1], cwd)
 			if v, ok := files[src]; ok {
 				files[dst] = v
 			} else {
@@ -771,39 +773,39 @@ func forgetReplaced(files map[string]string, c *Command, cwd string) {
 			delete(files, src)
 		}
 	}
-	if out, ok := c.fd("1"); ok && out.file != "" && !out.appends && !isDownloader(c.Name) && c.Name != "tee" && len(c.Upstream) == 0 {
-		delete(files, canonPath(out.file, cwd)) // echo safe > x.sh
+	if out, ok := c.FD("1"); ok && out.File != "" && !out.Appends && !facts.IsDownloader(c.Name) && c.Name != "tee" && len(c.Upstream) == 0 {
+		delete(files, facts.CanonPath(out.File, cwd)) // echo safe > x.sh
 	}
 }
 
 // netRedirects: a connection the shell opens itself. With a shell reading it, it is a remote
 // shell; otherwise each command writing to it sends its output (a secret when the command reads
 // one: tar -cf - certs >&3 with 3 on /dev/tcp).
-func netRedirects(an *Analysis, fl *flow) []Effect {
+func netRedirects(an *facts.Analysis, fl *Flow) []Effect {
 	if len(an.Net) == 0 {
 		return nil
 	}
 	for _, c := range an.Commands {
-		if (shells[c.Name] || c.Name == "source" || c.Name == ".") && an.NetIn {
-			return []Effect{effect(EffectRemoteShell, c.Name, "to", an.Net[0])}
+		if (facts.Shells[c.Name] || c.Name == "source" || c.Name == ".") && an.NetIn {
+			return []Effect{New(EffectRemoteShell, c.Name, "to", an.Net[0])}
 		}
 	}
 	var out []Effect
 	for i := range an.Commands {
 		c := &an.Commands[i]
 		to := ""
-		if o, ok := c.fd("1"); ok && o.net != "" {
-			to = o.net
+		if o, ok := c.FD("1"); ok && o.Net != "" {
+			to = o.Net
 		}
 		for _, a := range c.Args {
-			if src, ok := c.fdOf(a); ok && src.net != "" {
-				to = src.net // tar -cf /dev/fd/3 certs
+			if src, ok := c.FDOf(a); ok && src.Net != "" {
+				to = src.Net // tar -cf /dev/fd/3 certs
 			}
 		}
 		if to == "" {
 			continue
 		}
-		e := effect(EffectSend, c.Name, "data", "output")
+		e := New(EffectSend, c.Name, "data", "output")
 		if fl.outputSecret(c) || fl.stdinSecret(c) {
 			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 		}
@@ -811,15 +813,15 @@ func netRedirects(an *Analysis, fl *flow) []Effect {
 		out = append(out, e)
 	}
 	if len(out) == 0 {
-		out = append(out, effect(EffectSend, "bash", "data", "stdin", "to", an.Net[0]))
+		out = append(out, New(EffectSend, "bash", "data", "stdin", "to", an.Net[0]))
 	}
 	return out
 }
 
 // upstreamTree reports a pipeline that packs everything (tar cf - . | curl -d @- …).
-func upstreamTree(c *Command, cwd string) bool {
+func upstreamTree(c *facts.Command, cwd string) bool {
 	for _, u := range c.UpstreamCmds {
-		if contentReaders[u.Name] && slices.ContainsFunc(operands(u.Args), func(p string) bool { return wholeTree(p, cwd) }) {
+		if contentReaders[u.Name] && slices.ContainsFunc(facts.Operands(u.Args), func(p string) bool { return wholeTree(p, cwd) }) {
 			return true
 		}
 	}
@@ -827,7 +829,7 @@ func upstreamTree(c *Command, cwd string) bool {
 }
 
 // newRemotePush finds repository contents pushed to a remote the command itself added.
-func newRemotePush(an *Analysis) []Effect {
+func newRemotePush(an *facts.Analysis) []Effect {
 	added := map[string]string{}
 	var out []Effect
 	for i := range an.Commands {
@@ -835,13 +837,13 @@ func newRemotePush(an *Analysis) []Effect {
 		if c.Name != "git" {
 			continue
 		}
-		ops := operands(c.Args)
+		ops := facts.Operands(c.Args)
 		switch {
 		case len(ops) >= 4 && ops[0] == "remote" && ops[1] == "add":
 			added[ops[2]] = ops[3]
 		case len(ops) >= 2 && ops[0] == "push":
 			if url, ok := added[ops[1]]; ok {
-				out = append(out, effect(EffectSend, "git", "data", "repository", "to", url, "new-remote", ""))
+				out = append(out, New(EffectSend, "git", "data", "repository", "to", url, "new-remote", ""))
 			}
 		}
 	}
@@ -850,29 +852,29 @@ func newRemotePush(an *Analysis) []Effect {
 
 // finder finds what analysed commands do. The one thing it knows of the policy is which paths
 // hold secrets, so that an effect names the policy's own secrets, not a second list of them.
-type finder struct {
-	secret func(path string) bool
+type Finder struct {
+	Secret func(path string) bool
 }
 
 // effects lists what the analysed command does, per command and across them.
-func (f finder) effects(an *Analysis, cwd string) []Effect {
+func (f Finder) Effects(an *facts.Analysis, cwd string) []Effect {
 	var out []Effect
-	fl := newFlow(an, cwd, f.secret)
+	fl := NewFlow(an, cwd, f.Secret)
 	for i := range an.Commands {
-		out = append(out, f.programEffects(&an.Commands[i], cwd, fl, an)...)
+		out = append(out, f.ProgramEffects(&an.Commands[i], cwd, fl, an)...)
 	}
-	return append(out, analysisEffects(an, cwd, fl)...)
+	return append(out, AnalysisEffects(an, cwd, fl)...)
 }
 
 // programEffects are what one command does: by the tables of what programs do, by the paths it
 // is handed, and by the capabilities its arguments use.
-func (f finder) programEffects(cmd *Command, cwd string, fl *flow, an *Analysis) []Effect {
+func (f Finder) ProgramEffects(cmd *facts.Command, cwd string, fl *Flow, an *facts.Analysis) []Effect {
 	out := append(commandEffects(cmd, cwd, fl), f.openEffects(cmd, cwd)...)
 	return append(out, f.capabilityEffects(cmd, cwd, an)...)
 }
 
 // analysisEffects are effects of several commands together.
-func analysisEffects(an *Analysis, cwd string, fl *flow) []Effect {
+func AnalysisEffects(an *facts.Analysis, cwd string, fl *Flow) []Effect {
 	out := append(downloadThenRun(an, cwd), newRemotePush(an)...)
 	out = append(out, netRedirects(an, fl)...)
 	for _, ce := range an.CodeActs {
@@ -880,7 +882,7 @@ func analysisEffects(an *Analysis, cwd string, fl *flow) []Effect {
 	}
 	for _, code := range an.Code {
 		for _, sql := range sqlInCode(code.Text) {
-			out = append(out, sqlEffects(code.Interp, sql)...)
+			out = append(out, SQLEffects(code.Interp, sql)...)
 		}
 	}
 	return out
@@ -901,12 +903,12 @@ func keyRoot(root string) bool {
 
 // keySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
 // disk or a folder that holds secrets: the matches are the secrets, read a line at a time.
-func (f finder) keySearch(tool, pattern, glob, where, cwd string) (Effect, bool) {
+func (f Finder) KeySearch(tool, pattern, glob, where, cwd string) (Effect, bool) {
 	if where == "" {
 		where = cwd
 	}
-	root := canonPath(where, cwd)
-	broad := keyRoot(root) || f.secret(root)
+	root := facts.CanonPath(where, cwd)
+	broad := keyRoot(root) || f.Secret(root)
 	switch {
 	case !broad:
 		return Effect{}, false
@@ -915,35 +917,35 @@ func (f finder) keySearch(tool, pattern, glob, where, cwd string) (Effect, bool)
 	default:
 		return Effect{}, false
 	}
-	return effect(EffectCredential, tool, "what", "a search for key material in "+root), true
+	return New(EffectCredential, tool, "what", "a search for key material in "+root), true
 }
 
 // codeEffect is what interpreter code does, its paths resolved against the working folder.
-func codeEffect(ce codeAct, cwd string) Effect {
-	switch ce.kind {
-	case codeDelete:
-		e := effect(EffectDelete, ce.by, "target", "?")
-		if ce.target != "" {
-			p := canonPath(ce.target, cwd)
+func codeEffect(ce facts.CodeAct, cwd string) Effect {
+	switch ce.Kind {
+	case facts.CodeDelete:
+		e := New(EffectDelete, ce.By, "target", "?")
+		if ce.Target != "" {
+			p := facts.CanonPath(ce.Target, cwd)
 			e.Attrs[0][1] = p
-			if ce.tree {
+			if ce.Tree {
 				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
 			}
-			if criticalPath().MatchString(p) {
+			if CriticalPath().MatchString(p) {
 				e.Attrs = append(e.Attrs, [2]string{"critical", ""})
 			}
 		}
 		return e
-	case codeRemoteShell:
-		return effect(EffectRemoteShell, ce.by, "runs", "commands from a network connection")
+	case facts.CodeRemoteShell:
+		return New(EffectRemoteShell, ce.By, "runs", "commands from a network connection")
 	}
-	e := effect(EffectSend, ce.by, "data", "code") // codeSend
-	if ce.secret {
+	e := New(EffectSend, ce.By, "data", "code") // codeSend
+	if ce.Secret {
 		e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 	}
 	return e
 }
 
-var secretVar = lazyregexp.New(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
+var SecretVar = lazyregexp.New(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
 
-var remoteSpec = lazyregexp.New(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)
+var RemoteSpec = lazyregexp.New(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)

@@ -1,4 +1,4 @@
-package classifier
+package facts
 
 import (
 	"net/url"
@@ -15,11 +15,11 @@ var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "ba
 
 // isDownloader reports a program whose output is what it got from the network or decoded: the
 // table above, and every program whose capabilities say it fetches.
-func isDownloader(prog string) bool { return downloaders[prog] || hasCapability(prog, CapFetch) }
+func IsDownloader(prog string) bool { return downloaders[prog] || hasCapability(prog, CapFetch) }
 
 // noExec reports a shell told to read without running (-n, also within -nc, -ne).
-func noExec(cmd *Command) bool {
-	if !shells[cmd.Name] {
+func NoExec(cmd *Command) bool {
+	if !Shells[cmd.Name] {
 		return false
 	}
 	no := false
@@ -38,8 +38,8 @@ func noExec(cmd *Command) bool {
 
 // producesCode reports whether an upstream command really emits fetched or decoded text: curl
 // --version, base64 encoding, wget saving to a file, nc -z print nothing a shell should fear.
-func producesCode(c *Command) bool {
-	args := " " + strings.Join(maskValues(c.Name, c.Args, "--url"), " ") + " " // curl -H --help URL still fetches
+func ProducesCode(c *Command) bool {
+	args := " " + strings.Join(MaskValues(c.Name, c.Args, "--url"), " ") + " " // curl -H --help URL still fetches
 	has := func(flags ...string) bool {
 		for _, f := range flags {
 			if strings.Contains(args, " "+f+" ") || strings.Contains(args, " "+f+"=") {
@@ -53,12 +53,12 @@ func producesCode(c *Command) bool {
 		if has("--version", "-V", "--help", "-h", "--offline") || c.Name != "curl" && c.Name != "ssh" && has("--download", "-d") {
 			return false
 		}
-		if c.Name == "curl" && destination(c) == "" {
-			return !strings.Contains(args, "file:") && len(operands(c.Args)) > 0
+		if c.Name == "curl" && Destination(c) == "" {
+			return !strings.Contains(args, "file:") && len(Operands(c.Args)) > 0
 		}
 		return !strings.Contains(args, " file://")
 	case "wget":
-		return slices.Contains(optionValues(maskValues("wget", c.Args, "-O", "--output-document"), "-O", "--output-document"), "-")
+		return slices.Contains(OptionValues(MaskValues("wget", c.Args, "-O", "--output-document"), "-O", "--output-document"), "-")
 	case "base64", "openssl":
 		return has("-d", "--decode", "-D", "-di")
 	case "xxd":
@@ -69,7 +69,7 @@ func producesCode(c *Command) bool {
 	return true
 }
 
-func setOf(names ...string) map[string]bool {
+func SetOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
 		m[n] = true
@@ -83,7 +83,7 @@ const maskedValue = "\x00"
 // maskValues returns the arguments with the values of the program's value-taking options
 // replaced by maskedValue, except those of the options named in keep. Programs without a table
 // get their arguments back as they are.
-func maskValues(name string, args []string, keep ...string) []string {
+func MaskValues(name string, args []string, keep ...string) []string {
 	vo, ok := valueOptions[name]
 	if !ok {
 		return args
@@ -119,7 +119,7 @@ func maskValues(name string, args []string, keep ...string) []string {
 	return out
 }
 
-func flagValue(args []string, flag string) (string, bool) {
+func FlagValue(args []string, flag string) (string, bool) {
 	for i, a := range args {
 		if a == flag && i+1 < len(args) {
 			return args[i+1], true
@@ -133,7 +133,7 @@ func flagValue(args []string, flag string) (string, bool) {
 }
 
 // operands are the arguments that are not options.
-func operands(args []string) []string {
+func Operands(args []string) []string {
 	var out []string
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") || a == "-" {
@@ -148,7 +148,7 @@ func operands(args []string) []string {
 //
 // Long options may be abbreviated as GNU tools allow (--post-f for --post-file, six characters at
 // least), and a short one may end a cluster of flags (-sF name=@x, -voProxyCommand=…).
-func optionValues(args []string, names ...string) []string {
+func OptionValues(args []string, names ...string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -167,7 +167,7 @@ func optionValues(args []string, names ...string) []string {
 				out = append(out, args[i+1])
 			case !long && len(n) == 2 && len(a) > 2 && a[0] == '-' && a[1] != '-':
 				// -Fvalue, or -sF value / -sFvalue: the option's letter inside a cluster
-				if k := strings.IndexByte(a[1:], n[1]); k >= 0 && isFlagCluster(a[1:1+k]) {
+				if k := strings.IndexByte(a[1:], n[1]); k >= 0 && IsFlagCluster(a[1:1+k]) {
 					if rest := a[2+k:]; rest != "" {
 						out = append(out, rest)
 					} else if i+1 < len(args) {
@@ -182,7 +182,7 @@ func optionValues(args []string, names ...string) []string {
 
 // isFlagCluster reports letters that can only be flags without values before an option in a
 // cluster: plain letters.
-func isFlagCluster(s string) bool {
+func IsFlagCluster(s string) bool {
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
 			return false
@@ -196,18 +196,18 @@ func isFlagCluster(s string) bool {
 // system(), find -exec is elsewhere. The analysis reads each as shell.
 func execStrings(cmd *Command) []string {
 	var out []string
-	for _, h := range capabilityHits(cmd) {
-		if h.cap == CapShell || h.cap == CapExec || h.cap == CapNetShell {
-			out = append(out, h.values...)
+	for _, h := range CapabilityHits(cmd) {
+		if h.Cap == CapShell || h.Cap == CapExec || h.Cap == CapNetShell {
+			out = append(out, h.Values...)
 		}
 	}
 	switch cmd.Name {
 	case "trap":
-		if ops := operands(cmd.Args); len(ops) > 0 {
+		if ops := Operands(cmd.Args); len(ops) > 0 {
 			out = append(out, ops[0])
 		}
 	case "osascript":
-		for _, s := range optionValues(cmd.Args, "-e") {
+		for _, s := range OptionValues(cmd.Args, "-e") {
 			for _, m := range doShellScript().FindAllStringSubmatch(s, -1) {
 				out = append(out, strings.ReplaceAll(m[1]+m[2], `\"`, `"`))
 			}
@@ -230,7 +230,7 @@ func execStrings(cmd *Command) []string {
 			out = append(out, strings.Join(cmd.Args[i:], " "))
 		}
 	case "tmux":
-		ops := operands(cmd.Args)
+		ops := Operands(cmd.Args)
 		if len(ops) >= 2 && (ops[0] == "new-session" || ops[0] == "new" || ops[0] == "new-window" || ops[0] == "split-window" || ops[0] == "respawn-pane") {
 			out = append(out, ops[len(ops)-1])
 		}
@@ -257,7 +257,7 @@ var awkShell = lazyregexp.New(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\
 // that a value is never read as an option (curl -o -d@.env saves to a file named -d@.env; curl -H
 // --help sends a header named --help and fetches all the same). Short ones are letters.
 var valueOptions = map[string]optionTable{
-	"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: setOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
+	"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: SetOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
 		"--config", "--connect-timeout", "--connect-to", "--cookie", "--cookie-jar", "--continue-at", "--data", "--data-ascii",
 		"--data-binary", "--data-raw", "--data-urlencode", "--dump-header", "--form", "--form-string", "--header", "--json",
 		"--key", "--key-type", "--limit-rate", "--max-time", "--max-filesize", "--output", "--output-dir", "--proxy",
@@ -267,7 +267,7 @@ var valueOptions = map[string]optionTable{
 		"--preproxy", "--variable", "--pinnedpubkey", "--proto", "--proto-redir", "--trace", "--trace-ascii", "--stderr",
 		"--local-port", "--netrc-file", "--hostpubsha256", "--crlfile", "--egd-file", "--random-file", "--mail-from",
 		"--mail-rcpt", "--mail-auth", "--socks5", "--socks5-hostname", "--socks4", "--socks4a", "--telnet-option")},
-	"wget": {short: "OoaPtTwUeiBQlARDXIY", long: setOf("--output-document", "--output-file", "--append-output",
+	"wget": {short: "OoaPtTwUeiBQlARDXIY", long: SetOf("--output-document", "--output-file", "--append-output",
 		"--directory-prefix", "--tries", "--timeout", "--wait", "--user-agent", "--execute", "--input-file", "--base",
 		"--quota", "--level", "--accept", "--reject", "--domains", "--header", "--post-data", "--post-file", "--body-data",
 		"--body-file", "--method", "--user", "--password", "--load-cookies", "--save-cookies")},
@@ -282,22 +282,22 @@ type optionTable struct {
 	long  map[string]bool
 }
 
-var httpieValues = optionTable{short: "aAo", long: setOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")}
+var httpieValues = optionTable{short: "aAo", long: SetOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")}
 
 // destination is where a network client sends: its URL, or host for raw senders.
-func destination(cmd *Command) string {
-	args := maskValues(cmd.Name, cmd.Args, "--url")
+func Destination(cmd *Command) string {
+	args := MaskValues(cmd.Name, cmd.Args, "--url")
 	for _, a := range args {
 		if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "ftp") && u.Host != "" {
 			return u.Scheme + "://" + u.Host + u.Path
 		}
 	}
-	if rawSenders[cmd.Name] {
-		if ops := operands(cmd.Args); len(ops) > 0 {
+	if RawSenders[cmd.Name] {
+		if ops := Operands(cmd.Args); len(ops) > 0 {
 			return ops[0]
 		}
 	}
-	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
+	if _, ok := FetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
 		for _, a := range args {
 			if bareHost().MatchString(a) {
 				return "http://" + a
@@ -310,16 +310,16 @@ func destination(cmd *Command) string {
 var bareHost = lazyregexp.New(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/\S*)?$`)
 
 // rawSenders send their standard input to the host named in their arguments.
-var rawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true,
+var RawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true,
 	"mail": true, "mailx": true, "sendmail": true, "mutt": true, "msmtp": true}
 
 // fetchOutput are the options naming the file a download is saved to; remoteName ones save it
 // under the URL's own name.
-var fetchOutput = map[string]struct {
-	output     []string
-	remoteName []string
-	dir        []string
+var FetchOutput = map[string]struct {
+	Output     []string
+	RemoteName []string
+	Dir        []string
 }{
-	"curl": {output: []string{"-o", "--output"}, remoteName: []string{"-O", "--remote-name", "--remote-name-all"}, dir: []string{"--output-dir"}},
-	"wget": {output: []string{"-O", "--output-document"}, dir: []string{"-P", "--directory-prefix"}},
+	"curl": {Output: []string{"-o", "--output"}, RemoteName: []string{"-O", "--remote-name", "--remote-name-all"}, Dir: []string{"--output-dir"}},
+	"wget": {Output: []string{"-O", "--output-document"}, Dir: []string{"-P", "--directory-prefix"}},
 }

@@ -1,8 +1,10 @@
-package classifier
+package effects
 
 import (
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 )
 
 // What a git command line means, as git itself reads it: global options and -c settings before
@@ -11,7 +13,7 @@ import (
 // anywhere (nothing runs), and -- (what follows are paths, never options).
 
 // gitCall is one git invocation, read.
-type gitCall struct {
+type GitCall struct {
 	sub    string
 	opts   []string // the subcommand's options, long ones spelled out in full, "--opt=value" kept
 	ops    []string // operands before --
@@ -60,11 +62,11 @@ var gitValue = map[string]map[string]bool{
 }
 
 // parseGit reads a git command; ok is false for anything else.
-func parseGit(cmd *Command) (gitCall, bool) {
+func ParseGit(cmd *facts.Command) (GitCall, bool) {
 	if cmd == nil || cmd.Name != "git" {
-		return gitCall{}, false
+		return GitCall{}, false
 	}
-	g := gitCall{config: map[string]string{}}
+	g := GitCall{config: map[string]string{}}
 	args := cmd.Args
 	i := 0
 	for ; i < len(args); i++ {
@@ -103,7 +105,7 @@ func parseGit(cmd *Command) (gitCall, bool) {
 	return g, true
 }
 
-func (g *gitCall) readArgs(args []string) {
+func (g *GitCall) readArgs(args []string) {
 	values := gitValue[g.sub]
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -142,7 +144,7 @@ func (g *gitCall) readArgs(args []string) {
 }
 
 // spell spells out an abbreviated long option when it is the prefix of exactly one.
-func (g *gitCall) spell(name string) string {
+func (g *GitCall) spell(name string) string {
 	longs := gitLong[g.sub]
 	if slices.Contains(longs, name) {
 		return name
@@ -163,7 +165,7 @@ func (g *gitCall) spell(name string) string {
 }
 
 // has reports whether any of the options was given (long ones also as --opt=value).
-func (g *gitCall) has(names ...string) bool {
+func (g *GitCall) has(names ...string) bool {
 	for _, o := range g.opts {
 		name, _, _ := strings.Cut(o, "=")
 		if slices.Contains(names, name) {
@@ -174,7 +176,7 @@ func (g *gitCall) has(names ...string) bool {
 }
 
 // value returns the last value given to a long option as --opt=value.
-func (g *gitCall) value(name string) (string, bool) {
+func (g *GitCall) value(name string) (string, bool) {
 	v, ok := "", false
 	for _, o := range g.opts {
 		if n, val, inline := strings.Cut(o, "="); inline && n == name {
@@ -185,7 +187,7 @@ func (g *gitCall) value(name string) (string, bool) {
 }
 
 // last reports which of two opposite options comes last: true for on, false for off or neither.
-func (g *gitCall) last(on, off []string) bool {
+func (g *GitCall) last(on, off []string) bool {
 	state := false
 	for _, o := range g.opts {
 		name, _, _ := strings.Cut(o, "=")
@@ -219,7 +221,7 @@ func expiresNow(v string) bool {
 
 // gitDiscard tells what a git command throws away for good: "" when nothing, else what; all is
 // true when it is all uncommitted work or history (not one path, one branch, one stash).
-func gitDiscard(g gitCall) (what string, all bool) {
+func GitDiscard(g GitCall) (what string, all bool) {
 	if g.help {
 		return "", false
 	}
@@ -337,14 +339,14 @@ func gitDiscard(g gitCall) (what string, all bool) {
 }
 
 // gitResetHard reports a reset that throws away uncommitted work: --hard, as git reads it.
-func gitResetHard(g gitCall) bool {
+func GitResetHard(g GitCall) bool {
 	return g.sub == "reset" && !g.help && g.has("--hard")
 }
 
 // gitForcePush reports a push that can overwrite the remote's history: --force or a +refspec.
 // A lease on every ref (--force-with-lease with no ref named) still holds under --force: git
 // rejects a stale ref first. A lease on named refs leaves the others forced.
-func gitForcePush(g gitCall) bool {
+func GitForcePush(g GitCall) bool {
 	if g.sub != "push" || g.help || g.has("--dry-run", "-n") {
 		return false
 	}
@@ -372,7 +374,7 @@ func gitForcePush(g gitCall) bool {
 }
 
 // gitForceClean reports a clean that removes untracked files: forced by option or by setting.
-func gitForceClean(g gitCall) bool {
+func GitForceClean(g GitCall) bool {
 	if g.sub != "clean" || g.help || g.has("--dry-run", "-n", "--interactive", "-i") {
 		return false
 	}

@@ -1,4 +1,4 @@
-package classifier
+package effects
 
 import (
 	"strings"
@@ -6,14 +6,14 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
-var criticalPath = lazyregexp.New(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
+var CriticalPath = lazyregexp.New(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
 
-var tempPath = lazyregexp.New(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
+var TempPath = lazyregexp.New(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
 
 // isDotenv reports an environment file (.env, .env.local), not one of its templates
 // (.env.example, .sample, .template, .dist), which are committed to be read. String tests, not
 // a pattern: every path a command names is asked.
-func isDotenv(p string) bool {
+func IsDotenv(p string) bool {
 	base := p[strings.LastIndexByte(p, '/')+1:]
 	if base != ".env" && !(strings.HasPrefix(base, ".env.") && len(base) > len(".env.")) {
 		return false

@@ -1,4 +1,4 @@
-package classifier
+package effects
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func nameWords(names ...string) map[string]bool {
 }
 
 // nameHas reports whether one of the names' words is in set.
-func nameHas(set map[string]bool, names ...string) bool {
+func NameHas(set map[string]bool, names ...string) bool {
 	for w := range nameWords(names...) {
 		if set[w] {
 			return true
@@ -63,7 +63,7 @@ func walkValues(v any, key string, depth int, n *int, fn func(key string, v any)
 }
 
 // connectorEffects are the publish and message effects of one connector call.
-func connectorEffects(by, tool string, args any) []Effect {
+func ConnectorEffects(by, tool string, args any) []Effect {
 	words := nameWords(tool)
 	var public, hidden, forward []string
 	n := 0
@@ -83,16 +83,16 @@ func connectorEffects(by, tool string, args any) []Effect {
 	if len(public) > 0 {
 		switch {
 		case anyWord(words, "update", "edit", "patch", "change", "set", "modify", "transfer"):
-			out = append(out, effect(EffectPublish, by, "existing", "", "what", "visibility to public"))
+			out = append(out, New(EffectPublish, by, "existing", "", "what", "visibility to public"))
 		case anyWord(words, "create", "fork", "new", "publish", "share", "upload", "gist"):
-			out = append(out, effect(EffectPublish, by, "new", "", "what", "a new public place"))
+			out = append(out, New(EffectPublish, by, "new", "", "what", "a new public place"))
 		}
 	}
 	if len(hidden) > 0 {
-		out = append(out, effect(EffectMessage, by, "hidden", "", "to", strings.Join(hidden, ",")))
+		out = append(out, New(EffectMessage, by, "hidden", "", "to", strings.Join(hidden, ",")))
 	}
 	if len(forward) > 0 {
-		out = append(out, effect(EffectMessage, by, "forward", "", "to", strings.Join(forward, ",")))
+		out = append(out, New(EffectMessage, by, "forward", "", "to", strings.Join(forward, ",")))
 	}
 	return out
 }
@@ -107,7 +107,7 @@ func str(v any) string {
 func addresses(v any) []string {
 	var out []string
 	n := 0
-	walkStrings(v, "", 0, &n, func(_, s string) {
+	WalkStrings(v, "", 0, &n, func(_, s string) {
 		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, s)
 		}
@@ -123,7 +123,7 @@ var memoryWords = []string{"memory", "memories", "remember", "memorize", "memori
 var readingWords = []string{"search", "read", "get", "list", "query", "retrieve", "find", "open", "recall", "fetch", "lookup", "view"}
 
 // memoryTool reports a tool that writes to a memory the agent reads back.
-func memoryTool(server, tool string) bool {
+func MemoryTool(server, tool string) bool {
 	return anyWord(nameWords(server, tool), memoryWords...) && !anyWord(nameWords(tool), readingWords...)
 }
 
@@ -136,7 +136,7 @@ const (
 
 // walkStrings calls fn for every string in a decoded JSON value with the key it is under,
 // within the limits (see walkValues).
-func walkStrings(v any, key string, depth int, n *int, fn func(key, v string)) {
+func WalkStrings(v any, key string, depth int, n *int, fn func(key, v string)) {
 	walkValues(v, key, depth, n, func(key string, v any) {
 		if s, ok := v.(string); ok {
 			if len(s) > mcpMaxString {

@@ -1,4 +1,4 @@
-package classifier
+package facts
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ const maxCommandBytes = 256 << 10
 // expanding after maxExpandBytes; either limit marks the analysis as exceeded, which the default
 // rules deny: nobody's legitimate command builds values that large.
 const (
-	maxValueBytes  = 64 << 10
-	maxExpandBytes = 4 << 20
+	MaxValueBytes  = 64 << 10
+	MaxExpandBytes = 4 << 20
 	// maxCommands bounds the simple commands one analysis records (each nested shell adds some).
 	maxCommands = 4096
 )
@@ -55,7 +55,7 @@ type Command struct {
 	Exe          string    // the program as written, when it is a path (./install.sh, /tmp/x)
 	// FDs are the descriptors it reaches that the command line itself opened: its standard
 	// input and output when redirected, and those its arguments name (/dev/fd/3).
-	FDs fdTable
+	FDs FDTable
 	// Cond: it may not run, or not in the order written (after && or ||, in a branch or a
 	// loop, in the background, in a function body).
 	Cond bool
@@ -91,7 +91,7 @@ type Analysis struct {
 	Dynamic  []string // why some part could not be known statically
 	// CodeActs and CodePaths are what interpreter code does (see scanCode): effects, and the
 	// literal paths it names, judged by the read rules.
-	CodeActs  []codeAct
+	CodeActs  []CodeAct
 	CodePaths []string
 	// Fetched are files a downloader or decoder writes by redirection (curl … > x.sh); Scripts are
 	// literal text written to files (echo 'rm -rf /' > x.sh), analysed when a shell runs them.
@@ -111,13 +111,13 @@ type Analysis struct {
 	// command was not analysed, so nothing about it can be vouched for.
 	Exceeded string
 
-	expanded int // bytes produced by expansion so far
+	Expanded int // bytes produced by expansion so far
 	// aliases and funcs are those the command defines for itself (alias x=..., f() {...}), so
 	// that a later use is judged for what it runs.
 	aliases map[string]string
 	funcs   map[string]string
 	envSeen map[string]bool // command-carrying variables already analysed
-	parser  *syntax.Parser
+	Parser  *syntax.Parser
 	// hashed are builtins given a path by hash -p, which only counts once enable -n disabled
 	// them; disabled are those.
 	hashed   map[string]string
@@ -135,10 +135,10 @@ func setKey[V any](m map[string]V, k string, v V) map[string]V {
 // parse parses shell text with the analysis's parser: one per analysis, reused by nested code,
 // since a parser's buffers are its largest allocation and the tree it returns is its own.
 func (a *Analysis) parse(src string) (*syntax.File, error) {
-	if a.parser == nil {
-		a.parser = syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash))
+	if a.Parser == nil {
+		a.Parser = syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash))
 	}
-	return a.parser.Parse(strings.NewReader(src), "")
+	return a.Parser.Parse(strings.NewReader(src), "")
 }
 
 // maxRepairs bounds the parses spent on one piece of shell that does not parse.
@@ -193,13 +193,13 @@ func (a *Analysis) exceed(why string) {
 	}
 }
 
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true,
+var Shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true,
 	"mksh": true, "yash": true, "posh": true, "rbash": true, "tcsh": true, "csh": true, "oksh": true, "loksh": true}
 
 // awks take their program as the first operand.
 var awks = map[string]bool{"awk": true, "gawk": true, "mawk": true, "nawk": true, "busybox-awk": true}
 
-var interpreters = map[string]string{ // name -> flag that takes code
+var Interpreters = map[string]string{ // name -> flag that takes code
 	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
 	"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
 	"pwsh": "-Command", "powershell": "-Command", "julia": "-e", "jjs": "-e", "jrunscript": "-e", "groovy": "-e",
@@ -224,11 +224,11 @@ func canonicalProgram(name string) string {
 }
 
 // Analyze parses a shell command string and reaches every simple command in it.
-func Analyze(src string) *Analysis { return analyze(src, nil) }
+func Analyze(src string) *Analysis { return AnalyzeWith(src, nil) }
 
 // analyze is Analyze with a parser to reuse (nil: a new one).
-func analyze(src string, p *syntax.Parser) *Analysis {
-	a := &Analysis{parser: p}
+func AnalyzeWith(src string, p *syntax.Parser) *Analysis {
+	a := &Analysis{Parser: p}
 	if len(src) > maxCommandBytes {
 		a.Dynamic = append(a.Dynamic, "command longer than the analysis limit")
 		src = src[:maxCommandBytes]
@@ -250,9 +250,9 @@ type walker struct {
 	// lastStmt maps a call to its statement, which holds its redirections and heredocs.
 	lastStmt map[*syntax.CallExpr]*syntax.Stmt
 	// fds are the descriptors the shell holds open (see fds.go); stmtFDs, each statement's view.
-	fds     fdTable
+	fds     FDTable
 	nextFD  int
-	stmtFDs map[*syntax.Stmt]fdTable
+	stmtFDs map[*syntax.Stmt]FDTable
 	// cond are the calls that may not run, or not in the order written (see markCond).
 	cond map[*syntax.CallExpr]bool
 	// funcDecls are the functions defined so far; inFunc, the calls inside their bodies.
@@ -280,7 +280,7 @@ func decoderSubst(cs *syntax.CmdSubst) bool {
 			words[i] = a.Lit()
 		}
 		cmd := Command{Name: baseName(words[0]), Args: words[1:]}
-		if isDownloader(cmd.Name) && cmd.Name != "curl" && cmd.Name != "wget" && producesCode(&cmd) {
+		if IsDownloader(cmd.Name) && cmd.Name != "curl" && cmd.Name != "wget" && ProducesCode(&cmd) {
 			return true
 		}
 	}
@@ -309,7 +309,7 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 	}
 	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{},
 		pipeFrom: map[*syntax.CallExpr]*syntax.CallExpr{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{},
-		stmtFDs: map[*syntax.Stmt]fdTable{}, cond: map[*syntax.CallExpr]bool{},
+		stmtFDs: map[*syntax.Stmt]FDTable{}, cond: map[*syntax.CallExpr]bool{},
 		funcDecls: map[string]*syntax.Stmt{}, inFunc: map[*syntax.CallExpr]bool{}}
 	syntax.Walk(f, w.visit)
 }
@@ -665,14 +665,14 @@ func (w *walker) fields(words []*syntax.Word) []string {
 		return w.source(words)
 	}
 	for i, s := range f {
-		w.a.expanded += len(s)
-		if len(s) > maxValueBytes {
-			w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", maxValueBytes))
-			f[i] = s[:maxValueBytes]
+		w.a.Expanded += len(s)
+		if len(s) > MaxValueBytes {
+			w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", MaxValueBytes))
+			f[i] = s[:MaxValueBytes]
 		}
 	}
-	if w.a.expanded > maxExpandBytes {
-		w.a.exceed(fmt.Sprintf("expansions add up to more than %d bytes", maxExpandBytes))
+	if w.a.Expanded > MaxExpandBytes {
+		w.a.exceed(fmt.Sprintf("expansions add up to more than %d bytes", MaxExpandBytes))
 	}
 	return f
 }
@@ -697,9 +697,9 @@ func (w *walker) assign(as *syntax.Assign) {
 		return
 	}
 	v := strings.Join(w.fields([]*syntax.Word{as.Value}), " ")
-	if len(v) > maxValueBytes {
-		w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", maxValueBytes))
-		v = v[:maxValueBytes]
+	if len(v) > MaxValueBytes {
+		w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", MaxValueBytes))
+		v = v[:MaxValueBytes]
 	}
 	w.vars[as.Name.Value] = v
 	w.a.Assigns = append(w.a.Assigns, as.Name.Value+"="+v)
@@ -748,7 +748,7 @@ func (w *walker) noteWritten(st *syntax.Stmt, target string) {
 		return
 	}
 	name := w.callName(c)
-	if isDownloader(name) {
+	if IsDownloader(name) {
 		if w.a.Fetched == nil {
 			w.a.Fetched = map[string]string{}
 		}
@@ -770,7 +770,7 @@ func (w *walker) teeWrites(cmd Command, c *syntax.CallExpr) {
 	if !ok {
 		return
 	}
-	for _, op := range operands(cmd.Args) {
+	for _, op := range Operands(cmd.Args) {
 		if w.a.Scripts == nil {
 			w.a.Scripts = map[string]string{}
 		}
@@ -887,7 +887,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 		if slices.Contains(cmd.Wrappers, "parallel") {
 			repl = "{}"
 		}
-		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !shells[cmd.Name] && interpreters[cmd.Name] == "") {
+		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !Shells[cmd.Name] && Interpreters[cmd.Name] == "") {
 			if strings.TrimSpace(text) == "" && xargsSkipsEmpty(f) {
 				return // printf '' | xargs -r rm -rf /: nothing comes, nothing runs
 			}
@@ -932,7 +932,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if cmd.Name == "tee" {
 		w.teeWrites(cmd, c)
 	}
-	if decoded > 0 && (shells[cmd.Name] || cmd.Name == "eval" || interpreters[cmd.Name] != "") && !noExec(&cmd) {
+	if decoded > 0 && (Shells[cmd.Name] || cmd.Name == "eval" || Interpreters[cmd.Name] != "") && !NoExec(&cmd) {
 		w.a.Obfuscated = append(w.a.Obfuscated, cmd.Name+" runs what a decoder makes of data the command does not show")
 	}
 }
@@ -978,11 +978,11 @@ func xargsSkipsEmpty(f []string) bool {
 // stdinCode analyses the code a shell or an interpreter reads from a pipe when the pipeline makes
 // it from literals: echo 'rm -rf /' | sh, printf cm0= | base64 -d | bash.
 func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
-	shell := shells[cmd.Name]
-	if !shell && interpreters[cmd.Name] == "" || w.pipeFrom[c] == nil || noExec(&cmd) {
+	shell := Shells[cmd.Name]
+	if !shell && Interpreters[cmd.Name] == "" || w.pipeFrom[c] == nil || NoExec(&cmd) {
 		return
 	}
-	if _, ok := flagValue(cmd.Args, "-c"); ok || len(operands(cmd.Args)) > 0 && operands(cmd.Args)[0] != "-" {
+	if _, ok := FlagValue(cmd.Args, "-c"); ok || len(Operands(cmd.Args)) > 0 && Operands(cmd.Args)[0] != "-" {
 		return // the code is elsewhere
 	}
 	var calls []*syntax.CallExpr
@@ -1052,7 +1052,7 @@ func (w *walker) readHere(cmd Command, st *syntax.Stmt) {
 	if cmd.Name != "read" || st == nil {
 		return
 	}
-	ops := operands(cmd.Args)
+	ops := Operands(cmd.Args)
 	if len(ops) != 1 {
 		return
 	}
@@ -1070,12 +1070,12 @@ func (w *walker) readHere(cmd Command, st *syntax.Stmt) {
 func (w *walker) defines(cmd Command) {
 	switch cmd.Name {
 	case "unset": // ${x:-default} then takes the default
-		for _, op := range operands(cmd.Args) {
+		for _, op := range Operands(cmd.Args) {
 			w.vars[op] = ""
 		}
 	case "printf": // printf -v VAR FORMAT ARGS sets VAR
 		if len(cmd.Args) >= 3 && cmd.Args[0] == "-v" {
-			if out, ok := printfOutput(cmd.Args[2], cmd.Args[3:]); ok {
+			if out, ok := PrintfOutput(cmd.Args[2], cmd.Args[3:]); ok {
 				w.vars[cmd.Args[1]] = out
 			}
 		}
@@ -1314,13 +1314,13 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		a.shell(s, w.depth+1, w.vars)
 	}
 	switch {
-	case shells[cmd.Name] && noExec(&cmd):
+	case Shells[cmd.Name] && NoExec(&cmd):
 		// bash -n reads without running: nothing it is given runs
-	case shells[cmd.Name]:
-		if ops := operands(cmd.Args); len(ops) > 0 && a.Scripts[ops[0]] != "" {
+	case Shells[cmd.Name]:
+		if ops := Operands(cmd.Args); len(ops) > 0 && a.Scripts[ops[0]] != "" {
 			a.shell(a.Scripts[ops[0]], w.depth+1, w.vars) // echo 'rm -rf /' > x.sh; sh x.sh
 		}
-		if code, ok := flagValue(cmd.Args, "-c"); ok {
+		if code, ok := FlagValue(cmd.Args, "-c"); ok {
 			if strings.Contains(code, "{}") {
 				a.Dynamic = append(a.Dynamic, cmd.Name+" -c with code a placeholder fills at run time")
 			}
@@ -1344,7 +1344,7 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 	case cmd.Name == "find":
 		w.findExec(cmd.Args)
 	case awks[cmd.Name]:
-		if ops := operands(cmd.Args); len(ops) > 0 && len(optionValues(cmd.Args, "-f", "--file")) == 0 {
+		if ops := Operands(cmd.Args); len(ops) > 0 && len(OptionValues(cmd.Args, "-f", "--file")) == 0 {
 			a.scanCode(cmd.Name, ops[0], w) // the program is the first operand
 		}
 	case cmd.Name == "sed" || cmd.Name == "gsed":
@@ -1355,8 +1355,8 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		if remote := sshCommand(cmd.Args); remote != "" {
 			a.shell(remote, w.depth+1, w.vars)
 		}
-	case interpreters[cmd.Name] != "":
-		if code, ok := flagValue(cmd.Args, interpreters[cmd.Name]); ok {
+	case Interpreters[cmd.Name] != "":
+		if code, ok := FlagValue(cmd.Args, Interpreters[cmd.Name]); ok {
 			a.interp(cmd.Name, code, w)
 		} else if st != nil {
 			if body, ok := heredoc(st); ok {
@@ -1367,7 +1367,7 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 }
 
 // sshHost returns the host ssh connects to: its first operand.
-func sshHost(args []string) string {
+func SSHHost(args []string) string {
 	withValue := "pilLoFJRDbceEmOSWwB"
 	for i := 0; i < len(args); i++ {
 		a := args[i]

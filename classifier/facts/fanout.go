@@ -1,4 +1,4 @@
-package classifier
+package facts
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 // makes them (echo / | xargs rm -rf, parallel rm -rf {} ::: /), as the shell would run them.
 
 // parallelValue are GNU parallel's options that take the next word as their value.
-var parallelValue = setOf("-j", "--jobs", "-S", "--sshlogin", "--results", "--res", "--joblog", "-a", "--arg-file",
+var parallelValue = SetOf("-j", "--jobs", "-S", "--sshlogin", "--results", "--res", "--joblog", "-a", "--arg-file",
 	"--delay", "--timeout", "--retries", "-N", "-n", "--max-args", "--colsep", "-C", "-d", "--delimiter", "-E", "--tmpdir",
 	"--workdir", "--wd", "--basefile", "--bf", "--return", "--transferfile", "--tf", "-I", "--replace", "--tagstring",
 	"--load", "--memfree", "--halt", "--sshloginfile", "--slf", "--env", "--shebang-wrap", "--termseq", "-P", "--max-procs",
