@@ -469,21 +469,6 @@ func TestMCPServerAllowList(t *testing.T) {
 	}
 }
 
-func TestPathsAreResolvedBeforeMatching(t *testing.T) {
-	for _, tc := range []struct{ in, cwd, want string }{
-		{"../.ssh/id_rsa", "/Users/ada/project", "~/.ssh/id_rsa"},
-		{"/root/.aws/config", "", "~/.aws/config"},
-		{"/home/dev/./x/../.netrc", "", "~/.netrc"},
-		{"$HOME/.kube/config", "", "~/.kube/config"},
-		{"notes.md", "/sessions/s/mnt/outputs", "/sessions/s/mnt/outputs/notes.md"},
-		{"/var/tmp/../../etc/passwd", "", "/etc/passwd"},
-	} {
-		if got := facts.CanonPath(tc.in, tc.cwd); got != tc.want {
-			t.Errorf("canonPath(%q, %q) = %q, want %q", tc.in, tc.cwd, got, tc.want)
-		}
-	}
-}
-
 func TestRuleLanguageErrorsNameFileLineAndExpectation(t *testing.T) {
 	v := validatorNames()
 	lists := map[string]bool{"allowed_executables": true}

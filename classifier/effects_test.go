@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coworkbridge/coworkbridge/classifier/effects"
-	"github.com/coworkbridge/coworkbridge/classifier/facts"
-
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -153,15 +150,3 @@ func TestAnAdminRuleOverEffects(t *testing.T) {
 		t.Errorf("the look-alike matched %s", v.RuleID)
 	}
 }
-
-func FuzzScanCode(f *testing.F) {
-	for _, s := range []string{`import shutil; shutil.rmtree("/")`, `exec(base64.b64decode('cHJpbnQoMSk='))`, `fetch('x',{method:'POST',body:process.env})`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, code string) {
-		a := facts.Analyze("python3 -c " + shellQuote(code))
-		_ = effects.AnalysisEffects(a, "/p", effects.NewFlow(a, "/p", func(string) bool { return false }))
-	})
-}
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -227,7 +227,7 @@ type item struct {
 	tool    string   // the call's tool, for nudges
 	args    any      // for mcp: the arguments, decoded
 	project []string // the folders the session works in (projectOf), none outside a project
-	own     string   // the calling session's folder (canonPath), "" for none
+	own     string   // the calling session's folder (CanonPath), "" for none
 	// secretOnly asks whether a path holds secrets: who owns it (Policy.Places) is not asked.
 	secretOnly bool
 }
@@ -579,7 +579,7 @@ func fileOperands(cmd *facts.Command) (read, written []string) {
 		if cmd.Name == "cp" && slices.Contains(cmd.Args, "--attributes-only") {
 			read = nil // the copy gets the source's mode and times, none of its content
 		}
-		if dest := ops[len(ops)-1]; !effects.RemoteSpec().MatchString(dest) {
+		if dest := ops[len(ops)-1]; !effects.RemoteSpec(dest) {
 			written = append(written, dest) // a remote destination is not a file here
 		}
 	case cmd.Name == "mv":
@@ -598,9 +598,8 @@ func fileOperands(cmd *facts.Command) (read, written []string) {
 func (c *Classifier) bashItems(command, cwd string) []item {
 	p, _ := c.parsers.Get().(*syntax.Parser)
 	an := facts.AnalyzeWith(command, p)
-	if an.Parser != nil {
-		c.parsers.Put(an.Parser)
-		an.Parser = nil
+	if p := an.ReleaseParser(); p != nil {
+		c.parsers.Put(p)
 	}
 	items := []item{{target: TargetBash, text: strings.TrimSpace(command), an: an, cwd: cwd}}
 	seen := map[string]bool{}
@@ -629,7 +628,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 		}
 		read, written := fileOperands(cmd)
 		for _, a := range read {
-			if effects.Readers[cmd.Name] && (facts.LooksLikePath(a) || effects.SecretName(a)) {
+			if effects.IsReader(cmd.Name) && (facts.LooksLikePath(a) || effects.SecretName(a)) {
 				items = append(items, item{target: TargetRead, text: facts.CanonPath(a, cwd)})
 			}
 			if cmd.Name == "git" { // git show HEAD:.env, git cat-file -p HEAD:id_rsa

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/coworkbridge/coworkbridge/classifier/facts"
-
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -48,52 +46,6 @@ func TestConstantFoldingShowsWhatTheShellRuns(t *testing.T) {
 		}
 		if v := judgeBash(t, c, tt.lookAlike); v.Decision != claudehook.Allow {
 			t.Errorf("look-alike %s: %s (%s %s), want allow", tt.lookAlike, v.Decision, v.RuleID, v.Matched)
-		}
-	}
-}
-
-func TestPrintfAndEscapes(t *testing.T) {
-	for _, tt := range []struct {
-		format string
-		args   []string
-		want   string
-	}{
-		{`\x72\x6d`, nil, "rm"},
-		{`%s-%s\n`, []string{"a", "b", "c"}, "a-b\nc-\n"},
-		{`%b`, []string{`\0162m`}, "rm"},
-		{`%c%c`, []string{"rx", "my"}, "rm"},
-		{`\101\t`, nil, "A\t"},
-	} {
-		if got, ok := facts.PrintfOutput(tt.format, tt.args); !ok || got != tt.want {
-			t.Errorf("printf %q %q = %q, %v; want %q", tt.format, tt.args, got, ok, tt.want)
-		}
-	}
-	if _, ok := facts.PrintfOutput(`%5.2f`, []string{"1"}); ok {
-		t.Error("a float format was folded")
-	}
-}
-
-func FuzzFold(f *testing.F) {
-	for _, s := range []string{`$(printf "\x72\x6d") -rf ~`, `x=$(echo cm0= | base64 -d); $x`, `$(echo -e "\0162")`, `/???/?m`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, cmd string) {
-		a := facts.Analyze(cmd)
-		if a.Expanded > facts.MaxExpandBytes+facts.MaxValueBytes*2 {
-			t.Fatalf("expansion unbounded: %d bytes", a.Expanded)
-		}
-	})
-}
-
-func TestCanonPathWritesEveryHomeAsTilde(t *testing.T) {
-	tests := map[string]string{
-		"/Users/ada/.ssh/id_rsa": "~/.ssh/id_rsa", "/Users/ada": "~", "/home/bob/x": "~/x", "/root/.aws": "~/.aws",
-		"/var/root": "~", "$HOME/.env": "~/.env", "${HOME}": "~", "~ada/.zshrc": "~/.zshrc", "~/x": "~/x",
-		"/Users/": "/Users", "/rootkit/x": "/rootkit/x", "/home": "/home", "~Ada/x": "~Ada/x", "/Usersx/a": "/Usersx/a",
-	}
-	for in, want := range tests {
-		if got := facts.CanonPath(in, "/tmp"); got != want {
-			t.Errorf("canonPath(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coworkbridge/coworkbridge/classifier/facts"
-
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -60,16 +58,6 @@ func TestCommandsBuiltToExhaustTheAnalyserAreDeniedWithBoundedMemory(t *testing.
 				t.Errorf("evaluation allocated %d MiB; the analysis limits should bound it far lower", grew>>20)
 			}
 		})
-	}
-}
-
-func TestOrdinaryVariablesStayWithinTheLimits(t *testing.T) {
-	an := facts.Analyze(`dir=build; out=$dir/out; mkdir -p "$out" && cp -r src "$out/"`)
-	if an.Exceeded != "" {
-		t.Fatalf("an ordinary command hit a limit: %s", an.Exceeded)
-	}
-	if got := an.Commands[len(an.Commands)-1].Line(); got != "cp -r src build/out/" {
-		t.Errorf("last command %q", got)
 	}
 }
 

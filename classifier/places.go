@@ -27,7 +27,7 @@ type Place struct {
 	Stem  bool
 }
 
-// place is a Place with its path in the form calls' paths are judged in (canonPath).
+// place is a Place with its path in the form calls' paths are judged in (CanonPath).
 type place struct {
 	Place
 	canon string

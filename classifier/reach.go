@@ -43,7 +43,7 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 	if cmd.Dynamic {
 		return cmd.Name + " (a program only known at run time)", true
 	}
-	if facts.Interpreters[cmd.Name] != "" || facts.Shells[cmd.Name] {
+	if facts.InterpreterFlag(cmd.Name) != "" || facts.IsShell(cmd.Name) {
 		return cmd.Name + " runs code in a language this organisation has not listed", true
 	}
 	if exe := facts.CanonPath(cmd.Exe, it.cwd); cmd.Exe != "" && effects.Throwaway(exe) {

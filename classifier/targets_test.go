@@ -3,9 +3,6 @@ package classifier
 import (
 	"context"
 	"testing"
-
-	"github.com/coworkbridge/coworkbridge/classifier/effects"
-	"github.com/coworkbridge/coworkbridge/classifier/facts"
 )
 
 // Any program handed a credential store or a persistence location, in any spelling of the
@@ -72,25 +69,6 @@ func TestAnyProgramHandedASecretOrAStartUpFileIsJudgedByWhatItIsHanded(t *testin
 			t.Errorf("%s: %s %s, want %s", tc.cmd, v.Decision, v.RuleID, tc.rule)
 		case tc.rule == "" && isOpen:
 			t.Errorf("look-alike %s: %s %s", tc.cmd, v.Decision, v.RuleID)
-		}
-	}
-}
-
-// The spellings of a handed path: operands, -f FILE, -fFILE, --opt=FILE, --opt FILE, @FILE,
-// key=FILE and whatever follows --; a value with a space or a URL is no path.
-func TestPathValuesReadEverySpellingOfAnArgument(t *testing.T) {
-	cmd := &facts.Command{Name: "x", Args: []string{"a/b", "-f", "~/c", "-g/d", "--h=./e", "--i", "/f", "-T@~/g", "if=/h", "k=plain", "--url=https://x/y", "m n/o", "--", "-p/q"}}
-	var got []string
-	for _, pa := range effects.PathValues(cmd) {
-		got = append(got, pa.Opt+"|"+pa.Value)
-	}
-	want := []string{"|a/b", "-f|~/c", "-g|/d", "--h|./e", "--i|/f", "-T|~/g", "if=|/h", "|-p/q"}
-	if len(got) != len(want) {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("value %d: %q, want %q", i, got[i], want[i])
 		}
 	}
 }

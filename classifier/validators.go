@@ -123,13 +123,13 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 			}
 			continue
 		}
-		if effects.TempPath().MatchString(p) && !tempRoot().MatchString(p) && !strings.Contains(t, "..") {
+		if effects.TempPath(p) && !tempRoot().MatchString(p) && !strings.Contains(t, "..") {
 			continue // inside a temporary folder; the folder itself (rm -rf /tmp) is asked about
 		}
 		if !critical && regenerated().MatchString(t) && !strings.Contains(t, "..") && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
 			continue // a build's output or a cache in the project: the next build makes it again
 		}
-		if effects.CriticalPath().MatchString(p) == critical {
+		if effects.CriticalPath(p) == critical {
 			return cmd.Line(), true
 		}
 	}
@@ -177,14 +177,14 @@ func privilegeEscalation(_ *Classifier, it item) (string, bool) {
 // base64 -d | bash, sh -c "$(curl …)", bash <(wget -O- …).
 func downloadToShell(_ *Classifier, it item) (string, bool) {
 	cmd := it.cmd
-	if cmd == nil || !(facts.Shells[cmd.Name] || facts.Interpreters[cmd.Name] != "" || cmd.Name == "source" || cmd.Name == ".") {
+	if cmd == nil || !(facts.IsShell(cmd.Name) || facts.InterpreterFlag(cmd.Name) != "" || cmd.Name == "source" || cmd.Name == ".") {
 		return "", false
 	}
 	if facts.NoExec(cmd) {
 		return "", false // bash -n reads without running
 	}
 	codeFlag := "-c"
-	if f := facts.Interpreters[cmd.Name]; f != "" {
+	if f := facts.InterpreterFlag(cmd.Name); f != "" {
 		codeFlag = f
 	}
 	code, hasCode := facts.FlagValue(cmd.Args, codeFlag)
@@ -193,7 +193,7 @@ func downloadToShell(_ *Classifier, it item) (string, bool) {
 	}
 	ops := slices.DeleteFunc(facts.Operands(shellArgs(cmd.Args)), func(o string) bool { return strings.HasPrefix(o, "+") }) // set +n and the like
 	if !hasCode && len(ops) > 0 && ops[0] != "-" && !slices.Contains(cmd.Wrappers, "xargs") &&
-		!strings.HasPrefix(ops[0], "/dev/fd/") && !facts.FDArg().MatchString(ops[0]) && ops[0] != "/dev/stdin" && !strings.Contains(ops[0], "$(...)") {
+		!strings.HasPrefix(ops[0], "/dev/fd/") && !facts.IsFDPath(ops[0]) && ops[0] != "/dev/stdin" && !strings.Contains(ops[0], "$(...)") {
 		return "", false // bash script.sh: the code is the script, not what the pipe brings
 	}
 	if !hasCode {
@@ -271,7 +271,7 @@ func loadsCode(name, value, cwd string) bool {
 		return true
 	case searchPaths[name]:
 		for _, dir := range strings.Split(value, ":") {
-			if strings.Contains(dir, "$(") || strings.Contains(dir, "`") || effects.TempPath().MatchString(facts.CanonPath(dir, cwd)) {
+			if strings.Contains(dir, "$(") || strings.Contains(dir, "`") || effects.TempPath(facts.CanonPath(dir, cwd)) {
 				return true
 			}
 		}
@@ -316,15 +316,15 @@ func exfiltration(_ *Classifier, it item) (string, bool) {
 	}
 	switch cmd.Name {
 	case "curl", "wget":
-		for opt := range effects.SendOptions[cmd.Name] {
+		for _, opt := range effects.DataOptions(cmd.Name) {
 			for _, v := range facts.OptionValues(cmd.Args, opt) {
-				if effects.SecretVar().MatchString(v) || strings.Contains(v, "$(...)") {
+				if effects.MentionsSecretVar(v) || strings.Contains(v, "$(...)") {
 					return cmd.Line(), true
 				}
 			}
 		}
 	}
-	if cmd.PipedFrom != "" && effects.SecretVar().MatchString(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
+	if cmd.PipedFrom != "" && effects.MentionsSecretVar(strings.Join(cmd.Args, " ")) && (cmd.Name == "curl" || cmd.Name == "wget") {
 		return cmd.Line(), true
 	}
 	return "", false
@@ -343,7 +343,7 @@ func dynamicDestructive(_ *Classifier, it item) (string, bool) {
 		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rRf") {
 			force = true
 		}
-		if effects.CriticalPath().MatchString(facts.CanonPath(a, it.cwd)) && a != "." && a != ".." {
+		if effects.CriticalPath(facts.CanonPath(a, it.cwd)) && a != "." && a != ".." {
 			critical = true
 		}
 	}
@@ -362,7 +362,7 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 	for _, w := range it.an.Writes {
 		p := facts.CanonPath(w, it.cwd)
 		if slices.ContainsFunc(roots, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") }) ||
-			effects.TempPath().MatchString(p) || strings.HasPrefix(p, "$") {
+			effects.TempPath(p) || strings.HasPrefix(p, "$") {
 			continue
 		}
 		return w, true

@@ -52,7 +52,7 @@ func (f Finder) capabilityEffects(cmd *facts.Command, cwd string, an *facts.Anal
 		case facts.CapLibrary:
 			for _, v := range h.Values {
 				e := New(EffectLoadLibrary, cmd.Name, "path", v)
-				if p := facts.CanonPath(v, cwd); TempPath().MatchString(p) || hiddenPath().MatchString(p) || an != nil && an.Scripts[p] != "" {
+				if p := facts.CanonPath(v, cwd); tempPath().MatchString(p) || hiddenPath().MatchString(p) || an != nil && an.Scripts[p] != "" {
 					e.Attrs = append(e.Attrs, [2]string{"planted", ""})
 				}
 				out = append(out, e)
@@ -93,9 +93,9 @@ func execEffect(by, value, cwd string, an *facts.Analysis) Effect {
 	return e
 }
 
-// throwaway reports a path in a temporary or hidden folder: where a dropped file goes unseen.
+// Throwaway reports a path in a temporary or hidden folder: where a dropped file goes unseen.
 func Throwaway(p string) bool {
-	return TempPath().MatchString(p) || hiddenPath().MatchString(p) || strings.HasPrefix(p, "/dev/shm/")
+	return tempPath().MatchString(p) || hiddenPath().MatchString(p) || strings.HasPrefix(p, "/dev/shm/")
 }
 
 // hiddenPath is a path through a hidden folder outside the project's own tools (.git, .venv...).

@@ -21,7 +21,7 @@ func nameWords(names ...string) map[string]bool {
 	return out
 }
 
-// nameHas reports whether one of the names' words is in set.
+// NameHas reports whether one of the names' words is in set.
 func NameHas(set map[string]bool, names ...string) bool {
 	for w := range nameWords(names...) {
 		if set[w] {
@@ -62,7 +62,7 @@ func walkValues(v any, key string, depth int, n *int, fn func(key string, v any)
 	}
 }
 
-// connectorEffects are the publish and message effects of one connector call.
+// ConnectorEffects are the publish and message effects of one connector call.
 func ConnectorEffects(by, tool string, args any) []Effect {
 	words := nameWords(tool)
 	var public, hidden, forward []string
@@ -122,7 +122,7 @@ var memoryWords = []string{"memory", "memories", "remember", "memorize", "memori
 
 var readingWords = []string{"search", "read", "get", "list", "query", "retrieve", "find", "open", "recall", "fetch", "lookup", "view"}
 
-// memoryTool reports a tool that writes to a memory the agent reads back.
+// MemoryTool reports a tool that writes to a memory the agent reads back.
 func MemoryTool(server, tool string) bool {
 	return anyWord(nameWords(server, tool), memoryWords...) && !anyWord(nameWords(tool), readingWords...)
 }
@@ -134,7 +134,7 @@ const (
 	mcpMaxString  = 256 << 10
 )
 
-// walkStrings calls fn for every string in a decoded JSON value with the key it is under,
+// WalkStrings calls fn for every string in a decoded JSON value with the key it is under,
 // within the limits (see walkValues).
 func WalkStrings(v any, key string, depth int, n *int, fn func(key, v string)) {
 	walkValues(v, key, depth, n, func(key string, v any) {

@@ -81,6 +81,8 @@ func (e Effect) String() string {
 	return b.String()
 }
 
+// New is an effect of a kind, caused by a program (by), with attributes given as name, value
+// pairs; a flag is a name with an empty value.
 func New(kind EffectKind, by string, attrs ...string) Effect {
 	e := Effect{Kind: kind, By: by}
 	for i := 0; i+1 < len(attrs); i += 2 {
@@ -197,7 +199,7 @@ func givesShell(cmdline string) bool {
 		cmdline = cmdline[:i] // socat EXEC:/bin/sh,pty,stderr: the options follow a comma
 	}
 	for _, c := range facts.Analyze(cmdline).Commands { // env -u X exec nice -n 5 sh is a shell too
-		if facts.Shells[c.Name] || facts.Interpreters[c.Name] != "" || c.Name == "powershell" || c.Name == "pwsh" {
+		if facts.IsShell(c.Name) || facts.InterpreterFlag(c.Name) != "" || c.Name == "powershell" || c.Name == "pwsh" {
 			return true
 		}
 	}
@@ -265,7 +267,7 @@ func movesAway(cmd *facts.Command, cwd string) []Effect {
 	}
 	var out []Effect
 	for _, t := range targets {
-		if p := facts.CanonPath(t, cwd); CriticalPath().MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
+		if p := facts.CanonPath(t, cwd); criticalPath().MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
 			if cwdP := facts.CanonPath(cwd, ""); p == cwdP || strings.HasPrefix(p, cwdP+"/") {
 				continue // the project's own folders
 			}
@@ -295,7 +297,7 @@ func permissionEffects(cmd *facts.Command, cwd string) []Effect {
 	}
 	for _, t := range ops {
 		p := facts.CanonPath(t, cwd)
-		if !CriticalPath().MatchString(p) || p == "." || p == ".." {
+		if !criticalPath().MatchString(p) || p == "." || p == ".." {
 			continue
 		}
 		e := New(EffectPermissions, cmd.Name, "target", p, "critical", "")
@@ -340,7 +342,7 @@ func (s subcommand) matches(cmd *facts.Command) bool {
 
 // sendEffects finds what a network client sends and where.
 func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
-	if SendOptions[cmd.Name] == nil && !facts.RawSenders[cmd.Name] && !otherSenders[cmd.Name] {
+	if sendOptions[cmd.Name] == nil && !facts.IsRawSender(cmd.Name) && !otherSenders[cmd.Name] {
 		return nil // most commands send nothing: no URL parsing for them
 	}
 	dest := facts.Destination(cmd)
@@ -364,7 +366,7 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 			} else if upstreamTree(cmd, cwd) {
 				e.Attrs = append(e.Attrs, [2]string{"tree", ""})
 			}
-		case SecretVar().MatchString(data):
+		case secretVar().MatchString(data):
 			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 		}
 		if dest != "" {
@@ -373,14 +375,14 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		out = append(out, e)
 	}
 	masked := cmd.Args
-	if opts := SendOptions[cmd.Name]; opts != nil {
+	if opts := sendOptions[cmd.Name]; opts != nil {
 		keep := make([]string, 0, len(opts))
 		for opt := range opts {
 			keep = append(keep, opt)
 		}
 		masked = facts.MaskValues(cmd.Name, cmd.Args, keep...) // curl -o -d@.env saves to a file, sends nothing
 	}
-	for opt, form := range SendOptions[cmd.Name] {
+	for opt, form := range sendOptions[cmd.Name] {
 		for _, v := range facts.OptionValues(masked, opt) {
 			switch {
 			case form == formFile && v == "-":
@@ -409,7 +411,7 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 	if cmd.Name == "ssh" {
 		dest = facts.SSHHost(cmd.Args)
 	}
-	if facts.RawSenders[cmd.Name] || cmd.Name == "ssh" {
+	if facts.IsRawSender(cmd.Name) || cmd.Name == "ssh" {
 		if cmd.PipedFrom != "" {
 			add("stdin:"+cmd.PipedFrom, false) // tar cf - src | ssh host cat
 		}
@@ -455,7 +457,7 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		}
 		local := slices.Contains(cmd.Args, "--force-local") // host:name is a local file then
 		for _, f := range files {
-			if !local && RemoteSpec().MatchString(f) && !strings.Contains(f, "://") {
+			if !local && remoteSpec().MatchString(f) && !strings.Contains(f, "://") {
 				dest = f
 				sources := slices.DeleteFunc(facts.Operands(cmd.Args), func(o string) bool { return o == f })
 				for _, src := range sources {
@@ -469,10 +471,10 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 	}
 	if cmd.Name == "scp" || cmd.Name == "rsync" || cmd.Name == "sftp" {
 		ops := facts.Operands(cmd.Args)
-		if n := len(ops); n >= 2 && RemoteSpec().MatchString(ops[n-1]) {
+		if n := len(ops); n >= 2 && remoteSpec().MatchString(ops[n-1]) {
 			dest = ops[n-1]
 			for _, src := range ops[:n-1] {
-				if !RemoteSpec().MatchString(src) {
+				if !remoteSpec().MatchString(src) {
 					add("file:"+src, true)
 				}
 			}
@@ -582,7 +584,7 @@ func findDeletes(cmd *facts.Command, cwd string) []Effect {
 		}
 		p := facts.CanonPath(a, cwd)
 		e := New(EffectDelete, "find", "target", p, "recursive", "")
-		if CriticalPath().MatchString(p) && !filtered {
+		if criticalPath().MatchString(p) && !filtered {
 			e.Attrs = append(e.Attrs, [2]string{"critical", ""}) // everything below it goes
 		}
 		out = append(out, e)
@@ -618,7 +620,7 @@ func fetchedFiles(cmds []facts.Command, cwd string) map[string]string {
 	files := map[string]string{}
 	for i := range cmds {
 		c := &cmds[i]
-		spec, ok := facts.FetchOutput[c.Name]
+		spec, ok := facts.SaveOptionsOf(c.Name)
 		if !ok {
 			for _, h := range facts.CapabilityHits(c) {
 				if src := facts.Destination(c); h.Cap == facts.CapDownload && src != "" {
@@ -660,7 +662,7 @@ func fetchedFiles(cmds []facts.Command, cwd string) map[string]string {
 		switch c.Name {
 		case "scp", "rsync": // copied from a remote host, or a download copied on
 			ops := facts.Operands(c.Args)
-			if len(ops) == 2 && RemoteSpec().MatchString(ops[0]) && !RemoteSpec().MatchString(ops[1]) {
+			if len(ops) == 2 && remoteSpec().MatchString(ops[0]) && !remoteSpec().MatchString(ops[1]) {
 				files[facts.CanonPath(ops[1], cwd)] = ops[0]
 			} else if len(ops) == 2 {
 				if src, ok := files[facts.CanonPath(ops[0], cwd)]; ok {
@@ -701,7 +703,7 @@ func fetchedFiles(cmds []facts.Command, cwd string) map[string]string {
 // upstreamSource is the URL a download feeding c's pipeline fetched, "" when none does.
 func upstreamSource(cmds []facts.Command, c *facts.Command) string {
 	for _, up := range c.Upstream {
-		if _, ok := facts.FetchOutput[up]; ok || up == "http" || up == "xh" {
+		if _, ok := facts.SaveOptionsOf(up); ok || up == "http" || up == "xh" {
 			for i := range cmds {
 				if cmds[i].Name == up {
 					if d := facts.Destination(&cmds[i]); d != "" {
@@ -732,7 +734,7 @@ func downloadThenRun(an *facts.Analysis, cwd string) []Effect {
 		switch {
 		case c.Exe != "":
 			ran = c.Exe // ./bash is the file named bash, whatever its name says
-		case facts.Shells[c.Name] || facts.Interpreters[c.Name] != "" || c.Name == "source" || c.Name == ".":
+		case facts.IsShell(c.Name) || facts.InterpreterFlag(c.Name) != "" || c.Name == "source" || c.Name == ".":
 			if ops := facts.Operands(c.Args); len(ops) > 0 {
 				ran = ops[0]
 			}
@@ -786,7 +788,7 @@ func netRedirects(an *facts.Analysis, fl *Flow) []Effect {
 		return nil
 	}
 	for _, c := range an.Commands {
-		if (facts.Shells[c.Name] || c.Name == "source" || c.Name == ".") && an.NetIn {
+		if (facts.IsShell(c.Name) || c.Name == "source" || c.Name == ".") && an.NetIn {
 			return []Effect{New(EffectRemoteShell, c.Name, "to", an.Net[0])}
 		}
 	}
@@ -850,13 +852,13 @@ func newRemotePush(an *facts.Analysis) []Effect {
 	return out
 }
 
-// finder finds what analysed commands do. The one thing it knows of the policy is which paths
+// Finder finds what analysed commands do. The one thing it knows of the policy is which paths
 // hold secrets, so that an effect names the policy's own secrets, not a second list of them.
 type Finder struct {
 	Secret func(path string) bool
 }
 
-// effects lists what the analysed command does, per command and across them.
+// Effects lists what the analysed command does, per command and across them.
 func (f Finder) Effects(an *facts.Analysis, cwd string) []Effect {
 	var out []Effect
 	fl := NewFlow(an, cwd, f.Secret)
@@ -866,14 +868,14 @@ func (f Finder) Effects(an *facts.Analysis, cwd string) []Effect {
 	return append(out, AnalysisEffects(an, cwd, fl)...)
 }
 
-// programEffects are what one command does: by the tables of what programs do, by the paths it
+// ProgramEffects are what one command does: by the tables of what programs do, by the paths it
 // is handed, and by the capabilities its arguments use.
 func (f Finder) ProgramEffects(cmd *facts.Command, cwd string, fl *Flow, an *facts.Analysis) []Effect {
 	out := append(commandEffects(cmd, cwd, fl), f.openEffects(cmd, cwd)...)
 	return append(out, f.capabilityEffects(cmd, cwd, an)...)
 }
 
-// analysisEffects are effects of several commands together.
+// AnalysisEffects are effects of several commands together.
 func AnalysisEffects(an *facts.Analysis, cwd string, fl *Flow) []Effect {
 	out := append(downloadThenRun(an, cwd), newRemotePush(an)...)
 	out = append(out, netRedirects(an, fl)...)
@@ -901,7 +903,7 @@ func keyRoot(root string) bool {
 	return root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir().MatchString(root)
 }
 
-// keySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
+// KeySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
 // disk or a folder that holds secrets: the matches are the secrets, read a line at a time.
 func (f Finder) KeySearch(tool, pattern, glob, where, cwd string) (Effect, bool) {
 	if where == "" {
@@ -931,7 +933,7 @@ func codeEffect(ce facts.CodeAct, cwd string) Effect {
 			if ce.Tree {
 				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
 			}
-			if CriticalPath().MatchString(p) {
+			if criticalPath().MatchString(p) {
 				e.Attrs = append(e.Attrs, [2]string{"critical", ""})
 			}
 		}
@@ -946,6 +948,6 @@ func codeEffect(ce facts.CodeAct, cwd string) Effect {
 	return e
 }
 
-var SecretVar = lazyregexp.New(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
+var secretVar = lazyregexp.New(`(?i)\$\{?[A-Z0-9_]*(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AWS_)[A-Z0-9_]*`)
 
-var RemoteSpec = lazyregexp.New(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)
+var remoteSpec = lazyregexp.New(`^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:`)

@@ -39,7 +39,7 @@ var searchers = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg"
 // credentialPattern is what a search for credentials looks for.
 var credentialPattern = lazyregexp.New(`(?i)AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-[a-z0-9]|sk_live|password|passwd|secret|token|api[_-]?key|access[_-]?key|credential|bearer`)
 
-// flow is what the command line's own steps put in files: paths that hold a secret because a
+// Flow is what the command line's own steps put in files: paths that hold a secret because a
 // command wrote one there.
 type Flow struct {
 	cwd     string
@@ -52,7 +52,7 @@ type Flow struct {
 // maxTainted bounds what one command line can taint.
 const maxTainted = 256
 
-// newFlow follows the commands in order, marking where secrets land.
+// NewFlow follows the commands in order, marking where secrets land.
 func NewFlow(an *facts.Analysis, cwd string, named func(string) bool) *Flow {
 	f := &Flow{cwd: cwd, named: named}
 	for i := range an.Commands {
@@ -133,7 +133,7 @@ func (f *Flow) step(c *facts.Command) {
 	ops := facts.Operands(c.Args)
 	switch c.Name {
 	case "cp", "mv", "ln", "link", "install", "ditto", "rsync":
-		if len(ops) >= 2 && !RemoteSpec().MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
+		if len(ops) >= 2 && !remoteSpec().MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
 			f.taint(ops[len(ops)-1])
 		}
 	case "tee":
@@ -346,7 +346,7 @@ func (f *Flow) socatAddress(cmd *facts.Command, addr string) socatAddr {
 		var out socatAddr
 		for i := range an.Commands {
 			c := &an.Commands[i]
-			if d := facts.Destination(c); d != "" && (SendOptions[c.Name] != nil || facts.RawSenders[c.Name] || otherSenders[c.Name]) {
+			if d := facts.Destination(c); d != "" && (sendOptions[c.Name] != nil || facts.IsRawSender(c.Name) || otherSenders[c.Name]) {
 				out.net = d // EXEC:'curl --data-binary @- host': a client that sends what it is given
 			}
 			out.data = true

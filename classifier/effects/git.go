@@ -12,7 +12,7 @@ import (
 // --hard), options that take a value (push -o --force pushes an option named --force), --help
 // anywhere (nothing runs), and -- (what follows are paths, never options).
 
-// gitCall is one git invocation, read.
+// GitCall is one git invocation, read.
 type GitCall struct {
 	sub    string
 	opts   []string // the subcommand's options, long ones spelled out in full, "--opt=value" kept
@@ -61,7 +61,7 @@ var gitValue = map[string]map[string]bool{
 	"filter-branch": {"--env-filter": true, "--tree-filter": true, "--index-filter": true, "--msg-filter": true, "--commit-filter": true, "--tag-name-filter": true, "--subdirectory-filter": true, "--parent-filter": true, "-d": true, "--original": true, "--state-branch": true, "--setup": true},
 }
 
-// parseGit reads a git command; ok is false for anything else.
+// ParseGit reads a git command; ok is false for anything else.
 func ParseGit(cmd *facts.Command) (GitCall, bool) {
 	if cmd == nil || cmd.Name != "git" {
 		return GitCall{}, false
@@ -219,7 +219,7 @@ func expiresNow(v string) bool {
 	return false
 }
 
-// gitDiscard tells what a git command throws away for good: "" when nothing, else what; all is
+// GitDiscard tells what a git command throws away for good: "" when nothing, else what; all is
 // true when it is all uncommitted work or history (not one path, one branch, one stash).
 func GitDiscard(g GitCall) (what string, all bool) {
 	if g.help {
@@ -338,12 +338,12 @@ func GitDiscard(g GitCall) (what string, all bool) {
 	return "", false
 }
 
-// gitResetHard reports a reset that throws away uncommitted work: --hard, as git reads it.
+// GitResetHard reports a reset that throws away uncommitted work: --hard, as git reads it.
 func GitResetHard(g GitCall) bool {
 	return g.sub == "reset" && !g.help && g.has("--hard")
 }
 
-// gitForcePush reports a push that can overwrite the remote's history: --force or a +refspec.
+// GitForcePush reports a push that can overwrite the remote's history: --force or a +refspec.
 // A lease on every ref (--force-with-lease with no ref named) still holds under --force: git
 // rejects a stale ref first. A lease on named refs leaves the others forced.
 func GitForcePush(g GitCall) bool {
@@ -373,7 +373,7 @@ func GitForcePush(g GitCall) bool {
 	})
 }
 
-// gitForceClean reports a clean that removes untracked files: forced by option or by setting.
+// GitForceClean reports a clean that removes untracked files: forced by option or by setting.
 func GitForceClean(g GitCall) bool {
 	if g.sub != "clean" || g.help || g.has("--dry-run", "-n", "--interactive", "-i") {
 		return false

@@ -6,11 +6,13 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
-var CriticalPath = lazyregexp.New(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
+// criticalPath matches a path whose loss is the loss of a system or a home (see CriticalPath).
+var criticalPath = lazyregexp.New(`^(/|/\*|~|~/\*|\.|\.\.|\*|\.\./.*|~/[^/]+|/(etc|usr|var|bin|sbin|lib|lib32|lib64|boot|opt|srv|System|Library|Applications|Users|home|root|private|dev|proc|sys|mnt|Volumes|sessions)(/[^/]+)?)/?$`)
 
-var TempPath = lazyregexp.New(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
+// tempPath matches a path in a temporary folder.
+var tempPath = lazyregexp.New(`^(/tmp|/var/tmp|/private/tmp|/private/var/folders|/var/folders|\$TMPDIR|\$\{TMPDIR\}|\$TMP|\$TEMP)(/|$)`)
 
-// isDotenv reports an environment file (.env, .env.local), not one of its templates
+// IsDotenv reports an environment file (.env, .env.local), not one of its templates
 // (.env.example, .sample, .template, .dist), which are committed to be read. String tests, not
 // a pattern: every path a command names is asked.
 func IsDotenv(p string) bool {

@@ -152,7 +152,7 @@ func dollarTag(s string) string {
 	return ""
 }
 
-// sqlEffects are the effects of SQL text sent by a program or a connector.
+// SQLEffects are the effects of SQL text sent by a program or a connector.
 func SQLEffects(by, text string) []Effect {
 	var out []Effect
 	ownTx := false // a transaction the text opened itself: its COMMIT leaves nothing
@@ -548,7 +548,7 @@ var dbWords = facts.SetOf("sql", "postgres", "postgresql", "pg", "mysql", "maria
 	"bigquery", "snowflake", "duckdb", "clickhouse", "redshift", "mssql", "sqlserver", "oracle", "cockroach", "planetscale",
 	"turso", "d1", "databricks", "athena", "trino", "presto", "query", "execute", "migration", "migrate")
 
-// sqlArgument reports whether a connector argument carries SQL to judge: SQL-shaped, under a key
+// SQLArgument reports whether a connector argument carries SQL to judge: SQL-shaped, under a key
 // that names SQL, or sent by a connector or tool that talks to a database.
 func SQLArgument(server, tool, key, v string) bool {
 	if !looksLikeSQL(v) {

@@ -166,7 +166,7 @@ func TestSQLInInterpreterCodeIsFoundInItsStringLiterals(t *testing.T) {
 		{`cur.execute("DROP TABLE users")`, 1},
 		{"db.exec(`DELETE FROM sessions`)", 1},
 		{`conn.execute('SELECT 1'); conn.execute("TRUNCATE logs")`, 2},
-		{`print("Update available")`, 1}, // found, and judged harmless by sqlEffects
+		{`print("Update available")`, 1}, // found, and judged harmless by SQLEffects
 		{`print("dropping table")`, 0},
 	}
 	for _, tt := range tests {

@@ -91,7 +91,7 @@ func readsContent(cmd *facts.Command) bool {
 	return false
 }
 
-// pathValues are the paths a command is handed: its operands, and every option's value however
+// PathValues are the paths a command is handed: its operands, and every option's value however
 // it is spelled (-f FILE, -fFILE, --file=FILE, --file FILE, @FILE, --opt=@FILE, if=FILE).
 // A value is a path when it looks like one (a slash, a ~, a leading dot) or is a secret's bare
 // file name.
@@ -145,8 +145,8 @@ var embeddedPath = lazyregexp.New(`(?:^|[\s'"({\[=:,<>])((?:~[a-z_]*|/)[^\s'"(){
 // messageOptions carry prose, where a path is a word, not a file (git commit -m "fix ~/.zshrc").
 var messageOptions = []string{"-m", "--message", "--title", "--body", "--notes", "--subject", "--description"}
 
-// embeddedPaths are the paths inside a command's arguments and here-document; those an
-// argument is as a whole are pathValues'.
+// EmbeddedPaths are the paths inside a command's arguments and here-document; those an
+// argument is as a whole are PathValues'.
 func EmbeddedPaths(cmd *facts.Command) []HandedPath {
 	var texts []string
 	for i, a := range cmd.Args {
@@ -164,7 +164,7 @@ func EmbeddedPaths(cmd *facts.Command) []HandedPath {
 			t = t[:maxEmbeddedScan]
 		}
 		for _, m := range embeddedPath().FindAllStringSubmatch(t, -1) {
-			if m[1] != t { // a whole argument is pathValues' to judge, with its option
+			if m[1] != t { // a whole argument is PathValues' to judge, with its option
 				out = append(out, HandedPath{Value: m[1], Opt: "embedded"})
 			}
 		}
@@ -175,7 +175,7 @@ func EmbeddedPaths(cmd *facts.Command) []HandedPath {
 // maxEmbeddedScan bounds the text searched for paths in one argument or here-document.
 const maxEmbeddedScan = 64 << 10
 
-// handedPath is one path a command is handed, and the option that handed it ("" for an operand).
+// HandedPath is one path a command is handed, and the option that handed it ("" for an operand).
 type HandedPath struct{ Value, Opt string }
 
 // openEffects are the effects of the paths a command is handed: a secret, whatever the program
@@ -187,7 +187,7 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string) []Effect {
 	}
 	var out []Effect
 	handed := PathValues(cmd)
-	if !Readers[cmd.Name] && !facts.Shells[cmd.Name] { // a shell's -c is parsed as shell
+	if !readers[cmd.Name] && !facts.IsShell(cmd.Name) { // a shell's -c is parsed as shell
 		whole := map[string]bool{}
 		for _, pa := range handed {
 			whole[pa.Value] = true
@@ -195,7 +195,7 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string) []Effect {
 		for _, pa := range EmbeddedPaths(cmd) {
 			// The code of a known interpreter is analysed as code, which judges its reads
 			// (read.secrets); a start-up file it names is judged here.
-			if !whole[pa.Value] && (facts.Interpreters[cmd.Name] == "" || persistLocation().MatchString(facts.CanonPath(pa.Value, cwd))) {
+			if !whole[pa.Value] && (facts.InterpreterFlag(cmd.Name) == "" || persistLocation().MatchString(facts.CanonPath(pa.Value, cwd))) {
 				handed = append(handed, pa)
 			}
 		}
@@ -203,11 +203,11 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string) []Effect {
 	for _, pa := range handed {
 		p := facts.CanonPath(pa.Value, cwd)
 		switch {
-		case Readers[cmd.Name]:
+		case readers[cmd.Name]:
 			// the known readers' files are judged by the read rules, option by option (bashItems)
 		case f.secretStore(p) && !consumes(cmd.Name, pa.Opt):
 			out = append(out, New(EffectOpen, cmd.Name, "path", p, "secret", ""))
-		case persistLocation().MatchString(p) && !Readers[cmd.Name] && !persistReaders[cmd.Name]:
+		case persistLocation().MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name]:
 			out = append(out, New(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
 		}
 	}
@@ -232,14 +232,14 @@ func (f Finder) secretStore(p string) bool {
 }
 
 // readers are commands whose path arguments are files they read.
-var Readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
+var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
 	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
 	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
 	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
 	"ln": true, "link": true, "install": true, "ditto": true}
 
-// secretName: bare file names that hold secrets wherever they are (cat id_rsa).
-// secretName reports a bare file name that is a key or credential file: id_rsa (and its kin,
+// SecretName: bare file names that hold secrets wherever they are (cat id_rsa).
+// SecretName reports a bare file name that is a key or credential file: id_rsa (and its kin,
 // with _sk), credentials[.ext], env or .env[.suffix]. String tests, not a pattern (see noProject;
 // secretNamePattern in the tests is its specification).
 func SecretName(s string) bool {

@@ -21,7 +21,7 @@ const (
 )
 
 // sendOptions are the options of network clients whose value leaves the machine.
-var SendOptions = map[string]map[string]dataForm{
+var sendOptions = map[string]map[string]dataForm{
 	"curl": {
 		"-d": formData, "--data": formData, "--data-ascii": formData, "--data-binary": formData,
 		"--data-raw": formLiteral, "--data-urlencode": formURLEncode, "--json": formData,

@@ -15,7 +15,7 @@ import (
 // knows how to read a form, never a program.
 
 //go:embed capabilities.txt
-var CapabilitiesText string
+var capabilitiesText string
 
 // Capability names what a program can be made to do.
 type Capability string
@@ -63,7 +63,7 @@ type capTable map[string][]capRow
 // capabilities is the table, parsed the first time it is needed; the table is part of the
 // binary, so a row that does not parse is a build error caught by the tests, not a run-time one.
 var capabilities = sync.OnceValue(func() capTable {
-	t, err := ParseCapabilities(CapabilitiesText)
+	t, err := parseCapabilities(capabilitiesText)
 	if err != nil {
 		panic(err)
 	}
@@ -71,7 +71,7 @@ var capabilities = sync.OnceValue(func() capTable {
 })
 
 // parseCapabilities reads the table's text.
-func ParseCapabilities(text string) (capTable, error) {
+func parseCapabilities(text string) (capTable, error) {
 	t := capTable{}
 	n := 0
 	for line := range strings.Lines(text) {
@@ -95,21 +95,21 @@ func ParseCapabilities(text string) (capTable, error) {
 	return t, nil
 }
 
-// capHit is a capability a command uses, and the values it acts on ("" when the form has none).
+// CapHit is a capability a command uses, and the values it acts on ("" when the form has none).
 type CapHit struct {
 	Cap    Capability
 	What   string
 	Values []string
 }
 
-// capabilityHits are the capabilities a command uses, by the forms of its arguments.
+// CapabilityHits are the capabilities a command uses, by the forms of its arguments.
 func CapabilityHits(cmd *Command) []CapHit {
 	var out []CapHit
 	for _, row := range capabilities()[cmd.Name] {
 		var values []string
 		hit := false
 		for _, form := range row.forms {
-			v, ok := FormValues(cmd, form)
+			v, ok := formValues(cmd, form)
 			hit = hit || ok
 			values = append(values, v...)
 		}
@@ -128,12 +128,12 @@ func hasCapability(prog string, c Capability) bool {
 
 // formValues reports whether a command's arguments take a form, and the values the form names.
 // Forms joined by & must all hold; the values are the last one's.
-func FormValues(cmd *Command, form string) ([]string, bool) {
+func formValues(cmd *Command, form string) ([]string, bool) {
 	if first, rest, ok := strings.Cut(form, "&"); ok {
-		if _, ok := FormValues(cmd, first); !ok {
+		if _, ok := formValues(cmd, first); !ok {
 			return nil, false
 		}
-		return FormValues(cmd, rest)
+		return formValues(cmd, rest)
 	}
 	switch {
 	case form == "stdin":
@@ -241,7 +241,7 @@ func stdinText(cmd *Command) []string {
 	return text
 }
 
-// stdinPaths are the paths named on a command's standard input, where the command shows them.
+// StdinPaths are the paths named on a command's standard input, where the command shows them.
 func StdinPaths(cmd *Command) []string {
 	var out []string
 	for _, t := range stdinText(cmd) {

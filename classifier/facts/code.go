@@ -104,8 +104,8 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			a.Dynamic = append(a.Dynamic, name+" runs code it decodes at run time")
 			continue
 		}
-		a.Expanded += len(decoded)
-		if a.Expanded > MaxExpandBytes {
+		a.expanded += len(decoded)
+		if a.expanded > maxExpandBytes {
 			a.exceed("decoded code adds up to more than the analysis limit")
 			return
 		}
@@ -173,7 +173,7 @@ func decodeLiteral(lit, call, enc string) (string, bool) {
 	return string(b), err == nil
 }
 
-// codeAct is something interpreter code does, found by its shape, before paths are resolved.
+// CodeAct is something interpreter code does, found by its shape, before paths are resolved.
 type CodeAct struct {
 	Kind   CodeActKind
 	By     string
@@ -182,7 +182,7 @@ type CodeAct struct {
 	Secret bool
 }
 
-// codeActKind is what a codeAct does.
+// CodeActKind is what a CodeAct does.
 type CodeActKind int
 
 const (

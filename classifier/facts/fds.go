@@ -15,7 +15,7 @@ import (
 // keeps a table of them, as bash does, so that a later >&3, <&$fd, /dev/fd/3 or
 // /proc/self/fd/$fd is seen for what it is.
 
-// fdSource is what one descriptor is open on. At most one field is set.
+// FDSource is what one descriptor is open on. At most one field is set.
 type FDSource struct {
 	Net  string // a connection: /dev/tcp/host/port
 	from string // the program a process substitution runs: curl in <(curl …)
@@ -26,7 +26,7 @@ type FDSource struct {
 	Appends bool
 }
 
-// fdTable maps a descriptor number to what it is open on.
+// FDTable maps a descriptor number to what it is open on.
 type FDTable map[string]FDSource
 
 // firstNamedFD is the first number bash gives a {name}> redirection.
@@ -37,7 +37,7 @@ const maxFDs = 64
 
 // fdArg matches an argument naming a descriptor of the shell itself: /dev/fd/3,
 // /proc/self/fd/3, /proc/thread-self/fd/3, /dev/stdin.
-var FDArg = lazyregexp.New(`^/(?:dev|proc/(?:self|thread-self))/fd/([0-9]+)$`)
+var fdArg = lazyregexp.New(`^/(?:dev|proc/(?:self|thread-self))/fd/([0-9]+)$`)
 
 // openFDs applies a statement's redirections to the descriptor table. Those of `exec` with no
 // command, and {name} ones (bash keeps them open after the command), last beyond the statement;
@@ -186,13 +186,13 @@ func (w *walker) procProgram(ps *syntax.ProcSubst) string {
 	return ""
 }
 
-// fd returns what the command's descriptor n is open on.
+// FD returns what the command's descriptor n is open on.
 func (c *Command) FD(n string) (FDSource, bool) {
 	src, ok := c.FDs[n]
 	return src, ok
 }
 
-// fdOf returns what an argument naming a descriptor (/dev/fd/3, /proc/self/fd/3, /dev/stdin)
+// FDOf returns what an argument naming a descriptor (/dev/fd/3, /proc/self/fd/3, /dev/stdin)
 // is open on.
 func (c *Command) FDOf(arg string) (FDSource, bool) {
 	n := ""
@@ -202,7 +202,7 @@ func (c *Command) FDOf(arg string) (FDSource, bool) {
 	case "/dev/stdout":
 		n = "1"
 	default:
-		m := FDArg().FindStringSubmatch(arg)
+		m := fdArg().FindStringSubmatch(arg)
 		if m == nil {
 			return FDSource{}, false
 		}
@@ -229,7 +229,7 @@ func fdsUsed(t FDTable, args []string) FDTable {
 	keep("0")
 	keep("1")
 	for _, a := range args {
-		if m := FDArg().FindStringSubmatch(a); m != nil {
+		if m := fdArg().FindStringSubmatch(a); m != nil {
 			keep(m[1])
 		}
 	}
@@ -250,8 +250,8 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 		}
 		w.a.Fetched[out.File] = cmd.Name // exec 3>x.sh; curl … >&3
 	}
-	if Shells[out.from] || Interpreters[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
-		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && Shells[out.from] {
+	if shells[out.from] || interpreters[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
+		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && shells[out.from] {
 			w.a.shell(text, w.depth+1, w.vars)
 		} else if IsDownloader(cmd.Name) && len(w.a.Commands) < maxCommands {
 			// The shell reading the descriptor is the pipe's reader: recorded as such.
@@ -261,7 +261,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 	switch {
 	case cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray":
 		w.readFD(cmd)
-	case Shells[cmd.Name] || cmd.Name == "source" || cmd.Name == "." || Interpreters[cmd.Name] != "":
+	case shells[cmd.Name] || cmd.Name == "source" || cmd.Name == "." || interpreters[cmd.Name] != "":
 		src, ok := cmd.FD("0")
 		if ops := Operands(cmd.Args); len(ops) > 0 && ops[0] != "-" {
 			src, ok = cmd.FDOf(ops[0]) // the script is a descriptor: bash /dev/fd/3
@@ -272,7 +272,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 			return
 		}
 		switch {
-		case src.Lit && Interpreters[cmd.Name] != "":
+		case src.Lit && interpreters[cmd.Name] != "":
 			w.a.interp(cmd.Name, src.Text, w)
 		case src.Lit:
 			w.a.shell(src.Text, w.depth+1, w.vars)
@@ -326,7 +326,7 @@ func (w *walker) readFD(cmd *Command) {
 // runsFetched records a command that runs text a download put in a variable (eval "$cmd" after
 // read -u from <(curl …)) as the shell reading that download, which is what it is.
 func (w *walker) runsFetched(cmd Command) {
-	if len(w.fetchedVars) == 0 || !(cmd.Name == "eval" || Shells[cmd.Name] || cmd.Name == "source" || cmd.Name == ".") {
+	if len(w.fetchedVars) == 0 || !(cmd.Name == "eval" || shells[cmd.Name] || cmd.Name == "source" || cmd.Name == ".") {
 		return
 	}
 	text := strings.Join(cmd.Args, " ")

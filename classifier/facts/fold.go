@@ -136,7 +136,7 @@ func produce(name string, args []string) (string, bool) {
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			return "", false
 		}
-		return PrintfOutput(args[0], args[1:])
+		return printfOutput(args[0], args[1:])
 	}
 	return "", false
 }
@@ -171,7 +171,7 @@ func transform(name string, args []string, in string) (string, bool) {
 
 // printfOutput formats like printf(1) for %s, %b, %c, %d and escapes; the format is reused while
 // arguments remain, as the shell's printf does.
-func PrintfOutput(format string, args []string) (string, bool) {
+func printfOutput(format string, args []string) (string, bool) {
 	var b strings.Builder
 	for pass := 0; pass == 0 || len(args) > 0; pass++ {
 		used := false

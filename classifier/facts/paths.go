@@ -6,6 +6,8 @@ import (
 	"strings"
 )
 
+// LooksLikePath reports an argument written as a path (with a / or ~, starting with a dot, or
+// dd's of=), not a bare word that may be a name, a pattern or a subcommand.
 func LooksLikePath(s string) bool {
 	return strings.ContainsAny(s, "/~") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "of=")
 }
@@ -38,7 +40,7 @@ func homeLen(p string) int {
 	return -1
 }
 
-// canonPath cleans a path, resolves it against cwd, and writes any home folder as ~, so that one
+// CanonPath cleans a path, resolves it against cwd, and writes any home folder as ~, so that one
 // rule covers the Mac's /Users/ada, the VM's /root or /home/ada, and $HOME.
 func CanonPath(p, cwd string) string {
 	if p == "" {

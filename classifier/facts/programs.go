@@ -8,18 +8,19 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
+// downloaders are programs whose output is fetched or decoded text (see IsDownloader).
 var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "base64": true, "xxd": true, "openssl": true,
 	"nc": true, "ncat": true, "netcat": true, "gunzip": true, "zcat": true, "uudecode": true, "rev": true, "xclip": true, "pbpaste": true,
 	"http": true, "https": true, "xh": true, "aria2c": true, "ssh": true, "socat": true, "tar": true, "unzip": true, "bsdtar": true,
 	"bunzip2": true, "xz": true, "unxz": true, "zstd": true, "lwp-request": true, "GET": true, "telnet": true, "git": true}
 
-// isDownloader reports a program whose output is what it got from the network or decoded: the
+// IsDownloader reports a program whose output is what it got from the network or decoded: the
 // table above, and every program whose capabilities say it fetches.
 func IsDownloader(prog string) bool { return downloaders[prog] || hasCapability(prog, CapFetch) }
 
-// noExec reports a shell told to read without running (-n, also within -nc, -ne).
+// NoExec reports a shell told to read without running (-n, also within -nc, -ne).
 func NoExec(cmd *Command) bool {
-	if !Shells[cmd.Name] {
+	if !shells[cmd.Name] {
 		return false
 	}
 	no := false
@@ -36,7 +37,7 @@ func NoExec(cmd *Command) bool {
 	return no
 }
 
-// producesCode reports whether an upstream command really emits fetched or decoded text: curl
+// ProducesCode reports whether an upstream command really emits fetched or decoded text: curl
 // --version, base64 encoding, wget saving to a file, nc -z print nothing a shell should fear.
 func ProducesCode(c *Command) bool {
 	args := " " + strings.Join(MaskValues(c.Name, c.Args, "--url"), " ") + " " // curl -H --help URL still fetches
@@ -69,6 +70,7 @@ func ProducesCode(c *Command) bool {
 	return true
 }
 
+// SetOf is a set of names, for the tables.
 func SetOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -80,7 +82,7 @@ func SetOf(names ...string) map[string]bool {
 // maskedValue stands in for an option's value that must not be read as anything else.
 const maskedValue = "\x00"
 
-// maskValues returns the arguments with the values of the program's value-taking options
+// MaskValues returns the arguments with the values of the program's value-taking options
 // replaced by maskedValue, except those of the options named in keep. Programs without a table
 // get their arguments back as they are.
 func MaskValues(name string, args []string, keep ...string) []string {
@@ -119,6 +121,7 @@ func MaskValues(name string, args []string, keep ...string) []string {
 	return out
 }
 
+// FlagValue is the value given as the argument after flag, if any.
 func FlagValue(args []string, flag string) (string, bool) {
 	for i, a := range args {
 		if a == flag && i+1 < len(args) {
@@ -132,7 +135,7 @@ func FlagValue(args []string, flag string) (string, bool) {
 	return "", false
 }
 
-// operands are the arguments that are not options.
+// Operands are the arguments that are not options.
 func Operands(args []string) []string {
 	var out []string
 	for _, a := range args {
@@ -143,7 +146,7 @@ func Operands(args []string) []string {
 	return out
 }
 
-// optionValues returns each value of the options named, given as "-o v", "-ov", "--opt v" or
+// OptionValues returns each value of the options named, given as "-o v", "-ov", "--opt v" or
 // "--opt=v".
 //
 // Long options may be abbreviated as GNU tools allow (--post-f for --post-file, six characters at
@@ -180,7 +183,7 @@ func OptionValues(args []string, names ...string) []string {
 	return out
 }
 
-// isFlagCluster reports letters that can only be flags without values before an option in a
+// IsFlagCluster reports letters that can only be flags without values before an option in a
 // cluster: plain letters.
 func IsFlagCluster(s string) bool {
 	for _, r := range s {
@@ -284,7 +287,7 @@ type optionTable struct {
 
 var httpieValues = optionTable{short: "aAo", long: SetOf("--auth", "--auth-type", "--output", "--session", "--session-read-only", "--verify", "--cert", "--cert-key", "--proxy", "--print", "--pretty", "--style", "--timeout")}
 
-// destination is where a network client sends: its URL, or host for raw senders.
+// Destination is where a network client sends: its URL, or host for raw senders.
 func Destination(cmd *Command) string {
 	args := MaskValues(cmd.Name, cmd.Args, "--url")
 	for _, a := range args {
@@ -292,12 +295,12 @@ func Destination(cmd *Command) string {
 			return u.Scheme + "://" + u.Host + u.Path
 		}
 	}
-	if RawSenders[cmd.Name] {
+	if rawSenders[cmd.Name] {
 		if ops := Operands(cmd.Args); len(ops) > 0 {
 			return ops[0]
 		}
 	}
-	if _, ok := FetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
+	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
 		for _, a := range args {
 			if bareHost().MatchString(a) {
 				return "http://" + a
@@ -310,16 +313,12 @@ func Destination(cmd *Command) string {
 var bareHost = lazyregexp.New(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/\S*)?$`)
 
 // rawSenders send their standard input to the host named in their arguments.
-var RawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true,
+var rawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true,
 	"mail": true, "mailx": true, "sendmail": true, "mutt": true, "msmtp": true}
 
 // fetchOutput are the options naming the file a download is saved to; remoteName ones save it
 // under the URL's own name.
-var FetchOutput = map[string]struct {
-	Output     []string
-	RemoteName []string
-	Dir        []string
-}{
+var fetchOutput = map[string]SaveOptions{
 	"curl": {Output: []string{"-o", "--output"}, RemoteName: []string{"-O", "--remote-name", "--remote-name-all"}, Dir: []string{"--output-dir"}},
 	"wget": {Output: []string{"-O", "--output-document"}, Dir: []string{"-P", "--directory-prefix"}},
 }

@@ -30,8 +30,8 @@ const maxCommandBytes = 256 << 10
 // expanding after maxExpandBytes; either limit marks the analysis as exceeded, which the default
 // rules deny: nobody's legitimate command builds values that large.
 const (
-	MaxValueBytes  = 64 << 10
-	MaxExpandBytes = 4 << 20
+	maxValueBytes  = 64 << 10
+	maxExpandBytes = 4 << 20
 	// maxCommands bounds the simple commands one analysis records (each nested shell adds some).
 	maxCommands = 4096
 )
@@ -111,13 +111,13 @@ type Analysis struct {
 	// command was not analysed, so nothing about it can be vouched for.
 	Exceeded string
 
-	Expanded int // bytes produced by expansion so far
+	expanded int // bytes produced by expansion so far
 	// aliases and funcs are those the command defines for itself (alias x=..., f() {...}), so
 	// that a later use is judged for what it runs.
 	aliases map[string]string
 	funcs   map[string]string
 	envSeen map[string]bool // command-carrying variables already analysed
-	Parser  *syntax.Parser
+	parser  *syntax.Parser
 	// hashed are builtins given a path by hash -p, which only counts once enable -n disabled
 	// them; disabled are those.
 	hashed   map[string]string
@@ -135,10 +135,10 @@ func setKey[V any](m map[string]V, k string, v V) map[string]V {
 // parse parses shell text with the analysis's parser: one per analysis, reused by nested code,
 // since a parser's buffers are its largest allocation and the tree it returns is its own.
 func (a *Analysis) parse(src string) (*syntax.File, error) {
-	if a.Parser == nil {
-		a.Parser = syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash))
+	if a.parser == nil {
+		a.parser = syntax.NewParser(syntax.KeepComments(false), syntax.Variant(syntax.LangBash))
 	}
-	return a.Parser.Parse(strings.NewReader(src), "")
+	return a.parser.Parse(strings.NewReader(src), "")
 }
 
 // maxRepairs bounds the parses spent on one piece of shell that does not parse.
@@ -193,13 +193,13 @@ func (a *Analysis) exceed(why string) {
 	}
 }
 
-var Shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true,
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true,
 	"mksh": true, "yash": true, "posh": true, "rbash": true, "tcsh": true, "csh": true, "oksh": true, "loksh": true}
 
 // awks take their program as the first operand.
 var awks = map[string]bool{"awk": true, "gawk": true, "mawk": true, "nawk": true, "busybox-awk": true}
 
-var Interpreters = map[string]string{ // name -> flag that takes code
+var interpreters = map[string]string{ // name -> flag that takes code
 	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
 	"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
 	"pwsh": "-Command", "powershell": "-Command", "julia": "-e", "jjs": "-e", "jrunscript": "-e", "groovy": "-e",
@@ -226,9 +226,9 @@ func canonicalProgram(name string) string {
 // Analyze parses a shell command string and reaches every simple command in it.
 func Analyze(src string) *Analysis { return AnalyzeWith(src, nil) }
 
-// analyze is Analyze with a parser to reuse (nil: a new one).
+// AnalyzeWith is Analyze with a parser to reuse (nil: a new one); ReleaseParser hands it back.
 func AnalyzeWith(src string, p *syntax.Parser) *Analysis {
-	a := &Analysis{Parser: p}
+	a := &Analysis{parser: p}
 	if len(src) > maxCommandBytes {
 		a.Dynamic = append(a.Dynamic, "command longer than the analysis limit")
 		src = src[:maxCommandBytes]
@@ -665,14 +665,14 @@ func (w *walker) fields(words []*syntax.Word) []string {
 		return w.source(words)
 	}
 	for i, s := range f {
-		w.a.Expanded += len(s)
-		if len(s) > MaxValueBytes {
-			w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", MaxValueBytes))
-			f[i] = s[:MaxValueBytes]
+		w.a.expanded += len(s)
+		if len(s) > maxValueBytes {
+			w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", maxValueBytes))
+			f[i] = s[:maxValueBytes]
 		}
 	}
-	if w.a.Expanded > MaxExpandBytes {
-		w.a.exceed(fmt.Sprintf("expansions add up to more than %d bytes", MaxExpandBytes))
+	if w.a.expanded > maxExpandBytes {
+		w.a.exceed(fmt.Sprintf("expansions add up to more than %d bytes", maxExpandBytes))
 	}
 	return f
 }
@@ -697,9 +697,9 @@ func (w *walker) assign(as *syntax.Assign) {
 		return
 	}
 	v := strings.Join(w.fields([]*syntax.Word{as.Value}), " ")
-	if len(v) > MaxValueBytes {
-		w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", MaxValueBytes))
-		v = v[:MaxValueBytes]
+	if len(v) > maxValueBytes {
+		w.a.exceed(fmt.Sprintf("a value expands to more than %d bytes", maxValueBytes))
+		v = v[:maxValueBytes]
 	}
 	w.vars[as.Name.Value] = v
 	w.a.Assigns = append(w.a.Assigns, as.Name.Value+"="+v)
@@ -887,7 +887,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 		if slices.Contains(cmd.Wrappers, "parallel") {
 			repl = "{}"
 		}
-		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !Shells[cmd.Name] && Interpreters[cmd.Name] == "") {
+		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !shells[cmd.Name] && interpreters[cmd.Name] == "") {
 			if strings.TrimSpace(text) == "" && xargsSkipsEmpty(f) {
 				return // printf '' | xargs -r rm -rf /: nothing comes, nothing runs
 			}
@@ -932,7 +932,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if cmd.Name == "tee" {
 		w.teeWrites(cmd, c)
 	}
-	if decoded > 0 && (Shells[cmd.Name] || cmd.Name == "eval" || Interpreters[cmd.Name] != "") && !NoExec(&cmd) {
+	if decoded > 0 && (shells[cmd.Name] || cmd.Name == "eval" || interpreters[cmd.Name] != "") && !NoExec(&cmd) {
 		w.a.Obfuscated = append(w.a.Obfuscated, cmd.Name+" runs what a decoder makes of data the command does not show")
 	}
 }
@@ -978,8 +978,8 @@ func xargsSkipsEmpty(f []string) bool {
 // stdinCode analyses the code a shell or an interpreter reads from a pipe when the pipeline makes
 // it from literals: echo 'rm -rf /' | sh, printf cm0= | base64 -d | bash.
 func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
-	shell := Shells[cmd.Name]
-	if !shell && Interpreters[cmd.Name] == "" || w.pipeFrom[c] == nil || NoExec(&cmd) {
+	shell := shells[cmd.Name]
+	if !shell && interpreters[cmd.Name] == "" || w.pipeFrom[c] == nil || NoExec(&cmd) {
 		return
 	}
 	if _, ok := FlagValue(cmd.Args, "-c"); ok || len(Operands(cmd.Args)) > 0 && Operands(cmd.Args)[0] != "-" {
@@ -1075,7 +1075,7 @@ func (w *walker) defines(cmd Command) {
 		}
 	case "printf": // printf -v VAR FORMAT ARGS sets VAR
 		if len(cmd.Args) >= 3 && cmd.Args[0] == "-v" {
-			if out, ok := PrintfOutput(cmd.Args[2], cmd.Args[3:]); ok {
+			if out, ok := printfOutput(cmd.Args[2], cmd.Args[3:]); ok {
 				w.vars[cmd.Args[1]] = out
 			}
 		}
@@ -1314,9 +1314,9 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		a.shell(s, w.depth+1, w.vars)
 	}
 	switch {
-	case Shells[cmd.Name] && NoExec(&cmd):
+	case shells[cmd.Name] && NoExec(&cmd):
 		// bash -n reads without running: nothing it is given runs
-	case Shells[cmd.Name]:
+	case shells[cmd.Name]:
 		if ops := Operands(cmd.Args); len(ops) > 0 && a.Scripts[ops[0]] != "" {
 			a.shell(a.Scripts[ops[0]], w.depth+1, w.vars) // echo 'rm -rf /' > x.sh; sh x.sh
 		}
@@ -1355,8 +1355,8 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		if remote := sshCommand(cmd.Args); remote != "" {
 			a.shell(remote, w.depth+1, w.vars)
 		}
-	case Interpreters[cmd.Name] != "":
-		if code, ok := FlagValue(cmd.Args, Interpreters[cmd.Name]); ok {
+	case interpreters[cmd.Name] != "":
+		if code, ok := FlagValue(cmd.Args, interpreters[cmd.Name]); ok {
 			a.interp(cmd.Name, code, w)
 		} else if st != nil {
 			if body, ok := heredoc(st); ok {
@@ -1366,7 +1366,7 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 	}
 }
 
-// sshHost returns the host ssh connects to: its first operand.
+// SSHHost returns the host ssh connects to: its first operand.
 func SSHHost(args []string) string {
 	withValue := "pilLoFJRDbceEmOSWwB"
 	for i := 0; i < len(args); i++ {
@@ -1476,6 +1476,15 @@ func (a *Analysis) interp(name, code string, w *walker) {
 }
 
 // String summarises an analysis for debugging and `check`.
+// ReleaseParser hands back the parser the analysis used (AnalyzeWith's, or its own), for the
+// caller to reuse, and forgets it.
+func (a *Analysis) ReleaseParser() *syntax.Parser {
+	p := a.parser
+	a.parser = nil
+	return p
+}
+
+// String lists the commands reached, quoted, for tests and debugging.
 func (a *Analysis) String() string {
 	var b strings.Builder
 	for _, c := range a.Commands {
