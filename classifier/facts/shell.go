@@ -89,7 +89,7 @@ type Analysis struct {
 	// Repaired is the parse error of text read after a repair (see repair), "" when none.
 	Repaired string
 	Dynamic  []string // why some part could not be known statically
-	// CodeActs and CodePaths are what interpreter code does (see scanCode): effects, and the
+	// CodeActs and CodePaths are what interpreter code does (see scanCode): its acts, and the
 	// literal paths it names, judged by the read rules.
 	CodeActs  []CodeAct
 	CodePaths []string
