@@ -535,23 +535,6 @@ func instructionFile(p string) bool { return instructionPath().MatchString(p) }
 
 // a link to a secret, or a copy, exposes it
 
-// fetchesURLs are programs whose URL arguments are judged by the url rules.
-var fetchesURLs = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
-	"lwp-request": true, "GET": true, "POST": true, "open": true, "fetch": true}
-
-// writers are commands that write files their arguments name; copiers write only the last.
-var writers = map[string]bool{"cp": true, "mv": true, "install": true, "tee": true, "ln": true, "touch": true, "dd": true, "truncate": true, "chmod": true}
-
-var copiers = map[string]bool{"cp": true, "install": true, "ln": true, "rsync": true, "scp": true, "ditto": true}
-
-// readerValueOpts are options of readers whose value is not a file read: sort -o OUT writes it,
-// less -p PATTERN searches for it.
-var readerValueOpts = map[string]map[string]bool{
-	"sort": {"-o": true, "--output": true, "-t": true, "-k": true, "-S": true, "-T": true, "--field-separator": true, "--key": true},
-	"less": {"-p": true, "-P": true, "-j": true, "-x": true, "-y": true, "-h": true, "-b": true, "-t": true, "--pattern": true},
-	"head": {"-n": true, "-c": true}, "tail": {"-n": true, "-c": true},
-}
-
 // fileOperands splits a command's operands into the files it reads and those it writes.
 func fileOperands(cmd *facts.Command) (read, written []string) {
 	values := readerValueOpts[cmd.Name]

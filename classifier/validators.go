@@ -485,12 +485,6 @@ func dynamicCode(_ *Classifier, it item) (string, bool) {
 	return it.an.Dynamic[0], true
 }
 
-// settingsReaders only read the files they name (sed and yq without -i).
-var settingsReaders = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true,
-	"grep": true, "egrep": true, "fgrep": true, "rg": true, "jq": true, "yq": true, "sed": true, "wc": true, "diff": true,
-	"cmp": true, "file": true, "stat": true, "ls": true, "md5sum": true, "shasum": true, "sha256sum": true, "od": true,
-	"xxd": true, "hexdump": true, "strings": true, "plutil": false}
-
 // onlyReadsSettings reports a command that reads the session's settings and changes nothing:
 // reading is not tampering, and knowing the hook is there gives the agent nothing.
 func onlyReadsSettings(it item) bool {
@@ -520,11 +514,6 @@ func onlyReadsSettings(it item) bool {
 	}
 	return true
 }
-
-// folderTools are commands that, given the .claude folder itself, can move, link, replace or
-// change it.
-var folderTools = map[string]bool{"ln": true, "mv": true, "cp": true, "rm": true, "rmdir": true, "unlink": true, "chmod": true,
-	"chown": true, "chflags": true, "chattr": true, "mkfifo": true, "mknod": true, "rsync": true, "install": true, "touch": true, "truncate": true}
 
 // guardTamper finds commands that touch the guard's settings or folder in any spelling: a
 // command (or interpreter code) naming .claude together with settings or coworkbridge, in either

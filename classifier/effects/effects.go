@@ -206,9 +206,6 @@ func givesShell(cmdline string) bool {
 	return false
 }
 
-// removers delete the files they name.
-var removers = map[string]bool{"rm": true, "unlink": true, "rmdir": true, "shred": true, "srm": true, "trash": true}
-
 var vcsInternals = lazyregexp.New(`(^|/)\.git(/(objects|refs|packed-refs|HEAD|logs|worktrees|modules)(/.*)?)?/?$`)
 
 // removals: the files rm, unlink, shred... remove. A repository's history (.git and what is in
@@ -276,9 +273,6 @@ func movesAway(cmd *facts.Command, cwd string) []Effect {
 	}
 	return out
 }
-
-// permCommands change permissions or owners; with -R on a critical folder they break the system.
-var permCommands = map[string]bool{"chmod": true, "chown": true, "chgrp": true, "chflags": true, "setfacl": true, "chattr": true}
 
 func permissionEffects(cmd *facts.Command, cwd string) []Effect {
 	if !permCommands[cmd.Name] {
@@ -487,9 +481,6 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 // Keynote deck is a .key too), but never to be sent off the machine.
 var keyFile = lazyregexp.New(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|asc|gpg)$|(^|/)(id_[a-z0-9]+|\.env(\.[^/]*)?)$`)
 
-// otherSenders are the programs besides sendOptions' and rawSenders' that sendEffects knows.
-var otherSenders = map[string]bool{"ssh": true, "gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
-
 // gitEffects: configuration keys that run commands, set with git config or git -c.
 func gitEffects(cmd *facts.Command) []Effect {
 	var out []Effect
@@ -525,15 +516,6 @@ func gitEffects(cmd *facts.Command) []Effect {
 	}
 	return out
 }
-
-// findTakesValue are find's primaries and options that take a value (which may look like
-// -delete: find -name -delete).
-var findTakesValue = map[string]bool{"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true,
-	"-regex": true, "-iregex": true, "-type": true, "-xtype": true, "-newer": true, "-user": true, "-group": true,
-	"-perm": true, "-size": true, "-mtime": true, "-mmin": true, "-atime": true, "-amin": true, "-ctime": true,
-	"-cmin": true, "-maxdepth": true, "-mindepth": true, "-links": true, "-inum": true, "-samefile": true,
-	"-fstype": true, "-uid": true, "-gid": true, "-printf": true, "-fprintf": true, "-fprint": true, "-lname": true,
-	"-ilname": true, "-used": true, "-context": true, "-newermt": true}
 
 // findDeleteAction reports whether find's expression holds the -delete action itself, not as a
 // value (-name -delete) or inside -exec ... ;.

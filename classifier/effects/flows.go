@@ -24,18 +24,6 @@ var secretDir = lazyregexp.New(`(?i)(^|/)(certs?|certificates|keys|secrets?|priv
 // secretFileName names files kept to hold secrets, whatever folder they are in.
 var secretFileName = lazyregexp.New(`(?i)^(secrets?|credentials?|passwords?|passwd|tokens?|api[_-]?keys?)([._-][^/]*)?$`)
 
-// contentReaders write what they read from their file operands (or a transformation of it) to
-// their output.
-var contentReaders = map[string]bool{"cat": true, "tac": true, "head": true, "tail": true, "base64": true, "base32": true,
-	"xxd": true, "od": true, "hexdump": true, "strings": true, "gzip": true, "bzip2": true, "xz": true, "zstd": true, "lz4": true,
-	"pigz": true, "tar": true, "gtar": true, "bsdtar": true, "zip": true, "cpio": true, "pax": true, "7z": true, "sort": true, "uniq": true,
-	"cut": true, "sed": true, "awk": true, "jq": true, "yq": true, "tr": true, "nl": true, "paste": true, "column": true, "rev": true,
-	"fold": true, "dd": true, "openssl": true, "gpg": true, "uuencode": true, "less": true, "more": true, "bat": true}
-
-// searchers print the lines of files that match a pattern; with a credential pattern, what they
-// print is the credential.
-var searchers = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true}
-
 // credentialPattern is what a search for credentials looks for.
 var credentialPattern = lazyregexp.New(`(?i)AKIA|ASIA[A-Z0-9]|PRIVATE KEY|BEGIN (RSA|OPENSSH|EC|DSA|PGP)|gh[pousr]_|github_pat|xox[abposr]-|sk-[a-z0-9]|sk_live|password|passwd|secret|token|api[_-]?key|access[_-]?key|credential|bearer`)
 

@@ -23,45 +23,6 @@ import (
 // EffectOpen: a program is handed a path it may read or write.
 const EffectOpen EffectKind = "open"
 
-// namesOnly are programs that look at a path's name, mode or metadata, never its content, or
-// that only pass a path on as text (echo, export): handing them a key is no read of it.
-var namesOnly = map[string]bool{
-	"ls": true, "stat": true, "test": true, "[": true, "[[": true, "du": true, "wc": true, "realpath": true,
-	"readlink": true, "dirname": true, "basename": true, "mkdir": true, "rmdir": true, "chmod": true, "chown": true,
-	"chgrp": true, "chflags": true, "xattr": true, "touch": true, "cd": true, "pushd": true, "popd": true, "echo": true,
-	"printf": true, "export": true, "declare": true, "typeset": true, "local": true, "readonly": true, "unset": true,
-	"alias": true, "which": true, "type": true, "command": true, "whereis": true, "mdls": true, "GetFileInfo": true,
-	"md5": true, "md5sum": true, "shasum": true, "sha1sum": true, "sha256sum": true, "sha512sum": true, "cksum": true,
-	"b2sum": true, "lsof": true, "fuser": true, "df": true, "tree": true, "exa": true, "eza": true, "fd": true,
-	"find": true, "file": true, "locate": true, "mdfind": true, "rm": true, "unlink": true, "shred": true, "srm": true,
-}
-
-// namesOnlyUnless are options with which a names-only program reads a file's content after all:
-// file -f LIST prints each line of LIST, find -fprint writes one.
-var namesOnlyUnless = map[string][]string{
-	"find": {"-fprint", "-fprint0", "-fprintf", "-fls", "-files0-from"},
-	"file": {"-f", "--files-from", "-m", "--magic-file"},
-	"wc":   {"--files0-from"},
-	"du":   {"--files0-from"},
-}
-
-// keyConsumers are the options through which a program uses a key or a configuration as its
-// owner meant (ssh -i KEY, kubectl --kubeconfig FILE): the program reads it to authenticate, and
-// prints none of it.
-var keyConsumers = map[string][]string{
-	"ssh": {"-i", "-F"}, "scp": {"-i", "-F"}, "sftp": {"-i", "-F"}, "ssh-keygen": {"-f"}, "ssh-copy-id": {"-i"},
-	"kubectl": {"--kubeconfig"}, "helm": {"--kubeconfig"}, "k9s": {"--kubeconfig"}, "kubectx": {"--kubeconfig"},
-	"docker": {"--config", "--tlscacert", "--tlscert", "--tlskey"}, "git": {"--git-dir"},
-	"twine": {"--config-file"}, "npm": {"--userconfig"}, "pnpm": {"--userconfig"},
-	"psql": {"--passfile"}, "mysql": {"--defaults-file", "--defaults-extra-file"},
-	"curl": {"--cert", "--key", "-E", "--netrc-file", "--cacert"}, "wget": {"--certificate", "--private-key", "--ca-certificate"},
-	"openvpn": {"--config"}, "age": {"-i", "--identity"}, "sops": {"--age"},
-}
-
-// keyOwners are programs whose every argument naming a key is theirs to use: ssh-add loads a
-// key into the agent, ssh-keygen -lf prints its fingerprint.
-var keyOwners = map[string]bool{"ssh-add": true, "ssh-keygen": true}
-
 // persistLocation names places where what is written runs again later: shell start-up files,
 // launchd's and cron's folders, login items, git hooks, the settings of editors and agents that
 // run commands, and the system's start-up and preload lists.
@@ -214,11 +175,6 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string) []Effect {
 	return out
 }
 
-// persistReaders read the files they are handed and write none (beyond readers): what they do to
-// a start-up file is look at it.
-var persistReaders = map[string]bool{"diff": true, "cmp": true, "view": true,
-	"glow": true, "highlight": true, "pygmentize": true, "shellcheck": true, "bash": true, "zsh": true, "sh": true}
-
 // consumes reports whether a program uses a key through this option as its owner meant.
 func consumes(prog, opt string) bool {
 	return keyOwners[prog] || opt != "" && slices.Contains(keyConsumers[prog], opt)
@@ -230,13 +186,6 @@ func consumes(prog, opt string) bool {
 func (f Finder) secretStore(p string) bool {
 	return f.Secret(p) && !IsDotenv(p)
 }
-
-// readers are commands whose path arguments are files they read.
-var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
-	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
-	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
-	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
-	"ln": true, "link": true, "install": true, "ditto": true}
 
 // SecretName: bare file names that hold secrets wherever they are (cat id_rsa).
 // SecretName reports a bare file name that is a key or credential file: id_rsa (and its kin,

@@ -1,5 +1,9 @@
 package effects
 
+// What programs do, by name and option, as tables: what they send, print, switch off, install,
+// delete, change and read. Branches elsewhere consult these; program knowledge stays here and in
+// facts' capability table.
+
 import (
 	"strings"
 
@@ -147,3 +151,84 @@ var installers = map[string][]string{
 
 // installIndexOptions name another package index.
 var installIndexOptions = []string{"-i", "--index-url", "--extra-index-url", "--registry", "--source", "--git", "--find-links", "-f"}
+
+// namesOnly are programs that look at a path's name, mode or metadata, never its content, or
+// that only pass a path on as text (echo, export): handing them a key is no read of it.
+var namesOnly = map[string]bool{
+	"ls": true, "stat": true, "test": true, "[": true, "[[": true, "du": true, "wc": true, "realpath": true,
+	"readlink": true, "dirname": true, "basename": true, "mkdir": true, "rmdir": true, "chmod": true, "chown": true,
+	"chgrp": true, "chflags": true, "xattr": true, "touch": true, "cd": true, "pushd": true, "popd": true, "echo": true,
+	"printf": true, "export": true, "declare": true, "typeset": true, "local": true, "readonly": true, "unset": true,
+	"alias": true, "which": true, "type": true, "command": true, "whereis": true, "mdls": true, "GetFileInfo": true,
+	"md5": true, "md5sum": true, "shasum": true, "sha1sum": true, "sha256sum": true, "sha512sum": true, "cksum": true,
+	"b2sum": true, "lsof": true, "fuser": true, "df": true, "tree": true, "exa": true, "eza": true, "fd": true,
+	"find": true, "file": true, "locate": true, "mdfind": true, "rm": true, "unlink": true, "shred": true, "srm": true,
+}
+
+// namesOnlyUnless are options with which a names-only program reads a file's content after all:
+// file -f LIST prints each line of LIST, find -fprint writes one.
+var namesOnlyUnless = map[string][]string{
+	"find": {"-fprint", "-fprint0", "-fprintf", "-fls", "-files0-from"},
+	"file": {"-f", "--files-from", "-m", "--magic-file"},
+	"wc":   {"--files0-from"},
+	"du":   {"--files0-from"},
+}
+
+// keyConsumers are the options through which a program uses a key or a configuration as its
+// owner meant (ssh -i KEY, kubectl --kubeconfig FILE): the program reads it to authenticate, and
+// prints none of it.
+var keyConsumers = map[string][]string{
+	"ssh": {"-i", "-F"}, "scp": {"-i", "-F"}, "sftp": {"-i", "-F"}, "ssh-keygen": {"-f"}, "ssh-copy-id": {"-i"},
+	"kubectl": {"--kubeconfig"}, "helm": {"--kubeconfig"}, "k9s": {"--kubeconfig"}, "kubectx": {"--kubeconfig"},
+	"docker": {"--config", "--tlscacert", "--tlscert", "--tlskey"}, "git": {"--git-dir"},
+	"twine": {"--config-file"}, "npm": {"--userconfig"}, "pnpm": {"--userconfig"},
+	"psql": {"--passfile"}, "mysql": {"--defaults-file", "--defaults-extra-file"},
+	"curl": {"--cert", "--key", "-E", "--netrc-file", "--cacert"}, "wget": {"--certificate", "--private-key", "--ca-certificate"},
+	"openvpn": {"--config"}, "age": {"-i", "--identity"}, "sops": {"--age"},
+}
+
+// keyOwners are programs whose every argument naming a key is theirs to use: ssh-add loads a
+// key into the agent, ssh-keygen -lf prints its fingerprint.
+var keyOwners = map[string]bool{"ssh-add": true, "ssh-keygen": true}
+
+// persistReaders read the files they are handed and write none (beyond readers): what they do to
+// a start-up file is look at it.
+var persistReaders = map[string]bool{"diff": true, "cmp": true, "view": true,
+	"glow": true, "highlight": true, "pygmentize": true, "shellcheck": true, "bash": true, "zsh": true, "sh": true}
+
+// readers are commands whose path arguments are files they read.
+var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
+	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
+	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
+	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
+	"ln": true, "link": true, "install": true, "ditto": true}
+
+// contentReaders write what they read from their file operands (or a transformation of it) to
+// their output.
+var contentReaders = map[string]bool{"cat": true, "tac": true, "head": true, "tail": true, "base64": true, "base32": true,
+	"xxd": true, "od": true, "hexdump": true, "strings": true, "gzip": true, "bzip2": true, "xz": true, "zstd": true, "lz4": true,
+	"pigz": true, "tar": true, "gtar": true, "bsdtar": true, "zip": true, "cpio": true, "pax": true, "7z": true, "sort": true, "uniq": true,
+	"cut": true, "sed": true, "awk": true, "jq": true, "yq": true, "tr": true, "nl": true, "paste": true, "column": true, "rev": true,
+	"fold": true, "dd": true, "openssl": true, "gpg": true, "uuencode": true, "less": true, "more": true, "bat": true}
+
+// searchers print the lines of files that match a pattern; with a credential pattern, what they
+// print is the credential.
+var searchers = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true}
+
+// removers delete the files they name.
+var removers = map[string]bool{"rm": true, "unlink": true, "rmdir": true, "shred": true, "srm": true, "trash": true}
+
+// permCommands change permissions or owners; with -R on a critical folder they break the system.
+var permCommands = map[string]bool{"chmod": true, "chown": true, "chgrp": true, "chflags": true, "setfacl": true, "chattr": true}
+
+// otherSenders are the programs besides sendOptions' and rawSenders' that sendEffects knows.
+var otherSenders = map[string]bool{"ssh": true, "gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
+
+// findTakesValue are find's primaries and options that take a value (which may look like
+// -delete: find -name -delete).
+var findTakesValue = map[string]bool{"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true,
+	"-regex": true, "-iregex": true, "-type": true, "-xtype": true, "-newer": true, "-user": true, "-group": true,
+	"-perm": true, "-size": true, "-mtime": true, "-mmin": true, "-atime": true, "-amin": true, "-ctime": true,
+	"-cmin": true, "-maxdepth": true, "-mindepth": true, "-links": true, "-inum": true, "-samefile": true,
+	"-fstype": true, "-uid": true, "-gid": true, "-printf": true, "-fprintf": true, "-fprint": true, "-lname": true,
+	"-ilname": true, "-used": true, "-context": true, "-newermt": true}

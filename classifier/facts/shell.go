@@ -193,19 +193,6 @@ func (a *Analysis) exceed(why string) {
 	}
 }
 
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true,
-	"mksh": true, "yash": true, "posh": true, "rbash": true, "tcsh": true, "csh": true, "oksh": true, "loksh": true}
-
-// awks take their program as the first operand.
-var awks = map[string]bool{"awk": true, "gawk": true, "mawk": true, "nawk": true, "busybox-awk": true}
-
-var interpreters = map[string]string{ // name -> flag that takes code
-	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
-	"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
-	"pwsh": "-Command", "powershell": "-Command", "julia": "-e", "jjs": "-e", "jrunscript": "-e", "groovy": "-e",
-	"Rscript": "-e", "tclsh": "-c", "wish": "-c", "luajit": "-e", "bun": "-e", "elixir": "-e", "erl": "-eval",
-}
-
 // canonicalProgram folds version suffixes of interpreters: python3.12 runs as python3, node18
 // as node.
 func canonicalProgram(name string) string {
@@ -956,11 +943,6 @@ func unquotedGlob(wd *syntax.Word) bool {
 	return false
 }
 
-// builtins are commands bash runs itself, whatever hash or PATH say (unless `enable -n`).
-var builtins = map[string]bool{"echo": true, "printf": true, "cd": true, "pwd": true, "test": true, "[": true, "true": true,
-	"false": true, "read": true, "type": true, "kill": true, "export": true, "set": true, "unset": true, "eval": true,
-	"exec": true, "source": true, ".": true, ":": true, "command": true, "builtin": true, "hash": true, "alias": true}
-
 // xargsSkipsEmpty reports xargs -r (--no-run-if-empty) before the command it runs.
 func xargsSkipsEmpty(f []string) bool {
 	i := slices.Index(f, "xargs")
@@ -999,11 +981,6 @@ func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
 		w.a.interp(cmd.Name, text, w)
 	}
 }
-
-// envCommandVars are variables whose value a program runs as a command.
-var envCommandVars = map[string]bool{"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_EXTERNAL_DIFF": true, "GIT_PAGER": true,
-	"GIT_EDITOR": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true, "PAGER": true, "EDITOR": true, "VISUAL": true,
-	"RSYNC_RSH": true, "LESSOPEN": true, "LESSCLOSE": true, "MANPAGER": true, "BROWSER": true}
 
 // envCommands analyses what a command's environment makes it run (GIT_SSH_COMMAND, PAGER…), and
 // hands tar the options TAR_OPTIONS gives it.
@@ -1239,27 +1216,6 @@ func baseName(s string) string {
 }
 
 var timeoutDuration = lazyregexp.New(`^[0-9.]+[smhd]?$`)
-
-// wrapperArgs reports whether name is a wrapper and how many of args belong to it.
-// wrapperOptsWithValue are the options of each wrapper that take a value.
-var wrapperOptsWithValue = map[string]map[string]bool{
-	"sudo":    {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
-	"doas":    {"-u": true, "-C": true},
-	"env":     {"-u": true, "-C": true, "-P": true, "--unset": true, "--chdir": true},
-	"nice":    {"-n": true},
-	"ionice":  {"-c": true, "-n": true},
-	"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
-	"exec":    {"-a": true},
-	"xargs": {"-n": true, "-I": true, "-J": true, "-R": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true,
-		"--delimiter": true, "--max-args": true, "--max-procs": true, "--max-lines": true, "--eof": true, "--arg-file": true, "--max-chars": true},
-	"stdbuf":      {"-i": true, "-o": true, "-e": true},
-	"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
-	"nsenter":     {"-t": true, "--target": true},
-	"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
-	"strace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-E": true, "-u": true, "-a": true, "-O": true, "-S": true, "-P": true},
-	"ltrace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-u": true, "-a": true, "-F": true, "-n": true, "-A": true, "-D": true, "-l": true},
-	"gdb":         {"-ex": true, "-x": true},
-}
 
 func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 	switch name {

@@ -1,0 +1,33 @@
+package classifier
+
+// The rule layer's knowledge of programs: which fetch the URLs they are handed, which write the
+// files they name, and which only read settings files. The lower layers keep theirs in
+// facts/programs.go, facts/capabilities.txt and effects/tools.go.
+
+// settingsReaders only read the files they name (sed and yq without -i).
+var settingsReaders = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true,
+	"grep": true, "egrep": true, "fgrep": true, "rg": true, "jq": true, "yq": true, "sed": true, "wc": true, "diff": true,
+	"cmp": true, "file": true, "stat": true, "ls": true, "md5sum": true, "shasum": true, "sha256sum": true, "od": true,
+	"xxd": true, "hexdump": true, "strings": true, "plutil": false}
+
+// folderTools are commands that, given the .claude folder itself, can move, link, replace or
+// change it.
+var folderTools = map[string]bool{"ln": true, "mv": true, "cp": true, "rm": true, "rmdir": true, "unlink": true, "chmod": true,
+	"chown": true, "chflags": true, "chattr": true, "mkfifo": true, "mknod": true, "rsync": true, "install": true, "touch": true, "truncate": true}
+
+// fetchesURLs are programs whose URL arguments are judged by the url rules.
+var fetchesURLs = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
+	"lwp-request": true, "GET": true, "POST": true, "open": true, "fetch": true}
+
+// writers are commands that write files their arguments name; copiers write only the last.
+var writers = map[string]bool{"cp": true, "mv": true, "install": true, "tee": true, "ln": true, "touch": true, "dd": true, "truncate": true, "chmod": true}
+
+var copiers = map[string]bool{"cp": true, "install": true, "ln": true, "rsync": true, "scp": true, "ditto": true}
+
+// readerValueOpts are options of readers whose value is not a file read: sort -o OUT writes it,
+// less -p PATTERN searches for it.
+var readerValueOpts = map[string]map[string]bool{
+	"sort": {"-o": true, "--output": true, "-t": true, "-k": true, "-S": true, "-T": true, "--field-separator": true, "--key": true},
+	"less": {"-p": true, "-P": true, "-j": true, "-x": true, "-y": true, "-h": true, "-b": true, "-t": true, "--pattern": true},
+	"head": {"-n": true, "-c": true}, "tail": {"-n": true, "-c": true},
+}
