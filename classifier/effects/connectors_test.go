@@ -5,6 +5,7 @@ import (
 	"testing"
 )
 
+// effectLines are effects as the rules see them.
 func effectLines(es []Effect) []string {
 	var out []string
 	for _, e := range es {

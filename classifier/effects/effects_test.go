@@ -17,22 +17,16 @@ var testFinder = Finder{Secret: func(p string) bool { return strings.HasPrefix(p
 
 // effectsOf lists the effects of a shell line, or of a connector call written "mcp TOOL {args}".
 func effectsOf(t *testing.T, call string) []string {
-	var es []Effect
-	if rest, ok := strings.CutPrefix(call, "mcp "); ok {
-		tool, args, _ := strings.Cut(rest, " ")
-		var v any
-		if err := json.Unmarshal([]byte(args), &v); err != nil {
-			t.Fatalf("%s: %v", call, err)
-		}
-		es = ConnectorEffects("mcp:test/"+tool, tool, v)
-	} else {
-		es = testFinder.Effects(facts.Analyze(call), "/p")
+	rest, ok := strings.CutPrefix(call, "mcp ")
+	if !ok {
+		return effectLines(testFinder.Effects(facts.Analyze(call), "/p"))
 	}
-	var out []string
-	for _, e := range es {
-		out = append(out, e.String())
+	tool, args, _ := strings.Cut(rest, " ")
+	var v any
+	if err := json.Unmarshal([]byte(args), &v); err != nil {
+		t.Fatalf("%s: %v", call, err)
 	}
-	return out
+	return effectLines(ConnectorEffects("mcp:test/"+tool, tool, v))
 }
 
 // Every kind of effect, caused by a call and with the attributes rules match, and a look-alike
