@@ -126,12 +126,17 @@ type Classifier struct {
 	// allocation of an analysis, and fewer allocations is a shorter tail of latencies.
 	parsers sync.Pool
 	places  []place
+	// find finds effects with the policy's idea of a secret, made once: a method value made per
+	// call is an allocation per call.
+	find effects.Finder
 }
 
 // New compiles the embedded default rules and the policy's additions.
 func New(p Policy) (*Classifier, error) {
 	if p.DenyAll != "" {
-		return &Classifier{denyAll: p.DenyAll}, nil
+		c := &Classifier{denyAll: p.DenyAll}
+		c.find = effects.Finder{Secret: c.secretPath}
+		return c, nil
 	}
 	c := &Classifier{rules: map[Target][]*Rule{}, modes: p.RuleModes, allowed: map[string]bool{}, mcpOn: p.RestrictMCPServers, mcpAllow: map[string]bool{},
 		places: compilePlaces(p.Places)}
@@ -201,6 +206,7 @@ func New(p Policy) (*Classifier, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	c.find = effects.Finder{Secret: c.secretPath}
 	return c, nil
 }
 
@@ -412,9 +418,6 @@ func baseCommand(it item) string {
 	return name
 }
 
-// finder finds effects with the policy's idea of a secret.
-func (c *Classifier) finder() effects.Finder { return effects.Finder{Secret: c.secretPath} }
-
 // secretPath reports whether reading p is denied by a read rule: the policy's own idea of a
 // secret (credentials, keys, .env files).
 func (c *Classifier) secretPath(p string) bool {
@@ -434,7 +437,7 @@ func (c *Classifier) Effects(p claudehook.Payload) []string {
 		return nil
 	}
 	var out []string
-	for _, e := range c.finder().Effects(facts.Analyze(in.Command), p.Cwd) {
+	for _, e := range c.find.Effects(facts.Analyze(in.Command), p.Cwd) {
 		out = append(out, e.String())
 	}
 	return out
@@ -496,7 +499,7 @@ func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
 				items = append(items, item{target: TargetRead, text: facts.CanonPath(v, p.Cwd)})
 			}
 		}
-		if e, ok := c.finder().KeySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
+		if e, ok := c.find.KeySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
 			items = append(items, item{target: TargetEffect, text: e.String()})
 		}
 		return items, Verdict{}
@@ -631,7 +634,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			items = append(items, item{target: TargetContent, text: text})
 		}
 	}
-	find := c.finder()
+	find := c.find
 	fl := effects.NewFlow(an, cwd, find.Secret)
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
