@@ -73,15 +73,16 @@ func validator(name string) func(c *Classifier, it item) (string, bool) {
 	return validators[name]
 }
 
+// tempRoot is a temporary folder itself, not a path inside one.
 var tempRoot = lazyregexp.New(`^/(tmp|var/tmp|private/tmp|private/var/tmp)/?$`)
 
-// recursiveDelete finds rm -r: critical targets (the root, a home, system folders, .., *) when
-// critical is set, any other target that is not temporary otherwise.
 // regenerated are a project's caches, which the next run makes again: deleting them loses
 // nothing. Build outputs and installed packages (build, dist, node_modules) are asked about:
 // some projects keep what they cannot rebuild there.
 var regenerated = lazyregexp.New(`^(\./)?([^/]+/)*(\.next|\.nuxt|\.svelte-kit|\.turbo|\.parcel-cache|\.pytest_cache|\.mypy_cache|\.ruff_cache|__pycache__|\.expo)/?$`)
 
+// recursiveDelete finds rm -r: critical targets (the root, a home, system folders, .., *) when
+// critical is set, any other target that is not temporary otherwise.
 func recursiveDelete(it item, critical bool) (string, bool) {
 	cmd := it.cmd
 	if cmd == nil || cmd.Name != "rm" {
