@@ -109,11 +109,16 @@ func (v Verdict) HookReason() string {
 	return "coworkbridge: " + r
 }
 
+// allowedExecutable reports whether a program is on the policy's list of ordinary executables.
+func (c *Classifier) allowedExecutable(name string) bool {
+	return c.allowed[name] || defaultExecutables()[name]
+}
+
 // Classifier evaluates tool calls against a compiled policy. It is safe for concurrent use.
 type Classifier struct {
 	rules    map[Target][]*Rule
 	modes    map[string]string
-	allowed  map[string]bool
+	allowed  map[string]bool // beside defaultExecutables
 	mcpAllow map[string]bool
 	mcpOn    bool
 	denyAll  string
@@ -140,9 +145,6 @@ func New(p Policy) (*Classifier, error) {
 	}
 	c := &Classifier{rules: map[Target][]*Rule{}, modes: p.RuleModes, allowed: map[string]bool{}, mcpOn: p.RestrictMCPServers, mcpAllow: map[string]bool{},
 		places: compilePlaces(p.Places)}
-	for _, e := range defaultExecutables {
-		c.allowed[e] = true
-	}
 	for _, e := range p.AllowedExecutables {
 		c.allowed[strings.ToLower(e)] = true
 	}
@@ -161,7 +163,8 @@ func New(p Policy) (*Classifier, error) {
 	for _, id := range p.DisabledRules {
 		disabled[id] = true
 	}
-	known := map[string]bool{}
+	known := make(map[string]bool, 256)
+	validators, lists := validatorNames(), map[string]bool{"allowed_executables": true}
 	// Every problem, not the first: an admin fixes a policy in one round.
 	var errs []error
 	for i, f := range all {
@@ -172,8 +175,7 @@ func New(p Policy) (*Classifier, error) {
 			continue
 		}
 		embedded := i < len(files) // checked by the tests: compiled as calls need them
-		rules, err := parseRules(ruleParser{file: f.Name, target: target, validators: validatorNames(),
-			lists: map[string]bool{"allowed_executables": true}, lazy: embedded}, strings.NewReader(string(f.Data)))
+		rules, err := parseRules(ruleParser{file: f.Name, target: target, validators: validators, lists: lists, lazy: embedded}, string(f.Data))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -186,9 +188,9 @@ func New(p Policy) (*Classifier, error) {
 			}
 		}
 	}
-	ids := slices.Sorted(maps.Keys(known))
+	// The sorted ids serve only the message of a policy that names an unknown rule.
 	unknown := func(field, id string) error {
-		if near, ok := spelling.Suggest(id, ids); ok {
+		if near, ok := spelling.Suggest(id, slices.Sorted(maps.Keys(known))); ok {
 			return fmt.Errorf("%s names rule %q, which no rule file defines; did you mean %q?", field, id, near)
 		}
 		return fmt.Errorf("%s names rule %q, which no rule file defines", field, id)
@@ -342,7 +344,7 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 	var matched string
 	switch {
 	case r.NotInList != "":
-		if it.cmd == nil || it.cmd.Name == "" || it.cmd.Function || c.allowed[it.cmd.Name] {
+		if it.cmd == nil || it.cmd.Name == "" || it.cmd.Function || c.allowedExecutable(it.cmd.Name) {
 			return "", false
 		}
 		matched = it.cmd.Name

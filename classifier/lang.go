@@ -1,7 +1,6 @@
 package classifier
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"regexp"
@@ -89,22 +88,23 @@ func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.
 // ParseRules reads one rule file. validators and lists name what `validator` and
 // `match_base_command_not_in` may refer to.
 func ParseRules(file string, target Target, r io.Reader, validators map[string]bool, lists map[string]bool) ([]*Rule, error) {
-	return parseRules(ruleParser{file: file, target: target, validators: validators, lists: lists}, r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &ParseError{file, 0, err.Error()}
+	}
+	return parseRules(ruleParser{file: file, target: target, validators: validators, lists: lists}, string(data))
 }
 
-// parseRules reads one rule file with p set up; p.lazy leaves patterns to be compiled on first
-// use, for rules whose syntax the tests have checked (the embedded defaults).
-func parseRules(p ruleParser, r io.Reader) ([]*Rule, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
+// parseRules reads one rule file's text with p set up; p.lazy leaves patterns to be compiled on
+// first use, for rules whose syntax the tests have checked (the embedded defaults). The rules
+// keep slices of text rather than copies of each line: every hook process parses the defaults.
+func parseRules(p ruleParser, text string) ([]*Rule, error) {
+	for line := range strings.Lines(text) {
 		p.line++
-		if err := p.parseLine(sc.Text()); err != nil {
+		line = strings.TrimSuffix(line, "\n")
+		if err := p.parseLine(strings.TrimSuffix(line, "\r")); err != nil {
 			return nil, err
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, &ParseError{p.file, p.line, err.Error()}
 	}
 	if err := p.finish(); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coworkbridge/coworkbridge/classifier/effects"
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
@@ -557,7 +558,9 @@ func unparseable(_ *Classifier, it item) (string, bool) {
 // defaultExecutables are programs an agent commonly runs for ordinary work. Anything else is
 // asked about (rule bash.unknown-executable); admins add to the list with
 // policy.allowed_executables.
-var defaultExecutables = strings.Fields(`
+var defaultExecutables = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	for _, e := range strings.Fields(`
 ls cat head tail less more grep egrep fgrep rg ag find fd tree file stat wc sort uniq cut tr sed awk jq yq xargs
 echo printf pwd cd pushd popd dirname basename realpath readlink which whereis type command test true false
 date sleep env printenv export unset set source alias read diff cmp comm patch touch mkdir rmdir cp mv ln rm
@@ -576,7 +579,11 @@ soffice libreoffice lowriter localc loimpress unoconv pdftotext pdftoppm pdfinfo
 pdftohtml pdftk qpdf mutool ocrmypdf img2pdf magick identify mogrify montage tesseract gs ghostscript exiftool markitdown
 wkhtmltopdf weasyprint textutil qlmanage mdls mdfind ffprobe csvlook csvcut csvstat in2csv csvsql xlsx2csv docx2txt
 antiword catdoc unrtf html2text lynx w3m
-`)
+`) {
+		m[e] = true
+	}
+	return m
+})
 
 var manifestPath = lazyregexp.New(`(^|/)(package\.json|pyproject\.toml|setup\.py|setup\.cfg|Cargo\.toml|go\.mod|Gemfile|composer\.json|pom\.xml|build\.gradle(\.kts)?|requirements[^/]*\.txt|Pipfile)$`)
 
