@@ -7,9 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
-	"sync"
 	"syscall"
 	"time"
 
@@ -29,34 +29,13 @@ import (
 // channelEventsMax bounds the event files taken in one pass; the rest wait for the next.
 const channelEventsMax = 10000
 
-// openChannel is the session's host channel, prepared and open; nil when it has none. The
-// handle is kept between passes (the caller does not close it): see keptChannel.
-func (c *Collector) openChannel(t *tracked) *session.Session {
+// openChannel is the session's host channel, prepared and open, and the function that lets go
+// of it; nil when it has none. The handle is kept between passes: see keptHandle.
+func (c *Collector) openChannel(t *tracked) (*session.Session, func()) {
 	if t.channel == "" {
-		return nil
+		return nil, func() {}
 	}
-	t.ch.mu.Lock()
-	defer t.ch.mu.Unlock()
-	if t.ch.s != nil {
-		// Removed with its session, or made again since: open the one at its path now.
-		if fi, err := os.Lstat(t.chBridge); err == nil && os.SameFile(fi, t.ch.bridge) {
-			return t.ch.s
-		}
-		t.ch.s.Close()
-		t.ch.s = nil
-	}
-	s := c.freshChannel(t)
-	if s == nil {
-		return nil
-	}
-	fi, err := s.Lstat(session.BridgeDir)
-	if err != nil {
-		s.Close()
-		c.log.Warn("cannot open a session's host channel", "session", t.id, "err", err)
-		return nil
-	}
-	t.ch.s, t.ch.bridge, t.ch.used = s, fi, c.opts.Now()
-	return s
+	return t.ch.get(&c.kept, t.chBridge, session.BridgeDir, c.opts.Now(), func() *session.Session { return c.freshChannel(t) })
 }
 
 // freshChannel prepares and opens the session's host channel for the caller alone, who closes it.
@@ -65,54 +44,12 @@ func (c *Collector) freshChannel(t *tracked) *session.Session {
 		c.log.Warn("cannot prepare a session's host channel; its hooks on the Mac will use the session folder", "session", t.id, "err", err)
 		return nil
 	}
-	s, err := session.Open(t.channel)
+	s, err := session.OpenOwn(t.channel)
 	if err != nil {
 		c.log.Warn("cannot open a session's host channel", "session", t.id, "err", err)
 		return nil
 	}
 	return s
-}
-
-// keptChannel is a session's host channel held open between passes: opening it walks and checks
-// its folders, most of the system calls one event would otherwise cost. The channel is the
-// daemon's own state, out of every agent's reach, so the handle is only checked to be the folder
-// still at its path. It is released when the session goes, or has been idle for channelIdle, so
-// that the daemon holds open folders only for the sessions at work.
-type keptChannel struct {
-	mu     sync.Mutex
-	s      *session.Session
-	bridge fs.FileInfo // the bridge folder the handle checked
-	used   time.Time
-}
-
-// touch notes that the channel was used for an event at now.
-func (k *keptChannel) touch(now time.Time) {
-	k.mu.Lock()
-	k.used = now
-	k.mu.Unlock()
-}
-
-// channelIdle is how long a channel handle is kept after its last event.
-const channelIdle = time.Minute
-
-// releaseIdle closes the handle if it has not been used since now minus channelIdle.
-func (k *keptChannel) releaseIdle(now time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.s != nil && now.Sub(k.used) > channelIdle {
-		k.s.Close()
-		k.s = nil
-	}
-}
-
-// release closes the handle.
-func (k *keptChannel) release() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.s != nil {
-		k.s.Close()
-		k.s = nil
-	}
 }
 
 // channelEvent is one event file waiting in a host channel.
@@ -121,22 +58,24 @@ type channelEvent struct {
 	mod  time.Time
 }
 
-// pendingEvents lists the channel's event files, oldest first.
+// pendingEvents lists the channel's event files, oldest first. It lists names only and looks at
+// the event files alone: the folder also holds the lease and the decisions' folder.
 func pendingEvents(cs *session.Session) []channelEvent {
-	entries, err := cs.ReadDir(session.BridgeDir, channelEventsMax)
-	if err != nil && len(entries) == 0 {
+	names, err := cs.ReadDirNames(session.BridgeDir, channelEventsMax)
+	if err != nil && len(names) == 0 {
 		return nil
 	}
 	var evs []channelEvent
-	for _, e := range entries {
-		if _, ok := decisions.EventRID(e.Name()); !ok || !e.Type().IsRegular() {
+	for _, n := range names {
+		if _, ok := decisions.EventRID(n); !ok {
 			continue
 		}
-		fi, err := e.Info()
-		if err != nil {
+		name := session.BridgeDir + "/" + n
+		fi, err := cs.Lstat(name)
+		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		evs = append(evs, channelEvent{session.BridgeDir + "/" + e.Name(), fi.ModTime()})
+		evs = append(evs, channelEvent{name, fi.ModTime()})
 	}
 	slices.SortFunc(evs, func(a, b channelEvent) int { return a.mod.Compare(b.mod) })
 	return evs
@@ -185,6 +124,12 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 			c.log.Warn("cannot remove a host-channel event already recorded; it may be recorded again", "session", t.id, "err", err)
 		}
 	}
+	c.mu.Lock()
+	for _, name := range done {
+		rid, _ := decisions.EventRID(path.Base(name))
+		t.taken.add(rid)
+	}
+	c.mu.Unlock()
 	return true
 }
 

@@ -185,6 +185,8 @@ type Collector struct {
 	stopped  bool
 	// leaseUntil is the time the alive leases last written run to.
 	leaseUntil time.Time
+	// kept counts the folder handles the sessions keep open (see keptHandle).
+	kept atomic.Int32
 
 	// sink tracks decision-log failures for logging.
 	sink sinkState
@@ -203,8 +205,14 @@ type tracked struct {
 	dir, id, bridge string
 	// channel is the session's host channel and chBridge its bridge folder; empty without one.
 	channel, chBridge string
-	// ch is the channel kept open between passes while the session is busy (see keptChannel).
-	ch keptChannel
+	// sess and ch are the session folder and its channel, kept open between passes while the
+	// session is busy (see keptHandle).
+	sess, ch keptHandle
+	// taken are the request ids last taken from the channel (guarded by Collector.mu); waiting,
+	// those the watcher reported while a pass was running, which start another pass only if that
+	// pass did not take them.
+	taken   takenRIDs
+	waiting []string
 
 	queued, running, dirty bool
 	gone                   bool
@@ -354,7 +362,8 @@ func (c *Collector) Untrack(id string) {
 	if t.chBridge != "" {
 		_ = w.Remove(t.chBridge)
 	}
-	t.ch.release()
+	t.ch.release(&c.kept)
+	t.sess.release(&c.kept)
 	if _, err := os.Lstat(t.dir); errors.Is(err, fs.ErrNotExist) {
 		if t.channel != "" {
 			// The session is gone: so are its hooks. Events still waiting were drained by
@@ -432,6 +441,20 @@ func (c *Collector) scheduleLocked(t *tracked, housekeep bool) {
 	case !t.queued:
 		t.queued = true
 		c.queue <- t // never blocks: each session is queued at most once and the queue holds them all
+	}
+}
+
+// scheduleChannel is schedule for an event file seen in t's host channel: one the last pass took
+// starts no pass, and while a pass runs it is noted for work to look at when the pass is done.
+func (c *Collector) scheduleChannel(t *tracked, rid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case t.gone || c.stopped || t.taken.has(rid):
+	case t.running && len(t.waiting) < takenMax:
+		t.waiting = append(t.waiting, rid)
+	default:
+		c.scheduleLocked(t, false)
 	}
 }
 

@@ -60,18 +60,30 @@ func offsetPrefix(dir string) string { return dir + "#" }
 // too, first (they are older).
 func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool) {
 	p := c.pol.Load()
-	s, err := session.Open(t.dir)
-	if err != nil {
-		c.log.Debug("cannot open session; the injector will forget it if it is gone", "session", t.id, "err", err)
+	now := c.opts.Now()
+	s, done := t.sess.get(&c.kept, t.dir, "", now, func() *session.Session {
+		s, err := session.Open(t.dir)
+		if err != nil {
+			c.log.Debug("cannot open session; the injector will forget it if it is gone", "session", t.id, "err", err)
+			return nil
+		}
+		return s
+	})
+	if s == nil {
 		return
 	}
-	defer s.Close()
+	defer done()
+	if housekeep {
+		defer t.sess.releaseIdle(&c.kept, now) // the next pass reopens it if the session is idle
+	} else {
+		t.sess.touch(now)
+	}
 	if t.backlog == nil {
 		t.backlog = backlogOf(s, t.dir)
 	}
 	c.checkPlants(s, t, p)
-	now := c.opts.Now()
-	if cs := c.openChannel(t); cs != nil {
+	if cs, done := c.openChannel(t); cs != nil {
+		defer done()
 		// Events first: the sweep must never meet an event file still waiting.
 		c.drainChannel(ctx, cs, t, p)
 		if housekeep {
@@ -242,7 +254,7 @@ func (c *Collector) housekeep(s *session.Session, t *tracked, p *policy, now tim
 
 // housekeepChannel renews the lease in the host channel and sweeps what hooks left there.
 func (c *Collector) housekeepChannel(cs *session.Session, t *tracked, p *policy, now time.Time) {
-	defer t.ch.releaseIdle(now) // the next pass reopens it if this was the session's last call
+	defer t.ch.releaseIdle(&c.kept, now) // the next pass reopens it if this was the session's last call
 	c.prepare(cs, c.leaseFor(now))
 	res, err := decisions.SweepChannel(cs, now, 2*p.cfg.DecisionTimeout, 2*p.cfg.HookTimeout)
 	c.reportSweep(t, res, err)

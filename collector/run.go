@@ -199,8 +199,8 @@ func (c *Collector) handle(ev fswatch.Event) {
 			c.forgetTranscriptDir(t, ev.Name)
 		}
 	case dir == t.chBridge:
-		if _, ok := decisions.EventRID(base); ok && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)) {
-			c.schedule(t, false) // an event handed over on the Mac
+		if rid, ok := decisions.EventRID(base); ok && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)) {
+			c.scheduleChannel(t, rid) // an event handed over on the Mac
 		}
 	case isSpoolName(base):
 		c.schedule(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
@@ -255,13 +255,23 @@ func (c *Collector) work(ctx context.Context) {
 		if ctx.Err() == nil {
 			c.drain(ctx, t, housekeep)
 		}
-		c.mu.Lock()
-		t.running = false
-		if t.dirty && !t.gone && !c.stopped {
-			t.dirty, t.queued = false, true
-			c.queue <- t
-		}
-		c.mu.Unlock()
+		c.passDone(t)
+	}
+}
+
+// passDone queues t again if something came in during its pass that the pass did not handle.
+func (c *Collector) passDone(t *tracked) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.running = false
+	for _, rid := range t.waiting {
+		// Its file appeared too late for the pass, or was still being written.
+		t.dirty = t.dirty || !t.taken.has(rid)
+	}
+	t.waiting = t.waiting[:0]
+	if t.dirty && !t.gone && !c.stopped {
+		t.dirty, t.queued = false, true
+		c.queue <- t
 	}
 }
 
@@ -278,7 +288,8 @@ func (c *Collector) shutdown(workers *sync.WaitGroup) {
 	// Leases first: hooks starting from now deny at once rather than wait for an answer.
 	defer func() {
 		for _, t := range all {
-			t.ch.release()
+			t.ch.release(&c.kept)
+			t.sess.release(&c.kept)
 		}
 	}()
 	for _, t := range all {

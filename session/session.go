@@ -75,6 +75,9 @@ type Session struct {
 	// the use (the handle stays on the folder it checked).
 	mu   sync.Mutex
 	dirs map[string]openDir
+	// own: the folder is the daemon's own (see OpenOwn), and a folder held open is not looked
+	// at again.
+	own bool
 	// retired are folders found replaced: closed with the handle, not at once, since another
 	// goroutine may be using one (at most maxRetired are kept).
 	retired []*os.Root
@@ -112,6 +115,18 @@ func Open(dir string) (*Session, error) {
 		return nil, fmt.Errorf("open session %s: %w", dir, ErrChanged)
 	}
 	return &Session{dir: dir, id: filepath.Base(dir), root: root}, nil
+}
+
+// OpenOwn is Open for a folder of the daemon's own state laid out like a session (a host
+// channel), out of every agent's reach: its folders are checked when first opened, as in a
+// session, but not looked at again at each use. Whoever keeps the handle checks that it is still
+// on the folder at its path.
+func OpenOwn(dir string) (*Session, error) {
+	s, err := Open(dir)
+	if err == nil {
+		s.own = true
+	}
+	return s, err
 }
 
 // Close releases the handle.
@@ -175,6 +190,9 @@ func (s *Session) folder(dir string) (*os.Root, error) {
 }
 
 func (s *Session) folderLocked(dir string) (*os.Root, error) {
+	if d, ok := s.dirs[dir]; ok && s.own {
+		return d.root, nil
+	}
 	up, base := s.root, dir
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		var err error
@@ -436,9 +454,15 @@ const TempPrefix = ".cb-tmp-"
 // the old content or the new, never a part, and a crash at worst loses a file nobody will need.
 // On macOS an fsync is a full flush of the drive's cache and would cost more than the whole
 // round trip it sits in.
+//
+// Empty content where nothing stands yet (most decisions: no objection) is created at its name
+// at once: there is no part of nothing to be seen, and the rename would double the cost.
 func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
 	if err := s.checkReplaceable("publish", name); err != nil {
 		return err
+	}
+	if len(data) == 0 && s.createEmpty(name, perm) {
+		return nil
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:]) // crypto/rand never fails on supported platforms
@@ -452,7 +476,9 @@ func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return s.errorf("publish", name, err)
 	}
-	_, err = f.Write(data)
+	if len(data) > 0 {
+		_, err = f.Write(data)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -467,10 +493,36 @@ func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
 	return nil
 }
 
+// createEmpty makes an empty file at name where nothing stands; false when it did not (something
+// stands there, or planted since the check: Publish then replaces it as it would any content).
+func (s *Session) createEmpty(name string, perm fs.FileMode) bool {
+	dir, base, err := s.parent(name)
+	if err != nil {
+		return false
+	}
+	// O_EXCL: nothing at the name is followed or truncated, a link included.
+	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return false
+	}
+	return f.Close() == nil
+}
+
 // ReadDir lists the folder name, at most max entries, without following links: each entry's
 // type is the entry's own. A longer listing is cut and reported with ErrTooLarge alongside the
 // entries read.
 func (s *Session) ReadDir(name string, max int) ([]fs.DirEntry, error) {
+	return list(s, name, max, (*os.File).ReadDir)
+}
+
+// ReadDirNames lists the names in the folder name, at most max, like ReadDir but without
+// looking at the entries: a listing through a confined handle otherwise looks at each one.
+func (s *Session) ReadDirNames(name string, max int) ([]string, error) {
+	return list(s, name, max, (*os.File).Readdirnames)
+}
+
+// list reads at most max entries of the folder name with read.
+func list[T any](s *Session, name string, max int, read func(*os.File, int) ([]T, error)) ([]T, error) {
 	if err := checkName(name); err != nil {
 		return nil, s.errorf("readdir", name, err)
 	}
@@ -483,7 +535,7 @@ func (s *Session) ReadDir(name string, max int) ([]fs.DirEntry, error) {
 		return nil, s.errorf("readdir", name, err)
 	}
 	defer f.Close()
-	entries, err := f.ReadDir(max)
+	entries, err := read(f, max)
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -491,7 +543,7 @@ func (s *Session) ReadDir(name string, max int) ([]fs.DirEntry, error) {
 		return entries, s.errorf("readdir", name, err)
 	}
 	if len(entries) == max {
-		if more, _ := f.ReadDir(1); len(more) > 0 {
+		if more, _ := read(f, 1); len(more) > 0 {
 			return entries, s.errorf("readdir", name, fmt.Errorf("%w: more than %d entries", ErrTooLarge, max))
 		}
 	}

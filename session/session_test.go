@@ -340,7 +340,8 @@ func TestPublishReplacesAtomicallyAndLeavesNoTemporaryFile(t *testing.T) {
 	if err := s.MkdirAll(DecisionsDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, content := range []string{"", `{"x":1}`, "second"} {
+	// Empty content is created in place where nothing stands, and replaces content like any other.
+	for _, content := range []string{"", `{"x":1}`, "", "second"} {
 		if err := s.Publish(DecisionFile(rid), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -355,6 +356,29 @@ func TestPublishReplacesAtomicallyAndLeavesNoTemporaryFile(t *testing.T) {
 	}
 	if len(entries) != 1 || entries[0].Name() != rid+".json" {
 		t.Errorf("decisions folder holds %v, want only the decision", entries)
+	}
+}
+
+func TestPublishingNothingAtAPlantedLinkIsRefusedAndLeavesItsTargetAlone(t *testing.T) {
+	tr := newTree(t)
+	s, err := Open(tr.sessionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.MkdirAll(DecisionsDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := fingerprint(t, tr.outside)
+	link := filepath.Join(tr.sessionDir, filepath.FromSlash(DecisionFile(rid)))
+	if err := os.Symlink(filepath.Join(tr.outside, "x.json"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Publish(DecisionFile(rid), nil, 0o600); !errors.Is(err, ErrLink) {
+		t.Errorf("Publish at a link = %v, want ErrLink", err)
+	}
+	if after := fingerprint(t, tr.outside); after != before {
+		t.Errorf("publishing through a planted link changed the outside folder:\n%s\nwas\n%s", after, before)
 	}
 }
 

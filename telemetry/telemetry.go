@@ -24,8 +24,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gofrs/flock"
-
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
@@ -134,7 +132,7 @@ type Options struct {
 // Log is the decision log. Its methods are safe for concurrent use.
 type Log struct {
 	opts     Options
-	lock     *flock.Flock // taken for every write, so that each record links to the line truly before
+	lock     *fileLock // taken for every write, so that each record links to the line truly before
 	mu       sync.Mutex
 	f        *os.File
 	fi       os.FileInfo
@@ -155,7 +153,7 @@ func Open(o Options) *Log {
 	if o.MaxFiles < 1 {
 		o.MaxFiles = 1
 	}
-	l := &Log{opts: o, lock: flock.New(o.Path+".lock", flock.SetPermissions(0o600))}
+	l := &Log{opts: o, lock: &fileLock{path: o.Path + ".lock"}}
 	l.stamp.Store(&o.Stamp)
 	return l
 }
@@ -465,6 +463,7 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
+	l.lock.Close()
 	if l.f == nil {
 		return nil
 	}
