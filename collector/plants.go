@@ -106,6 +106,8 @@ func (c *Collector) verifyLease(s *session.Session, leaseUntil time.Time) string
 		what = fmt.Sprintf("the alive lease was replaced by a file coworkbridge did not write (%d bytes)", fi.Size())
 	case until.After(leaseUntil):
 		what = "the alive lease was replaced by one running past any coworkbridge wrote"
+	case fi.ModTime().After(leaseUntil.Add(time.Second)):
+		what = "the alive lease was dated past any coworkbridge wrote"
 	default:
 		return ""
 	}

@@ -55,6 +55,11 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 		"a link":            func(t *testing.T, p string) { os.Symlink("/dev/zero", p) },
 		"a sparse gigabyte": func(t *testing.T, p string) { fh, _ := os.Create(p); fh.Truncate(1 << 30); fh.Close() },
 		"a lease for ever":  func(t *testing.T, p string) { os.WriteFile(p, []byte("99999999999\n"), 0o600) },
+		"a lease dated for ever": func(t *testing.T, p string) {
+			// Content within our lease, but dated so that every hook would take it as running.
+			os.WriteFile(p, []byte(strconv.FormatInt(time.Now().Add(5*time.Second).Unix(), 10)+"\n"), 0o600)
+			os.Chtimes(p, time.Now(), time.Now().Add(24*time.Hour))
+		},
 		"a hard link": func(t *testing.T, p string) {
 			// A lease that looks like ours, shared with a file outside the session: the daemon's
 			// renewal must neither trust it nor write through it.

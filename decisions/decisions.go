@@ -35,7 +35,10 @@ func Write(s *session.Session, rid string, d claudehook.Decision, reason, contex
 	return nil
 }
 
-// WriteAlive vouches that the daemon answers hooks in this session until the given time.
+// WriteAlive vouches that the daemon answers hooks in this session until the given time. The
+// time is written in the file and is also its modification time: a hook tells whether the lease
+// still runs by testing it newer than the event file it just wrote, without starting a program
+// to read the clock.
 //
 // A renewal rewrites the lease in place when it can: a temporary file and a rename would add an
 // entry to our folder, and one added while Cowork deletes the session makes the deletion fail
@@ -44,16 +47,16 @@ func Write(s *session.Session, rid string, d claudehook.Decision, reason, contex
 // the write to a file outside the session). Anything else is replaced whole.
 func WriteAlive(s *session.Session, until time.Time) error {
 	data := []byte(strconv.FormatInt(until.Unix(), 10) + "\n")
-	if renewInPlace(s, data) {
+	if renewInPlace(s, data, until) {
 		return nil
 	}
-	if err := s.Publish(session.AliveFile, data, 0o600); err != nil {
+	if err := s.PublishDated(session.AliveFile, data, 0o600, until); err != nil {
 		return fmt.Errorf("write alive lease: %w", err)
 	}
 	return nil
 }
 
-func renewInPlace(s *session.Session, data []byte) bool {
+func renewInPlace(s *session.Session, data []byte, until time.Time) bool {
 	f, err := s.OpenFile(session.AliveFile, os.O_WRONLY, 0)
 	if err != nil {
 		return false
@@ -62,7 +65,7 @@ func renewInPlace(s *session.Session, data []byte) bool {
 	ok := err == nil && fi.Size() == int64(len(data)) && session.Links(fi) == 1
 	if ok {
 		_, err = f.WriteAt(data, 0)
-		ok = err == nil
+		ok = err == nil && session.Date(f, until) == nil
 	}
 	return f.Close() == nil && ok
 }

@@ -124,6 +124,19 @@ func TestLinksAreRefusedAndNothingIsWrittenOutside(t *testing.T) {
 	}
 }
 
+// leaseDated fails unless the lease's modification time is until: hooks test it newer than
+// their own event file instead of reading the clock.
+func leaseDated(t *testing.T, dir string, until time.Time) {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(dir, ".claude", "coworkbridge", "alive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.ModTime().Equal(until) {
+		t.Errorf("the lease is dated %v, want the time it runs to, %v", fi.ModTime(), until)
+	}
+}
+
 func TestAliveLeaseRoundTripsAndRemovalMakesItAbsent(t *testing.T) {
 	s, dir, outside := newSession(t)
 	until := time.Unix(2_000_000_000, 0)
@@ -137,6 +150,13 @@ func TestAliveLeaseRoundTripsAndRemovalMakesItAbsent(t *testing.T) {
 	if got, err := ReadAlive(s); err != nil || !got.Equal(until) {
 		t.Errorf("ReadAlive = %v, %v", got, err)
 	}
+	leaseDated(t, dir, until)
+	// Renewed in place: the date follows the content.
+	later := until.Add(time.Minute)
+	if err := WriteAlive(s, later); err != nil {
+		t.Fatal(err)
+	}
+	leaseDated(t, dir, later)
 	if err := RemoveAlive(s); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ const Marker = "coworkbridge-hook"
 
 // ScriptVersion changes whenever the scripts' behaviour changes, so that entries written by an
 // older daemon are recognisably stale even with the same settings.
-const ScriptVersion = 2
+const ScriptVersion = 3
 
 // ScriptParams are the values a hook script is generated from.
 type ScriptParams struct {
@@ -167,9 +167,14 @@ exit 0
 })
 
 // The enforce script answers exactly once on stdout: the daemon's decision, nothing (no objection),
-// or its own deny. It waits at most the decision timeout, counted both by polls and by the clock,
-// so that neither a sleep that rejects fractions nor a slow machine can stretch it to Claude
-// Code's hook timeout, at which the call would go through.
+// or its own deny. It waits at most about the decision timeout, counted both by polls and, from
+// the first slow poll, by the clock, so that neither a sleep that rejects fractions nor a slow
+// machine can stretch it to Claude Code's hook timeout (at least twice the decision timeout), at
+// which the call would go through. A call answered within the fast polls starts no clock at all:
+// the lease is tested against the event file just written (the daemon dates the lease to the
+// time it runs to), with test's -nt, which every shell the hook meets has (dash, bash, zsh,
+// busybox) though POSIX leaves it out. In a host channel the daemon may have taken the event file
+// already: one gone is one the daemon took, so its absence vouches as the lease would.
 var enforceScript = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
 cb_deny() {
@@ -177,33 +182,27 @@ cb_deny() {
   printf '{{.DenyFormat}}' "$1"
   exit 0
 }
-cb_now=$({{.Date}} +%s)
-case $cb_now in ''|*[!0-9]*) {{.Cat}} > /dev/null; cb_deny "this tool call was blocked because the hook could not read the clock." ;; esac
-cb_alive=
-[ -f "$cb_c/alive" ] && [ ! -h "$cb_c/alive" ] && read -r cb_alive < "$cb_c/alive"
-case $cb_alive in ''|*[!0-9]*) cb_alive=0 ;; esac
-if [ "$cb_alive" -le "$cb_now" ]; then
-  {{.Cat}} > /dev/null
-  cb_deny "coworkbridge is not running on this Mac, so this tool call was blocked. It is required by your organisation; ask your IT team if this persists."
-fi
 if [ -z "$cb_rid" ]; then {{.Cat}} > /dev/null; cb_deny "this tool call was blocked because the hook could not make a request id."; fi
 [ -n "$cb_h" ] || [ -d "$cb_dir/decisions" ] || {{.Mkdir}} -p "$cb_dir/decisions"
 cb_p=$({{.Tr}} -d '\r\n')
 [ -n "$cb_p" ] || cb_deny "this tool call was blocked because the hook received no tool call data."
 printf '{{.Envelope}}' "$cb_rid" "$cb_p" > "$cb_t" || cb_deny "this tool call was blocked because the hook could not write its temporary file."
 cb_p=
+if [ ! -f "$cb_c/alive" ] || [ -h "$cb_c/alive" ] || { [ ! "$cb_c/alive" -nt "$cb_t" ] && [ -e "$cb_t" ]; }; then
+  [ -z "$cb_h" ] || {{.Rm}} -f "$cb_t"
+  cb_deny "coworkbridge is not running on this Mac, so this tool call was blocked. It is required by your organisation; ask your IT team if this persists."
+fi
 if [ -z "$cb_h" ]; then
   { [ ! -e "$cb_sp" ] || { [ -f "$cb_sp" ] && [ ! -h "$cb_sp" ]; }; } || cb_deny "this tool call was blocked because the session's spool is not a plain file."
   {{.Dd}} if="$cb_t" bs={{.BS}} >> "$cb_sp" || cb_deny "this tool call was blocked because the hook could not hand it to coworkbridge."
 fi
-cb_end=$((cb_now + {{.DT}}))
+cb_end=
 cb_n=0
 while [ $cb_n -lt {{.MaxPolls}} ]; do
   if [ -f "$cb_df" ] && [ ! -h "$cb_df" ]; then
     cb_out=
     IFS= read -r cb_out < "$cb_df"
-    {{.Rm}} -f "$cb_df"
-    [ -n "$cb_h" ] || {{.Rm}} -f "$cb_t"
+    if [ -n "$cb_h" ]; then {{.Rm}} -f "$cb_df"; else {{.Rm}} -f "$cb_df" "$cb_t"; fi
     [ -n "$cb_out" ] && printf '%s\n' "$cb_out"
     exit 0
   fi
@@ -212,6 +211,8 @@ while [ $cb_n -lt {{.MaxPolls}} ]; do
   {{.Sleep}} $cb_s || {{.Sleep}} 1
   if [ $cb_n -gt {{.FastPolls}} ]; then
     cb_now=$({{.Date}} +%s)
+    case $cb_now in ''|*[!0-9]*) cb_deny "this tool call was blocked because the hook could not read the clock." ;; esac
+    [ -n "$cb_end" ] || cb_end=$((cb_now + {{.DT}}))
     [ "$cb_now" -ge "$cb_end" ] && break
   fi
 done

@@ -118,7 +118,12 @@ func setAlive(t testing.TB, configDir string, until time.Time) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "alive"), []byte(strconv.FormatInt(until.Unix(), 10)+"\n"), 0o600); err != nil {
+	p := filepath.Join(dir, "alive")
+	if err := os.WriteFile(p, []byte(strconv.FormatInt(until.Unix(), 10)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// As the daemon does: hooks read the date, not the content.
+	if err := os.Chtimes(p, until, until); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -343,7 +348,7 @@ func TestEnforceFailsClosed(t *testing.T) {
 			setAlive(t, dir, time.Now().Add(-time.Second))
 			return dir
 		}, payload, "not running on this Mac", 0, dt / 2},
-		{"alive garbage", func(t *testing.T, dir string) string {
+		{"alive rewritten by someone else (so dated now)", func(t *testing.T, dir string) string {
 			setAlive(t, dir, time.Now().Add(time.Hour))
 			os.WriteFile(filepath.Join(dir, "coworkbridge", "alive"), []byte("soon; rm -rf /\n"), 0o600)
 			return dir

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/google/renameio/v2"
 )
@@ -458,10 +459,20 @@ const TempPrefix = ".cb-tmp-"
 // Empty content where nothing stands yet (most decisions: no objection) is created at its name
 // at once: there is no part of nothing to be seen, and the rename would double the cost.
 func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
+	return s.publish(name, data, perm, time.Time{})
+}
+
+// PublishDated is Publish with the file's modification time set to mod before it takes the name:
+// for the alive lease, which hooks compare by date with a file of their own.
+func (s *Session) PublishDated(name string, data []byte, perm fs.FileMode, mod time.Time) error {
+	return s.publish(name, data, perm, mod)
+}
+
+func (s *Session) publish(name string, data []byte, perm fs.FileMode, mod time.Time) error {
 	if err := s.checkReplaceable("publish", name); err != nil {
 		return err
 	}
-	if len(data) == 0 && s.createEmpty(name, perm) {
+	if len(data) == 0 && mod.IsZero() && s.createEmpty(name, perm) {
 		return nil
 	}
 	var rnd [8]byte
@@ -479,6 +490,9 @@ func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
 	if len(data) > 0 {
 		_, err = f.Write(data)
 	}
+	if err == nil && !mod.IsZero() {
+		err = Date(f, mod)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -489,6 +503,24 @@ func (s *Session) Publish(name string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		_ = dir.Remove(tmp)
 		return s.errorf("publish", name, err)
+	}
+	return nil
+}
+
+// Date sets the open file's modification (and access) time to mod, through the descriptor: no
+// name is looked up again, so nothing swapped in meanwhile can be dated instead.
+func Date(f *os.File, mod time.Time) error {
+	tv := []syscall.Timeval{syscall.NsecToTimeval(mod.UnixNano()), syscall.NsecToTimeval(mod.UnixNano())}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = syscall.Futimes(int(fd), tv) }); err != nil {
+		return err
+	}
+	if ferr != nil {
+		return fmt.Errorf("date %s: %w", f.Name(), ferr)
 	}
 	return nil
 }
