@@ -177,14 +177,17 @@ func TestHookDefersToACoworkSessionsOwnHookAndToNoLookAlike(t *testing.T) {
 
 // BenchmarkHookProcess is `coworkbridge hook` as a whole process, as Claude Code starts it on
 // every tool call (budget: p50 under 5 ms, and at most 5 times a bare `sh -c true`). It builds the
-// real binary (a test binary would add the testing package's start-up), runs each call paired
+// real binary as releases are built, without cgo (see deploy/README.md; a test binary would add
+// the testing package's start-up, a cgo build the dynamic loader's), runs each call paired
 // with `sh -c true` so that both see the same machine, and reports both medians, their ratio, the
 // hook's p99 and its package initialisation (GODEBUG=inittrace=1):
 //
 //	go test ./cmd/coworkbridge -run x -bench HookProcess -benchtime 200x
 func BenchmarkHookProcess(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "coworkbridge")
-	if out, err := exec.Command("go", "build", "-tags", "coworkbridge_dev", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-tags", "coworkbridge_dev", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	m := newMachine(b)

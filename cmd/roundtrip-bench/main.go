@@ -77,6 +77,7 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 	if bin == "" {
 		bin = filepath.Join(tmp, "coworkbridge")
 		build := exec.Command("go", "build", "-o", bin, "./cmd/coworkbridge")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as releases are built (deploy/README.md)
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
