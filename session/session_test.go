@@ -330,16 +330,23 @@ func FuzzPlantedTrees(f *testing.F) {
 	})
 }
 
-func TestPublishReplacesAtomicallyAndLeavesNoTemporaryFile(t *testing.T) {
+// withDecisions is a session tree, open, with its decisions folder made.
+func withDecisions(t *testing.T) (tree, *Session) {
+	t.Helper()
 	tr := newTree(t)
 	s, err := Open(tr.sessionDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	if err := s.MkdirAll(DecisionsDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	return tr, s
+}
+
+func TestPublishReplacesAtomicallyAndLeavesNoTemporaryFile(t *testing.T) {
+	_, s := withDecisions(t)
 	// Empty content is created in place where nothing stands, and replaces content like any other.
 	for _, content := range []string{"", `{"x":1}`, "", "second"} {
 		if err := s.Publish(DecisionFile(rid), []byte(content), 0o600); err != nil {
@@ -360,15 +367,7 @@ func TestPublishReplacesAtomicallyAndLeavesNoTemporaryFile(t *testing.T) {
 }
 
 func TestPublishingNothingAtAPlantedLinkIsRefusedAndLeavesItsTargetAlone(t *testing.T) {
-	tr := newTree(t)
-	s, err := Open(tr.sessionDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.MkdirAll(DecisionsDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	tr, s := withDecisions(t)
 	before := fingerprint(t, tr.outside)
 	link := filepath.Join(tr.sessionDir, filepath.FromSlash(DecisionFile(rid)))
 	if err := os.Symlink(filepath.Join(tr.outside, "x.json"), link); err != nil {
