@@ -35,7 +35,7 @@ func main() {
 	conc := flag.String("concurrency", "1,8", "concurrent hook callers to measure")
 	calls := flag.Int("calls", 300, "hook calls per measurement")
 	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
-	profile := flag.String("cpuprofile", "", "write each daemon's CPU profile to this path, suffixed .<sessions>-<callers>-<design> (needs -bin built with -tags coworkbridge_dev)")
+	profile := flag.String("cpuprofile", "", "write each daemon's CPU profile over the measured calls to this path, suffixed .<sessions>-<callers>-<design> (needs -bin built with -tags coworkbridge_dev)")
 	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
 	flag.Parse()
 	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *profile); err != nil {
@@ -228,6 +228,9 @@ func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool, e
 		}
 	}
 	d.settle(30 * time.Second)
+	if slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "COWORKBRIDGE_CPUPROFILE=") }) {
+		d.Process().Process.Signal(syscall.SIGUSR1) // a development build's CPU profile starts here
+	}
 	cpu0 := d.cpu()
 	lat, denies, wall, err := load(sessions, hooks, conc, calls)
 	cpu := d.cpu() - cpu0
