@@ -230,3 +230,17 @@ func TestAHostChannelEventWithASecondNameIsRefused(t *testing.T) {
 		t.Errorf("recorded %s, want the real event %s", recs[0].RID, real)
 	}
 }
+
+// Hooks in the VM stage their lines in a folder the daemon makes in the session; hooks on the
+// Mac write their events in place in the host channel, which therefore has none.
+func TestTheStagingFolderIsMadeInTheSessionAndNotInTheHostChannel(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	ch := f.withChannel()
+	f.start()
+	if fi, err := os.Lstat(f.bridge("staging")); err != nil || !fi.IsDir() {
+		t.Errorf("no staging folder in the session: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ch, "staging")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the host channel has a staging folder: %v", err)
+	}
+}

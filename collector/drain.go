@@ -171,6 +171,9 @@ func (c *Collector) prepare(s *session.Session, until time.Time) {
 		return
 	}
 	err := s.MkdirAll(session.DecisionsDir, 0o700)
+	if err == nil && !s.Own() {
+		err = s.MkdirAll(session.StagingDir, 0o700) // a host channel's hooks write their events in place
+	}
 	if err == nil {
 		c.mu.Lock()
 		if t := c.sessions[s.Dir()]; t != nil {

@@ -185,17 +185,20 @@ func TestSweepRemovesOnlyOldFilesWithOurNames(t *testing.T) {
 		"decisions/ffffffffffffffffffffffffffffffff.json": false, // fresh
 		"decisions/notes.json":                            false, // not a request id
 		"decisions/" + session.TempPrefix + "x-1":         true,
-		".ev-" + rid:        true,
-		".ev-" + rid + ".p": true,
-		"events.jsonl":      false,
-		"alive":             false,
+		".ev-" + rid:         true,
+		".ev-" + rid + ".p":  true,
+		"staging/.ev-" + rid: true,
+		"staging/notes":      false, // not a name of ours
+		"events.jsonl":       false,
+		"alive":              false,
 	}
-	for name, swept := range files {
+	for name := range files {
 		p := filepath.Join(bridge, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o700)
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if swept || name == "decisions/notes.json" || name == "events.jsonl" || name == "alive" {
+		if name != "decisions/ffffffffffffffffffffffffffffffff.json" { // all old but the fresh one
 			os.Chtimes(p, old, old)
 		}
 	}
@@ -208,8 +211,8 @@ func TestSweepRemovesOnlyOldFilesWithOurNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Unconsumed != 1 || res.Temporary != 3 {
-		t.Errorf("Sweep = %+v, want 1 unconsumed and 3 temporary", res)
+	if res.Unconsumed != 1 || res.Temporary != 4 {
+		t.Errorf("Sweep = %+v, want 1 unconsumed and 4 temporary", res)
 	}
 	for name, swept := range files {
 		_, err := os.Lstat(filepath.Join(bridge, filepath.FromSlash(name)))

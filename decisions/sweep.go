@@ -68,6 +68,14 @@ func sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration, hoo
 		}
 		return nil
 	}))
+	if hookTemps {
+		keep(sweepDir(s, now, session.StagingDir, func(name string, age time.Duration) *int {
+			if strings.HasPrefix(name, hookTempPrefix) && age > tempAge {
+				return &res.Temporary
+			}
+			return nil
+		}))
+	}
 	return res, first
 }
 

@@ -17,7 +17,7 @@ const Marker = "coworkbridge-hook"
 
 // ScriptVersion changes whenever the scripts' behaviour changes, so that entries written by an
 // older daemon are recognisably stale even with the same settings.
-const ScriptVersion = 3
+const ScriptVersion = 4
 
 // ScriptParams are the values a hook script is generated from.
 type ScriptParams struct {
@@ -128,7 +128,9 @@ const fastPolls = 6
 // The shared head: silence stderr (Claude Code would show it), keep temporary files private, make
 // a 32-hex request id, and choose the channel: the host folder when this hook can see it (it runs
 // on the Mac), else the bridge folder in the session's .claude, found through CLAUDE_CONFIG_DIR
-// (never the cwd, which may be outputs/ or the user's own folder).
+// (never the cwd, which may be outputs/ or the user's own folder). A hook in the VM stages its
+// line in the staging folder, which the daemon makes and does not watch, so that the file's
+// coming and going wakes nobody; where that folder is missing it stages beside the spool.
 const scriptHead = `exec 2>/dev/null
 umask 077
 cb_dir="$CLAUDE_CONFIG_DIR/coworkbridge"
@@ -147,6 +149,7 @@ case $cb_rid in *[!0-9a-f]*) cb_rid= ;; esac
 [ ${#cb_rid} -eq 32 ] || cb_rid=
 if [ -n "$cb_h" ] && [ -d "$cb_h" ] && [ ! -h "$cb_h" ]; then cb_c=$cb_h; else cb_c=$cb_dir; cb_h=; fi
 cb_t="$cb_c/.ev-$cb_rid"
+[ -z "$cb_h" ] && [ -d "$cb_dir/staging" ] && [ ! -h "$cb_dir/staging" ] && cb_t="$cb_dir/staging/.ev-$cb_rid"
 cb_sp="$cb_dir/events.jsonl"
 `
 

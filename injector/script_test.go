@@ -273,6 +273,52 @@ func fakeDaemon(t testing.TB, configDir string, decide func(envelope) []byte) {
 	})
 }
 
+// A hook in the VM stages its line in the staging folder when the daemon has made it (nothing
+// watches that folder, so the file wakes nobody), beside the spool when it has not, and leaves
+// nothing in either place.
+func TestAHookInTheVMStagesItsLineInTheStagingFolderWhenThereIsOne(t *testing.T) {
+	for _, sh := range shells(t) {
+		for _, staging := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/staging=%v", sh.name, staging), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), ".claude")
+				setAlive(t, dir, time.Now().Add(time.Minute))
+				bridge := filepath.Join(dir, "coworkbridge")
+				want := bridge
+				if staging {
+					want = filepath.Join(bridge, "staging")
+					if err := os.Mkdir(want, 0o700); err != nil {
+						t.Fatal(err)
+					}
+				}
+				staged := make(chan string, 1)
+				fakeDaemon(t, dir, func(e envelope) []byte {
+					// The hook removes its staged file only once answered: it is there now.
+					where := "nowhere"
+					for _, d := range []string{bridge, filepath.Join(bridge, "staging")} {
+						if _, err := os.Lstat(filepath.Join(d, ".ev-"+e.RID)); err == nil {
+							where = d
+						}
+					}
+					staged <- where
+					return nil
+				})
+				res := runHook(t, sh, script(t, managedconfig.Enforce, 5*time.Second), dir, []byte(payload))
+				if res.code != 0 || res.stdout != "" {
+					t.Fatalf("code %d stdout %q; want an allowed call", res.code, res.stdout)
+				}
+				if got := <-staged; got != want {
+					t.Errorf("the line was staged in %s, want %s", got, want)
+				}
+				for _, d := range []string{bridge, filepath.Join(bridge, "staging")} {
+					if left, _ := filepath.Glob(filepath.Join(d, ".ev-*")); len(left) != 0 {
+						t.Errorf("left behind: %v", left)
+					}
+				}
+			})
+		}
+	}
+}
+
 const denyJSON = `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"blocked by rule x"}}`
 
 func TestEnforcePrintsTheDecisionAndRemovesIt(t *testing.T) {

@@ -36,7 +36,10 @@ const (
 	BridgeDir    = ".claude/coworkbridge"
 	SpoolFile    = ".claude/coworkbridge/events.jsonl"
 	DecisionsDir = ".claude/coworkbridge/decisions"
-	AliveFile    = ".claude/coworkbridge/alive"
+	// StagingDir is where a hook in the VM writes its event line before appending it to the
+	// spool in one write. It is not watched: the hook's file coming and going there wakes no one.
+	StagingDir = ".claude/coworkbridge/staging"
+	AliveFile  = ".claude/coworkbridge/alive"
 )
 
 // ChannelDir is a session's host channel: a folder in the daemon's own state, outside every
@@ -149,6 +152,9 @@ func (s *Session) Dir() string { return s.dir }
 
 // ID is the session folder's name, local_<uuid>.
 func (s *Session) ID() string { return s.id }
+
+// Own reports whether the folder is the daemon's own (opened with OpenOwn), not a session's.
+func (s *Session) Own() bool { return s.own }
 
 // Root is the confined handle itself, for libraries that take an [os.Root]. Operations through it
 // are confined to the session but follow links inside it; prefer the Session's own methods.
