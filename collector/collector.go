@@ -217,6 +217,10 @@ type tracked struct {
 	queued, running, dirty bool
 	gone                   bool
 	housekeep              bool // refresh the lease and sweep on the next drain
+	// channelDue: the next pass lists the host channel. A change seen in the session itself (a
+	// spool, a transcript, a decision file) does not ask for it: listing an idle channel at each
+	// event of a hook in the VM was a tenth of the daemon's work.
+	channelDue bool
 
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
 	decided map[string]time.Time
@@ -431,10 +435,23 @@ func (c *Collector) schedule(t *tracked, housekeep bool) {
 
 // scheduleLocked is schedule for callers that hold mu.
 func (c *Collector) scheduleLocked(t *tracked, housekeep bool) {
+	c.enqueueLocked(t, housekeep, true)
+}
+
+// scheduleSession is schedule for a change seen in the session folder itself: the pass it
+// starts need not list the host channel, whose own changes schedule their passes.
+func (c *Collector) scheduleSession(t *tracked, housekeep bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.enqueueLocked(t, housekeep, false)
+}
+
+func (c *Collector) enqueueLocked(t *tracked, housekeep, channel bool) {
 	if t.gone || c.stopped {
 		return
 	}
 	t.housekeep = t.housekeep || housekeep
+	t.channelDue = t.channelDue || channel
 	switch {
 	case t.running:
 		t.dirty = true

@@ -59,6 +59,44 @@ func TestAChannelEventSeenDuringAPassStartsAnotherOnlyIfThatPassDidNotTakeIt(t *
 	}
 }
 
+// A change seen in the session itself (a spool, a transcript) starts a pass that leaves the host
+// channel alone; a channel event, a generic schedule, a housekeeping pass and a channel event the
+// last pass missed all make the next pass list it.
+func TestOnlyPassesThatNeedItListTheHostChannel(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		schedule    func(c *Collector, tr *tracked)
+		wantChannel bool
+	}{
+		{"a spool change", func(c *Collector, tr *tracked) { c.scheduleSession(tr, false) }, false},
+		{"a rotated spool", func(c *Collector, tr *tracked) { c.scheduleSession(tr, true) }, true},
+		{"a channel event", func(c *Collector, tr *tracked) { c.scheduleChannel(tr, ridA) }, true},
+		{"a rescan", func(c *Collector, tr *tracked) { c.schedule(tr, false) }, true},
+		{"a spool change, then a channel event", func(c *Collector, tr *tracked) {
+			c.scheduleSession(tr, false)
+			c.scheduleChannel(tr, ridA)
+		}, true},
+		{"a channel event the running pass did not take", func(c *Collector, tr *tracked) {
+			tr.running = true
+			c.scheduleSession(tr, false)
+			c.scheduleChannel(tr, ridA)
+			c.passDone(tr)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Collector{queue: make(chan *tracked, 1)}
+			tr := &tracked{}
+			tc.schedule(c, tr)
+			if len(c.queue) != 1 {
+				t.Fatal("no pass was queued")
+			}
+			if got := tr.channelDue || tr.housekeep; got != tc.wantChannel {
+				t.Errorf("the pass lists the channel: %v, want %v", got, tc.wantChannel)
+			}
+		})
+	}
+}
+
 func TestTakenRequestIDsForgetTheOldestPastTheirBound(t *testing.T) {
 	var r takenRIDs
 	r.add(ridA)

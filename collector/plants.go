@@ -43,11 +43,7 @@ func (c *Collector) decisionEvent(t *tracked, base string, ev fswatch.Event) {
 	switch {
 	case ev.Has(fswatch.Create):
 		if t.plants.DecisionAppeared(rid) {
-			c.mu.Lock()
-			if !t.gone && !c.stopped {
-				c.scheduleLocked(t, false)
-			}
-			c.mu.Unlock()
+			c.scheduleSession(t, false)
 		}
 	case ev.Has(fswatch.Remove), ev.Has(fswatch.Rename):
 		t.plants.DecisionGone(rid)

@@ -193,7 +193,7 @@ func (c *Collector) handle(ev fswatch.Event) {
 	case t == nil:
 	case c.transcriptDir(t, dir):
 		if ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Gone() {
-			c.schedule(t, false) // a transcript line, or a transcript moved: reconcile now
+			c.scheduleSession(t, false) // a transcript line, or a transcript moved: reconcile now
 		}
 		if ev.Gone() {
 			c.forgetTranscriptDir(t, ev.Name)
@@ -203,7 +203,7 @@ func (c *Collector) handle(ev fswatch.Event) {
 			c.scheduleChannel(t, rid) // an event handed over on the Mac
 		}
 	case isSpoolName(base):
-		c.schedule(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
+		c.scheduleSession(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
 	case dir == filepath.Dir(t.bridge):
 		if base == filepath.Base(t.bridge) && ev.Has(fswatch.Create) {
 			// Our folder was replaced: watch the new one now, not at the next rescan, and put
@@ -249,11 +249,11 @@ func (c *Collector) work(ctx context.Context) {
 	for t := range c.queue {
 		c.mu.Lock()
 		t.queued, t.running = false, true
-		housekeep := t.housekeep
-		t.housekeep = false
+		housekeep, channel := t.housekeep, t.channelDue || t.housekeep
+		t.housekeep, t.channelDue = false, false
 		c.mu.Unlock()
 		if ctx.Err() == nil {
-			c.drain(ctx, t, housekeep)
+			c.drain(ctx, t, housekeep, channel)
 		}
 		c.passDone(t)
 	}
@@ -266,7 +266,9 @@ func (c *Collector) passDone(t *tracked) {
 	t.running = false
 	for _, rid := range t.waiting {
 		// Its file appeared too late for the pass, or was still being written.
-		t.dirty = t.dirty || !t.taken.has(rid)
+		if !t.taken.has(rid) {
+			t.dirty, t.channelDue = true, true
+		}
 	}
 	t.waiting = t.waiting[:0]
 	if t.dirty && !t.gone && !c.stopped {
