@@ -65,8 +65,11 @@ type Line struct {
 // headBytes is how much of an oversized line is kept for its request id.
 const headBytes = 256
 
-// chunk is the read size.
-const chunk = 64 << 10
+// chunk is the largest read; minChunk the smallest buffer a reader reads into.
+const (
+	chunk    = 64 << 10
+	minChunk = 4 << 10
+)
 
 // Reader reads complete lines from one open spool.
 type Reader struct {
@@ -90,6 +93,10 @@ type Reader struct {
 	// clearTo: the bytes from off up to it are known to hold no newline, so only what lies past
 	// it needs scanning (see Partial).
 	clearTo int64
+	// buf is the one buffer the reader reads into, made at its first read; unread is how much
+	// the file held past the position when the reader was made, which sizes it.
+	buf    []byte
+	unread int64
 }
 
 // Partial describes an unfinished last line: the bytes from Offset up to Clear hold no newline.
@@ -164,6 +171,7 @@ func NewReader(f *os.File, pos Position, maxLine int64) (*Reader, Reset, error) 
 	case pos.Offset > 0 && pos.Head != 0 && r.fingerprint(min(pos.Offset, headLen)) != pos.Head:
 		reset, r.off = Replaced, 0
 	}
+	r.unread = fi.Size() - r.off
 	return r, reset, nil
 }
 
@@ -202,7 +210,7 @@ func (r *Reader) Next() (Line, error) {
 		if l, ok := r.take(); ok {
 			return l, nil
 		}
-		buf := make([]byte, chunk)
+		buf := r.readBuf()
 		n, err := r.rd.ReadAt(buf, r.readFrom())
 		if n > 0 {
 			r.feed(buf[:n])
@@ -220,7 +228,7 @@ func (r *Reader) Next() (Line, error) {
 func (r *Reader) skipClear() error {
 	from := r.clearTo
 	r.clearTo = 0
-	buf := make([]byte, chunk)
+	buf := r.readBuf()
 	for {
 		n, err := r.rd.ReadAt(buf, from)
 		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
@@ -243,6 +251,16 @@ func (r *Reader) skipClear() error {
 		}
 		return io.EOF
 	}
+}
+
+// readBuf is the reader's buffer. A pass usually finds one event of a few hundred bytes: a
+// buffer of what the file held, within [minChunk, chunk], spares it clearing and collecting
+// 64 KiB each time. Every use copies out what it keeps (feed, take), so the buffer is reused.
+func (r *Reader) readBuf() []byte {
+	if r.buf == nil {
+		r.buf = make([]byte, min(chunk, max(minChunk, r.unread)))
+	}
+	return r.buf
 }
 
 // startSkipping treats the line at off as oversized, scanned without a newline up to scanned.

@@ -215,3 +215,22 @@ func TestReplacedFileWithAReusedIdentityIsCaughtByItsHead(t *testing.T) {
 		t.Errorf("reused identity: reset %q offset %d, want a restart from zero", reset, r3.Position().Offset)
 	}
 }
+
+// A reader sizes its buffer by what the file held when it was made: lines appended since, far
+// longer than that buffer, still come out whole.
+func TestLinesLongerThanTheReadersFirstSizeComeOutWhole(t *testing.T) {
+	f, p := spoolFile(t, "")
+	r, _, err := NewReader(f, Position{}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 3*chunk+17)
+	appendTo(t, p, "short\n"+long+"\n"+"tail\n")
+	lines := drain(t, r)
+	if len(lines) != 3 || string(lines[0].Data) != "short" || string(lines[1].Data) != long || string(lines[2].Data) != "tail" {
+		t.Fatalf("got %d lines", len(lines))
+	}
+	if got, want := r.Position().Offset, int64(len("short\n")+len(long)+1+len("tail\n")); got != want {
+		t.Errorf("position %d, want %d", got, want)
+	}
+}
