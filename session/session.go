@@ -475,11 +475,11 @@ func (s *Session) PublishDated(name string, data []byte, perm fs.FileMode, mod t
 }
 
 func (s *Session) publish(name string, data []byte, perm fs.FileMode, mod time.Time) error {
+	if len(data) == 0 && mod.IsZero() && checkName(name) == nil && s.createEmpty(name, perm) {
+		return nil // nothing stood at the name, so there was nothing to check
+	}
 	if err := s.checkReplaceable("publish", name); err != nil {
 		return err
-	}
-	if len(data) == 0 && mod.IsZero() && s.createEmpty(name, perm) {
-		return nil
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:]) // crypto/rand never fails on supported platforms
