@@ -142,7 +142,7 @@ func (s Snapshot) WriteFile(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write health snapshot: %w", err)
 	}
-	if err := renameio.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+	if err := renameio.WriteFile(path, append(data, '\n'), 0o600, renameio.WithTempDir(filepath.Dir(path))); err != nil {
 		return fmt.Errorf("write health snapshot: %w", err)
 	}
 	return nil

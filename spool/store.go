@@ -146,7 +146,10 @@ func (s *Store) Commit() error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return fmt.Errorf("write offsets: %w", err)
 	}
-	if err := renameio.WriteFile(s.path, data, 0o600); err != nil {
+	// The temporary file beside the offsets: without a folder named, renameio looks each time
+	// for whether the system's temporary folder would do, at the cost of a create, a rename and
+	// a removal per commit.
+	if err := renameio.WriteFile(s.path, data, 0o600, renameio.WithTempDir(filepath.Dir(s.path))); err != nil {
 		return fmt.Errorf("write offsets: %w", err)
 	}
 	return nil
