@@ -192,10 +192,10 @@ func (c *Collector) handle(ev fswatch.Event) {
 	switch {
 	case t == nil:
 	case c.transcriptDir(t, dir):
-		if ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Gone() {
+		if ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || fswatch.Gone(ev) {
 			c.scheduleSession(t, false) // a transcript line, or a transcript moved: reconcile now
 		}
-		if ev.Gone() {
+		if fswatch.Gone(ev) {
 			c.forgetTranscriptDir(t, ev.Name)
 		}
 	case dir == t.chBridge:
@@ -210,7 +210,7 @@ func (c *Collector) handle(ev fswatch.Event) {
 			// the lease back so that hooks in the VM are answered.
 			c.watch(t)
 			c.schedule(t, true)
-		} else if session.ClaudeDir+"/"+base == transcript.Projects && (ev.Has(fswatch.Create) || ev.Gone()) {
+		} else if session.ClaudeDir+"/"+base == transcript.Projects && (ev.Has(fswatch.Create) || fswatch.Gone(ev)) {
 			c.schedule(t, false) // the CLI's first transcript is coming: follow it from its first line
 		} else if instructions.Name(session.ClaudeDir+"/"+base) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Rename)) {
 			c.schedule(t, true) // .claude/CLAUDE.md changed: scan it now, not at the next rescan

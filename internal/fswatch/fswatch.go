@@ -16,37 +16,31 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
 
 // Op is what happened to the entry an event names; one event may carry several.
-type Op uint32
+type Op = fsnotify.Op
 
+// The operations an event carries.
 const (
-	Create Op = 1 << iota
-	Write
-	Remove
-	Rename
-	Chmod
+	Create = fsnotify.Create
+	Write  = fsnotify.Write
+	Remove = fsnotify.Remove
+	Rename = fsnotify.Rename
+	Chmod  = fsnotify.Chmod
 )
 
 // Event is a change to the entry Name (an absolute path) in a watched folder, or to the folder
-// itself.
-type Event struct {
-	Name string
-	Op   Op
-}
+// itself. It is fsnotify's own, so that its events reach the caller's select loop directly:
+// a goroutine passing them on cost every event two more thread hand-offs, the larger part of
+// the daemon's cost of an event it has nothing to do for.
+type Event = fsnotify.Event
 
-// Has reports whether the event carries op.
-func (e Event) Has(op Op) bool { return e.Op&op != 0 }
-
-// Gone reports whether the entry left its name: removed or renamed away.
-func (e Event) Gone() bool { return e.Has(Remove) || e.Has(Rename) }
-
-func (e Event) String() string { return fmt.Sprintf("%s %b", e.Name, e.Op) }
+// Gone reports whether the event's entry left its name: removed or renamed away.
+func Gone(e Event) bool { return e.Has(Remove) || e.Has(Rename) }
 
 // Watcher watches folders. Its methods are safe for concurrent use.
 type Watcher interface {
@@ -56,7 +50,8 @@ type Watcher interface {
 	// Remove stops watching dir; it fails harmlessly when the kernel dropped the watch already.
 	Remove(dir string) error
 	// Events delivers changes; Errors, failures such as a queue overflow (events were lost).
-	// Both are nil for a watcher that watches nothing (Nop).
+	// Both are nil for a watcher that watches nothing (Nop), and closed by Close: a select loop
+	// closes its watcher only once it has left the loop.
 	Events() <-chan Event
 	Errors() <-chan error
 	// Len is the number of folders watched, for health.
@@ -73,30 +68,11 @@ func New() (Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start a file watcher: %w", err)
 	}
-	n := &notify{w: w, events: make(chan Event), done: make(chan struct{})}
-	go n.forward()
-	return n, nil
+	return &notify{w: w}, nil
 }
 
 // notify adapts fsnotify.
-type notify struct {
-	w      *fsnotify.Watcher
-	events chan Event
-	done   chan struct{}
-	once   sync.Once
-}
-
-// forward passes fsnotify's events on. Events is never closed, so that a select loop never spins
-// on it; forward ends when the watcher is closed.
-func (n *notify) forward() {
-	for ev := range n.w.Events {
-		select {
-		case n.events <- Event{Name: ev.Name, Op: Op(ev.Op)}:
-		case <-n.done:
-			return
-		}
-	}
-}
+type notify struct{ w *fsnotify.Watcher }
 
 func (n *notify) Add(dir string) error {
 	if err := isDir(dir); err != nil {
@@ -106,13 +82,10 @@ func (n *notify) Add(dir string) error {
 }
 
 func (n *notify) Remove(dir string) error { return n.w.Remove(dir) }
-func (n *notify) Events() <-chan Event    { return n.events }
+func (n *notify) Events() <-chan Event    { return n.w.Events }
 func (n *notify) Errors() <-chan error    { return n.w.Errors }
 func (n *notify) Len() int                { return len(n.w.WatchList()) }
-func (n *notify) Close() error {
-	n.once.Do(func() { close(n.done) })
-	return n.w.Close()
-}
+func (n *notify) Close() error            { return n.w.Close() }
 
 // isDir refuses anything but a real folder at dir.
 func isDir(dir string) error {

@@ -7,18 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
-
-func TestOpsAreFsnotifysOwn(t *testing.T) {
-	pairs := map[Op]fsnotify.Op{Create: fsnotify.Create, Write: fsnotify.Write, Remove: fsnotify.Remove, Rename: fsnotify.Rename, Chmod: fsnotify.Chmod}
-	for ours, theirs := range pairs {
-		if uint32(ours) != uint32(theirs) {
-			t.Errorf("%b is %b in fsnotify", ours, theirs)
-		}
-	}
-}
 
 // Both watchers refuse a link and a file: inotify and kqueue would follow a link given to them.
 func TestNeitherWatcherWatchesThroughALink(t *testing.T) {
@@ -125,7 +114,7 @@ func TestTheFakeDeliversWhatTheTestSends(t *testing.T) {
 	got := make(chan Event, 1)
 	go func() { got <- <-f.Events() }()
 	f.Send("/x/events.jsonl", Write|Chmod)
-	if ev := <-got; ev.Name != "/x/events.jsonl" || !ev.Has(Write) || ev.Gone() {
+	if ev := <-got; ev.Name != "/x/events.jsonl" || !ev.Has(Write) || Gone(ev) {
 		t.Errorf("event %v", ev)
 	}
 	dir := t.TempDir()
