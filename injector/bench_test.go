@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -93,4 +94,28 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	}
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// BenchmarkFullRescan is the safety net's pass over 100 live sessions left as the injector hooked
+// them: what an idle daemon pays every rescan interval. Sessions whose files are unchanged since a
+// repair that found nothing to change are looked at, not read (see tracked.quiet).
+func BenchmarkFullRescan(b *testing.B) {
+	root := filepath.Join(b.TempDir(), "sessions")
+	in, err := New(testConfig(root, managedconfig.Observe), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in.w = fswatch.Nop()
+	for i := range 100 {
+		dir := filepath.Join(root, "acct", "org", fmt.Sprintf("local_%06d", i))
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"model":"x","permissions":{"allow":["Bash(ls:*)"]}}`), 0o644)
+	}
+	in.rescan(true) // hooks them
+	in.rescan(true) // finds them as they should be
+	b.ResetTimer()
+	for range b.N {
+		in.rescan(true)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/100, "µs/session")
 }

@@ -67,6 +67,29 @@ func (o Outcome) Repairs() []string {
 	return r
 }
 
+// quiet reports whether nothing was changed, undone or found: the settings were as they should be.
+func (o Outcome) quiet() bool {
+	return !o.Wrote && !o.Merge.Added && len(o.Repairs()) == 0 && len(o.Tampering()) == 0
+}
+
+// repairNames are the entries a repair reads or looks at.
+func repairNames() []string {
+	return append([]string{session.ClaudeDir, session.BridgeDir, session.DecisionsDir, session.SettingsFile,
+		session.ClaudeDir + "/projects", projectClaudeDir, ProjectMCPFile, StateFile}, projectSettings...)
+}
+
+// repairInputs stamps what a repair reads, in repairNames' order. Of a folder only its identity
+// counts: a repair looks at what it is, not at what comes and goes in it.
+func repairInputs(s *session.Session) []session.Stamp {
+	st := s.Stamps(repairNames()...)
+	for i := range st {
+		if st[i].Mode.IsDir() {
+			st[i] = session.Stamp{Dev: st[i].Dev, Ino: st[i].Ino, Mode: st[i].Mode}
+		}
+	}
+	return st
+}
+
 // Tampering lists what Ensure undid that only an attempt on the guard explains: nothing but the
 // agent sets disableAllHooks, a status line or a PATH for hooks in a Cowork session. Keys held only
 // because the safe list does not know them are repairs, not attempts.

@@ -108,8 +108,11 @@ type Injector struct {
 	configs chan managedconfig.Config
 
 	// Loop state, touched only by Run's goroutine.
-	cfg     managedconfig.Config
-	entry   Entry
+	cfg   managedconfig.Config
+	entry Entry
+	// gen counts configuration changes: a session found unchanged since a repair under another
+	// configuration is merged again all the same.
+	gen     uint64
 	schema  *Schema
 	w       fswatch.Watcher
 	watched map[string]bool
@@ -140,6 +143,12 @@ type tracked struct {
 	// repairs: when our entry had to be restored lately, to tell a session fighting the repair
 	// from a one-off rewrite.
 	repairs []time.Time
+	// quiet: what the last repair read, looked at before it, when it found nothing to change
+	// (under configuration quietGen); nil otherwise. A rescan that finds the same skips the
+	// repair: reading and validating every unchanged settings file each rescan was most of
+	// an idle daemon's work.
+	quiet    []session.Stamp
+	quietGen uint64
 }
 
 // A session whose settings need our entry restored this many times within fightWindow is
@@ -234,6 +243,7 @@ func (in *Injector) reconfigure(cfg managedconfig.Config) {
 	}
 	rootsChanged := !slices.Equal(cfg.SessionsRoots, in.cfg.SessionsRoots)
 	in.cfg, in.entry = cfg, e
+	in.gen++
 	if rootsChanged {
 		for dir := range in.watched {
 			in.unwatch(dir)
@@ -580,10 +590,21 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		var e Entry
 		if e, err = in.entryFor(id); err == nil {
 			_, bridgeErr := os.Lstat(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)))
-			if (t.hooked || wasHooked || bridgeErr == nil) && in.missing[dir].IsZero() { // set up before: repair only
+			repair := (t.hooked || wasHooked || bridgeErr == nil) && in.missing[dir].IsZero() // set up before: repair only
+			before := repairInputs(s)
+			if repair && why == reasonScan && t.quiet != nil && t.quietGen == in.gen && slices.Equal(before, t.quiet) {
+				s.Close()
+				in.report(t, Outcome{}, why) // what the repair found last time
+				return
+			}
+			t.quiet = nil
+			if repair {
 				out, err = Repair(s, e, in.schema, in.opts.Now())
 			} else {
 				out, err = Ensure(s, e, in.schema, in.opts.Now())
+			}
+			if err == nil && repair && out.quiet() {
+				t.quiet, t.quietGen = before, in.gen
 			}
 		}
 		s.Close()

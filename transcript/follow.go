@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 )
 
@@ -217,7 +218,7 @@ func (f *Follower) read(d Dir, name string, fresh bool, limit int64, each func(s
 		pos.Tail = tail(fh, pos.Offset)
 	case known && fi.ModTime().Before(st.mod):
 		what = "the transcript's modification time was set back"
-	case known && fi.Size() == st.size && spool.ChangeTime(fi).Equal(st.changed) && !st.changed.IsZero() && st.size == pos.Offset:
+	case known && fi.Size() == st.size && session.ChangeTime(fi).Equal(st.changed) && !st.changed.IsZero() && st.size == pos.Offset:
 		return "", 0 // unchanged since the last look
 	}
 	st.gone = false
@@ -260,8 +261,8 @@ func (f *Follower) set(name string, st *followed, fh *os.File, fi fs.FileInfo, p
 	f.pos.Set(name, pos)
 	st.partial, st.mod = partial, fi.ModTime()
 	st.size, st.changed = -1, time.Time{} // more may have come while reading: look again
-	if now, err := fh.Stat(); err == nil && now.Size() == pos.Offset && spool.ChangeTime(now).Equal(spool.ChangeTime(fi)) {
-		st.size, st.changed = now.Size(), spool.ChangeTime(now)
+	if now, err := fh.Stat(); err == nil && now.Size() == pos.Offset && session.ChangeTime(now).Equal(session.ChangeTime(fi)) {
+		st.size, st.changed = now.Size(), session.ChangeTime(now)
 	}
 }
 

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package spool
+package session
 
 import (
 	"os"
