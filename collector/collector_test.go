@@ -302,6 +302,28 @@ func TestEnforceAnswersEachWaitingHookAndRecordsEveryCall(t *testing.T) {
 	}
 }
 
+func TestNoObjectionInTheVMIsTheHooksStagedCopyAndADenyIsWrittenBesideIt(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.start()
+	for _, c := range []struct{ cmd, want string }{{"ls -la", "allow"}, {"rm -rf ~", "deny"}} {
+		rid := f.nextRID()
+		line := envelope(rid, "enforce", "Bash", bash(c.cmd))
+		staged := f.bridge(filepath.Join("staging", ".ev-"+rid))
+		cbtest.WaitForf(t, func() bool { return os.WriteFile(staged, []byte("\n"+line+"\n"), 0o600) == nil },
+			func() string { return "the daemon made no staging folder" })
+		before, _ := os.Stat(staged)
+		f.appendRaw("\n" + line + "\n")
+		if got := decisionOf(t, f.decision(rid)); got != c.want {
+			t.Fatalf("%s: decision %s, want %s", c.cmd, got, c.want)
+		}
+		after, _ := os.Stat(f.bridge(filepath.Join("decisions", rid+".json")))
+		_, err := os.Stat(staged)
+		if adopted := os.SameFile(before, after); adopted != (c.want == "allow") || adopted == (err == nil) {
+			t.Errorf("%s: the decision is the staged copy: %v (copy still there: %v)", c.cmd, adopted, err == nil)
+		}
+	}
+}
+
 func TestObserveNeverWritesDecisionsButRecordsTheVerdict(t *testing.T) {
 	f := newFixture(t, managedconfig.Observe)
 	f.start()

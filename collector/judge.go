@@ -98,7 +98,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	o := outcome{rec: rec, toolUseID: pl.ToolUseID}
 	if waiting {
 		// A hook still in enforce after a switch to observe is released with no objection.
-		o.latency = c.decide(s, t, env.RID, applied, c.explain(p, t, env.RID, applied, v.RuleID, v.HookReason()), v.Nudge, started)
+		o.latency = c.decide(s, t, env.RID, applied, c.explain(p, t, env.RID, applied, v.RuleID, v.HookReason()), v.Nudge, started, l.Data)
 		o.rec.Enforced = enforce
 		o.rec.LatencyUS = o.latency.Microseconds()
 	}
@@ -119,7 +119,7 @@ func (c *Collector) fault(s *session.Session, t *tracked, p *policy, rec telemet
 			d = claudehook.Deny
 			o.rec.Enforced = true
 		}
-		o.latency = c.decide(s, t, rid, d, c.explain(p, t, rid, d, rule, "coworkbridge: "+reason), "", started)
+		o.latency = c.decide(s, t, rid, d, c.explain(p, t, rid, d, rule, "coworkbridge: "+reason), "", started, nil)
 		o.rec.LatencyUS = o.latency.Microseconds()
 	}
 	return o
@@ -136,14 +136,18 @@ func (c *Collector) explain(p *policy, t *tracked, rid string, d claudehook.Deci
 }
 
 // decide writes the decision file once per request, and returns how long it took to get there.
-func (c *Collector) decide(s *session.Session, t *tracked, rid string, d claudehook.Decision, reason, context string, started time.Time) time.Duration {
+// line is the event as the spool gave it, for a hook in the VM whose staged copy of it may become
+// the decision (decisions.WriteStaged); nil where there is none to look for.
+func (c *Collector) decide(s *session.Session, t *tracked, rid string, d claudehook.Decision, reason, context string, started time.Time, line []byte) time.Duration {
 	if _, done := t.decided[rid]; done {
 		return 0 // written on an earlier attempt whose log write failed
 	}
 	if s.Dir() == t.dir {
 		c.noteOurs(t, rid) // before the write, so that its watch event never finds it unknown
+	} else {
+		line = nil // a host channel: its hooks write their event in place, and stage nothing
 	}
-	if err := decisions.Write(s, rid, d, reason, context); err != nil {
+	if err := decisions.WriteStaged(s, rid, d, reason, context, line); err != nil {
 		c.log.Warn("cannot write a decision; the hook will deny when it times out", "code", health.CodeDecisionFailed, "session", t.id, "rid", rid, "err", err)
 		c.opts.Health.Count(t.id, health.CodeDecisionFailed)
 		return 0

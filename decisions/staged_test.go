@@ -1,0 +1,115 @@
+package decisions
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/session"
+)
+
+const stagedLine = `{"v":1,"rid":"00112233445566778899aabbccddeeff","mode":"enforce","event":{"tool_name":"Bash"}}`
+
+func TestWriteStagedTurnsTheHooksOwnCopyIntoNoObjection(t *testing.T) {
+	type files struct{ staged, decision string } // "-" means absent
+	tests := []struct {
+		name    string
+		d       claudehook.Decision
+		plant   func(t *testing.T, dir, staged string) // what stands in the session before the answer
+		line    []byte
+		want    files
+		adopted bool // the decision is the staged file's own inode
+	}{
+		{"no objection adopts the copy", claudehook.Allow, stage("\n" + stagedLine + "\n"), []byte(stagedLine),
+			files{"-", ""}, true},
+		{"a deny is written beside it", claudehook.Deny, stage("\n" + stagedLine + "\n"), []byte(stagedLine),
+			files{"\n" + stagedLine + "\n", "deny"}, false},
+		{"a copy that differs from the line judged is not the hook's", claudehook.Allow, stage("\n" + stagedLine + "x\n"), []byte(stagedLine),
+			files{"\n" + stagedLine + "x\n", ""}, false},
+		{"a copy longer than the line is not the hook's", claudehook.Allow, stage("\n" + stagedLine + "\n\n"), []byte(stagedLine),
+			files{"\n" + stagedLine + "\n\n", ""}, false},
+		{"a copy with a second name is left alone", claudehook.Allow, func(t *testing.T, dir, staged string) {
+			stage("\n"+stagedLine+"\n")(t, dir, staged)
+			if err := os.Link(staged, filepath.Join(dir, "elsewhere")); err != nil {
+				t.Fatal(err)
+			}
+		}, []byte(stagedLine), files{"\n" + stagedLine + "\n", ""}, false},
+		{"a link at the copy's name is not followed", claudehook.Allow, func(t *testing.T, dir, staged string) {
+			if err := os.WriteFile(filepath.Join(dir, "target"), []byte("\n"+stagedLine+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(dir, "target"), staged); err != nil {
+				t.Fatal(err)
+			}
+		}, []byte(stagedLine), files{"\n" + stagedLine + "\n", ""}, false},
+		{"no copy: the decision is written", claudehook.Allow, func(*testing.T, string, string) {}, []byte(stagedLine),
+			files{"-", ""}, false},
+		{"no line given: the copy is not looked at", claudehook.Allow, stage("\n" + stagedLine + "\n"), nil,
+			files{"\n" + stagedLine + "\n", ""}, false},
+		{"a decision planted first is replaced by the answer", claudehook.Allow, func(t *testing.T, dir, staged string) {
+			stage("\n"+stagedLine+"\n")(t, dir, staged)
+			if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(session.DecisionFile(rid))), []byte("planted"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, []byte(stagedLine), files{"", ""}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, dir, outside := newSession(t)
+			if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(session.StagingDir)), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			staged := filepath.Join(dir, filepath.FromSlash(StagedFile(rid)))
+			decision := filepath.Join(dir, filepath.FromSlash(session.DecisionFile(rid)))
+			tt.plant(t, dir, staged)
+			before, _ := os.Lstat(staged)
+			if err := WriteStaged(s, rid, tt.d, "coworkbridge: no", "", tt.line); err != nil {
+				t.Fatal(err)
+			}
+			if got := content(t, staged); got != tt.want.staged {
+				t.Errorf("staged copy = %q, want %q", got, tt.want.staged)
+			}
+			got := content(t, decision)
+			if tt.want.decision == "deny" {
+				if string(claudehook.Output(claudehook.Deny, "coworkbridge: no", "")) != got {
+					t.Errorf("decision = %q, want the deny", got)
+				}
+			} else if got != tt.want.decision {
+				t.Errorf("decision = %q, want %q", got, tt.want.decision)
+			}
+			after, _ := os.Lstat(decision)
+			if adopted := before != nil && after != nil && os.SameFile(before, after); adopted != tt.adopted {
+				t.Errorf("decision is the staged file: %v, want %v", adopted, tt.adopted)
+			}
+			assertOutsideUntouched(t, outside)
+		})
+	}
+}
+
+func stage(data string) func(t *testing.T, dir, staged string) {
+	return func(t *testing.T, _, staged string) {
+		t.Helper()
+		if err := os.WriteFile(staged, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// content is a file's content as a string, "-" when nothing is there; a link is read as itself.
+func content(t *testing.T, name string) string {
+	t.Helper()
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return "-"
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink(name)
+		return content(t, target)
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
