@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -24,7 +25,9 @@ import (
 // event over, one file per call, and finds its decision and the lease: all out of the agent's
 // reach, so none of it can be forged, planted or raced from inside the session. The daemon takes
 // each complete event file, judges it like a spool line, records it, and only then removes it:
-// a crash in between replays the file, and its request id in the decision log skips it.
+// a crash in between replays the file, and its request id in the decision log skips it. A no
+// objection is likewise answered only after the record, by emptying the event file and renaming
+// it into decisions/: no file is made or removed for the common answer.
 
 // channelEventsMax bounds the event files taken in one pass; the rest wait for the next.
 const channelEventsMax = 10000
@@ -103,6 +106,7 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 	started := time.Now()
 	var outs []outcome
 	var done []string
+	var held []heldAnswer
 	for _, ev := range evs {
 		l, ok := c.readEvent(cs, t, ev, p)
 		if !ok {
@@ -111,15 +115,29 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 		o := c.judge(ctx, cs, t, p, l, started)
 		o.backlog = ev.mod.Before(t.recon.since)
 		done = append(done, ev.name)
+		if o.held {
+			held = append(held, heldAnswer{ev.name, o.rec.RID, l.Data})
+		}
 		if !o.skip {
 			o.rec.Transport = telemetry.TransportChannel
 			outs = append(outs, o)
 		}
 	}
-	if !c.record(t, p, outs) {
+	for i := range outs {
+		if outs[i].held { // answered right after the record: its latency runs to the record
+			outs[i].latency = time.Since(started)
+			outs[i].rec.LatencyUS = outs[i].latency.Microseconds()
+		}
+	}
+	recorded := c.record(t, p, outs)
+	adopted := c.answerHeld(cs, t, held, recorded, started)
+	if !recorded {
 		return false
 	}
 	for _, name := range done {
+		if adopted[name] {
+			continue
+		}
 		if err := cs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			c.log.Warn("cannot remove a host-channel event already recorded; it may be recorded again", "session", t.id, "err", err)
 		}
@@ -131,6 +149,27 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 	}
 	c.mu.Unlock()
 	return true
+}
+
+// heldAnswer is a no objection held back until its event's record is written.
+type heldAnswer struct {
+	name, rid string
+	line      []byte
+}
+
+// answerHeld publishes the held answers: once recorded, each event file becomes its hook's
+// answer (decisions.Adopt); unrecorded, or where that fails, the answer is written as any other
+// and the event file stays for the removal or the retry. It returns the event files adopted.
+func (c *Collector) answerHeld(cs *session.Session, t *tracked, held []heldAnswer, recorded bool, started time.Time) map[string]bool {
+	adopted := map[string]bool{}
+	for _, h := range held {
+		if recorded && decisions.Adopt(cs, h.name, h.rid, h.line) {
+			adopted[h.name] = true
+			continue
+		}
+		c.decide(cs, t, h.rid, claudehook.Allow, "", "", started, nil)
+	}
+	return adopted
 }
 
 // readEvent reads one event file as a spool line. A file still being written (no newline yet)

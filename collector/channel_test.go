@@ -28,7 +28,7 @@ func (f *fixture) withChannel() string {
 // handOver writes an event file as a hook on the Mac does.
 func handOver(t *testing.T, chBridge, rid, line string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(chBridge, ".ev-"+rid), []byte(line+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(chBridge, ".ev-"+rid), []byte("\n"+line+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -69,6 +69,78 @@ func TestHostChannelEventsAreJudgedAnsweredThereRecordedAndRemoved(t *testing.T)
 	if _, err := os.Stat(f.bridge(filepath.Join("decisions", deny+".json"))); err == nil {
 		t.Error("a host-channel decision was also written into the session, where the agent can reach it")
 	}
+}
+
+// answerWatch is the decision log of a fixture, checking at every write that the answers to the
+// host channel's calls it names were not published before their records.
+type answerWatch struct {
+	*flakySink
+	t       *testing.T
+	ch      string
+	written chan string
+}
+
+func (s *answerWatch) WriteBatch(rs []telemetry.Record) error {
+	for _, r := range rs {
+		if _, err := os.Lstat(filepath.Join(s.ch, "decisions", r.RID+".json")); err == nil && r.Decision == "allow" {
+			s.t.Errorf("the answer to %s was published before its record was written", r.RID)
+		}
+	}
+	if err := s.flakySink.WriteBatch(rs); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		select {
+		case s.written <- r.RID:
+		default: // the test reads the first only; never hold up the collector
+		}
+	}
+	return nil
+}
+
+func TestANoObjectionInTheHostChannelIsTheEventFileItselfOnceRecorded(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	ch := f.withChannel()
+	sink := &answerWatch{flakySink: f.sink, t: t, ch: ch, written: make(chan string, 16)}
+	f.opts.Sink = sink
+	f.start()
+	rid := f.nextRID()
+	handOver(t, ch, rid, envelope(rid, "enforce", "Bash", bash("ls")))
+	before, err := os.Stat(filepath.Join(ch, ".ev-"+rid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-sink.written; got != rid {
+		t.Fatalf("recorded %s, want %s", got, rid)
+	}
+	var after os.FileInfo
+	cbtest.WaitForf(t, func() bool {
+		after, err = os.Stat(filepath.Join(ch, "decisions", rid+".json"))
+		return err == nil
+	}, func() string { return "no answer in the host channel" })
+	if after.Size() != 0 || !os.SameFile(before, after) {
+		t.Errorf("the answer is %d bytes, the event file itself: %v; want the event file, emptied", after.Size(), os.SameFile(before, after))
+	}
+	if _, err := os.Lstat(filepath.Join(ch, ".ev-"+rid)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the event file is still waiting: %v", err)
+	}
+	if r := f.waitRecords(1)[0]; r.LatencyUS <= 0 || !r.Enforced {
+		t.Errorf("record = %+v, want its latency and enforced", r)
+	}
+}
+
+func TestANoObjectionInTheHostChannelIsAnsweredEvenWhenTheLogFails(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	ch := f.withChannel()
+	f.sink.fail = 1
+	f.start()
+	rid := f.nextRID()
+	handOver(t, ch, rid, envelope(rid, "enforce", "Bash", bash("ls")))
+	cbtest.WaitForf(t, func() bool {
+		_, err := os.Stat(filepath.Join(ch, "decisions", rid+".json"))
+		return err == nil
+	}, func() string { return "the hook was left without an answer while the log failed" })
+	assertEachOnce(t, f.waitRecords(1), []string{rid}) // the event file stayed, and was recorded on the retry
 }
 
 func TestAHostChannelEventStillBeingWrittenWaitsForItsNewline(t *testing.T) {

@@ -41,6 +41,9 @@ type outcome struct {
 	backlog bool
 	// toolUseID is the call's id: a record over the budget waits for the transcript to show it.
 	toolUseID string
+	// held: a no objection for a hook in the host channel, not yet published. It is answered
+	// once the record is written, with the event file itself (see channelBatch).
+	held bool
 }
 
 // judge decides one line and, when a hook waits for it, answers at once: the decision file is the
@@ -97,12 +100,23 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	t.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: enforce && v.Decision == claudehook.Deny, Input: pl.ToolInput}, c.opts.Now())
 	o := outcome{rec: rec, toolUseID: pl.ToolUseID}
 	if waiting {
-		// A hook still in enforce after a switch to observe is released with no objection.
-		o.latency = c.decide(s, t, env.RID, applied, c.explain(p, t, env.RID, applied, v.RuleID, v.HookReason()), v.Nudge, started, l.Data)
 		o.rec.Enforced = enforce
-		o.rec.LatencyUS = o.latency.Microseconds()
+		// A hook still in enforce after a switch to observe is released with no objection.
+		reason := c.explain(p, t, env.RID, applied, v.RuleID, v.HookReason())
+		if o.held = c.holdable(s, t, env.RID, applied, reason, v.Nudge); !o.held {
+			o.latency = c.decide(s, t, env.RID, applied, reason, v.Nudge, started, l.Data)
+			o.rec.LatencyUS = o.latency.Microseconds()
+		}
 	}
 	return o
+}
+
+// holdable reports whether the answer to rid may wait for its record: a no objection to a hook in
+// the host channel, not published yet. The event file there is the event's only copy until the
+// record is written, and then becomes the answer, so that no file is made for it.
+func (c *Collector) holdable(s *session.Session, t *tracked, rid string, d claudehook.Decision, reason, context string) bool {
+	_, done := t.decided[rid]
+	return s.Dir() != t.dir && !done && len(claudehook.Output(d, reason, context)) == 0
 }
 
 // fault handles a line no rule can judge: in enforce mode its waiting hook is denied at once

@@ -49,7 +49,7 @@ func Write(s *session.Session, rid string, d claudehook.Decision, reason, contex
 // (a deny, the copy missing, changed, linked, or a file planted at the decision's name) is
 // written as Write would, so the answer never depends on the copy.
 func WriteStaged(s *session.Session, rid string, d claudehook.Decision, reason, context string, line []byte) error {
-	if len(claudehook.Output(d, reason, context)) == 0 && line != nil && claudehook.ValidRID(rid) && adoptStaged(s, rid, line) {
+	if len(claudehook.Output(d, reason, context)) == 0 && line != nil && Adopt(s, StagedFile(rid), rid, line) {
 		return nil
 	}
 	return Write(s, rid, d, reason, context)
@@ -58,10 +58,15 @@ func WriteStaged(s *session.Session, rid string, d claudehook.Decision, reason, 
 // StagedFile names the hook's staged copy of its event in a session.
 func StagedFile(rid string) string { return session.StagingDir + "/" + hookTempPrefix + rid }
 
-// adoptStaged empties rid's staged copy and renames it to rid's decision file; false when it did
-// not get as far as the rename.
-func adoptStaged(s *session.Session, rid string, line []byte) bool {
-	name := StagedFile(rid)
+// Adopt publishes no objection for rid by emptying the file name, a hook's copy of the event it
+// handed over (line, as judged), and renaming it to rid's decision file. It reports whether it
+// did; when not, nothing was renamed and the caller writes the decision. The copy is adopted only
+// if it is a plain file with one link holding exactly line as a hook writes it (see holdsLine);
+// the caller must need its content no more.
+func Adopt(s *session.Session, name, rid string, line []byte) bool {
+	if !claudehook.ValidRID(rid) {
+		return false
+	}
 	f, err := s.OpenSole(name, os.O_RDWR)
 	if err != nil {
 		return false
@@ -75,15 +80,19 @@ func adoptStaged(s *session.Session, rid string, line []byte) bool {
 	return ok && s.Rename(name, session.DecisionFile(rid)) == nil
 }
 
-// holdsLine reports whether f holds the line as the hook stages it: a newline, the line, a newline.
+// holdsLine reports whether f holds the line as a hook writes it: the line and its newline, after
+// the newline the shell hooks start with (which spool readers skip as an empty line).
 func holdsLine(f *os.File, line []byte) bool {
-	want := len(line) + 2
-	buf := make([]byte, want+1)
+	buf := make([]byte, len(line)+3)
 	n, err := f.ReadAt(buf, 0)
-	if n != want || err != io.EOF {
+	if err != io.EOF || n < len(line)+1 {
 		return false
 	}
-	return buf[0] == '\n' && buf[want-1] == '\n' && bytes.Equal(buf[1:want-1], line)
+	got := buf[:n]
+	if n == len(line)+2 && got[0] == '\n' {
+		got = got[1:]
+	}
+	return len(got) == len(line)+1 && got[len(line)] == '\n' && bytes.Equal(got[:len(line)], line)
 }
 
 // WriteAlive vouches that the daemon answers hooks in this session until the given time. The

@@ -27,6 +27,10 @@ func TestWriteStagedTurnsTheHooksOwnCopyIntoNoObjection(t *testing.T) {
 			files{"\n" + stagedLine + "\n", "deny"}, false},
 		{"a copy that differs from the line judged is not the hook's", claudehook.Allow, stage("\n" + stagedLine + "x\n"), []byte(stagedLine),
 			files{"\n" + stagedLine + "x\n", ""}, false},
+		{"a copy without the leading newline is the hook's too", claudehook.Allow, stage(stagedLine + "\n"), []byte(stagedLine),
+			files{"-", ""}, true},
+		{"a copy without its newline is not complete", claudehook.Allow, stage("\n" + stagedLine), []byte(stagedLine),
+			files{"\n" + stagedLine, ""}, false},
 		{"a copy longer than the line is not the hook's", claudehook.Allow, stage("\n" + stagedLine + "\n\n"), []byte(stagedLine),
 			files{"\n" + stagedLine + "\n\n", ""}, false},
 		{"a copy with a second name is left alone", claudehook.Allow, func(t *testing.T, dir, staged string) {
