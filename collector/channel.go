@@ -163,9 +163,12 @@ type heldAnswer struct {
 func (c *Collector) answerHeld(cs *session.Session, t *tracked, held []heldAnswer, recorded bool, started time.Time) map[string]bool {
 	adopted := map[string]bool{}
 	for _, h := range held {
-		if recorded && decisions.Adopt(cs, h.name, h.rid, h.line) {
-			adopted[h.name] = true
-			continue
+		if recorded {
+			// Whatever a failed adoption left at the decision's name, decide writes over it.
+			if ok, _ := decisions.Adopt(cs, h.name, h.rid, h.line); ok {
+				adopted[h.name] = true
+				continue
+			}
 		}
 		c.decide(cs, t, h.rid, claudehook.Allow, "", "", started, nil)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/ledger"
+	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
@@ -161,7 +163,15 @@ func (c *Collector) decide(s *session.Session, t *tracked, rid string, d claudeh
 	} else {
 		line = nil // a host channel: its hooks write their event in place, and stage nothing
 	}
-	if err := decisions.WriteStaged(s, rid, d, reason, context, line); err != nil {
+	err := decisions.WriteStaged(s, rid, d, reason, context, line)
+	if errors.Is(err, decisions.ErrSwapped) {
+		// Answered all the same; what was swapped in may have been read first.
+		t.plants.Suspect(plants.Suspect{RID: rid, Rule: RuleForgedDecision,
+			What: "a file was swapped in for the hook's copy of request " + rid + " as it became the answer (a forged answer)"})
+		c.scheduleSession(t, false)
+		err = nil
+	}
+	if err != nil {
 		c.log.Warn("cannot write a decision; the hook will deny when it times out", "code", health.CodeDecisionFailed, "session", t.id, "rid", rid, "err", err)
 		c.opts.Health.Count(t.id, health.CodeDecisionFailed)
 		return 0

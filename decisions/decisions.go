@@ -47,37 +47,79 @@ func Write(s *session.Session, rid string, d claudehook.Decision, reason, contex
 // exactly the line judged. Its content is then worth nothing more (the spool has the line), and
 // the hook's one-write append, the only reader, sees an empty file as its end. Anything else
 // (a deny, the copy missing, changed, linked, or a file planted at the decision's name) is
-// written as Write would, so the answer never depends on the copy.
+// written as Write would, so the answer never depends on the copy. An error wrapping ErrSwapped
+// means the answer was written over a file swapped in for the copy before the rename.
 func WriteStaged(s *session.Session, rid string, d claudehook.Decision, reason, context string, line []byte) error {
-	if len(claudehook.Output(d, reason, context)) == 0 && line != nil && Adopt(s, StagedFile(rid), rid, line) {
+	if len(claudehook.Output(d, reason, context)) > 0 || line == nil {
+		return Write(s, rid, d, reason, context)
+	}
+	adopted, err := Adopt(s, StagedFile(rid), rid, line)
+	if adopted {
 		return nil
 	}
-	return Write(s, rid, d, reason, context)
+	if werr := Write(s, rid, d, reason, context); werr != nil {
+		return werr
+	}
+	return err
 }
+
+// ErrSwapped: the file renamed to the decision's name was not the copy emptied, but one put in
+// its place meanwhile. It is a plant, and must be written over.
+var ErrSwapped = errors.New("the hook's copy was swapped for another file before it became the answer")
 
 // StagedFile names the hook's staged copy of its event in a session.
 func StagedFile(rid string) string { return session.StagingDir + "/" + hookTempPrefix + rid }
 
 // Adopt publishes no objection for rid by emptying the file name, a hook's copy of the event it
-// handed over (line, as judged), and renaming it to rid's decision file. It reports whether it
-// did; when not, nothing was renamed and the caller writes the decision. The copy is adopted only
+// handed over (line, as judged), and renaming it to rid's decision file. The copy is adopted only
 // if it is a plain file with one link holding exactly line as a hook writes it (see holdsLine);
-// the caller must need its content no more.
-func Adopt(s *session.Session, name, rid string, line []byte) bool {
+// the caller must need its content no more. When Adopt reports false, the caller writes the
+// decision, which replaces whatever the rename may have put there (ErrSwapped says it did).
+func Adopt(s *session.Session, name, rid string, line []byte) (bool, error) {
 	if !claudehook.ValidRID(rid) {
-		return false
+		return false, nil
 	}
+	f, ok := empty(s, name, line)
+	if !ok {
+		return false, nil
+	}
+	// Held open until the check after the rename: a file removed meanwhile keeps its inode, which
+	// no file swapped in can then be given.
+	defer f.Close()
+	return publishEmptied(s, name, rid, f)
+}
+
+// empty empties the file name if it is a hook's copy of line, and returns it open.
+func empty(s *session.Session, name string, line []byte) (*os.File, bool) {
 	f, err := s.OpenSole(name, os.O_RDWR)
 	if err != nil {
-		return false
+		return nil, false
 	}
-	ok := holdsLine(f, line) && f.Truncate(0) == nil
-	if err := f.Close(); err != nil {
-		ok = false
+	if !holdsLine(f, line) || f.Truncate(0) != nil {
+		f.Close()
+		return nil, false
+	}
+	return f, true
+}
+
+// publishEmptied renames name, where the file emptied was, to rid's decision file.
+func publishEmptied(s *session.Session, name, rid string, emptied *os.File) (bool, error) {
+	was, err := emptied.Stat()
+	if err != nil {
+		return false, nil
 	}
 	// Rename never replaces: a file at the decision's name is a plant the watcher reported, and
 	// Write replaces it with the answer, as it would have without the copy.
-	return ok && s.Rename(name, session.DecisionFile(rid)) == nil
+	decision := session.DecisionFile(rid)
+	if s.Rename(name, decision) != nil {
+		return false, nil
+	}
+	// A name is renamed, not the file open: whatever stood there by then is published. Only the
+	// file emptied may stay; a hook that read another one meanwhile read a plant, reported here.
+	if fi, err := s.Lstat(decision); err != nil || !os.SameFile(fi, was) {
+		return false, fmt.Errorf("adopt %s: %w", name, ErrSwapped)
+	}
+	return true, nil
 }
 
 // holdsLine reports whether f holds the line as a hook writes it: the line and its newline, after

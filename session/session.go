@@ -591,28 +591,60 @@ func list[T any](s *Session, name string, max int, read func(*os.File, int) ([]T
 // Rename moves the regular file oldname to newname, which must not exist. It is for keeping a copy
 // of a damaged file aside, so it never replaces anything.
 func (s *Session) Rename(oldname, newname string) error {
-	for _, n := range []string{oldname, newname} {
+	var dirs [2]*os.Root
+	var bases [2]string
+	for i, n := range []string{oldname, newname} {
 		if err := checkName(n); err != nil {
 			return s.errorf("rename", n, err)
 		}
-		if err := s.checkDirs(n); err != nil {
+		var err error
+		if dirs[i], bases[i], err = s.parent(n); err != nil {
 			return s.errorf("rename", n, err)
 		}
 	}
-	fi, err := s.root.Lstat(oldname)
+	fi, err := dirs[0].Lstat(bases[0])
 	if err == nil {
 		err = regular(fi)
 	}
 	if err != nil {
 		return s.errorf("rename", oldname, err)
 	}
-	if _, err := s.root.Lstat(newname); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := dirs[1].Lstat(bases[1]); !errors.Is(err, fs.ErrNotExist) {
 		return s.errorf("rename", newname, fs.ErrExist)
 	}
-	if err := s.root.Rename(oldname, newname); err != nil {
+	// os.Root renames within one root: that of the deepest folder holding both names, checked
+	// like the parents, so that only the last steps are looked up again.
+	common := commonDir(oldname, newname)
+	r, err := s.folder(common)
+	if err != nil {
+		return s.errorf("rename", oldname, err)
+	}
+	if common != "" {
+		oldname, newname = oldname[len(common)+1:], newname[len(common)+1:]
+	}
+	if err := r.Rename(oldname, newname); err != nil {
 		return s.errorf("rename", oldname, err)
 	}
 	return nil
+}
+
+// commonDir is the deepest folder holding both names, "" for the session itself.
+func commonDir(a, b string) string {
+	da, db := path.Dir(a), path.Dir(b)
+	for da != db {
+		switch {
+		case len(da) > len(db):
+			da = path.Dir(da)
+		case len(db) > len(da):
+			db = path.Dir(db)
+		default:
+			da, db = path.Dir(da), path.Dir(db)
+		}
+	}
+	if da == "." {
+		return ""
+	}
+	return da
 }
 
 // MoveAside renames a regular file or a folder (never a link, FIFO or device) to newname, which

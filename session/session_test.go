@@ -469,3 +469,22 @@ func handleInUse(t *testing.T) (tree, *Session) {
 	}
 	return tr, s
 }
+
+func TestCommonDirIsTheDeepestFolderHoldingBothNames(t *testing.T) {
+	for _, tt := range []struct{ a, b, want string }{
+		{".claude/coworkbridge/staging/.ev-x", ".claude/coworkbridge/decisions/x.json", ".claude/coworkbridge"},
+		{".claude/coworkbridge/events.jsonl", ".claude/coworkbridge/events-1.jsonl", ".claude/coworkbridge"},
+		{".claude/settings.json", ".claude/coworkbridge/settings.json.old", ".claude"},
+		{"a/b/c", "a/bc/d", "a"},
+		{"a/x", "b/y", ""},
+		{"x", "y/z", ""},
+		{"x", "y", ""},
+	} {
+		if got := commonDir(tt.a, tt.b); got != tt.want {
+			t.Errorf("commonDir(%q, %q) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+		if got := commonDir(tt.b, tt.a); got != tt.want {
+			t.Errorf("commonDir(%q, %q) = %q, want %q", tt.b, tt.a, got, tt.want)
+		}
+	}
+}
