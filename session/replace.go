@@ -41,7 +41,7 @@ func (s *Session) Replace(name string, data []byte, perm fs.FileMode) error {
 	_, _ = rand.Read(rnd[:]) // crypto/rand never fails on supported platforms
 	tmp := TempPrefix + base + "-" + hex.EncodeToString(rnd[:])
 	// The folder itself is opened without following links: the swap happens in it by handle, so
-	// a link swapped in for the folder since checkDirs changes nothing.
+	// a link swapped in for the folder since the Lstat above changes nothing.
 	d, err := s.root.OpenFile(dir, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return s.errorf("replace", name, err)

@@ -172,12 +172,6 @@ func checkName(name string) error {
 	return nil
 }
 
-// checkDirs verifies that every folder leading to name is a real directory, not a link.
-func (s *Session) checkDirs(name string) error {
-	_, _, err := s.parent(name)
-	return err
-}
-
 // parent is the handle of the folder holding name, checked at every step (see Session.dirs),
 // and name's last element.
 func (s *Session) parent(name string) (*os.Root, string, error) {
