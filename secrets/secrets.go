@@ -286,10 +286,11 @@ func foldKey(key string) string {
 func (rs *ruleSet) find(s string, hits []hit) []hit {
 	lower := asciiLower(s)
 	marked := rs.hinted(lower)
-	for prio, r := range rs.rules {
+	for prio := range rs.rules {
 		if !marked[prio] {
 			continue
 		}
+		r := &rs.rules[prio] // not copied for every rule passed over
 		for _, w := range r.windows(lower) {
 			for _, m := range r.re().FindAllStringSubmatchIndex(s[w[0]:w[1]], -1) {
 				for i := range m {

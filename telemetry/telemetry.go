@@ -233,13 +233,11 @@ func (l *Log) Encode(r Record) ([]byte, error) {
 			r.Effects = effects
 		}
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
+	b, err := appendRecord(make([]byte, 0, 512+len(r.Input)), &r)
+	if err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	return append(b, '\n'), nil
 }
 
 // append chains lines (encoded records, without their link) after the log's head and writes them
@@ -502,14 +500,11 @@ func sanitizeInput(raw json.RawMessage, redact bool) json.RawMessage {
 	if err := dec.Decode(&v); err != nil {
 		v = string(raw)
 	}
-	v = sanitize(v, redact, false)
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := appendValue(make([]byte, 0, len(raw)), sanitize(v, redact, false))
+	if err != nil {
 		return json.RawMessage(`"[unencodable input]"`)
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return b
 }
 
 func sanitize(v any, redact, secret bool) any {
