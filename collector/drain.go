@@ -73,6 +73,9 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep, channel bo
 		return
 	}
 	defer done()
+	// One look at each folder per pass: a folder the agent replaces meanwhile is followed from
+	// the next pass on, which the watch on the folder above, or the rescan, starts.
+	defer s.Hold()()
 	if housekeep {
 		defer t.sess.releaseIdle(&c.kept, now) // the next pass reopens it if the session is idle
 	} else {

@@ -82,6 +82,10 @@ type Session struct {
 	// own: the folder is the daemon's own (see OpenOwn), and a folder held open is not looked
 	// at again.
 	own bool
+	// holds counts the callers inside Hold; pass numbers the holds, so that a folder looked at
+	// in the current one (openDir.pass) is not looked at again before it ends.
+	holds int
+	pass  uint64
 	// retired are folders found replaced: closed with the handle, not at once, since another
 	// goroutine may be using one (at most maxRetired are kept).
 	retired []*os.Root
@@ -89,10 +93,12 @@ type Session struct {
 
 const maxRetired = 64
 
-// openDir is a folder of the session held open, and what it was when opened.
+// openDir is a folder of the session held open, what it was when opened, and the hold in which
+// it was last found to be still there.
 type openDir struct {
 	root *os.Root
 	fi   fs.FileInfo
+	pass uint64
 }
 
 // Open returns a handle confined to the session folder dir. A dir that is itself a symbolic link,
@@ -191,7 +197,7 @@ func (s *Session) folder(dir string) (*os.Root, error) {
 }
 
 func (s *Session) folderLocked(dir string) (*os.Root, error) {
-	if d, ok := s.dirs[dir]; ok && s.own {
+	if d, ok := s.dirs[dir]; ok && (s.own || s.holds > 0 && d.pass == s.pass) {
 		return d.root, nil
 	}
 	up, base := s.root, dir
@@ -216,6 +222,8 @@ func (s *Session) folderLocked(dir string) (*os.Root, error) {
 	}
 	if d, ok := s.dirs[dir]; ok {
 		if os.SameFile(fi, d.fi) {
+			d.pass = s.pass
+			s.dirs[dir] = d
 			return d.root, nil
 		}
 		s.forgetLocked(dir) // replaced since it was opened
@@ -232,8 +240,34 @@ func (s *Session) folderLocked(dir string) (*os.Root, error) {
 	if s.dirs == nil {
 		s.dirs = map[string]openDir{}
 	}
-	s.dirs[dir] = openDir{r, fi}
+	s.dirs[dir] = openDir{r, fi, s.pass}
 	return r, nil
+}
+
+// Hold makes the handle look at each folder of the session once, at its first use, and use it
+// without looking again until release is called: one pass over a session's files costs a look
+// per folder, not one per folder per operation. Holds may nest and overlap; the looks resume
+// when the last is released.
+//
+// It weakens nothing that keeps the host safe: every operation still runs through a handle on
+// a folder checked not to be a link, and never through a path. What a hold gives up is
+// noticing, within it, that the agent replaced a folder by another: operations until the
+// release use the one that was there.
+func (s *Session) Hold() (release func()) {
+	s.mu.Lock()
+	if s.holds == 0 {
+		s.pass++
+	}
+	s.holds++
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.holds--
+			s.mu.Unlock()
+		})
+	}
 }
 
 // forgetLocked lets go of the folder dir if it is held open.

@@ -451,6 +451,92 @@ func TestAHandleFindsAFolderMadeAgain(t *testing.T) {
 	}
 }
 
+// Within a hold, a folder swapped for a link is not looked at again, but the operations still
+// run through the folder the handle checked: nothing outside changes. After the release the
+// handle looks again and refuses the link.
+func TestALinkSwappedInDuringAHoldIsNeverFollowed(t *testing.T) {
+	for _, swapped := range []string{ClaudeDir, BridgeDir, DecisionsDir} {
+		t.Run(swapped, func(t *testing.T) {
+			tr, s := handleInUse(t)
+			release := s.Hold()
+			if err := s.Publish(DecisionFile(rid), []byte("in the hold"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			full := filepath.Join(tr.sessionDir, filepath.FromSlash(swapped))
+			if err := os.Rename(full, full+".moved"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tr.outside, full); err != nil {
+				t.Fatal(err)
+			}
+			before := fingerprint(t, tr.outside)
+			if err := s.Publish(DecisionFile(rid), []byte("still held"), 0o600); err != nil {
+				t.Errorf("publishing in the hold, into the folder it checked: %v", err)
+			}
+			moved := filepath.Join(tr.sessionDir, filepath.FromSlash(DecisionFile(rid)))
+			moved = strings.Replace(moved, full, full+".moved", 1)
+			if data, _ := os.ReadFile(moved); string(data) != "still held" {
+				t.Errorf("the folder checked holds %q, want the decision published in the hold", data)
+			}
+			everyOperation(s)
+			release()
+			if err := s.Publish(DecisionFile(rid), []byte("released"), 0o600); err == nil {
+				t.Errorf("after the release, published through the link at %s", swapped)
+			}
+			if after := fingerprint(t, tr.outside); after != before {
+				t.Fatalf("outside changed through a link swapped in at %s:\nbefore\n%s\nafter\n%s", swapped, before, after)
+			}
+		})
+	}
+}
+
+// A hold looks at a folder once: made again during the hold, the new one is not used until the
+// hold is released, and holds that overlap end together.
+func TestAHoldLooksOnceAndTheReleaseLooksAgain(t *testing.T) {
+	tr, s := handleInUse(t)
+	outer := s.Hold()
+	inner := s.Hold()
+	if err := s.Publish(DecisionFile(rid), []byte("looked"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bridge := filepath.Join(tr.sessionDir, filepath.FromSlash(BridgeDir))
+	if err := os.Rename(bridge, bridge+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(bridge, "decisions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inner()
+	inner() // a release called twice counts once
+	if err := s.Publish(DecisionFile(rid), []byte("held"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(bridge+".old", "decisions", rid+".json")); string(data) != "held" {
+		t.Errorf("during the hold the old folder holds %q, want the decision: the folder was looked at again", data)
+	}
+	outer()
+	if err := s.Publish(DecisionFile(rid), []byte("released"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(bridge, "decisions", rid+".json")); string(data) != "released" {
+		t.Errorf("after the release the new folder holds %q, want the decision", data)
+	}
+	if err := os.Rename(bridge, bridge+".older"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(bridge, "decisions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	again := s.Hold()
+	defer again()
+	if err := s.Publish(DecisionFile(rid), []byte("new hold"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(bridge, "decisions", rid+".json")); string(data) != "new hold" {
+		t.Errorf("a new hold published into a folder looked at before it began: the new folder holds %q", data)
+	}
+}
+
 // handleInUse is a session with our decisions folder and a handle that has already published a
 // decision through it, so that the handle holds every folder on the way open.
 func handleInUse(t *testing.T) (tree, *Session) {
