@@ -114,12 +114,30 @@ func publishEmptied(s *session.Session, name, rid string, emptied *os.File) (boo
 	if s.Rename(name, decision) != nil {
 		return false, nil
 	}
-	// A name is renamed, not the file open: whatever stood there by then is published. Only the
-	// file emptied may stay; a hook that read another one meanwhile read a plant, reported here.
-	if fi, err := s.Lstat(decision); err != nil || !os.SameFile(fi, was) {
-		return false, fmt.Errorf("adopt %s: %w", name, ErrSwapped)
+	return published(s, name, decision, emptied, was)
+}
+
+// published checks, after the rename of name to decision, that what was published is the file
+// emptied. A name is renamed, not the file open: whatever stood there by then is published. Only
+// the file emptied may stay; a hook that read another one meanwhile read a plant, reported here.
+func published(s *session.Session, name, decision string, emptied *os.File, was fs.FileInfo) (bool, error) {
+	fi, err := s.Lstat(decision)
+	switch {
+	case err == nil && os.SameFile(fi, was):
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist) && taken(emptied):
+		// The hook read its answer and removed it already, between the rename and this look.
+		return true, nil
 	}
-	return true, nil
+	return false, fmt.Errorf("adopt %s: %w", name, ErrSwapped)
+}
+
+// taken reports whether the emptied file, gone from the decision's name, is gone from every
+// name: the hook removed it after reading it. One still linked elsewhere was moved away before
+// the rename, which then published something else.
+func taken(emptied *os.File) bool {
+	fi, err := emptied.Stat()
+	return err == nil && session.Links(fi) == 0
 }
 
 // holdsLine reports whether f holds the line as a hook writes it: the line and its newline, after

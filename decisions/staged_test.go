@@ -149,3 +149,70 @@ func TestAFileSwappedInForTheEmptiedCopyIsReportedAndWrittenOver(t *testing.T) {
 	}
 	assertOutsideUntouched(t, outside)
 }
+
+// The hook may read its answer and remove it between the rename and the look that follows: that
+// answer is the file emptied, taken, not a plant. A copy moved away before the rename, so that
+// something else was published and taken, is still reported.
+func TestAnAnswerTakenBeforeTheLookAfterTheRenameIsNoPlant(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		meanwhile func(t *testing.T, staged, decision string) // between emptying and the look
+		swapped   bool
+	}{
+		{"the hook took the answer", func(t *testing.T, staged, decision string) {
+			mustRename(t, staged, decision)
+			mustRemove(t, decision)
+		}, false},
+		{"the copy moved away, a plant published and taken", func(t *testing.T, staged, decision string) {
+			mustRename(t, staged, staged+".kept")
+			stage("forged\n")(t, "", staged)
+			mustRename(t, staged, decision)
+			mustRemove(t, decision)
+		}, true},
+		{"the copy moved away, a plant published and left", func(t *testing.T, staged, decision string) {
+			mustRename(t, staged, staged+".kept")
+			stage("forged\n")(t, "", decision)
+		}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, dir, _ := newSession(t)
+			if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(session.StagingDir)), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			staged := filepath.Join(dir, filepath.FromSlash(StagedFile(rid)))
+			decision := filepath.Join(dir, filepath.FromSlash(session.DecisionFile(rid)))
+			stage("\n"+stagedLine+"\n")(t, dir, staged)
+			emptied, ok := empty(s, StagedFile(rid), []byte(stagedLine))
+			if !ok {
+				t.Fatal("the hook's copy was not emptied")
+			}
+			defer emptied.Close()
+			was, err := emptied.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.meanwhile(t, staged, decision)
+			ok, err = published(s, StagedFile(rid), session.DecisionFile(rid), emptied, was)
+			if tt.swapped && (ok || !errors.Is(err, ErrSwapped)) {
+				t.Errorf("published = %v, %v; want ErrSwapped", ok, err)
+			}
+			if !tt.swapped && (!ok || err != nil) {
+				t.Errorf("published = %v, %v; want the answer taken as given", ok, err)
+			}
+		})
+	}
+}
+
+func mustRename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRemove(t *testing.T, name string) {
+	t.Helper()
+	if err := os.Remove(name); err != nil {
+		t.Fatal(err)
+	}
+}
