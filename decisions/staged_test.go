@@ -61,12 +61,7 @@ func TestWriteStagedTurnsTheHooksOwnCopyIntoNoObjection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, dir, outside := newSession(t)
-			if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(session.StagingDir)), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			staged := filepath.Join(dir, filepath.FromSlash(StagedFile(rid)))
-			decision := filepath.Join(dir, filepath.FromSlash(session.DecisionFile(rid)))
+			s, dir, outside, staged, decision := stagingSession(t)
 			tt.plant(t, dir, staged)
 			before, _ := os.Lstat(staged)
 			if err := WriteStaged(s, rid, tt.d, "coworkbridge: no", "", tt.line); err != nil {
@@ -90,6 +85,32 @@ func TestWriteStagedTurnsTheHooksOwnCopyIntoNoObjection(t *testing.T) {
 			assertOutsideUntouched(t, outside)
 		})
 	}
+}
+
+// stagingSession is a session with a staging folder, and the paths of rid's staged copy and
+// decision file in it.
+func stagingSession(t *testing.T) (s *session.Session, dir, outside, staged, decision string) {
+	t.Helper()
+	s, dir, outside = newSession(t)
+	if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(session.StagingDir)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	staged = filepath.Join(dir, filepath.FromSlash(StagedFile(rid)))
+	decision = filepath.Join(dir, filepath.FromSlash(session.DecisionFile(rid)))
+	return s, dir, outside, staged, decision
+}
+
+// emptiedCopy stages the hook's copy of stagedLine and empties it as an adoption does; the file
+// stays open until the test ends.
+func emptiedCopy(t *testing.T, s *session.Session, dir, staged string) *os.File {
+	t.Helper()
+	stage("\n"+stagedLine+"\n")(t, dir, staged)
+	emptied, ok := empty(s, StagedFile(rid), []byte(stagedLine))
+	if !ok {
+		t.Fatal("the hook's copy was not emptied")
+	}
+	t.Cleanup(func() { emptied.Close() })
+	return emptied
 }
 
 func stage(data string) func(t *testing.T, dir, staged string) {
@@ -120,17 +141,8 @@ func content(t *testing.T, name string) string {
 }
 
 func TestAFileSwappedInForTheEmptiedCopyIsReportedAndWrittenOver(t *testing.T) {
-	s, dir, outside := newSession(t)
-	if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(session.StagingDir)), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	staged := filepath.Join(dir, filepath.FromSlash(StagedFile(rid)))
-	stage("\n"+stagedLine+"\n")(t, dir, staged)
-	emptied, ok := empty(s, StagedFile(rid), []byte(stagedLine))
-	if !ok {
-		t.Fatal("the hook's copy was not emptied")
-	}
-	defer emptied.Close()
+	s, dir, outside, staged, _ := stagingSession(t)
+	emptied := emptiedCopy(t, s, dir, staged)
 	// The agent swaps its own answer in before the rename.
 	forged := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}` + "\n"
 	if err := os.Remove(staged); err != nil {
@@ -175,24 +187,14 @@ func TestAnAnswerTakenBeforeTheLookAfterTheRenameIsNoPlant(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, dir, _ := newSession(t)
-			if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(session.StagingDir)), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			staged := filepath.Join(dir, filepath.FromSlash(StagedFile(rid)))
-			decision := filepath.Join(dir, filepath.FromSlash(session.DecisionFile(rid)))
-			stage("\n"+stagedLine+"\n")(t, dir, staged)
-			emptied, ok := empty(s, StagedFile(rid), []byte(stagedLine))
-			if !ok {
-				t.Fatal("the hook's copy was not emptied")
-			}
-			defer emptied.Close()
+			s, dir, _, staged, decision := stagingSession(t)
+			emptied := emptiedCopy(t, s, dir, staged)
 			was, err := emptied.Stat()
 			if err != nil {
 				t.Fatal(err)
 			}
 			tt.meanwhile(t, staged, decision)
-			ok, err = published(s, StagedFile(rid), session.DecisionFile(rid), emptied, was)
+			ok, err := published(s, StagedFile(rid), session.DecisionFile(rid), emptied, was)
 			if tt.swapped && (ok || !errors.Is(err, ErrSwapped)) {
 				t.Errorf("published = %v, %v; want ErrSwapped", ok, err)
 			}

@@ -407,13 +407,7 @@ func TestALinkSwappedInAfterTheCheckIsNeverFollowed(t *testing.T) {
 	for _, swapped := range []string{ClaudeDir, BridgeDir, DecisionsDir} {
 		t.Run(swapped, func(t *testing.T) {
 			tr, s := handleInUse(t)
-			full := filepath.Join(tr.sessionDir, filepath.FromSlash(swapped))
-			if err := os.Rename(full, full+".moved"); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(tr.outside, full); err != nil {
-				t.Fatal(err)
-			}
+			swapForLink(t, tr, swapped)
 			before := fingerprint(t, tr.outside)
 			everyOperation(s)
 			if after := fingerprint(t, tr.outside); after != before {
@@ -462,13 +456,7 @@ func TestALinkSwappedInDuringAHoldIsNeverFollowed(t *testing.T) {
 			if err := s.Publish(DecisionFile(rid), []byte("in the hold"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			full := filepath.Join(tr.sessionDir, filepath.FromSlash(swapped))
-			if err := os.Rename(full, full+".moved"); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(tr.outside, full); err != nil {
-				t.Fatal(err)
-			}
+			full := swapForLink(t, tr, swapped)
 			before := fingerprint(t, tr.outside)
 			if err := s.Publish(DecisionFile(rid), []byte("still held"), 0o600); err != nil {
 				t.Errorf("publishing in the hold, into the folder it checked: %v", err)
@@ -535,6 +523,20 @@ func TestAHoldLooksOnceAndTheReleaseLooksAgain(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(bridge, "decisions", rid+".json")); string(data) != "new hold" {
 		t.Errorf("a new hold published into a folder looked at before it began: the new folder holds %q", data)
 	}
+}
+
+// swapForLink moves the folder name of the session aside (to name.moved) and puts a link to the
+// outside folder in its place; it returns the folder's path.
+func swapForLink(t *testing.T, tr tree, name string) string {
+	t.Helper()
+	full := filepath.Join(tr.sessionDir, filepath.FromSlash(name))
+	if err := os.Rename(full, full+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(tr.outside, full); err != nil {
+		t.Fatal(err)
+	}
+	return full
 }
 
 // handleInUse is a session with our decisions folder and a handle that has already published a
