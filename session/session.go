@@ -76,7 +76,8 @@ type Session struct {
 	// folder above, kept open) and reopens a folder replaced or removed since: an operation costs
 	// a look per step and its own call, instead of opening and closing every folder on the way
 	// each time, and it never passes through a link, even one swapped in between the look and
-	// the use (the handle stays on the folder it checked).
+	// the use (the handle stays on the folder it checked). Within a Hold, a folder is looked at
+	// only at its first use.
 	mu   sync.Mutex
 	dirs map[string]openDir
 	// own: the folder is the daemon's own (see OpenOwn), and a folder held open is not looked
