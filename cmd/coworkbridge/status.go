@@ -193,7 +193,13 @@ func (v statusView) render(w io.Writer) {
 		fmt.Fprintf(w, "; not applied (observe): %d would-be denies, %d would-be asks", today.WouldDenies, today.WouldAsks)
 	}
 	fmt.Fprintln(w)
-	if r := s.Record; r != nil {
+	switch r := s.Record; {
+	case r == nil:
+	case r.Head == "":
+		// Nothing to verify yet: the head is read at start and at each heartbeat.
+		fmt.Fprintf(w, "decision log: %s, empty when last checked (%s); its chain head is published at the next heartbeat\n",
+			r.Log, ago(v.Now, r.CheckedAt))
+	default:
 		fmt.Fprintf(w, "decision log: %s, chain head %s at %d bytes (checked %s; 'coworkbridge report --head %s %s' verifies it)\n",
 			r.Log, r.Head, r.Size, ago(v.Now, r.CheckedAt), r.Head, r.Log)
 	}

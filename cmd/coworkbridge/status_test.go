@@ -59,6 +59,15 @@ func failingClosedSnapshot() *health.Snapshot {
 	return s
 }
 
+// withRecord is the fixture with the decision log's chain head as a heartbeat published it: ""
+// for a log that was empty when checked.
+func withRecord(head string, size int64) *health.Snapshot {
+	s := fixtureSnapshot(false)
+	s.Record = &health.RecordHead{Log: "/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl", Head: head, Size: size,
+		CheckedAt: statusNow.Add(-2 * time.Minute)}
+	return s
+}
+
 func TestStatusOutputAndExitCodes(t *testing.T) {
 	tests := []struct {
 		name string
@@ -73,6 +82,8 @@ func TestStatusOutputAndExitCodes(t *testing.T) {
 		{"not-running-linux", statusView{GOOS: "linux", Now: statusNow, Running: false}, statusNotRunning},
 		{"failing-closed", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: failingClosedSnapshot()}, statusBlocking},
 		{"after-observe", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: afterObserveSnapshot()}, statusHealthy},
+		{"chain-head", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: withRecord("3f9a0c1d2e4b5a6978c0d1e2f3a4b5c6", 48213)}, statusHealthy},
+		{"empty-log", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: withRecord("", 0)}, statusHealthy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
