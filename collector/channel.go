@@ -61,6 +61,14 @@ type channelEvent struct {
 	mod  time.Time
 }
 
+// channelWork is what a pass takes from the host channel: every event file waiting (list), or
+// only those the watcher named. Listing is for the passes that may meet files no event told of:
+// the first, the rescans, a watcher that lost events, more files than are followed by name.
+type channelWork struct {
+	list  bool
+	named []string
+}
+
 // pendingEvents lists the channel's event files, oldest first. It lists names only and looks at
 // the event files alone: the folder also holds the lease and the decisions' folder.
 func pendingEvents(cs *session.Session) []channelEvent {
@@ -70,23 +78,46 @@ func pendingEvents(cs *session.Session) []channelEvent {
 	}
 	var evs []channelEvent
 	for _, n := range names {
-		if _, ok := decisions.EventRID(n); !ok {
-			continue
+		if _, ok := decisions.EventRID(n); ok {
+			evs = appendEvent(evs, cs, n)
 		}
-		name := session.BridgeDir + "/" + n
-		fi, err := cs.Lstat(name)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		evs = append(evs, channelEvent{name, fi.ModTime()})
 	}
+	return oldestFirst(evs)
+}
+
+// namedEvents is pendingEvents for the event files of the request ids given, found by name:
+// listing the channel for each call cost as much as reading the event.
+func namedEvents(cs *session.Session, rids []string) []channelEvent {
+	var evs []channelEvent
+	for _, rid := range rids {
+		evs = appendEvent(evs, cs, decisions.EventName(rid))
+	}
+	return oldestFirst(evs)
+}
+
+// appendEvent adds the channel's file n if it is a plain file.
+func appendEvent(evs []channelEvent, cs *session.Session, n string) []channelEvent {
+	name := session.BridgeDir + "/" + n
+	fi, err := cs.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return evs
+	}
+	return append(evs, channelEvent{name, fi.ModTime()})
+}
+
+func oldestFirst(evs []channelEvent) []channelEvent {
 	slices.SortFunc(evs, func(a, b channelEvent) int { return a.mod.Compare(b.mod) })
 	return evs
 }
 
 // drainChannel judges, records and removes the channel's complete event files.
-func (c *Collector) drainChannel(ctx context.Context, cs *session.Session, t *tracked, p *policy) {
-	evs := pendingEvents(cs)
+func (c *Collector) drainChannel(ctx context.Context, cs *session.Session, t *tracked, p *policy, ch channelWork) {
+	var evs []channelEvent
+	if ch.list {
+		evs = pendingEvents(cs)
+	} else {
+		evs = namedEvents(cs, ch.named)
+	}
 	if len(evs) > 0 {
 		t.ch.touch(c.opts.Now())
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,6 +222,9 @@ type tracked struct {
 	// spool, a transcript, a decision file) does not ask for it: listing an idle channel at each
 	// event of a hook in the VM was a tenth of the daemon's work.
 	channelDue bool
+	// named are the request ids of event files the watcher saw come in the host channel: the
+	// next pass takes them by name, one look each, instead of listing the channel.
+	named []string
 
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
 	decided map[string]time.Time
@@ -470,9 +474,32 @@ func (c *Collector) scheduleChannel(t *tracked, rid string) {
 	case t.gone || c.stopped || t.taken.has(rid):
 	case t.running && len(t.waiting) < takenMax:
 		t.waiting = append(t.waiting, rid)
+	case t.running:
+		c.scheduleLocked(t, false) // more than it can follow by name: the next pass lists them
 	default:
-		c.scheduleLocked(t, false)
+		t.name(rid)
+		c.enqueueLocked(t, false, false)
 	}
+}
+
+// name notes an event file for the next pass to take by name; past takenMax of them, that pass
+// lists the channel instead. Callers hold mu.
+func (t *tracked) name(rid string) {
+	switch {
+	case slices.Contains(t.named, rid):
+	case len(t.named) < takenMax:
+		t.named = append(t.named, rid)
+	default:
+		t.channelDue = true
+	}
+}
+
+// passWork is what the next pass of t does, taken under mu as the pass starts: a housekeeping
+// pass lists the channel too.
+func (t *tracked) passWork() (housekeep bool, ch channelWork) {
+	housekeep, ch = t.housekeep, channelWork{list: t.channelDue || t.housekeep, named: t.named}
+	t.housekeep, t.channelDue, t.named = false, false, nil
+	return housekeep, ch
 }
 
 func (c *Collector) scheduleAll(housekeep bool) {

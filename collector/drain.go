@@ -57,8 +57,8 @@ func offsetKey(dir string, id spool.Identity) string {
 func offsetPrefix(dir string) string { return dir + "#" }
 
 // drain handles everything new in one session's spool; on a housekeeping pass its rotated spools
-// too, first (they are older). channel: the host channel's events too (always when housekeep).
-func (c *Collector) drain(ctx context.Context, t *tracked, housekeep, channel bool) {
+// too, first (they are older). ch: the host channel's events to take too.
+func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool, ch channelWork) {
 	p := c.pol.Load()
 	now := c.opts.Now()
 	s, done := t.sess.get(&c.kept, t.dir, "", now, func() *session.Session {
@@ -85,8 +85,8 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep, channel bo
 		t.backlog = backlogOf(s, t.dir)
 	}
 	c.checkPlants(s, t, p)
-	if channel {
-		defer c.channelPass(ctx, t, p, housekeep, now)()
+	if ch.list || len(ch.named) > 0 {
+		defer c.channelPass(ctx, t, p, housekeep, ch, now)()
 	}
 	if housekeep {
 		c.housekeep(s, t, p, now)
@@ -108,13 +108,13 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep, channel bo
 
 // channelPass drains the session's host channel, and sweeps it on a housekeeping pass. It
 // returns what lets go of the channel once the pass is over.
-func (c *Collector) channelPass(ctx context.Context, t *tracked, p *policy, housekeep bool, now time.Time) (done func()) {
+func (c *Collector) channelPass(ctx context.Context, t *tracked, p *policy, housekeep bool, ch channelWork, now time.Time) (done func()) {
 	cs, done := c.openChannel(t)
 	if cs == nil {
 		return done
 	}
 	// Events first: the sweep must never meet an event file still waiting.
-	c.drainChannel(ctx, cs, t, p)
+	c.drainChannel(ctx, cs, t, p, ch)
 	if housekeep {
 		c.housekeepChannel(cs, t, p, now)
 	}

@@ -3,7 +3,9 @@ package collector
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,28 +62,44 @@ func TestAChannelEventSeenDuringAPassStartsAnotherOnlyIfThatPassDidNotTakeIt(t *
 }
 
 // A change seen in the session itself (a spool, a transcript) starts a pass that leaves the host
-// channel alone; a channel event, a generic schedule, a housekeeping pass and a channel event the
-// last pass missed all make the next pass list it.
+// channel alone; a channel event starts one that takes that event file by name; a generic
+// schedule, a housekeeping pass and more channel events than a pass follows by name make the
+// next pass list the channel.
 func TestOnlyPassesThatNeedItListTheHostChannel(t *testing.T) {
+	many := func(c *Collector, tr *tracked) {
+		tr.running = true
+		for i := range takenMax + 1 {
+			c.scheduleChannel(tr, fmt.Sprintf("%032x", i))
+		}
+	}
 	for _, tc := range []struct {
-		name        string
-		schedule    func(c *Collector, tr *tracked)
-		wantChannel bool
+		name      string
+		schedule  func(c *Collector, tr *tracked)
+		wantList  bool
+		wantNamed []string
 	}{
-		{"a spool change", func(c *Collector, tr *tracked) { c.scheduleSession(tr, false) }, false},
-		{"a rotated spool", func(c *Collector, tr *tracked) { c.scheduleSession(tr, true) }, true},
-		{"a channel event", func(c *Collector, tr *tracked) { c.scheduleChannel(tr, ridA) }, true},
-		{"a rescan", func(c *Collector, tr *tracked) { c.schedule(tr, false) }, true},
+		{"a spool change", func(c *Collector, tr *tracked) { c.scheduleSession(tr, false) }, false, nil},
+		{"a rotated spool", func(c *Collector, tr *tracked) { c.scheduleSession(tr, true) }, true, nil},
+		{"a channel event", func(c *Collector, tr *tracked) { c.scheduleChannel(tr, ridA) }, false, []string{ridA}},
+		{"the same channel event twice", func(c *Collector, tr *tracked) {
+			c.scheduleChannel(tr, ridA)
+			c.scheduleChannel(tr, ridA)
+		}, false, []string{ridA}},
+		{"a rescan", func(c *Collector, tr *tracked) { c.schedule(tr, false) }, true, nil},
 		{"a spool change, then a channel event", func(c *Collector, tr *tracked) {
 			c.scheduleSession(tr, false)
 			c.scheduleChannel(tr, ridA)
-		}, true},
+		}, false, []string{ridA}},
 		{"a channel event the running pass did not take", func(c *Collector, tr *tracked) {
 			tr.running = true
 			c.scheduleSession(tr, false)
 			c.scheduleChannel(tr, ridA)
 			c.passDone(tr)
-		}, true},
+		}, false, []string{ridA}},
+		{"more channel events during a pass than are followed by name", func(c *Collector, tr *tracked) {
+			many(c, tr)
+			c.passDone(tr)
+		}, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Collector{queue: make(chan *tracked, 1)}
@@ -90,10 +108,52 @@ func TestOnlyPassesThatNeedItListTheHostChannel(t *testing.T) {
 			if len(c.queue) != 1 {
 				t.Fatal("no pass was queued")
 			}
-			if got := tr.channelDue || tr.housekeep; got != tc.wantChannel {
-				t.Errorf("the pass lists the channel: %v, want %v", got, tc.wantChannel)
+			_, ch := tr.passWork()
+			if ch.list != tc.wantList {
+				t.Errorf("the pass lists the channel: %v, want %v", ch.list, tc.wantList)
+			}
+			if !tc.wantList && !slices.Equal(ch.named, tc.wantNamed) {
+				t.Errorf("the pass takes by name %v, want %v", ch.named, tc.wantNamed)
 			}
 		})
+	}
+}
+
+func TestAPassTakesOnlyThePlainEventFilesItWasToldOf(t *testing.T) {
+	root := t.TempDir()
+	bridge := filepath.Join(root, session.BridgeDir)
+	if err := os.MkdirAll(bridge, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ridC := "cccccccccccccccccccccccccccccccc"
+	write := func(rid string, age time.Duration) {
+		p := filepath.Join(bridge, ".ev-"+rid)
+		if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(ridA, time.Second)
+	write(ridB, time.Minute) // older: taken first
+	write(ridC, 0)           // not named
+	if err := os.Symlink(filepath.Join(bridge, ".ev-"+ridC), filepath.Join(bridge, ".ev-dddddddddddddddddddddddddddddddd")); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := session.OpenOwn(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	evs := namedEvents(cs, []string{ridA, "dddddddddddddddddddddddddddddddd", ridB, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"})
+	var got []string
+	for _, ev := range evs {
+		got = append(got, path.Base(ev.name))
+	}
+	if want := []string{".ev-" + ridB, ".ev-" + ridA}; !slices.Equal(got, want) {
+		t.Errorf("taken %v, want %v (oldest first; no link, nothing missing, nothing not named)", got, want)
 	}
 }
 

@@ -249,11 +249,10 @@ func (c *Collector) work(ctx context.Context) {
 	for t := range c.queue {
 		c.mu.Lock()
 		t.queued, t.running = false, true
-		housekeep, channel := t.housekeep, t.channelDue || t.housekeep
-		t.housekeep, t.channelDue = false, false
+		housekeep, ch := t.passWork()
 		c.mu.Unlock()
 		if ctx.Err() == nil {
-			c.drain(ctx, t, housekeep, channel)
+			c.drain(ctx, t, housekeep, ch)
 		}
 		c.passDone(t)
 	}
@@ -267,7 +266,8 @@ func (c *Collector) passDone(t *tracked) {
 	for _, rid := range t.waiting {
 		// Its file appeared too late for the pass, or was still being written.
 		if !t.taken.has(rid) {
-			t.dirty, t.channelDue = true, true
+			t.name(rid)
+			t.dirty = true
 		}
 	}
 	t.waiting = t.waiting[:0]

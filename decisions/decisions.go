@@ -68,7 +68,7 @@ func WriteStaged(s *session.Session, rid string, d claudehook.Decision, reason, 
 var ErrSwapped = errors.New("the hook's copy was swapped for another file before it became the answer")
 
 // StagedFile names the hook's staged copy of its event in a session.
-func StagedFile(rid string) string { return session.StagingDir + "/" + hookTempPrefix + rid }
+func StagedFile(rid string) string { return session.StagingDir + "/" + EventName(rid) }
 
 // Adopt publishes no objection for rid by emptying the file name, a hook's copy of the event it
 // handed over (line, as judged), and renaming it to rid's decision file. The copy is adopted only

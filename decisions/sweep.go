@@ -18,6 +18,9 @@ const maxEntries = 10000
 // its event files in a host channel.
 const hookTempPrefix = ".ev-"
 
+// EventName is the name of a hook's event file for rid; EventRID is its inverse.
+func EventName(rid string) string { return hookTempPrefix + rid }
+
 // EventRID returns the request id of a hook's event file name (.ev-<rid>).
 func EventRID(name string) (string, bool) {
 	rid, ok := strings.CutPrefix(name, hookTempPrefix)
