@@ -177,6 +177,17 @@ func TestTheWriterNoticesWhatWasDoneToItsLastRecord(t *testing.T) {
 			f.WriteAt(bytes.Join(ls, nil), 0)
 			f.Close()
 		}, "was changed"},
+		{"joined to the record before", func(t *testing.T, path string) {
+			ls := lines(t, path)
+			ls[len(ls)-2] = append(bytes.TrimSuffix(ls[len(ls)-2], []byte("\n")), ' ') // same length
+			os.WriteFile(path, bytes.Join(ls, nil), 0o600)
+		}, "was changed"},
+		{"its newline overwritten", func(t *testing.T, path string) {
+			ls := lines(t, path)
+			last := len(ls) - 1
+			ls[last] = append(bytes.TrimSuffix(ls[last], []byte("\n")), ' ')
+			os.WriteFile(path, bytes.Join(ls, nil), 0o600)
+		}, "was changed"},
 		{"replaced", func(t *testing.T, path string) {
 			os.Remove(path)
 			os.WriteFile(path, nil, 0o600)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,45 @@ func completeLines(t *testing.T, path string) []string {
 func rec(i int) Record {
 	return Record{TS: time.Unix(1, 0), RID: fmt.Sprintf("%032x", i), Session: "s", Tool: "Bash",
 		Input: json.RawMessage(`{"command":"` + strings.Repeat("x", 300) + `"}`), Decision: "allow"}
+}
+
+// Another process (a hook on the Mac) killed mid-write leaves part of a line this writer knows
+// nothing of: the next record must not be glued to it, and the fragment stays for Verify.
+func TestARecordWrittenAfterAnotherWritersTornLineIsALineOfItsOwn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
+	l, other := Open(Options{Path: path}), Open(Options{Path: path})
+	defer l.Close()
+	defer other.Close()
+	if err := l.WriteBatch([]Record{rec(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.WriteBatch([]Record{rec(2)}); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"ts":"1970-01-01T00:00:01Z","rid":"00000000000000000000000000000003","sess`)
+	f.Close()
+	if err := l.WriteBatch([]Record{rec(4)}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	var rids []string
+	for line := range bytes.Lines(data) {
+		var r Record
+		if json.Unmarshal(line, &r) == nil {
+			rids = append(rids, r.RID)
+		}
+	}
+	if want := []string{fmt.Sprintf("%032x", 1), fmt.Sprintf("%032x", 2), fmt.Sprintf("%032x", 4)}; !slices.Equal(rids, want) {
+		t.Errorf("records read back %v, want %v", rids, want)
+	}
+	v, err := Verify([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Broken == nil {
+		t.Error("the fragment left in the chain was not reported by Verify")
+	}
 }
 
 func TestATornLineLeftByAFailedWriteIsCutBeforeTheNextWrite(t *testing.T) {

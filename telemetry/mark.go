@@ -11,9 +11,11 @@ import (
 // process can do to the file between two writes (cut it, edit a record and relink every later
 // one, swap the file) shows there.
 type mark struct {
-	fi   os.FileInfo
-	end  int64
-	head string
+	fi os.FileInfo
+	// start and end bound the line, its newline included; start is -1 when the writer did not
+	// write the line itself (Check's mark) and it is found by reading back from end.
+	start, end int64
+	head       string
 }
 
 // Head is the end of the decision log's chain.
@@ -57,7 +59,7 @@ func (l *Log) checkLocked() (Head, error) {
 	if err != nil {
 		return Head{}, fmt.Errorf("decision log %s: %w", l.opts.Path, err)
 	}
-	l.mark = mark{fi: l.fi, end: l.fi.Size(), head: head}
+	l.mark = mark{fi: l.fi, start: -1, end: l.fi.Size(), head: head}
 	return Head{Hash: head, File: l.opts.Path, Size: l.fi.Size()}, nil
 }
 
@@ -92,7 +94,7 @@ func (l *Log) checkMark() (head string) {
 	case fi.Size() < m.end:
 		l.broken = fmt.Sprintf("%s was cut from %d to %d bytes: records were removed", name, m.end, fi.Size())
 	default:
-		got, err := l.hashLineBefore(name, m.end)
+		got, err := l.hashLineBefore(name, m.start, m.end)
 		if err != nil {
 			l.broken = fmt.Sprintf("the record last written cannot be read back from %s: %v", name, err)
 		} else if got != m.head {
@@ -118,9 +120,10 @@ func (l *Log) findMarked(marked os.FileInfo) (string, os.FileInfo) {
 	return "", nil
 }
 
-// hashLineBefore returns the hash of the line that ends (newline included) at end of the file
-// at name, through the open live file when that is the one.
-func (l *Log) hashLineBefore(name string, end int64) (string, error) {
+// hashLineBefore returns the hash of the line of the file name that ends at end, or a value no
+// hash has when no line ends there. A line whose start is known (start >= 0) is read in one
+// read with the newline before it, where it fits the scratch buffer.
+func (l *Log) hashLineBefore(name string, start, end int64) (string, error) {
 	f := l.f
 	if name != l.opts.Path {
 		var err error
@@ -130,6 +133,20 @@ func (l *Log) hashLineBefore(name string, end int64) (string, error) {
 		defer f.Close()
 	}
 	buf := l.scratch()
+	from := max(start-1, 0)
+	if start >= 0 && start < end && end-from <= int64(len(buf)) {
+		b := buf[:end-from]
+		if _, err := f.ReadAt(b, from); err != nil {
+			return "", err
+		}
+		switch {
+		case b[len(b)-1] != '\n':
+			return "not the end of a line", nil
+		case start > 0 && b[0] != '\n':
+			return "not the start of a line", nil
+		}
+		return LineHash(b[start-from:]), nil
+	}
 	if _, err := f.ReadAt(buf[:1], end-1); err != nil {
 		return "", err
 	}

@@ -272,14 +272,22 @@ func (l *Log) appendLocked(lines [][]byte) error {
 			return err
 		}
 	}
-	prev, err := l.head(l.checkMark())
+	known := l.checkMark()
+	if known == "" {
+		if err := l.endOpenLine(); err != nil {
+			return err
+		}
+	}
+	prev, err := l.head(known)
 	if err != nil {
 		return err
 	}
 	buf := make([]byte, 0, size)
+	last := 0
 	for _, line := range lines {
 		linked := withPrev(line, prev)
 		prev = LineHash(linked)
+		last = len(buf)
 		buf = append(buf, linked...)
 	}
 	n, err := l.f.Write(buf)
@@ -290,7 +298,8 @@ func (l *Log) appendLocked(lines [][]byte) error {
 		l.torn = true // mended before the next write, whatever the outcome of this one
 		return err
 	}
-	l.mark = mark{fi: l.fi, end: l.fi.Size() + int64(n), head: prev}
+	at := l.fi.Size()
+	l.mark = mark{fi: l.fi, start: at + int64(last), end: at + int64(n), head: prev}
 	return nil
 }
 
@@ -325,6 +334,31 @@ func (l *Log) head(known string) (string, error) {
 		return "", fmt.Errorf("read the head of the rotated log: %w", err)
 	}
 	return h, nil
+}
+
+// endOpenLine ends with a newline a file whose last line is open: what another writer's failed
+// write, or an edit, left. Appended to, the line would swallow the record and hide it from every
+// line reader; ended, it stays for Verify to report as the foreign line it is.
+func (l *Log) endOpenLine() error {
+	fi, err := l.f.Stat() // a mend may have cut the file since l.fi
+	if err != nil {
+		return fmt.Errorf("stat the log: %w", err)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return nil
+	}
+	b := l.scratch()[:1]
+	if _, err := l.f.ReadAt(b, size-1); err != nil {
+		return fmt.Errorf("read the end of the log: %w", err)
+	}
+	if b[0] == '\n' {
+		return nil
+	}
+	if _, err := l.f.Write([]byte("\n")); err != nil {
+		return fmt.Errorf("end an open line in the log: %w", err)
+	}
+	return nil
 }
 
 // mendWindow bounds how far back mend looks for the last complete line.
