@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/internal/machine"
+	"github.com/coworkbridge/coworkbridge/session"
 )
 
 func main() {
@@ -37,8 +38,17 @@ func main() {
 	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
 	profile := flag.String("cpuprofile", "", "write each daemon's CPU profile over the measured calls to this path, suffixed .<sessions>-<callers>-<design> (needs -bin built with -tags coworkbridge_dev)")
 	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
+	floor := flag.Bool("floor", false, "also measure the floor: the same hooks answered by a Go process that only watches, reads and renames (see floor.go)")
+	serve := flag.String("floor-serve", "", "internal: run as the floor (host or vm), the folders to serve on stdin")
 	flag.Parse()
-	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *profile); err != nil {
+	if *serve != "" {
+		if err := serveFloor(*serve); err != nil {
+			fmt.Fprintln(os.Stderr, "roundtrip-bench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *floor, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
 		os.Exit(1)
 	}
@@ -57,6 +67,14 @@ func ints(s string) []int {
 	return out
 }
 
+// design is one way of answering the hooks.
+type design struct {
+	name  string
+	poll  time.Duration // the daemon polls spools at this period instead of watching them
+	vm    bool          // the hooks cannot see the host channel, as in Cowork's VM
+	floor bool          // the daemon hooks the sessions, then the floor answers (floor.go)
+}
+
 // result is one measurement.
 type result struct {
 	sessions, conc, calls int
@@ -68,7 +86,7 @@ type result struct {
 	denies                int
 }
 
-func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm bool, profile string) error {
+func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm, floor bool, profile string) error {
 	tmp, err := os.MkdirTemp("", "roundtrip-bench-")
 	if err != nil {
 		return err
@@ -87,17 +105,18 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 	// On this machine the hooks see the daemon's state, as they do in Cowork's host loop, and use
 	// the host channel; the "-vm" designs hide it from them, as the VM does, so that they go
 	// through the session's spool.
-	type design struct {
-		name string
-		poll time.Duration
-		vm   bool
+	designs := []design{{name: "fsnotify"}}
+	if floor {
+		designs = append(designs, design{name: "floor", floor: true})
 	}
-	designs := []design{{"fsnotify", 0, false}}
 	if vm {
-		designs = append(designs, design{"fsnotify-vm", 0, true})
+		designs = append(designs, design{name: "fsnotify-vm", vm: true})
+		if floor {
+			designs = append(designs, design{name: "floor-vm", vm: true, floor: true})
+		}
 	}
 	if poll > 0 {
-		designs = append(designs, design{"poll-" + poll.String() + "-vm", poll, true})
+		designs = append(designs, design{name: "poll-" + poll.String() + "-vm", poll: poll, vm: true})
 	}
 	for _, n := range sessionCounts {
 		for _, c := range concs {
@@ -106,7 +125,7 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 				if profile != "" {
 					env = append(env, fmt.Sprintf("COWORKBRIDGE_CPUPROFILE=%s.%d-%d-%s", profile, n, c, d.name))
 				}
-				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d.poll, d.vm, env)
+				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d, env)
 				if err != nil {
 					return fmt.Errorf("%d sessions, %d callers, %s: %w", n, c, d.name, err)
 				}
@@ -129,14 +148,30 @@ func report(rs []result) {
 			ms(r.p50), ms(r.p95), ms(r.p99), r.perSec, r.cpuPerEvent.Microseconds(), r.rssMB)
 	}
 	tw.Flush()
-	for i := 0; i+1 < len(rs); i++ {
-		a, b := rs[i], rs[i+1]
-		if a.design == "fsnotify-vm" && b.sessions == a.sessions && b.conc == a.conc && strings.HasPrefix(b.design, "poll-") {
-			fmt.Printf("%d sessions, %d callers: %s/fsnotify p50 %.1fx, p99 %.1fx\n", a.sessions, a.conc, b.design,
-				float64(b.p50)/float64(a.p50), float64(b.p99)/float64(a.p99))
+	same := func(a result, design func(string) bool) (result, bool) {
+		i := slices.IndexFunc(rs, func(b result) bool { return b.sessions == a.sessions && b.conc == a.conc && design(b.design) })
+		if i < 0 {
+			return result{}, false
+		}
+		return rs[i], true
+	}
+	for _, a := range rs {
+		switch a.design {
+		case "fsnotify-vm":
+			if b, ok := same(a, func(d string) bool { return strings.HasPrefix(d, "poll-") }); ok {
+				fmt.Printf("%d sessions, %d callers: %s/fsnotify p50 %.1fx, p99 %.1fx\n", a.sessions, a.conc, b.design,
+					float64(b.p50)/float64(a.p50), float64(b.p99)/float64(a.p99))
+			}
+		}
+		if f, ok := same(a, func(d string) bool { return d == floorOf(a.design) }); ok && !strings.HasPrefix(a.design, "floor") {
+			fmt.Printf("%d sessions, %d callers: %s daemon CPU %d µs/event, %d above the floor's %d\n", a.sessions, a.conc, a.design,
+				a.cpuPerEvent.Microseconds(), (a.cpuPerEvent - f.cpuPerEvent).Microseconds(), f.cpuPerEvent.Microseconds())
 		}
 	}
 }
+
+// floorOf names the floor design measured beside a design.
+func floorOf(design string) string { return strings.Replace(design, "fsnotify", "floor", 1) }
 
 // daemon is a running coworkbridge with what the benchmark reads of it.
 type daemon struct{ *machine.Daemon }
@@ -155,9 +190,47 @@ func startDaemon(m *machine.Machine, bin string, poll time.Duration, extra []str
 	return daemon{d}, err
 }
 
-// cpu is the daemon's CPU time so far (Linux: /proc; elsewhere unknown until it exits).
-func (d daemon) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.PID()))
+// responder is what answers the hooks: the daemon or the floor.
+type responder interface {
+	cpu() time.Duration
+	stop() (peakRSS int64, err error)
+}
+
+// cpu is the daemon's CPU time so far.
+func (d daemon) cpu() time.Duration { return procCPU(d.PID()) }
+
+// floor is the floor's process.
+type floor struct{ cmd *exec.Cmd }
+
+// startFloorFor starts the floor on the sessions' folders the hooks hand events over in.
+func startFloorFor(m *machine.Machine, sessions []string, vm bool) (floor, error) {
+	var bridges []string
+	for _, s := range sessions {
+		b := filepath.Join(s, ".claude", "coworkbridge")
+		if !vm {
+			b = filepath.Join(session.ChannelDir(filepath.Join(m.State, "channel"), filepath.Base(s)), session.BridgeDir)
+		}
+		bridges = append(bridges, b)
+	}
+	cmd, err := startFloor(bridges, vm)
+	return floor{cmd}, err
+}
+
+func (f floor) cpu() time.Duration { return procCPU(f.cmd.Process.Pid) }
+
+func (f floor) stop() (int64, error) {
+	f.cmd.Process.Signal(syscall.SIGTERM)
+	err := f.cmd.Wait()
+	var rss int64
+	if ru, ok := f.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024
+	}
+	return rss, err
+}
+
+// procCPU is a process's CPU time so far (Linux: /proc; elsewhere unknown).
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
@@ -196,7 +269,7 @@ func (d daemon) stop() (peakRSS int64, err error) {
 	return peakRSS, err
 }
 
-func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool, env []string) (result, error) {
+func measure(bin, dir string, n, conc, calls int, ds design, env []string) (result, error) {
 	r := result{sessions: n, conc: conc, calls: calls}
 	m, err := machine.New(dir)
 	if err != nil {
@@ -210,7 +283,7 @@ func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool, e
 		}
 		sessions = append(sessions, s)
 	}
-	d, err := startDaemon(m, bin, poll, env)
+	d, err := startDaemon(m, bin, ds.poll, env)
 	if err != nil {
 		return r, err
 	}
@@ -222,24 +295,34 @@ func measure(bin, dir string, n, conc, calls int, poll time.Duration, vm bool, e
 			return r, fmt.Errorf("%w (daemon log: %s)", err, m.DaemonLog())
 		}
 	}
-	if vm {
+	if ds.vm {
 		for i, h := range hooks {
 			hooks[i] = strings.ReplaceAll(h, string(filepath.Separator)+"channel"+string(filepath.Separator), string(filepath.Separator)+"not-in-the-vm"+string(filepath.Separator))
 		}
 	}
-	d.settle(30 * time.Second)
+	var p responder = d
+	if ds.floor {
+		if _, err := d.stop(); err != nil {
+			return r, fmt.Errorf("daemon exit: %w", err)
+		}
+		if p, err = startFloorFor(m, sessions, ds.vm); err != nil {
+			return r, err
+		}
+	} else {
+		d.settle(30 * time.Second)
+	}
 	if slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "COWORKBRIDGE_CPUPROFILE=") }) {
 		d.Process().Process.Signal(syscall.SIGUSR1) // a development build's CPU profile starts here
 	}
-	cpu0 := d.cpu()
-	lat, denies, wall, err := load(sessions, hooks, conc, calls)
-	cpu := d.cpu() - cpu0
-	rss, serr := d.stop()
+	cpu0 := p.cpu()
+	lat, denies, wall, err := load(sessions, hooks, conc, calls, !ds.floor)
+	cpu := p.cpu() - cpu0
+	rss, serr := p.stop()
 	if err != nil {
 		return r, err
 	}
 	if serr != nil {
-		return r, fmt.Errorf("daemon exit: %w", serr)
+		return r, fmt.Errorf("%s exit: %w", ds.name, serr)
 	}
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
@@ -261,7 +344,8 @@ var commands = []struct {
 }
 
 // load runs calls hooks from conc callers on random sessions and returns each hook's wall time.
-func load(sessions, hooks []string, conc, calls int) ([]time.Duration, int, time.Duration, error) {
+// judged: the answers must be the policy's; otherwise (the floor) every call must go through.
+func load(sessions, hooks []string, conc, calls int, judged bool) ([]time.Duration, int, time.Duration, error) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var denies int
@@ -280,7 +364,7 @@ func load(sessions, hooks []string, conc, calls int) ([]time.Duration, int, time
 				c := commands[i%len(commands)]
 				outb, took, err := machine.CallHook(sessions[s], hooks[s], machine.BashPayload(c.cmd))
 				out := string(outb)
-				if err == nil && (out != "") != c.deny {
+				if err == nil && (out != "") != (c.deny && judged) {
 					// A harmless call denied means the hook timed out: the daemon did not answer.
 					err = fmt.Errorf("%q answered %q", c.cmd, strings.TrimSpace(out))
 				}
