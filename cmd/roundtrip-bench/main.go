@@ -163,7 +163,7 @@ func report(rs []result) {
 					float64(b.p50)/float64(a.p50), float64(b.p99)/float64(a.p99))
 			}
 		}
-		if f, ok := same(a, func(d string) bool { return d == floorOf(a.design) }); ok && !strings.HasPrefix(a.design, "floor") {
+		if f, ok := same(a, func(d string) bool { return d == floorOf(a.design) }); ok && strings.HasPrefix(a.design, "fsnotify") {
 			fmt.Printf("%d sessions, %d callers: %s daemon CPU %d µs/event, %d above the floor's %d\n", a.sessions, a.conc, a.design,
 				a.cpuPerEvent.Microseconds(), (a.cpuPerEvent - f.cpuPerEvent).Microseconds(), f.cpuPerEvent.Microseconds())
 		}
