@@ -28,7 +28,8 @@ import (
 type floorSession struct {
 	bridge string // the folder holding alive, decisions/ and (in the VM) the spool and staging/
 	vm     bool
-	offset int64 // how far the spool is read (VM)
+	offset int64  // how far the spool is read (VM)
+	buf    []byte // the spool's read buffer, made once: the floor allocates nothing per event it need not
 }
 
 // startFloor starts the floor in a process of its own (this program, re-run), serving the
@@ -126,9 +127,11 @@ func (s *floorSession) answer(base string) {
 		return
 	}
 	defer f.Close()
-	buf := make([]byte, 64<<10)
-	n, _ := f.ReadAt(buf, s.offset)
-	chunk := buf[:n]
+	if s.buf == nil {
+		s.buf = make([]byte, 64<<10)
+	}
+	n, _ := f.ReadAt(s.buf, s.offset)
+	chunk := s.buf[:n]
 	for {
 		i := bytes.IndexByte(chunk, '\n')
 		if i < 0 {
