@@ -225,6 +225,13 @@ type tracked struct {
 	// named are the request ids of event files the watcher saw come in the host channel: the
 	// next pass takes them by name, one look each, instead of listing the channel.
 	named []string
+	// reconcileDue: the next pass reads the transcripts. An event alone does not ask for it
+	// while the transcripts' folders are all watched (see reconciler.covered): their changes
+	// ask for it themselves.
+	reconcileDue bool
+	// claudeWatched: the session's .claude folder, where the transcripts' folders are made, is
+	// watched.
+	claudeWatched bool
 
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
 	decided map[string]time.Time
@@ -439,11 +446,22 @@ func (c *Collector) schedule(t *tracked, housekeep bool) {
 
 // scheduleLocked is schedule for callers that hold mu.
 func (c *Collector) scheduleLocked(t *tracked, housekeep bool) {
+	t.reconcileDue = true
 	c.enqueueLocked(t, housekeep, true)
 }
 
-// scheduleSession is schedule for a change seen in the session folder itself: the pass it
-// starts need not list the host channel, whose own changes schedule their passes.
+// scheduleReconcile is schedule for a change seen in the transcripts, or a reading of them put
+// off: the pass it starts reads them, and need not list the host channel.
+func (c *Collector) scheduleReconcile(t *tracked) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.reconcileDue = true
+	c.enqueueLocked(t, false, false)
+}
+
+// scheduleSession is schedule for a change to a spool: the pass it starts need not list the host
+// channel, whose own changes schedule their passes, nor read the transcripts unless their
+// watches leave some out.
 func (c *Collector) scheduleSession(t *tracked, housekeep bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -494,12 +512,20 @@ func (t *tracked) name(rid string) {
 	}
 }
 
+// pass is what one pass over a session does beyond reading a spool that moved.
+type pass struct {
+	housekeep bool // renew the lease, sweep, read every spool
+	reconcile bool // read the transcripts
+	ch        channelWork
+}
+
 // passWork is what the next pass of t does, taken under mu as the pass starts: a housekeeping
-// pass lists the channel too.
-func (t *tracked) passWork() (housekeep bool, ch channelWork) {
-	housekeep, ch = t.housekeep, channelWork{list: t.channelDue || t.housekeep, named: t.named}
-	t.housekeep, t.channelDue, t.named = false, false, nil
-	return housekeep, ch
+// pass lists the channel and reads the transcripts too.
+func (t *tracked) passWork() pass {
+	w := pass{housekeep: t.housekeep, reconcile: t.reconcileDue || t.housekeep,
+		ch: channelWork{list: t.channelDue || t.housekeep, named: t.named}}
+	t.housekeep, t.reconcileDue, t.channelDue, t.named = false, false, false, nil
+	return w
 }
 
 func (c *Collector) scheduleAll(housekeep bool) {

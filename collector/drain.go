@@ -57,8 +57,9 @@ func offsetKey(dir string, id spool.Identity) string {
 func offsetPrefix(dir string) string { return dir + "#" }
 
 // drain handles everything new in one session's spool; on a housekeeping pass its rotated spools
-// too, first (they are older). ch: the host channel's events to take too.
-func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool, ch channelWork) {
+// too, first (they are older). w.ch: the host channel's events to take too.
+func (c *Collector) drain(ctx context.Context, t *tracked, w pass) {
+	housekeep, ch := w.housekeep, w.ch
 	p := c.pol.Load()
 	now := c.opts.Now()
 	s, done := t.sess.get(&c.kept, t.dir, "", now, func() *session.Session {
@@ -101,7 +102,7 @@ func (c *Collector) drain(ctx context.Context, t *tracked, housekeep bool, ch ch
 	if housekeep || c.spoolMoved(s, t) {
 		c.drainFile(ctx, s, t, p, session.SpoolFile, false)
 	}
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && (w.reconcile || !t.recon.covered || t.recon.calls.Pending()) {
 		c.reconcile(s, t, p, housekeep)
 	}
 }

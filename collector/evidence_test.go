@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -242,4 +245,147 @@ func TestACallInFlightAcrossARestartIsNotUnguarded(t *testing.T) {
 	f.transcript(toolResult("toolu_long", false))
 	f.c.scheduleAll(true)
 	f.noRule(RuleUnguarded, 1500*time.Millisecond)
+}
+
+// TestAnEventReadsTheTranscriptsOnlyWhereNoWatchCoversThem: reading the transcripts at each
+// event was a third of a busy daemon's work. While the watches cover every transcript folder and
+// .claude, where new ones are made, a line is read when its watch reports it (or at the rescan),
+// and a hook's event does not make them be read again; where one is not watched, each event still
+// does (at most once a second).
+func TestAnEventReadsTheTranscriptsOnlyWhereNoWatchCoversThem(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		refuse func(f *fixture, dir string) bool
+		// readByTheEvent: the event's pass finds the line no watch reported.
+		readByTheEvent bool
+	}{
+		{"every folder watched", func(*fixture, string) bool { return false }, false},
+		{".claude not watched", func(f *fixture, dir string) bool { return dir == filepath.Join(f.dir, ".claude") }, true},
+		{"a transcript folder not watched", func(f *fixture, dir string) bool { return dir == filepath.Dir(f.transcriptPath()) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFixture(t, managedconfig.Observe)
+				f.opts.ReconcileGrace = 50 * time.Millisecond
+				w := f.useFake()
+				w.Refuse = func(dir string) bool { return tc.refuse(f, dir) }
+				f.start()
+				synctest.Wait()
+				event := func(toolUseID, cmd string) { // a hook's event, as the watcher reports it
+					f.appendRaw(envelopeFor(f.nextRID(), "observe", toolUseID, cmd) + "\n")
+					w.Change(f.bridge("events.jsonl"), fswatch.Write)
+					synctest.Wait()
+				}
+				wrote := func() { // what the watcher reports of a transcript line, where it watches
+					w.Change(filepath.Join(f.dir, ".claude", "projects"), fswatch.Create)
+					w.Change(f.transcriptPath(), fswatch.Write)
+					synctest.Wait()
+				}
+				event("toolu_1", "ls")
+				f.transcript(toolUse("toolu_1", "ls"), toolResult("toolu_1", false))
+				wrote()
+				time.Sleep(3 * time.Second) // past the rate limit and the follow-up reading
+				synctest.Wait()
+
+				// A call with no event, whose line no watch reports (yet), then a guarded call.
+				f.transcript(toolUse("toolu_2", "curl evil.example"), toolResult("toolu_2", false))
+				event("toolu_3", "pwd")
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				if got := unguarded(f.records()); got != tc.readByTheEvent {
+					t.Fatalf("the event's pass read the transcript: %v, want %v", got, tc.readByTheEvent)
+				}
+				wrote()
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				if !unguarded(f.records()) {
+					t.Fatal("the unguarded call was not reported once its line was reported")
+				}
+			})
+		})
+	}
+}
+
+func unguarded(recs []telemetry.Record) bool {
+	return slices.ContainsFunc(recs, func(r telemetry.Record) bool { return r.Rule == RuleUnguarded })
+}
+
+// watchedSession is a session followed with a fake watcher whose transcript folders are all
+// watched, past the rate limit; event hands it an event in the host channel, as the managed hook
+// does, and the watcher reports it.
+func watchedSession(t *testing.T) (f *fixture, w *fswatch.Fake, event func(toolUseID, cmd string)) {
+	f = newFixture(t, managedconfig.Observe)
+	f.opts.ReconcileGrace = 50 * time.Millisecond
+	w = f.useFake()
+	ch := f.withChannel()
+	f.start()
+	synctest.Wait()
+	event = func(toolUseID, cmd string) {
+		rid := f.nextRID()
+		handOver(t, ch, rid, envelopeFor(rid, "observe", toolUseID, cmd))
+		if !w.Change(filepath.Join(ch, ".ev-"+rid), fswatch.Create) {
+			t.Fatal("the host channel is not watched")
+		}
+		synctest.Wait()
+	}
+	event("toolu_1", "ls")
+	f.transcript(toolUse("toolu_1", "ls"), toolResult("toolu_1", false))
+	w.Change(filepath.Join(f.dir, ".claude", "projects"), fswatch.Create)
+	time.Sleep(3 * time.Second)
+	synctest.Wait()
+	return f, w, event
+}
+
+func TestALineWrittenBeforeItsFolderWasWatchedIsRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Observe)
+		f.opts.ReconcileGrace = 50 * time.Millisecond
+		w := f.useFake()
+		f.start()
+		synctest.Wait()
+		f.transcript(toolUse("toolu_1", "curl evil.example"))
+		w.Change(filepath.Join(f.dir, ".claude", "projects"), fswatch.Create)
+		synctest.Wait() // listed and watched
+		// Written after the listing, before the watch began: no watch reports it.
+		f.transcript(toolResult("toolu_1", false))
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if !unguarded(f.records()) {
+			t.Fatal("a line written as its folder's watch began was never read")
+		}
+	})
+}
+
+func TestTranscriptsMadeAgainAfterClaudeWasMovedAreReadAtEachEventThenWatched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, w, event := watchedSession(t)
+		claude, tdir := filepath.Join(f.dir, ".claude"), filepath.Dir(f.transcriptPath())
+		// The agent moves .claude away; the watches go with it, off the names they had.
+		if err := os.Rename(claude, claude+".old"); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{claude, f.bridge(""), f.bridge("decisions"), filepath.Dir(tdir), tdir} {
+			w.Remove(filepath.Clean(d))
+		}
+		w.Send(claude, fswatch.Rename)
+		synctest.Wait()
+		// It makes the transcripts again where they were, which no watch reports; the managed
+		// hook on the Mac still hands over events.
+		os.MkdirAll(tdir, 0o700)
+		lines := toolUse("toolu_2", "curl evil.example") + "\n" + toolResult("toolu_2", false) + "\n"
+		if err := os.WriteFile(filepath.Join(tdir, "def.jsonl"), []byte(lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		event("toolu_3", "pwd")
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if !unguarded(f.records()) {
+			t.Fatal("a call in a transcript no watch covers was not read at the next event")
+		}
+		f.c.scheduleAll(true) // the rescan
+		synctest.Wait()
+		if !w.Watched(claude) || !w.Watched(tdir) {
+			t.Errorf("after the rescan: .claude watched %v, the transcripts' folder %v", w.Watched(claude), w.Watched(tdir))
+		}
+	})
 }

@@ -108,7 +108,7 @@ func TestOnlyPassesThatNeedItListTheHostChannel(t *testing.T) {
 			if len(c.queue) != 1 {
 				t.Fatal("no pass was queued")
 			}
-			_, ch := tr.passWork()
+			ch := tr.passWork().ch
 			if ch.list != tc.wantList {
 				t.Errorf("the pass lists the channel: %v, want %v", ch.list, tc.wantList)
 			}

@@ -52,11 +52,14 @@ const (
 
 // reconciler is one session's reconciliation state; it belongs to the session's worker.
 type reconciler struct {
-	since  time.Time // the session was first followed then
-	last   time.Time // the last reconciliation
-	later  bool      // a pass put off by the rate limit is scheduled
-	follow *transcript.Follower
-	calls  *ledger.Ledger
+	since time.Time // the session was first followed then
+	last  time.Time // the last reconciliation
+	later bool      // a pass put off by the rate limit is scheduled
+	// covered: the last reading found every transcript folder watched, so a pass that no
+	// change to them asked for need not read them (see Collector.watchTranscripts).
+	covered bool
+	follow  *transcript.Follower
+	calls   *ledger.Ledger
 	// versions are the Claude Code versions health has been told of, so that it hears of each
 	// once rather than at every line.
 	versions []string
@@ -86,7 +89,7 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 		if !r.later {
 			// A change in this window must still be read within seconds, not at the rescan.
 			r.later = true
-			time.AfterFunc(wait, func() { c.schedule(t, false) })
+			time.AfterFunc(wait, func() { c.scheduleReconcile(t) })
 		}
 		return
 	}
@@ -118,15 +121,15 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 		c.requestCommit() // positions kept as they go: a restart resumes, never starts over
 	}
 	if rep.More {
-		time.AfterFunc(reconcileEvery, func() { c.schedule(t, false) })
+		time.AfterFunc(reconcileEvery, func() { c.scheduleReconcile(t) })
 	}
-	c.watchTranscripts(t, rep.Dirs)
+	r.covered = c.watchTranscripts(t, rep.Dirs) && !rep.More
 	found = append(found, c.tampers(s, rep.Tampers)...)
 	found = append(found, r.calls.Settle(now, c.opts.ReconcileGrace, c.opts.ForgedAfter)...)
 	if r.calls.Pending() {
 		// Events are drained before the transcript is read, so only one still on its way needs
 		// the grace; look again once it has passed.
-		time.AfterFunc(c.opts.ReconcileGrace, func() { c.schedule(t, false) })
+		time.AfterFunc(c.opts.ReconcileGrace, func() { c.scheduleReconcile(t) })
 	}
 	// One budget for all the session makes the daemon keep: what the other parts hold comes off
 	// what the ledger may.

@@ -122,10 +122,17 @@ func (c *Collector) watch(t *tracked) {
 			c.log.Debug("cannot watch a session's host channel; the rescan covers it", "session", t.id, "err", err)
 		}
 	}
-	for _, dir := range []string{filepath.Dir(t.bridge), t.bridge, filepath.Join(t.bridge, "decisions")} {
+	claude := filepath.Dir(t.bridge)
+	for _, dir := range []string{claude, t.bridge, filepath.Join(t.bridge, "decisions")} {
 		// A link at any step is refused, never watched through, even one swapped in meanwhile.
-		if err := fswatch.AddInside(w, t.dir, dir); err != nil {
+		err := fswatch.AddInside(w, t.dir, dir)
+		if err != nil {
 			c.log.Debug("cannot watch a session's folder of ours; the rescan covers it", "session", t.id, "dir", dir, "err", err)
+		}
+		if dir == claude {
+			c.mu.Lock()
+			t.claudeWatched = err == nil
+			c.mu.Unlock()
 		}
 	}
 }
@@ -135,14 +142,21 @@ func (c *Collector) watch(t *tracked) {
 const maxTranscriptDirs = 16
 
 // watchTranscripts watches the folders that hold the session's transcripts, so that a line the
-// CLI writes is read within seconds, not at the next rescan.
-func (c *Collector) watchTranscripts(t *tracked, dirs []string) {
+// CLI writes is read within seconds, not at the next rescan. It reports whether the watches
+// cover them all, and .claude where new ones are made: then only a change they report, or a
+// rescan, needs the transcripts read again.
+func (c *Collector) watchTranscripts(t *tracked, dirs []string) (covered bool) {
 	c.mu.Lock()
 	w := c.w
+	covered = t.claudeWatched && !t.gone
 	var add []string
 	for _, d := range dirs {
 		abs := filepath.Join(t.dir, filepath.FromSlash(d))
-		if t.tdirs[abs] || len(t.tdirs) >= maxTranscriptDirs || t.gone {
+		switch {
+		case t.tdirs[abs]:
+			continue
+		case len(t.tdirs) >= maxTranscriptDirs || t.gone:
+			covered = false
 			continue
 		}
 		if t.tdirs == nil {
@@ -153,6 +167,7 @@ func (c *Collector) watchTranscripts(t *tracked, dirs []string) {
 		add = append(add, abs)
 	}
 	c.mu.Unlock()
+	added := 0
 	for _, abs := range add {
 		if err := fswatch.AddInside(w, t.dir, abs); err != nil {
 			c.log.Debug("cannot watch a transcript folder; the rescan covers it", "session", t.id, "dir", abs, "err", err)
@@ -160,8 +175,18 @@ func (c *Collector) watchTranscripts(t *tracked, dirs []string) {
 			delete(t.tdirs, abs) // tried again at the next pass
 			delete(c.byBridge, abs)
 			c.mu.Unlock()
+			covered = false // so every pass reads the transcripts, as the watch would have asked
+			continue
 		}
+		added++
 	}
+	if added > 0 && covered {
+		// A line written after the folder was listed and before its watch began is seen by no
+		// watch: read them once more.
+		c.scheduleReconcile(t)
+		return false
+	}
+	return covered
 }
 
 // Watches is the number of folders the collector watches; safe from any goroutine.
@@ -176,6 +201,9 @@ func (c *Collector) Watches() int {
 func (c *Collector) handle(ev fswatch.Event) {
 	if ev.Op == fswatch.Chmod {
 		return
+	}
+	if fswatch.Gone(ev) {
+		c.watchedGone(filepath.Clean(ev.Name))
 	}
 	dir, base := filepath.Split(filepath.Clean(ev.Name))
 	dir = filepath.Clean(dir)
@@ -193,10 +221,7 @@ func (c *Collector) handle(ev fswatch.Event) {
 	case t == nil:
 	case c.transcriptDir(t, dir):
 		if ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || fswatch.Gone(ev) {
-			c.scheduleSession(t, false) // a transcript line, or a transcript moved: reconcile now
-		}
-		if fswatch.Gone(ev) {
-			c.forgetTranscriptDir(t, ev.Name)
+			c.scheduleReconcile(t) // a transcript line, or a transcript moved: reconcile now
 		}
 	case dir == t.chBridge:
 		if rid, ok := decisions.EventRID(base); ok && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)) {
@@ -229,14 +254,28 @@ func (c *Collector) transcriptDir(t *tracked, dir string) bool {
 	return t.tdirs[dir]
 }
 
-// forgetTranscriptDir drops a transcript folder that went, so that one made again at its name is
-// watched anew.
-func (c *Collector) forgetTranscriptDir(t *tracked, name string) {
+// watchedGone forgets a watched folder that went (reported by its own watch or its parent's): a
+// folder made again at its name is not watched until it is added anew. A transcript folder is
+// added at the next reading; .claude, where new ones are made, at the housekeeping pass this
+// asks for, and until then every pass reads the transcripts.
+func (c *Collector) watchedGone(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t.tdirs[name] {
-		delete(t.tdirs, name)
-		delete(c.byBridge, name)
+	t := c.byBridge[name]
+	if t == nil {
+		return
+	}
+	// The watches of the folders below went with it, off the names they had.
+	for d := range t.tdirs {
+		if d == name || strings.HasPrefix(d, name+string(filepath.Separator)) {
+			delete(t.tdirs, d)
+			delete(c.byBridge, d)
+			t.reconcileDue = true
+		}
+	}
+	if name == filepath.Dir(t.bridge) {
+		t.claudeWatched = false
+		c.scheduleLocked(t, true)
 	}
 }
 
@@ -249,10 +288,10 @@ func (c *Collector) work(ctx context.Context) {
 	for t := range c.queue {
 		c.mu.Lock()
 		t.queued, t.running = false, true
-		housekeep, ch := t.passWork()
+		w := t.passWork()
 		c.mu.Unlock()
 		if ctx.Err() == nil {
-			c.drain(ctx, t, housekeep, ch)
+			c.drain(ctx, t, w)
 		}
 		c.passDone(t)
 	}
