@@ -139,7 +139,7 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 	var done []string
 	var held []heldAnswer
 	for _, ev := range evs {
-		l, ok := c.readEvent(cs, t, ev, p)
+		l, f, ok := c.readEvent(cs, t, ev, p)
 		if !ok {
 			continue
 		}
@@ -147,7 +147,9 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 		o.backlog = ev.mod.Before(t.recon.since)
 		done = append(done, ev.name)
 		if o.held {
-			held = append(held, heldAnswer{ev.name, o.rec.RID, l.Data})
+			held = append(held, heldAnswer{ev.name, o.rec.RID, f})
+		} else {
+			f.Close()
 		}
 		if !o.skip {
 			o.rec.Transport = telemetry.TransportChannel
@@ -182,10 +184,11 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 	return true
 }
 
-// heldAnswer is a no objection held back until its event's record is written.
+// heldAnswer is a no objection held back until its event's record is written. file is the
+// event file as it was read and judged, kept open to become the answer.
 type heldAnswer struct {
 	name, rid string
-	line      []byte
+	file      *os.File
 }
 
 // answerHeld publishes the held answers: once recorded, each event file becomes its hook's
@@ -196,25 +199,40 @@ func (c *Collector) answerHeld(cs *session.Session, t *tracked, held []heldAnswe
 	for _, h := range held {
 		if recorded {
 			// Whatever a failed adoption left at the decision's name, decide writes over it.
-			if ok, _ := decisions.Adopt(cs, h.name, h.rid, h.line); ok {
+			ok, _ := decisions.AdoptRead(cs, h.name, h.rid, h.file)
+			if h.file.Close(); ok {
 				adopted[h.name] = true
 				continue
 			}
+		} else {
+			h.file.Close()
 		}
 		c.decide(cs, t, h.rid, claudehook.Allow, "", "", started, nil)
 	}
 	return adopted
 }
 
-// readEvent reads one event file as a spool line. A file still being written (no newline yet)
-// waits, unless it is older than a hook can live: its hook died mid-write, and it is judged as
-// the damaged line it is.
-func (c *Collector) readEvent(cs *session.Session, t *tracked, ev channelEvent, p *policy) (spool.Line, bool) {
-	f, err := cs.OpenFile(ev.name, os.O_RDONLY, 0)
-	if err != nil {
-		return spool.Line{}, false
+// readEvent reads one event file as a spool line, and returns the file open read-write, to
+// become its hook's answer (decisions.AdoptRead) without being opened again; the caller closes
+// it. A file still being written (no newline yet) waits, unless it is older than a hook can
+// live: its hook died mid-write, and it is judged as the damaged line it is.
+func (c *Collector) readEvent(cs *session.Session, t *tracked, ev channelEvent, p *policy) (spool.Line, *os.File, bool) {
+	f, err := cs.OpenFile(ev.name, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrPermission) {
+		f, err = cs.OpenFile(ev.name, os.O_RDONLY, 0) // made read-only (a umask): answered beside it
 	}
-	defer f.Close()
+	if err != nil {
+		return spool.Line{}, nil, false
+	}
+	l, ok := c.readEventFile(cs, t, ev, p, f)
+	if !ok {
+		f.Close()
+		return spool.Line{}, nil, false
+	}
+	return l, f, true
+}
+
+func (c *Collector) readEventFile(cs *session.Session, t *tracked, ev channelEvent, p *policy, f *os.File) (spool.Line, bool) {
 	if n := links(f); n > 1 {
 		// A hook writes its event file once and never links it: a second name means someone
 		// made this file elsewhere and linked it in. It is not the hook's, and is not read.

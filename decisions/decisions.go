@@ -89,6 +89,20 @@ func Adopt(s *session.Session, name, rid string, line []byte) (bool, error) {
 	return publishEmptied(s, name, rid, f)
 }
 
+// AdoptRead is Adopt for a caller that judged what it read from f, the file at name opened
+// read-write, with one link: what was judged is what f holds, so it is emptied without being
+// read again. The caller closes f, after AdoptRead returns.
+func AdoptRead(s *session.Session, name, rid string, f *os.File) (bool, error) {
+	if !claudehook.ValidRID(rid) {
+		return false, nil
+	}
+	// A name given to it since it was read would keep what is emptied now.
+	if fi, err := f.Stat(); err != nil || session.Links(fi) != 1 || f.Truncate(0) != nil {
+		return false, nil
+	}
+	return publishEmptied(s, name, rid, f)
+}
+
 // empty empties the file name if it is a hook's copy of line, and returns it open.
 func empty(s *session.Session, name string, line []byte) (*os.File, bool) {
 	f, err := s.OpenSole(name, os.O_RDWR)

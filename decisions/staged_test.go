@@ -218,3 +218,52 @@ func mustRemove(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 }
+
+// AdoptRead is handed the file its caller read and judged: it checks again only what may have
+// changed since, a second name given to the file, and whatever stands at the name by the rename.
+func TestAdoptReadEmptiesTheFileReadAndPublishesItAsTheAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		meanwhile func(t *testing.T, dir, staged string) // after the read, before the adoption
+		adopted   bool
+		staged    string // what stays at the copy's name, "-" for nothing
+		decision  string // what stands at the decision's name, "-" for nothing
+	}{
+		{"the file read becomes the empty answer", func(*testing.T, string, string) {}, true, "-", ""},
+		{"a file linked elsewhere meanwhile is left whole", func(t *testing.T, dir, staged string) {
+			if err := os.Link(staged, filepath.Join(dir, "elsewhere")); err != nil {
+				t.Fatal(err)
+			}
+		}, false, "\n" + stagedLine + "\n", "-"},
+		{"a file removed meanwhile is not adopted", func(t *testing.T, _, staged string) {
+			mustRemove(t, staged)
+			stage("forged\n")(t, "", staged)
+		}, false, "forged\n", "-"},
+		{"a file swapped in at the name meanwhile is reported, for the caller to write over", func(t *testing.T, _, staged string) {
+			mustRename(t, staged, staged+".kept")
+			stage("forged\n")(t, "", staged)
+		}, false, "-", "forged\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, dir, outside, staged, decision := stagingSession(t)
+			stage("\n"+stagedLine+"\n")(t, dir, staged)
+			f, err := s.OpenFile(StagedFile(rid), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tt.meanwhile(t, dir, staged)
+			ok, err := AdoptRead(s, StagedFile(rid), rid, f)
+			if ok != tt.adopted {
+				t.Errorf("adopted = %v (%v), want %v", ok, err, tt.adopted)
+			}
+			if got := content(t, staged); got != tt.staged {
+				t.Errorf("at the copy's name %q, want %q", got, tt.staged)
+			}
+			if got := content(t, decision); got != tt.decision {
+				t.Errorf("at the decision's name %q, want %q", got, tt.decision)
+			}
+			assertOutsideUntouched(t, outside)
+		})
+	}
+}
