@@ -86,7 +86,11 @@ func Adopt(s *session.Session, name, rid string, line []byte) (bool, error) {
 	// Held open until the check after the rename: a file removed meanwhile keeps its inode, which
 	// no file swapped in can then be given.
 	defer f.Close()
-	return publishEmptied(s, name, rid, f)
+	was, err := f.Stat()
+	if err != nil {
+		return false, nil
+	}
+	return publishEmptied(s, name, rid, f, was)
 }
 
 // AdoptRead is Adopt for a caller that judged what it read from f, the file at name opened
@@ -97,10 +101,11 @@ func AdoptRead(s *session.Session, name, rid string, f *os.File) (bool, error) {
 		return false, nil
 	}
 	// A name given to it since it was read would keep what is emptied now.
-	if fi, err := f.Stat(); err != nil || session.Links(fi) != 1 || f.Truncate(0) != nil {
+	was, err := f.Stat()
+	if err != nil || session.Links(was) != 1 || f.Truncate(0) != nil {
 		return false, nil
 	}
-	return publishEmptied(s, name, rid, f)
+	return publishEmptied(s, name, rid, f, was)
 }
 
 // empty empties the file name if it is a hook's copy of line, and returns it open.
@@ -116,12 +121,9 @@ func empty(s *session.Session, name string, line []byte) (*os.File, bool) {
 	return f, true
 }
 
-// publishEmptied renames name, where the file emptied was, to rid's decision file.
-func publishEmptied(s *session.Session, name, rid string, emptied *os.File) (bool, error) {
-	was, err := emptied.Stat()
-	if err != nil {
-		return false, nil
-	}
+// publishEmptied renames name, where the file emptied was, to rid's decision file; was is the
+// emptied file's identity, taken from its handle.
+func publishEmptied(s *session.Session, name, rid string, emptied *os.File, was fs.FileInfo) (bool, error) {
 	// Rename never replaces: a file at the decision's name is a plant the watcher reported, and
 	// Write replaces it with the answer, as it would have without the copy.
 	decision := session.DecisionFile(rid)

@@ -149,7 +149,11 @@ func TestAFileSwappedInForTheEmptiedCopyIsReportedAndWrittenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	stage(forged)(t, dir, staged)
-	if ok, err := publishEmptied(s, StagedFile(rid), rid, emptied); ok || !errors.Is(err, ErrSwapped) {
+	was, err := emptied.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := publishEmptied(s, StagedFile(rid), rid, emptied, was); ok || !errors.Is(err, ErrSwapped) {
 		t.Fatalf("publishing a swapped file = %v, %v; want ErrSwapped", ok, err)
 	}
 	// What the caller then does: the answer is written over the plant.
