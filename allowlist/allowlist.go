@@ -48,6 +48,15 @@ func (l List) MCPServer(name string) bool {
 	return l.admin["mcpServers"] || l.admin["mcpServers."+name]
 }
 
+// File reports whether the admin allows the configuration file name of a kind ("skills",
+// "agents", "commands", "outputStyles") to keep what it holds: "skills" allows every skill,
+// "skills.deploy" the skill deploy.
+func (l List) File(kind, name string) bool { return l.admin[kind] || l.admin[kind+"."+name] }
+
+// Admits reports whether the admin named name itself (not through the safe list): for entries of
+// a configuration folder that are programs, such as "plugins" or "workflows".
+func (l List) Admits(name string) bool { return l.admin[name] }
+
 // Dangerous reports whether holding back name (as New takes names) undid something that can start
 // a program, rewrite a call, switch hooks off or redirect the CLI: nothing but an attempt on the
 // guard puts that into a Cowork session's settings. Other names held back (a key the safe list
@@ -72,6 +81,10 @@ var dangerousKeys = set(
 	"managedMcpServers", "enabledPlugins", "extraKnownMarketplaces", "pluginConfigs",
 	"autoInstallIdeExtension", "autoConnectIde", "allowedHttpHookUrls", "httpHookAllowedEnvVars",
 	"autoMemoryDirectory", "plansDirectory", "sshConfigs",
+	// The main thread's agent: its frontmatter hooks and servers start with the session.
+	"agent",
+	// CLI 2.1.332: where the CLI fetches downloads and its model list from.
+	"downloadsMirrorUrl", "modelCatalogUrl",
 )
 
 // dangerousEnv reports whether a variable lets settings choose what the CLI or a hook runs, where
@@ -116,7 +129,7 @@ var safeKeys = set(
 	"spinnerTipsOverride", "spinnerVerbs", "syntaxHighlightingDisabled", "teammateDefaultModel", "teammateMode",
 	"terminalProgressBarEnabled", "theme", "tui", "useAutoModeDuringPlan", "verbose", "viewMode",
 	"vimInsertModeRemaps", "voice", "voiceEnabled", "wheelScrollAccelerationEnabled", "prUrlTemplate",
-	"footerLinksRegexes", "workflowSizeGuideline", "workflowKeywordTriggerEnabled", "agent",
+	"footerLinksRegexes", "workflowSizeGuideline", "workflowKeywordTriggerEnabled",
 )
 
 // safeEnv are variables that tune the CLI without choosing code, servers or hooks.

@@ -185,3 +185,18 @@ var inlineShell = regexp.MustCompile("(?m)(^|\\s)!`|```!")
 
 // InlineShell reports whether a skill or command file runs shell commands when it is used.
 func InlineShell(data []byte) bool { return inlineShell.Match(data) }
+
+// starters are the held keys that start something or loosen permissions (as opposed to keys held
+// only because they are not known): in a Cowork session nothing but an attempt on the guard
+// writes them.
+var starters = map[string]bool{
+	"hooks": true, "mcpServers": true, "lspServers": true, "shell": true, "settings": true,
+	"monitors": true, "channels": true, "workflows": true, "permissionMode": true, "agents": true,
+	"commands": true, "skills": true, "dependencies": true, "userConfig": true,
+}
+
+// Dangerous reports whether a held key starts something or loosens permissions; a hook event
+// written at the top level (PreToolUse, ...) counts.
+func Dangerous(key string) bool {
+	return starters[key] || key != "" && key[0] >= 'A' && key[0] <= 'Z'
+}

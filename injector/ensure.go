@@ -36,6 +36,10 @@ type Outcome struct {
 	// MCP lists what was held of the MCP servers in .mcp.json and the CLI's state file, and
 	// MCPAttempts the part of it only an attempt explains (see guardMCP).
 	MCP, MCPAttempts []string
+	// Surface lists what was held of the configuration beyond settings (skills, agents, commands,
+	// output styles, plugins and the like), and SurfaceAttempts the part of it that can start
+	// something (see guardSurface).
+	Surface, SurfaceAttempts []string
 	// Running: the session's CLI had already started (it has a transcript folder), so a hook written
 	// for the first time now is unverified until an event arrives.
 	Running bool
@@ -49,6 +53,7 @@ func (o Outcome) Repairs() []string {
 	}
 	r = append(r, o.Project...)
 	r = append(r, o.MCP...)
+	r = append(r, o.Surface...)
 	if o.Replaced != "" {
 		r = append(r, "replaced a "+o.Replaced+" at settings.json")
 	}
@@ -87,7 +92,7 @@ func repairInputs(s *session.Session) []session.Stamp {
 			st[i] = session.Stamp{Dev: st[i].Dev, Ino: st[i].Ino, Mode: st[i].Mode}
 		}
 	}
-	return st
+	return append(st, surfaceStamps(s)...)
 }
 
 // Tampering lists what Ensure undid that only an attempt on the guard explains: nothing but the
@@ -102,6 +107,7 @@ func (o Outcome) Tampering() []string {
 		r = append(r, "a "+o.Replaced+" stood at settings.json")
 	}
 	r = append(r, o.MCPAttempts...)
+	r = append(r, o.SurfaceAttempts...)
 	return append(r, o.Project...)
 }
 
@@ -158,6 +164,9 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 	}
 	var merr error
 	if out.MCP, out.MCPAttempts, merr = guardMCP(s, e.Allowed, now); merr != nil {
+		return out, merr
+	}
+	if out.Surface, out.SurfaceAttempts, merr = guardSurface(s, e.Allowed, now); merr != nil {
 		return out, merr
 	}
 	data, perm, err := readSettings(s, &out, now)

@@ -334,7 +334,60 @@ func (in *Injector) watchSession(dir string) bool {
 		in.watch(outputs)
 		in.watch(filepath.Join(dir, filepath.FromSlash(projectClaudeDir)))
 	}
+	in.watchSurface(dir)
 	return a && b
+}
+
+// maxSurfaceWatches bounds the configuration folders watched in one session; past it, a change
+// there waits for the rescan.
+const maxSurfaceWatches = 32
+
+// watchSurface watches the configuration folders that exist in a session (skills and each skill,
+// agents, commands and their sub-folders), so a file planted there by a helper program, not a
+// judged call, is held at once rather than at the rescan.
+func (in *Injector) watchSurface(dir string) {
+	n := 0
+	var walk func(folder string, depth int)
+	walk = func(folder string, depth int) {
+		if n >= maxSurfaceWatches || depth > 2 {
+			return
+		}
+		// watch refuses a link at any step below the root, so the listing after it stays inside.
+		if fi, err := os.Lstat(folder); err != nil || !fi.IsDir() || !in.watch(folder) {
+			return
+		}
+		n++
+		entries, err := os.ReadDir(folder)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
+				walk(filepath.Join(folder, e.Name()), depth+1)
+			}
+		}
+	}
+	for _, level := range surfaceLevels {
+		for _, k := range surfaceKinds {
+			walk(filepath.Join(dir, filepath.FromSlash(level), k.dir), 0)
+		}
+	}
+}
+
+// surfaceEntry reports whether rel (a session-relative name) is in a configuration folder of
+// either level, or is one.
+func surfaceEntry(rel string) bool {
+	for _, level := range surfaceLevels {
+		rest, ok := strings.CutPrefix(rel, level+"/")
+		if !ok {
+			continue
+		}
+		first, _, _ := strings.Cut(rest, "/")
+		if surfaceWhole[first] != "" || isKindDir(first) {
+			return true
+		}
+	}
+	return false
 }
 
 // watchRoots watches each missing root's nearest existing ancestor, to notice it being created.
@@ -411,7 +464,11 @@ func (in *Injector) forget(dir string, t *tracked) {
 			delete(in.forgotten, d)
 		}
 	}
-	in.unwatch(filepath.Join(dir, session.ClaudeDir))
+	for d := range in.watched {
+		if strings.HasPrefix(d, dir+string(filepath.Separator)) {
+			in.unwatch(d) // .claude, outputs and the configuration folders below them
+		}
+	}
 	in.unwatch(dir)
 	delete(in.live, dir)
 	in.opts.Recorder.SessionGone(t.id)
@@ -456,6 +513,11 @@ func (in *Injector) handle(ev fswatch.Event) bool {
 	case p.Rel == "outputs" && ev.Has(fswatch.Create), p.Rel == "outputs/"+session.ClaudeDir,
 		strings.HasPrefix(p.Rel, "outputs/"+session.ClaudeDir+"/settings") && strings.Count(p.Rel, "/") == 2,
 		(p.Rel == ProjectMCPFile || p.Rel == StateFile) && !ev.Has(fswatch.Remove):
+		if _, known := in.live[p.Dir]; known {
+			in.watchSession(p.Dir)
+			in.ensure(p.Dir, p.ID(), reasonChange)
+		}
+	case surfaceEntry(p.Rel) && !ev.Has(fswatch.Remove):
 		if _, known := in.live[p.Dir]; known {
 			in.watchSession(p.Dir)
 			in.ensure(p.Dir, p.ID(), reasonChange)

@@ -89,3 +89,29 @@ func openSession(t *testing.T, dir string) *session.Session {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// A skill rewritten in place (same file, its folder's times untouched, even its modification
+// time set back) is judged again by the next rescan.
+func TestARescanJudgesASkillRewrittenInPlace(t *testing.T) {
+	in, dir := quietSession(t)
+	p := filepath.Join(dir, ".claude", "skills", "tidy", "SKILL.md")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte("---\nname: tidy\n---\n"), 0o644)
+	in.ensure(dir, "local_quiet", reasonScan)
+	in.ensure(dir, "local_quiet", reasonScan)
+	if in.live[dir].quiet == nil {
+		t.Fatal("setup: a clean skill made the session's repair find something")
+	}
+	fi, _ := os.Stat(p)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(skillWithHook)
+	f.Close()
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	in.ensure(dir, "local_quiet", reasonScan)
+	if data, _ := os.ReadFile(p); strings.Contains(string(data), "hooks:") {
+		t.Errorf("the rescan left the rewritten skill as the agent wrote it: %q", data)
+	}
+}

@@ -1,0 +1,308 @@
+package injector
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/allowlist"
+	"github.com/coworkbridge/coworkbridge/frontmatter"
+	"github.com/coworkbridge/coworkbridge/session"
+)
+
+// The CLI reads more than settings from a configuration folder: markdown files whose frontmatter
+// runs hooks of every type, starts MCP and LSP servers, picks the shell for inline commands or
+// names an agent for the main thread, and folders of whole programs (plugins, workflows,
+// routines, launch configurations). CLI 2.1.332 keeps its own sandbox's writes out of the same
+// places. A session has two such folders the agent writes: its .claude (the user level, since
+// CLAUDE_CONFIG_DIR names it) and outputs/.claude (the project level, cwd being outputs/).
+//
+// What in them can start something is held as the settings are: a frontmatter's dangerous keys are
+// cut out with the original kept aside, and a file or folder that cannot be judged key by key is
+// moved aside whole, into HeldDir, where the CLI reads nothing. An admin admits one by name
+// (allowlist.List.File).
+var surfaceLevels = []string{session.ClaudeDir, projectClaudeDir}
+
+// HeldDir is where held configuration goes: inside coworkbridge's folder, which no CLI reads
+// skills, agents or commands from.
+const HeldDir = session.BridgeDir + "/held"
+
+// surfaceKinds are the folders of markdown files and the kind of frontmatter each holds; deep
+// ones are read through their sub-folders (commands/ops/deploy.md is the command ops:deploy).
+var surfaceKinds = []struct {
+	dir   string
+	kind  frontmatter.Kind
+	admin string // the allow-list's name for the kind
+	deep  bool
+}{
+	{"skills", frontmatter.Skill, "skills", false},
+	{"agents", frontmatter.Agent, "agents", true},
+	{"commands", frontmatter.Command, "commands", true},
+	{"output-styles", frontmatter.OutputStyle, "outputStyles", true},
+}
+
+// surfaceWhole are entries of a configuration folder that hold programs or say which to start,
+// with nothing in them to judge key by key: held whole unless the admin names them.
+var surfaceWhole = map[string]string{
+	"plugins": "plugins", "workflows": "workflows", "routines": "routines", "launch.json": "launch",
+}
+
+// Bounds of one pass over a configuration folder: a flood of files is held at the rescan, not in
+// one pass that never ends.
+const (
+	maxSurfaceEntries = 256
+	maxSurfaceDepth   = 4
+	maxSurfaceBytes   = 1 << 20
+)
+
+// surface is what one pass found and did.
+type surface struct {
+	s        *session.Session
+	l        allowlist.List
+	now      time.Time
+	found    []string // every hold, for the repair report
+	attempts []string // the part only an attempt on the guard explains
+	err      error    // the first hold that could not be made
+}
+
+// guardSurface holds the configuration beyond settings in both of the session's levels.
+func guardSurface(s *session.Session, l allowlist.List, now time.Time) (found, attempts []string, err error) {
+	g := &surface{s: s, l: l, now: now}
+	for _, level := range surfaceLevels {
+		if !g.isDir(level) {
+			continue
+		}
+		for name, admin := range surfaceWhole {
+			g.holdWhole(level+"/"+name, admin)
+		}
+		for _, k := range surfaceKinds {
+			if g.isDir(level + "/" + k.dir) {
+				g.walk(level+"/"+k.dir, k.kind, k.admin, k.deep, 0)
+			}
+		}
+	}
+	return g.found, g.attempts, g.err
+}
+
+// isDir reports whether name is a folder, not a link to one.
+func (g *surface) isDir(name string) bool {
+	fi, err := g.s.Lstat(name)
+	return err == nil && fi.IsDir()
+}
+
+// walk judges the entries of one folder of kind k.
+func (g *surface) walk(dir string, k frontmatter.Kind, admin string, deep bool, depth int) {
+	entries, err := g.s.ReadDir(dir, maxSurfaceEntries)
+	if err != nil && !errors.Is(err, session.ErrTooLarge) {
+		g.fail(fmt.Errorf("list %s: %w", dir, err))
+		return
+	}
+	if errors.Is(err, session.ErrTooLarge) {
+		g.note(dir+fmt.Sprintf(": more than %d entries, only the first judged", maxSurfaceEntries), true)
+	}
+	for _, e := range entries {
+		name := dir + "/" + e.Name()
+		switch {
+		case e.Type()&fs.ModeSymlink != 0, !e.IsDir() && !e.Type().IsRegular():
+			g.removeOdd(name, e.Type())
+		case k == frontmatter.Skill && e.IsDir():
+			g.skill(name, admin)
+		case e.IsDir() && deep && depth < maxSurfaceDepth:
+			g.walk(name, k, admin, deep, depth+1)
+		case !e.IsDir() && strings.EqualFold(path.Ext(name), ".md") && k != frontmatter.Skill:
+			g.file(name, k, admin, fileName(name))
+		default:
+			// A kind of entry the CLI reads nothing from today may be read tomorrow.
+			g.moveAside(name, "an entry of no known kind", g.l.File(admin, e.Name()), false)
+		}
+	}
+}
+
+// skill judges a skill's folder: its SKILL.md, in whatever case (macOS's file systems ignore it).
+// The rest of the folder is the skill's scripts and notes, which run only through judged calls.
+func (g *surface) skill(dir, admin string) {
+	names, err := g.s.ReadDirNames(dir, maxSurfaceEntries)
+	if err != nil && !errors.Is(err, session.ErrTooLarge) {
+		g.fail(fmt.Errorf("list %s: %w", dir, err))
+		return
+	}
+	for _, n := range names {
+		if !strings.EqualFold(n, "SKILL.md") {
+			continue
+		}
+		name := dir + "/" + n
+		fi, err := g.s.Lstat(name)
+		switch {
+		case err != nil:
+			g.fail(fmt.Errorf("examine %s: %w", name, err))
+		case !fi.Mode().IsRegular() && !fi.IsDir():
+			g.removeOdd(name, fi.Mode().Type())
+		case fi.IsDir():
+			g.moveAside(name, "a folder named like a skill file", g.l.File(admin, path.Base(dir)), true)
+		default:
+			g.file(name, frontmatter.Skill, admin, path.Base(dir))
+		}
+	}
+}
+
+// fileName is the name an admin allows a markdown file by: its name less ".md".
+func fileName(name string) string {
+	base := path.Base(name)
+	return base[:len(base)-len(path.Ext(base))]
+}
+
+// file judges one markdown file and holds what it must.
+func (g *surface) file(name string, k frontmatter.Kind, admin, id string) {
+	if g.l.File(admin, id) {
+		return
+	}
+	fi, err := g.s.Lstat(name)
+	if err != nil {
+		g.fail(fmt.Errorf("examine %s: %w", name, err))
+		return
+	}
+	if fi.Size() > maxSurfaceBytes {
+		g.moveAside(name, "too large to judge", false, true)
+		return
+	}
+	data, err := g.s.ReadFile(name, maxSurfaceBytes)
+	if err != nil {
+		g.fail(fmt.Errorf("read %s: %w", name, err))
+		return
+	}
+	v := frontmatter.Judge(k, data, nil)
+	switch {
+	case v.Clean():
+	case v.Whole != "" || v.Shell:
+		g.moveAside(name, strings.Join(v.Reasons(), "; "), false, true)
+	default:
+		g.cut(name, data, v, fi.Mode().Perm())
+	}
+}
+
+// cut puts what the verdict keeps in place of the file, with the original kept aside.
+func (g *surface) cut(name string, data []byte, v frontmatter.Verdict, perm fs.FileMode) {
+	aside := g.heldName(name)
+	if err := g.s.MkdirAll(HeldDir, 0o700); err != nil {
+		g.fail(fmt.Errorf("prepare %s: %w", HeldDir, err))
+		return
+	}
+	if err := g.s.WriteFile(aside, data, 0o600); err != nil {
+		g.fail(fmt.Errorf("keep a copy of %s: %w", name, err))
+		return
+	}
+	if err := g.s.Replace(name, v.Keep, perm); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		g.fail(fmt.Errorf("write %s: %w", name, err))
+		return
+	}
+	attempt := false
+	for _, k := range v.Held {
+		attempt = attempt || frontmatter.Dangerous(k)
+	}
+	g.note(fmt.Sprintf("%s: held %s (original kept as %s)", name, strings.Join(v.Held, ", "), aside), attempt)
+}
+
+// holdWhole moves aside an entry that is a program or names one, unless the admin allows it.
+func (g *surface) holdWhole(name, admin string) {
+	fi, err := g.s.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		g.fail(fmt.Errorf("examine %s: %w", name, err))
+	case fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() && !fi.Mode().IsRegular():
+		g.removeOdd(name, fi.Mode().Type())
+	default:
+		g.moveAside(name, "it starts programs the admin has not allowed", g.l.Admits(admin), true)
+	}
+}
+
+// moveAside moves name into HeldDir whole, unless allowed.
+func (g *surface) moveAside(name, why string, allowed, attempt bool) {
+	if allowed {
+		return
+	}
+	aside := g.heldName(name)
+	if err := g.s.MkdirAll(HeldDir, 0o700); err != nil {
+		g.fail(fmt.Errorf("prepare %s: %w", HeldDir, err))
+		return
+	}
+	if err := g.s.MoveAside(name, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		g.fail(fmt.Errorf("move %s aside: %w", name, err))
+		return
+	}
+	g.note(fmt.Sprintf("%s: held whole, %s (moved to %s)", name, why, aside), attempt)
+}
+
+// removeOdd removes a link or special file from a configuration folder: the CLI would follow a
+// link out of the session, and the link itself is the agent's.
+func (g *surface) removeOdd(name string, t fs.FileMode) {
+	if err := g.s.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		g.fail(fmt.Errorf("remove the %v at %s: %w", t, name, err))
+		return
+	}
+	g.note(fmt.Sprintf("%s: a link or special file (%v) in the CLI's configuration, removed", name, t), true)
+}
+
+// heldName is where name is kept aside: one flat name per entry and time, directly in HeldDir.
+func (g *surface) heldName(name string) string {
+	flat := strings.NewReplacer("/", "__").Replace(name)
+	return HeldDir + "/" + g.now.UTC().Format("20060102T150405.000Z") + "-" + flat
+}
+
+func (g *surface) note(msg string, attempt bool) {
+	g.found = append(g.found, msg)
+	if attempt {
+		g.attempts = append(g.attempts, msg)
+	}
+}
+
+func (g *surface) fail(err error) {
+	if g.err == nil {
+		g.err = err
+	}
+}
+
+// surfaceStamps stamps every entry of the configuration folders guardSurface reads, so that a
+// rescan can tell an unchanged surface from a file rewritten in place (which changes no
+// folder's times). It reads names, not contents, and stops after maxSurfaceEntries entries.
+func surfaceStamps(s *session.Session) []session.Stamp {
+	var out []session.Stamp
+	for _, level := range surfaceLevels {
+		names, _ := s.ReadDirNames(level, maxSurfaceEntries)
+		for _, n := range names {
+			if surfaceWhole[n] != "" || isKindDir(n) {
+				out = stampTree(s, level+"/"+n, out, 0)
+			}
+		}
+	}
+	return out
+}
+
+func isKindDir(n string) bool {
+	for _, k := range surfaceKinds {
+		if k.dir == n {
+			return true
+		}
+	}
+	return false
+}
+
+// stampTree appends the stamps of name and, for a folder, of what is below it.
+func stampTree(s *session.Session, name string, out []session.Stamp, depth int) []session.Stamp {
+	fi, err := s.Lstat(name)
+	if err != nil || len(out) >= maxSurfaceEntries {
+		return out
+	}
+	out = append(out, session.StampOf(fi))
+	if !fi.IsDir() || depth > maxSurfaceDepth {
+		return out
+	}
+	names, _ := s.ReadDirNames(name, maxSurfaceEntries)
+	for _, n := range names {
+		out = stampTree(s, name+"/"+n, out, depth+1)
+	}
+	return out
+}
