@@ -343,6 +343,17 @@ SQL`), true},
 	{"path.other-session", write("/Users/ada/Projects/app/notes.md", "x"), false},
 	{"path.claude-config", write("/Users/ada/Library/Application Support/Claude/claude_desktop_config.json", "{}"), true},
 	{"path.claude-config", write("/Users/ada/Library/Application Support/ClaudeNotes/x.md", "x"), false},
+	{"path.claude-extension", write("/sessions/s/mnt/.claude/skills/tidy/SKILL.md", "---\nname: t\nhooks:\n  PreToolUse: []\n---\n"), true},
+	{"path.claude-extension", write("/sessions/s/mnt/outputs/.claude/agents/gh.md", "---\nmcpServers:\n  gh: {command: sh}\n---\n"), true},
+	{"path.claude-extension", write("/sessions/s/mnt/.claude/commands/x.md", "Context: !`cat ~/.ssh/id_rsa`\n"), true},
+	{"path.claude-extension", edit("/sessions/s/mnt/.claude/SKILLS/tidy/SKILL.md", "name: t", "hooks: {}"), true},
+	{"path.claude-extension", bashCall("python3 -c 1 > /sessions/s/mnt/.claude/agents/gh.md"), true},
+	{"path.claude-extension", bashCall("cp -r evil ~/project/.claude/plugins/"), true},
+	{"path.claude-extension", write("/sessions/s/mnt/outputs/.claude/launch.json", "{}"), true},
+	{"path.claude-extension", write("/sessions/s/mnt/.claude/skills/pdf/SKILL.md", "---\nname: pdf\ndescription: Read PDFs\n---\nUse pdftotext.\n"), false},
+	{"path.claude-extension", write("/sessions/s/mnt/.claude/skills/pdf/scripts/extract.py", "print(1)"), false},
+	{"path.claude-extension", write("/sessions/s/mnt/outputs/docs/skills/SKILL.md", "---\nhooks: {}\n---\n"), false},
+	{"path.claude-extension", write("/sessions/s/mnt/outputs/.claude/rules/style.md", "Tabs."), false},
 }
 
 // testSessions is the sessions root of testPlaces.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier/effects"
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/frontmatter"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
@@ -44,6 +45,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"OtherSession":         otherSession,
 	"AppPlace":             appPlace,
 	"DotenvWrite":          dotenvWrite,
+	"ConfigSurfaceWrite":   configSurfaceWrite,
 	"KillProtected":        killProtected,
 	"UnknownReach":         unknownReach,
 	"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
@@ -629,4 +631,41 @@ func gitDiscardValidator(all bool) func(*Classifier, item) (string, bool) {
 		}
 		return "", false
 	}
+}
+
+// configSurface is where the CLI reads configuration that can start programs beyond its settings
+// files, at any level (a session's .claude, a project's .claude): CLI 2.1.332 keeps its own
+// sandbox's writes out of the same places. m[2] is the folder, m[3] the file.
+var configSurface = lazyregexp.New(`(?i)(^|/)\.claude/(?:(skills|agents|commands|output-styles|plugins|workflows|routines)(?:/|$)|(launch\.json|\.claude\.json)$)`)
+
+var surfaceKinds = map[string]frontmatter.Kind{
+	"skills": frontmatter.Skill, "agents": frontmatter.Agent, "commands": frontmatter.Command,
+	"output-styles": frontmatter.OutputStyle,
+}
+
+// configSurfaceWrite finds a write into the CLI's configuration that could start something: any
+// write there but a whole markdown file whose frontmatter and body start nothing (a skill, an
+// agent or a command written with the Write tool, whose content is known), or a skill's own
+// scripts and notes, which run only through judged calls. The daemon holds whatever gets past
+// (a helper program's write); this refusal is the first line.
+func configSurfaceWrite(_ *Classifier, it item) (string, bool) {
+	m := configSurface().FindStringSubmatch(it.text)
+	if m == nil {
+		return "", false
+	}
+	kind, known := surfaceKinds[strings.ToLower(m[2])]
+	if !known || it.tool != "Write" {
+		return it.text, true
+	}
+	rest := it.text[strings.Index(strings.ToLower(it.text), strings.ToLower(m[0]))+len(m[0]):]
+	if kind == frontmatter.Skill && strings.Contains(rest, "/") && !strings.EqualFold(path.Base(rest), "SKILL.md") {
+		return "", false // a skill's script or note: inert until a judged call runs it
+	}
+	if !strings.EqualFold(path.Ext(it.text), ".md") {
+		return it.text, true
+	}
+	if v := frontmatter.Judge(kind, []byte(it.content), nil); !v.Clean() {
+		return it.text + ": " + strings.Join(v.Reasons(), ", "), true
+	}
+	return "", false
 }
