@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
@@ -62,18 +61,13 @@ func Content(exe string, cfg managedconfig.Config, sc *injector.Schema) ([]byte,
 	if cfg.Lockdown {
 		hooks["ConfigChange"] = []claudehook.HookGroup{claudehook.ExecGroup("", exe, []string{"hook"}, Timeout)}
 		doc["allowManagedHooksOnly"] = true
+		// Skills' inline !`cmd` run on the Mac in a session opened on a user's folder, which
+		// no session hook sees (verified with CLI 2.1.332).
+		doc["disableSkillShellExecution"] = true
 		if cfg.Policy.RestrictMCPServers {
-			names := slices.Clone(cfg.Policy.AllowedMCPServers)
-			for _, s := range CoworkServers {
-				if !slices.Contains(names, s) {
-					names = append(names, s)
-				}
-			}
-			list := make([]map[string]string, len(names))
-			for i, n := range names {
-				list[i] = map[string]string{"serverName": n}
-			}
-			doc["allowedMcpServers"] = list
+			doc["allowedMcpServers"] = mcpList(cfg.Policy.Servers())
+			// Only this list counts: a user or project allowedMcpServers cannot widen it.
+			doc["allowManagedMcpServersOnly"] = true
 		}
 	}
 	if cfg.RequiredMinimumVersion != "" {
@@ -90,6 +84,31 @@ func Content(exe string, cfg managedconfig.Config, sc *injector.Schema) ([]byte,
 		return nil, fmt.Errorf("the drop-in fails Claude Code's settings schema, so it was not written (report this to the coworkbridge maintainers): %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// mcpList is Claude Code's allowedMcpServers for the admin's servers and Cowork's own: each by
+// what it starts where the admin said (an entry by name admits any command under that name,
+// which the agent can give its own server: verified with CLI 2.1.332), by name otherwise.
+func mcpList(servers []managedconfig.MCPServer) []map[string]any {
+	var list []map[string]any
+	named := map[string]bool{}
+	for _, s := range servers {
+		switch {
+		case len(s.Command) > 0:
+			list = append(list, map[string]any{"serverCommand": s.Command})
+		case s.URL != "":
+			list = append(list, map[string]any{"serverUrl": s.URL})
+		case !named[s.Name]:
+			named[s.Name] = true
+			list = append(list, map[string]any{"serverName": s.Name})
+		}
+	}
+	for _, n := range CoworkServers {
+		if !named[n] {
+			list = append(list, map[string]any{"serverName": n})
+		}
+	}
+	return list
 }
 
 // Write puts data at dir/Name atomically, mode 0644, owned by root when run as root: Claude

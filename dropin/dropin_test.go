@@ -32,9 +32,11 @@ type doc struct {
 			OnFailure string   `json:"onFailure"`
 		} `json:"hooks"`
 	} `json:"hooks"`
-	AllowManagedHooksOnly  bool                `json:"allowManagedHooksOnly"`
-	AllowedMcpServers      []map[string]string `json:"allowedMcpServers"`
-	RequiredMinimumVersion string              `json:"requiredMinimumVersion"`
+	AllowManagedHooksOnly      bool                `json:"allowManagedHooksOnly"`
+	AllowedMcpServers          []map[string]string `json:"allowedMcpServers"`
+	RequiredMinimumVersion     string              `json:"requiredMinimumVersion"`
+	AllowManagedMcpServersOnly bool                `json:"allowManagedMcpServersOnly"`
+	DisableSkillShellExecution bool                `json:"disableSkillShellExecution"`
 }
 
 func parse(t *testing.T, data []byte) doc {
@@ -87,6 +89,33 @@ func TestUnderLockdownOnlyManagedHooksRunAndSettingsChangesAreJudged(t *testing.
 	}
 	if d.RequiredMinimumVersion != "2.1.329" {
 		t.Errorf("requiredMinimumVersion %q", d.RequiredMinimumVersion)
+	}
+	if !d.AllowManagedMcpServersOnly || !d.DisableSkillShellExecution {
+		t.Errorf("allowManagedMcpServersOnly %v, disableSkillShellExecution %v: want both", d.AllowManagedMcpServersOnly, d.DisableSkillShellExecution)
+	}
+}
+
+// A server the admin named with what it starts is named so to Claude Code: a server the agent
+// makes under the same name starts nothing.
+func TestUnderLockdownAServerIsNamedByItsCommandOrURL(t *testing.T) {
+	cfg := managedconfig.Config{Lockdown: true}
+	cfg.Policy.RestrictMCPServers = true
+	cfg.Policy.MCPServers = []managedconfig.MCPServer{
+		{Name: "github", Command: []string{"npx", "-y", "server-github"}},
+		{Name: "linear", URL: "https://mcp.linear.app/*"},
+	}
+	data, err := Content(exe, cfg, schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		AllowedMcpServers []map[string]any `json:"allowedMcpServers"`
+	}
+	json.Unmarshal(data, &doc)
+	got, _ := json.Marshal(doc.AllowedMcpServers)
+	want := `[{"serverCommand":["npx","-y","server-github"]},{"serverUrl":"https://mcp.linear.app/*"},{"serverName":"workspace"}]`
+	if string(got) != want {
+		t.Errorf("allowedMcpServers %s, want %s", got, want)
 	}
 }
 

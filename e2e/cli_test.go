@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,63 +21,97 @@ import (
 	"time"
 )
 
-// cliVersion is the Claude Code release the tests pin: the one the reference facts were
-// verified with.
-const cliVersion = "2.1.329"
-
-var (
-	cliOnce sync.Once
-	cliPath string
-	cliErr  string
+// cliVersion is the Claude Code release the tests pin: the newest, whose new keys and events the
+// guard must refuse by default. previousCLIVersion is the pin before it; the scenarios whose
+// behaviour differs between releases run against both (claudeBinaryAt).
+const (
+	cliVersion         = "2.1.332"
+	previousCLIVersion = "2.1.329"
 )
 
-// claudeBinary returns the CLI to drive, installing it once per machine if needed.
+var (
+	cliMu    sync.Mutex
+	cliFound = map[string]cliInstall{}
+)
+
+type cliInstall struct{ path, err string }
+
+// claudeBinary returns the pinned CLI to drive, installing it once per machine if needed.
 func claudeBinary(t testing.TB) string {
 	t.Helper()
-	cliOnce.Do(func() { cliPath, cliErr = findOrInstallCLI() })
-	if cliPath == "" {
-		msg := "Claude Code CLI unavailable: " + cliErr +
-			". To run these tests, install npm (the CLI " + cliVersion + " is then fetched into the user cache folder) or set COWORKBRIDGE_CLAUDE_BIN to a claude binary."
+	return claudeBinaryAt(t, cliVersion)
+}
+
+// claudeBinaryAt returns the CLI of one release. $COWORKBRIDGE_CLAUDE_BIN stands in for the
+// pinned release only, and must be that release: a test run on another binary than it says
+// would prove nothing about the pin.
+func claudeBinaryAt(t testing.TB, version string) string {
+	t.Helper()
+	cliMu.Lock()
+	got, ok := cliFound[version]
+	if !ok {
+		got = findOrInstallCLI(version)
+		cliFound[version] = got
+	}
+	cliMu.Unlock()
+	if got.path == "" {
+		msg := "Claude Code CLI " + version + " unavailable: " + got.err +
+			". To run these tests, install npm (the CLI is then fetched into the user cache folder) or set COWORKBRIDGE_CLAUDE_BIN to a claude " + cliVersion + " binary."
 		if os.Getenv("COWORKBRIDGE_E2E") == "require" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	return cliPath
+	return got.path
 }
 
-func findOrInstallCLI() (string, string) {
-	if p := os.Getenv("COWORKBRIDGE_CLAUDE_BIN"); p != "" {
+func findOrInstallCLI(version string) cliInstall {
+	if p := os.Getenv("COWORKBRIDGE_CLAUDE_BIN"); p != "" && version == cliVersion {
 		if _, err := os.Stat(p); err != nil {
-			return "", "COWORKBRIDGE_CLAUDE_BIN: " + err.Error()
+			return cliInstall{err: "COWORKBRIDGE_CLAUDE_BIN: " + err.Error()}
 		}
-		return p, ""
+		return checkVersion(p, version)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", err.Error()
+		return cliInstall{err: err.Error()}
 	}
-	dir := filepath.Join(cache, "coworkbridge-e2e", "claude-code-"+cliVersion)
+	dir := filepath.Join(cache, "coworkbridge-e2e", "claude-code-"+version)
 	platform := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
 	bin := filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code-"+runtime.GOOS+"-"+platform, "claude")
 	if _, err := os.Stat(bin); err == nil {
-		return bin, ""
+		return checkVersion(bin, version)
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		return "", "npm not found"
+		return cliInstall{err: "npm not found"}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err.Error()
+		return cliInstall{err: err.Error()}
 	}
-	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, "@anthropic-ai/claude-code@"+cliVersion)
+	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", dir, "@anthropic-ai/claude-code@"+version)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "npm install failed: " + err.Error() + ": " + lastLines(string(out), 5)
+		return cliInstall{err: "npm install failed: " + err.Error() + ": " + lastLines(string(out), 5)}
 	}
 	if _, err := os.Stat(bin); err != nil {
-		return "", "npm installed no binary at " + bin
+		return cliInstall{err: "npm installed no binary at " + bin}
 	}
-	return bin, ""
+	return checkVersion(bin, version)
+}
+
+// checkVersion runs bin --version and accepts it only if it is version.
+func checkVersion(bin, version string) cliInstall {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return cliInstall{err: bin + " --version: " + err.Error()}
+	}
+	got, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if got != version {
+		return cliInstall{err: fmt.Sprintf("%s is Claude Code %s, not the %s these tests pin", bin, got, version)}
+	}
+	return cliInstall{path: bin}
 }
 
 func lastLines(s string, n int) string {
@@ -128,19 +163,25 @@ type vmView struct {
 // cliArgs are extra command-line arguments for the CLI.
 func runCLIAs(t testing.TB, api *fakeAPI, sessionDir string, vm *vmView, cliArgs []string, extraEnv ...string) cliRun {
 	t.Helper()
-	return runCLIWith(t, api, sessionDir, vm, cliArgs, nil, extraEnv...)
+	return runCLIWith(t, cliVersion, api, sessionDir, vm, cliArgs, nil, extraEnv...)
 }
 
 // runCLIWrapped is runCLI with the CLI started through wrapper (a command and its arguments,
 // which end by running "$@").
 func runCLIWrapped(t testing.TB, api *fakeAPI, sessionDir string, wrapper []string, extraEnv ...string) cliRun {
 	t.Helper()
-	return runCLIWith(t, api, sessionDir, nil, nil, wrapper, extraEnv...)
+	return runCLIWith(t, cliVersion, api, sessionDir, nil, nil, wrapper, extraEnv...)
 }
 
-func runCLIWith(t testing.TB, api *fakeAPI, sessionDir string, vm *vmView, cliArgs, wrapper []string, extraEnv ...string) cliRun {
+// runCLIAt is runCLI with the CLI of another release.
+func runCLIAt(t testing.TB, version string, api *fakeAPI, sessionDir string, extraEnv ...string) cliRun {
 	t.Helper()
-	bin := claudeBinary(t)
+	return runCLIWith(t, version, api, sessionDir, nil, nil, nil, extraEnv...)
+}
+
+func runCLIWith(t testing.TB, version string, api *fakeAPI, sessionDir string, vm *vmView, cliArgs, wrapper []string, extraEnv ...string) cliRun {
+	t.Helper()
+	bin := claudeBinaryAt(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	args := append([]string{"-p", "do the task", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"}, cliArgs...)

@@ -36,8 +36,15 @@ func newManagedMachine(t *testing.T, cfgJSON string, patch func([]byte) []byte) 
 	if err := os.WriteFile(m.config, []byte(cfgJSON), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var cfg managedconfig.Config
-	json.Unmarshal([]byte(cfgJSON), &struct{ Lockdown *bool }{&cfg.Lockdown})
+	env := managedconfig.Env{GOOS: "linux", Home: m.base, Getenv: func(string) string { return "" }}
+	paths, err := env.Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := managedconfig.Parse([]byte(cfgJSON), m.config, env, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sc, err := injector.NewSchema()
 	if err != nil {
 		t.Fatal(err)
@@ -58,13 +65,19 @@ func newManagedMachine(t *testing.T, cfgJSON string, patch func([]byte) []byte) 
 // run runs the CLI in the session as Cowork's host loop does, with /etc/claude-code from m.
 func (m *managedMachine) run(t *testing.T, api *fakeAPI, session string, extraEnv ...string) cliRun {
 	t.Helper()
+	return m.runAt(t, cliVersion, api, session, extraEnv...)
+}
+
+// runAt is run with the CLI of another release.
+func (m *managedMachine) runAt(t *testing.T, version string, api *fakeAPI, session string, extraEnv ...string) cliRun {
+	t.Helper()
 	work := filepath.Join(m.base, "overlay-work")
 	os.RemoveAll(work)
 	os.MkdirAll(work, 0o755)
 	wrap := `mount -t overlay coworkbridge-e2e-etc -o lowerdir=/etc,upperdir="$UPPER",workdir="$WORK" /etc && exec "$@"`
 	env := append([]string{"UPPER=" + m.upper, "WORK=" + work, "COWORKBRIDGE_MANAGED_CONFIG=" + m.config,
 		"COWORKBRIDGE_STATE_DIR=" + filepath.Join(m.base, "state"), "COWORKBRIDGE_LOG_DIR=" + m.logDir}, extraEnv...)
-	return runCLIWrapped(t, api, session, []string{"unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, env...)
+	return runCLIWith(t, version, api, session, nil, nil, []string{"unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, env...)
 }
 
 func (m *managedMachine) log() string {

@@ -383,7 +383,7 @@ func surfaceEntry(rel string) bool {
 			continue
 		}
 		first, _, _ := strings.Cut(rest, "/")
-		if surfaceWhole[first] != "" || isKindDir(first) {
+		if surfaceWhole[first] != "" || first == pluginsDir || isKindDir(first) {
 			return true
 		}
 	}

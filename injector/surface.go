@@ -47,8 +47,16 @@ var surfaceKinds = []struct {
 // surfaceWhole are entries of a configuration folder that hold programs or say which to start,
 // with nothing in them to judge key by key: held whole unless the admin names them.
 var surfaceWhole = map[string]string{
-	"plugins": "plugins", "workflows": "workflows", "routines": "routines", "launch.json": "launch",
+	"workflows": "workflows", "routines": "routines", "launch.json": "launch",
 }
+
+// pluginsDir holds installed plugins (cache/, marketplaces/, installed_plugins.json, ...), each
+// of which can start programs, beside store/, where the CLI keeps its built-in plugins' state
+// and which it makes in every session: everything but store/ is held unless the admin allows
+// "plugins".
+const pluginsDir = "plugins"
+
+const pluginsState = "store"
 
 // Bounds of one pass over a configuration folder: a flood of files is held at the rescan, not in
 // one pass that never ends.
@@ -78,6 +86,7 @@ func guardSurface(s *session.Session, l allowlist.List, now time.Time) (found, a
 		for name, admin := range surfaceWhole {
 			g.holdWhole(level+"/"+name, admin)
 		}
+		g.plugins(level + "/" + pluginsDir)
 		for _, k := range surfaceKinds {
 			if g.isDir(level + "/" + k.dir) {
 				g.walk(level+"/"+k.dir, k.kind, k.admin, k.deep, 0)
@@ -219,6 +228,32 @@ func (g *surface) holdWhole(name, admin string) {
 	}
 }
 
+// plugins holds what is installed in a plugins folder, the CLI's own state aside.
+func (g *surface) plugins(dir string) {
+	fi, err := g.s.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		g.fail(fmt.Errorf("examine %s: %w", dir, err))
+		return
+	case !fi.IsDir():
+		g.holdWhole(dir, pluginsDir)
+		return
+	}
+	names, err := g.s.ReadDirNames(dir, maxSurfaceEntries)
+	if err != nil && !errors.Is(err, session.ErrTooLarge) {
+		g.fail(fmt.Errorf("list %s: %w", dir, err))
+		return
+	}
+	for _, n := range names {
+		if n == pluginsState && g.isDir(dir+"/"+n) {
+			continue
+		}
+		g.holdWhole(dir+"/"+n, pluginsDir)
+	}
+}
+
 // moveAside moves name into HeldDir whole, unless allowed.
 func (g *surface) moveAside(name, why string, allowed, attempt bool) {
 	if allowed {
@@ -273,7 +308,7 @@ func surfaceStamps(s *session.Session) []session.Stamp {
 	for _, level := range surfaceLevels {
 		names, _ := s.ReadDirNames(level, maxSurfaceEntries)
 		for _, n := range names {
-			if surfaceWhole[n] != "" || isKindDir(n) {
+			if surfaceWhole[n] != "" || n == pluginsDir || isKindDir(n) {
 				out = stampTree(s, level+"/"+n, out, 0)
 			}
 		}

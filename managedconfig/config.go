@@ -67,6 +67,10 @@ type Policy struct {
 	// the key at all: an empty list then allows no server, while an absent key allows every one.
 	AllowedMCPServers  []string
 	RestrictMCPServers bool
+	// MCPServers are the same servers as the admin wrote them, with what each starts where the
+	// admin said: lockdown's drop-in names a server by its command or URL, which a server the
+	// agent makes cannot copy by copying its name.
+	MCPServers []MCPServer
 	// QuarantineOnInjection: in enforce mode, a session whose instruction or memory files are
 	// found holding text a block rule forbids (prompt injection, forged approvals) is
 	// quarantined until the text is gone. The files themselves are never changed.
@@ -78,6 +82,27 @@ type Policy struct {
 	// asked (managed.json's block_message). They sit with the policy because they name its
 	// rules: an unknown rule id is a policy problem.
 	Notices Notices
+}
+
+// Servers is the policy's MCP servers as the admin wrote them, or, for a Policy built with names
+// alone, one by name each.
+func (p Policy) Servers() []MCPServer {
+	if len(p.MCPServers) > 0 || len(p.AllowedMCPServers) == 0 {
+		return p.MCPServers
+	}
+	out := make([]MCPServer, len(p.AllowedMCPServers))
+	for i, n := range p.AllowedMCPServers {
+		out[i] = MCPServer{Name: n}
+	}
+	return out
+}
+
+// MCPServer is one MCP server the admin allows: by name alone, or with the exact command (program
+// and arguments) of a stdio server or the URL of a remote one.
+type MCPServer struct {
+	Name    string
+	Command []string
+	URL     string
 }
 
 // Telemetry configures the decision log.

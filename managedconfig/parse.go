@@ -368,12 +368,70 @@ func (p *parser) policy(field string, raw json.RawMessage) {
 			}
 		},
 		"allowed_mcp_servers": func(f string, r json.RawMessage) {
-			if names, ok := p.strings(f, r); ok {
-				pol.AllowedMCPServers, pol.RestrictMCPServers = names, true
+			if servers, ok := p.mcpServers(f, r); ok {
+				pol.MCPServers, pol.RestrictMCPServers = servers, true
+				pol.AllowedMCPServers = make([]string, len(servers))
+				for i, s := range servers {
+					pol.AllowedMCPServers[i] = s.Name
+				}
 			}
 		},
 		"quarantine_on_injection": func(f string, r json.RawMessage) { p.boolean(f, r, &pol.QuarantineOnInjection) },
 	})
+}
+
+// mcpServers reads allowed_mcp_servers: each a name ("github"), or an object naming the server
+// and what it starts, {"name", "command": [program, args...]} or {"name", "url"}, which is how
+// lockdown lets Claude Code tell the admin's server from another of the same name.
+func (p *parser) mcpServers(field string, raw json.RawMessage) ([]MCPServer, bool) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil || isNull(raw) {
+		p.addf(field, "got %s, want a list of server names or {\"name\", \"command\" | \"url\"} objects", describe(raw))
+		return nil, false
+	}
+	out := make([]MCPServer, 0, len(items))
+	good := true
+	for i, item := range items {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		var s MCPServer
+		ok := true
+		if t := bytes.TrimSpace(item); len(t) > 0 && t[0] == '{' {
+			s, ok = p.mcpServer(f, item)
+		} else {
+			s.Name, ok = p.str(f, item)
+		}
+		if ok && strings.TrimSpace(s.Name) == "" {
+			p.addf(f, "names no server")
+			ok = false
+		}
+		good = good && ok
+		out = append(out, s)
+	}
+	return out, good
+}
+
+func (p *parser) mcpServer(field string, raw json.RawMessage) (MCPServer, bool) {
+	var s MCPServer
+	members, ok := p.object(field, raw)
+	if !ok {
+		return s, false
+	}
+	seen := p.eachMember(field, members, map[string]func(string, json.RawMessage){
+		"name": func(f string, r json.RawMessage) { s.Name, _ = p.str(f, r) },
+		"command": func(f string, r json.RawMessage) {
+			if c, ok := p.strings(f, r); ok && len(c) > 0 {
+				s.Command = c
+			} else if ok {
+				p.addf(f, "is empty; give the program and its arguments")
+			}
+		},
+		"url": func(f string, r json.RawMessage) { s.URL, _ = p.str(f, r) },
+	})
+	if seen["command"] && seen["url"] {
+		p.addf(field, "gives both command and url; a server is one or the other")
+		return s, false
+	}
+	return s, true
 }
 
 // claudeVersion is a Claude Code release number as requiredMinimumVersion takes it.

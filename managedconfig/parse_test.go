@@ -91,6 +91,7 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 			AllowedExecutables:    []string{"terraform", "kubectl"},
 			AllowedMCPServers:     []string{},
 			RestrictMCPServers:    true,
+			MCPServers:            []MCPServer{},
 			QuarantineOnInjection: true,
 		},
 		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false, Inputs: "metadata"},
@@ -352,5 +353,28 @@ func TestLockdownFieldsAreReadAndCheckedForWhatTheDropInCanCarry(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`{"version":1,"policy":{"allowed_mcp_servers":["my server"]}}`), "m", env, paths); err != nil {
 		t.Errorf("without lockdown any server name is the classifier's to match: %v", err)
+	}
+}
+
+func TestAllowedMCPServersTakeNamesOrWhatEachServerStarts(t *testing.T) {
+	env := testEnv(nil)
+	paths := mustPaths(t, env)
+	cfg, err := Parse([]byte(`{"version":1,"policy":{"allowed_mcp_servers":["docs",
+		{"name":"github","command":["npx","-y","@modelcontextprotocol/server-github"]},
+		{"name":"linear","url":"https://mcp.linear.app/*"}]}}`), "m", env, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MCPServer{{Name: "docs"}, {Name: "github", Command: []string{"npx", "-y", "@modelcontextprotocol/server-github"}}, {Name: "linear", URL: "https://mcp.linear.app/*"}}
+	if !reflect.DeepEqual(cfg.Policy.MCPServers, want) || !reflect.DeepEqual(cfg.Policy.AllowedMCPServers, []string{"docs", "github", "linear"}) {
+		t.Errorf("servers %+v, names %q", cfg.Policy.MCPServers, cfg.Policy.AllowedMCPServers)
+	}
+	for _, bad := range []string{
+		`{"name":"x","command":["a"],"url":"b"}`, `{"command":["a"]}`, `{"name":"x","command":[]}`,
+		`{"name":"x","cmd":["a"]}`, `{"name":"x","command":"npx"}`,
+	} {
+		if _, err := Parse([]byte(`{"version":1,"policy":{"allowed_mcp_servers":[`+bad+`]}}`), "m", env, paths); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
 	}
 }
