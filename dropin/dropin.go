@@ -118,6 +118,11 @@ func Write(dir string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s (needs root): %w", dir, err)
 	}
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := secureFolder(d); err != nil {
+			return err
+		}
+	}
 	path := filepath.Join(dir, Name)
 	t, err := renameio.TempFile(dir, path)
 	if err != nil {
@@ -151,8 +156,9 @@ var (
 // maxInstalled bounds what Check reads.
 const maxInstalled = 1 << 20
 
-// Check compares the drop-in installed in dir with want, and its owner and mode with what Write
-// gives it. It returns nil when all is as it should be, or every problem found (each wrapping
+// Check compares the drop-in installed in dir with want, and its owner and mode (and those of its
+// folder and the folder above) with what Write gives them; it also reads every other managed
+// file the CLI merges with ours and reports each that weakens it (ErrWeakened). It returns nil when all is as it should be, or every problem found (each wrapping
 // one of the errors above).
 func Check(dir string, want []byte) []error {
 	path := filepath.Join(dir, Name)
@@ -183,5 +189,6 @@ func Check(dir string, want []byte) []error {
 	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(want)) {
 		probs = append(probs, fmt.Errorf("%w (%s); run `sudo coworkbridge install --managed-settings` again", ErrAltered, path))
 	}
-	return probs
+	probs = append(probs, checkFolders(dir)...)
+	return append(probs, checkSiblings(dir)...)
 }

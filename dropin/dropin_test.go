@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/injector"
@@ -166,4 +167,72 @@ func TestCheckFindsAMissingAlteredOrUnsafeDropIn(t *testing.T) {
 
 func hasErr(errs []error, target error) bool {
 	return slices.ContainsFunc(errs, func(e error) bool { return errors.Is(e, target) })
+}
+
+// A sibling drop-in the CLI merges with ours, or the managed file above, that switches hooks off,
+// undoes a lockdown switch, adds hooks, env or programs, or widens the MCP list, is reported; one
+// that only sets harmless keys is not.
+func TestCheckReportsASiblingThatWeakensOurs(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "managed-settings.d")
+	want, err := Content(exe, managedconfig.Config{Lockdown: true}, schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file, content string
+		weakens       bool
+	}{
+		{"99-zz.json", `{"disableAllHooks": true}`, true},
+		{"10-a.json", `{"allowManagedHooksOnly": false}`, true},
+		{"60-b.json", `{"hooks": {"PreToolUse": []}}`, true},
+		{"70-c.json", `{"env": {"CLAUDE_CODE_SHELL_PREFIX": "x"}}`, true},
+		{"80-d.json", `{"allowedMcpServers": [{"serverName": "x"}]}`, true},
+		{"../managed-settings.json", `{"apiKeyHelper": "sh"}`, true},
+		{"20-ok.json", `{"model": "opus", "allowManagedHooksOnly": true, "disableAllHooks": false}`, false},
+		{"notes.txt", `{"disableAllHooks": true}`, false},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			p := filepath.Join(dir, tc.file)
+			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(p)
+			probs := Check(dir, want)
+			if hasErr(probs, ErrWeakened) != tc.weakens {
+				t.Errorf("reported weakened: %v, want %v (%v)", hasErr(probs, ErrWeakened), tc.weakens, probs)
+			}
+		})
+	}
+}
+
+// Install takes a folder others could write (one a user made before the admin's first install)
+// for root, and Check says when it is not.
+func TestWriteTakesTheFolderForRootAndCheckReportsAWritableOne(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a folder root's needs root")
+	}
+	base := t.TempDir()
+	dir := filepath.Join(base, "managed-settings.d")
+	os.MkdirAll(dir, 0o777)
+	os.Chmod(dir, 0o777)
+	os.Chown(dir, 1000, 1000)
+	want, _ := Content(exe, managedconfig.Config{}, schema(t))
+	if err := Write(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(dir)
+	if fi.Mode().Perm()&0o022 != 0 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the folder is %v, uid %d after install", fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Uid)
+	}
+	if probs := Check(dir, want); probs != nil {
+		t.Fatalf("installed: %v", probs)
+	}
+	os.Chmod(dir, 0o777)
+	if probs := Check(dir, want); !hasErr(probs, ErrUnsafe) {
+		t.Errorf("a folder anyone can write: %v", probs)
+	}
 }

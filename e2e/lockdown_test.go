@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -78,6 +79,21 @@ func (m *managedMachine) runAt(t *testing.T, version string, api *fakeAPI, sessi
 	env := append([]string{"UPPER=" + m.upper, "WORK=" + work, "COWORKBRIDGE_MANAGED_CONFIG=" + m.config,
 		"COWORKBRIDGE_STATE_DIR=" + filepath.Join(m.base, "state"), "COWORKBRIDGE_LOG_DIR=" + m.logDir}, extraEnv...)
 	return runCLIWith(t, version, api, session, nil, nil, []string{"unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, env...)
+}
+
+// exec runs a command on the machine m stands for (its /etc/claude-code in place) and returns
+// what it printed.
+func (m *managedMachine) exec(t *testing.T, args ...string) string {
+	t.Helper()
+	work := filepath.Join(m.base, "overlay-work")
+	os.RemoveAll(work)
+	os.MkdirAll(work, 0o755)
+	wrap := `mount -t overlay coworkbridge-e2e-etc -o lowerdir=/etc,upperdir="$UPPER",workdir="$WORK" /etc && exec "$@"`
+	cmd := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, args...)...)
+	cmd.Env = append(os.Environ(), "UPPER="+m.upper, "WORK="+work, "COWORKBRIDGE_MANAGED_CONFIG="+m.config,
+		"COWORKBRIDGE_STATE_DIR="+filepath.Join(m.base, "state"), "COWORKBRIDGE_LOG_DIR="+m.logDir)
+	out, _ := cmd.CombinedOutput()
+	return string(out)
 }
 
 func (m *managedMachine) log() string {
