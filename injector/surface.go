@@ -71,6 +71,8 @@ type surface struct {
 	s        *session.Session
 	l        allowlist.List
 	now      time.Time
+	dry      bool     // only say what would be held
+	levels   []string // the configuration folders to judge, relative to s
 	found    []string // every hold, for the repair report
 	attempts []string // the part only an attempt on the guard explains
 	err      error    // the first hold that could not be made
@@ -78,8 +80,20 @@ type surface struct {
 
 // guardSurface holds the configuration beyond settings in both of the session's levels.
 func guardSurface(s *session.Session, l allowlist.List, now time.Time) (found, attempts []string, err error) {
-	g := &surface{s: s, l: l, now: now}
-	for _, level := range surfaceLevels {
+	g := &surface{s: s, l: l, now: now, levels: surfaceLevels}
+	return g.run()
+}
+
+// JudgeSurface says what the daemon would hold of the configuration folders levels (relative to
+// s, such as ".claude"), and which of it is an attempt on the guard, changing nothing: for
+// `check --settings` on a folder.
+func JudgeSurface(s *session.Session, levels []string, l allowlist.List) (held, attempts []string, err error) {
+	g := &surface{s: s, l: l, dry: true, levels: levels}
+	return g.run()
+}
+
+func (g *surface) run() (found, attempts []string, err error) {
+	for _, level := range g.levels {
 		if !g.isDir(level) {
 			continue
 		}
@@ -194,6 +208,14 @@ func (g *surface) file(name string, k frontmatter.Kind, admin, id string) {
 
 // cut puts what the verdict keeps in place of the file, with the original kept aside.
 func (g *surface) cut(name string, data []byte, v frontmatter.Verdict, perm fs.FileMode) {
+	attempt := false
+	for _, k := range v.Held {
+		attempt = attempt || frontmatter.Dangerous(k)
+	}
+	if g.dry {
+		g.note(fmt.Sprintf("%s: would hold %s", name, strings.Join(v.Held, ", ")), attempt)
+		return
+	}
 	aside := g.heldName(name)
 	if err := g.s.MkdirAll(HeldDir, 0o700); err != nil {
 		g.fail(fmt.Errorf("prepare %s: %w", HeldDir, err))
@@ -206,10 +228,6 @@ func (g *surface) cut(name string, data []byte, v frontmatter.Verdict, perm fs.F
 	if err := g.s.Replace(name, v.Keep, perm); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		g.fail(fmt.Errorf("write %s: %w", name, err))
 		return
-	}
-	attempt := false
-	for _, k := range v.Held {
-		attempt = attempt || frontmatter.Dangerous(k)
 	}
 	g.note(fmt.Sprintf("%s: held %s (original kept as %s)", name, strings.Join(v.Held, ", "), aside), attempt)
 }
@@ -259,6 +277,10 @@ func (g *surface) moveAside(name, why string, allowed, attempt bool) {
 	if allowed {
 		return
 	}
+	if g.dry {
+		g.note(fmt.Sprintf("%s: would hold whole, %s", name, why), attempt)
+		return
+	}
 	aside := g.heldName(name)
 	if err := g.s.MkdirAll(HeldDir, 0o700); err != nil {
 		g.fail(fmt.Errorf("prepare %s: %w", HeldDir, err))
@@ -274,6 +296,10 @@ func (g *surface) moveAside(name, why string, allowed, attempt bool) {
 // removeOdd removes a link or special file from a configuration folder: the CLI would follow a
 // link out of the session, and the link itself is the agent's.
 func (g *surface) removeOdd(name string, t fs.FileMode) {
+	if g.dry {
+		g.note(fmt.Sprintf("%s: a link or special file (%v) in the CLI's configuration, would be removed", name, t), true)
+		return
+	}
 	if err := g.s.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		g.fail(fmt.Errorf("remove the %v at %s: %w", t, name, err))
 		return

@@ -120,6 +120,53 @@ func TestCheckSettingsExplainsTheAllowListAndLockdown(t *testing.T) {
 	}
 }
 
+// check --settings on a folder says what the daemon would hold of the CLI's configuration there
+// (skills, agents, ...), which of it is an attempt, what allowed_settings admits, and changes
+// nothing.
+func TestCheckSettingsOnAFolderExplainsWhatWouldBeHeld(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "managed.json")
+	os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce","allowed_settings":["agents.deploy"]}`), 0o600)
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", cfg)
+	t.Setenv("COWORKBRIDGE_STATE_DIR", t.TempDir())
+	project := filepath.Join(dir, "project")
+	files := map[string]string{
+		".claude/skills/tidy/SKILL.md":       "---\nname: tidy\nhooks:\n  Stop: []\n---\n",
+		".claude/agents/deploy.md":           "---\nmcpServers: {}\n---\n",
+		".claude/agents/odd.md":              "---\nname: odd\nnewKey: 1\n---\n",
+		"outputs/.claude/commands/x.md":      "Run !`id`\n",
+		"outputs/.claude/skills/ok/SKILL.md": "---\nname: ok\n---\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(project, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(content), 0o644)
+	}
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"check", "--settings", project}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		".claude/skills/tidy/SKILL.md: would hold hooks (can start a program",
+		".claude/agents/odd.md: would hold newKey (not known to be harmless",
+		"outputs/.claude/commands/x.md: would hold whole, inline shell commands (can start a program",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, kept := range []string{"deploy.md", "skills/ok"} {
+		if strings.Contains(out.String(), kept) {
+			t.Errorf("%s was held:\n%s", kept, out.String())
+		}
+	}
+	for name, content := range files {
+		if got, _ := os.ReadFile(filepath.Join(project, filepath.FromSlash(name))); string(got) != content {
+			t.Errorf("check changed %s", name)
+		}
+	}
+}
+
 // check names the configuration it judged with, and says when a rule that would have matched
 // was switched off or put in observe by it.
 func TestCheckNamesItsConfigurationAndTheRulesItHeldBack(t *testing.T) {

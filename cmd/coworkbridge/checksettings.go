@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/coworkbridge/coworkbridge/allowlist"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
 )
 
 // maxCheckedSettings bounds the settings file check reads, as the daemon bounds a session's.
@@ -19,6 +21,9 @@ const maxCheckedSettings = 4 << 20
 // the allow-list would hold in a session, which of it quarantines the session, and what the
 // lockdown drop-in's ConfigChange hook would do with the change.
 func checkSettings(file string, asJSON bool, sio stdio) int {
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return checkConfigFolder(file, asJSON, sio)
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
@@ -70,6 +75,48 @@ func checkSettings(file string, asJSON bool, sio stdio) int {
 		fmt.Fprintln(sio.out, "lockdown: on; the managed ConfigChange hook lets this change load")
 	default:
 		fmt.Fprintln(sio.out, "lockdown: off; the daemon takes held keys out of the session's files as soon as they are written")
+	}
+	return exitOK
+}
+
+// checkConfigFolder shows what the daemon would hold of a configuration folder: a .claude folder,
+// or a session or project folder holding .claude (and outputs/.claude). Nothing is changed.
+func checkConfigFolder(dir string, asJSON bool, sio stdio) int {
+	root, levels := dir, []string{session.ClaudeDir, "outputs/" + session.ClaudeDir}
+	if filepath.Base(filepath.Clean(dir)) == session.ClaudeDir {
+		root, levels = filepath.Dir(filepath.Clean(dir)), []string{session.ClaudeDir}
+	}
+	cs, err := configInForce()
+	if err != nil {
+		fmt.Fprintln(sio.err, "coworkbridge check:", err)
+		return exitFail
+	}
+	s, err := session.Open(root)
+	if err != nil {
+		fmt.Fprintf(sio.err, "coworkbridge check: open %s: %v\n", root, err)
+		return exitFail
+	}
+	defer s.Close()
+	held, attempts, err := injector.JudgeSurface(s, levels, allowlist.New(cs.Config.AllowedSettings))
+	if err != nil {
+		fmt.Fprintf(sio.err, "coworkbridge check: %s: %v\n", dir, err)
+		return exitFail
+	}
+	if asJSON {
+		json.NewEncoder(sio.out).Encode(map[string]any{"config": cs.Path, "folder": dir,
+			"allowed_settings": cs.Config.AllowedSettings, "held": orEmpty(held), "attempts": orEmpty(attempts)})
+		return exitOK
+	}
+	fmt.Fprintf(sio.out, "folder:   %s (skills, agents, commands, output styles, plugins, workflows, routines, launch.json)\n", dir)
+	if len(held) == 0 {
+		fmt.Fprintln(sio.out, "held:     nothing; everything there starts nothing, or allowed_settings names it")
+	}
+	for _, h := range held {
+		why := "not known to be harmless: moved aside or cut out, and reported"
+		if slices.Contains(attempts, h) {
+			why = "can start a program, run a hook or loosen permissions: held, and the session quarantined"
+		}
+		fmt.Fprintf(sio.out, "held:     %s (%s)\n", h, why)
 	}
 	return exitOK
 }
