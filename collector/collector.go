@@ -24,6 +24,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
 	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
 	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
+	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -408,6 +409,25 @@ func (c *Collector) Quarantine(id, reason string) {
 	c.mu.Unlock()
 	c.log.Warn("session quarantined: every tool call in it is denied", "code", health.CodeSessionQuarantined, "session", id, "reason", reason, "until", until.Format(time.RFC3339))
 	c.opts.Health.Quarantined(id, reason, until)
+	if t != nil {
+		c.tellHostHook(t, until, reason)
+	}
+}
+
+// tellHostHook writes the quarantine into the session's host channel, where the host hook reads
+// it: under lockdown it, not the session's own hook, answers every call on the Mac.
+func (c *Collector) tellHostHook(t *tracked, until time.Time, reason string) {
+	if t.channel == "" {
+		return
+	}
+	s := c.freshChannel(t)
+	if s == nil {
+		return // freshChannel said why
+	}
+	defer s.Close()
+	if err := decisions.WriteQuarantine(s, until, reason); err != nil {
+		c.log.Warn("cannot tell the host hook of a quarantine; under lockdown the session's calls on the Mac are judged one by one", "code", health.CodeDecisionFailed, "session", t.id, "err", err)
+	}
 }
 
 // quarantine returns why the session is quarantined now, "" when it is not.

@@ -94,6 +94,7 @@ func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force b
 		return
 	}
 	r.last, r.later = now, false
+	c.takeReceipts(t, now) // before the transcripts: a call's receipt precedes its result
 	var found []ledger.Finding
 	var late []telemetry.Record
 	rep := r.follow.Follow(s, func(name string, line []byte) {

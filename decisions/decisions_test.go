@@ -270,3 +270,34 @@ func TestTheLeaseIsRenewedInPlaceButNeverThroughAHardLink(t *testing.T) {
 		t.Errorf("the lease was not renewed: %v", until)
 	}
 }
+
+func TestAQuarantineWrittenIsReadBackAndAnAbsentOneIsNone(t *testing.T) {
+	s := openChannelForTest(t)
+	if until, _, err := ReadQuarantine(s); err != nil || !until.IsZero() {
+		t.Fatalf("absent: %v %v", until, err)
+	}
+	want := time.Unix(1800000000, 0)
+	if err := WriteQuarantine(s, want, "settings set hooks.Stop"); err != nil {
+		t.Fatal(err)
+	}
+	until, why, err := ReadQuarantine(s)
+	if err != nil || !until.Equal(want) || why != "settings set hooks.Stop" {
+		t.Fatalf("%v %q %v", until, why, err)
+	}
+	os.WriteFile(filepath.Join(s.Dir(), filepath.FromSlash(session.QuarantineFile)), []byte("garbage"), 0o600)
+	if _, _, err := ReadQuarantine(s); err == nil {
+		t.Error("garbage read as a quarantine")
+	}
+}
+
+func openChannelForTest(t *testing.T) *session.Session {
+	t.Helper()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)), 0o700)
+	s, err := session.OpenOwn(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // withMCPList rewrites the drop-in's MCP restrictions to list (and allowManagedMcpServersOnly to
@@ -143,5 +144,42 @@ func TestAttackASiblingDropInIsReportedByValidate(t *testing.T) {
 	out := m.exec(t, m.bin, "validate", m.config)
 	if !strings.Contains(out, "99-zz.json sets disableAllHooks") || !strings.Contains(out, "managed_settings_drop_in") {
 		t.Errorf("validate did not name the sibling:\n%s", out)
+	}
+}
+
+// Under lockdown, with the daemon running: the session's own hook does not run, so the managed
+// host hook judges every call. Those calls are not unguarded calls for the daemon (the host hook
+// leaves receipts), and once the daemon quarantines the session for an attempt (a skill with a
+// hook planted by a helper), the host hook refuses its every call.
+func TestAttackQuarantineHoldsUnderLockdown(t *testing.T) {
+	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"rescan_interval":"1s"}`
+	m := newManagedMachine(t, cfg, nil)
+	d := startDaemon(t, m.bin, cfg)
+	dir := newCoworkSession(t, d.root, "lockq")
+	d.waitHooked(t, dir, "enforce")
+	onTheDaemon := []string{"COWORKBRIDGE_MANAGED_CONFIG=" + d.m.Config, "COWORKBRIDGE_STATE_DIR=" + d.m.State,
+		"COWORKBRIDGE_LOG_DIR=" + d.m.Logs, "COWORKBRIDGE_SESSIONS_ROOT=" + d.root}
+	ok := filepath.Join(dir, "outputs", "ok.txt")
+	m.run(t, newFakeAPI(t, bashTurn("echo fine > "+ok)), dir, onTheDaemon...)
+	if _, err := os.Stat(ok); err != nil {
+		t.Fatal("the harmless call did not run")
+	}
+	// Past the reconciliation's grace (5 s) and a rescan (1 s): an unguarded call would be
+	// reported by now.
+	time.Sleep(8 * time.Second)
+	for _, r := range d.records(t, 1) {
+		if r.Rule == "coworkbridge.unguarded-call" || r.Rule == "coworkbridge.quarantine" {
+			t.Fatalf("a call the host hook judged was reported: %+v", r)
+		}
+	}
+
+	skill := filepath.Join(dir, ".claude", "skills", "tidy", "SKILL.md")
+	os.MkdirAll(filepath.Dir(skill), 0o755)
+	writeWhole(t, skill, []byte(skillHook("command")))
+	waitGone(t, skill, "hooks:")
+	run := m.run(t, newFakeAPI(t, bashTurn("echo fine")), dir, onTheDaemon...)
+	res := streamToolResults(run)
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "quarantined because") {
+		t.Errorf("a call of the quarantined session: %+v", res)
 	}
 }

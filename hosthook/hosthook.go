@@ -104,7 +104,14 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	if err != nil && cls == nil {
 		return failure(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error())
 	}
+	ch := channel(env, cfg, paths.ChannelRoot())
+	if ch != nil {
+		defer ch.Close()
+	}
 	v := judge(cls, p, ownSessionOf(env, cfg), filepath.EvalSymlinks)
+	if why := quarantined(ch, opts.Now()); why != "" {
+		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: ruleQuarantine, Reason: quarantineReason(why)}
+	}
 	rec := telemetry.Record{TS: opts.Now(), RID: newRID(), Session: hostSession(env, p), Agent: "claude-code",
 		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
 		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: v.Decision, Rule: v.RuleID,
@@ -116,6 +123,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, cls.Effects(p)
 	}
 	record(rec, cfg.Telemetry, stamp)
+	leaveReceipt(ch, rec.RID, p, rec.Enforced && v.Decision == claudehook.Deny)
 	if !rec.Enforced {
 		return nil
 	}

@@ -40,6 +40,13 @@ const (
 	// spool in one write. It is not watched: the hook's file coming and going there wakes no one.
 	StagingDir = ".claude/coworkbridge/staging"
 	AliveFile  = ".claude/coworkbridge/alive"
+	// ReceiptsDir, in a host channel, is where the host hook leaves a receipt of each call it
+	// judged itself (under lockdown the session's own hook does not run), so that reconciliation
+	// counts the call as guarded.
+	ReceiptsDir = ".claude/coworkbridge/receipts"
+	// QuarantineFile, in a host channel, says until when the session is quarantined: the host
+	// hook refuses every call of the session until then.
+	QuarantineFile = ".claude/coworkbridge/quarantine"
 )
 
 // ChannelDir is a session's host channel: a folder in the daemon's own state, outside every

@@ -87,6 +87,8 @@ type Event struct {
 	// Denied: an enforced deny.
 	Denied bool
 	Input  json.RawMessage
+	// Fingerprint stands for Input when only the fingerprint came (a host hook's receipt).
+	Fingerprint transcript.Fingerprint
 }
 
 // Finding is one thing the ledger found.
@@ -221,7 +223,11 @@ func (l *Ledger) Judged(ev Event, now time.Time) {
 	}
 	_, used := l.uses[ev.ToolUseID]
 	_, ran := l.pending[ev.ToolUseID]
-	j := judged{Denied: ev.Denied, At: now, Input: transcript.FingerprintOf(ev.Input), Seen: used || ran}
+	fp := ev.Fingerprint
+	if fp == nil {
+		fp = transcript.FingerprintOf(ev.Input)
+	}
+	j := judged{Denied: ev.Denied, At: now, Input: fp, Seen: used || ran}
 	if !j.Seen {
 		j.Tool, j.RID, j.Preview = cut(ev.Tool), cut(ev.RID), transcript.Preview(ev.Input)
 	}

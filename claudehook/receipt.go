@@ -1,0 +1,40 @@
+package claudehook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Receipt is what the host hook leaves in a session's host channel for a call it judged itself:
+// the call's id and tool, whether the call was denied, and a fingerprint of its input (a hash of
+// each top-level member, never the input), so that reconciliation counts the call the transcript
+// shows as guarded, and can tell a call rewritten after the judgement.
+type Receipt struct {
+	V           int               `json:"v"`
+	ToolUseID   string            `json:"tool_use_id"`
+	Tool        string            `json:"tool"`
+	Denied      bool              `json:"denied,omitempty"`
+	Fingerprint map[string]uint64 `json:"fingerprint"`
+}
+
+// MaxReceipt bounds a receipt file: a fingerprint holds at most 64 members.
+const MaxReceipt = 16 << 10
+
+// ErrBadReceipt: a receipt file that is not one the host hook writes.
+var ErrBadReceipt = errors.New("not a receipt of the host hook")
+
+// ParseReceipt reads one receipt file, refusing what the host hook never writes.
+func ParseReceipt(data []byte) (Receipt, error) {
+	var r Receipt
+	if len(data) > MaxReceipt {
+		return r, fmt.Errorf("%w: %d bytes", ErrBadReceipt, len(data))
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%w: %v", ErrBadReceipt, err)
+	}
+	if r.V != 1 || r.ToolUseID == "" || r.Fingerprint == nil || len(r.ToolUseID) > 128 || len(r.Tool) > 256 || len(r.Fingerprint) > 64 {
+		return r, fmt.Errorf("%w: version %d, id of %d bytes, %d fingerprint members", ErrBadReceipt, r.V, len(r.ToolUseID), len(r.Fingerprint))
+	}
+	return r, nil
+}

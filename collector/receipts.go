@@ -1,0 +1,70 @@
+package collector
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/collector/internal/ledger"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/transcript"
+)
+
+// receiptsMax bounds the receipts taken in one pass; the rest wait for the next.
+const receiptsMax = 1000
+
+// takeReceipts feeds the ledger the calls the host hook judged itself in this session (under
+// lockdown, every call on the Mac), from the receipts it left in the host channel, and removes
+// them: such a call is guarded, not an unguarded call of the transcript. A receipt that is not
+// one the host hook writes is removed and counted as planted.
+func (c *Collector) takeReceipts(t *tracked, now time.Time) {
+	if t.channel == "" {
+		return
+	}
+	dir := filepath.Join(t.channel, filepath.FromSlash(session.ReceiptsDir))
+	f, err := os.Open(dir)
+	if err != nil {
+		return // none yet: the host hook makes the folder with its first receipt
+	}
+	names, _ := f.Readdirnames(receiptsMax)
+	f.Close()
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		r, err := readReceipt(p)
+		os.Remove(p)
+		if err != nil {
+			c.log.Warn("a host-channel receipt that the host hook did not write was removed", "code", health.CodeForgedEvent, "session", t.id, "file", n, "err", err)
+			continue
+		}
+		t.recon.calls.Judged(ledger.Event{ToolUseID: r.ToolUseID, Tool: r.Tool, Denied: r.Denied,
+			Fingerprint: transcript.Fingerprint(r.Fingerprint)}, now)
+	}
+}
+
+// readReceipt reads a plain file only, never through a link or from a FIFO, and no more than a
+// receipt holds.
+func readReceipt(path string) (claudehook.Receipt, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return claudehook.Receipt{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return claudehook.Receipt{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return claudehook.Receipt{}, errors.Join(claudehook.ErrBadReceipt, fs.ErrInvalid)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, claudehook.MaxReceipt+1))
+	if err != nil {
+		return claudehook.Receipt{}, err
+	}
+	return claudehook.ParseReceipt(data)
+}

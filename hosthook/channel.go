@@ -1,0 +1,73 @@
+package hosthook
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/transcript"
+)
+
+// ruleQuarantine is the rule of a call refused because its session is quarantined, as the
+// daemon names it.
+const ruleQuarantine = "coworkbridge.quarantine"
+
+// channel is the host channel of the Cowork session a call comes from, when the daemon keeps
+// one: the session is named by CLAUDE_CONFIG_DIR (a session's .claude under a sessions root), and
+// the channel must already exist (the daemon makes it; the hook makes no folder of the daemon's).
+func channel(env managedconfig.Env, cfg managedconfig.Config, root string) *session.Session {
+	if root == "" {
+		return nil
+	}
+	p, ok := sessionOfConfigDir(getenv(env, "CLAUDE_CONFIG_DIR"), cfg.SessionsRoots)
+	if !ok {
+		return nil
+	}
+	s, err := session.OpenOwn(session.ChannelDir(root, p.ID()))
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// quarantined says why the session of ch is quarantined now, "" when it is not. A quarantine
+// file the hook cannot read counts as a quarantine: the file is the daemon's, and only an attempt
+// on it makes it unreadable.
+func quarantined(ch *session.Session, now time.Time) string {
+	if ch == nil {
+		return ""
+	}
+	until, why, err := decisions.ReadQuarantine(ch)
+	switch {
+	case err != nil:
+		return "its quarantine could not be read (" + err.Error() + ")"
+	case now.Before(until):
+		return why
+	}
+	return ""
+}
+
+// leaveReceipt tells the daemon this hook judged the call, so that reconciliation counts it as
+// guarded. A receipt that cannot be written costs a false unguarded-call finding, never the call.
+func leaveReceipt(ch *session.Session, rid string, p claudehook.Payload, denied bool) {
+	if ch == nil || p.ToolUseID == "" {
+		return
+	}
+	data, err := json.Marshal(claudehook.Receipt{V: 1, ToolUseID: p.ToolUseID, Tool: p.ToolName, Denied: denied,
+		Fingerprint: transcript.FingerprintOf(p.ToolInput)})
+	if err != nil {
+		return
+	}
+	_ = ch.MkdirAll(session.ReceiptsDir, 0o700)
+	_ = ch.Publish(session.ReceiptsDir+"/"+rid+".json", data, 0o600)
+}
+
+// quarantineReason is what the user and the agent are told of a call refused by a quarantine, in
+// the daemon's words.
+func quarantineReason(why string) string {
+	return fmt.Sprintf("this session is quarantined because %s; every tool call is blocked until coworkbridge has repaired the session. Ask your IT team if this persists.", why)
+}
