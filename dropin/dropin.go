@@ -64,6 +64,10 @@ func Content(exe string, cfg managedconfig.Config, sc *injector.Schema) ([]byte,
 		// Skills' inline !`cmd` run on the Mac in a session opened on a user's folder, which
 		// no session hook sees (verified with CLI 2.1.332).
 		doc["disableSkillShellExecution"] = true
+		// Managed env wins over a project's: these variables, set in the settings of a user's
+		// own folder, would start a program at every shell call after the hooks judged it
+		// (verified with CLI 2.1.332; empty means unset to both the CLI and bash).
+		doc["env"] = PinnedEnv
 		if cfg.Policy.RestrictMCPServers {
 			doc["allowedMcpServers"] = mcpList(cfg.Policy.Servers())
 			// Only this list counts: a user or project allowedMcpServers cannot widen it.
@@ -85,6 +89,9 @@ func Content(exe string, cfg managedconfig.Config, sc *injector.Schema) ([]byte,
 	}
 	return b.Bytes(), nil
 }
+
+// PinnedEnv are the variables lockdown's drop-in sets empty, so that no settings file can set them.
+var PinnedEnv = map[string]string{"CLAUDE_CODE_SHELL_PREFIX": "", "BASH_ENV": ""}
 
 // mcpList is Claude Code's allowedMcpServers for the admin's servers and Cowork's own: each by
 // what it starts where the admin said (an entry by name admits any command under that name,

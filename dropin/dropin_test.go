@@ -38,6 +38,7 @@ type doc struct {
 	RequiredMinimumVersion     string              `json:"requiredMinimumVersion"`
 	AllowManagedMcpServersOnly bool                `json:"allowManagedMcpServersOnly"`
 	DisableSkillShellExecution bool                `json:"disableSkillShellExecution"`
+	Env                        map[string]string   `json:"env"`
 }
 
 func parse(t *testing.T, data []byte) doc {
@@ -90,6 +91,9 @@ func TestUnderLockdownOnlyManagedHooksRunAndSettingsChangesAreJudged(t *testing.
 	}
 	if d.RequiredMinimumVersion != "2.1.329" {
 		t.Errorf("requiredMinimumVersion %q", d.RequiredMinimumVersion)
+	}
+	if d.Env["CLAUDE_CODE_SHELL_PREFIX"] != "" || len(d.Env) != len(PinnedEnv) {
+		t.Errorf("env %v: want the pinned variables set empty", d.Env)
 	}
 	if !d.AllowManagedMcpServersOnly || !d.DisableSkillShellExecution {
 		t.Errorf("allowManagedMcpServersOnly %v, disableSkillShellExecution %v: want both", d.AllowManagedMcpServersOnly, d.DisableSkillShellExecution)

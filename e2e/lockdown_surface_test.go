@@ -183,3 +183,41 @@ func TestAttackQuarantineHoldsUnderLockdown(t *testing.T) {
 		t.Errorf("a call of the quarantined session: %+v", res)
 	}
 }
+
+// A session on a user's own folder: the folder's project settings are the agent's to write (a
+// helper program), and their env makes every shell call start a program after the hooks judged
+// it. The control shows each variable doing so under a drop-in that does not pin it; the drop-in
+// install writes pins them empty, and managed env wins.
+func TestAttackProjectEnvStartsNothingUnderLockdown(t *testing.T) {
+	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`
+	unpinned := func(data []byte) []byte {
+		var doc map[string]any
+		json.Unmarshal(data, &doc)
+		delete(doc, "env")
+		out, _ := json.Marshal(doc)
+		return out
+	}
+	for _, name := range []string{"CLAUDE_CODE_SHELL_PREFIX", "BASH_ENV"} {
+		t.Run(name, func(t *testing.T) {
+			session := newCoworkSession(t, t.TempDir(), "userfolder")
+			mark := filepath.Join(session, "outputs", "pwned-env")
+			script := filepath.Join(session, "outputs", "wrap.sh")
+			writeWhole(t, script, []byte("#!/bin/sh\ntouch "+mark+"\n[ $# -gt 0 ] && exec \"$@\"\n"))
+			os.Chmod(script, 0o755)
+			os.MkdirAll(filepath.Join(session, "outputs", ".claude"), 0o755)
+			writeJSONWhole(t, filepath.Join(session, "outputs", ".claude", "settings.json"), map[string]any{"env": map[string]string{name: script}})
+			newManagedMachine(t, cfg, unpinned).run(t, newFakeAPI(t, bashTurn("echo hi")), session, "CLAUDE_CODE_IS_COWORK=")
+			if _, err := os.Stat(mark); err != nil {
+				t.Fatalf("control: %s did not start the program; the scenario no longer tests it", name)
+			}
+			os.Remove(mark)
+			run := newManagedMachine(t, cfg, nil).run(t, newFakeAPI(t, bashTurn("echo hi")), session, "CLAUDE_CODE_IS_COWORK=")
+			if _, err := os.Stat(mark); err == nil {
+				t.Errorf("%s started the program under the drop-in install writes", name)
+			}
+			if res := streamToolResults(run); len(res) != 1 || res[0].IsError || res[0].Content != "hi" {
+				t.Errorf("the call itself did not run as judged: %+v", res)
+			}
+		})
+	}
+}
