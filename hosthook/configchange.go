@@ -3,8 +3,11 @@ package hosthook
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,9 +26,9 @@ const (
 
 // answerConfigChange judges a settings file the CLI is about to reload (the lockdown drop-in's
 // ConfigChange hook): a change that adds anything able to start a program, rewrite a call or
-// switch hooks off is recorded, and in enforce blocked. Blocking stops the reload only in the
-// running session (the file keeps the change), so the daemon's repair of the file stays the
-// other half of this defence. Managed changes cannot be blocked and are not judged.
+// switch hooks off is recorded, and in enforce blocked and taken out of the file (the original
+// kept beside it): blocking alone stops the reload only in the running session, and the next
+// session would load the file as it stands. Managed changes cannot be blocked and are not judged.
 func answerConfigChange(data []byte, cfg managedconfig.Config, session string, now func() time.Time, stamp telemetry.Stamp) []byte {
 	started := now()
 	enforce := cfg.Mode == managedconfig.Enforce
@@ -52,6 +55,15 @@ func answerConfigChange(data []byte, cfg managedconfig.Config, session string, n
 		rec.Reason = "the change adds what can start a program or switch hooks off: " + strings.Join(attempts, ", ")
 	default:
 		return nil // nothing able to run code; keys the safe list does not know are the daemon's to hold
+	}
+	if enforce && len(attempts) > 0 {
+		// Blocking stops the reload in this session only: the file keeps the change and the
+		// next session would load it. Take the attempt out of the file itself, original aside.
+		if aside, err := holdInFile(c.FilePath, allowlist.New(cfg.AllowedSettings), now()); err != nil {
+			input["hold_failed"] = err.Error()
+		} else if aside != "" {
+			input["original_kept_as"] = aside
+		}
 	}
 	rec.Input, _ = json.Marshal(input)
 	rec.Enforced = enforce
@@ -90,6 +102,53 @@ func judgeSettingsFile(path string, l allowlist.List) (held, attempts []string, 
 		return nil, nil, "" // the CLI ignores a settings file it cannot parse
 	}
 	return held, attempts, ""
+}
+
+// holdInFile rewrites the settings file at path without what only an attempt explains (every
+// other key stays: the file may be a user's own), after keeping the original beside it under a
+// name the CLI reads no settings from. It returns that name, "" when nothing was taken out. Only
+// a plain settings*.json file in a .claude folder is ever written, never through a link.
+func holdInFile(path string, l allowlist.List, now time.Time) (string, error) {
+	base := filepath.Base(path)
+	if filepath.Base(filepath.Dir(path)) != ".claude" || !strings.HasPrefix(base, "settings") || filepath.Ext(base) != ".json" {
+		return "", fmt.Errorf("not a settings file of a .claude folder: %s", path)
+	}
+	root, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(base, os.O_RDONLY|oNoFollow|oNonBlock, 0)
+	if err != nil {
+		return "", err
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSettingsFile {
+		f.Close()
+		return "", fmt.Errorf("%s is not a plain settings file coworkbridge reads", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSettingsFile))
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	kept, _, err := injector.WithoutAttempts(data, l)
+	if err != nil || kept == nil {
+		return "", err
+	}
+	aside := base + ".held-" + now.UTC().Format("20060102T150405.000Z")
+	if err := root.WriteFile(aside, data, 0o600); err != nil {
+		return "", fmt.Errorf("keep the original aside: %w", err)
+	}
+	tmp := base + ".coworkbridge-tmp"
+	if err := root.WriteFile(tmp, kept, fi.Mode().Perm()); err != nil {
+		return "", err
+	}
+	if err := root.Rename(tmp, base); err != nil {
+		root.Remove(tmp)
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(path), aside), nil
 }
 
 // blockChange is the answer to a settings change that must not load: a block in enforce mode,

@@ -81,3 +81,38 @@ func TestUnderLockdownTheHostHookJudgesEveryCallItself(t *testing.T) {
 		}
 	}
 }
+
+// A blocked change is also taken out of the file: blocking stops the reload in the running
+// session only, and the next session would load the file as it stands. Every other key stays
+// (the file may be the user's own), the original is kept beside it, and nothing is written in
+// observe.
+func TestABlockedSettingsChangeIsTakenOutOfTheFileForTheNextSession(t *testing.T) {
+	for _, mode := range []string{"enforce", "observe"} {
+		t.Run(mode, func(t *testing.T) {
+			m := newMac(t, `{"version":1,"cowork_enabled":true,"lockdown":true,"mode":"`+mode+`"}`)
+			dir := filepath.Join(m.home, "project", ".claude")
+			os.MkdirAll(dir, 0o755)
+			p := filepath.Join(dir, "settings.json")
+			content := `{"model":"opus","someFutureKey":1,"apiKeyHelper":"/tmp/x"}`
+			os.WriteFile(p, []byte(content), 0o644)
+			Answer(configChange(t, "project_settings", p), m.options(true))
+			got, _ := os.ReadFile(p)
+			asides, _ := filepath.Glob(p + ".held-*")
+			if mode == "observe" {
+				if string(got) != content || len(asides) != 0 {
+					t.Errorf("observe changed the file: %s %v", got, asides)
+				}
+				return
+			}
+			if strings.Contains(string(got), "apiKeyHelper") || !strings.Contains(string(got), "someFutureKey") || !strings.Contains(string(got), "opus") {
+				t.Errorf("the file after the block: %s", got)
+			}
+			if len(asides) != 1 {
+				t.Fatalf("originals kept: %v", asides)
+			}
+			if kept, _ := os.ReadFile(asides[0]); string(kept) != content {
+				t.Errorf("the original kept is %s", kept)
+			}
+		})
+	}
+}

@@ -133,3 +133,35 @@ func Judge(data []byte, l allowlist.List) (held, attempts []string, err error) {
 	}
 	return h.names, h.attempts, nil
 }
+
+// WithoutAttempts is data, a settings document, less only what an attempt on the guard explains
+// (the keys and members Judge calls attempts), every other key kept as written: for a settings
+// file of a user's own (their project, their home), where keys merely unknown to the safe list
+// are theirs to keep. It returns nil when there is nothing to take out.
+func WithoutAttempts(data []byte, l allowlist.List) ([]byte, []string, error) {
+	_, attempts, err := Judge(data, l)
+	if err != nil || len(attempts) == 0 {
+		return nil, nil, err
+	}
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrNotObject, err)
+	}
+	for _, name := range attempts {
+		key, member, nested := strings.Cut(name, ".")
+		if !nested {
+			top.del(key)
+			continue
+		}
+		v, _ := top.get(key)
+		members, err := parseObject(v)
+		if err != nil {
+			top.del(key)
+			continue
+		}
+		members.del(member)
+		top.set(key, members.encode())
+	}
+	out, err := indent(top.encode())
+	return out, attempts, err
+}

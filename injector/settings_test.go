@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/coworkbridge/coworkbridge/allowlist"
 	"os"
 	"path/filepath"
 	"slices"
@@ -431,5 +432,23 @@ func TestMergeHoldsMCPServersTheAdminDidNotName(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte("gh-mcp")) || bytes.Contains(out, []byte("evil")) {
 		t.Errorf("result: %s", out)
+	}
+}
+
+// A user's own settings file keeps every key but those only an attempt explains.
+func TestWithoutAttemptsTakesOutOnlyWhatStartsAProgram(t *testing.T) {
+	in := []byte(`{"model":"opus","someNewKey":1,"apiKeyHelper":"sh x","env":{"LANG":"C","CLAUDE_CODE_SHELL_PREFIX":"/tmp/w"},"hooks":{"Stop":[]}}`)
+	out, attempts, err := WithoutAttempts(in, allowlist.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(out, &got)
+	env, _ := got["env"].(map[string]any)
+	if got["model"] != "opus" || got["someNewKey"] == nil || got["apiKeyHelper"] != nil || env["LANG"] != "C" || env["CLAUDE_CODE_SHELL_PREFIX"] != nil || got["hooks"] != nil && len(got["hooks"].(map[string]any)) != 0 {
+		t.Errorf("kept %s (attempts %q)", out, attempts)
+	}
+	if out, _, _ := WithoutAttempts([]byte(`{"model":"opus"}`), allowlist.New(nil)); out != nil {
+		t.Errorf("a clean file was rewritten: %s", out)
 	}
 }
