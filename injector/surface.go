@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,8 +81,51 @@ type surface struct {
 
 // guardSurface holds the configuration beyond settings in both of the session's levels.
 func guardSurface(s *session.Session, l allowlist.List, now time.Time) (found, attempts []string, err error) {
-	g := &surface{s: s, l: l, now: now, levels: surfaceLevels}
+	// Past the bound, deeper .claude folders go unjudged (THREATS.md); the classifier still
+	// refuses a tool call's write into any of them.
+	nested, _ := nestedLevels(s)
+	g := &surface{s: s, l: l, now: now, levels: append(slices.Clone(surfaceLevels), nested...)}
 	return g.run()
+}
+
+// The CLI also finds skills in a .claude folder anywhere below its working folder (outputs/),
+// once the agent touches a file there (verified with CLI 2.1.332, two levels down). Bounds of the
+// search for them: the folders listed in one pass, and how deep.
+const (
+	maxNestedDirs  = 512
+	maxNestedDepth = 8
+)
+
+// nestedLevels finds the .claude folders below outputs/ other than outputs/.claude, through real
+// folders only, skipping what holds no project's configuration (dependencies, git's own). over
+// is set when the bound cut the search short.
+func nestedLevels(s *session.Session) (levels []string, over bool) {
+	queue := []string{"outputs"}
+	listed := 0
+	for depth := 0; len(queue) > 0 && depth < maxNestedDepth; depth++ {
+		var next []string
+		for _, dir := range queue {
+			if listed++; listed > maxNestedDirs {
+				return levels, true
+			}
+			entries, _ := s.ReadDir(dir, maxSurfaceEntries*4)
+			for _, e := range entries {
+				name := dir + "/" + e.Name()
+				switch {
+				case !e.IsDir() || e.Type()&fs.ModeSymlink != 0:
+				case e.Name() == session.ClaudeDir:
+					if depth > 0 {
+						levels = append(levels, name)
+					}
+				case e.Name() == "node_modules" || e.Name() == ".git":
+				default:
+					next = append(next, name)
+				}
+			}
+		}
+		queue = next
+	}
+	return levels, false
 }
 
 // JudgeSurface says what the daemon would hold of the configuration folders levels (relative to
@@ -331,7 +375,8 @@ func (g *surface) fail(err error) {
 // folder's times). It reads names, not contents, and stops after maxSurfaceEntries entries.
 func surfaceStamps(s *session.Session) []session.Stamp {
 	var out []session.Stamp
-	for _, level := range surfaceLevels {
+	nested, _ := nestedLevels(s)
+	for _, level := range append(slices.Clone(surfaceLevels), nested...) {
 		names, _ := s.ReadDirNames(level, maxSurfaceEntries)
 		for _, n := range names {
 			if surfaceWhole[n] != "" || n == pluginsDir || isKindDir(n) {

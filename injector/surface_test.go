@@ -34,6 +34,8 @@ func TestEnsureHoldsEveryConfigurationFileThatCanStartSomething(t *testing.T) {
 		{"workflows folder", "outputs/.claude/workflows/w.js", "run()", true, ""},
 		{"launch configuration", "outputs/.claude/launch.json", `{"configurations":[{"runtimeExecutable":"sh"}]}`, true, ""},
 		{"a file of no known kind among agents", ".claude/agents/a.yaml", "hooks: x", true, ""},
+		{"a skill in a project's sub-folder", "outputs/app/.claude/skills/tidy/SKILL.md", skillWithHook, false, "---\nname: tidy\ndescription: d\n---\nTidy up.\n"},
+		{"a skill deep in a project", "outputs/a/b/c/.claude/skills/tidy/SKILL.md", skillWithHook, false, "---\nname: tidy\ndescription: d\n---\nTidy up.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
