@@ -191,12 +191,22 @@ func BenchmarkHookProcess(b *testing.B) {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	m := newMachine(b)
-	m.writeConfig(b, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
 	env := append(m.h.Environ(), "HOME="+m.home)
-	for _, tc := range []struct{ name, payload, want string }{
-		{"allow", `{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git status"}}`, ""},
-		{"deny", `{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main"}}`, `"deny"`},
+	// A Cowork session under lockdown: the hook also reads the session's quarantine and leaves a
+	// receipt in its host channel.
+	session := filepath.Join(m.sessions, "acct", "org", "local_bench")
+	os.MkdirAll(filepath.Join(session, ".claude"), 0o755)
+	os.MkdirAll(filepath.Join(m.state, "channel", "local_bench", ".claude", "coworkbridge"), 0o700)
+	for _, tc := range []struct{ name, config, payload, want string }{
+		{"allow", `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, `{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git status"}}`, ""},
+		{"deny", `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, `{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main"}}`, `"deny"`},
+		{"allow-cowork-lockdown", `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`, `{"session_id":"s","cwd":"/Users/alex/project","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"toolu_b","tool_input":{"command":"git status"}}`, ""},
 	} {
+		m.writeConfig(b, tc.config)
+		env := env
+		if strings.Contains(tc.name, "cowork") {
+			env = append(env, "CLAUDE_CONFIG_DIR="+filepath.Join(session, ".claude"))
+		}
 		b.Run(tc.name, func(b *testing.B) {
 			var hook, bare []time.Duration
 			for b.Loop() {
