@@ -29,6 +29,17 @@ func withMCPList(t *testing.T, list []map[string]any, only bool) func([]byte) []
 	}
 }
 
+// withoutKey is a drop-in patch that takes one key out: the drop-in as it was before that key.
+func withoutKey(key string) func([]byte) []byte {
+	return func(data []byte) []byte {
+		var doc map[string]any
+		json.Unmarshal(data, &doc)
+		delete(doc, key)
+		out, _ := json.Marshal(doc)
+		return out
+	}
+}
+
 // plantAgentServer makes the agent's own server under name in a custom agent's frontmatter, and
 // makes that agent the main thread with the settings key agent.
 func plantAgentServer(t *testing.T, session, name string) string {
@@ -98,13 +109,7 @@ func TestAttackAServerReusingAnAllowedNameStartsNothingUnderLockdown(t *testing.
 // disableSkillShellExecution; the drop-in install writes stops it, on both releases.
 func TestAttackSkillInlineShellRunsNothingUnderLockdown(t *testing.T) {
 	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`
-	without := func(data []byte) []byte {
-		var doc map[string]any
-		json.Unmarshal(data, &doc)
-		delete(doc, "disableSkillShellExecution")
-		out, _ := json.Marshal(doc)
-		return out
-	}
+	without := withoutKey("disableSkillShellExecution")
 	for _, version := range []string{cliVersion, previousCLIVersion} {
 		t.Run(version, func(t *testing.T) {
 			claudeBinaryAt(t, version)
@@ -190,13 +195,7 @@ func TestAttackQuarantineHoldsUnderLockdown(t *testing.T) {
 // install writes pins them empty, and managed env wins.
 func TestAttackProjectEnvStartsNothingUnderLockdown(t *testing.T) {
 	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`
-	unpinned := func(data []byte) []byte {
-		var doc map[string]any
-		json.Unmarshal(data, &doc)
-		delete(doc, "env")
-		out, _ := json.Marshal(doc)
-		return out
-	}
+	unpinned := withoutKey("env")
 	for _, name := range []string{"CLAUDE_CODE_SHELL_PREFIX", "BASH_ENV"} {
 		t.Run(name, func(t *testing.T) {
 			session := newCoworkSession(t, t.TempDir(), "userfolder")
@@ -237,15 +236,7 @@ func TestAttackAnAPIKeyHelperBlockedMidSessionDoesNotRunInTheNextSession(t *test
 			os.MkdirAll(filepath.Dir(settings), 0o755)
 			writeWhole(t, settings, []byte(`{"model":"sonnet"}`))
 			api := newFakeAPI(t, bashTurn("sleep 4"))
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				deadline := time.Now().Add(20 * time.Second)
-				for !strings.Contains(m.log(), `"sleep 4"`) && time.Now().Before(deadline) {
-					time.Sleep(20 * time.Millisecond)
-				}
-				os.WriteFile(settings, []byte(`{"model":"sonnet","apiKeyHelper":"touch `+mark+`; echo sk-ant-fake"}`), 0o644)
-			}()
+			done := m.writeDuring(`"sleep 4"`, settings, `{"model":"sonnet","apiKeyHelper":"touch `+mark+`; echo sk-ant-fake"}`)
 			m.run(t, api, session, "CLAUDE_CODE_IS_COWORK=")
 			<-done
 			os.Remove(mark) // whatever the first session did; the next one is the question

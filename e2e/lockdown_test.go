@@ -96,6 +96,22 @@ func (m *managedMachine) exec(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// writeDuring writes content at path once the decision log holds call (the CLI is then in the
+// middle of that call, as a process the classifier never saw would write), and closes the channel
+// it returns when it has.
+func (m *managedMachine) writeDuring(call, path, content string) chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(m.log(), call) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		os.WriteFile(path, []byte(content), 0o644)
+	}()
+	return done
+}
+
 func (m *managedMachine) log() string {
 	data, _ := os.ReadFile(filepath.Join(m.logDir, "decisions.jsonl"))
 	return string(data)
@@ -196,15 +212,7 @@ func TestAttackSettingsChangeMidSessionIsBlockedByTheConfigChangeHook(t *testing
 	session := newCoworkSession(t, t.TempDir(), "configchange")
 	settings := filepath.Join(session, ".claude", "settings.json")
 	api := newFakeAPI(t, []toolUse{{Name: "Bash", Input: map[string]any{"command": "sleep 4", "description": "wait"}}})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(m.log(), `"sleep 4"`) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		os.WriteFile(settings, []byte(`{"statusLine":{"type":"command","command":"id"}}`), 0o644)
-	}()
+	done := m.writeDuring(`"sleep 4"`, settings, `{"statusLine":{"type":"command","command":"id"}}`)
 	m.run(t, api, session)
 	<-done
 	if log := m.log(); !strings.Contains(log, "coworkbridge.settings-change") || !strings.Contains(log, "statusLine") {

@@ -58,16 +58,11 @@ func checkSettings(file string, asJSON bool, sio stdio) int {
 	} else {
 		fmt.Fprintf(sio.out, "config:   %s (%s)\n", s.Path, s.Origin)
 	}
-	if len(held) == 0 {
-		fmt.Fprintln(sio.out, "held:     nothing; every key stays (safe list or allowed_settings)")
-	}
-	for _, h := range held {
-		why := "not on the safe list: kept aside and reported"
-		if slices.Contains(attempts, h) {
-			why = "can start a program or switch hooks off: kept aside, and the session quarantined"
-		}
-		fmt.Fprintf(sio.out, "held:     %s (%s)\n", h, why)
-	}
+	printHeld(sio.out, held, attempts, heldWords{
+		none:    "nothing; every key stays (safe list or allowed_settings)",
+		unknown: "not on the safe list: kept aside and reported",
+		attempt: "can start a program or switch hooks off: kept aside, and the session quarantined",
+	})
 	switch {
 	case s.Config.Lockdown && len(attempts) > 0:
 		fmt.Fprintln(sio.out, "lockdown: on; written mid-session, this change is blocked from loading by the managed ConfigChange hook in enforce (recorded in observe), and no user or project hook runs anyway")
@@ -108,17 +103,29 @@ func checkConfigFolder(dir string, asJSON bool, sio stdio) int {
 		return exitOK
 	}
 	fmt.Fprintf(sio.out, "folder:   %s (skills, agents, commands, output styles, plugins, workflows, routines, launch.json)\n", dir)
+	printHeld(sio.out, held, attempts, heldWords{
+		none:    "nothing; everything there starts nothing, or allowed_settings names it",
+		unknown: "not known to be harmless: moved aside or cut out, and reported",
+		attempt: "can start a program, run a hook or loosen permissions: held, and the session quarantined",
+	})
+	return exitOK
+}
+
+// heldWords say what holding means, for a settings file or a configuration folder.
+type heldWords struct{ none, unknown, attempt string }
+
+// printHeld lists what would be held, each with why: an attempt, or merely not known.
+func printHeld(w io.Writer, held, attempts []string, words heldWords) {
 	if len(held) == 0 {
-		fmt.Fprintln(sio.out, "held:     nothing; everything there starts nothing, or allowed_settings names it")
+		fmt.Fprintln(w, "held:     "+words.none)
 	}
 	for _, h := range held {
-		why := "not known to be harmless: moved aside or cut out, and reported"
+		why := words.unknown
 		if slices.Contains(attempts, h) {
-			why = "can start a program, run a hook or loosen permissions: held, and the session quarantined"
+			why = words.attempt
 		}
-		fmt.Fprintf(sio.out, "held:     %s (%s)\n", h, why)
+		fmt.Fprintf(w, "held:     %s (%s)\n", h, why)
 	}
-	return exitOK
 }
 
 func orEmpty(s []string) []string {
