@@ -166,13 +166,6 @@ func runCLIAs(t testing.TB, api *fakeAPI, sessionDir string, vm *vmView, cliArgs
 	return runCLIWith(t, cliVersion, api, sessionDir, vm, cliArgs, nil, extraEnv...)
 }
 
-// runCLIWrapped is runCLI with the CLI started through wrapper (a command and its arguments,
-// which end by running "$@").
-func runCLIWrapped(t testing.TB, api *fakeAPI, sessionDir string, wrapper []string, extraEnv ...string) cliRun {
-	t.Helper()
-	return runCLIWith(t, cliVersion, api, sessionDir, nil, nil, wrapper, extraEnv...)
-}
-
 // runCLIAt is runCLI with the CLI of another release.
 func runCLIAt(t testing.TB, version string, api *fakeAPI, sessionDir string, extraEnv ...string) cliRun {
 	t.Helper()

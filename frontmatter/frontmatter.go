@@ -152,7 +152,7 @@ const jsSpace = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u20
 func Split(data []byte) (fm Span, ok bool, whole string) {
 	e := bytes.TrimPrefix(data, []byte("\ufeff"))
 	off := len(data) - len(e)
-	if !bytes.HasPrefix(e, []byte("---")) || bytes.Index(e[3:], []byte("---")) < 0 {
+	if !bytes.HasPrefix(e, []byte("---")) || !bytes.Contains(e[3:], []byte("---")) {
 		return Span{}, false, ""
 	}
 	rest := string(e[3:])
