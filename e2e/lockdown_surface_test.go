@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -196,8 +197,17 @@ func TestAttackQuarantineHoldsUnderLockdown(t *testing.T) {
 func TestAttackProjectEnvStartsNothingUnderLockdown(t *testing.T) {
 	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`
 	unpinned := withoutKey("env")
-	for _, name := range []string{"CLAUDE_CODE_SHELL_PREFIX", "BASH_ENV"} {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash on this machine")
+	}
+	// The CLI runs commands in $SHELL, or zsh where it finds one: bash reads BASH_ENV.
+	for name, shell := range map[string]string{"CLAUDE_CODE_SHELL_PREFIX": "", "BASH_ENV": bash} {
 		t.Run(name, func(t *testing.T) {
+			env := []string{"CLAUDE_CODE_IS_COWORK="}
+			if shell != "" {
+				env = append(env, "SHELL="+shell)
+			}
 			session := newCoworkSession(t, t.TempDir(), "userfolder")
 			mark := filepath.Join(session, "outputs", "pwned-env")
 			script := filepath.Join(session, "outputs", "wrap.sh")
@@ -205,12 +215,12 @@ func TestAttackProjectEnvStartsNothingUnderLockdown(t *testing.T) {
 			os.Chmod(script, 0o755)
 			os.MkdirAll(filepath.Join(session, "outputs", ".claude"), 0o755)
 			writeJSONWhole(t, filepath.Join(session, "outputs", ".claude", "settings.json"), map[string]any{"env": map[string]string{name: script}})
-			newManagedMachine(t, cfg, unpinned).run(t, newFakeAPI(t, bashTurn("echo hi")), session, "CLAUDE_CODE_IS_COWORK=")
+			newManagedMachine(t, cfg, unpinned).run(t, newFakeAPI(t, bashTurn("echo hi")), session, env...)
 			if _, err := os.Stat(mark); err != nil {
 				t.Fatalf("control: %s did not start the program; the scenario no longer tests it", name)
 			}
 			os.Remove(mark)
-			run := newManagedMachine(t, cfg, nil).run(t, newFakeAPI(t, bashTurn("echo hi")), session, "CLAUDE_CODE_IS_COWORK=")
+			run := newManagedMachine(t, cfg, nil).run(t, newFakeAPI(t, bashTurn("echo hi")), session, env...)
 			if _, err := os.Stat(mark); err == nil {
 				t.Errorf("%s started the program under the drop-in install writes", name)
 			}
