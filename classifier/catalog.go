@@ -95,6 +95,7 @@ func (c *Classifier) Fingerprint() string {
 		fmt.Fprintf(h, "mode\x00%s=%s\x00", id, p.RuleModes[id])
 	}
 	fmt.Fprintf(h, "exec\x00%s\x00", strings.Join(slices.Sorted(slices.Values(p.AllowedExecutables)), ","))
+	fmt.Fprintf(h, "agents\x00%s\x00", strings.Join(slices.Sorted(slices.Values(p.AllowedAgents)), ","))
 	fmt.Fprintf(h, "mcp\x00%t\x00%s\x00", p.RestrictMCPServers, strings.Join(slices.Sorted(slices.Values(p.AllowedMCPServers)), ","))
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -37,6 +37,9 @@ type Policy struct {
 	AllowedExecutables []string
 	AllowedMCPServers  []string
 	RestrictMCPServers bool
+	// AllowedAgents are agent programs (codex, an internal agent's name) the admin lets the
+	// session's agent start although they run tools no hook of the session judges.
+	AllowedAgents []string
 	// Places is the map of the machine the file rules protect by owner (see Place).
 	Places []Place
 	// DenyAll, when set, is the reason every call is denied for (rule RuleDenyAll): the policy that
@@ -116,6 +119,7 @@ func (c *Classifier) allowedExecutable(name string) bool {
 
 // Classifier evaluates tool calls against a compiled policy. It is safe for concurrent use.
 type Classifier struct {
+	agents   map[string]bool // AllowedAgents
 	rules    map[Target][]*Rule
 	modes    map[string]string
 	allowed  map[string]bool // beside defaultExecutables
@@ -150,6 +154,10 @@ func New(p Policy) (*Classifier, error) {
 	}
 	for _, s := range p.AllowedMCPServers {
 		c.mcpAllow[s] = true
+	}
+	c.agents = map[string]bool{}
+	for _, a := range p.AllowedAgents {
+		c.agents[strings.ToLower(a)] = true
 	}
 	files, _ := defaultRules.ReadDir("rules")
 	var all []RuleFile

@@ -46,6 +46,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"AppPlace":             appPlace,
 	"DotenvWrite":          dotenvWrite,
 	"ConfigSurfaceWrite":   configSurfaceWrite,
+	"NestedAgent":          nestedAgent,
 	"KillProtected":        killProtected,
 	"UnknownReach":         unknownReach,
 	"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
@@ -668,4 +669,18 @@ func configSurfaceWrite(_ *Classifier, it item) (string, bool) {
 		return it.text + ": " + strings.Join(v.Reasons(), ", "), true
 	}
 	return "", false
+}
+
+// agentLine reads an agent effect's line: the program, and why it is unguarded ("" when it
+// inherits the session's hook).
+var agentLine = lazyregexp.New(`^agent program=(\S+) (?:unguarded why="([^"]*)"|unguarded why=(\S+))?`)
+
+// nestedAgent finds an agent started by the agent that runs tool calls no hook of the session
+// judges, unless the admin allowed that agent program.
+func nestedAgent(c *Classifier, it item) (string, bool) {
+	m := agentLine().FindStringSubmatch(it.text)
+	if m == nil || m[2]+m[3] == "" || c.agents[strings.ToLower(m[1])] {
+		return "", false
+	}
+	return "start the agent " + m[1] + ", whose tool calls escape this session's guard: " + m[2] + m[3], true
 }

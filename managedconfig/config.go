@@ -63,6 +63,9 @@ type Policy struct {
 	DisabledRules      []string
 	RuleModes          map[string]Mode
 	AllowedExecutables []string
+	// AllowedAgents are agent programs the session's agent may start although no hook of the
+	// session judges their tool calls (an approved internal agent).
+	AllowedAgents []string
 	// AllowedMCPServers applies only when RestrictMCPServers is true, that is when the file names
 	// the key at all: an empty list then allows no server, while an absent key allows every one.
 	AllowedMCPServers  []string

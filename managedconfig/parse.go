@@ -367,6 +367,18 @@ func (p *parser) policy(field string, raw json.RawMessage) {
 				pol.AllowedExecutables = names
 			}
 		},
+		"allowed_agents": func(f string, r json.RawMessage) {
+			names, ok := p.strings(f, r)
+			for i, n := range names {
+				if strings.ContainsAny(n, "/ \t") {
+					p.addf(fmt.Sprintf("%s[%d]", f, i), "%q is not an agent program's bare name (no slashes or spaces)", n)
+					ok = false
+				}
+			}
+			if ok {
+				pol.AllowedAgents = names
+			}
+		},
 		"allowed_mcp_servers": func(f string, r json.RawMessage) {
 			if servers, ok := p.mcpServers(f, r); ok {
 				pol.MCPServers, pol.RestrictMCPServers = servers, true

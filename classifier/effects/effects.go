@@ -49,6 +49,7 @@ const (
 	EffectDatabase     EffectKind = "database"      // SQL a database runs: destroy, leave-read-only, server-exec, server-file, credentials, privilege
 	EffectPublish      EffectKind = "publish"       // makes a repository or its content public: existing, or new
 	EffectMessage      EffectKind = "message"       // a message or mail rule with a recipient the user does not see: hidden, forward
+	EffectAgent        EffectKind = "agent"         // starts an AI agent that runs tools of its own: program=, inherits or unguarded why=
 )
 
 // Effect is one thing a command does.
@@ -125,6 +126,7 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		}
 	}
 	out = append(out, remoteShell(cmd)...)
+	out = append(out, agentEffects(cmd)...)
 	out = append(out, removals(cmd, cwd)...)
 	out = append(out, movesAway(cmd, cwd)...)
 	out = append(out, permissionEffects(cmd, cwd)...)
@@ -922,6 +924,8 @@ func codeEffect(ce facts.CodeAct, cwd string) Effect {
 		return e
 	case facts.CodeRemoteShell:
 		return New(EffectRemoteShell, ce.By, "runs", "commands from a network connection")
+	case facts.CodeAgent:
+		return codeAgent(ce)
 	}
 	e := New(EffectSend, ce.By, "data", "code") // CodeSend
 	if ce.Secret {

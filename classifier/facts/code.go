@@ -87,6 +87,7 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 	if codeSocket().MatchString(code) && codeRunsCommands().MatchString(code) {
 		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeRemoteShell, By: name})
 	}
+	a.CodeActs = append(a.CodeActs, codeAgents(name, code)...)
 	if codeSends().MatchString(code) {
 		e := CodeAct{Kind: CodeSend, By: name, Secret: codeSecrets().MatchString(code)}
 		a.CodeActs = append(a.CodeActs, e)
@@ -189,6 +190,9 @@ const (
 	CodeDelete      CodeActKind = iota + 1 // deletes target (a tree, with tree)
 	CodeRemoteShell                        // runs commands it reads from a socket
 	CodeSend                               // sends data over the network (secrets, with secret)
+	// CodeAgent starts an AI agent: Target is "sdk:<package>" for an agent SDK imported, or the
+	// agent program spawned; for claude, Secret marks options that leave the session's hook out.
+	CodeAgent
 )
 
 // containsAny reports whether s contains any of the words.
@@ -199,4 +203,37 @@ func containsAny(s string, words ...string) bool {
 		}
 	}
 	return false
+}
+
+// codeAgentSDK is an import of an agent SDK, in Python or JavaScript (a comment mentioning one is
+// no import: lines are looked at one by one, comments skipped).
+var codeAgentSDK = lazyregexp.New(`^(?:from\s+(claude_agent_sdk|claude_code_sdk)\b|import\s+(claude_agent_sdk|claude_code_sdk)\b|.*(?:\brequire\s*\(|\bfrom\s|\bimport\s*\(?)\s*['"](@anthropic-ai/claude-agent-sdk|@anthropic-ai/claude-code|@openai/codex-sdk)['"])`)
+
+// codeAgentSpawn is an agent program spawned by code: the program, the first string handed to a
+// process-starting call.
+var codeAgentSpawn = lazyregexp.New(`(?:subprocess\.\w+|Popen|os\.system|os\.popen|spawn\w*|exec\w*|execFile\w*|Command)\s*\(\s*\[?\s*["'](?:[\w./-]*/)?(claude|codex|gemini|qwen|cursor-agent|copilot|aider|goose|opencode|amp|crush)\b`)
+
+// codeClaudeUnguarded are what code passing them to a spawned claude leaves the session's hook out
+// with.
+var codeClaudeUnguarded = lazyregexp.New(`--setting-sources|--settings\b|--mcp-config|--strict-mcp-config|--plugin-dir|--agents\b|--bare\b|--safe-mode|--dangerously-skip-permissions|bypassPermissions|CLAUDE_CONFIG_DIR|CLAUDE_CODE_SIMPLE|CLAUDE_CODE_SAFE_MODE`)
+
+// codeAgents finds the agents interpreter code starts.
+func codeAgents(name, code string) []CodeAct {
+	if !containsAny(code, "claude", "codex", "gemini", "qwen", "cursor-agent", "copilot", "aider", "goose", "opencode", "amp", "crush") {
+		return nil
+	}
+	var acts []CodeAct
+	for line := range strings.Lines(code) {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "#") || strings.HasPrefix(t, "//") || strings.HasPrefix(t, "*") || strings.HasPrefix(t, "/*") {
+			continue
+		}
+		if m := codeAgentSDK().FindStringSubmatch(t); m != nil {
+			acts = append(acts, CodeAct{Kind: CodeAgent, By: name, Target: "sdk:" + m[1] + m[2] + m[3]})
+		}
+	}
+	for _, m := range codeAgentSpawn().FindAllStringSubmatch(code, 8) {
+		acts = append(acts, CodeAct{Kind: CodeAgent, By: name, Target: m[1], Secret: m[1] == "claude" && codeClaudeUnguarded().MatchString(code)})
+	}
+	return acts
 }

@@ -39,9 +39,13 @@ const (
 // Command is one simple command, normalised: wrappers and leading assignments looked through,
 // quotes removed, the program's path and case reduced to its base name.
 type Command struct {
-	Name      string   // "rm" for /bin/rm, \rm, r''m and RM
-	Args      []string // after expansion; unknown variables stay as $NAME
-	Assigns   []string // NAME=value given to the command (leading or through env)
+	Name    string   // "rm" for /bin/rm, \rm, r''m and RM
+	Args    []string // after expansion; unknown variables stay as $NAME
+	Assigns []string // NAME=value given to the command (leading or through env)
+	// ClearsEnv: env -i (or env -) starts it with an empty environment; Unsets are the variables
+	// env -u takes out of it.
+	ClearsEnv bool
+	Unsets    []string
 	Wrappers  []string // sudo, env, timeout... in the order they appeared
 	PipedFrom string   // the command feeding its stdin through a pipe, if any
 	PipesTo   string   // the command its stdout feeds through a pipe, if any
@@ -1247,7 +1251,13 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 			return i + 1, true
 		case name == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
 			cmd.Assigns = append(cmd.Assigns, a)
-		case name == "env" && a == "-": // env - CMD: env -i CMD
+		case name == "env" && (a == "-" || a == "-i" || a == "--ignore-environment"): // env - CMD: env -i CMD
+			cmd.ClearsEnv = true
+		case name == "env" && (a == "-u" || a == "--unset") && i+1 < len(args):
+			cmd.Unsets = append(cmd.Unsets, args[i+1])
+			i++
+		case name == "env" && strings.HasPrefix(a, "--unset="):
+			cmd.Unsets = append(cmd.Unsets, strings.TrimPrefix(a, "--unset="))
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			if wrapperOptsWithValue[name][a] {
 				i++
