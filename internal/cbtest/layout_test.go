@@ -14,14 +14,14 @@ import (
 
 const module = "github.com/coworkbridge/coworkbridge/"
 
-// The README's package table says which of our packages each one imports: it is how a
+// The architecture's package table says which of our packages each one imports: it is how a
 // contributor learns the layout, so it must be the layout.
-func TestREADMEPackageTableIsTheLayout(t *testing.T) {
+func TestArchitecturePackageTableIsTheLayout(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := packageRows(t, filepath.Join(root, "CONTRIBUTING.md"))
+	rows := packageRows(t, filepath.Join(root, "docs", "ARCHITECTURE.md"))
 	if len(rows) < 15 {
 		t.Fatalf("found %d rows in the package table; has its heading changed?", len(rows))
 	}
