@@ -3,6 +3,7 @@ package classifier
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -103,7 +104,7 @@ func corpusTexts(t *testing.T) []string {
 	t.Helper()
 	files, _ := filepath.Glob("../../shared/corpus/*.jsonl")
 	if len(files) == 0 {
-		t.Skip("corpora not available beside the checkout")
+		cbtest.NoShared(t, "the corpora", os.ErrNotExist)
 	}
 	var texts []string
 	for _, f := range files {

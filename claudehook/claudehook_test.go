@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 func TestParseEveryReferencePayload(t *testing.T) {
 	files, _ := filepath.Glob("../../shared/reference/payloads/*.json")
 	if len(files) == 0 {
-		t.Skip("reference payloads not available beside the checkout")
+		cbtest.NoShared(t, "the reference payloads", os.ErrNotExist)
 	}
 	for _, f := range files {
 		data, _ := os.ReadFile(f)

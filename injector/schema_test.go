@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ func testSchema(t testing.TB) *Schema {
 func TestTheEmbeddedSettingsSchemaIsTheReferenceCopy(t *testing.T) {
 	ref, err := os.ReadFile(schemaPath)
 	if err != nil {
-		t.Skipf("shared reference not available: %v", err)
+		cbtest.NoShared(t, "the reference settings schema", err)
 	}
 	if !bytes.Equal(ref, settingsSchemaJSON) {
 		t.Error("injector/claude-code-settings.schema.json differs from the shared reference: copy it over")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/coworkbridge/coworkbridge/allowlist"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,7 @@ func settingsSchema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
 	data, err := os.ReadFile(schemaPath)
 	if err != nil {
-		t.Skipf("settings schema not available (%v); run from a checkout beside shared/", err)
+		cbtest.NoShared(t, "the reference settings schema", err)
 	}
 	return compileReference(t, data)
 }

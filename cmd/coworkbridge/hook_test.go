@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +39,7 @@ func referencePayloads(t *testing.T) map[string][]byte {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "reference", "payloads", "*.json"))
 	if len(files) == 0 {
-		t.Skip("../shared/reference/payloads not beside the checkout")
+		cbtest.NoShared(t, "the reference payloads", os.ErrNotExist)
 	}
 	out := map[string][]byte{}
 	for _, f := range files {
