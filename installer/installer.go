@@ -91,19 +91,26 @@ func New(binary string, out io.Writer, dryRun bool) (*Installer, error) {
 	return &Installer{goos: runtime.GOOS, exe: binary, managedDir: dropin.Dir(runtime.GOOS), run: execRunner{}, out: out, dryRun: dryRun}, nil
 }
 
-// checkBinary refuses a binary the agent could not start later: a relative path, a temporary
-// build (go run deletes it when it exits), or, unless this is a dry run, a file that is not there.
+// checkBinary refuses a binary the agent could not start later: a relative path, a build go run
+// or go test makes (deleted when it exits), one in the temporary folder (emptied at restart;
+// only warned about in a dry run), or, unless this is a dry run, a file that is not there.
 func checkBinary(binary string, named, dryRun bool, out io.Writer) error {
 	if !filepath.IsAbs(binary) {
 		return fmt.Errorf("--binary %q must be an absolute path: the agent starts it from anywhere", binary)
 	}
-	if temporaryBuild(binary) {
-		what := "this binary"
-		if named {
-			what = "--binary"
+	what := "this binary"
+	if named {
+		what = "--binary"
+	}
+	const build = "Build one where it stays (go build -o /usr/local/bin/coworkbridge ./cmd/coworkbridge) and run its install, or name the installed one with --binary"
+	switch temporaryBuild(binary) {
+	case goBuild:
+		return fmt.Errorf("%s is %s, a temporary build that go run deletes when it exits: the agent would start a binary that is gone. %s", what, binary, build)
+	case tempFolder:
+		if !dryRun {
+			return fmt.Errorf("%s is %s, in the temporary folder, which the system empties (at restart, or of files left alone for days): the agent would one day start a binary that is gone. %s", what, binary, build)
 		}
-		return fmt.Errorf("%s is %s, a temporary build that go run deletes when it exits: the agent would start a binary that is gone. "+
-			"Build one (go build -o /usr/local/bin/coworkbridge ./cmd/coworkbridge) and run its install, or name the installed one with --binary", what, binary)
+		fmt.Fprintf(out, "warning: %s is in the temporary folder, which the system empties; install it where it stays before a real install\n", binary)
 	}
 	fi, err := os.Stat(binary)
 	switch {
@@ -118,16 +125,26 @@ func checkBinary(binary string, named, dryRun bool, out io.Writer) error {
 	return fmt.Errorf("the binary %s is not an executable file (name the installed coworkbridge with --binary)", binary)
 }
 
-// temporaryBuild reports a path go run or go test builds into: a go-build folder, or anywhere
+// Where a binary stands that the agent could not rely on finding later.
+const (
+	lasting    = iota
+	goBuild    // a go-build folder: go run and go test delete it when they exit
+	tempFolder // the temporary folder: emptied by the system
+)
+
+// temporaryBuild says whether path is in a folder go run or go test builds into, or anywhere
 // under the temporary folder.
-func temporaryBuild(path string) bool {
+func temporaryBuild(path string) int {
 	for _, part := range strings.Split(filepath.ToSlash(path), "/") {
 		if strings.HasPrefix(part, "go-build") {
-			return true
+			return goBuild
 		}
 	}
 	tmp, err := filepath.EvalSymlinks(os.TempDir())
-	return err == nil && strings.HasPrefix(path, tmp+string(filepath.Separator))
+	if err == nil && strings.HasPrefix(path, tmp+string(filepath.Separator)) {
+		return tempFolder
+	}
+	return lasting
 }
 
 // Targets resolves whom to act for: the invoking user, or (as root) the console user or the

@@ -369,15 +369,33 @@ func TestUninstallRemovesOurHooksFromEverySessionRightAfterStoppingTheAgent(t *t
 }
 
 func TestATemporaryBuildIsRefusedWithWhatToDoInstead(t *testing.T) {
-	for _, bin := range []string{"/tmp/go-build4151/b001/exe/coworkbridge", filepath.Join(os.TempDir(), "x", "coworkbridge")} {
-		_, err := New(bin, io.Discard, true)
-		if err == nil || !strings.Contains(err.Error(), "temporary build") || !strings.Contains(err.Error(), "go build -o") {
-			t.Errorf("%s: %v", bin, err)
-		}
+	if _, err := New("/tmp/go-build4151/b001/exe/coworkbridge", io.Discard, true); err == nil || !strings.Contains(err.Error(), "go run deletes") || !strings.Contains(err.Error(), "go build -o") {
+		t.Errorf("a go run build, dry run: %v", err)
 	}
 	// This test binary is such a build: installing it as the default binary is refused too.
 	if _, err := New("", io.Discard, true); err == nil || !strings.Contains(err.Error(), "this binary is") {
 		t.Errorf("the running test binary: %v", err)
+	}
+}
+
+// A binary built with go build -o into the temporary folder is not go run's: a dry run warns that
+// the system empties that folder, and a real install refuses it for that reason.
+func TestABinaryInTheTemporaryFolderIsWarnedAboutInADryRunAndRefusedOtherwise(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "coworkbridge")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resolved, _ := filepath.EvalSymlinks(bin)
+	var out strings.Builder
+	if _, err := New(resolved, &out, true); err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	if !strings.Contains(out.String(), "temporary folder, which the system empties") {
+		t.Errorf("dry run said %q", out.String())
+	}
+	_, err := New(resolved, io.Discard, false)
+	if err == nil || strings.Contains(err.Error(), "go run") || !strings.Contains(err.Error(), "empties") {
+		t.Errorf("install: %v", err)
 	}
 }
 
