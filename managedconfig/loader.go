@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/google/renameio/v2"
 
@@ -168,7 +169,9 @@ func IntentOf(data []byte) Mode {
 }
 
 // locate returns the first candidate that exists. A candidate that exists but cannot be examined
-// is returned with the error, so that it is reported rather than skipped.
+// is returned with the error, so that it is reported rather than skipped; so is a link whose
+// target is gone: removing the file is how an admin switches coworkbridge off, and a dangling
+// link is no such decision (it would otherwise switch enforce off in silence).
 func (l *Loader) locate() (string, error) {
 	for _, c := range l.env.ConfigCandidates() {
 		_, err := os.Stat(c)
@@ -177,6 +180,10 @@ func (l *Loader) locate() (string, error) {
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return c, fmt.Errorf("examine %s: %w", c, err)
+		}
+		if fi, lerr := os.Lstat(c); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(c)
+			return c, fmt.Errorf("%s is a link to %s, which does not exist: restore the file, or remove the link to switch coworkbridge off", c, target)
 		}
 	}
 	return "", nil
@@ -226,8 +233,11 @@ func ReadSourceLines(path string) ([]byte, func(field string) int, error) {
 	return data, line, nil
 }
 
+// readLimited reads at most the configuration's size limit of a regular file. It opens without
+// waiting: a FIFO at the name would otherwise hold the reader (the daemon's watcher, or a host
+// hook on every tool call) until someone writes into it.
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read managed config: %w", err)
 	}

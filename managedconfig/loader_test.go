@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -165,6 +166,44 @@ func TestLoadOversizedFileIsInvalid(t *testing.T) {
 	s := f.loader.Load()
 	if s.Origin != OriginInvalid || !strings.Contains(s.Problem.Error(), "the limit is") {
 		t.Fatalf("got %+v", s)
+	}
+}
+
+// A link to nothing at managed.json is no admin's decision to switch off: enforce stays on the
+// last good copy, and the problem is said.
+func TestLoadADanglingLinkKeepsTheLastGoodConfiguration(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, enforceOn)
+	f.loader.Load()
+	os.Remove(f.config)
+	if err := os.Symlink(filepath.Join(filepath.Dir(f.config), "gone.json"), f.config); err != nil {
+		t.Fatal(err)
+	}
+	s := f.loader.Load()
+	if s.Origin != OriginLastGood || s.Config.Mode != Enforce || !s.Enabled() {
+		t.Fatalf("a dangling link switched enforce off: %+v", s)
+	}
+	if s.Problem == nil || !strings.Contains(s.Problem.Error(), "does not exist") {
+		t.Errorf("problem %v", s.Problem)
+	}
+}
+
+// A FIFO at managed.json is refused at once, not waited on: the host hook reads the file at
+// every tool call.
+func TestLoadAFIFOIsInvalidWithoutWaiting(t *testing.T) {
+	f := newFixture(t)
+	if err := syscall.Mkfifo(f.config, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan Snapshot, 1)
+	go func() { done <- f.loader.Load() }()
+	select {
+	case s := <-done:
+		if s.Origin != OriginInvalid || !strings.Contains(s.Problem.Error(), "not a regular file") {
+			t.Fatalf("got %+v", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load waited on the FIFO")
 	}
 }
 
