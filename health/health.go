@@ -160,6 +160,10 @@ type Health struct {
 	// changed is signalled (never blocking) when the state status reports changes, so that
 	// the snapshot file follows it rather than waiting for the next heartbeat.
 	changed chan struct{}
+	// late is signalled when events came within eventKick of the last write they asked for:
+	// the snapshot writer then writes once more at the end of that window, so that the last
+	// events of a burst are in health.json within eventKick, not at the next heartbeat.
+	late chan struct{}
 }
 
 // New returns an empty Health reading time from now.
@@ -167,7 +171,7 @@ func New(now func() time.Time) *Health {
 	if now == nil {
 		now = time.Now
 	}
-	return &Health{now: now, sessions: map[string]*Session{}, win: window{sessions: map[Code][]string{}}, changed: make(chan struct{}, 1)}
+	return &Health{now: now, sessions: map[string]*Session{}, win: window{sessions: map[Code][]string{}}, changed: make(chan struct{}, 1), late: make(chan struct{}, 1)}
 }
 
 // session returns the entry for id, creating it unless the limit is reached. Callers hold mu.
@@ -428,6 +432,11 @@ func (h *Health) Event(id string, d Decision, latency time.Duration) {
 	if now := h.now(); now.Sub(h.kicked) >= eventKick {
 		h.kicked = now
 		h.changedLocked()
+	} else {
+		select {
+		case h.late <- struct{}{}:
+		default: // one is pending already
+		}
 	}
 	if latency > 0 {
 		if len(h.win.latencies) < maxLatencySamples {

@@ -514,3 +514,27 @@ func TestEventsAskForASnapshotAtMostEveryFewSeconds(t *testing.T) {
 		t.Error("an event after eventKick asked for none")
 	}
 }
+
+// The last events of a burst reach health.json within eventKick of the write the first one asked
+// for, not at the next heartbeat: status named the first of five calls for up to a heartbeat.
+func TestTheLastEventsOfABurstReachTheSnapshotWithinAFewSeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(time.Now)
+		h.SetConfig(ConfigState{Origin: "file", Mode: "enforce", Enabled: true})
+		path := filepath.Join(t.TempDir(), "health.json")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go h.Heartbeat(ctx, HeartbeatOptions{Interval: time.Hour, Path: path, Logger: slog.New(slog.DiscardHandler)})
+		synctest.Wait()
+		for i := range 5 {
+			h.Event(fmt.Sprintf("local_%d", i), Allow, 0)
+			time.Sleep(time.Second)
+		}
+		time.Sleep(eventKick)
+		synctest.Wait()
+		s, err := ReadSnapshot(path)
+		if err != nil || s.Totals.Events != 5 {
+			t.Fatalf("health.json holds %d events, want 5 (%v)", s.Totals.Events, err)
+		}
+	})
+}

@@ -196,7 +196,10 @@ func (h *Health) Heartbeat(ctx context.Context, o HeartbeatOptions) error {
 	gap := time.NewTimer(time.Hour)
 	gap.Stop()
 	defer gap.Stop()
-	pending := false
+	trail := time.NewTimer(time.Hour)
+	trail.Stop()
+	defer trail.Stop()
+	pending, trailing := false, false
 	h.beat(o, true)
 	for {
 		select {
@@ -213,6 +216,14 @@ func (h *Health) Heartbeat(ctx context.Context, o HeartbeatOptions) error {
 			}
 		case <-gap.C:
 			pending = false
+			h.beat(o, false)
+		case <-h.late:
+			if !trailing {
+				trailing = true
+				trail.Reset(eventKick)
+			}
+		case <-trail.C:
+			trailing = false
 			h.beat(o, false)
 		}
 	}
