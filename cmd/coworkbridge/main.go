@@ -41,7 +41,7 @@ func commands() []command {
 		{"install", "install the per-user agent (LaunchAgent on macOS, systemd user unit on Linux)", cmdInstall},
 		{"uninstall", "remove our hooks from every session, then the agent (logs kept unless --purge)", cmdUninstall},
 		{"unhook", "remove our hooks from every session of this user (the daemon must be stopped)", cmdUnhook},
-		{"status", "say whether the daemon runs and guards every session (exit 0/1/2)", cmdStatus},
+		{"status", "say whether the daemon runs and guards every session (exit 0/1/2/3)", cmdStatus},
 		{"check", "classify one tool call, or score the classifier on a labelled corpus", cmdCheck},
 		{"validate", "check a managed.json or a configuration profile and its whole policy, listing every problem (exit 0/1)", cmdValidate},
 		{"rules", "list every rule of the policy in force (id, verdict, mode, source), or explain one", cmdRules},
@@ -59,7 +59,7 @@ func main() {
 const (
 	exitOK    = 0
 	exitFail  = 1
-	exitUsage = 64 // EX_USAGE: distinct from every command's own statuses (status uses 1 and 2)
+	exitUsage = 64 // EX_USAGE: distinct from every command's own statuses (status uses 1 to 3)
 )
 
 func dispatch(ctx context.Context, args []string, sio stdio) int {
