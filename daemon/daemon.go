@@ -316,7 +316,8 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	}
 	failing := s.Origin == managedconfig.OriginInvalid && s.Intent == managedconfig.Enforce
 	d.health.SetConfig(health.ConfigState{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(),
-		Mode: mode, Enabled: s.Enabled() || failing, FailingClosed: failing, Problem: s.ProblemText()})
+		Mode: mode, Enabled: s.Enabled() || failing, FailingClosed: failing, Problem: s.ProblemText(),
+		Lockdown: s.Config.Lockdown && s.Origin != managedconfig.OriginInvalid})
 	d.stamp = telemetry.LocalStamp(d.version, s.ShortHash(), string(s.Origin))
 	d.wantDropIn(s)
 	switch {

@@ -134,6 +134,9 @@ type ConfigState struct {
 	// so every call in every session is denied until it is fixed.
 	FailingClosed bool   `json:"failing_closed,omitempty"`
 	Problem       string `json:"problem,omitempty"`
+	// Lockdown: managed.json asks for the drop-in's lockdown (whether the drop-in installed
+	// carries it is the managed_settings_drop_in warning's to say).
+	Lockdown bool `json:"lockdown,omitempty"`
 	// PolicyProblem: the file is valid but its policy (rule files, rule ids) does not compile, so
 	// PolicyFallback ("the previous policy", "the built-in rules") is in force instead.
 	PolicyProblem  string `json:"policy_problem,omitempty"`

@@ -147,6 +147,11 @@ func errString(err error) string {
 func (v statusView) render(w io.Writer) {
 	s := v.Snapshot
 	switch {
+	case !v.Running && s != nil && !s.Config.Enabled:
+		// Switched off when it last ran: its hooks were taken out, so nothing waits for it.
+		fmt.Fprintln(w, "coworkbridge is not running, and was switched off (cowork_enabled false) when it last ran: no session carries its hook, nothing is recorded or blocked.")
+		fmt.Fprintf(w, "  last health snapshot: %s\n", ago(v.Now, s.WrittenAt))
+		return
 	case !v.Running:
 		fmt.Fprintln(w, "coworkbridge is NOT running: Cowork sessions in enforce mode deny every tool call, in observe mode nothing is recorded.")
 		fmt.Fprintf(w, "  what to do: start it with '%s', or ask IT to reinstall coworkbridge.\n", installer.RestartCommand(v.GOOS, false))
@@ -167,6 +172,9 @@ func (v statusView) render(w io.Writer) {
 		state = "enforce: FAILING CLOSED, every call denied"
 	case s.Config.Enabled:
 		state = "mode " + string(s.Config.Mode)
+	}
+	if s.Config.Lockdown {
+		state += ", lockdown"
 	}
 	up := time.Duration(s.Daemon.UptimeSeconds) * time.Second
 	if !s.Daemon.StartedAt.IsZero() && v.Now.After(s.Daemon.StartedAt) {
@@ -195,8 +203,11 @@ func (v statusView) render(w io.Writer) {
 	fmt.Fprintln(w)
 	switch r := s.Record; {
 	case r == nil:
+	case r.Head == "" && s.Totals.Events > 0:
+		// Records came after the check: the head is read at start and at each heartbeat.
+		fmt.Fprintf(w, "decision log: %s, written since it was last checked (%s); its chain head is published at the next heartbeat\n",
+			r.Log, ago(v.Now, r.CheckedAt))
 	case r.Head == "":
-		// Nothing to verify yet: the head is read at start and at each heartbeat.
 		fmt.Fprintf(w, "decision log: %s, empty when last checked (%s); its chain head is published at the next heartbeat\n",
 			r.Log, ago(v.Now, r.CheckedAt))
 	default:

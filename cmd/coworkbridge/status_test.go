@@ -68,6 +68,20 @@ func withRecord(head string, size int64) *health.Snapshot {
 	return s
 }
 
+// switchedOff is the last snapshot of a daemon that was switched off (cowork_enabled false).
+func switchedOff() *health.Snapshot {
+	s := fixtureSnapshot(false)
+	s.Config.Enabled = false
+	return s
+}
+
+// lockedDown is the fixture under the drop-in's lockdown.
+func lockedDown() *health.Snapshot {
+	s := fixtureSnapshot(false)
+	s.Config.Lockdown = true
+	return s
+}
+
 func TestStatusOutputAndExitCodes(t *testing.T) {
 	tests := []struct {
 		name string
@@ -84,6 +98,8 @@ func TestStatusOutputAndExitCodes(t *testing.T) {
 		{"after-observe", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: afterObserveSnapshot()}, statusHealthy},
 		{"chain-head", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: withRecord("3f9a0c1d2e4b5a6978c0d1e2f3a4b5c6", 48213)}, statusHealthy},
 		{"empty-log", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: withRecord("", 0)}, statusHealthy},
+		{"not-running-switched-off", statusView{GOOS: "darwin", Now: statusNow, Running: false, Snapshot: switchedOff()}, statusNotRunning},
+		{"lockdown", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: lockedDown()}, statusHealthy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
