@@ -26,7 +26,8 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 			"runs on), or reads a PreToolUse payload from a file or stdin ('-'), or scores the policy on labelled\n"+
 			"corpora, or judges every call of a decision log again under a candidate managed.json and shows\n"+
 			"what would change. An invalid managed.json with no good copy is an error, never a silent fallback\n"+
-			"to the built-in rules. Exit status 0 whatever the verdict; 1 on error; 64 usage.", sio)
+			"to the built-in rules. Exit status 0 whatever the verdict (with --settings, 2 when something would\n"+
+			"be held); 1 on error; 64 usage.", sio)
 	bash := fs.String("bash", "", "classify this shell command")
 	write := fs.String("write", "", "classify a Write to this path")
 	cwd := fs.String("cwd", "/home/user/project", "working folder for --bash and --write")
@@ -112,8 +113,16 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	if v.Nudge != "" {
 		fmt.Fprintf(sio.out, "nudge:    %s\n", v.Nudge)
 	}
-	if v.ObserveOnly {
+	switch {
+	case v.Decision == claudehook.Allow:
+	case v.ObserveOnly:
 		fmt.Fprintln(sio.out, "mode:     observe (reported, not applied)")
+	case used.Path == "":
+		// No managed.json: the built-in rules, as the policy line below says.
+	case !used.Enabled:
+		fmt.Fprintln(sio.out, "mode:     off: managed.json does not switch coworkbridge on (cowork_enabled), so nothing is judged or applied")
+	case used.Mode == managedconfig.Observe:
+		fmt.Fprintln(sio.out, "mode:     observe: managed.json's mode records this decision and applies nothing")
 	}
 	for i, e := range c.Effects(p) {
 		label := "effects: "

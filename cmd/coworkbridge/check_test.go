@@ -100,22 +100,24 @@ func TestCheckSettingsExplainsTheAllowListAndLockdown(t *testing.T) {
 	settings := filepath.Join(dir, "settings.json")
 	os.WriteFile(settings, []byte(`{"model":"opus","someNewKey":1,"statusLine":{"type":"command","command":"id"},"env":{"HTTPS_PROXY":"http://p","CLAUDE_CODE_SIMPLE":"1"}}`), 0o600)
 	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), []string{"check", "--settings", settings}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	if code := dispatch(context.Background(), []string{"check", "--settings", settings}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != exitHeld {
+		t.Fatalf("exit %d, want %d (something is held): %s", code, exitHeld, errb.String())
 	}
 	for _, want := range []string{
+		"kept:     env.HTTPS_PROXY",
+		"kept:     model",
 		"held:     someNewKey (not on the safe list",
 		"held:     statusLine (can start a program",
 		"held:     env.CLAUDE_CODE_SIMPLE (can start a program",
-		"lockdown: on; written mid-session, this change is blocked",
+		"lockdown: on in managed.json, but this Mac has no drop-in",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, kept := range []string{"model", "HTTPS_PROXY"} {
+	for _, kept := range []string{"held:     model", "held:     env.HTTPS_PROXY"} {
 		if strings.Contains(out.String(), kept) {
-			t.Errorf("%s was held:\n%s", kept, out.String())
+			t.Errorf("%s:\n%s", kept, out.String())
 		}
 	}
 }
@@ -143,8 +145,8 @@ func TestCheckSettingsOnAFolderExplainsWhatWouldBeHeld(t *testing.T) {
 		os.WriteFile(p, []byte(content), 0o644)
 	}
 	var out, errb bytes.Buffer
-	if code := dispatch(context.Background(), []string{"check", "--settings", project}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	if code := dispatch(context.Background(), []string{"check", "--settings", project}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != exitHeld {
+		t.Fatalf("exit %d, want %d: %s", code, exitHeld, errb.String())
 	}
 	for _, want := range []string{
 		".claude/skills/tidy/SKILL.md: would hold hooks (can start a program",
@@ -185,6 +187,29 @@ func TestCheckNamesItsConfigurationAndTheRulesItHeldBack(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), tt.want) || !strings.Contains(out.String(), "policy:   "+cfg+" (config_hash ") {
 			t.Errorf("%s:\n%s", tt.policy, out.String())
+		}
+	}
+}
+
+// A deny under a configuration that applies nothing says so: observe records it, and a file that
+// leaves coworkbridge off judges nothing at all.
+func TestCheckSaysWhenTheConfigurationAppliesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "managed.json")
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", cfg)
+	t.Setenv("COWORKBRIDGE_STATE_DIR", filepath.Join(dir, "state"))
+	for _, tt := range []struct{ config, want string }{
+		{`{"version":1,"cowork_enabled":true,"mode":"observe"}`, "mode:     observe: managed.json's mode records this decision and applies nothing"},
+		{`{"version":1,"cowork_enabled":false,"mode":"enforce"}`, "mode:     off: managed.json does not switch coworkbridge on"},
+		{`{"version":1,"cowork_enabled":true,"mode":"enforce"}`, ""},
+	} {
+		os.WriteFile(cfg, []byte(tt.config), 0o600)
+		var out, errb bytes.Buffer
+		if code := dispatch(context.Background(), []string{"check", "--bash", "git push --force"}, stdio{in: strings.NewReader(""), out: &out, err: &errb}); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if got := out.String(); tt.want == "" && strings.Contains(got, "mode:") || tt.want != "" && !strings.Contains(got, tt.want) {
+			t.Errorf("%s:\n%s", tt.config, got)
 		}
 	}
 }

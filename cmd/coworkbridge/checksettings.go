@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 
 	"github.com/coworkbridge/coworkbridge/allowlist"
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -50,20 +53,27 @@ func checkSettings(file string, asJSON bool, sio stdio) int {
 	}
 	if asJSON {
 		json.NewEncoder(sio.out).Encode(map[string]any{"config": s.Path, "lockdown": s.Config.Lockdown,
-			"allowed_settings": s.Config.AllowedSettings, "held": orEmpty(held), "attempts": orEmpty(attempts)})
-		return exitOK
+			"allowed_settings": s.Config.AllowedSettings, "held": orEmpty(held), "attempts": orEmpty(attempts),
+			"kept": orEmpty(keptNames(data, held))})
+		return heldExit(held)
 	}
 	if s.Path == "" {
 		fmt.Fprintln(sio.out, "config:   none found: the defaults (nothing allowed beyond the safe list, no lockdown)")
 	} else {
 		fmt.Fprintf(sio.out, "config:   %s (%s)\n", s.Path, s.Origin)
 	}
+	for _, k := range keptNames(data, held) {
+		fmt.Fprintf(sio.out, "kept:     %s\n", k)
+	}
 	printHeld(sio.out, held, attempts, heldWords{
 		none:    "nothing; every key stays (safe list or allowed_settings)",
 		unknown: "not on the safe list: kept aside and reported",
-		attempt: "can start a program or switch hooks off: kept aside, and the session quarantined",
+		attempt: "can start a program, redirect the CLI or switch hooks off: kept aside, and the session quarantined",
 	})
+	_, installed := os.Stat(filepath.Join(dropin.Dir(runtime.GOOS), dropin.Name))
 	switch {
+	case s.Config.Lockdown && installed != nil:
+		fmt.Fprintf(sio.out, "lockdown: on in managed.json, but this Mac has no drop-in (%s): nothing blocks this change from loading until 'sudo coworkbridge install --managed-settings' runs\n", dropin.Dir(runtime.GOOS))
 	case s.Config.Lockdown && len(attempts) > 0:
 		fmt.Fprintln(sio.out, "lockdown: on; written mid-session, this change is blocked from loading by the managed ConfigChange hook in enforce (recorded in observe), and no user or project hook runs anyway")
 	case s.Config.Lockdown:
@@ -71,7 +81,44 @@ func checkSettings(file string, asJSON bool, sio stdio) int {
 	default:
 		fmt.Fprintln(sio.out, "lockdown: off; the daemon takes held keys out of the session's files as soon as they are written")
 	}
+	return heldExit(held)
+}
+
+// exitHeld is check --settings' status when something would be held: a script can tell a file
+// that passes whole from one that does not.
+const exitHeld = 2
+
+func heldExit(held []string) int {
+	if len(held) > 0 {
+		return exitHeld
+	}
 	return exitOK
+}
+
+// keptNames are the keys (and members of env, hooks and mcpServers) of a settings document that
+// nothing holds, in file order.
+func keptNames(data []byte, held []string) []string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return nil
+	}
+	var kept []string
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if k != "env" && k != "hooks" && k != "mcpServers" {
+			if !slices.Contains(held, k) {
+				kept = append(kept, k)
+			}
+			continue
+		}
+		var members map[string]json.RawMessage
+		json.Unmarshal(top[k], &members)
+		for _, m := range slices.Sorted(maps.Keys(members)) {
+			if n := k + "." + m; !slices.Contains(held, n) && !slices.Contains(held, k) {
+				kept = append(kept, n)
+			}
+		}
+	}
+	return kept
 }
 
 // checkConfigFolder shows what the daemon would hold of a configuration folder: a .claude folder,
@@ -100,7 +147,7 @@ func checkConfigFolder(dir string, asJSON bool, sio stdio) int {
 	if asJSON {
 		json.NewEncoder(sio.out).Encode(map[string]any{"config": cs.Path, "folder": dir,
 			"allowed_settings": cs.Config.AllowedSettings, "held": orEmpty(held), "attempts": orEmpty(attempts)})
-		return exitOK
+		return heldExit(held)
 	}
 	fmt.Fprintf(sio.out, "folder:   %s (skills, agents, commands, output styles, plugins, workflows, routines, launch.json)\n", dir)
 	printHeld(sio.out, held, attempts, heldWords{
@@ -108,7 +155,7 @@ func checkConfigFolder(dir string, asJSON bool, sio stdio) int {
 		unknown: "not known to be harmless: moved aside or cut out, and reported",
 		attempt: "can start a program, run a hook or loosen permissions: held, and the session quarantined",
 	})
-	return exitOK
+	return heldExit(held)
 }
 
 // heldWords say what holding means, for a settings file or a configuration folder.
