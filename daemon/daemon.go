@@ -345,7 +345,7 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 func (d *Daemon) failClosed(ctx context.Context, s managedconfig.Snapshot) {
 	cfg := s.Config // the defaults: the file's own values are unreadable
 	cfg.CoworkEnabled, cfg.Mode = true, managedconfig.Enforce
-	cls, err := policy.DenyAll(s.Problem)
+	cls, err := policy.DenyAll()
 	if err != nil {
 		d.log.Error("cannot build the deny-all policy", "err", err.Error())
 		return

@@ -152,7 +152,7 @@ func classifierFor(snap managedconfig.Snapshot) (*classifier.Classifier, error) 
 	if snap.Origin != managedconfig.OriginInvalid {
 		return policy.Compile(snap.Config.Policy)
 	}
-	return policy.DenyAll(snap.Problem)
+	return policy.DenyAll()
 }
 
 // record appends rec to the decision log. A failure does not change the verdict: refusing every

@@ -58,8 +58,14 @@ func (n Notices) For(rule string) Notice {
 // Explain is the text Claude Code shows for a deny or an ask: the admin's words for the rule,
 // coworkbridge's reason, and the help page with its placeholders filled in (each value escaped
 // for a URL). With no notice configured it is the reason alone.
+//
+// The default text is block_message's, words for a call that was stopped: an ask, which the user
+// may let through, gets only a rule's own text, and the help page.
 func (n Notices) Explain(reason string, f NoticeFacts) string {
 	nt := n.For(f.Rule)
+	if f.Decision == "ask" && n.Rules[f.Rule].Text == "" {
+		nt.Text = ""
+	}
 	parts := make([]string, 0, 3)
 	if nt.Text != "" {
 		parts = append(parts, nt.Text)

@@ -36,6 +36,15 @@ func TestBlockMessageGivesEachRuleItsOwnWordsAndTheRestTheDefault(t *testing.T) 
 	if got := (Notices{}).Explain("why", facts); got != "why" {
 		t.Errorf("no notice configured: %q, want the reason alone", got)
 	}
+	// An ask is no block: the default block text is left out, a rule's own words and the page stay.
+	facts.Decision = "ask"
+	if got := n.Explain("why", facts); got != "why\nMore: https://it.example.com/secrets" {
+		t.Errorf("an ask under the default text:\n%s", got)
+	}
+	facts.Rule = "bash.rm-critical"
+	if got := n.Explain("why", facts); !strings.HasPrefix(got, "Deleting a home folder is never allowed.\nwhy") {
+		t.Errorf("an ask of a rule with its own words:\n%s", got)
+	}
 }
 
 func TestBlockMessageProblemsAreEachNamed(t *testing.T) {

@@ -119,13 +119,13 @@ func (k *Keeper) Apply(p managedconfig.Policy) (Result, error) {
 }
 
 // DenyAll is the policy for a managed configuration that is broken with no good copy to fall
-// back on: which calls it would allow cannot be known, so every call is denied, naming the
-// problem. The daemon and the host hook both fail closed with it.
-func DenyAll(problem error) (*classifier.Classifier, error) {
-	why := "unknown problem"
-	if problem != nil {
-		why = problem.Error()
-	}
-	return classifier.New(classifier.Policy{DenyAll: "coworkbridge's configuration (managed.json) is invalid (config_invalid) " +
-		"and no good copy exists, so no call can be checked: " + why + ". Ask your IT team to fix it."})
+// back on: which calls it would allow cannot be known, so every call is denied. The daemon and the
+// host hook both fail closed with it.
+//
+// The reason is what the user and the agent read: it names the state and who can fix it, not the
+// file's path or the validator's words, which `status`, the heartbeat and the daemon log carry for
+// the admin.
+func DenyAll() (*classifier.Classifier, error) {
+	return classifier.New(classifier.Policy{DenyAll: "coworkbridge's configuration on this Mac is invalid (config_invalid) " +
+		"and no good copy exists, so no call can be checked. Your IT team sees the problem in 'coworkbridge status'; ask them to fix it."})
 }

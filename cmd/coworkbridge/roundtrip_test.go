@@ -215,8 +215,9 @@ func TestSIGKILLDuringDrainsLosesAndDuplicatesNothing(t *testing.T) {
 }
 
 // A broken managed.json that clearly asks for enforce, with no good copy to fall back on: the
-// daemon fails closed as the host hook does (every call denied, naming the broken file), and
-// says config_invalid in its log and heartbeat.
+// daemon fails closed as the host hook does (every call denied, saying the configuration is
+// invalid without the file's path or the validator's words, which are the admin's), and says
+// config_invalid with the problem in its log and heartbeat.
 func TestABrokenEnforceConfigWithNoGoodCopyFailsClosed(t *testing.T) {
 	m := newMachine(t)
 	dir := newSessionIn(t, m, "local_1")
@@ -225,7 +226,10 @@ func TestABrokenEnforceConfigWithNoGoodCopyFailsClosed(t *testing.T) {
 	p.waitLog(t, "every tool call is DENIED", map[string]any{"code": "config_invalid"})
 	hook := waitHook(t, dir, managedconfig.Enforce)
 	out, _ := callHook(t, dir, hook, "ls -la")
-	assertDenied(t, out, 0, time.Hour, "configuration (managed.json) is invalid")
+	assertDenied(t, out, 0, time.Hour, "configuration on this Mac is invalid (config_invalid)")
+	if strings.Contains(out, "managed.json") || strings.Contains(out, "hook_timeout") {
+		t.Errorf("the user is shown the file or the validator's words: %s", out)
+	}
 	p.waitLog(t, "managed.json is invalid (it asks for enforce", map[string]any{"code": "config_invalid"})
 
 	// Fixed: the real policy is in force again.
