@@ -181,9 +181,11 @@ func TestAttackLockdownStopsHooksOfOtherEventsAndUpdatedInputFromAForeignHook(t 
 	}
 }
 
-// TestAttackHungHostHookBlocksTheCall: a FIFO at managed.json makes the host hook hang until
-// Claude Code kills it at its timeout; the drop-in's onFailure "block" makes that a refusal, not
-// a call that runs. (The drop-in's timeout is shortened here so that the test takes seconds.)
+// TestAttackHungHostHookBlocksTheCall: a FIFO at managed.json once made the host hook hang until
+// Claude Code killed it at its timeout (the drop-in's onFailure "block" made that a refusal). The
+// hook now opens the file without waiting and refuses the call at once: a special file planted
+// at the name fails closed. Either way the call must not run. (The drop-in's timeout is
+// shortened here so that a hang would cost seconds.)
 func TestAttackHungHostHookBlocksTheCall(t *testing.T) {
 	short := func(b []byte) []byte { return bytes.Replace(b, []byte(`"timeout": 30`), []byte(`"timeout": 2`), -1) }
 	m := newManagedMachine(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`, short)

@@ -119,6 +119,10 @@ func (l *Loader) Load() Snapshot {
 	if err == nil {
 		cfg, err = Parse(data, path, l.env, l.paths)
 		off.Intent = IntentOf(data)
+	} else if errors.Is(err, errNotRegular) {
+		// No MDM delivers a FIFO, a socket or a folder: one planted at the name must not
+		// switch enforcement off, so with no good copy every call is denied.
+		off.Intent = Enforce
 	}
 	if err == nil {
 		snap := Snapshot{Config: cfg, Origin: OriginFile, Path: path, Hash: hash(data)}
@@ -233,6 +237,9 @@ func ReadSourceLines(path string) ([]byte, func(field string) int, error) {
 	return data, line, nil
 }
 
+// errNotRegular: something other than a regular file stands at the configuration's name.
+var errNotRegular = errors.New("not a regular file")
+
 // readLimited reads at most the configuration's size limit of a regular file. It opens without
 // waiting: a FIFO at the name would otherwise hold the reader (the daemon's watcher, or a host
 // hook on every tool call) until someone writes into it.
@@ -247,7 +254,7 @@ func readLimited(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read managed config: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read managed config %s: not a regular file (%v)", path, fi.Mode().Type())
+		return nil, fmt.Errorf("read managed config %s: %w (%v)", path, errNotRegular, fi.Mode().Type())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigFileBytes+1))
 	if err != nil {

@@ -202,6 +202,9 @@ func TestLoadAFIFOIsInvalidWithoutWaiting(t *testing.T) {
 		if s.Origin != OriginInvalid || !strings.Contains(s.Problem.Error(), "not a regular file") {
 			t.Fatalf("got %+v", s)
 		}
+		if s.Intent != Enforce {
+			t.Errorf("intent %q: a FIFO planted at the name must fail closed", s.Intent)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Load waited on the FIFO")
 	}
