@@ -163,8 +163,15 @@ func Output(d Decision, reason, context string) []byte {
 // DenyFormat is the printf format of a deny, for a hook written in shell: the reason is prefix
 // followed by its one %s, which must need no JSON escaping; it ends with a newline (\n) and holds
 // no single quote.
-func DenyFormat(prefix string) string {
-	return strings.TrimSuffix(string(Output(Deny, strings.ReplaceAll(prefix, "%", "%%")+"%s", "")), "\n") + `\n`
+func DenyFormat(prefix string) string { return DenyFormatAround(prefix, "") }
+
+// DenyFormatAround is DenyFormat with text after the reason as well (an organisation's help page).
+// printf reads backslash escapes in its format as well as %: the JSON's own (\n, \", \\ in an
+// organisation's text) are doubled so that they reach the output as written, and stay JSON.
+func DenyFormatAround(prefix, suffix string) string {
+	esc := func(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+	out := strings.TrimSuffix(string(Output(Deny, esc(prefix)+"%s"+esc(suffix), "")), "\n")
+	return strings.ReplaceAll(out, `\`, `\\`) + `\n`
 }
 
 // Answer is what a PreToolUse hook's output asks of Claude Code.

@@ -30,11 +30,14 @@ type ScriptParams struct {
 	// and the lease, out of the agent's reach. A hook that cannot see it (inside the VM) uses the
 	// session's bridge folder. Empty: every hook uses the bridge folder.
 	HostChannel string
+	// Notice is the organisation's block message, put around the script's own denies (daemon not
+	// running, no decision in time) as around the daemon's.
+	Notice managedconfig.Notices
 }
 
 // paramsFrom takes the script parameters from a configuration.
 func paramsFrom(cfg managedconfig.Config) ScriptParams {
-	return ScriptParams{Mode: cfg.Mode, DecisionTimeout: cfg.DecisionTimeout, MaxLineBytes: cfg.MaxLineBytes}
+	return ScriptParams{Mode: cfg.Mode, DecisionTimeout: cfg.DecisionTimeout, MaxLineBytes: cfg.MaxLineBytes, Notice: cfg.Policy.Notices}
 }
 
 // The programs the script runs, by absolute path: a PATH from the session's settings must not
@@ -106,11 +109,19 @@ func scriptBody(p ScriptParams, dt int) (string, error) {
 		"FastPolls":  fastPolls,
 		"Host":       shellQuote(p.HostChannel),
 		"Envelope":   claudehook.EnvelopeFormat(string(p.Mode)),
-		"DenyFormat": claudehook.DenyFormat("coworkbridge: "),
+		"DenyFormat": denyFormat(p.Notice),
 		"Tr":         trBin, "Od": odBin, "Cat": catBin, "Date": dateBin, "Dd": ddBin,
 		"Rm": rmBin, "Mkdir": mkdirBin, "Sleep": sleepBin,
 	})
 	return b.String(), err
+}
+
+// denyFormat is the printf format of the script's own deny, inside the script's single quotes: the
+// organisation's words before coworkbridge's reason and its help page after, as the daemon's
+// denies carry them.
+func denyFormat(n managedconfig.Notices) string {
+	before, after := n.Frame(managedconfig.NoticeFacts{Rule: "coworkbridge.hook", Decision: "deny"})
+	return strings.ReplaceAll(claudehook.DenyFormatAround(before+"coworkbridge: ", after), "'", `'\''`)
 }
 
 // shellQuote quotes s for a POSIX shell as one word.

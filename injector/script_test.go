@@ -521,3 +521,33 @@ func TestScriptsRunOnlyBuiltinsAndProgramsByAbsolutePath(t *testing.T) {
 		}
 	}
 }
+
+// The script's own denies (coworkbridge not running, no decision in time) carry the
+// organisation's block message as the daemon's do, and stay one JSON object under every shell
+// whatever the text holds: quotes, an apostrophe, a backslash, a percent sign, a line break.
+func TestTheScriptsOwnDenyCarriesTheOrganisationsNotice(t *testing.T) {
+	text := "Example Corp's \"AI\" policy: 100% reviewed \\ see below.\nCall the desk."
+	n := managedconfig.Notices{Default: managedconfig.Notice{Text: text, HelpURL: "https://it.example.com/ai?rule={rule}&d={decision}"}}
+	s, err := Script(ScriptParams{Mode: managedconfig.Enforce, DecisionTimeout: 4 * time.Second, MaxLineBytes: 4 << 20, Notice: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range shells(t) {
+		t.Run(sh.name, func(t *testing.T) {
+			res := runHook(t, sh, s, filepath.Join(t.TempDir(), ".claude"), []byte(payload))
+			var out struct {
+				H struct {
+					Decision string `json:"permissionDecision"`
+					Reason   string `json:"permissionDecisionReason"`
+				} `json:"hookSpecificOutput"`
+			}
+			if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.H.Decision != "deny" {
+				t.Fatalf("stdout %q is not a deny: %v", res.stdout, err)
+			}
+			want := text + "\ncoworkbridge: coworkbridge is not running on this Mac"
+			if !strings.HasPrefix(out.H.Reason, want) || !strings.HasSuffix(out.H.Reason, "\nMore: https://it.example.com/ai?rule=coworkbridge.hook&d=deny") {
+				t.Errorf("reason %q", out.H.Reason)
+			}
+		})
+	}
+}

@@ -77,6 +77,19 @@ func (n Notices) Explain(reason string, f NoticeFacts) string {
 	return strings.Join(parts, "\n")
 }
 
+// Frame is what Explain puts before and after a reason, for a deny whose reason is written later
+// (the hook script's own, when coworkbridge cannot answer): the default notice, with the facts
+// known now filled into its help page.
+func (n Notices) Frame(f NoticeFacts) (before, after string) {
+	if n.Default.Text != "" {
+		before = n.Default.Text + "\n"
+	}
+	if n.Default.HelpURL != "" {
+		after = "\nMore: " + fillURL(n.Default.HelpURL, f)
+	}
+	return before, after
+}
+
 func fillURL(tmpl string, f NoticeFacts) string {
 	vals := map[string]string{"rule": f.Rule, "rid": f.RID, "decision": f.Decision, "session": f.Session, "user": f.User, "host": f.Host}
 	return noticeVar().ReplaceAllStringFunc(tmpl, func(m string) string {
