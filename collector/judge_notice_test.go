@@ -38,8 +38,10 @@ func TestAWaitingHookIsToldTheAdminsNoticeForItsRule(t *testing.T) {
 	}
 	ask := f.nextRID()
 	f.appendRaw(envelope(ask, "enforce", "Bash", bash("git restore src/main.go")) + "\n")
-	if got := reason(ask); !strings.HasPrefix(got, "Stopped by Example Corp's AI policy.\ncoworkbridge: ") {
-		t.Errorf("ask reason %q: want the default notice", got)
+	// block_message's default text is for calls that were stopped: an ask, which the user may
+	// let through, gets coworkbridge's reason and the help page.
+	if got := reason(ask); !strings.HasPrefix(got, "coworkbridge: ") || !strings.HasSuffix(got, "\nMore: https://it.example.com/ai/bash.git-discard?on=mac-17") {
+		t.Errorf("ask reason %q: want the reason and the help page, without the block text", got)
 	}
 	allow := f.nextRID()
 	f.appendRaw(envelope(allow, "enforce", "Bash", bash("ls")) + "\n")
