@@ -59,7 +59,7 @@ func (h *heldRecords) hold(o outcome) {
 		delete(*h, h.oldest())
 	}
 	r := o.rec
-	r.Input = transcript.Preview(r.Input)
+	r.Input = transcript.Preview(telemetry.RedactedInput(r.Input)) // kept in state: never more than the log
 	(*h)[o.toolUseID] = r
 }
 

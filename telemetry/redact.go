@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/secrets"
@@ -10,7 +11,50 @@ import (
 // Redact replaces every value in s that looks like a secret by [REDACTED:<kind>]. Every rule
 // looks at the original text, so no rule's replacement can hide another rule's context; where
 // spans overlap they are merged and named after the earliest rule.
-func Redact(s string) string { return redactFound(s, secrets.Find(s)) }
+//
+// A secret broken across lines (a token wrapped in written content) is looked for in the text
+// with its line breaks taken out as well, and hidden whole, both halves and the break.
+func Redact(s string) string {
+	found := secrets.Find(s)
+	if strings.ContainsAny(s, "\r\n") {
+		found = mergeSpans(append(found, acrossLines(s)...))
+	}
+	return redactFound(s, found)
+}
+
+// acrossLines finds the secrets of s read with its line breaks taken out, as spans of s.
+func acrossLines(s string) []secrets.Finding {
+	var joined strings.Builder
+	at := make([]int, 0, len(s)) // at[i]: where joined's byte i stands in s
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' || s[i] == '\r' {
+			continue
+		}
+		joined.WriteByte(s[i])
+		at = append(at, i)
+	}
+	var out []secrets.Finding
+	for _, f := range secrets.Find(joined.String()) {
+		if f.End > f.Start {
+			out = append(out, secrets.Finding{Kind: f.Kind, Start: at[f.Start], End: at[f.End-1] + 1})
+		}
+	}
+	return out
+}
+
+// mergeSpans sorts findings and joins those that overlap, keeping the earlier one's kind.
+func mergeSpans(fs []secrets.Finding) []secrets.Finding {
+	slices.SortFunc(fs, func(a, b secrets.Finding) int { return a.Start - b.Start })
+	var out []secrets.Finding
+	for _, f := range fs {
+		if n := len(out); n > 0 && f.Start <= out[n-1].End {
+			out[n-1].End = max(out[n-1].End, f.End)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
 
 // RedactName is Redact for a name built of parts: a path, an MCP tool's name.
 func RedactName(s string) string { return redactFound(s, secrets.FindInName(s)) }

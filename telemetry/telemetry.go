@@ -524,6 +524,12 @@ func inputShape(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
+// RedactedInput is a tool call's input as the decision log writes it with redaction: every
+// secret the log would hide is hidden. For what the daemon keeps of an input anywhere else (its
+// state, previews of calls awaiting their result), so that nothing persisted holds more than
+// the log.
+func RedactedInput(raw json.RawMessage) json.RawMessage { return sanitizeInput(raw, true) }
+
 func sanitizeInput(raw json.RawMessage, redact bool) json.RawMessage {
 	if len(raw) == 0 {
 		return json.RawMessage("null")

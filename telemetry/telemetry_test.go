@@ -352,3 +352,27 @@ func TestRecentRIDsOfAMissingLogIsEmpty(t *testing.T) {
 		t.Errorf("RecentRIDs = %v, %v", got, err)
 	}
 }
+
+// A secret the written content breaks across lines is hidden whole, both halves and the break,
+// in every corpus case whose secret is long enough to break; ordinary multi-line text is left
+// as it was.
+func TestRedactHidesASecretBrokenAcrossLines(t *testing.T) {
+	for _, c := range secretCorpus(t) {
+		if len(c.Secret) < 16 || strings.ContainsAny(c.Secret, "\r\n") {
+			continue
+		}
+		half := len(c.Secret) / 2
+		text := strings.Replace(c.Text, c.Secret, c.Secret[:half]+"\n"+c.Secret[half:], 1)
+		got := Redact(text)
+		if strings.Contains(got, c.Secret[:half]) || strings.Contains(got, c.Secret[half:]) {
+			t.Errorf("%s: a half survived in %q", c.Kind, got)
+		}
+	}
+	clean, err := os.ReadFile("testdata/clean.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Redact(string(clean)); got != string(clean) {
+		t.Errorf("ordinary lines, read together, changed:\n%s", got)
+	}
+}

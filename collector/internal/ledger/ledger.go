@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
@@ -229,7 +230,7 @@ func (l *Ledger) Judged(ev Event, now time.Time) {
 	}
 	j := judged{Denied: ev.Denied, At: now, Input: fp, Seen: used || ran}
 	if !j.Seen {
-		j.Tool, j.RID, j.Preview = cut(ev.Tool), cut(ev.RID), transcript.Preview(ev.Input)
+		j.Tool, j.RID, j.Preview = cut(ev.Tool), cut(ev.RID), preview(ev.Input)
 	}
 	l.putJudged(ev.ToolUseID, j)
 }
@@ -238,7 +239,7 @@ func (l *Ledger) Judged(ev Event, now time.Time) {
 func (l *Ledger) Take(it transcript.Item, now time.Time) []Finding {
 	switch it.Kind {
 	case transcript.Use:
-		l.putUse(it.ToolUseID, Use{ID: it.ToolUseID, Tool: cut(it.Tool), Preview: transcript.Preview(it.Input), Input: transcript.FingerprintOf(it.Input)})
+		l.putUse(it.ToolUseID, Use{ID: it.ToolUseID, Tool: cut(it.Tool), Preview: preview(it.Input), Input: transcript.FingerprintOf(it.Input)})
 		if j, ok := l.judged[it.ToolUseID]; ok && !j.Seen {
 			j.Seen, j.Tool, j.RID, j.Preview = true, "", "", nil
 			l.putJudged(it.ToolUseID, j) // smaller than before: always fits
@@ -298,6 +299,15 @@ func (l *Ledger) Settle(now time.Time, grace, forgedAfter time.Duration) []Findi
 		}
 	}
 	return found
+}
+
+// preview is what the ledger keeps of an input for its findings: redacted as the decision log
+// would be, since the ledger's state is persisted (offsets.json), then cut short.
+func preview(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	return transcript.Preview(telemetry.RedactedInput(raw))
 }
 
 func unguarded(u Use, why string) Finding {

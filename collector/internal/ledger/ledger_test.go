@@ -102,3 +102,17 @@ func TestWithoutTranscriptsTheOldestEventsMakeRoom(t *testing.T) {
 		t.Error("the oldest event was kept past the budget")
 	}
 }
+
+// What the ledger persists (the daemon's state file) never holds more of an input than the
+// decision log does: a key in a nested array of an MCP call's arguments, in a call awaiting its
+// result or in an event awaiting its call, is redacted there too.
+func TestThePersistedLedgerHoldsNoSecretTheLogWouldRedact(t *testing.T) {
+	const token = "ghp_1234567890abcdefghijABCDEFGHIJ123456"
+	input := json.RawMessage(`{"repos":[{"name":"x","auth":["Bearer ` + token + `"]}],"note":"key ` + token + `"}`)
+	l := New(1 << 20)
+	l.Take(transcript.Item{Kind: transcript.Use, ToolUseID: "toolu_a", Tool: "mcp__github__push", Input: input}, time.Now())
+	l.Judged(Event{ToolUseID: "toolu_b", Tool: "mcp__github__push", RID: "r", Input: input}, time.Now())
+	if state := string(l.Persisted()); strings.Contains(state, token) || !strings.Contains(state, "REDACTED") {
+		t.Errorf("persisted state holds the token:\n%s", state)
+	}
+}
