@@ -1,8 +1,12 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -93,7 +97,7 @@ func check(data []byte, file string, line func(string) int, env managedconfig.En
 		if _, perr := Compile(inv.Partial); perr != nil {
 			out = append(out, problemLines(perr, file, where)...)
 		}
-		return out, cfg
+		return inLineOrder(out, file), cfg
 	}
 	if err != nil {
 		return []string{err.Error()}, cfg
@@ -102,6 +106,25 @@ func check(data []byte, file string, line func(string) int, env managedconfig.En
 		return problemLines(err, file, where), cfg
 	}
 	return nil, cfg
+}
+
+// inLineOrder sorts problems by the line of file they name ("file:12: ..."), those that name none
+// last, each group in the order found: an admin fixes the file from the top.
+func inLineOrder(problems []string, file string) []string {
+	lineOf := func(p string) int {
+		rest, ok := strings.CutPrefix(p, file+":")
+		if !ok {
+			return math.MaxInt
+		}
+		digits, _, _ := strings.Cut(rest, ":")
+		n, err := strconv.Atoi(digits)
+		if err != nil {
+			return math.MaxInt
+		}
+		return n
+	}
+	slices.SortStableFunc(problems, func(a, b string) int { return cmp.Compare(lineOf(a), lineOf(b)) })
+	return problems
 }
 
 // problemLines splits a policy's joined errors into lines; those about managed.json's own fields

@@ -113,6 +113,20 @@ func TestValidateListsEveryProblemWithFileAndLine(t *testing.T) {
 		t.Errorf("exit %d, want 1", code)
 	}
 
+	// Several problems come in the file's line order, whatever order they were found in.
+	many := filepath.Join(dir, "many.json")
+	os.WriteFile(many, []byte(`{
+  "version": 1,
+  "policy": {"disabled_rules": ["bash.no-such-rule"]},
+  "mode": "enforcee",
+  "hook_timeout": "five"
+}`), 0o644)
+	_, out, _ = runCLI(t, "", "validate", many)
+	l3, l4, l5 := strings.Index(out, many+":3:"), strings.Index(out, many+":4:"), strings.Index(out, many+":5:")
+	if l3 < 0 || l4 < 0 || l5 < 0 || !(l3 < l4 && l4 < l5) {
+		t.Errorf("problems out of line order:\n%s", out)
+	}
+
 	good := filepath.Join(dir, "good.json")
 	os.WriteFile(good, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o644)
 	if code, out, _ := runCLI(t, "", "validate", good); code != validateOK || !strings.Contains(out, "is valid: coworkbridge on, mode enforce") {
@@ -120,6 +134,12 @@ func TestValidateListsEveryProblemWithFileAndLine(t *testing.T) {
 	}
 	if _, err := os.Stat(state); err == nil {
 		t.Error("validate wrote into the state folder")
+	}
+	// A file checked before it ships says nothing of this workstation's drop-in.
+	lockdown := filepath.Join(dir, "lockdown.json")
+	os.WriteFile(lockdown, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`), 0o644)
+	if _, out, _ := runCLI(t, "", "validate", lockdown); strings.Contains(out, "drop-in is not installed") || strings.Contains(out, "managed_settings_drop_in") {
+		t.Errorf("a file to ship was compared with this Mac's drop-in:\n%s", out)
 	}
 }
 

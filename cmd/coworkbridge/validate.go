@@ -67,7 +67,7 @@ func cmdValidate(_ context.Context, args []string, sio stdio) int {
 	}
 	state := configState(cfg)
 	fmt.Fprintf(sio.out, "%s is valid: coworkbridge %s, %d rule folder%s.\n", file, state, len(cfg.Policy.RulesDirs), plural(len(cfg.Policy.RulesDirs)))
-	explainLockdown(sio, cfg)
+	explainLockdown(sio, cfg, thisMacs(env, file))
 	return validateOK
 }
 
@@ -101,7 +101,7 @@ func validateProfile(file string, env managedconfig.Env, paths managedconfig.Pat
 	if len(mc.Others) > 0 {
 		fmt.Fprintf(sio.out, "Its other payloads (%s) are macOS's to check.\n", strings.Join(mc.Others, ", "))
 	}
-	explainLockdown(sio, r.Config)
+	explainLockdown(sio, r.Config, thisMacs(env, file))
 	return validateOK
 }
 
@@ -125,9 +125,21 @@ func configState(cfg managedconfig.Config) string {
 	return "off (cowork_enabled is false)"
 }
 
-// explainLockdown says what the managed-settings drop-in does for cfg, and whether the one
-// installed on this machine is that drop-in, owned by root and safe.
-func explainLockdown(sio stdio, cfg managedconfig.Config) {
+// thisMacs reports whether file is the configuration this Mac runs on: only then is this Mac's
+// drop-in compared with it (a file checked before it ships says nothing of the workstation).
+func thisMacs(env managedconfig.Env, file string) bool {
+	inUse := env.ExistingConfig()
+	if inUse == "" {
+		return false
+	}
+	a, errA := filepath.Abs(inUse)
+	b, errB := filepath.Abs(file)
+	return errA == nil && errB == nil && a == b
+}
+
+// explainLockdown says what the managed-settings drop-in does for cfg and, for the configuration
+// this Mac runs on, whether the one installed is that drop-in, owned by root and safe.
+func explainLockdown(sio stdio, cfg managedconfig.Config, installedHere bool) {
 	if cfg.Lockdown {
 		fmt.Fprintln(sio.out, "Lockdown: the drop-in stops every user, project and plugin hook (allowManagedHooksOnly),")
 		fmt.Fprintln(sio.out, "  judges settings changes (ConfigChange) and every call itself; users lose their own hooks.")
@@ -137,6 +149,9 @@ func explainLockdown(sio stdio, cfg managedconfig.Config) {
 	}
 	if len(cfg.AllowedSettings) > 0 {
 		fmt.Fprintf(sio.out, "Session settings may also keep: %s.\n", strings.Join(cfg.AllowedSettings, ", "))
+	}
+	if !installedHere {
+		return
 	}
 	exe, err := os.Executable()
 	if err != nil {
