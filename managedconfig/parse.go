@@ -356,26 +356,12 @@ func (p *parser) policy(field string, raw json.RawMessage) {
 		"disabled_rules": func(f string, r json.RawMessage) { pol.DisabledRules = p.ruleIDs(f, r) },
 		"rule_modes":     p.ruleModes,
 		"allowed_executables": func(f string, r json.RawMessage) {
-			names, ok := p.strings(f, r)
-			for i, n := range names {
-				if strings.ContainsAny(n, "/ \t") {
-					p.addf(fmt.Sprintf("%s[%d]", f, i), "%q is not a bare command name (no slashes or spaces)", n)
-					ok = false
-				}
-			}
-			if ok {
+			if names, ok := p.bareNames(f, r, "a bare command name"); ok {
 				pol.AllowedExecutables = names
 			}
 		},
 		"allowed_agents": func(f string, r json.RawMessage) {
-			names, ok := p.strings(f, r)
-			for i, n := range names {
-				if strings.ContainsAny(n, "/ \t") {
-					p.addf(fmt.Sprintf("%s[%d]", f, i), "%q is not an agent program's bare name (no slashes or spaces)", n)
-					ok = false
-				}
-			}
-			if ok {
+			if names, ok := p.bareNames(f, r, "an agent program's bare name"); ok {
 				pol.AllowedAgents = names
 			}
 		},
@@ -444,6 +430,19 @@ func (p *parser) mcpServer(field string, raw json.RawMessage) (MCPServer, bool) 
 		return s, false
 	}
 	return s, true
+}
+
+// bareNames reads a list of program names as a shell finds them on its PATH: what is no bare name
+// (a slash, a space) is a problem naming what it should have been.
+func (p *parser) bareNames(field string, raw json.RawMessage, what string) ([]string, bool) {
+	names, ok := p.strings(field, raw)
+	for i, n := range names {
+		if strings.ContainsAny(n, "/ \t") {
+			p.addf(fmt.Sprintf("%s[%d]", field, i), "%q is not %s (no slashes or spaces)", n, what)
+			ok = false
+		}
+	}
+	return names, ok
 }
 
 // claudeVersion is a Claude Code release number as requiredMinimumVersion takes it.

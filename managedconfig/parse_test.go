@@ -378,3 +378,15 @@ func TestAllowedMCPServersTakeNamesOrWhatEachServerStarts(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowedAgentsAreBareProgramNames(t *testing.T) {
+	env := testEnv(nil)
+	paths := mustPaths(t, env)
+	cfg, err := Parse([]byte(`{"version":1,"policy":{"allowed_agents":["codex","acme-agent"]}}`), "m", env, paths)
+	if err != nil || !reflect.DeepEqual(cfg.Policy.AllowedAgents, []string{"codex", "acme-agent"}) {
+		t.Fatalf("%v %v", cfg.Policy.AllowedAgents, err)
+	}
+	if _, err := Parse([]byte(`{"version":1,"policy":{"allowed_agents":["/usr/local/bin/codex"]}}`), "m", env, paths); err == nil || !strings.Contains(err.Error(), "agent program's bare name") {
+		t.Errorf("a path was taken: %v", err)
+	}
+}
