@@ -261,8 +261,8 @@ func (g *surface) cut(name string, data []byte, v frontmatter.Verdict, perm fs.F
 		return
 	}
 	aside := g.heldName(name)
-	if err := g.s.MkdirAll(HeldDir, 0o700); err != nil {
-		g.fail(fmt.Errorf("prepare %s: %w", HeldDir, err))
+	if err := g.prepareHeld(); err != nil {
+		g.fail(err)
 		return
 	}
 	if err := g.s.WriteFile(aside, data, 0o600); err != nil {
@@ -326,8 +326,8 @@ func (g *surface) moveAside(name, why string, allowed, attempt bool) {
 		return
 	}
 	aside := g.heldName(name)
-	if err := g.s.MkdirAll(HeldDir, 0o700); err != nil {
-		g.fail(fmt.Errorf("prepare %s: %w", HeldDir, err))
+	if err := g.prepareHeld(); err != nil {
+		g.fail(err)
 		return
 	}
 	if err := g.s.MoveAside(name, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -349,6 +349,28 @@ func (g *surface) removeOdd(name string, t fs.FileMode) {
 		return
 	}
 	g.note(fmt.Sprintf("%s: a link or special file (%v) in the CLI's configuration, removed", name, t), true)
+}
+
+// maxHeldEntries bounds what HeldDir keeps: an agent that plants in a loop must not fill the disk
+// with copies. Past it the oldest files go (their names start with the time they were held);
+// what each held was is in the daemon's log.
+const maxHeldEntries = 256
+
+// prepareHeld makes HeldDir, and makes room in it.
+func (g *surface) prepareHeld() error {
+	if err := g.s.MkdirAll(HeldDir, 0o700); err != nil {
+		return fmt.Errorf("prepare %s: %w", HeldDir, err)
+	}
+	names, _ := g.s.ReadDirNames(HeldDir, 4*maxHeldEntries)
+	if len(names) < maxHeldEntries {
+		return nil
+	}
+	slices.Sort(names)
+	for _, n := range names[:len(names)-maxHeldEntries+1] {
+		// A folder held whole (plugins, workflows) stays: Remove takes empty folders only.
+		_ = g.s.Remove(HeldDir + "/" + n)
+	}
+	return nil
 }
 
 // heldName is where name is kept aside: one flat name per entry and time, directly in HeldDir.

@@ -1,6 +1,7 @@
 package injector
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,4 +187,27 @@ func TestTheInjectorHoldsConfigurationPlantedWhileItRuns(t *testing.T) {
 	cbtest.WaitFor(t, "reported as an attempt", func() bool {
 		return rec.check(func(r *recorder) bool { return len(r.tampered["local_live"]) >= 3 })
 	})
+}
+
+// An agent planting in a loop fills the held folder only up to its bound: the oldest copies go.
+func TestTheHeldFolderIsBounded(t *testing.T) {
+	s, dir := newSession(t, nil)
+	held := filepath.Join(dir, filepath.FromSlash(HeldDir))
+	os.MkdirAll(held, 0o700)
+	for i := range maxHeldEntries + 40 {
+		os.WriteFile(filepath.Join(held, fmt.Sprintf("20261120T1930%05d.000Z-old", i)), []byte("x"), 0o600)
+	}
+	p := filepath.Join(dir, ".claude", "skills", "tidy", "SKILL.md")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(skillWithHook), 0o644)
+	if _, err := Ensure(s, entry(t, managedconfig.Enforce), testSchema(t), now); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(held)
+	if len(entries) > maxHeldEntries {
+		t.Errorf("%d entries held, bound %d", len(entries), maxHeldEntries)
+	}
+	if !heldCopy(t, dir, skillWithHook) {
+		t.Error("the newest hold was not kept")
+	}
 }
