@@ -88,3 +88,22 @@ func TestTheHostHookLeavesAReceiptOfEachCallItJudged(t *testing.T) {
 		t.Errorf("receipts %s", b)
 	}
 }
+
+// The host hook's own denies, when it cannot judge a call (here, a tool call it cannot read),
+// carry the organisation's notice as every other deny does.
+func TestTheHostHooksOwnDenyCarriesTheOrganisationsNotice(t *testing.T) {
+	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","block_message":{"text":"Stopped by Example Corp.","help_url":"https://it.example.com/{rule}"}}`)
+	out := Answer(strings.NewReader(`{"tool_name":`), m.options(true))
+	var o struct {
+		H struct {
+			Reason string `json:"permissionDecisionReason"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal(out, &o); err != nil || answer(out) != "deny" {
+		t.Fatalf("%s %v", out, err)
+	}
+	if !strings.HasPrefix(o.H.Reason, "Stopped by Example Corp.\ncoworkbridge: this tool call was blocked because cannot read the tool call") ||
+		!strings.HasSuffix(o.H.Reason, "More: https://it.example.com/coworkbridge.hook") {
+		t.Errorf("reason %q", o.H.Reason)
+	}
+}

@@ -56,9 +56,10 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	}
 	started := opts.Now()
 	enforce := false
+	var notices managedconfig.Notices // the organisation's, once the configuration is read
 	defer func() {
 		if r := recover(); r != nil {
-			out = failure(enforce, fmt.Sprintf("internal error (%v)", r))
+			out = failureWith(enforce, fmt.Sprintf("internal error (%v)", r), notices)
 		}
 	}()
 	env, err := opts.Env()
@@ -82,9 +83,10 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	}
 	cfg := snap.Config
 	enforce = cfg.Mode == managedconfig.Enforce
+	notices = cfg.Policy.Notices
 	data, why := readInput(in, cfg.MaxLineBytes)
 	if why != "" {
-		return failure(enforce, why)
+		return failureWith(enforce, why, notices)
 	}
 	stamp := telemetry.LocalStamp(opts.Version, snap.ShortHash(), string(snap.Origin))
 	if claudehook.EventName(data) == claudehook.EventConfigChange {
@@ -92,7 +94,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	}
 	p, err := claudehook.ParsePayload(data)
 	if err != nil {
-		return failure(enforce, "cannot read the tool call: "+err.Error())
+		return failureWith(enforce, "cannot read the tool call: "+err.Error(), notices)
 	}
 	// Under lockdown the session's own hook is a user hook the CLI does not run: this hook is the
 	// guard of every call. Without it, a Cowork session whose settings carry exactly our current
@@ -102,7 +104,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	}
 	cls, err := classifierFor(snap)
 	if err != nil && cls == nil {
-		return failure(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error())
+		return failureWith(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error(), notices)
 	}
 	ch := channel(env, cfg, paths.ChannelRoot())
 	if ch != nil {
@@ -165,11 +167,16 @@ func record(rec telemetry.Record, t managedconfig.Telemetry, stamp telemetry.Sta
 }
 
 // failure is the answer when the hook cannot judge: a deny in enforce mode, nothing otherwise.
-func failure(enforce bool, why string) []byte {
+func failure(enforce bool, why string) []byte { return failureWith(enforce, why, managedconfig.Notices{}) }
+
+// failureWith is failure with the organisation's notice around the reason, as on every deny.
+func failureWith(enforce bool, why string, n managedconfig.Notices) []byte {
 	if !enforce {
 		return nil
 	}
-	return claudehook.Output(claudehook.Deny, "coworkbridge: this tool call was blocked because "+why, "")
+	reason := n.Explain("coworkbridge: this tool call was blocked because "+why,
+		managedconfig.NoticeFacts{Rule: "coworkbridge.hook", Decision: string(claudehook.Deny)})
+	return claudehook.Output(claudehook.Deny, reason, "")
 }
 
 // newRID gives a host-hook record a request id like the spool's, so that every record has one.
