@@ -167,7 +167,9 @@ func record(rec telemetry.Record, t managedconfig.Telemetry, stamp telemetry.Sta
 }
 
 // failure is the answer when the hook cannot judge: a deny in enforce mode, nothing otherwise.
-func failure(enforce bool, why string) []byte { return failureWith(enforce, why, managedconfig.Notices{}) }
+func failure(enforce bool, why string) []byte {
+	return failureWith(enforce, why, managedconfig.Notices{})
+}
 
 // failureWith is failure with the organisation's notice around the reason, as on every deny.
 func failureWith(enforce bool, why string, n managedconfig.Notices) []byte {
