@@ -181,9 +181,12 @@ func (g *surface) walk(dir string, k frontmatter.Kind, admin string, deep bool, 
 			g.walk(name, k, admin, deep, depth+1)
 		case !e.IsDir() && strings.EqualFold(path.Ext(name), ".md") && k != frontmatter.Skill:
 			g.file(name, k, admin, fileName(name))
+		case !e.IsDir():
+			// Another kind of file: CLI 2.1.332 reads only markdown here, and the temporary file
+			// of an atomic write (agent.md.tmp, renamed over agent.md) stands here for a moment;
+			// holding it would break the write. A release that reads other kinds needs a new row.
 		default:
-			// A kind of entry the CLI reads nothing from today may be read tomorrow.
-			g.moveAside(name, "an entry of no known kind", g.l.File(admin, e.Name()), false)
+			g.moveAside(name, fmt.Sprintf("a folder more than %d levels down", maxSurfaceDepth), g.l.File(admin, e.Name()), false)
 		}
 	}
 }

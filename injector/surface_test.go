@@ -34,7 +34,6 @@ func TestEnsureHoldsEveryConfigurationFileThatCanStartSomething(t *testing.T) {
 		{"a plugin list", "outputs/.claude/plugins/installed_plugins.json", `{"plugins":{}}`, true, ""},
 		{"workflows folder", "outputs/.claude/workflows/w.js", "run()", true, ""},
 		{"launch configuration", "outputs/.claude/launch.json", `{"configurations":[{"runtimeExecutable":"sh"}]}`, true, ""},
-		{"a file of no known kind among agents", ".claude/agents/a.yaml", "hooks: x", true, ""},
 		{"a skill in a project's sub-folder", "outputs/app/.claude/skills/tidy/SKILL.md", skillWithHook, false, "---\nname: tidy\ndescription: d\n---\nTidy up.\n"},
 		{"a skill deep in a project", "outputs/a/b/c/.claude/skills/tidy/SKILL.md", skillWithHook, false, "---\nname: tidy\ndescription: d\n---\nTidy up.\n"},
 	}
@@ -48,8 +47,8 @@ func TestEnsureHoldsEveryConfigurationFileThatCanStartSomething(t *testing.T) {
 			if len(out.Surface) == 0 {
 				t.Fatal("nothing reported held")
 			}
-			if attempt := !strings.Contains(tt.name, "no known kind"); attempt != (len(out.SurfaceAttempts) > 0 && len(out.Tampering()) > 0) {
-				t.Errorf("reported as an attempt: %q, want %v", out.SurfaceAttempts, attempt)
+			if len(out.SurfaceAttempts) == 0 || len(out.Tampering()) == 0 {
+				t.Errorf("not reported as an attempt: %q", out.Surface)
 			}
 			got, err := os.ReadFile(filepath.Join(dir, tt.file))
 			switch {
