@@ -27,7 +27,7 @@ const (
 	RuleMalformed       = "coworkbridge.malformed"
 	RuleOversized       = "coworkbridge.oversized"
 	RuleClassifierError = "coworkbridge.classifier-error"
-	RuleQuarantine      = "coworkbridge.quarantine"
+	RuleQuarantine      = decisions.RuleQuarantine
 	RuleDuplicateRID    = "coworkbridge.duplicate-rid"
 )
 
@@ -84,7 +84,7 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	v := evaluate(ctx, p.cls, pl, t.dir)
 	if why := c.quarantine(t); why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
-			Reason: "this session is quarantined because " + why + "; every tool call is blocked until coworkbridge has repaired the session. Ask your IT team if this persists."}
+			Reason: decisions.QuarantineReason(why)}
 	}
 	rec.RID, rec.Tool, rec.Input, rec.Cwd = env.RID, pl.ToolName, pl.ToolInput, pl.Cwd
 	if len(rec.Input) == 0 {

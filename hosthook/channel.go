@@ -2,7 +2,6 @@ package hosthook
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -11,10 +10,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
-
-// ruleQuarantine is the rule of a call refused because its session is quarantined, as the
-// daemon names it.
-const ruleQuarantine = "coworkbridge.quarantine"
 
 // channel is the host channel of the Cowork session a call comes from, when the daemon keeps
 // one: the session is named by CLAUDE_CONFIG_DIR (a session's .claude under a sessions root), and
@@ -64,10 +59,4 @@ func leaveReceipt(ch *session.Session, rid string, p claudehook.Payload, denied 
 	}
 	_ = ch.MkdirAll(session.ReceiptsDir, 0o700)
 	_ = ch.Publish(session.ReceiptsDir+"/"+rid+".json", data, 0o600)
-}
-
-// quarantineReason is what the user and the agent are told of a call refused by a quarantine, in
-// the daemon's words.
-func quarantineReason(why string) string {
-	return fmt.Sprintf("this session is quarantined because %s; every tool call is blocked until coworkbridge has repaired the session. Ask your IT team if this persists.", why)
 }

@@ -47,7 +47,7 @@ func TestTheHostHookRefusesEveryCallOfAQuarantinedSession(t *testing.T) {
 	}
 	decisions.WriteQuarantine(ch, time.Now().Add(time.Hour), "settings set hooks.Stop")
 	out := Answer(strings.NewReader(harmless), opts)
-	if answer(out) != "deny" || !strings.Contains(string(out), "quarantined because settings set hooks.Stop") || !strings.Contains(string(out), ruleQuarantine) {
+	if answer(out) != "deny" || !strings.Contains(string(out), "quarantined because settings set hooks.Stop") || !strings.Contains(string(out), decisions.RuleQuarantine) {
 		t.Fatalf("during the quarantine: %s", out)
 	}
 	decisions.WriteQuarantine(ch, time.Now().Add(-time.Second), "settings set hooks.Stop")

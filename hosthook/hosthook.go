@@ -21,6 +21,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -112,7 +113,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	}
 	v := judge(cls, p, ownSessionOf(env, cfg), filepath.EvalSymlinks)
 	if why := quarantined(ch, opts.Now()); why != "" {
-		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: ruleQuarantine, Reason: quarantineReason(why)}
+		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: decisions.RuleQuarantine, Reason: decisions.QuarantineReason(why)}
 	}
 	rec := telemetry.Record{TS: opts.Now(), RID: newRID(), Session: hostSession(env, p), Agent: "claude-code",
 		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
