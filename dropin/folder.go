@@ -116,7 +116,7 @@ func weakens(path string) []string {
 			if strings.TrimSpace(string(v)) != "false" {
 				what = append(what, k)
 			}
-		case k == "hooks", k == "env", k == "allowedMcpServers", allowlist.Dangerous(k):
+		case k == "env", k == "allowedMcpServers", allowlist.Dangerous(k): // hooks among them
 			what = append(what, k)
 		}
 	}

@@ -411,17 +411,25 @@ func TestGoneSessionsAreBoundedUnderChurn(t *testing.T) {
 	}
 }
 
+// beating is a Health in enforce whose heartbeat (hourly) writes health.json, inside a synctest
+// bubble, stopped with the test; it returns the file's path.
+func beating(t *testing.T) (*Health, string) {
+	t.Helper()
+	h := New(time.Now)
+	h.SetConfig(ConfigState{Origin: "file", Mode: "enforce", Enabled: true})
+	path := filepath.Join(t.TempDir(), "health.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go h.Heartbeat(ctx, HeartbeatOptions{Interval: time.Hour, Path: path, Logger: slog.New(slog.DiscardHandler), Daemon: DaemonInfo{StartedAt: time.Now()}})
+	synctest.Wait()
+	return h, path
+}
+
 // The snapshot follows changes of state between heartbeats, so that status is never a heartbeat
 // out of date: after a scan hooks sessions, after a quarantine.
 func TestTheSnapshotFollowsChangesOfStateBetweenHeartbeats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := New(time.Now)
-		h.SetConfig(ConfigState{Origin: "file", Mode: "enforce", Enabled: true})
-		path := filepath.Join(t.TempDir(), "health.json")
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go h.Heartbeat(ctx, HeartbeatOptions{Interval: time.Hour, Path: path, Logger: slog.New(slog.DiscardHandler), Daemon: DaemonInfo{StartedAt: time.Now()}})
-		synctest.Wait()
+		h, path := beating(t)
 		if s, _ := ReadSnapshot(path); s.Counts.Hooked != 0 {
 			t.Fatalf("at start: %+v", s.Counts)
 		}
@@ -519,13 +527,7 @@ func TestEventsAskForASnapshotAtMostEveryFewSeconds(t *testing.T) {
 // for, not at the next heartbeat: status named the first of five calls for up to a heartbeat.
 func TestTheLastEventsOfABurstReachTheSnapshotWithinAFewSeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := New(time.Now)
-		h.SetConfig(ConfigState{Origin: "file", Mode: "enforce", Enabled: true})
-		path := filepath.Join(t.TempDir(), "health.json")
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go h.Heartbeat(ctx, HeartbeatOptions{Interval: time.Hour, Path: path, Logger: slog.New(slog.DiscardHandler)})
-		synctest.Wait()
+		h, path := beating(t)
 		for i := range 5 {
 			h.Event(fmt.Sprintf("local_%d", i), Allow, 0)
 			time.Sleep(time.Second)
