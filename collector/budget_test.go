@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -26,7 +27,7 @@ func TestASessionOverItsBudgetIsSummarisedNotLoggedLineByLine(t *testing.T) {
 	f.waitRecords(21)
 	cbtest.WaitForf(t, func() bool { return f.health.count("quarantined") == 1 }, func() string { return "not quarantined" })
 	recs := f.records()
-	if len(recs) != 21 || recs[20].Rule != RuleFlood {
+	if len(recs) != 21 || recs[20].Rule != lane.RuleFlood {
 		t.Fatalf("%d records, last %+v; want 20 lines and one summary", len(recs), recs[len(recs)-1])
 	}
 	// Every event was still judged: the spool is drained, nothing waits to be replayed.
@@ -35,7 +36,7 @@ func TestASessionOverItsBudgetIsSummarisedNotLoggedLineByLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _ := spool.IdentityOf(fi)
-	cbtest.WaitForf(t, func() bool { return f.c.opts.Offsets.Get(offsetKey(f.dir, id)).Offset == int64(b.Len()) },
+	cbtest.WaitForf(t, func() bool { return f.c.opts.Offsets.Get(lane.OffsetKey(f.dir, id)).Offset == int64(b.Len()) },
 		func() string { return "the spool was not drained past the suppressed events" })
 }
 
@@ -48,7 +49,7 @@ func TestTheBudgetIsPerSession(t *testing.T) {
 		fmt.Fprintln(&b, envelope(f.nextRID(), "observe", "Bash", bash("ls")))
 	}
 	f.appendRaw(b.String())
-	if recs := f.waitRecords(5); len(recs) != 5 || recs[4].Rule == RuleFlood {
+	if recs := f.waitRecords(5); len(recs) != 5 || recs[4].Rule == lane.RuleFlood {
 		t.Fatalf("records within the budget were summarised: %+v", recs)
 	}
 	if f.health.count("quarantined") != 0 {
@@ -68,7 +69,7 @@ func TestABacklogFromWhileTheDaemonWasDownIsNotCountedAgainstTheBudget(t *testin
 	f.start()
 	recs := f.waitRecords(50)
 	for _, r := range recs {
-		if r.Rule == RuleFlood {
+		if r.Rule == lane.RuleFlood {
 			t.Fatalf("the backlog was taken for a flood: %+v", r)
 		}
 	}

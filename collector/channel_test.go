@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -162,7 +163,7 @@ func TestAHostChannelEventStillBeingWrittenWaitsForItsNewline(t *testing.T) {
 		}
 		os.WriteFile(p, []byte(line+"\n"), 0o600)
 		w.Change(p, fswatch.Write)
-		if recs := f.waitRecords(1); recs[0].RID != rid || recs[0].Rule == RuleMalformed {
+		if recs := f.waitRecords(1); recs[0].RID != rid || recs[0].Rule == lane.RuleMalformed {
 			t.Errorf("record %+v", recs[0])
 		}
 	})
@@ -200,7 +201,7 @@ func TestAQuarantinedSessionHasEveryCallDeniedNamingCoworkbridge(t *testing.T) {
 	if decisionOf(t, got) != "deny" || !strings.Contains(got, "quarantined because disableAllHooks was set") {
 		t.Errorf("decision %q", got)
 	}
-	if recs := f.waitRecords(1); recs[0].Rule != RuleQuarantine {
+	if recs := f.waitRecords(1); recs[0].Rule != lane.RuleQuarantine {
 		t.Errorf("record rule %q", recs[0].Rule)
 	}
 	if f.health.count("quarantined") != 1 {
@@ -236,40 +237,6 @@ func describe(recs []telemetry.Record) string {
 		fmt.Fprintf(&b, "\n\t%s %s %s %s", r.RID, r.Rule, r.Decision, r.Transport)
 	}
 	return b.String()
-}
-
-// A pass that a host-channel event causes looks at the session's spool once and reads it only
-// when it may hold something unread: a new line, a line still waiting for its newline, a file
-// replaced, or anything but a plain file of its own.
-func TestThePassOfAChannelEventReadsTheSpoolOnlyWhenItMoved(t *testing.T) {
-	f := newFixture(t, managedconfig.Observe)
-	f.start()
-	f.appendRaw(envelope(f.nextRID(), "observe", "Bash", bash("ls")) + "\n")
-	f.waitRecords(1)
-	s, err := session.Open(f.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	f.c.mu.Lock()
-	tr := f.c.sessions[f.dir]
-	f.c.mu.Unlock()
-	moved := func() bool { return f.c.spoolMoved(s, tr) }
-	// The collector is stopped before its state is looked at (the race detector would object),
-	// and what follows is looked at, not drained and repaired meanwhile.
-	f.stop()
-	if moved() {
-		t.Error("the spool read to its end is seen as moved")
-	}
-	f.appendRaw(`{"v":1,"rid":"` + f.nextRID() + `"`) // no newline yet
-	if !moved() {
-		t.Error("a line waiting for its newline is not seen")
-	}
-	os.Remove(f.bridge("events.jsonl"))
-	os.Symlink(f.outside, f.bridge("events.jsonl"))
-	if !moved() {
-		t.Error("a link in place of the spool is not seen (the drain must refuse and replace it)")
-	}
 }
 
 // An event file with a second name was made elsewhere and linked in, not handed over by a hook:

@@ -1,11 +1,12 @@
-// Package collector is the daemon's pipeline. It follows the spool of every session it is told
-// about, decodes each line, has the classifier judge it, answers a waiting enforce hook with a
-// decision file, records the event in the decision log, counts it for health, and only then
-// advances the spool offset. It also keeps each session's alive lease current, sweeps what hooks
-// left behind, and rotates spools so that raw tool input does not pile up.
+// Package collector is the daemon's pipeline. It follows the spool and host channel of every
+// session it is told about, and has each session's lane (internal/lane) judge, answer and record
+// what came in, and only then advance the offsets. It is the scheduler of those lanes: it keeps
+// which sessions exist and what each is due to do, hands a session to one worker at a time,
+// arms the later passes a lane asks for, watches the sessions' folders and commits the offsets.
+// It also keeps each session's alive lease current and withdraws them all on shutdown.
 //
-// It does not find sessions (the injector does, and calls Track and Untrack) and never writes a
-// session's settings.
+// It does not find sessions (the injector does, and calls Track and Untrack), never writes a
+// session's settings, and holds no session's pass state: that is the lane's.
 package collector
 
 import (
@@ -21,36 +22,19 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
-	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
-	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
-	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
-	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
-	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // Health receives the collector's counts; *health.Health implements it.
-type Health interface {
-	Event(id string, d health.Decision, latency time.Duration)
-	Quarantined(id, reason string, until time.Time)
-	InstructionFindings(id string, files map[string][]string)
-	InstructionFiles(id string, names []string)
-	// CLIVersion: a transcript of the session names this Claude Code version.
-	CLIVersion(id, version string)
-	// Count: one occurrence of a counted code in the session.
-	Count(id string, code health.Code)
-	CountN(id string, code health.Code, n int)
-}
+type Health = lane.Health
 
 // Sink is the decision log; *telemetry.Log implements it.
-type Sink interface {
-	WriteBatch([]telemetry.Record) error
-	Sync() error
-}
+type Sink = lane.Sink
 
 // Options are the collector's dependencies and limits; zero values take the defaults.
 type Options struct {
@@ -137,7 +121,7 @@ func (o *Options) defaults() {
 		o.BatchLines = 256
 	}
 	if o.SessionBytes <= 0 {
-		o.SessionBytes = SessionBytes
+		o.SessionBytes = lane.SessionBytes
 	}
 	if o.BudgetRecords <= 0 {
 		o.BudgetRecords = 600
@@ -162,63 +146,37 @@ func (o *Options) defaults() {
 	}
 }
 
-// policy is what judging needs, swapped whole on a configuration change.
-type policy struct {
-	cfg managedconfig.Config
-	cls *classifier.Classifier
-}
-
 // Collector runs the pipeline for the sessions it tracks.
 type Collector struct {
 	opts   Options
 	log    *slog.Logger
-	pol    atomic.Pointer[policy]
+	env    *lane.Env
+	pol    atomic.Pointer[lane.Policy]
 	reconf chan struct{}
 	commit chan struct{}
-	// recorded is opts.Recorded, consumed as replays are skipped.
-	recMu    sync.Mutex
-	recorded map[string]bool
 
+	// mu guards what follows: which sessions exist, what each is due to do, the watcher.
 	mu       sync.Mutex
-	sessions map[string]*tracked // by session folder
-	byBridge map[string]*tracked // by the folder the watcher reports
-	queue    chan *tracked
+	sessions map[string]*entry // by session folder
+	byBridge map[string]*entry // by the folder the watcher reports
+	queue    chan *entry
 	w        fswatch.Watcher
 	stopped  bool
 	// leaseUntil is the time the alive leases last written run to.
 	leaseUntil time.Time
-	// kept counts the folder handles the sessions keep open (see keptHandle).
-	kept atomic.Int32
-
-	// sink tracks decision-log failures for logging.
-	sink sinkState
-
-	// leaseMu: writers of leases hold it shared; shutdown takes it to set withdrawn.
-	leaseMu   sync.RWMutex
-	withdrawn bool
 }
 
-// tracked is one session. The flags are guarded by Collector.mu; the rest belongs to whichever
-// worker is draining the session, and only one ever is. The checks (plants, the ledger behind
-// reconciliation, the instruction scan, the flood budget) are packages of their own under
-// internal/, whose state only their methods reach; plants, shared with the watcher, has its own
-// lock.
-type tracked struct {
-	dir, id, bridge string
-	// channel is the session's host channel and chBridge its bridge folder; empty without one.
-	channel, chBridge string
-	// sess and ch are the session folder and its channel, kept open between passes while the
-	// session is busy (see keptHandle).
-	sess, ch keptHandle
-	// taken are the request ids last taken from the channel (guarded by Collector.mu); waiting,
-	// those the watcher reported while a pass was running, which start another pass only if that
-	// pass did not take them.
-	taken   takenRIDs
-	waiting []string
+// entry is the scheduler's view of one session, guarded by Collector.mu; the session's pass
+// state is its lane's, reached only by the worker running the pass.
+type entry struct {
+	lane *lane.Lane
+	// dir, id, bridge and chBridge are the lane's folders, fixed.
+	dir, id, bridge, chBridge string
 
 	queued, running, dirty bool
 	gone                   bool
-	housekeep              bool // refresh the lease and sweep on the next drain
+	// housekeep: the next pass renews the lease and sweeps.
+	housekeep bool
 	// channelDue: the next pass lists the host channel. A change seen in the session itself (a
 	// spool, a transcript, a decision file) does not ask for it: listing an idle channel at each
 	// event of a hook in the VM was a tenth of the daemon's work.
@@ -226,57 +184,23 @@ type tracked struct {
 	// named are the request ids of event files the watcher saw come in the host channel: the
 	// next pass takes them by name, one look each, instead of listing the channel.
 	named []string
+	// taken are the request ids last taken from the channel; waiting, those the watcher
+	// reported while a pass was running, which start another pass only if that pass did not
+	// take them.
+	taken   takenRIDs
+	waiting []string
 	// reconcileDue: the next pass reads the transcripts. An event alone does not ask for it
-	// while the transcripts' folders are all watched (see reconciler.covered): their changes
-	// ask for it themselves.
+	// while the transcripts' folders are all watched (covered): their changes ask for it.
 	reconcileDue bool
+	covered      bool
 	// claudeWatched: the session's .claude folder, where the transcripts' folders are made, is
-	// watched.
+	// watched; tdirs are the transcript folders watched.
 	claudeWatched bool
-
-	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
-	decided map[string]time.Time
-	refused string // the last spool refusal reported, so that it is reported once
-	// quarantined: until then every call is denied (guarded by Collector.mu); why says for what.
-	quarantined time.Time
-	why         string
-	// plants tells our writes in the bridge folder from the agent's (its own lock).
-	plants plants.Watch
-	// recon reconciles the transcript with the events judged; the worker's.
-	recon *reconciler
-	// tdirs are the transcript folders watched (guarded by Collector.mu).
-	tdirs map[string]bool
-	// instr is what the last scan of the session's instruction files saw; the worker's.
-	instr instructions.Scan
-	// flood is this minute's use of the decision log; backlog, by spool offset key, where each
-	// spool stood on the first pass (nil before it): the worker's.
-	flood   flood.Window
-	backlog map[string]int64
-	// overflow are records the budget left out, until a transcript shows their call; the worker's.
-	overflow heldRecords
-	// rids are the request ids recorded lately, to catch a line reusing one; the worker's.
-	rids plants.RIDs
-	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
-	partial  map[string]spool.Partial
-	failures int       // consecutive decision-log failures, for the retry backoff
-	retryAt  time.Time // no decision-log write before then
-	// window bounds the lines of the next batch (0: BatchLines). A failed write drops it to one
-	// line and each success doubles it, so that a retry after a full disk writes what the freed
-	// space holds instead of retrying a whole batch that refills it and stalls.
-	window int
-	// held: a housekeeping pass was put off by a removal in progress and is due again;
-	// prepared: our folder was made in the session once; bridgeGone: when it was first found
-	// gone since (all guarded by Collector.mu).
-	held       bool
-	prepared   bool
-	bridgeGone time.Time
+	tdirs         map[string]bool
 }
 
-// newTracked is a session to follow, not yet in any map.
-func newTracked(dir string, budget int64) *tracked {
-	return &tracked{dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)),
-		decided: map[string]time.Time{}, partial: map[string]spool.Partial{},
-		recon: newReconciler(time.Now(), budget)}
+func newEntry(l *lane.Lane) *entry {
+	return &entry{lane: l, dir: l.Dir(), id: l.ID(), bridge: l.Bridge(), chBridge: l.ChannelBridge()}
 }
 
 // New returns a collector judging with cls under cfg; Run starts it.
@@ -284,16 +208,23 @@ func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Co
 	opts.defaults()
 	c := &Collector{
 		opts: opts, log: opts.Logger, w: fswatch.Nop(), reconf: make(chan struct{}, 1), commit: make(chan struct{}, 1),
-		recorded: opts.Recorded, sessions: map[string]*tracked{}, byBridge: map[string]*tracked{},
-		queue: make(chan *tracked, opts.MaxSessions),
+		sessions: map[string]*entry{}, byBridge: map[string]*entry{},
+		queue: make(chan *entry, opts.MaxSessions),
+		env: &lane.Env{Log: opts.Logger, Health: opts.Health, Sink: opts.Sink, Offsets: opts.Offsets,
+			Replays: lane.NewReplays(opts.Recorded), Now: opts.Now, Removals: opts.Removals,
+			Leases: &lane.Leases{}, Outage: &lane.Outage{}, Host: opts.Host, User: opts.User,
+			Limits: lane.Limits{BatchLines: opts.BatchLines, RotateBytes: opts.RotateBytes, RotateIdle: opts.RotateIdle,
+				RotateGrace: opts.RotateGrace, SessionBytes: opts.SessionBytes, BudgetRecords: opts.BudgetRecords,
+				BudgetBytes: opts.BudgetBytes, QuarantineFor: opts.QuarantineFor, ReconcileGrace: opts.ReconcileGrace,
+				ForgedAfter: opts.ForgedAfter}},
 	}
-	c.pol.Store(&policy{cfg: cfg, cls: cls})
+	c.pol.Store(&lane.Policy{Cfg: cfg, Cls: cls})
 	return c
 }
 
 // SetConfig puts a new configuration and classifier in force; the next line judged uses them.
 func (c *Collector) SetConfig(cfg managedconfig.Config, cls *classifier.Classifier) {
-	c.pol.Store(&policy{cfg: cfg, cls: cls})
+	c.pol.Store(&lane.Policy{Cfg: cfg, Cls: cls})
 	select {
 	case c.reconf <- struct{}{}:
 	default:
@@ -306,43 +237,38 @@ func (c *Collector) SetConfig(cfg managedconfig.Config, cls *classifier.Classifi
 func (c *Collector) Track(dir string) {
 	dir = filepath.Clean(dir)
 	c.mu.Lock()
-	t := c.sessions[dir]
-	if t == nil {
-		if len(c.sessions) >= c.opts.MaxSessions {
-			c.mu.Unlock()
-			c.log.Warn("session limit reached; this session's spool is not followed", "session", filepath.Base(dir), "limit", c.opts.MaxSessions)
-			return
-		}
-		t = newTracked(dir, c.opts.SessionBytes)
-		c.byBridge[filepath.Join(t.bridge, "decisions")] = t
-		c.byBridge[filepath.Dir(t.bridge)] = t // .claude: a recreated bridge folder is watched at once
-		if c.opts.ChannelRoot != "" {
-			t.channel = session.ChannelDir(c.opts.ChannelRoot, t.id)
-			t.chBridge = filepath.Join(t.channel, filepath.FromSlash(session.BridgeDir))
-			c.byBridge[t.chBridge] = t
-		}
-		c.sessions[dir] = t
-		c.byBridge[t.bridge] = t
-	}
-	stopped := c.stopped
+	e, stopped, full := c.sessions[dir], c.stopped, len(c.sessions) >= c.opts.MaxSessions
 	c.mu.Unlock()
-	if stopped {
+	switch {
+	case stopped:
+		return
+	case e != nil:
+		c.schedule(e, true) // followed already: its pass renews the lease
+		return
+	case full:
+		c.log.Warn("session limit reached; this session's spool is not followed", "session", filepath.Base(dir), "limit", c.opts.MaxSessions)
 		return
 	}
-	until := c.leaseFor(c.opts.Now())
-	if t.channel != "" {
-		// A handle of its own: the worker's kept one may be released meanwhile.
-		if cs := c.freshChannel(t); cs != nil {
-			c.prepare(cs, until)
-			cs.Close()
-		}
+	// Prepared before anyone else can reach the lane, which is then no worker's yet.
+	l := lane.New(c.env, dir, c.opts.ChannelRoot)
+	l.Prepare(c.leaseFor(c.opts.Now()))
+	c.mu.Lock()
+	if c.sessions[dir] != nil || c.stopped || len(c.sessions) >= c.opts.MaxSessions {
+		c.mu.Unlock()
+		l.Release() // a concurrent Track won, or the collector stopped meanwhile
+		return
 	}
-	if s, err := session.Open(dir); err == nil {
-		c.prepare(s, until)
-		s.Close()
+	e = newEntry(l)
+	c.sessions[dir] = e
+	c.byBridge[e.bridge] = e
+	c.byBridge[filepath.Join(e.bridge, "decisions")] = e
+	c.byBridge[filepath.Dir(e.bridge)] = e // .claude: a recreated bridge folder is watched at once
+	if e.chBridge != "" {
+		c.byBridge[e.chBridge] = e
 	}
-	c.watch(t)
-	c.schedule(t, true)
+	c.mu.Unlock()
+	c.watch(e)
+	c.schedule(e, true)
 }
 
 // Untrack stops following the session named id (its folder's name): it is gone or no longer
@@ -350,45 +276,42 @@ func (c *Collector) Track(dir string) {
 // comes back.
 func (c *Collector) Untrack(id string) {
 	c.mu.Lock()
-	t := c.byIDLocked(id)
-	if t != nil {
-		t.gone = true
-		delete(c.sessions, t.dir)
-		delete(c.byBridge, t.bridge)
-		delete(c.byBridge, t.chBridge)
-		delete(c.byBridge, filepath.Join(t.bridge, "decisions"))
-		delete(c.byBridge, filepath.Dir(t.bridge))
-	}
+	e := c.byIDLocked(id)
 	var tdirs []string
-	if t != nil {
-		for d := range t.tdirs {
+	if e != nil {
+		e.gone = true
+		delete(c.sessions, e.dir)
+		delete(c.byBridge, e.bridge)
+		delete(c.byBridge, e.chBridge)
+		delete(c.byBridge, filepath.Join(e.bridge, "decisions"))
+		delete(c.byBridge, filepath.Dir(e.bridge))
+		for d := range e.tdirs {
 			delete(c.byBridge, d)
 			tdirs = append(tdirs, d)
 		}
 	}
 	w := c.w
 	c.mu.Unlock()
-	if t == nil {
+	if e == nil {
 		return
 	}
 	for _, d := range tdirs {
 		_ = w.Remove(d)
 	}
-	_ = w.Remove(t.bridge) // fails harmlessly when the folder is already gone
-	if t.chBridge != "" {
-		_ = w.Remove(t.chBridge)
+	_ = w.Remove(e.bridge) // fails harmlessly when the folder is already gone
+	if e.chBridge != "" {
+		_ = w.Remove(e.chBridge)
 	}
-	t.ch.release(&c.kept)
-	t.sess.release(&c.kept)
-	if _, err := os.Lstat(t.dir); errors.Is(err, fs.ErrNotExist) {
-		if t.channel != "" {
+	e.lane.Release()
+	if _, err := os.Lstat(e.dir); errors.Is(err, fs.ErrNotExist) {
+		if ch := e.lane.Channel(); ch != "" {
 			// The session is gone: so are its hooks. Events still waiting were drained by
 			// the last pass or belong to calls that never ran.
-			if err := os.RemoveAll(t.channel); err != nil {
-				c.log.Warn("cannot remove a gone session's host channel", "session", t.id, "err", err)
+			if err := os.RemoveAll(ch); err != nil {
+				c.log.Warn("cannot remove a gone session's host channel", "session", e.id, "err", err)
 			}
 		}
-		for _, k := range c.opts.Offsets.Keys(offsetPrefix(t.dir)) {
+		for _, k := range c.opts.Offsets.Keys(lane.OffsetPrefix(e.dir)) {
 			c.opts.Offsets.Forget(k)
 		}
 		c.requestCommit()
@@ -396,55 +319,24 @@ func (c *Collector) Untrack(id string) {
 }
 
 // Quarantine denies every further call in the session named id (its folder's name) for
-// QuarantineFor from now: something in it tried to switch the guard off or fool it. Each new
-// attempt starts the period again, so the quarantine lifts only once the daemon has repaired the
-// session and the attempts have stopped.
+// QuarantineFor from now: something in it tried to switch the guard off or fool it (the
+// injector saw it). Each new attempt starts the period again.
 func (c *Collector) Quarantine(id, reason string) {
-	until := c.opts.Now().Add(c.opts.QuarantineFor)
 	c.mu.Lock()
-	t := c.byIDLocked(id)
-	if t != nil {
-		t.quarantined, t.why = until, reason
-	}
+	e := c.byIDLocked(id)
 	c.mu.Unlock()
-	c.log.Warn("session quarantined: every tool call in it is denied", "code", health.CodeSessionQuarantined, "session", id, "reason", reason, "until", until.Format(time.RFC3339))
-	c.opts.Health.Quarantined(id, reason, until)
-	if t != nil {
-		c.tellHostHook(t, until, reason)
-	}
-}
-
-// tellHostHook writes the quarantine into the session's host channel, where the host hook reads
-// it: under lockdown it, not the session's own hook, answers every call on the Mac.
-func (c *Collector) tellHostHook(t *tracked, until time.Time, reason string) {
-	if t.channel == "" {
+	if e == nil {
+		lane.Quarantined(c.env, id, reason, c.opts.Now().Add(c.opts.QuarantineFor))
 		return
 	}
-	s := c.freshChannel(t)
-	if s == nil {
-		return // freshChannel said why
-	}
-	defer s.Close()
-	if err := decisions.WriteQuarantine(s, until, reason); err != nil {
-		c.log.Warn("cannot tell the host hook of a quarantine; under lockdown the session's calls on the Mac are judged one by one", "code", health.CodeDecisionFailed, "session", t.id, "err", err)
-	}
-}
-
-// quarantine returns why the session is quarantined now, "" when it is not.
-func (c *Collector) quarantine(t *tracked) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.opts.Now().Before(t.quarantined) {
-		return t.why
-	}
-	return ""
+	e.lane.Quarantine(reason)
 }
 
 // byIDLocked finds a tracked session by its folder's name. Callers hold mu.
-func (c *Collector) byIDLocked(id string) *tracked {
-	for _, t := range c.sessions {
-		if t.id == id {
-			return t
+func (c *Collector) byIDLocked(id string) *entry {
+	for _, e := range c.sessions {
+		if e.id == id {
+			return e
 		}
 	}
 	return nil
@@ -457,94 +349,75 @@ func (c *Collector) Sessions() int {
 	return len(c.sessions)
 }
 
-// schedule queues a drain of t, or marks it for one more pass if it is being drained now.
-func (c *Collector) schedule(t *tracked, housekeep bool) {
+// schedule queues a full pass of e (spool, transcripts, host channel), or marks it for one more
+// if it is being run now.
+func (c *Collector) schedule(e *entry, housekeep bool) {
+	c.scheduleFor(e, lane.Again{Housekeep: housekeep, Reconcile: true, Channel: true})
+}
+
+// scheduleFor queues the pass a asks for (its After aside).
+func (c *Collector) scheduleFor(e *entry, a lane.Again) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.scheduleLocked(t, housekeep)
+	c.enqueueLocked(e, a)
 }
 
-// scheduleLocked is schedule for callers that hold mu.
-func (c *Collector) scheduleLocked(t *tracked, housekeep bool) {
-	t.reconcileDue = true
-	c.enqueueLocked(t, housekeep, true)
-}
-
-// scheduleReconcile is schedule for a change seen in the transcripts, or a reading of them put
-// off: the pass it starts reads them, and need not list the host channel.
-func (c *Collector) scheduleReconcile(t *tracked) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t.reconcileDue = true
-	c.enqueueLocked(t, false, false)
-}
-
-// scheduleSession is schedule for a change to a spool: the pass it starts need not list the host
-// channel, whose own changes schedule their passes, nor read the transcripts unless their
-// watches leave some out.
-func (c *Collector) scheduleSession(t *tracked, housekeep bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.enqueueLocked(t, housekeep, false)
-}
-
-func (c *Collector) enqueueLocked(t *tracked, housekeep, channel bool) {
-	if t.gone || c.stopped {
+// enqueueLocked notes what e's next pass does and queues it. Callers hold mu.
+func (c *Collector) enqueueLocked(e *entry, a lane.Again) {
+	if e.gone || c.stopped {
 		return
 	}
-	t.housekeep = t.housekeep || housekeep
-	t.channelDue = t.channelDue || channel
+	e.reconcileDue = e.reconcileDue || a.Reconcile
+	e.housekeep = e.housekeep || a.Housekeep
+	e.channelDue = e.channelDue || a.Channel
 	switch {
-	case t.running:
-		t.dirty = true
-	case !t.queued:
-		t.queued = true
-		c.queue <- t // never blocks: each session is queued at most once and the queue holds them all
+	case e.running:
+		e.dirty = true
+	case !e.queued:
+		e.queued = true
+		c.queue <- e // never blocks: each session is queued at most once and the queue holds them all
 	}
 }
 
-// scheduleChannel is schedule for an event file seen in t's host channel: one the last pass took
+// scheduleChannel is schedule for an event file seen in e's host channel: one the last pass took
 // starts no pass, and while a pass runs it is noted for work to look at when the pass is done.
-func (c *Collector) scheduleChannel(t *tracked, rid string) {
+func (c *Collector) scheduleChannel(e *entry, rid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case t.gone || c.stopped || t.taken.has(rid):
-	case t.running && len(t.waiting) < takenMax:
-		t.waiting = append(t.waiting, rid)
-	case t.running:
-		c.scheduleLocked(t, false) // more than it can follow by name: the next pass lists them
+	case e.gone || c.stopped || e.taken.has(rid):
+	case e.running && len(e.waiting) < takenMax:
+		e.waiting = append(e.waiting, rid)
+	case e.running:
+		c.enqueueLocked(e, lane.Again{Reconcile: true, Channel: true}) // more than it can follow by name: the next pass lists them
 	default:
-		t.name(rid)
-		c.enqueueLocked(t, false, false)
+		e.name(rid)
+		c.enqueueLocked(e, lane.Again{})
 	}
 }
 
 // name notes an event file for the next pass to take by name; past takenMax of them, that pass
 // lists the channel instead. Callers hold mu.
-func (t *tracked) name(rid string) {
+func (e *entry) name(rid string) {
 	switch {
-	case slices.Contains(t.named, rid):
-	case len(t.named) < takenMax:
-		t.named = append(t.named, rid)
+	case slices.Contains(e.named, rid):
+	case len(e.named) < takenMax:
+		e.named = append(e.named, rid)
 	default:
-		t.channelDue = true
+		e.channelDue = true
 	}
 }
 
-// pass is what one pass over a session does beyond reading a spool that moved.
-type pass struct {
-	housekeep bool // renew the lease, sweep, read every spool
-	reconcile bool // read the transcripts
-	ch        channelWork
-}
-
-// passWork is what the next pass of t does, taken under mu as the pass starts: a housekeeping
-// pass lists the channel and reads the transcripts too.
-func (t *tracked) passWork() pass {
-	w := pass{housekeep: t.housekeep, reconcile: t.reconcileDue || t.housekeep,
-		ch: channelWork{list: t.channelDue || t.housekeep, named: t.named}}
-	t.housekeep, t.reconcileDue, t.channelDue, t.named = false, false, false, nil
+// work is what the next pass of e does, taken under mu as the pass starts: a housekeeping pass
+// lists the channel and reads the transcripts too, and renews the lease.
+func (c *Collector) workLocked(e *entry) lane.Work {
+	w := lane.Work{Policy: c.pol.Load(), Housekeep: e.housekeep, Reconcile: e.reconcileDue || e.housekeep, Covered: e.covered,
+		Channel: lane.ChannelWork{List: e.channelDue || e.housekeep, Named: e.named}}
+	e.housekeep, e.reconcileDue, e.channelDue, e.named = false, false, false, nil
+	if w.Housekeep {
+		w.Lease.Until = c.leaseForLocked(c.opts.Now())
+	}
+	w.Lease.Max = c.leaseUntil
 	return w
 }
 
@@ -552,16 +425,16 @@ func (c *Collector) scheduleAll(housekeep bool) {
 	c.mu.Lock()
 	all := c.trackedLocked()
 	c.mu.Unlock()
-	for _, t := range all {
-		c.schedule(t, housekeep)
+	for _, e := range all {
+		c.schedule(e, housekeep)
 	}
 }
 
 // trackedLocked lists the tracked sessions, for work done outside the lock. Callers hold mu.
-func (c *Collector) trackedLocked() []*tracked {
-	all := make([]*tracked, 0, len(c.sessions))
-	for _, t := range c.sessions {
-		all = append(all, t)
+func (c *Collector) trackedLocked() []*entry {
+	all := make([]*entry, 0, len(c.sessions))
+	for _, e := range c.sessions {
+		all = append(all, e)
 	}
 	return all
 }
@@ -571,4 +444,29 @@ func (c *Collector) requestCommit() {
 	case c.commit <- struct{}{}:
 	default: // one is pending and will cover this
 	}
+}
+
+// takenMax is how many request ids a session remembers as taken from its host channel.
+const takenMax = 32
+
+// takenRIDs are the request ids last taken from a host channel, so that the watcher's later
+// events for their files (a hook's write seen after the pass that took the file) start no pass.
+// Guarded by Collector.mu.
+type takenRIDs struct {
+	rids [takenMax]string
+	next int
+}
+
+func (r *takenRIDs) add(rid string) {
+	r.rids[r.next] = rid
+	r.next = (r.next + 1) % takenMax
+}
+
+func (r *takenRIDs) has(rid string) bool {
+	for _, x := range r.rids {
+		if x == rid {
+			return true
+		}
+	}
+	return false
 }

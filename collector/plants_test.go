@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
-	"github.com/coworkbridge/coworkbridge/session"
 )
 
 // VM loop: an agent's process answers a request before the daemon does. It cannot be prevented
@@ -31,7 +31,7 @@ func TestAForgedDecisionInTheSessionIsDetectedRecordedAndQuarantines(t *testing.
 		t.Fatal(err)
 	}
 	recs := f.waitRecords(2)
-	if recs[1].Rule != RuleForgedDecision || recs[1].RID != forged || recs[1].Decision != "deny" {
+	if recs[1].Rule != lane.RuleForgedDecision || recs[1].RID != forged || recs[1].Decision != "deny" {
 		t.Fatalf("detection record %+v", recs[1])
 	}
 	if f.health.count("quarantined") != 1 {
@@ -96,7 +96,7 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 				return n > time.Now().Unix() && n <= time.Now().Add(3*f.cfg.RescanInterval+time.Minute).Unix()
 			}, func() string { return "the planted lease was not replaced by ours" })
 			recs := f.waitRecords(2)
-			if recs[1].Rule != RulePlantedLease {
+			if recs[1].Rule != lane.RulePlantedLease {
 				t.Errorf("record %+v", recs[1])
 			}
 			if f.health.count("quarantined") == 0 {
@@ -138,7 +138,7 @@ func TestASpoolLineReusingARecordedRequestIDIsAForgery(t *testing.T) {
 	os.Remove(f.bridge(filepath.Join("decisions", rid+".json"))) // the hook took its answer
 	f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
 	recs := f.waitRecords(2)
-	if recs[1].Rule != RuleDuplicateRID || recs[1].RID != rid {
+	if recs[1].Rule != lane.RuleDuplicateRID || recs[1].RID != rid {
 		t.Fatalf("record %+v", recs[1])
 	}
 	if f.health.count("quarantined") != 1 {
@@ -194,41 +194,4 @@ func TestARescanDuringASessionsRemovalDoesNotRecreateOurFolder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the removal failed: %v", err)
 	}
-}
-
-// Only our own rotated spools (events.r<digits>.jsonl) are drained and deleted: another file of
-// digits in the folder is not ours to remove.
-func TestRotatedSpoolNamesNeedTheirPrefix(t *testing.T) {
-	for base, want := range map[string]bool{
-		"events.r1700000000000000000.jsonl": true, "1700000000000000000.jsonl": false,
-		"x1700000000000000000.jsonl": false, "events.r.jsonl": false, "events.r17.json": false,
-	} {
-		if _, got := rotatedAt(base); got != want {
-			t.Errorf("rotatedAt(%q) = %v, want %v", base, got, want)
-		}
-	}
-}
-
-// A housekeeping pass that runs just after a removal took our folder, before the removal's
-// events have reached the collector (the pass was queued earlier), must not put the folder back
-// at once: the removal's last rmdir would fail.
-func TestOurFolderFoundGoneIsNotPutBackAtOnce(t *testing.T) {
-	f := newFixture(t, managedconfig.Enforce)
-	f.opts.Poll = time.Hour // no watcher: the removal's events never arrive
-	f.start()
-	f.idle()
-	if err := os.RemoveAll(f.bridge("")); err != nil {
-		t.Fatal(err)
-	}
-	s, err := session.Open(f.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	f.c.prepare(s, time.Now().Add(time.Minute))
-	if _, err := os.Lstat(f.bridge("")); err == nil {
-		t.Fatal("our folder was put back at once")
-	}
-	// Not a removal after all (nothing else went): it is back after the hold.
-	cbtest.WaitForf(t, func() bool { _, err := os.Stat(f.bridge("alive")); return err == nil }, func() string { return "our folder never came back" })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/transcript"
@@ -48,7 +49,7 @@ func TestCallsTheHostHookJudgedAreNotUnguarded(t *testing.T) {
 	recs := f.waitRecords(2)
 	var ids []string
 	for _, r := range recs {
-		if r.Rule != RuleUnguarded {
+		if r.Rule != lane.RuleUnguarded {
 			t.Errorf("record %+v", r)
 		}
 		ids = append(ids, string(r.Input))
@@ -78,7 +79,7 @@ func TestAReceiptTheHostHookDidNotWriteIsRemoved(t *testing.T) {
 	f.c.scheduleAll(true)
 	time.Sleep(100 * time.Millisecond)
 	f.c.scheduleAll(true)
-	if r := f.waitRecords(1)[0]; r.Rule != RuleUnguarded {
+	if r := f.waitRecords(1)[0]; r.Rule != lane.RuleUnguarded {
 		t.Errorf("record %+v", r)
 	}
 	if left, _ := os.ReadDir(filepath.Join(ch, "receipts")); len(left) != 0 {

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
+	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -48,8 +50,8 @@ func (c *Collector) Run(ctx context.Context) error {
 	c.mu.Lock()
 	all := c.trackedLocked()
 	c.mu.Unlock()
-	for _, t := range all {
-		c.watch(t)
+	for _, e := range all {
+		c.watch(e)
 	}
 	c.scheduleAll(true)
 
@@ -92,46 +94,51 @@ func (c *Collector) rescanEvery() time.Duration {
 	if c.opts.Poll > 0 {
 		return c.opts.Poll
 	}
-	return c.pol.Load().cfg.RescanInterval
+	return c.pol.Load().Cfg.RescanInterval
 }
 
 // leaseLength is how far ahead a lease vouches: three rescans, so that a late tick never lets it
 // lapse, and at least 15 s.
 func (c *Collector) leaseLength() time.Duration {
-	return max(3*c.pol.Load().cfg.RescanInterval, 15*time.Second)
+	return max(3*c.pol.Load().Cfg.RescanInterval, 15*time.Second)
 }
 
 // leaseFor returns the time a lease written now runs to, and remembers it.
 func (c *Collector) leaseFor(now time.Time) time.Time {
-	until := now.Add(c.leaseLength())
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leaseForLocked(now)
+}
+
+// leaseForLocked is leaseFor for callers that hold mu.
+func (c *Collector) leaseForLocked(now time.Time) time.Time {
+	until := now.Add(c.leaseLength())
 	if until.After(c.leaseUntil) {
 		c.leaseUntil = until
 	}
-	c.mu.Unlock()
 	return until
 }
 
-// watch adds the session's folder of ours to the watcher; it is idempotent.
-func (c *Collector) watch(t *tracked) {
+// watch adds the session's folders of ours to the watcher; it is idempotent.
+func (c *Collector) watch(e *entry) {
 	c.mu.Lock()
 	w := c.w
 	c.mu.Unlock()
-	if t.chBridge != "" {
-		if err := w.Add(t.chBridge); err != nil { // our own state: nothing in it is planted
-			c.log.Debug("cannot watch a session's host channel; the rescan covers it", "session", t.id, "err", err)
+	if e.chBridge != "" {
+		if err := w.Add(e.chBridge); err != nil { // our own state: nothing in it is planted
+			c.log.Debug("cannot watch a session's host channel; the rescan covers it", "session", e.id, "err", err)
 		}
 	}
-	claude := filepath.Dir(t.bridge)
-	for _, dir := range []string{claude, t.bridge, filepath.Join(t.bridge, "decisions")} {
+	claude := filepath.Dir(e.bridge)
+	for _, dir := range []string{claude, e.bridge, filepath.Join(e.bridge, "decisions")} {
 		// A link at any step is refused, never watched through, even one swapped in meanwhile.
-		err := fswatch.AddInside(w, t.dir, dir)
+		err := fswatch.AddInside(w, e.dir, dir)
 		if err != nil {
-			c.log.Debug("cannot watch a session's folder of ours; the rescan covers it", "session", t.id, "dir", dir, "err", err)
+			c.log.Debug("cannot watch a session's folder of ours; the rescan covers it", "session", e.id, "dir", dir, "err", err)
 		}
 		if dir == claude {
 			c.mu.Lock()
-			t.claudeWatched = err == nil
+			e.claudeWatched = err == nil
 			c.mu.Unlock()
 		}
 	}
@@ -145,34 +152,34 @@ const maxTranscriptDirs = 16
 // CLI writes is read within seconds, not at the next rescan. It reports whether the watches
 // cover them all, and .claude where new ones are made: then only a change they report, or a
 // rescan, needs the transcripts read again.
-func (c *Collector) watchTranscripts(t *tracked, dirs []string) (covered bool) {
+func (c *Collector) watchTranscripts(e *entry, dirs []string) (covered bool) {
 	c.mu.Lock()
 	w := c.w
-	covered = t.claudeWatched && !t.gone
+	covered = e.claudeWatched && !e.gone
 	var add []string
 	for _, d := range dirs {
-		abs := filepath.Join(t.dir, filepath.FromSlash(d))
+		abs := filepath.Join(e.dir, filepath.FromSlash(d))
 		switch {
-		case t.tdirs[abs]:
+		case e.tdirs[abs]:
 			continue
-		case len(t.tdirs) >= maxTranscriptDirs || t.gone:
+		case len(e.tdirs) >= maxTranscriptDirs || e.gone:
 			covered = false
 			continue
 		}
-		if t.tdirs == nil {
-			t.tdirs = map[string]bool{}
+		if e.tdirs == nil {
+			e.tdirs = map[string]bool{}
 		}
-		t.tdirs[abs] = true
-		c.byBridge[abs] = t
+		e.tdirs[abs] = true
+		c.byBridge[abs] = e
 		add = append(add, abs)
 	}
 	c.mu.Unlock()
 	added := 0
 	for _, abs := range add {
-		if err := fswatch.AddInside(w, t.dir, abs); err != nil {
-			c.log.Debug("cannot watch a transcript folder; the rescan covers it", "session", t.id, "dir", abs, "err", err)
+		if err := fswatch.AddInside(w, e.dir, abs); err != nil {
+			c.log.Debug("cannot watch a transcript folder; the rescan covers it", "session", e.id, "dir", abs, "err", err)
 			c.mu.Lock()
-			delete(t.tdirs, abs) // tried again at the next pass
+			delete(e.tdirs, abs) // tried again at the next pass
 			delete(c.byBridge, abs)
 			c.mu.Unlock()
 			covered = false // so every pass reads the transcripts, as the watch would have asked
@@ -183,7 +190,7 @@ func (c *Collector) watchTranscripts(t *tracked, dirs []string) (covered bool) {
 	if added > 0 && covered {
 		// A line written after the folder was listed and before its watch began is seen by no
 		// watch: read them once more.
-		c.scheduleReconcile(t)
+		c.scheduleFor(e, lane.Again{Reconcile: true})
 		return false
 	}
 	return covered
@@ -197,7 +204,8 @@ func (c *Collector) Watches() int {
 	return w.Len()
 }
 
-// handle schedules a drain for a change to a spool.
+// handle schedules a pass for a change in a session's folder of ours, its host channel or its
+// transcripts.
 func (c *Collector) handle(ev fswatch.Event) {
 	if ev.Op == fswatch.Chmod {
 		return
@@ -208,50 +216,70 @@ func (c *Collector) handle(ev fswatch.Event) {
 	dir, base := filepath.Split(filepath.Clean(ev.Name))
 	dir = filepath.Clean(dir)
 	c.mu.Lock()
-	t := c.byBridge[dir]
+	e := c.byBridge[dir]
+	transcripts := e != nil && e.tdirs[dir]
 	c.mu.Unlock()
-	if t != nil && ev.Has(fswatch.Remove) && (dir == filepath.Dir(t.bridge) || dir == t.bridge && base == "decisions") {
+	if e == nil {
+		return
+	}
+	if ev.Has(fswatch.Remove) && (dir == filepath.Dir(e.bridge) || dir == e.bridge && base == "decisions") {
 		// settings.json, our folder or the transcripts going: perhaps the session's removal.
 		// (Decision files, lock and temporary files come and go all the time, and do not count.)
-		if rel, err := filepath.Rel(t.dir, ev.Name); err == nil && session.RemovalSign(filepath.ToSlash(rel)) {
-			c.opts.Removals.Saw(t.dir, filepath.ToSlash(rel))
+		if rel, err := filepath.Rel(e.dir, ev.Name); err == nil && session.RemovalSign(filepath.ToSlash(rel)) {
+			c.opts.Removals.Saw(e.dir, filepath.ToSlash(rel))
 		}
 	}
 	switch {
-	case t == nil:
-	case c.transcriptDir(t, dir):
+	case transcripts:
 		if ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || fswatch.Gone(ev) {
-			c.scheduleReconcile(t) // a transcript line, or a transcript moved: reconcile now
+			c.scheduleFor(e, lane.Again{Reconcile: true}) // a transcript line, or a transcript moved: reconcile now
 		}
-	case dir == t.chBridge:
+	case dir == e.chBridge:
 		if rid, ok := decisions.EventRID(base); ok && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)) {
-			c.scheduleChannel(t, rid) // an event handed over on the Mac
+			c.scheduleChannel(e, rid) // an event handed over on the Mac
 		}
-	case isSpoolName(base):
-		c.scheduleSession(t, base != spoolBase) // a rotated spool is drained by the housekeeping pass
-	case dir == filepath.Dir(t.bridge):
-		if base == filepath.Base(t.bridge) && ev.Has(fswatch.Create) {
-			// Our folder was replaced: watch the new one now, not at the next rescan, and put
-			// the lease back so that hooks in the VM are answered.
-			c.watch(t)
-			c.schedule(t, true)
-		} else if session.ClaudeDir+"/"+base == transcript.Projects && (ev.Has(fswatch.Create) || fswatch.Gone(ev)) {
-			c.schedule(t, false) // the CLI's first transcript is coming: follow it from its first line
-		} else if instructions.Name(session.ClaudeDir+"/"+base) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Rename)) {
-			c.schedule(t, true) // .claude/CLAUDE.md changed: scan it now, not at the next rescan
-		}
-	case dir == filepath.Join(t.bridge, "decisions"):
-		c.decisionEvent(t, base, ev)
-	case dir == t.bridge && base == path.Base(session.AliveFile) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)):
-		t.plants.CheckLease()
-		c.schedule(t, false)
+	case lane.IsSpoolName(base):
+		c.scheduleFor(e, lane.Again{Housekeep: base != lane.SpoolBase}) // a rotated spool is drained by the housekeeping pass
+	case dir == filepath.Dir(e.bridge):
+		c.claudeEvent(e, base, ev)
+	case dir == filepath.Join(e.bridge, "decisions"):
+		c.decisionEvent(e, base, ev)
+	case dir == e.bridge && base == path.Base(session.AliveFile) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)):
+		e.lane.Plants().CheckLease()
+		c.schedule(e, false)
 	} // anything else: the hook's temporary files, our own temporary files
 }
 
-func (c *Collector) transcriptDir(t *tracked, dir string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return t.tdirs[dir]
+// claudeEvent handles a change in the session's .claude folder.
+func (c *Collector) claudeEvent(e *entry, base string, ev fswatch.Event) {
+	switch {
+	case base == filepath.Base(e.bridge) && ev.Has(fswatch.Create):
+		// Our folder was replaced: watch the new one now, not at the next rescan, and put the
+		// lease back so that hooks in the VM are answered.
+		c.watch(e)
+		c.schedule(e, true)
+	case session.ClaudeDir+"/"+base == transcript.Projects && (ev.Has(fswatch.Create) || fswatch.Gone(ev)):
+		c.schedule(e, false) // the CLI's first transcript is coming: follow it from its first line
+	case instructions.Name(session.ClaudeDir+"/"+base) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Rename)):
+		c.schedule(e, true) // .claude/CLAUDE.md changed: scan it now, not at the next rescan
+	}
+}
+
+// decisionEvent judges a change in the session's decisions folder: a decision file the daemon
+// did not write is a forged answer, which the session's next pass records.
+func (c *Collector) decisionEvent(e *entry, base string, ev fswatch.Event) {
+	rid, ok := strings.CutSuffix(base, ".json")
+	if !ok || !claudehook.ValidRID(rid) {
+		return // temporary files, ours and the hook's
+	}
+	switch {
+	case ev.Has(fswatch.Create):
+		if e.lane.Plants().DecisionAppeared(rid) {
+			c.scheduleFor(e, lane.Again{})
+		}
+	case ev.Has(fswatch.Remove), ev.Has(fswatch.Rename):
+		e.lane.Plants().DecisionGone(rid)
+	}
 }
 
 // watchedGone forgets a watched folder that went (reported by its own watch or its parent's): a
@@ -261,58 +289,83 @@ func (c *Collector) transcriptDir(t *tracked, dir string) bool {
 func (c *Collector) watchedGone(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.byBridge[name]
-	if t == nil {
+	e := c.byBridge[name]
+	if e == nil {
 		return
 	}
 	// The watches of the folders below went with it, off the names they had.
-	for d := range t.tdirs {
+	for d := range e.tdirs {
 		if d == name || strings.HasPrefix(d, name+string(filepath.Separator)) {
-			delete(t.tdirs, d)
+			delete(e.tdirs, d)
 			delete(c.byBridge, d)
-			t.reconcileDue = true
+			e.reconcileDue = true
 		}
 	}
-	if name == filepath.Dir(t.bridge) {
-		t.claudeWatched = false
-		c.scheduleLocked(t, true)
+	if name == filepath.Dir(e.bridge) {
+		e.claudeWatched = false
+		c.enqueueLocked(e, lane.Again{Housekeep: true, Reconcile: true, Channel: true})
 	}
 }
 
-func isSpoolName(base string) bool {
-	return base == spoolBase || strings.HasPrefix(base, rotatedPrefix) && strings.HasSuffix(base, ".jsonl")
-}
-
-// work drains queued sessions until the queue is closed.
+// work runs queued sessions' passes until the queue is closed.
 func (c *Collector) work(ctx context.Context) {
-	for t := range c.queue {
+	for e := range c.queue {
 		c.mu.Lock()
-		t.queued, t.running = false, true
-		w := t.passWork()
+		e.queued, e.running = false, true
+		w := c.workLocked(e)
 		c.mu.Unlock()
+		var res lane.Result
 		if ctx.Err() == nil {
-			c.drain(ctx, t, w)
+			res = e.lane.Pass(ctx, w)
 		}
-		c.passDone(t)
+		c.apply(e, res)
+		c.passDone(e, res.Taken)
 	}
 }
 
-// passDone queues t again if something came in during its pass that the pass did not handle.
-func (c *Collector) passDone(t *tracked) {
+// apply does what a pass asked for beyond its session, while the session still counts as
+// running: a pass asked for now runs right after.
+func (c *Collector) apply(e *entry, res lane.Result) {
+	if res.Commit {
+		c.requestCommit()
+	}
+	if res.Rewatch {
+		c.watch(e)
+	}
+	if res.Read {
+		covered := c.watchTranscripts(e, res.Dirs) && !res.More
+		c.mu.Lock()
+		e.covered = covered
+		c.mu.Unlock()
+	}
+	for _, a := range res.Again {
+		if a.After <= 0 {
+			c.scheduleFor(e, a)
+			continue
+		}
+		time.AfterFunc(a.After, func() { c.scheduleFor(e, a) })
+	}
+}
+
+// passDone queues e again if something came in during its pass that the pass did not handle.
+func (c *Collector) passDone(e *entry, taken []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t.running = false
-	for _, rid := range t.waiting {
+	e.running = false
+	for _, rid := range taken {
+		e.taken.add(rid)
+	}
+	for _, rid := range e.waiting {
 		// Its file appeared too late for the pass, or was still being written.
-		if !t.taken.has(rid) {
-			t.name(rid)
-			t.dirty = true
+		if !e.taken.has(rid) {
+			e.name(rid)
+			e.dirty = true
 		}
 	}
-	t.waiting = t.waiting[:0]
-	if t.dirty && !t.gone && !c.stopped {
-		t.dirty, t.queued = false, true
-		c.queue <- t
+	e.waiting = e.waiting[:0]
+	if e.dirty && !e.gone && !c.stopped {
+		e.dirty, e.queued = false, true
+		c.queue <- e
 	}
 }
 
@@ -323,18 +376,15 @@ func (c *Collector) shutdown(workers *sync.WaitGroup) {
 	close(c.queue)
 	all := c.trackedLocked()
 	c.mu.Unlock()
-	c.leaseMu.Lock()
-	c.withdrawn = true
-	c.leaseMu.Unlock()
+	c.env.Leases.Withdraw()
 	// Leases first: hooks starting from now deny at once rather than wait for an answer.
 	defer func() {
-		for _, t := range all {
-			t.ch.release(&c.kept)
-			t.sess.release(&c.kept)
+		for _, e := range all {
+			e.lane.Release()
 		}
 	}()
-	for _, t := range all {
-		for _, dir := range []string{t.channel, t.dir} {
+	for _, e := range all {
+		for _, dir := range []string{e.lane.Channel(), e.dir} {
 			if dir == "" {
 				continue
 			}
@@ -343,7 +393,7 @@ func (c *Collector) shutdown(workers *sync.WaitGroup) {
 				continue
 			}
 			if err := decisions.RemoveAlive(s); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				c.log.Warn("cannot withdraw a session's alive lease; its hooks will wait out their timeout", "session", t.id, "err", err)
+				c.log.Warn("cannot withdraw a session's alive lease; its hooks will wait out their timeout", "session", e.id, "err", err)
 			}
 			s.Close()
 		}

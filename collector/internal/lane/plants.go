@@ -1,15 +1,13 @@
-package collector
+package lane
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
-	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
@@ -31,35 +29,13 @@ const (
 	RulePlantedSpool   = plants.RulePlantedSpool
 )
 
-// noteOurs records that we are about to write rid's decision into the session folder.
-func (c *Collector) noteOurs(t *tracked, rid string) { t.plants.Ours(rid, c.opts.Now()) }
-
-// decisionEvent judges a change in the session's decisions folder.
-func (c *Collector) decisionEvent(t *tracked, base string, ev fswatch.Event) {
-	rid, ok := strings.CutSuffix(base, ".json")
-	if !ok || !claudehook.ValidRID(rid) {
-		return // temporary files, ours and the hook's
-	}
-	switch {
-	case ev.Has(fswatch.Create):
-		if t.plants.DecisionAppeared(rid) {
-			c.scheduleSession(t, false)
-		}
-	case ev.Has(fswatch.Remove), ev.Has(fswatch.Rename):
-		t.plants.DecisionGone(rid)
-	}
-}
-
 // checkPlants records the attempts the watcher saw and verifies the lease when asked. It runs on
 // the session's worker.
-func (c *Collector) checkPlants(s *session.Session, t *tracked, p *policy) {
-	now := c.opts.Now()
-	found, check := t.plants.Take(now)
-	c.mu.Lock()
-	leaseUntil := c.leaseUntil
-	c.mu.Unlock()
+func (l *Lane) checkPlants(s *session.Session, p *Policy) {
+	now := l.env.Now()
+	found, check := l.plants.Take(now)
 	if check {
-		if what := c.verifyLease(s, leaseUntil); what != "" {
+		if what := l.verifyLease(s, l.leaseMax); what != "" {
 			found = append(found, plants.Suspect{Rule: RulePlantedLease, What: what})
 		}
 	}
@@ -67,22 +43,22 @@ func (c *Collector) checkPlants(s *session.Session, t *tracked, p *policy) {
 		return
 	}
 	// Quarantine first: the session's next call is denied even if the record below is slow.
-	c.Quarantine(t.id, found[0].What)
+	l.Quarantine(found[0].What)
 	recs := make([]telemetry.Record, 0, len(found))
 	for _, f := range found {
-		recs = append(recs, telemetry.Record{TS: now, RID: f.RID, Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool,
-			Mode: string(p.cfg.Mode), Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: f.Rule, Reason: f.What})
-		c.log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", t.id, "rule", f.Rule, "what", f.What)
+		recs = append(recs, telemetry.Record{TS: now, RID: f.RID, Session: l.id, Agent: "cowork", Transport: telemetry.TransportSpool,
+			Mode: string(p.Cfg.Mode), Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: f.Rule, Reason: f.What})
+		l.env.Log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", l.id, "rule", f.Rule, "what", f.What)
 	}
-	if err := c.opts.Sink.WriteBatch(recs); err != nil {
-		c.opts.Health.Count("", health.CodeTelemetryFailed)
-		c.log.Warn("cannot record an attempt on the guard in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
+	if err := l.env.Sink.WriteBatch(recs); err != nil {
+		l.env.Health.Count("", health.CodeTelemetryFailed)
+		l.env.Log.Warn("cannot record an attempt on the guard in the decision log", "code", health.CodeTelemetryFailed, "session", l.id, "err", err)
 	}
 }
 
 // verifyLease replaces a lease that we cannot have written, and says what stood there; "" when
 // the lease is ours (or gone: removing it only makes the session's hooks deny).
-func (c *Collector) verifyLease(s *session.Session, leaseUntil time.Time) string {
+func (l *Lane) verifyLease(s *session.Session, leaseUntil time.Time) string {
 	fi, err := s.Lstat(session.AliveFile)
 	if err != nil {
 		return ""
@@ -108,7 +84,7 @@ func (c *Collector) verifyLease(s *session.Session, leaseUntil time.Time) string
 		return ""
 	}
 	if err := decisions.RemoveAlive(s); err == nil {
-		c.prepare(s, leaseUntil)
+		l.prepare(s, leaseUntil)
 	}
 	return what
 }

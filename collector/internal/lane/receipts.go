@@ -1,4 +1,4 @@
-package collector
+package lane
 
 import (
 	"errors"
@@ -23,11 +23,11 @@ const receiptsMax = 1000
 // lockdown, every call on the Mac), from the receipts it left in the host channel, and removes
 // them: such a call is guarded, not an unguarded call of the transcript. A receipt that is not
 // one the host hook writes is removed and counted as planted.
-func (c *Collector) takeReceipts(t *tracked, now time.Time) {
-	if t.channel == "" {
+func (l *Lane) takeReceipts(now time.Time) {
+	if l.channel == "" {
 		return
 	}
-	dir := filepath.Join(t.channel, filepath.FromSlash(session.ReceiptsDir))
+	dir := filepath.Join(l.channel, filepath.FromSlash(session.ReceiptsDir))
 	f, err := os.Open(dir)
 	if err != nil {
 		return // none yet: the host hook makes the folder with its first receipt
@@ -39,10 +39,10 @@ func (c *Collector) takeReceipts(t *tracked, now time.Time) {
 		r, err := readReceipt(p)
 		os.Remove(p)
 		if err != nil {
-			c.log.Warn("a host-channel receipt that the host hook did not write was removed", "code", health.CodeForgedEvent, "session", t.id, "file", n, "err", err)
+			l.env.Log.Warn("a host-channel receipt that the host hook did not write was removed", "code", health.CodeForgedEvent, "session", l.id, "file", n, "err", err)
 			continue
 		}
-		t.recon.calls.Judged(ledger.Event{ToolUseID: r.ToolUseID, Tool: r.Tool, Denied: r.Denied,
+		l.recon.calls.Judged(ledger.Event{ToolUseID: r.ToolUseID, Tool: r.Tool, Denied: r.Denied,
 			Fingerprint: transcript.Fingerprint(r.Fingerprint)}, now)
 	}
 }

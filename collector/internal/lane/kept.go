@@ -1,4 +1,4 @@
-package collector
+package lane
 
 import (
 	"io/fs"
@@ -95,29 +95,4 @@ func (k *keptHandle) closeLocked(count *atomic.Int32) {
 		k.s, k.fi = nil, nil
 		count.Add(-1)
 	}
-}
-
-// takenMax is how many request ids a session remembers as taken from its host channel.
-const takenMax = 32
-
-// takenRIDs are the request ids last taken from a host channel, so that the watcher's later
-// events for their files (a hook's write seen after the pass that took the file) start no pass.
-// Guarded by Collector.mu.
-type takenRIDs struct {
-	rids [takenMax]string
-	next int
-}
-
-func (r *takenRIDs) add(rid string) {
-	r.rids[r.next] = rid
-	r.next = (r.next + 1) % takenMax
-}
-
-func (r *takenRIDs) has(rid string) bool {
-	for _, x := range r.rids {
-		if x == rid {
-			return true
-		}
-	}
-	return false
 }

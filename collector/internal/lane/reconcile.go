@@ -1,4 +1,4 @@
-package collector
+package lane
 
 import (
 	"encoding/json"
@@ -52,14 +52,11 @@ const (
 
 // reconciler is one session's reconciliation state; it belongs to the session's worker.
 type reconciler struct {
-	since time.Time // the session was first followed then
-	last  time.Time // the last reconciliation
-	later bool      // a pass put off by the rate limit is scheduled
-	// covered: the last reading found every transcript folder watched, so a pass that no
-	// change to them asked for need not read them (see Collector.watchTranscripts).
-	covered bool
-	follow  *transcript.Follower
-	calls   *ledger.Ledger
+	since  time.Time // the session was first followed then
+	last   time.Time // the last reconciliation
+	later  bool      // a pass put off by the rate limit is asked for
+	follow *transcript.Follower
+	calls  *ledger.Ledger
 	// versions are the Claude Code versions health has been told of, so that it hears of each
 	// once rather than at every line.
 	versions []string
@@ -78,90 +75,90 @@ func newReconciler(now time.Time, limit int64) *reconciler {
 
 // reconcile reads what the session's transcripts added and reports unguarded calls, tampered
 // transcripts and forged events. force skips the rate limit (housekeeping passes).
-func (c *Collector) reconcile(s *session.Session, t *tracked, p *policy, force bool) {
-	r := t.recon
-	now := c.opts.Now()
+func (l *Lane) reconcile(s *session.Session, p *Policy, force bool) {
+	r := l.recon
+	now := l.env.Now()
 	if r.follow == nil {
-		r.follow = transcript.NewFollower(storePositions{c.opts.Offsets, offsetPrefix(t.dir) + "t:"}, transcriptMaxLine, r.since)
-		r.calls.Restore(c.opts.Offsets.Note(offsetPrefix(t.dir) + "r"))
+		r.follow = transcript.NewFollower(storePositions{l.env.Offsets, OffsetPrefix(l.dir) + "t:"}, transcriptMaxLine, r.since)
+		r.calls.Restore(l.env.Offsets.Note(OffsetPrefix(l.dir) + "r"))
 	}
 	if wait := reconcileEvery - now.Sub(r.last); !force && wait > 0 && !r.calls.Pending() {
 		if !r.later {
 			// A change in this window must still be read within seconds, not at the rescan.
 			r.later = true
-			time.AfterFunc(wait, func() { c.scheduleReconcile(t) })
+			l.again(Again{After: wait, Reconcile: true})
 		}
 		return
 	}
 	r.last, r.later = now, false
-	c.takeReceipts(t, now) // before the transcripts: a call's receipt precedes its result
+	l.takeReceipts(now) // before the transcripts: a call's receipt precedes its result
 	var found []ledger.Finding
 	var late []telemetry.Record
 	rep := r.follow.Follow(s, func(name string, line []byte) {
 		items, version := transcript.ParseLine(line)
 		if version != "" && !slices.Contains(r.versions, version) && len(r.versions) < maxVersions {
 			r.versions = append(r.versions, version)
-			c.opts.Health.CLIVersion(s.ID(), version)
+			l.env.Health.CLIVersion(s.ID(), version)
 		}
 		for _, it := range items {
 			found = append(found, r.calls.Take(it, now)...)
 			if it.Kind != transcript.Use {
 				continue
 			}
-			if rec, ok := t.overflow.confirm(it.ToolUseID); ok {
+			if rec, ok := l.overflow.confirm(it.ToolUseID); ok {
 				late = append(late, rec)
 			}
 		}
 	})
-	t.overflow.expire(now, c.opts.ForgedAfter)
-	c.writeLate(t, late)
+	l.overflow.expire(now, l.env.Limits.ForgedAfter)
+	l.writeLate(late)
 	if rep.Files > 0 {
 		r.calls.SetFollowed()
 	}
 	if rep.Read > 0 {
-		c.requestCommit() // positions kept as they go: a restart resumes, never starts over
+		l.res.Commit = true // positions kept as they go: a restart resumes, never starts over
 	}
 	if rep.More {
-		time.AfterFunc(reconcileEvery, func() { c.scheduleReconcile(t) })
+		l.again(Again{After: reconcileEvery, Reconcile: true})
 	}
-	r.covered = c.watchTranscripts(t, rep.Dirs) && !rep.More
-	found = append(found, c.tampers(s, rep.Tampers)...)
-	found = append(found, r.calls.Settle(now, c.opts.ReconcileGrace, c.opts.ForgedAfter)...)
+	l.res.Read, l.res.Dirs, l.res.More = true, rep.Dirs, rep.More
+	found = append(found, l.tampers(s, rep.Tampers)...)
+	found = append(found, r.calls.Settle(now, l.env.Limits.ReconcileGrace, l.env.Limits.ForgedAfter)...)
 	if r.calls.Pending() {
 		// Events are drained before the transcript is read, so only one still on its way needs
 		// the grace; look again once it has passed.
-		time.AfterFunc(c.opts.ReconcileGrace, func() { c.scheduleReconcile(t) })
+		l.again(Again{After: l.env.Limits.ReconcileGrace, Reconcile: true})
 	}
 	// One budget for all the session makes the daemon keep: what the other parts hold comes off
 	// what the ledger may.
-	others := r.follow.Footprint() + t.rids.Footprint() + t.instr.Footprint() + t.plants.Footprint() + t.overflow.footprint()
-	r.calls.SetLimit(c.opts.SessionBytes - others)
+	others := r.follow.Footprint() + l.rids.Footprint() + l.instr.Footprint() + l.plants.Footprint() + l.overflow.footprint()
+	r.calls.SetLimit(l.env.Limits.SessionBytes - others)
 	if refused := r.calls.Refused(); rep.Over || refused > 0 {
 		st := r.calls.Stats()
-		c.overBudget(t, now, fmt.Sprintf("transcripts %d (bound %d); calls awaiting a result %d, events awaiting their call %d; %d bytes kept of a budget of %d (%d by the ledger, %d by transcripts, recent request ids, instruction scan and plants); %d refused",
-			rep.Files, transcript.MaxFiles, st.Uses, st.Judged, st.Bytes+others, c.opts.SessionBytes, st.Bytes, others, refused))
+		l.overBudget(now, fmt.Sprintf("transcripts %d (bound %d); calls awaiting a result %d, events awaiting their call %d; %d bytes kept of a budget of %d (%d by the ledger, %d by transcripts, recent request ids, instruction scan and plants); %d refused",
+			rep.Files, transcript.MaxFiles, st.Uses, st.Judged, st.Bytes+others, l.env.Limits.SessionBytes, st.Bytes, others, refused))
 	}
-	c.persist(t)
+	l.persist()
 	if len(found) > 0 {
-		c.reportFindings(t, p, found, now)
+		l.reportFindings(p, found, now)
 	}
 }
 
 // writeLate logs the records the budget held back whose call a transcript has now shown.
-func (c *Collector) writeLate(t *tracked, late []telemetry.Record) {
+func (l *Lane) writeLate(late []telemetry.Record) {
 	if len(late) == 0 {
 		return
 	}
-	if err := c.opts.Sink.WriteBatch(late); err != nil {
-		c.opts.Health.Count("", health.CodeTelemetryFailed)
-		c.log.Warn("cannot record the calls held back by the session's budget", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
+	if err := l.env.Sink.WriteBatch(late); err != nil {
+		l.env.Health.Count("", health.CodeTelemetryFailed)
+		l.env.Log.Warn("cannot record the calls held back by the session's budget", "code", health.CodeTelemetryFailed, "session", l.id, "err", err)
 	}
 }
 
 // tampers are the findings for what was done to the transcripts, but for their removal with the
 // session itself.
-func (c *Collector) tampers(s *session.Session, tms []transcript.Tamper) []ledger.Finding {
-	removing := c.opts.Removals.Wait(s.Dir()) > 0
+func (l *Lane) tampers(s *session.Session, tms []transcript.Tamper) []ledger.Finding {
+	removing := l.env.Removals.Wait(s.Dir()) > 0
 	var found []ledger.Finding
 	for _, tm := range tms {
 		if removing && strings.Contains(tm.What, "removed") {
@@ -186,15 +183,15 @@ func quarantineReason(rule string) string {
 
 // persist keeps the calls in flight beside the transcript positions when they changed; Commit
 // writes them with the offsets.
-func (c *Collector) persist(t *tracked) {
-	r := t.recon
+func (l *Lane) persist() {
+	r := l.recon
 	data := r.calls.Persisted()
 	if string(data) == r.saved {
 		return
 	}
 	r.saved = string(data)
-	c.opts.Offsets.SetNote(offsetPrefix(t.dir)+"r", data)
-	c.requestCommit()
+	l.env.Offsets.SetNote(OffsetPrefix(l.dir)+"r", data)
+	l.res.Commit = true
 }
 
 // storePositions keeps a session's transcript positions in the offsets store, under a prefix.
@@ -216,33 +213,33 @@ func (p storePositions) Names() []string {
 }
 
 // overBudget tells health and the log, once an hour, that a session went over its budget.
-func (c *Collector) overBudget(t *tracked, now time.Time, what string) {
-	if now.Sub(t.recon.over) < time.Hour {
+func (l *Lane) overBudget(now time.Time, what string) {
+	if now.Sub(l.recon.over) < time.Hour {
 		return
 	}
-	t.recon.over = now
-	c.log.Warn("a session went over what the daemon keeps for it; the excess is dropped", "code", health.CodeSessionOverBudget, "session", t.id, "what", what)
-	c.opts.Health.Count(t.id, health.CodeSessionOverBudget)
+	l.recon.over = now
+	l.env.Log.Warn("a session went over what the daemon keeps for it; the excess is dropped", "code", health.CodeSessionOverBudget, "session", l.id, "what", what)
+	l.env.Health.Count(l.id, health.CodeSessionOverBudget)
 }
 
 // reportFindings records each finding, tells health, and in enforce quarantines.
-func (c *Collector) reportFindings(t *tracked, p *policy, found []ledger.Finding, now time.Time) {
+func (l *Lane) reportFindings(p *Policy, found []ledger.Finding, now time.Time) {
 	recs := make([]telemetry.Record, 0, len(found))
 	for _, f := range found {
 		input := f.Use.Preview
 		if len(input) == 0 {
 			input = json.RawMessage("null")
 		}
-		recs = append(recs, telemetry.Record{TS: now, Session: t.id, RID: f.RID, Agent: "cowork", Transport: telemetry.TransportTranscript,
-			Mode: string(p.cfg.Mode), Tool: f.Use.Tool, Input: input, Decision: claudehook.Deny, Rule: f.Rule, Reason: f.Why})
-		c.log.Warn("reconciliation found the guard bypassed or its evidence edited", "code", f.Code, "session", t.id, "rule", f.Rule, "tool_use_id", f.Use.ID, "tool", f.Use.Tool, "why", f.Why)
-		c.opts.Health.Count(t.id, f.Code)
+		recs = append(recs, telemetry.Record{TS: now, Session: l.id, RID: f.RID, Agent: "cowork", Transport: telemetry.TransportTranscript,
+			Mode: string(p.Cfg.Mode), Tool: f.Use.Tool, Input: input, Decision: claudehook.Deny, Rule: f.Rule, Reason: f.Why})
+		l.env.Log.Warn("reconciliation found the guard bypassed or its evidence edited", "code", f.Code, "session", l.id, "rule", f.Rule, "tool_use_id", f.Use.ID, "tool", f.Use.Tool, "why", f.Why)
+		l.env.Health.Count(l.id, f.Code)
 	}
-	if err := c.opts.Sink.WriteBatch(recs); err != nil {
-		c.opts.Health.Count("", health.CodeTelemetryFailed)
-		c.log.Warn("cannot record reconciliation findings in the decision log", "code", health.CodeTelemetryFailed, "session", t.id, "err", err)
+	if err := l.env.Sink.WriteBatch(recs); err != nil {
+		l.env.Health.Count("", health.CodeTelemetryFailed)
+		l.env.Log.Warn("cannot record reconciliation findings in the decision log", "code", health.CodeTelemetryFailed, "session", l.id, "err", err)
 	}
-	if p.cfg.Mode == managedconfig.Enforce {
-		c.Quarantine(t.id, quarantineReason(found[0].Rule)+" ("+found[0].Why+")")
+	if p.Cfg.Mode == managedconfig.Enforce {
+		l.Quarantine(quarantineReason(found[0].Rule) + " (" + found[0].Why + ")")
 	}
 }

@@ -1,4 +1,4 @@
-package collector
+package lane
 
 import (
 	"encoding/json"
@@ -20,18 +20,18 @@ const RuleFlood = "coworkbridge.flood"
 // budget calls for (see flood.Window). It reports whether the budget was exceeded just now.
 // What the budget leaves out and names a tool call is held (see hold): a real call among forged
 // noise is logged line by line once a transcript shows it.
-func (c *Collector) admit(t *tracked, p *policy, outs []outcome, now time.Time) (keep []outcome, summaries []telemetry.Record, exceeded bool) {
-	lim := flood.Limits{Records: c.opts.BudgetRecords, Bytes: c.opts.BudgetBytes}
+func (l *Lane) admit(p *Policy, outs []outcome, now time.Time) (keep []outcome, summaries []telemetry.Record, exceeded bool) {
+	lim := flood.Limits{Records: l.env.Limits.BudgetRecords, Bytes: l.env.Limits.BudgetBytes}
 	for _, o := range outs {
-		a := t.flood.Admit(now, int64(len(o.rec.Input)), o.rec.Decision, o.backlog, lim)
+		a := l.flood.Admit(now, int64(len(o.rec.Input)), o.rec.Decision, o.backlog, lim)
 		for _, s := range a.Summaries {
-			summaries = append(summaries, c.floodRecord(t, p, now, s))
+			summaries = append(summaries, l.floodRecord(p, now, s))
 		}
 		exceeded = exceeded || a.Exceeded
 		if a.Log {
 			keep = append(keep, o)
 		} else {
-			t.overflow.hold(o)
+			l.overflow.hold(o)
 		}
 	}
 	return keep, summaries, exceeded
@@ -102,17 +102,17 @@ func (h heldRecords) footprint() int64 {
 	return n
 }
 
-func (c *Collector) floodRecord(t *tracked, p *policy, now time.Time, reason string) telemetry.Record {
-	return telemetry.Record{TS: now, Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool, Mode: string(p.cfg.Mode),
+func (l *Lane) floodRecord(p *Policy, now time.Time, reason string) telemetry.Record {
+	return telemetry.Record{TS: now, Session: l.id, Agent: "cowork", Transport: telemetry.TransportSpool, Mode: string(p.Cfg.Mode),
 		Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: RuleFlood, Reason: reason}
 }
 
 // floodQuarantine quarantines a session that went over its budget, in enforce: no agent's work
 // needs it, and a session flooding the log may be hiding calls among the noise.
-func (c *Collector) floodQuarantine(t *tracked, p *policy) {
-	c.log.Warn("a session exceeded its decision-log budget; the excess is summarised", "code", health.CodeSessionFlooding, "session", t.id,
-		"records_per_minute", c.opts.BudgetRecords, "bytes_per_minute", c.opts.BudgetBytes)
-	if p.cfg.Mode == managedconfig.Enforce {
-		c.Quarantine(t.id, "it sent more events than any agent's work needs (over the decision-log budget)")
+func (l *Lane) floodQuarantine(p *Policy) {
+	l.env.Log.Warn("a session exceeded its decision-log budget; the excess is summarised", "code", health.CodeSessionFlooding, "session", l.id,
+		"records_per_minute", l.env.Limits.BudgetRecords, "bytes_per_minute", l.env.Limits.BudgetBytes)
+	if p.Cfg.Mode == managedconfig.Enforce {
+		l.Quarantine("it sent more events than any agent's work needs (over the decision-log budget)")
 	}
 }

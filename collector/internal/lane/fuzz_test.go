@@ -1,4 +1,4 @@
-package collector
+package lane
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
+	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // FuzzJudgeLine feeds arbitrary spool lines to the pipeline's per-line step in enforce mode. It
@@ -30,30 +30,20 @@ func FuzzJudgeLine(f *testing.F) {
 	} {
 		f.Add([]byte(seed), false)
 	}
-	cls, err := classifier.New(classifier.Policy{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	base := f.TempDir()
-	dir := filepath.Join(base, "local_f")
-	if err := os.MkdirAll(filepath.Join(dir, ".claude", "coworkbridge", "decisions"), 0o700); err != nil {
-		f.Fatal(err)
-	}
-	s, err := session.Open(dir)
+	lf := newLane(f, managedconfig.Enforce)
+	s, err := session.Open(lf.dir)
 	if err != nil {
 		f.Fatal(err)
 	}
 	defer s.Close()
-	cfg := managedconfig.Config{Mode: managedconfig.Enforce, MaxLineBytes: 4096, DecisionTimeout: 10 * time.Second}
-	c := New(cfg, cls, Options{Health: newFakeHealth()})
-	decisionsDir := filepath.Join(dir, ".claude", "coworkbridge", "decisions")
+	decisionsDir := filepath.Join(lf.dir, ".claude", "coworkbridge", "decisions")
 	f.Fuzz(func(t *testing.T, data []byte, oversized bool) {
 		l := spool.Line{Data: data, Size: int64(len(data))}
 		if oversized {
 			l = spool.Line{Oversized: true, Head: data[:min(len(data), 256)], Size: 1 << 20}
 		}
-		tr := newTracked(dir, SessionBytes)
-		o := c.judge(context.Background(), s, tr, c.pol.Load(), l, time.Now())
+		lf.lane = New(lf.env, lf.dir, "") // each input meets a session of its own
+		o := lf.lane.judge(context.Background(), source{s, telemetry.TransportSpool}, lf.pol, l, time.Now())
 		if o.skip {
 			t.Fatal("nothing was recorded before, so nothing may be skipped")
 		}

@@ -1,4 +1,4 @@
-package collector
+package lane
 
 import (
 	"bytes"
@@ -48,41 +48,52 @@ type outcome struct {
 	held bool
 }
 
+// source is where a batch of events came from, which says how their hooks are answered: the
+// session's spool, whose hooks run in the VM beside the agent, or the session's host channel,
+// where hooks on the Mac hand their events over out of the agent's reach.
+type source struct {
+	s *session.Session
+	// transport is what the records say (telemetry.Transport*).
+	transport string
+}
+
+func (src source) channel() bool { return src.transport == telemetry.TransportChannel }
+
 // judge decides one line and, when a hook waits for it, answers at once: the decision file is the
 // latency-critical step, the log and counts come after.
-func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p *policy, l spool.Line, started time.Time) outcome {
-	rec := telemetry.Record{TS: c.opts.Now(), Session: t.id, Agent: "cowork", Transport: telemetry.TransportSpool,
-		Mode: string(p.cfg.Mode), Input: json.RawMessage("null")}
-	if l.Oversized {
-		rid, waiting := waitingHook(l.Head)
-		reason := fmt.Sprintf("this tool call was blocked because its data (%d bytes) exceeds max_line_bytes (%d); ask your IT team to raise the limit if such calls are expected", l.Size, p.cfg.MaxLineBytes)
-		return c.fault(s, t, p, rec, rid, waiting, RuleOversized, reason, started)
+func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line, started time.Time) outcome {
+	rec := telemetry.Record{TS: l.env.Now(), Session: l.id, Agent: "cowork", Transport: src.transport,
+		Mode: string(p.Cfg.Mode), Input: json.RawMessage("null")}
+	if line.Oversized {
+		rid, waiting := waitingHook(line.Head)
+		reason := fmt.Sprintf("this tool call was blocked because its data (%d bytes) exceeds max_line_bytes (%d); ask your IT team to raise the limit if such calls are expected", line.Size, p.Cfg.MaxLineBytes)
+		return l.fault(src, p, rec, rid, waiting, RuleOversized, reason, started)
 	}
-	env, err := claudehook.ParseEnvelope(l.Data)
+	env, err := claudehook.ParseEnvelope(line.Data)
 	if err != nil {
-		rid, waiting := waitingHook(l.Data[:min(len(l.Data), 256)])
-		return c.fault(s, t, p, rec, rid, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it (malformed event)", started)
+		rid, waiting := waitingHook(line.Data[:min(len(line.Data), 256)])
+		return l.fault(src, p, rec, rid, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it (malformed event)", started)
 	}
-	if env.RID != "" && c.alreadyRecorded(env.RID) {
+	if env.RID != "" && l.env.Replays.Take(env.RID) {
 		if pl, err := claudehook.ParsePayload(env.Event); err == nil {
 			// Judged before a crash: its call is still one the transcript will show.
-			t.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Input: pl.ToolInput}, c.opts.Now())
+			l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Input: pl.ToolInput}, l.env.Now())
 		}
 		return outcome{skip: true}
 	}
-	if env.RID != "" && t.rids.Has(env.RID) {
+	if env.RID != "" && l.rids.Has(env.RID) {
 		// Spool lines are self-reported: a second line with a request id already handled was
 		// not written by the hook that made the id. Its hook, if any, has had its answer.
-		c.Quarantine(t.id, "a second spool line reused request id "+env.RID+" (a forged line)")
-		return c.fault(s, t, p, rec, env.RID, false, RuleDuplicateRID, "a second spool line with request id "+env.RID+": not written by its hook", started)
+		l.Quarantine("a second spool line reused request id " + env.RID + " (a forged line)")
+		return l.fault(src, p, rec, env.RID, false, RuleDuplicateRID, "a second spool line with request id "+env.RID+": not written by its hook", started)
 	}
 	waiting := env.Mode == string(managedconfig.Enforce) && env.RID != ""
 	pl, err := claudehook.ParsePayload(env.Event)
 	if err != nil {
-		return c.fault(s, t, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
+		return l.fault(src, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
-	v := evaluate(ctx, p.cls, pl, t.dir)
-	if why := c.quarantine(t); why != "" {
+	v := evaluate(ctx, p.Cls, pl, l.dir)
+	if why := l.quarantined(); why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
 			Reason: decisions.QuarantineReason(why)}
 	}
@@ -92,21 +103,21 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 	}
 	rec.Decision, rec.Rule, rec.Reason = v.Decision, v.RuleID, v.Reason
 	if v.Decision != claudehook.Allow { // what check shows, kept for whoever reads the record
-		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, p.cls.Effects(pl)
+		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, p.Cls.Effects(pl)
 	}
-	enforce := p.cfg.Mode == managedconfig.Enforce && !v.ObserveOnly
+	enforce := p.Cfg.Mode == managedconfig.Enforce && !v.ObserveOnly
 	applied := v.Decision
 	if !enforce {
 		applied = claudehook.Allow
 	}
-	t.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: enforce && v.Decision == claudehook.Deny, Input: pl.ToolInput}, c.opts.Now())
+	l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: enforce && v.Decision == claudehook.Deny, Input: pl.ToolInput}, l.env.Now())
 	o := outcome{rec: rec, toolUseID: pl.ToolUseID}
 	if waiting {
 		o.rec.Enforced = enforce
 		// A hook still in enforce after a switch to observe is released with no objection.
-		reason := c.explain(p, t, env.RID, applied, v.RuleID, v.HookReason())
-		if o.held = c.holdable(s, t, env.RID, applied, reason, v.Nudge); !o.held {
-			o.latency = c.decide(s, t, env.RID, applied, reason, v.Nudge, started, l.Data)
+		reason := l.explain(p, env.RID, applied, v.RuleID, v.HookReason())
+		if o.held = l.holdable(src, env.RID, applied, reason, v.Nudge); !o.held {
+			o.latency = l.decide(src, env.RID, applied, reason, v.Nudge, started, line.Data)
 			o.rec.LatencyUS = o.latency.Microseconds()
 		}
 	}
@@ -116,26 +127,26 @@ func (c *Collector) judge(ctx context.Context, s *session.Session, t *tracked, p
 // holdable reports whether the answer to rid may wait for its record: a no objection to a hook in
 // the host channel, not published yet. The event file there is the event's only copy until the
 // record is written, and then becomes the answer, so that no file is made for it.
-func (c *Collector) holdable(s *session.Session, t *tracked, rid string, d claudehook.Decision, reason, context string) bool {
-	_, done := t.decided[rid]
-	return s.Dir() != t.dir && !done && len(claudehook.Output(d, reason, context)) == 0
+func (l *Lane) holdable(src source, rid string, d claudehook.Decision, reason, context string) bool {
+	_, done := l.decided[rid]
+	return src.channel() && !done && len(claudehook.Output(d, reason, context)) == 0
 }
 
 // fault handles a line no rule can judge: in enforce mode its waiting hook is denied at once
 // rather than left to time out.
-func (c *Collector) fault(s *session.Session, t *tracked, p *policy, rec telemetry.Record, rid string, waiting bool, rule, reason string, started time.Time) outcome {
-	if rid != "" && c.alreadyRecorded(rid) {
+func (l *Lane) fault(src source, p *Policy, rec telemetry.Record, rid string, waiting bool, rule, reason string, started time.Time) outcome {
+	if rid != "" && l.env.Replays.Take(rid) {
 		return outcome{skip: true}
 	}
 	rec.RID, rec.Decision, rec.Rule, rec.Reason = rid, claudehook.Deny, rule, reason
 	o := outcome{rec: rec, bad: rule}
 	if waiting && rid != "" {
 		d := claudehook.Allow
-		if p.cfg.Mode == managedconfig.Enforce {
+		if p.Cfg.Mode == managedconfig.Enforce {
 			d = claudehook.Deny
 			o.rec.Enforced = true
 		}
-		o.latency = c.decide(s, t, rid, d, c.explain(p, t, rid, d, rule, "coworkbridge: "+reason), "", started, nil)
+		o.latency = l.decide(src, rid, d, l.explain(p, rid, d, rule, "coworkbridge: "+reason), "", started, nil)
 		o.rec.LatencyUS = o.latency.Microseconds()
 	}
 	return o
@@ -143,51 +154,51 @@ func (c *Collector) fault(s *session.Session, t *tracked, p *policy, rec telemet
 
 // explain is what the hook is told for decision d: for a deny or an ask, the admin's notice
 // for rule around coworkbridge's reason.
-func (c *Collector) explain(p *policy, t *tracked, rid string, d claudehook.Decision, rule, reason string) string {
+func (l *Lane) explain(p *Policy, rid string, d claudehook.Decision, rule, reason string) string {
 	if d == claudehook.Allow {
 		return reason
 	}
-	return p.cfg.Policy.Notices.Explain(reason, managedconfig.NoticeFacts{Rule: rule, RID: rid, Decision: string(d),
-		Session: t.id, User: c.opts.User, Host: c.opts.Host})
+	return p.Cfg.Policy.Notices.Explain(reason, managedconfig.NoticeFacts{Rule: rule, RID: rid, Decision: string(d),
+		Session: l.id, User: l.env.User, Host: l.env.Host})
 }
 
 // decide writes the decision file once per request, and returns how long it took to get there.
 // line is the event as the spool gave it, for a hook in the VM whose staged copy of it may become
 // the decision (decisions.WriteStaged); nil where there is none to look for.
-func (c *Collector) decide(s *session.Session, t *tracked, rid string, d claudehook.Decision, reason, context string, started time.Time, line []byte) time.Duration {
-	if _, done := t.decided[rid]; done {
+func (l *Lane) decide(src source, rid string, d claudehook.Decision, reason, context string, started time.Time, line []byte) time.Duration {
+	if _, done := l.decided[rid]; done {
 		return 0 // written on an earlier attempt whose log write failed
 	}
-	if s.Dir() == t.dir {
-		c.noteOurs(t, rid) // before the write, so that its watch event never finds it unknown
+	if src.channel() {
+		line = nil // its hooks write their event in place, and stage nothing
 	} else {
-		line = nil // a host channel: its hooks write their event in place, and stage nothing
+		l.plants.Ours(rid, l.env.Now()) // before the write, so that its watch event never finds it unknown
 	}
-	err := decisions.WriteStaged(s, rid, d, reason, context, line)
+	err := decisions.WriteStaged(src.s, rid, d, reason, context, line)
 	if errors.Is(err, decisions.ErrSwapped) {
 		// Answered all the same; what was swapped in may have been read first.
-		t.plants.Suspect(plants.Suspect{RID: rid, Rule: RuleForgedDecision,
+		l.plants.Suspect(plants.Suspect{RID: rid, Rule: RuleForgedDecision,
 			What: "a file was swapped in for the hook's copy of request " + rid + " as it became the answer (a forged answer)"})
-		c.scheduleSession(t, false)
+		l.again(Again{})
 		err = nil
 	}
 	if err != nil {
-		c.log.Warn("cannot write a decision; the hook will deny when it times out", "code", health.CodeDecisionFailed, "session", t.id, "rid", rid, "err", err)
-		c.opts.Health.Count(t.id, health.CodeDecisionFailed)
+		l.env.Log.Warn("cannot write a decision; the hook will deny when it times out", "code", health.CodeDecisionFailed, "session", l.id, "rid", rid, "err", err)
+		l.env.Health.Count(l.id, health.CodeDecisionFailed)
 		return 0
 	}
-	t.decided[rid] = c.opts.Now()
+	l.decided[rid] = l.env.Now()
 	return time.Since(started)
 }
 
 // count reports a recorded outcome to health.
-func (c *Collector) count(t *tracked, o outcome) {
-	delete(t.decided, o.rec.RID)
+func (l *Lane) count(o outcome) {
+	delete(l.decided, o.rec.RID)
 	switch o.bad {
 	case RuleMalformed:
-		c.opts.Health.Count(t.id, health.CodeMalformedLines)
+		l.env.Health.Count(l.id, health.CodeMalformedLines)
 	case RuleOversized:
-		c.opts.Health.Count(t.id, health.CodeOversizedLines)
+		l.env.Health.Count(l.id, health.CodeOversizedLines)
 	}
 	d := health.Decision(o.rec.Decision)
 	if !o.rec.Enforced && d == health.Deny {
@@ -195,17 +206,7 @@ func (c *Collector) count(t *tracked, o outcome) {
 	} else if !o.rec.Enforced && d == health.Ask {
 		d = health.WouldAsk
 	}
-	c.opts.Health.Event(t.id, d, o.latency)
-}
-
-func (c *Collector) alreadyRecorded(rid string) bool {
-	c.recMu.Lock()
-	defer c.recMu.Unlock()
-	if !c.recorded[rid] {
-		return false
-	}
-	delete(c.recorded, rid) // a rid is replayed at most once
-	return true
+	l.env.Health.Event(l.id, d, o.latency)
 }
 
 // classifyBudget bounds one evaluation. The analysis limits keep ordinary and hostile commands

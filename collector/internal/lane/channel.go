@@ -1,4 +1,4 @@
-package collector
+package lane
 
 import (
 	"bytes"
@@ -34,22 +34,22 @@ const channelEventsMax = 10000
 
 // openChannel is the session's host channel, prepared and open, and the function that lets go
 // of it; nil when it has none. The handle is kept between passes: see keptHandle.
-func (c *Collector) openChannel(t *tracked) (*session.Session, func()) {
-	if t.channel == "" {
+func (l *Lane) openChannel() (*session.Session, func()) {
+	if l.channel == "" {
 		return nil, func() {}
 	}
-	return t.ch.get(&c.kept, t.chBridge, session.BridgeDir, c.opts.Now(), func() *session.Session { return c.freshChannel(t) })
+	return l.ch.get(&l.env.Kept, l.chBridge, session.BridgeDir, l.env.Now(), func() *session.Session { return l.freshChannel() })
 }
 
 // freshChannel prepares and opens the session's host channel for the caller alone, who closes it.
-func (c *Collector) freshChannel(t *tracked) *session.Session {
-	if err := os.MkdirAll(filepath.Join(t.chBridge, "decisions"), 0o700); err != nil {
-		c.log.Warn("cannot prepare a session's host channel; its hooks on the Mac will use the session folder", "session", t.id, "err", err)
+func (l *Lane) freshChannel() *session.Session {
+	if err := os.MkdirAll(filepath.Join(l.chBridge, "decisions"), 0o700); err != nil {
+		l.env.Log.Warn("cannot prepare a session's host channel; its hooks on the Mac will use the session folder", "session", l.id, "err", err)
 		return nil
 	}
-	s, err := session.OpenOwn(t.channel)
+	s, err := session.OpenOwn(l.channel)
 	if err != nil {
-		c.log.Warn("cannot open a session's host channel", "session", t.id, "err", err)
+		l.env.Log.Warn("cannot open a session's host channel", "session", l.id, "err", err)
 		return nil
 	}
 	return s
@@ -59,14 +59,6 @@ func (c *Collector) freshChannel(t *tracked) *session.Session {
 type channelEvent struct {
 	name string
 	mod  time.Time
-}
-
-// channelWork is what a pass takes from the host channel: every event file waiting (list), or
-// only those the watcher named. Listing is for the passes that may meet files no event told of:
-// the first, the rescans, a watcher that lost events, more files than are followed by name.
-type channelWork struct {
-	list  bool
-	named []string
 }
 
 // pendingEvents lists the channel's event files, oldest first. It lists names only and looks at
@@ -111,19 +103,19 @@ func oldestFirst(evs []channelEvent) []channelEvent {
 }
 
 // drainChannel judges, records and removes the channel's complete event files.
-func (c *Collector) drainChannel(ctx context.Context, cs *session.Session, t *tracked, p *policy, ch channelWork) {
+func (l *Lane) drainChannel(ctx context.Context, cs *session.Session, p *Policy, ch ChannelWork) {
 	var evs []channelEvent
-	if ch.list {
+	if ch.List {
 		evs = pendingEvents(cs)
 	} else {
-		evs = namedEvents(cs, ch.named)
+		evs = namedEvents(cs, ch.Named)
 	}
 	if len(evs) > 0 {
-		t.ch.touch(c.opts.Now())
+		l.ch.touch(l.env.Now())
 	}
 	for len(evs) > 0 && ctx.Err() == nil {
-		n := min(len(evs), c.opts.BatchLines)
-		if !c.channelBatch(ctx, cs, t, p, evs[:n]) {
+		n := min(len(evs), l.env.Limits.BatchLines)
+		if !l.channelBatch(ctx, cs, p, evs[:n]) {
 			return
 		}
 		evs = evs[n:]
@@ -133,18 +125,18 @@ func (c *Collector) drainChannel(ctx context.Context, cs *session.Session, t *tr
 // channelBatch handles some event files: decisions as it goes, the decision log in one write,
 // then the counts and the removal. It reports false when the log write failed: the files stay
 // and a retry is scheduled.
-func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tracked, p *policy, evs []channelEvent) bool {
+func (l *Lane) channelBatch(ctx context.Context, cs *session.Session, p *Policy, evs []channelEvent) bool {
 	started := time.Now()
 	var outs []outcome
 	var done []string
 	var held []heldAnswer
 	for _, ev := range evs {
-		l, f, ok := c.readEvent(cs, t, ev, p)
+		line, f, ok := l.readEvent(cs, ev, p)
 		if !ok {
 			continue
 		}
-		o := c.judge(ctx, cs, t, p, l, started)
-		o.backlog = ev.mod.Before(t.recon.since)
+		o := l.judge(ctx, source{cs, telemetry.TransportChannel}, p, line, started)
+		o.backlog = ev.mod.Before(l.recon.since)
 		done = append(done, ev.name)
 		if o.held {
 			held = append(held, heldAnswer{ev.name, o.rec.RID, f})
@@ -152,7 +144,6 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 			f.Close()
 		}
 		if !o.skip {
-			o.rec.Transport = telemetry.TransportChannel
 			outs = append(outs, o)
 		}
 	}
@@ -162,8 +153,8 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 			outs[i].rec.LatencyUS = outs[i].latency.Microseconds()
 		}
 	}
-	recorded := c.record(t, p, outs)
-	adopted := c.answerHeld(cs, t, held, recorded, started)
+	recorded := l.record(p, outs)
+	adopted := l.answerHeld(cs, held, recorded, started)
 	if !recorded {
 		return false
 	}
@@ -172,15 +163,13 @@ func (c *Collector) channelBatch(ctx context.Context, cs *session.Session, t *tr
 			continue
 		}
 		if err := cs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			c.log.Warn("cannot remove a host-channel event already recorded; it may be recorded again", "session", t.id, "err", err)
+			l.env.Log.Warn("cannot remove a host-channel event already recorded; it may be recorded again", "session", l.id, "err", err)
 		}
 	}
-	c.mu.Lock()
 	for _, name := range done {
 		rid, _ := decisions.EventRID(path.Base(name))
-		t.taken.add(rid)
+		l.res.Taken = append(l.res.Taken, rid)
 	}
-	c.mu.Unlock()
 	return true
 }
 
@@ -194,7 +183,7 @@ type heldAnswer struct {
 // answerHeld publishes the held answers: once recorded, each event file becomes its hook's
 // answer (decisions.Adopt); unrecorded, or where that fails, the answer is written as any other
 // and the event file stays for the removal or the retry. It returns the event files adopted.
-func (c *Collector) answerHeld(cs *session.Session, t *tracked, held []heldAnswer, recorded bool, started time.Time) map[string]bool {
+func (l *Lane) answerHeld(cs *session.Session, held []heldAnswer, recorded bool, started time.Time) map[string]bool {
 	adopted := map[string]bool{}
 	for _, h := range held {
 		if recorded {
@@ -207,7 +196,7 @@ func (c *Collector) answerHeld(cs *session.Session, t *tracked, held []heldAnswe
 		} else {
 			h.file.Close()
 		}
-		c.decide(cs, t, h.rid, claudehook.Allow, "", "", started, nil)
+		l.decide(source{cs, telemetry.TransportChannel}, h.rid, claudehook.Allow, "", "", started, nil)
 	}
 	return adopted
 }
@@ -216,7 +205,7 @@ func (c *Collector) answerHeld(cs *session.Session, t *tracked, held []heldAnswe
 // become its hook's answer (decisions.AdoptRead) without being opened again; the caller closes
 // it. A file still being written (no newline yet) waits, unless it is older than a hook can
 // live: its hook died mid-write, and it is judged as the damaged line it is.
-func (c *Collector) readEvent(cs *session.Session, t *tracked, ev channelEvent, p *policy) (spool.Line, *os.File, bool) {
+func (l *Lane) readEvent(cs *session.Session, ev channelEvent, p *Policy) (spool.Line, *os.File, bool) {
 	f, err := cs.OpenFile(ev.name, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrPermission) {
 		f, err = cs.OpenFile(ev.name, os.O_RDONLY, 0) // made read-only (a umask): answered beside it
@@ -224,30 +213,30 @@ func (c *Collector) readEvent(cs *session.Session, t *tracked, ev channelEvent, 
 	if err != nil {
 		return spool.Line{}, nil, false
 	}
-	l, ok := c.readEventFile(cs, t, ev, p, f)
+	line, ok := l.readEventFile(cs, ev, p, f)
 	if !ok {
 		f.Close()
 		return spool.Line{}, nil, false
 	}
-	return l, f, true
+	return line, f, true
 }
 
-func (c *Collector) readEventFile(cs *session.Session, t *tracked, ev channelEvent, p *policy, f *os.File) (spool.Line, bool) {
+func (l *Lane) readEventFile(cs *session.Session, ev channelEvent, p *Policy, f *os.File) (spool.Line, bool) {
 	if n := links(f); n > 1 {
 		// A hook writes its event file once and never links it: a second name means someone
 		// made this file elsewhere and linked it in. It is not the hook's, and is not read.
-		c.log.Warn("a host-channel event file has more than one name; it was refused and removed", "code", health.CodeSpoolRefused,
-			"session", t.id, "file", ev.name, "links", n)
+		l.env.Log.Warn("a host-channel event file has more than one name; it was refused and removed", "code", health.CodeSpoolRefused,
+			"session", l.id, "file", ev.name, "links", n)
 		if err := cs.Remove(ev.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			c.log.Warn("cannot remove a refused host-channel event", "session", t.id, "err", err)
+			l.env.Log.Warn("cannot remove a refused host-channel event", "session", l.id, "err", err)
 		}
 		return spool.Line{}, false
 	}
-	data, err := io.ReadAll(io.LimitReader(f, p.cfg.MaxLineBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, p.Cfg.MaxLineBytes+1))
 	if err != nil {
 		return spool.Line{}, false
 	}
-	if int64(len(data)) > p.cfg.MaxLineBytes {
+	if int64(len(data)) > p.Cfg.MaxLineBytes {
 		fi, _ := f.Stat()
 		return spool.Line{Oversized: true, Head: data[:min(len(data), 256)], Size: fi.Size()}, true
 	}
@@ -255,7 +244,7 @@ func (c *Collector) readEventFile(cs *session.Session, t *tracked, ev channelEve
 	if len(data) > 0 && data[len(data)-1] == '\n' {
 		return spool.Line{Data: data[:len(data)-1], Size: int64(len(data) - 1)}, true
 	}
-	if c.opts.Now().Sub(ev.mod) < 2*p.cfg.HookTimeout {
+	if l.env.Now().Sub(ev.mod) < 2*p.Cfg.HookTimeout {
 		return spool.Line{}, false
 	}
 	return spool.Line{Data: data, Size: int64(len(data))}, true
