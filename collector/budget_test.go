@@ -2,11 +2,9 @@ package collector
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
@@ -73,34 +71,6 @@ func TestABacklogFromWhileTheDaemonWasDownIsNotCountedAgainstTheBudget(t *testin
 			t.Fatalf("the backlog was taken for a flood: %+v", r)
 		}
 	}
-}
-
-// A failing decision log (a full disk) is retried with backoff, however many events arrive
-// meanwhile, and logged once when it starts failing and once when it recovers.
-func TestAFailingDecisionLogIsRetriedWithBackoffAndLoggedOncePerChange(t *testing.T) {
-	f := newFixture(t, managedconfig.Observe)
-	var logs cbtest.Buffer
-	f.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	f.sink.fail = 1 << 30
-	f.start()
-	f.idle()
-	for range 50 { // events keep coming while the log is failing
-		f.appendRaw(envelope(f.nextRID(), "observe", "Bash", bash("ls")) + "\n")
-		time.Sleep(10 * time.Millisecond)
-	}
-	f.sink.failing.Lock()
-	attempts := 1<<30 - f.sink.fail
-	f.sink.fail = 0
-	f.sink.failing.Unlock()
-	// 0.5 s of events: the first attempt, then one after the 1 s backoff at most.
-	if attempts > 2 {
-		t.Errorf("%d write attempts in half a second: the backoff was not honoured", attempts)
-	}
-	f.waitRecords(50)
-	if n := strings.Count(logs.String(), "cannot write the decision log"); n != 1 {
-		t.Errorf("the failure was logged %d times, want once", n)
-	}
-	cbtest.WaitForf(t, func() bool { return strings.Contains(logs.String(), "writable again") }, func() string { return "the recovery was not logged" })
 }
 
 // The agent floods the spool with forged lines to push its next real call out of the record:

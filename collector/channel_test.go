@@ -185,7 +185,7 @@ func TestHostChannelEventsWaitingWhileTheDaemonWasDownAreRecordedOnceAtStart(t *
 	f.waitRecords(5)
 	f.stop()
 	f.start() // a second start finds nothing left to record
-	time.Sleep(50 * time.Millisecond)
+	f.settle()
 	if recs := f.records(); len(recs) != 5 {
 		t.Fatalf("%d records, want each of the 5 events once: %s", len(recs), describe(recs))
 	}

@@ -164,6 +164,8 @@ type Collector struct {
 	stopped  bool
 	// leaseUntil is the time the alive leases last written run to.
 	leaseUntil time.Time
+	// passes counts the passes run, for Passes.
+	passes atomic.Uint64
 }
 
 // entry is the scheduler's view of one session, guarded by Collector.mu; the session's pass

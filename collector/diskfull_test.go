@@ -4,7 +4,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
@@ -54,6 +53,6 @@ func TestRetriesAfterAFullDiskAreSizedToTheSpaceFreed(t *testing.T) {
 	})
 	sink.setRoom(-1)
 	f.waitRecords(40)
-	time.Sleep(50 * time.Millisecond)
+	f.settle()
 	assertEachOnce(t, f.records(), rids)
 }

@@ -55,9 +55,12 @@ func (f *fixture) waitRule(rule string) telemetry.Record {
 	return got
 }
 
-func (f *fixture) noRule(rule string, settle time.Duration) {
+// noRule checks that no record of rule is written once the collector's clock has moved past
+// ahead (its graces and rate limits) and a pass has run.
+func (f *fixture) noRule(rule string, past time.Duration) {
 	f.t.Helper()
-	time.Sleep(settle)
+	f.later(past)
+	f.settle()
 	for _, r := range f.records() {
 		if r.Rule == rule {
 			f.t.Errorf("unexpected %s record: %+v", rule, r)
@@ -72,7 +75,7 @@ func startedWithTranscript(t *testing.T) *fixture {
 	f.guardedCall("toolu_1", "ls")
 	f.waitRecords(1)
 	f.idle()
-	time.Sleep(1100 * time.Millisecond) // past the rate limit, so the next change is read at once
+	f.later(1100 * time.Millisecond) // past the rate limit, so the next change is read at once
 	return f
 }
 
@@ -210,7 +213,8 @@ func TestAnEventNoCallCausedIsAForgedEventAndQuarantines(t *testing.T) {
 	forged := f.nextRID()
 	f.appendRaw(envelopeFor(forged, "enforce", "toolu_forged", "echo harmless") + "\n")
 	f.decision(forged)
-	time.Sleep(400 * time.Millisecond)
+	f.settle()
+	f.later(400 * time.Millisecond) // past ForgedAfter
 	f.c.scheduleAll(true)
 	r := f.waitRule(lane.RuleForgedEvent)
 	if r.RID != forged || !strings.Contains(r.Reason, "toolu_forged") || !strings.Contains(string(r.Input), "harmless") {
@@ -238,9 +242,8 @@ func TestACallInFlightAcrossARestartIsNotUnguarded(t *testing.T) {
 	f.decision(rid)
 	f.transcript(toolUse("toolu_long", "sleep 100"))
 	f.waitRecords(2)
-	time.Sleep(1100 * time.Millisecond)
-	f.c.scheduleAll(true)
-	f.idle()
+	f.later(1100 * time.Millisecond) // past the rate limit
+	f.settle()
 	f.stop()
 	f.start()
 	f.transcript(toolResult("toolu_long", false))

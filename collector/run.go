@@ -320,7 +320,20 @@ func (c *Collector) work(ctx context.Context) {
 		}
 		c.apply(e, res)
 		c.passDone(e, res.Taken)
+		c.passes.Add(1)
 	}
+}
+
+// Passes is the number of passes run since the start, and whether none is queued or running
+// now; safe from any goroutine.
+func (c *Collector) Passes() (n uint64, idle bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	idle = true
+	for _, e := range c.sessions {
+		idle = idle && !e.queued && !e.running
+	}
+	return c.passes.Load(), idle
 }
 
 // apply does what a pass asked for beyond its session, while the session still counts as

@@ -13,7 +13,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/health"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -101,7 +101,7 @@ func hook(dir string) string {
 	if err != nil {
 		return ""
 	}
-	return injector.HookCommand(data)
+	return hookentry.HookCommand(data)
 }
 
 func waitHook(t *testing.T, dir, want string) {
@@ -355,7 +355,7 @@ func TestTheDaemonReportsAMissingOrAlteredDropIn(t *testing.T) {
 	if !strings.Contains(warningOf(s, health.CodeManagedSettings), "not installed") {
 		t.Errorf("warning: %s", warningOf(s, health.CodeManagedSettings))
 	}
-	sc, err := injector.NewSchema()
+	sc, err := hookentry.NewSchema()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -27,7 +27,7 @@ func (d *Daemon) wantDropIn(s managedconfig.Snapshot) {
 	if s.Origin != managedconfig.OriginInvalid {
 		cfg := s.Config
 		w.required = cfg.Lockdown || cfg.RequiredMinimumVersion != ""
-		sc, err := injector.NewSchema()
+		sc, err := hookentry.NewSchema()
 		if err == nil {
 			w.content, err = dropin.Content(d.exe, cfg, sc)
 		}

@@ -25,7 +25,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/health"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -149,7 +149,7 @@ func (w *World) WaitHooked(ctx context.Context, within time.Duration) error {
 		w.hooks = w.hooks[:0]
 		for _, dir := range w.Sessions {
 			data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
-			if cmd := injector.HookCommand(data); strings.Contains(cmd, "mode="+string(w.Mode)) {
+			if cmd := hookentry.HookCommand(data); strings.Contains(cmd, "mode="+string(w.Mode)) {
 				w.hooks = append(w.hooks, cmd)
 			}
 		}

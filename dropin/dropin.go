@@ -23,7 +23,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -50,7 +50,7 @@ var CoworkServers = []string{"workspace"}
 // with cfg.Lockdown also allowManagedHooksOnly, a ConfigChange hook, and the policy's MCP
 // allow-list; requiredMinimumVersion when cfg names one. It is checked against the settings
 // schema: an error means nothing may be written.
-func Content(exe string, cfg managedconfig.Config, sc *injector.Schema) ([]byte, error) {
+func Content(exe string, cfg managedconfig.Config, sc *hookentry.Schema) ([]byte, error) {
 	if !filepath.IsAbs(exe) {
 		return nil, fmt.Errorf("the drop-in must name coworkbridge by an absolute path, not %q", exe)
 	}

@@ -9,15 +9,15 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 const exe = "/Library/Application Support/CoworkBridge/bin/coworkbridge"
 
-func schema(t *testing.T) *injector.Schema {
+func schema(t *testing.T) *hookentry.Schema {
 	t.Helper()
-	sc, err := injector.NewSchema()
+	sc, err := hookentry.NewSchema()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -63,7 +63,7 @@ func (d *daemon) waitHooked(t testing.TB, dir, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("coworkbridge-hook v%d mode=%s", injector.ScriptVersion, mode); !strings.Contains(hook, want) {
+	if want := fmt.Sprintf("coworkbridge-hook v%d mode=%s", hookentry.ScriptVersion, mode); !strings.Contains(hook, want) {
 		t.Fatalf("session %s is hooked, but not in %s mode", filepath.Base(dir), mode)
 	}
 }

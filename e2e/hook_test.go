@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -16,7 +17,7 @@ import (
 func injectObserve(t *testing.T, dir string) {
 	t.Helper()
 	cfg := managedconfig.Config{Mode: managedconfig.Observe, HookTimeout: 30 * time.Second, DecisionTimeout: 10 * time.Second, MaxLineBytes: 4 << 20}
-	e, err := injector.NewEntry(cfg, "")
+	e, err := hookentry.NewEntry(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

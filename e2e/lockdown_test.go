@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -46,7 +46,7 @@ func newManagedMachine(t *testing.T, cfgJSON string, patch func([]byte) []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := injector.NewSchema()
+	sc, err := hookentry.NewSchema()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/allowlist"
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -97,7 +97,7 @@ func judgeSettingsFile(path string, l allowlist.List) (held, attempts []string, 
 	defer f.Close()
 	buf := make([]byte, maxSettingsFile+1)
 	n, _ := readFull(f, buf)
-	held, attempts, err = injector.Judge(buf[:n], l)
+	held, attempts, err = hookentry.Judge(buf[:n], l)
 	if err != nil {
 		return nil, nil, "" // the CLI ignores a settings file it cannot parse
 	}
@@ -132,7 +132,7 @@ func holdInFile(path string, l allowlist.List, now time.Time) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	kept, _, err := injector.WithoutAttempts(data, l)
+	kept, _, err := hookentry.WithoutAttempts(data, l)
 	if err != nil || kept == nil {
 		return "", err
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -96,11 +96,11 @@ func (m *mac) sessionWithOurEntry(t *testing.T, root, id string) string {
 	}
 	cfg := managedconfig.Defaults(managedconfig.Env{GOOS: runtime.GOOS, Home: m.home}, managedconfig.Paths{})
 	cfg.Mode, cfg.CoworkEnabled = managedconfig.Enforce, true
-	e, err := injector.NewEntry(cfg, filepath.Join(m.state, "channel", id, ".claude", "coworkbridge"))
+	e, err := hookentry.NewEntry(cfg, filepath.Join(m.state, "channel", id, ".claude", "coworkbridge"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _, _ := injector.Merge(nil, e)
+	data, _, _ := hookentry.Merge(nil, e)
 	if err := os.WriteFile(filepath.Join(claude, "settings.json"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package hosthook
 import (
 	"path/filepath"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -31,6 +31,6 @@ func guardedBySessionHook(configDir string, cfg managedconfig.Config, channelRoo
 	if err != nil {
 		return false
 	}
-	e, err := injector.NewEntry(cfg, filepath.Join(session.ChannelDir(channelRoot, p.ID()), filepath.FromSlash(session.BridgeDir)))
-	return err == nil && injector.HookCommand(data) == e.Command
+	e, err := hookentry.NewEntry(cfg, filepath.Join(session.ChannelDir(channelRoot, p.ID()), filepath.FromSlash(session.BridgeDir)))
+	return err == nil && hookentry.HookCommand(data) == e.Command
 }

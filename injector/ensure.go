@@ -1,13 +1,13 @@
 package injector
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
@@ -19,7 +19,7 @@ const maxSettingsBytes = 4 << 20
 type Outcome struct {
 	// Wrote is set when settings.json was written.
 	Wrote bool
-	Merge MergeResult
+	Merge hookentry.MergeResult
 	// SetAside names the copy kept of a file that could not be merged as it was.
 	SetAside string
 	// ReplacedLink: settings.json was a symbolic link (which Claude Code would follow) and has been
@@ -115,7 +115,7 @@ func (o Outcome) Tampering() []string {
 // accepts, and creates our folder so the hook need not. It writes only when something changed.
 // sc, when not nil, checks the result against the CLI's settings schema: foreign values that would
 // make the CLI ignore the whole file (our hook with it) are kept aside and left out.
-func Ensure(s *session.Session, e Entry, sc *Schema, now time.Time) (Outcome, error) {
+func Ensure(s *session.Session, e hookentry.Entry, sc *hookentry.Schema, now time.Time) (Outcome, error) {
 	return ensure(s, e, sc, now, true)
 }
 
@@ -125,11 +125,11 @@ var ErrVanished = errors.New("gone from the session (being removed?)")
 // Repair is Ensure for a session hooked before: settings.json or our folder found gone is not
 // created again but reported as ErrVanished, since a removal of the session may be under way.
 // Reading and writing are one step here, so no removal can slip between a check and the write.
-func Repair(s *session.Session, e Entry, sc *Schema, now time.Time) (Outcome, error) {
+func Repair(s *session.Session, e hookentry.Entry, sc *hookentry.Schema, now time.Time) (Outcome, error) {
 	return ensure(s, e, sc, now, false)
 }
 
-func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool) (Outcome, error) {
+func ensure(s *session.Session, e hookentry.Entry, sc *hookentry.Schema, now time.Time, create bool) (Outcome, error) {
 	var out Outcome
 	// .claude is Cowork's to create: making it here could resurrect a session being deleted.
 	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {
@@ -176,16 +176,16 @@ func ensure(s *session.Session, e Entry, sc *Schema, now time.Time, create bool)
 	if data == nil && !create && !out.ReplacedLink && out.Replaced == "" && out.SetAside == "" {
 		return out, fmt.Errorf("%s: %w", session.SettingsFile, ErrVanished)
 	}
-	merged, res, err := Merge(data, e)
-	unparseable := errors.Is(err, ErrNotObject)
+	merged, res, err := hookentry.Merge(data, e)
+	unparseable := errors.Is(err, hookentry.ErrNotObject)
 	if unparseable { // nothing in it can be kept in place: start from our entry alone
-		merged, res, err = Merge(nil, e)
+		merged, res, err = hookentry.Merge(nil, e)
 	}
 	if err != nil {
 		return out, fmt.Errorf("merge %s: %w", session.SettingsFile, err)
 	}
 	if sc != nil {
-		if merged, out.Invalid, err = conform(sc, merged, e); err != nil {
+		if merged, out.Invalid, err = hookentry.Conform(sc, merged, e); err != nil {
 			return out, err
 		}
 		if len(out.Invalid) > 0 {
@@ -227,43 +227,6 @@ func writeSettings(s *session.Session, merged []byte, perm fs.FileMode, existed 
 		return fmt.Errorf("write %s: %w", session.SettingsFile, err)
 	}
 	return nil
-}
-
-// conform leaves out of merged the top-level values that fail the schema, and returns their keys.
-// A failing "hooks" is replaced by our group alone; a file that still fails, or fails as a whole,
-// is replaced by our entry alone. The caller keeps the original aside.
-func conform(sc *Schema, merged []byte, e Entry) ([]byte, []string, error) {
-	bad, err := sc.badKeys(merged)
-	if err == nil && len(bad) == 0 {
-		return merged, nil, nil
-	}
-	if err == nil {
-		top, perr := parseObject(merged)
-		if perr != nil {
-			return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, perr)
-		}
-		for _, k := range bad {
-			if k == "hooks" {
-				top.set("hooks", marshal(map[string]any{"PreToolUse": []json.RawMessage{e.group()}}))
-				continue
-			}
-			top.del(k)
-		}
-		fixed, ierr := indent(top.encode())
-		if ierr == nil {
-			if again, aerr := sc.badKeys(fixed); aerr == nil && len(again) == 0 {
-				return fixed, bad, nil
-			}
-		}
-	}
-	alone, _, merr := Merge(nil, e)
-	if merr != nil {
-		return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, merr)
-	}
-	if again, aerr := sc.badKeys(alone); aerr != nil || len(again) > 0 {
-		return nil, nil, fmt.Errorf("our own hook entry fails the settings schema (%v %v): report this to the coworkbridge maintainers", again, aerr)
-	}
-	return alone, []string{"(everything)"}, nil
 }
 
 // readSettings returns the current content (nil when absent) and the mode to write with. A

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -91,7 +92,7 @@ func TestEnsureSetsAsideAnUnparseableFile(t *testing.T) {
 		t.Errorf("the copy holds %q, want the original", kept)
 	}
 	cur, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
-	if !strings.Contains(string(cur), Marker) {
+	if !strings.Contains(string(cur), hookentry.Marker) {
 		t.Error("the new settings lack our entry")
 	}
 	if r := out.Repairs(); len(r) != 1 || !strings.Contains(r[0], "set aside") {

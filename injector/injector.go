@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -109,11 +110,11 @@ type Injector struct {
 
 	// Loop state, touched only by Run's goroutine.
 	cfg   managedconfig.Config
-	entry Entry
+	entry hookentry.Entry
 	// gen counts configuration changes: a session found unchanged since a repair under another
 	// configuration is merged again all the same.
 	gen     uint64
-	schema  *Schema
+	schema  *hookentry.Schema
 	w       fswatch.Watcher
 	watched map[string]bool
 	// nwatched mirrors len(watched) for readers outside the loop.
@@ -161,11 +162,11 @@ const (
 // New returns an Injector for cfg; Run starts it.
 func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	opts.defaults()
-	e, err := NewEntry(cfg, "")
+	e, err := hookentry.NewEntry(cfg, "")
 	if err != nil {
 		return nil, err
 	}
-	sc, err := NewSchema()
+	sc, err := hookentry.NewSchema()
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func (in *Injector) Run(ctx context.Context) error {
 }
 
 func (in *Injector) reconfigure(cfg managedconfig.Config) {
-	e, err := NewEntry(cfg, "")
+	e, err := hookentry.NewEntry(cfg, "")
 	if err != nil {
 		in.log.Error("cannot build the hook for the new config; keeping the old one", "err", err)
 		return
@@ -649,7 +650,7 @@ func (in *Injector) ensure(dir, id string, why reason) {
 	s, err := session.Open(dir)
 	if err == nil {
 		var out Outcome
-		var e Entry
+		var e hookentry.Entry
 		if e, err = in.entryFor(id); err == nil {
 			_, bridgeErr := os.Lstat(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)))
 			repair := (t.hooked || wasHooked || bridgeErr == nil) && in.missing[dir].IsZero() // set up before: repair only
@@ -692,11 +693,11 @@ func (in *Injector) ensure(dir, id string, why reason) {
 }
 
 // entryFor is the entry for one session: the configuration's, naming the session's host channel.
-func (in *Injector) entryFor(id string) (Entry, error) {
+func (in *Injector) entryFor(id string) (hookentry.Entry, error) {
 	if in.opts.ChannelRoot == "" {
 		return in.entry, nil
 	}
-	return NewEntry(in.cfg, filepath.Join(session.ChannelDir(in.opts.ChannelRoot, id), filepath.FromSlash(session.BridgeDir)))
+	return hookentry.NewEntry(in.cfg, filepath.Join(session.ChannelDir(in.opts.ChannelRoot, id), filepath.FromSlash(session.BridgeDir)))
 }
 
 func (in *Injector) report(t *tracked, out Outcome, why reason) {
@@ -765,7 +766,7 @@ func unhook(dir string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	out, changed, err := Strip(data)
+	out, changed, err := hookentry.Strip(data)
 	if err != nil || !changed {
 		return 0, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -130,7 +131,7 @@ func settingsOf(dir string) string {
 
 func hasMode(dir string, mode managedconfig.Mode) bool {
 	s := settingsOf(dir)
-	return strings.Contains(s, Marker) && strings.Contains(s, "mode="+string(mode)) && strings.Count(s, Marker) == 1
+	return strings.Contains(s, hookentry.Marker) && strings.Contains(s, "mode="+string(mode)) && strings.Count(s, hookentry.Marker) == 1
 }
 
 func TestInjectorHooksNewSessionsRepairsAndSwitchesMode(t *testing.T) {
@@ -250,7 +251,7 @@ func TestUnhookAllRemovesOnlyOurEntries(t *testing.T) {
 	if n := UnhookAll([]string{root}, nil); n != 2 {
 		t.Errorf("changed %d sessions, want 2", n)
 	}
-	if strings.Contains(settingsOf(a), Marker) || !strings.Contains(settingsOf(a), `"opus"`) {
+	if strings.Contains(settingsOf(a), hookentry.Marker) || !strings.Contains(settingsOf(a), `"opus"`) {
 		t.Errorf("a: %s", settingsOf(a))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/allowlist"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
@@ -71,21 +72,17 @@ func guardMCPFile(s *session.Session, name string, projects bool, l allowlist.Li
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	top, err := parseObject(data)
-	if err != nil {
+	out, held, set, err := hookentry.HoldServers(data, projects, l)
+	if err != nil || len(held) == 0 {
 		return nil, nil, nil // the CLI starts no server from a file it cannot parse
 	}
-	h := holdServers(top, projects, l)
-	if len(h.names) == 0 {
-		return nil, nil, nil
-	}
-	for _, n := range h.names {
+	for _, n := range held {
 		found = append(found, name+": held "+n)
 	}
-	for _, n := range h.attempts {
+	for _, n := range set {
 		attempts = append(attempts, name+" set "+n)
 	}
-	err = putHeld(s, name, data, top, fi.Mode().Perm(), now)
+	err = putHeld(s, name, data, out, fi.Mode().Perm(), now)
 	if errors.Is(err, errAside) {
 		return found, attempts, err
 	}
@@ -93,43 +90,4 @@ func guardMCPFile(s *session.Session, name string, projects bool, l allowlist.Li
 		return found, attempts, fmt.Errorf("write %s: %w", name, err)
 	}
 	return found, attempts, nil
-}
-
-// holdServers takes out of top the MCP servers the allow-list does not name: top.mcpServers, and
-// with projects every projects.<path>.mcpServers.
-func holdServers(top *object, projects bool, l allowlist.List) held {
-	var h held
-	if _, ok := top.get("mcpServers"); ok && !l.Key("mcpServers") {
-		holdMembers(top, "mcpServers", l.MCPServer, &h)
-	}
-	if !projects || l.Key("mcpServers") {
-		return h
-	}
-	v, ok := top.get("projects")
-	if !ok {
-		return h
-	}
-	ps, err := parseObject(v)
-	if err != nil {
-		return h // the CLI reads no local scope from it either
-	}
-	n := len(h.names)
-	for _, path := range ps.keys {
-		p, err := parseObject(ps.vals[path])
-		if err != nil {
-			continue
-		}
-		if _, ok := p.get("mcpServers"); !ok {
-			continue
-		}
-		m := len(h.names)
-		holdMembers(p, "mcpServers", l.MCPServer, &h)
-		if len(h.names) > m {
-			ps.set(path, p.encode())
-		}
-	}
-	if len(h.names) > n {
-		top.set("projects", ps.encode())
-	}
-	return h
 }

@@ -1,13 +1,13 @@
 package injector
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/allowlist"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
@@ -70,28 +70,11 @@ func guardProjectFile(s *session.Session, name string, l allowlist.List, now tim
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	top, err := parseObject(data)
-	if err != nil {
+	out, removed, err := hookentry.HoldProject(data, l)
+	if err != nil || len(removed) == 0 {
 		return nil, nil // Claude Code ignores a file it cannot parse
 	}
-	h := hold(top, l)
-	if v, ok := top.get("hooks"); ok {
-		if hooks, err := parseObject(v); err == nil {
-			// No hook of ours stands here, so every PreToolUse group is another's.
-			var groups []json.RawMessage
-			if pre, ok := hooks.get("PreToolUse"); ok && json.Unmarshal(pre, &groups) == nil && len(groups) > 0 {
-				if holdForeignPreToolUse(groups, l, &h) == nil {
-					hooks.del("PreToolUse")
-					top.set("hooks", hooks.encode())
-				}
-			}
-		}
-	}
-	removed := h.names
-	if len(removed) == 0 {
-		return nil, nil
-	}
-	err = putHeld(s, name, data, top, fi.Mode().Perm(), now)
+	err = putHeld(s, name, data, out, fi.Mode().Perm(), now)
 	if errors.Is(err, errAside) {
 		return nil, err
 	}
@@ -108,15 +91,11 @@ func guardProjectFile(s *session.Session, name string, l allowlist.List, now tim
 // errAside marks a failure to keep the original aside, before anything was changed.
 var errAside = errors.New("original not kept aside")
 
-// putHeld keeps a copy of data, a session file as read, and puts top (what the allow-list left of
-// it) in its place. The swap never brings back a file removed meanwhile (fs.ErrNotExist then).
-func putHeld(s *session.Session, name string, data []byte, top *object, perm fs.FileMode, now time.Time) error {
+// putHeld keeps a copy of data, a session file as read, and puts out (what the allow-list left
+// of it) in its place. The swap never brings back a file removed meanwhile (fs.ErrNotExist then).
+func putHeld(s *session.Session, name string, data, out []byte, perm fs.FileMode, now time.Time) error {
 	if _, err := setAside(s, name, data, now); err != nil {
 		return fmt.Errorf("%w: %w", errAside, err)
-	}
-	out, err := indent(top.encode())
-	if err != nil {
-		return err
 	}
 	return s.Replace(name, out, perm)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -108,7 +109,7 @@ func TestANeuteredEntryWithOurMarkerIsReplacedAndAFightIsReported(t *testing.T) 
 	root := filepath.Join(t.TempDir(), "sessions")
 	dir := makeSession(t, root, "local_f", "{}")
 	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
-	fake := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# ` + Marker + ` v2 mode=enforce\nexit 0","timeout":30}]}]}}`
+	fake := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# ` + hookentry.Marker + ` v2 mode=enforce\nexit 0","timeout":30}]}]}}`
 	for i := range fightRepairs {
 		cbtest.WaitFor(t, "our entry in place", func() bool {
 			return hasMode(dir, managedconfig.Enforce) && !strings.Contains(settingsOf(dir), "exit 0\"")

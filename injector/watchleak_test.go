@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -47,7 +48,7 @@ func TestDeletedSessionTreesGiveBackTheirWatches(t *testing.T) {
 		dir := filepath.Join(root, fmt.Sprintf("acct%d", i), fmt.Sprintf("org%d", i), fmt.Sprintf("local_%d", i))
 		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
 		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600) // as Cowork does
-		cbtest.WaitFor(t, "hooked", func() bool { return strings.Contains(settingsOf(dir), Marker) })
+		cbtest.WaitFor(t, "hooked", func() bool { return strings.Contains(settingsOf(dir), hookentry.Marker) })
 	}
 	if grown := in.Watches(); grown < before+trees*4 {
 		t.Fatalf("%d watches with %d trees, want at least %d", grown, trees, before+trees*4)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/dropin"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -567,7 +568,7 @@ func systemdQuote(s string) string {
 // the settings schema: one the CLI could not read would stop every session on the machine.
 func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
 	path := filepath.Join(in.managedDir, dropin.Name)
-	sc, err := injector.NewSchema()
+	sc, err := hookentry.NewSchema()
 	if err != nil {
 		return err
 	}

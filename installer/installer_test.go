@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -65,7 +65,7 @@ func golden(t *testing.T, name string, got []byte) {
 func TestAgentDefinitionsMatchTheirGoldenFiles(t *testing.T) {
 	golden(t, "agent.plist", plistFor(testExe, "/Users/alex/Library/Logs/CoworkBridge"))
 	golden(t, "agent.service", unitFor(testExe))
-	sc, err := injector.NewSchema()
+	sc, err := hookentry.NewSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestUninstallRemovesOurHooksFromEverySessionRightAfterStoppingTheAgent(t *t
 	env := managedconfig.Env{GOOS: "darwin", Home: home}
 	cfg := managedconfig.Defaults(env, managedconfig.Paths{})
 	cfg.Mode, cfg.CoworkEnabled = managedconfig.Enforce, true
-	e, err := injector.NewEntry(cfg, "")
+	e, err := hookentry.NewEntry(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestUninstallRemovesOurHooksFromEverySessionRightAfterStoppingTheAgent(t *t
 	for _, id := range []string{"local_a", "local_b"} {
 		dir := filepath.Join(root, "acct", "org", id, ".claude")
 		os.MkdirAll(dir, 0o700)
-		merged, _, _ := injector.Merge([]byte(`{"model":"opus"}`), e)
+		merged, _, _ := hookentry.Merge([]byte(`{"model":"opus"}`), e)
 		os.WriteFile(filepath.Join(dir, "settings.json"), merged, 0o600)
 		settings = append(settings, filepath.Join(dir, "settings.json"))
 	}
@@ -359,7 +359,7 @@ func TestUninstallRemovesOurHooksFromEverySessionRightAfterStoppingTheAgent(t *t
 	}
 	for _, s := range settings {
 		data, _ := os.ReadFile(s)
-		if strings.Contains(string(data), injector.Marker) || !strings.Contains(string(data), "opus") {
+		if strings.Contains(string(data), hookentry.Marker) || !strings.Contains(string(data), "opus") {
 			t.Errorf("%s after uninstall: %s", s, data)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/allowlist"
 	"github.com/coworkbridge/coworkbridge/dropin"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -46,7 +47,7 @@ func checkSettings(file string, asJSON bool, sio stdio) int {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
 	}
-	held, attempts, err := injector.Judge(data, allowlist.New(s.Config.AllowedSettings))
+	held, attempts, err := hookentry.Judge(data, allowlist.New(s.Config.AllowedSettings))
 	if err != nil {
 		fmt.Fprintf(sio.err, "coworkbridge check: %s: %v\n", file, err)
 		return exitFail

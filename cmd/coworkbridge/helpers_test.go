@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -33,5 +33,5 @@ func hookCommand(path string) string {
 	if err != nil {
 		return ""
 	}
-	return injector.HookCommand(data)
+	return hookentry.HookCommand(data)
 }

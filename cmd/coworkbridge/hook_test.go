@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -152,11 +153,11 @@ func TestHookDefersToACoworkSessionsOwnHookAndToNoLookAlike(t *testing.T) {
 	// The entry the daemon's injector writes into this session.
 	cfg := managedconfig.Defaults(managedconfig.Env{GOOS: runtime.GOOS, Home: m.home}, managedconfig.Paths{})
 	cfg.Mode, cfg.CoworkEnabled = managedconfig.Enforce, true
-	e, err := injector.NewEntry(cfg, filepath.Join(m.state, "channel", "local_s1", ".claude", "coworkbridge"))
+	e, err := hookentry.NewEntry(cfg, filepath.Join(m.state, "channel", "local_s1", ".claude", "coworkbridge"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	real, _, _ := injector.Merge(nil, e)
+	real, _, _ := hookentry.Merge(nil, e)
 	os.WriteFile(filepath.Join(claude, "settings.json"), real, 0o600)
 	if out, _ := runHook(t, m, payload, "CLAUDE_CONFIG_DIR="+claude); out != "" {
 		t.Errorf("with the session's own hook: %q, want nothing (the daemon judges it)", out)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -85,7 +85,7 @@ func TestEnforceRoundTripThroughTheRealDaemon(t *testing.T) {
 func TestEnforceHookFailsClosedWhenTheDaemonNeverRan(t *testing.T) {
 	m := newMachine(t)
 	dir := newSessionIn(t, m, "local_1")
-	script, err := injector.Script(injector.ScriptParams{Mode: managedconfig.Enforce, DecisionTimeout: 2 * time.Second, MaxLineBytes: 1 << 20})
+	script, err := hookentry.Script(hookentry.ScriptParams{Mode: managedconfig.Enforce, DecisionTimeout: 2 * time.Second, MaxLineBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

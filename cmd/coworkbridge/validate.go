@@ -11,7 +11,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/health"
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
@@ -160,7 +160,7 @@ func explainLockdown(sio stdio, cfg managedconfig.Config, installedHere bool) {
 	if found, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = found
 	}
-	sc, err := injector.NewSchema()
+	sc, err := hookentry.NewSchema()
 	if err != nil {
 		return
 	}

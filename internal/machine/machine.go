@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -115,7 +115,7 @@ func (m *Machine) ExpectedHook(dir string) (string, error) {
 		return "", fmt.Errorf("coworkbridge is not on in %s (%s)", m.Config, s.Origin)
 	}
 	channel := filepath.Join(session.ChannelDir(paths.ChannelRoot(), filepath.Base(dir)), filepath.FromSlash(session.BridgeDir))
-	e, err := injector.NewEntry(s.Config, channel)
+	e, err := hookentry.NewEntry(s.Config, channel)
 	return e.Command, err
 }
 
@@ -130,7 +130,7 @@ func (m *Machine) WaitHooked(dir string, within time.Duration) (string, error) {
 	for {
 		data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
 		_, leaseErr := os.Stat(filepath.Join(dir, filepath.FromSlash(session.AliveFile)))
-		if injector.HookCommand(data) == want && (leaseErr == nil || !strings.Contains(want, "mode=enforce")) {
+		if hookentry.HookCommand(data) == want && (leaseErr == nil || !strings.Contains(want, "mode=enforce")) {
 			return want, nil
 		}
 		if time.Now().After(deadline) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 )
 
 // WaitHooked takes only the daemon's exact entry: a planted look-alike carries our marker and the
@@ -25,7 +25,7 @@ func TestWaitHookedTakesOnlyTheDaemonsExactEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	settings := filepath.Join(dir, ".claude", "settings.json")
-	fake := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# ` + injector.Marker + ` v2 mode=observe\nexit 0"}]}]}}`
+	fake := `{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"# ` + hookentry.Marker + ` v2 mode=observe\nexit 0"}]}]}}`
 	os.WriteFile(settings, []byte(fake), 0o600)
 	if _, err := m.WaitHooked(dir, 50*time.Millisecond); err == nil {
 		t.Fatal("a look-alike entry was taken for the daemon's")
@@ -34,7 +34,7 @@ func TestWaitHookedTakesOnlyTheDaemonsExactEntry(t *testing.T) {
 	if err != nil || !strings.Contains(want, "mode=observe") {
 		t.Fatalf("expected hook %q, %v", want, err)
 	}
-	real, _, _ := injector.Merge(nil, injector.Entry{Mode: "observe", Command: want, Timeout: 30})
+	real, _, _ := hookentry.Merge(nil, hookentry.Entry{Mode: "observe", Command: want, Timeout: 30})
 	os.WriteFile(settings, real, 0o600)
 	if got, err := m.WaitHooked(dir, time.Second); err != nil || got != want {
 		t.Errorf("the daemon's own entry: %q, %v", got, err)

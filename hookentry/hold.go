@@ -1,4 +1,4 @@
-package injector
+package hookentry
 
 import (
 	"encoding/json"
@@ -164,4 +164,89 @@ func WithoutAttempts(data []byte, l allowlist.List) ([]byte, []string, error) {
 	}
 	out, err := indent(top.encode())
 	return out, attempts, err
+}
+
+// holdServers takes out of top the MCP servers the allow-list does not name: top.mcpServers, and
+// with projects every projects.<path>.mcpServers.
+func holdServers(top *object, projects bool, l allowlist.List) held {
+	var h held
+	if _, ok := top.get("mcpServers"); ok && !l.Key("mcpServers") {
+		holdMembers(top, "mcpServers", l.MCPServer, &h)
+	}
+	if !projects || l.Key("mcpServers") {
+		return h
+	}
+	v, ok := top.get("projects")
+	if !ok {
+		return h
+	}
+	ps, err := parseObject(v)
+	if err != nil {
+		return h // the CLI reads no local scope from it either
+	}
+	n := len(h.names)
+	for _, path := range ps.keys {
+		p, err := parseObject(ps.vals[path])
+		if err != nil {
+			continue
+		}
+		if _, ok := p.get("mcpServers"); !ok {
+			continue
+		}
+		m := len(h.names)
+		holdMembers(p, "mcpServers", l.MCPServer, &h)
+		if len(h.names) > m {
+			ps.set(path, p.encode())
+		}
+	}
+	if len(h.names) > n {
+		top.set("projects", ps.encode())
+	}
+	return h
+}
+
+// HoldServers takes out of data, a settings or state file of the CLI (~/.claude.json's shape
+// when projects), the MCP servers the allow-list does not name, and returns what is left,
+// indented, with the names held and the subset only an attempt on the guard explains. It fails
+// on a file that is not a JSON object, from which the CLI starts no server either.
+func HoldServers(data []byte, projects bool, l allowlist.List) (out []byte, held, attempts []string, err error) {
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h := holdServers(top, projects, l)
+	if len(h.names) == 0 {
+		return data, nil, nil, nil
+	}
+	out, err = indent(top.encode())
+	return out, h.names, h.attempts, err
+}
+
+// HoldProject takes out of data, a project-level settings file where no hook of ours stands,
+// what the allow-list does not pass, every PreToolUse group included, and returns what is left,
+// indented, with the names held. It fails on a file that is not a JSON object, which the CLI
+// ignores.
+func HoldProject(data []byte, l allowlist.List) (out []byte, held []string, err error) {
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := hold(top, l)
+	if v, ok := top.get("hooks"); ok {
+		if hooks, err := parseObject(v); err == nil {
+			// No hook of ours stands here, so every PreToolUse group is another's.
+			var groups []json.RawMessage
+			if pre, ok := hooks.get("PreToolUse"); ok && json.Unmarshal(pre, &groups) == nil && len(groups) > 0 {
+				if holdForeignPreToolUse(groups, l, &h) == nil {
+					hooks.del("PreToolUse")
+					top.set("hooks", hooks.encode())
+				}
+			}
+		}
+	}
+	if len(h.names) == 0 {
+		return data, nil, nil
+	}
+	out, err = indent(top.encode())
+	return out, h.names, err
 }

@@ -1,4 +1,4 @@
-package injector
+package hookentry
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/coworkbridge/coworkbridge/session"
 )
 
 // settingsSchemaJSON is Claude Code's settings schema (SchemaStore), kept equal to the copy in the
@@ -150,4 +152,41 @@ func (sc *Schema) Check(data []byte) error {
 		return fmt.Errorf("the settings schema rejects %v", bad)
 	}
 	return nil
+}
+
+// Conform leaves out of merged the top-level values that fail the schema, and returns their keys.
+// A failing "hooks" is replaced by our group alone; a file that still fails, or fails as a whole,
+// is replaced by our entry alone. The caller keeps the original aside.
+func Conform(sc *Schema, merged []byte, e Entry) ([]byte, []string, error) {
+	bad, err := sc.badKeys(merged)
+	if err == nil && len(bad) == 0 {
+		return merged, nil, nil
+	}
+	if err == nil {
+		top, perr := parseObject(merged)
+		if perr != nil {
+			return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, perr)
+		}
+		for _, k := range bad {
+			if k == "hooks" {
+				top.set("hooks", marshal(map[string]any{"PreToolUse": []json.RawMessage{e.group()}}))
+				continue
+			}
+			top.del(k)
+		}
+		fixed, ierr := indent(top.encode())
+		if ierr == nil {
+			if again, aerr := sc.badKeys(fixed); aerr == nil && len(again) == 0 {
+				return fixed, bad, nil
+			}
+		}
+	}
+	alone, _, merr := Merge(nil, e)
+	if merr != nil {
+		return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, merr)
+	}
+	if again, aerr := sc.badKeys(alone); aerr != nil || len(again) > 0 {
+		return nil, nil, fmt.Errorf("our own hook entry fails the settings schema (%v %v): report this to the coworkbridge maintainers", again, aerr)
+	}
+	return alone, []string{"(everything)"}, nil
 }

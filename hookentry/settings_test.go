@@ -1,12 +1,10 @@
-package injector
+package hookentry
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/coworkbridge/coworkbridge/allowlist"
-	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,8 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/allowlist"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // The settings schema lives in the project's shared reference folder beside the checkout.
