@@ -106,11 +106,20 @@ func TestANoObjectionInTheHostChannelIsTheEventFileItselfOnceRecorded(t *testing
 	f.opts.Sink = sink
 	f.start()
 	rid := f.nextRID()
-	handOver(t, ch, rid, envelope(rid, "enforce", "Bash", bash("ls")))
-	before, err := os.Stat(filepath.Join(ch, ".ev-"+rid))
+	// Its identity is taken from the handle before the line is written: the daemon takes the
+	// file as soon as its newline is there.
+	file, err := os.OpenFile(filepath.Join(ch, ".ev-"+rid), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
+	before, err := file.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.WriteString("\n" + envelope(rid, "enforce", "Bash", bash("ls")) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	file.Close()
 	if got := <-sink.written; got != rid {
 		t.Fatalf("recorded %s, want %s", got, rid)
 	}
