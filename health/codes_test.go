@@ -1,11 +1,10 @@
 package health
 
 import (
-	"bufio"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -26,39 +25,39 @@ func TestEveryCodeIsRegisteredOnceWithItsMeaningAndAction(t *testing.T) {
 	}
 }
 
-// The README's table of codes is the admins' reference: it lists every registered code, and
-// nothing else.
-func TestREADMEListsEveryCode(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "deploy", "REFERENCE.md"))
+var update = flag.Bool("update", false, "rewrite deploy/REFERENCE.md's table of codes from the registry")
+
+// The reference's table of codes is the admins' reference, generated from the registry: every
+// code, in the registry's order, with its text. go test ./health -run Reference -update
+// rewrites it after a code is added or changed.
+func TestTheReferenceTableOfCodesIsTheRegistry(t *testing.T) {
+	path := filepath.Join("..", "deploy", "REFERENCE.md")
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var documented []Code
-	cell := regexp.MustCompile("`([a-z_]+)`")
-	inTable := false
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		line := sc.Text()
-		switch {
-		case line == "| code | meaning |":
-			inTable = true
-		case inTable && !strings.HasPrefix(line, "|"):
-			inTable = false
-		case inTable && !strings.HasPrefix(line, "|---"):
-			first := strings.Split(line, "|")[1]
-			for _, m := range cell.FindAllStringSubmatch(first, -1) {
-				documented = append(documented, Code(m[1]))
-			}
-		}
+	const head = "| code | meaning |\n|---|---|\n"
+	start := strings.Index(string(data), head)
+	if start < 0 {
+		t.Fatalf("%s has no table headed %q", path, head)
 	}
+	start += len(head)
+	end := start
+	for end < len(data) && data[end] == '|' {
+		end += strings.IndexByte(string(data[end:]), '\n') + 1
+	}
+	var want strings.Builder
 	for _, c := range Codes() {
-		if !slices.Contains(documented, c.Code) {
-			t.Errorf("README's table of codes lacks %s", c.Code)
-		}
+		fmt.Fprintf(&want, "| `%s` | %s |\n", c.Code, c.Reference())
 	}
-	for _, d := range documented {
-		if strings.HasPrefix(d.Info().Title, "unknown code") {
-			t.Errorf("README documents %s, which is not registered", d)
-		}
+	if string(data[start:end]) == want.String() {
+		return
+	}
+	if !*update {
+		t.Fatalf("%s's table of codes is not the registry's; run go test ./health -run Reference -update", path)
+	}
+	out := append(append(append([]byte{}, data[:start]...), want.String()...), data[end:]...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -143,7 +143,7 @@ func (h *Health) scanWarnings(add func(code Code, msg string, sessions []string)
 
 func (h *Health) counterWarnings(add func(code Code, msg string, sessions []string)) {
 	w := h.win
-	for _, info := range codes { // in the registry's order, the reference's
+	for _, info := range registry { // in the registry's order, the reference's
 		n := w.counts[info.Code]
 		if n == 0 {
 			continue
