@@ -192,14 +192,16 @@ func TestASessionsRootCreatedUnderAnExistingParentIsWatchedAtOnce(t *testing.T) 
 	root := filepath.Join(parent, "local-agent-mode-sessions")
 	cfg := testConfig(root, managedconfig.Observe)
 	cfg.RescanInterval = time.Hour
-	_, rec := startInjector(t, cfg, Options{})
+	in, rec := startInjector(t, cfg, Options{})
 	if !rec.check(func(r *recorder) bool { return len(r.scans) > 0 && len(r.scans[0].MissingRoots) == 1 }) {
 		t.Fatal("missing root not reported")
 	}
+	before := in.Watches()
 	if err := os.Mkdir(root, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the root alone first, as Cowork makes it
+	// The root alone first, as Cowork makes it, and seen by the injector before the session.
+	cbtest.WaitFor(t, "the new root watched", func() bool { return in.Watches() > before })
 	dir := makeSession(t, root, "local_1", "{}")
 	cbtest.WaitFor(t, "hook under the late root", func() bool { return hasMode(dir, managedconfig.Observe) })
 }

@@ -38,7 +38,7 @@ func TestASlowRemovalOfASessionIsNotUndone(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "sessions")
 	dir := makeSession(t, root, "local_slow", "{}")
 	populate(t, dir, 100)
-	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
 	cbtest.WaitFor(t, "hooked", func() bool { return hasMode(dir, managedconfig.Enforce) })
 
 	err := cbtest.RemoveTree(dir, func(rel string) {
@@ -49,7 +49,10 @@ func TestASlowRemovalOfASessionIsNotUndone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the removal failed: %v", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The injector forgets a session only once it is gone; one it put back is never gone.
+	cbtest.WaitFor(t, "the session reported gone", func() bool {
+		return rec.check(func(r *recorder) bool { return r.gone[filepath.Base(dir)] })
+	})
 	if _, err := os.Lstat(dir); err == nil {
 		t.Error("the session came back")
 	}

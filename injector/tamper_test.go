@@ -5,32 +5,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
-// tamperedWith waits a little for the report: it follows the repair it describes.
+// tamperedWith waits for the report: it follows the repair it describes.
 func (r *recorder) tamperedWith(id, what string) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if r.check(func(r *recorder) bool {
+	return cbtest.Eventually(func() bool {
+		return r.check(func(r *recorder) bool {
 			for _, w := range r.tampered[id] {
 				if strings.Contains(w, what) {
 					return true
 				}
 			}
 			return false
-		}) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		})
+	})
 }
 
 func TestProjectSettingsAreHeldToTheAllowListAtOnceAndReported(t *testing.T) {

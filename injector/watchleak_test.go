@@ -104,7 +104,7 @@ func TestAFastRemovalOfASessionIsNotUndone(t *testing.T) {
 		os.MkdirAll(filepath.Join(dir, "outputs"), 0o755)
 		dirs = append(dirs, dir)
 	}
-	startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
+	_, rec := startInjector(t, testConfig(root, managedconfig.Enforce), Options{})
 	for _, d := range dirs {
 		cbtest.WaitFor(t, "hooked", func() bool { return hasMode(d, managedconfig.Enforce) })
 		os.MkdirAll(filepath.Join(d, ".claude", "coworkbridge", "decisions"), 0o700) // as the collector makes it
@@ -116,7 +116,17 @@ func TestAFastRemovalOfASessionIsNotUndone(t *testing.T) {
 			t.Logf("rm -rf %s: %v %s", filepath.Base(d), err, out)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The injector forgets a session only once it is gone; one it put back (a ghost) never is.
+	cbtest.WaitForf(t, func() bool {
+		return rec.check(func(r *recorder) bool {
+			for _, d := range dirs {
+				if !r.gone[filepath.Base(d)] {
+					return false
+				}
+			}
+			return true
+		})
+	}, func() string { return "not every removed session was reported gone" })
 	ghosts := 0
 	for _, d := range dirs {
 		if _, err := os.Lstat(d); err == nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 )
 
@@ -112,22 +114,23 @@ func start(t *testing.T, m machine, args ...string) *proc {
 // waitLog waits for a log record whose msg contains msg and whose attributes include want.
 func (p *proc) waitLog(t *testing.T, msg string, want map[string]any) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var found map[string]any
+	cbtest.WaitForf(t, func() bool {
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		for _, rec := range p.logs {
 			if m, _ := rec["msg"].(string); strings.Contains(m, msg) && matches(rec, want) {
-				p.mu.Unlock()
-				return rec
+				found = rec
+				return true
 			}
 		}
-		p.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t.Fatalf("no log %q with %v; log so far:\n%s", msg, want, p.raw.String())
-	return nil
+		return false
+	}, func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return fmt.Sprintf("no log %q with %v; log so far:\n%s", msg, want, p.raw.String())
+	})
+	return found
 }
 
 func matches(rec, want map[string]any) bool {
@@ -283,15 +286,13 @@ func TestRunHooksSessionsWhileEnabledAndUnhooksWhenSwitchedOff(t *testing.T) {
 
 func waitFile(t *testing.T, path, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if data, _ := os.ReadFile(path); strings.Contains(string(data), want) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	data, _ := os.ReadFile(path)
-	t.Fatalf("%s never contained %q; it holds:\n%.300s", path, want, data)
+	cbtest.WaitForf(t, func() bool {
+		data, _ := os.ReadFile(path)
+		return strings.Contains(string(data), want)
+	}, func() string {
+		data, _ := os.ReadFile(path)
+		return fmt.Sprintf("%s never contained %q; it holds:\n%.300s", path, want, data)
+	})
 }
 
 // runOnce runs a short subcommand as its own process and returns its exit code and stdout.
@@ -333,19 +334,13 @@ func TestStatusFollowsTheDaemon(t *testing.T) {
 	}
 
 	before, _ := health.ReadSnapshot(filepath.Join(m.state, "health.json"))
-	time.Sleep(10 * time.Millisecond)
+	// A rewrite must be able to carry a later time than the snapshot it replaces.
+	cbtest.WaitFor(t, "the clock past the snapshot", func() bool { return time.Now().After(before.WrittenAt) })
 	p.cmd.Process.Signal(syscall.SIGUSR1)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	cbtest.WaitFor(t, "SIGUSR1 to rewrite health.json", func() bool {
 		after, _ := health.ReadSnapshot(filepath.Join(m.state, "health.json"))
-		if after.WrittenAt.After(before.WrittenAt) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("SIGUSR1 did not rewrite health.json")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return after.WrittenAt.After(before.WrittenAt)
+	})
 
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.wait(t)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hookentry"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -113,7 +115,9 @@ func TestEnforceHookFailsClosedWhenTheDaemonStallsOrDiesWhileItWaits(t *testing.
 			res := make(chan result, 1)
 			go func() { o, d := callHook(t, dir, hook, "ls -la"); res <- result{o, d} }()
 			if kill {
-				time.Sleep(300 * time.Millisecond) // the hook is waiting now
+				// The hook is waiting once its event file is written: in the host channel, the
+				// staging folder or beside the spool (the stopped daemon takes none).
+				cbtest.WaitFor(t, "the hook's event file", func() bool { return eventFiles(dir, m.state) > 0 })
 				p.cmd.Process.Kill()
 			}
 			r := <-res
@@ -188,10 +192,7 @@ func TestSIGKILLDuringDrainsLosesAndDuplicatesNothing(t *testing.T) {
 	writers.Wait()
 	p := start(t, m, "run")
 	logPath := filepath.Join(m.home, "logs", "decisions.jsonl")
-	deadline := time.Now().Add(30 * time.Second)
-	for len(readRecords(logPath)) < len(rids) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	cbtest.EventuallyWithin(30*time.Second, func() bool { return len(readRecords(logPath)) >= len(rids) }) // what is missing is named below
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.wait(t)
 	seen := map[string]int{}
@@ -235,15 +236,8 @@ func TestABrokenEnforceConfigWithNoGoodCopyFailsClosed(t *testing.T) {
 	// Fixed: the real policy is in force again.
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","heartbeat_interval":"1s"}`)
 	p.waitLog(t, "managed config in force", nil)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if out, _ := callHook(t, dir, hook, "ls -la"); out == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ls is still denied after the file was fixed")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !cbtest.Eventually(func() bool { out, _ := callHook(t, dir, hook, "ls -la"); return out == "" }) {
+		t.Fatal("ls is still denied after the file was fixed")
 	}
 }
 
@@ -308,15 +302,26 @@ func TestHealthCountsEveryWatchTheDaemonHolds(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s, err := health.ReadSnapshot(filepath.Join(m.state, "health.json"))
-		if err == nil && s.Daemon.Watches > 0 && s.Daemon.Watches == kernel() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("health reports %d watches, the kernel counts %d", s.Daemon.Watches, kernel())
-		}
-		time.Sleep(100 * time.Millisecond)
+	var s health.Snapshot
+	cbtest.WaitForf(t, func() bool {
+		var err error
+		s, err = health.ReadSnapshot(filepath.Join(m.state, "health.json"))
+		return err == nil && s.Daemon.Watches > 0 && s.Daemon.Watches == kernel()
+	}, func() string {
+		return fmt.Sprintf("health reports %d watches, the kernel counts %d", s.Daemon.Watches, kernel())
+	})
+}
+
+// eventFiles counts the hooks' event files (.ev-<rid>) below the folders given.
+func eventFiles(dirs ...string) int {
+	n := 0
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && strings.HasPrefix(e.Name(), ".ev-") {
+				n++
+			}
+			return nil
+		})
 	}
+	return n
 }

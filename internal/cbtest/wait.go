@@ -28,3 +28,20 @@ func WaitForf(t testing.TB, cond func() bool, msg func() string) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// Eventually polls cond as WaitFor does and reports whether it held before Timeout, for a
+// caller that says itself what failed.
+func Eventually(cond func() bool) bool { return EventuallyWithin(Timeout, cond) }
+
+// EventuallyWithin is Eventually for a wait known to take longer than Timeout (a whole daemon
+// catching up after crashes).
+func EventuallyWithin(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
