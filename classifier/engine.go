@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -246,6 +247,8 @@ type item struct {
 	own     string   // the calling session's folder (CanonPath), "" for none
 	// secretOnly asks whether a path holds secrets: who owns it (Policy.Places) is not asked.
 	secretOnly bool
+	// search: the path is where a search starts, which reaches every place below it.
+	search bool
 }
 
 // Evaluate judges one tool call from no session of Cowork's (EvaluateFrom). It never fails:
@@ -503,10 +506,13 @@ func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
 	case "Read":
 		return []item{{target: TargetRead, text: facts.CanonPath(str("file_path"), p.Cwd)}}, Verdict{}
 	case "Glob", "Grep":
-		var items []item
-		for _, k := range []string{"path", "pattern", "glob"} {
-			if v := str(k); v != "" && (k == "path" || strings.Contains(v, "/")) {
-				items = append(items, item{target: TargetRead, text: facts.CanonPath(v, p.Cwd)})
+		// Where the search starts (its path, or the working folder) reaches all below it; a
+		// pattern with a folder in it is judged from there.
+		root := facts.CanonPath(cmp.Or(str("path"), "."), p.Cwd)
+		items := []item{{target: TargetRead, text: root, search: root != "."}}
+		for _, k := range []string{"pattern", "glob"} {
+			if v := str(k); strings.Contains(v, "/") {
+				items = append(items, item{target: TargetRead, text: facts.CanonPath(v, root)})
 			}
 		}
 		if e, ok := c.find.KeySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
@@ -599,8 +605,27 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	}
 	items := []item{{target: TargetBash, text: strings.TrimSpace(command), an: an, cwd: cwd}}
 	seen := map[string]bool{}
+	dir, start := cwd, cwd // the working folder as the command's own cd and pushd move it
+	// Searches are judged last: what a command does (an effect, a read) explains a verdict
+	// better than where it searches.
+	var searches []item
+	var visited []string // the folders cd moved to: redirections are not tied to their command
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
+		cwd := dir
+		if next, ok := changedDir(cmd, dir); ok {
+			dir = next
+			visited = append(visited, next)
+		}
+		for _, root := range searchRoots(cmd) {
+			if r := facts.CanonPath(root, cwd); r != "." && !strings.HasPrefix(r, ".") {
+				t := TargetRead
+				if cmd.Name == "chmod" || cmd.Name == "chown" || cmd.Name == "chgrp" {
+					t = TargetEdit
+				}
+				searches = append(searches, item{target: t, text: r, search: true})
+			}
+		}
 		line := cmd.Line()
 		// The same line fed differently is another command: echo hi | bash; curl … | bash.
 		key := line + "\x00" + strings.Join(cmd.Upstream, "|")
@@ -623,8 +648,10 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			}
 		}
 		read, written := fileOperands(cmd)
+		// After a cd, a bare name is a file in the folder moved to, whatever it looks like.
+		moved := cwd != start
 		for _, a := range read {
-			if effects.IsReader(cmd.Name) && (facts.LooksLikePath(a) || effects.SecretName(a)) {
+			if effects.IsReader(cmd.Name) && (facts.LooksLikePath(a) || effects.SecretName(a) || moved) {
 				items = append(items, item{target: TargetRead, text: facts.CanonPath(a, cwd)})
 			}
 			if cmd.Name == "git" { // git show HEAD:.env, git cat-file -p HEAD:id_rsa
@@ -634,7 +661,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 			}
 		}
 		for _, a := range written {
-			if facts.LooksLikePath(a) {
+			if facts.LooksLikePath(a) || moved {
 				items = append(items, item{target: TargetEdit, text: facts.CanonPath(strings.TrimPrefix(a, "of="), cwd)})
 			}
 		}
@@ -663,9 +690,15 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	}
 	for _, w := range an.Writes {
 		items = append(items, item{target: TargetEdit, text: facts.CanonPath(w, cwd)})
+		for _, d := range visited {
+			items = append(items, item{target: TargetEdit, text: facts.CanonPath(w, d)})
+		}
 	}
 	for _, r := range an.Reads {
 		items = append(items, item{target: TargetRead, text: facts.CanonPath(r, cwd)})
+		for _, d := range visited {
+			items = append(items, item{target: TargetRead, text: facts.CanonPath(r, d)})
+		}
 	}
-	return items
+	return append(items, searches...)
 }

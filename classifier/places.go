@@ -48,10 +48,42 @@ func compilePlaces(ps []Place) []place {
 func (pl place) contains(p string) bool { return under(p, pl.canon, pl.Stem) }
 
 func under(p, dir string, stem bool) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
 	if len(p) < len(dir) || !strings.EqualFold(p[:len(dir)], dir) {
 		return false
 	}
 	return len(p) == len(dir) || p[len(dir)] == '/' || stem
+}
+
+// reachedBy reports whether the item reaches the place: names it or something inside it, as a
+// pattern that can match either, or as a search that starts above it.
+func (pl place) reachedBy(it item) bool {
+	if it.search && it.text == "/" {
+		return false // the whole disk: asked about (read.search-disk), not refused
+	}
+	if globbed(it.text) {
+		inside, above := globReaches(it.text, pl.canon)
+		return inside || above && it.search
+	}
+	return pl.contains(it.text) || it.search && under(pl.canon, it.text, false)
+}
+
+// volfs reports a path through /.vol, which names a file by its volume and inode number: no
+// path the map holds can be compared with it, so it is refused whatever it names.
+func volfs(p string) bool { return hasPrefixFold(p, "/.vol/") || strings.EqualFold(p, "/.vol") }
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// reaches says how the item reaches the place, for the verdict.
+func (pl place) reaches(it item) string {
+	if it.search && !pl.contains(it.text) {
+		return it.text + " (a search there reaches " + pl.What + ")"
+	}
+	return it.text + " (" + pl.What + ")"
 }
 
 // EvaluateFrom judges a call made from the session whose folder is own: the places of
@@ -85,9 +117,12 @@ func guardPlace(c *Classifier, it item) (string, bool) {
 	if it.secretOnly {
 		return "", false
 	}
+	if volfs(it.text) {
+		return it.text + " (a /.vol path names a file by its number, past every path the map holds)", true
+	}
 	for _, pl := range c.places {
-		if pl.Owner == OwnerGuard && pl.contains(it.text) {
-			return it.text + " (" + pl.What + ")", true
+		if pl.Owner == OwnerGuard && pl.reachedBy(it) {
+			return pl.reaches(it), true
 		}
 	}
 	return "", false
@@ -106,7 +141,7 @@ func otherSession(c *Classifier, it item) (string, bool) {
 		if pl.contains(it.text) {
 			return it.text + " (another session's folder)", true
 		}
-		if under(pl.canon, it.text, false) && c.inApp(it.text) {
+		if under(pl.canon, it.text, false) && c.inApp(it.text) || pl.reachedBy(it) {
 			return it.text + " (holds other sessions' folders)", true
 		}
 	}
@@ -125,11 +160,20 @@ func appPlace(c *Classifier, it item) (string, bool) {
 		}
 	}
 	for _, pl := range c.places {
-		if (pl.Owner == OwnerApp || pl.Owner == OwnerManaged) && pl.contains(it.text) {
-			return it.text + " (" + pl.What + ")", true
+		if (pl.Owner == OwnerApp || pl.Owner == OwnerManaged) && pl.reachedBy(it) {
+			return pl.reaches(it), true
 		}
 	}
 	return "", false
+}
+
+// searchDisk finds a search of the whole disk, which reaches every place the map protects: asked
+// about rather than refused, since an agent in a container searches / for ordinary reasons.
+func searchDisk(c *Classifier, it item) (string, bool) {
+	if !it.search || it.text != "/" || len(c.places) == 0 {
+		return "", false
+	}
+	return "/ (a search of the whole disk reaches coworkbridge's files and every session's)", true
 }
 
 func (c *Classifier) inApp(p string) bool {

@@ -28,7 +28,8 @@ func TestASessionReachesItsOwnFolderAndNothingTheMapProtects(t *testing.T) {
 		{"another session, spelt in another case", read(testSessions + "/O/O/LOCAL_B/outputs/x"), "read.other-session"},
 		{"another session's metadata", read(testSessions + "/o/o/local_b.json"), "read.other-session"},
 		{"a search of the app's folder", glob("/Users/ada/Library/Application Support/Claude", "**/*.jsonl"), "read.other-session"},
-		{"a search of the home folder", glob("/Users/ada", "**/*.md"), ""},
+		{"a search of the home folder", glob("/Users/ada", "**/*.md"), "read.guard-files"},
+		{"a search of a project in the home folder", glob("/Users/ada/src/app", "**/*.md"), ""},
 		{"the decision log", read("/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl"), "read.guard-files"},
 		{"a healthy health.json", write("/Users/ada/Library/Application Support/CoworkBridge/health.json", "{}"), "path.guard-files"},
 		{"its own host channel", write("/Users/ada/Library/Application Support/CoworkBridge/channel/local_a/events.jsonl", "{}"), "path.guard-files"},
@@ -52,4 +53,83 @@ func TestACallFromNoSessionReachesNoSessionsFolder(t *testing.T) {
 	if v.RuleID != "read.other-session" {
 		t.Errorf("got %s %s, want read.other-session", v.Decision, v.RuleID)
 	}
+}
+
+// The map judges what a path is, not how it is spelt: every other name macOS gives a protected
+// place, every search started above one, every pattern that can match one, and every working
+// folder a command moves to before it names one, is refused; their look-alikes pass.
+func TestEverySpellingOfAProtectedPlaceIsRefusedAndItsLookAlikesPass(t *testing.T) {
+	c := newTestClassifier(t, Policy{Places: testPlaces})
+	own := testSessions + "/o/o/local_a"
+	other := testSessions + "/o/o/local_b"
+	const log = "/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl"
+	grep := func(path string) claudehook.Payload {
+		return payload("Grep", map[string]any{"path": path, "pattern": "rid"})
+	}
+	sh := func(cmd string) claudehook.Payload { return bashIn(cmd, "/Users/ada/src/app") }
+	tests := []struct {
+		name string
+		call claudehook.Payload
+		want string // the rule, "" for none
+	}{
+		{"the log in lower case", read("/users/ada/library/logs/coworkbridge/decisions.jsonl"), "read.guard-files"},
+		{"the log in upper case", read("/USERS/ADA/LIBRARY/LOGS/COWORKBRIDGE/DECISIONS.JSONL"), "read.guard-files"},
+		{"the log through the data volume", read("/System/Volumes/Data" + log), "read.guard-files"},
+		{"the log through the data volume, any case", read("/system/volumes/data/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl"), "read.guard-files"},
+		{"a file by volume and inode", read("/.vol/16777220/1234567"), "read.guard-files"},
+		{"the log through $HOME", sh("cat $HOME/Library/Logs/CoworkBridge/decisions.jsonl"), "read.guard-files"},
+		{"the log through ${HOME}", sh("cat ${HOME}/Library/Logs/CoworkBridge/decisions.jsonl"), "read.guard-files"},
+		{"the log through ~ada", sh("cat ~ada/Library/Logs/CoworkBridge/decisions.jsonl"), "read.guard-files"},
+		{"the log through a glob", sh("cat ~/Lib*/Logs/Cow*/decisions.jsonl"), "read.guard-files"},
+		{"the log through a bracket glob", sh("cat ~/[L]ibrary/Logs/CoworkBridge/*"), "read.guard-files"},
+		{"the log after cd", sh("cd ~/Library/Logs/CoworkBridge && cat decisions.jsonl"), "read.guard-files"},
+		{"the log after cd .. twice", bashIn("cd .. && cd .. && cat Library/Logs/CoworkBridge/decisions.jsonl", "/Users/ada/src/app"), "read.guard-files"},
+		{"the log cut after cd", sh("cd ~/Library/Logs/CoworkBridge && sed -i '$d' decisions.jsonl"), "read.guard-files"},
+		{"the log written after cd", sh("cd ~/Library/Logs/CoworkBridge; echo '{}' >> decisions.jsonl"), "path.guard-files"},
+		{"another session's instructions written after pushd", sh("pushd '" + other + "/outputs' && printf x > CLAUDE.md"), "path.other-session"},
+		{"another session after cd", sh("cd '" + other + "' && cat outputs/CLAUDE.md"), "read.other-session"},
+		{"Grep at the home", grep("/Users/ada"), "read.guard-files"},
+		{"Grep at ~/Library", grep("~/Library"), "read.guard-files"},
+		{"Grep at ~/Library/Logs", grep("/Users/ada/Library/Logs"), "read.guard-files"},
+		{"Grep at Application Support", grep("/Users/ada/Library/Application Support"), "read.guard-files"},
+		{"Grep with no path, started in the home", payloadIn("Grep", map[string]any{"pattern": "rid"}, "/Users/ada"), "read.guard-files"},
+		{"find at the home", sh("find ~ -name '*.jsonl'"), "read.guard-files"},
+		{"find -exec at ~/Library", sh("find ~/Library -name '*.jsonl' -exec cat {} +"), "read.guard-files"},
+		{"grep -r at ~/Library", sh("grep -r rid ~/Library"), "read.guard-files"},
+		{"rg at the home", sh("rg secret ~"), "read.guard-files"},
+		{"tar -C the home", sh("tar -czf /tmp/x.tgz -C ~ Library"), "read.guard-files"},
+		{"rsync of ~/Library", sh("rsync -a ~/Library/ /tmp/copy/"), "read.guard-files"},
+		{"cp -r of the sessions root", sh("cp -r '" + testSessions + "' /tmp/s"), "read.other-session"},
+		{"zip -r of the home", sh("zip -r /tmp/h.zip ~"), "read.guard-files"},
+		{"grep -r after cd ~", sh("cd && grep -r rid ."), "read.guard-files"},
+
+		{"a project folder named Library", read("/Users/ada/src/Library/notes.md"), ""},
+		{"a file named users.txt", read("/Users/ada/src/app/users.txt"), ""},
+		{"a search inside outputs", grep(own + "/outputs"), ""},
+		{"a search of its own session", grep(own), ""},
+		{"grep -r in the project", sh("grep -rn TODO ."), ""},
+		{"find in the project", sh("find . -name '*.go'"), ""},
+		{"a glob in the project", sh("cat src/*.go"), ""},
+		{"cd into the project", sh("cd src && cat main.go"), ""},
+		{"grep without -r at the home", sh("grep rid ~/notes.txt"), ""},
+		{"cp -r into the home", sh("cp -r build ~/Desktop/build"), ""},
+		{"ls of the home", sh("ls ~"), ""},
+		{"/private/tmp", read("/private/tmp/build.log"), ""},
+	}
+	for _, tt := range tests {
+		v := c.EvaluateFrom(context.Background(), tt.call, own)
+		if v.RuleID != tt.want && !(tt.want == "" && v.Decision == claudehook.Allow) {
+			t.Errorf("%s: %s %s (%s), want %q", tt.name, v.Decision, v.RuleID, v.Matched, tt.want)
+		}
+	}
+}
+
+func payloadIn(tool string, input map[string]any, cwd string) claudehook.Payload {
+	p := payload(tool, input)
+	p.Cwd = cwd
+	return p
+}
+
+func bashIn(cmd, cwd string) claudehook.Payload {
+	return payloadIn("Bash", map[string]any{"command": cmd}, cwd)
 }

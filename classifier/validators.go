@@ -43,6 +43,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"DotenvOutsideProject": dotenvOutsideProject,
 	"GuardPlace":           guardPlace,
 	"OtherSession":         otherSession,
+	"SearchDisk":           searchDisk,
 	"AppPlace":             appPlace,
 	"DotenvWrite":          dotenvWrite,
 	"ConfigSurfaceWrite":   configSurfaceWrite,

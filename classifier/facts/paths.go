@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"path"
 	"strings"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // LooksLikePath reports an argument written as a path (with a / or ~, starting with a dot, or
@@ -17,12 +19,13 @@ func LooksLikePath(s string) bool {
 // every command goes through it, and a pattern's matcher costs an allocation per call.
 func homeLen(p string) int {
 	for _, h := range []string{"/root", "/var/root", "/private/var/root", "$HOME", "${HOME}"} {
-		if strings.HasPrefix(p, h) && (len(p) == len(h) || p[len(h)] == '/') {
+		if hasPrefixFold(p, h) && (len(p) == len(h) || p[len(h)] == '/') {
 			return len(h)
 		}
 	}
 	for _, h := range []string{"/home/", "/Users/"} {
-		if rest, ok := strings.CutPrefix(p, h); ok {
+		if hasPrefixFold(p, h) {
+			rest := p[len(h):]
 			if n := strings.IndexByte(rest, '/'); n != 0 && rest != "" {
 				return len(h) + cmp.Or(max(n, 0), len(rest))
 			}
@@ -40,8 +43,35 @@ func homeLen(p string) int {
 	return -1
 }
 
-// CanonPath cleans a path, resolves it against cwd, and writes any home folder as ~, so that one
-// rule covers the Mac's /Users/ada, the VM's /root or /home/ada, and $HOME.
+// hasPrefixFold is strings.HasPrefix in any case: a Mac's volume does not tell /USERS from /Users.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// macAliases are other names macOS gives the same folders: the data volume's firmlinks
+// (/System/Volumes/Data/Users is /Users) and /private's folders (/var is /private/var). A path is
+// written under the name the rules use: the firmlink's, and /var, /etc, /tmp.
+func foldAliases(p string) string {
+	const data = "/System/Volumes/Data"
+	if hasPrefixFold(p, data) && (len(p) == len(data) || p[len(data)] == '/') {
+		p = p[len(data):]
+		if p == "" {
+			return "/"
+		}
+	}
+	for _, d := range []string{"/private/var", "/private/etc", "/private/tmp"} {
+		if hasPrefixFold(p, d) && (len(p) == len(d) || p[len(d)] == '/') {
+			return p[len("/private"):]
+		}
+	}
+	return p
+}
+
+// CanonPath cleans a path, resolves it against cwd, writes the Mac's aliases of a folder under
+// one name (foldAliases) and any home folder as ~, and composes its Unicode (a Mac's volume
+// takes é written either way for the same name), so that one rule covers the Mac's /Users/ada,
+// /System/Volumes/Data/Users/ada, the VM's /root or /home/ada, and $HOME. It keeps the case:
+// rules and the map compare paths in any case.
 func CanonPath(p, cwd string) string {
 	if p == "" {
 		return ""
@@ -52,9 +82,21 @@ func CanonPath(p, cwd string) string {
 	case cwd != "":
 		p = cwd + "/" + p
 	}
-	p = path.Clean(p)
+	p = foldAliases(path.Clean(p))
+	if !isASCII(p) {
+		p = norm.NFC.String(p)
+	}
 	if n := homeLen(p); n >= 0 {
 		p = "~" + p[n:]
 	}
 	return p
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

@@ -29,3 +29,26 @@ func TestPathsAreResolvedBeforeMatching(t *testing.T) {
 		}
 	}
 }
+
+// A Mac's volume takes a name in any case, through its firmlinks and /private's links, and with
+// its accents composed or not: each is written under one name.
+func TestCanonPathFoldsTheMacsOtherNamesForAFolder(t *testing.T) {
+	for in, want := range map[string]string{
+		"/users/ada/x":                              "~/x",
+		"/USERS/ADA":                                "~",
+		"/System/Volumes/Data/Users/ada/Library":    "~/Library",
+		"/system/volumes/data/Library/LaunchAgents": "/Library/LaunchAgents",
+		"/System/Volumes/Data":                      "/",
+		"/System/Volumes/Database/x":                "/System/Volumes/Database/x",
+		"/private/var/folders/x":                    "/var/folders/x",
+		"/private/etc/hosts":                        "/etc/hosts",
+		"/PRIVATE/TMP/x":                            "/TMP/x",
+		"/private/Users/x":                          "/private/Users/x",
+		"/private/var/root/.ssh":                    "~/.ssh",
+		"/tmp/re\u0301sume\u0301.md":                "/tmp/r\u00e9sum\u00e9.md",
+	} {
+		if got := CanonPath(in, ""); got != want {
+			t.Errorf("CanonPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -614,6 +614,9 @@ func (e walkerEnv) value(name string) string {
 		}
 		return "~"
 	}
+	if user, ok := strings.CutPrefix(name, "HOME "); ok {
+		return "~" + user // the expander asks "HOME ada" for ~ada: another user's home, kept as written
+	}
 	if v, ok := e.w.vars[name]; ok {
 		return v
 	}
