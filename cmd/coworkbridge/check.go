@@ -41,11 +41,17 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	candidate := fs.String("config", "", "with --replay: the candidate managed.json to judge with (default: the one in force)")
 	from := fs.String("session", "", "judge the call as made from this Cowork session's folder (default: the session folder that holds --cwd, if any; none: a call from no session)")
 	listPlaces := fs.Bool("places", false, "list the map of the Mac the file rules protect: coworkbridge's files, the sessions, the Claude app's and Claude Code's configuration")
+	platform := fs.String("platform", "", "judge with the map of this platform (darwin, linux) instead of this machine's: a Mac's map previewed anywhere")
+	home := fs.String("home", "", "judge with the map of a user whose home is this folder (default: yours; /Users/<you> with --platform darwin elsewhere)")
 	if code, done := fs.parse(args); done {
 		return code
 	}
+	machine, err := previewed(*platform, *home)
+	if err != nil {
+		return fs.usageError("%v", err)
+	}
 	if *listPlaces {
-		return checkPlaces(*asJSON, sio)
+		return checkPlaces(machine, *asJSON, sio)
 	}
 	if *candidate != "" && *replayLog == "" {
 		return fs.usageError("--config names the candidate for --replay; give --replay LOG too")
@@ -70,7 +76,7 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 		fs.printUsage(sio.err)
 		return exitUsage
 	}
-	used, err := policyInUse()
+	used, err := policyFor(machine, "")
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
@@ -188,6 +194,40 @@ func policyOf(candidate string) (policy.InUse, error) {
 	if err != nil {
 		return policy.InUse{}, err
 	}
+	return policyFor(env, candidate)
+}
+
+// previewed is this machine, or the one --platform and --home describe: its map of protected
+// places is the one judged with.
+func previewed(platform, home string) (managedconfig.Env, error) {
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		return env, err
+	}
+	switch platform {
+	case "", env.GOOS:
+	case "darwin", "linux":
+		env.GOOS = platform
+		if home == "" && platform == "darwin" {
+			home = "/Users/" + cmp.Or(filepath.Base(env.Home), "user")
+		}
+	default:
+		return env, fmt.Errorf("--platform %q: want darwin or linux", platform)
+	}
+	if home != "" {
+		if !filepath.IsAbs(home) {
+			return env, fmt.Errorf("--home %q: want an absolute folder, such as /Users/ada", home)
+		}
+		env.Home = filepath.Clean(home)
+	}
+	if platform != "" || home != "" {
+		env = env.WithoutOverrides() // the machine previewed has none of this one's development folders
+	}
+	return env, nil
+}
+
+// policyFor is policyOf on the machine env describes.
+func policyFor(env managedconfig.Env, candidate string) (policy.InUse, error) {
 	paths, err := env.Paths()
 	if err != nil {
 		return policy.InUse{}, err
@@ -331,8 +371,8 @@ var placeRules = map[string]string{
 	managedconfig.OwnerManaged:  "path.claude-config: read, no write",
 }
 
-func checkPlaces(asJSON bool, sio stdio) int {
-	used, err := policyInUse()
+func checkPlaces(machine managedconfig.Env, asJSON bool, sio stdio) int {
+	used, err := policyFor(machine, "")
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
