@@ -43,6 +43,19 @@ func compilePlaces(ps []Place) []place {
 	return out
 }
 
+// PlacePaths are the paths of the places the policy protects, as it was given them, and of
+// those the ones that are coworkbridge's own: for a caller that compares what a call reaches by
+// identity (the classifier itself never looks at the disk).
+func (c *Classifier) PlacePaths() (all, guard []string) {
+	for _, pl := range c.places {
+		all = append(all, pl.Path)
+		if pl.Owner == OwnerGuard {
+			guard = append(guard, pl.Path)
+		}
+	}
+	return all, guard
+}
+
 // contains reports whether path p (canonical) is the place or lies inside it. A Mac's disk does
 // not tell case apart, so neither does this.
 func (pl place) contains(p string) bool { return under(p, pl.canon, pl.Stem) }

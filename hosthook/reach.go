@@ -38,9 +38,11 @@ func ownSessionOf(env managedconfig.Env, cfg managedconfig.Config) string {
 }
 
 // judge evaluates a call from the session own as its paths are written and, when a link on the
-// Mac takes one elsewhere, as the Mac will resolve them: the stricter verdict stands.
+// Mac takes one elsewhere or a name reaches a protected place by identity (a second mount, a
+// hard link, a case or firmlink the map's spelling misses), as the Mac will resolve them under
+// the map's names: the stricter verdict stands.
 func judge(cls *classifier.Classifier, p claudehook.Payload, own string, eval func(string) (string, error)) classifier.Verdict {
 	return cls.EvaluateResolved(context.Background(), p, own, func(p claudehook.Payload) (claudehook.Payload, bool) {
-		return realpath.Call(p, eval)
+		return realpath.Resolve(p, eval, realpath.Of(cls.PlacePaths()))
 	})
 }

@@ -20,6 +20,12 @@ var pathKeys = []string{"file_path", "notebook_path", "path"}
 // Call is p with each absolute path of its input replaced by where links take it (eval is
 // filepath.EvalSymlinks but for tests); ok is false when no link changes any.
 func Call(p claudehook.Payload, eval func(string) (string, error)) (claudehook.Payload, bool) {
+	return rewrite(p, func(s string) string { return Path(s, eval) })
+}
+
+// rewrite is p with each absolute path of its input (cleaned) replaced by to's; ok is false when
+// none changes.
+func rewrite(p claudehook.Payload, to func(string) string) (claudehook.Payload, bool) {
 	var in map[string]any
 	if json.Unmarshal(p.ToolInput, &in) != nil {
 		return p, false
@@ -30,7 +36,7 @@ func Call(p claudehook.Payload, eval func(string) (string, error)) (claudehook.P
 		if s == "" || !filepath.IsAbs(s) {
 			continue
 		}
-		if r := Path(filepath.Clean(s), eval); r != filepath.Clean(s) {
+		if r := to(filepath.Clean(s)); r != filepath.Clean(s) {
 			in[k], changed = r, true
 		}
 	}
@@ -43,6 +49,14 @@ func Call(p claudehook.Payload, eval func(string) (string, error)) (claudehook.P
 	}
 	p.ToolInput = data
 	return p, true
+}
+
+// Resolve is Call, then each path written through the protected place it reaches by identity
+// (ids): the call as the Mac will carry it out, named as the map names what it reaches.
+func Resolve(p claudehook.Payload, eval func(string) (string, error), ids Identities) (claudehook.Payload, bool) {
+	r, linked := Call(p, eval)
+	r, placed := ids.Call(r)
+	return r, linked || placed
 }
 
 // Path resolves the links of the longest part of path that exists, and keeps the rest: a file

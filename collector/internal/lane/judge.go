@@ -92,7 +92,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	if err != nil {
 		return l.fault(src, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
-	v := evaluate(ctx, p.Cls, pl, l.dir)
+	v := evaluate(ctx, p.Cls, pl, l.dir, l.identities(p))
 	if why := l.quarantined(); why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
 			Reason: decisions.QuarantineReason(why)}
@@ -217,7 +217,7 @@ const classifyBudget = 2 * time.Second
 // evaluate runs the classifier on a call from the session in folder own, also where the Mac's
 // links take its paths (a host-loop file tool follows them); a panic in it is a deny, never a
 // crash or an allow.
-func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload, own string) (v classifier.Verdict) {
+func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload, own string, ids realpath.Identities) (v classifier.Verdict) {
 	ctx, cancel := context.WithTimeout(ctx, classifyBudget)
 	defer cancel()
 	defer func() {
@@ -227,8 +227,22 @@ func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payl
 		}
 	}()
 	return cls.EvaluateResolved(ctx, p, own, func(p claudehook.Payload) (claudehook.Payload, bool) {
-		return realpath.Call(p, filepath.EvalSymlinks)
+		return realpath.Resolve(p, filepath.EvalSymlinks, ids)
 	})
+}
+
+// identitiesFor is how long the identities of the protected places are trusted: a place made,
+// or a log rotated, since is known by its identity within that time.
+const identitiesFor = 10 * time.Second
+
+// identities are the protected places of p by identity, taken again when the policy changed or
+// they are older than identitiesFor.
+func (l *Lane) identities(p *Policy) realpath.Identities {
+	now := l.env.Now()
+	if l.ids.pol != p || now.Sub(l.ids.at) > identitiesFor || now.Before(l.ids.at) {
+		l.ids.pol, l.ids.at, l.ids.of = p, now, realpath.Of(p.Cls.PlacePaths())
+	}
+	return l.ids.of
 }
 
 // waitingHook recovers the request id from the start of a damaged line, and whether the hook that

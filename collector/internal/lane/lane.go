@@ -23,6 +23,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
 	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -164,6 +165,12 @@ type Lane struct {
 	res Result
 	// leaseMax is Work.Lease.Max of the pass.
 	leaseMax time.Time
+	// ids are the protected places by identity, taken for pol at at (see identities).
+	ids struct {
+		pol *Policy
+		at  time.Time
+		of  realpath.Identities
+	}
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
 	decided map[string]time.Time
 	refused string // the last spool refusal reported, so that it is reported once

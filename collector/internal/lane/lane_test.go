@@ -11,13 +11,14 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 func TestClassifierPanicIsADeny(t *testing.T) {
-	v := evaluate(context.Background(), nil, claudehook.Payload{ToolName: "Bash"}, "")
+	v := evaluate(context.Background(), nil, claudehook.Payload{ToolName: "Bash"}, "", realpath.Identities{})
 	if v.Decision != claudehook.Deny || v.RuleID != RuleClassifierError {
 		t.Errorf("verdict = %+v", v)
 	}

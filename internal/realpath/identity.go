@@ -1,0 +1,121 @@
+package realpath
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+)
+
+// A name is only one way to reach a file: a second mount of a folder, a hard link, a firmlink,
+// /.vol/<device>/<inode>, a case the volume ignores. Identity is what every name shares: the
+// device and inode. Identities knows the protected places by identity, so that a path that
+// reaches one of them under any name is written under the name the map knows it by.
+
+// fileID is a file's identity on this machine.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(fi fs.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), uint64(st.Ino)}, true //nolint:unconvert // their widths differ by platform
+}
+
+// maxDepth bounds the folders looked at above a path.
+const maxDepth = 64
+
+// Identities are the protected places that exist, by identity. The zero value knows none.
+type Identities struct {
+	places map[fileID]string
+	stat   func(string) (fs.FileInfo, error)
+}
+
+// Identify looks up each of paths (following links: a place reached through its link is still
+// the place) and remembers those that exist. stat nil: os.Stat.
+func Identify(paths []string, stat func(string) (fs.FileInfo, error)) Identities {
+	if stat == nil {
+		stat = os.Stat
+	}
+	ids := Identities{places: map[fileID]string{}, stat: stat}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		if fi, err := stat(p); err == nil {
+			if id, ok := idOf(fi); ok {
+				if _, dup := ids.places[id]; !dup {
+					ids.places[id] = filepath.Clean(p)
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// Place is path written through the protected place it reaches: the place's own name joined
+// with what lies below it, when path, or the nearest of its folders that exists, is a place by
+// identity; ok is false when it reaches none, or is already written so.
+func (ids Identities) Place(path string) (string, bool) {
+	if len(ids.places) == 0 || !filepath.IsAbs(path) {
+		return path, false
+	}
+	path = filepath.Clean(path)
+	rest := ""
+	for dir, depth := path, 0; depth < maxDepth; dir, depth = filepath.Dir(dir), depth+1 {
+		if fi, err := ids.stat(dir); err == nil {
+			if id, ok := idOf(fi); ok {
+				if place, known := ids.places[id]; known {
+					p := filepath.Join(place, rest)
+					return p, p != path
+				}
+			}
+		}
+		if dir == filepath.Dir(dir) {
+			break
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+	return path, false
+}
+
+// Call is p with each absolute path of its input written through the protected place it reaches
+// (Place), and ok true when one was.
+func (ids Identities) Call(p claudehook.Payload) (claudehook.Payload, bool) {
+	if len(ids.places) == 0 {
+		return p, false
+	}
+	return rewrite(p, func(s string) string {
+		r, _ := ids.Place(s)
+		return r
+	})
+}
+
+// Of is the identities of a policy's places: all of them, and what lies directly in guard's
+// folders (see WithEntries).
+func Of(all, guard []string) Identities { return Identify(WithEntries(all, guard), nil) }
+
+// maxEntries bounds the entries of one folder whose identities are taken.
+const maxEntries = 256
+
+// WithEntries is paths and, for each of folders, the files and folders directly in it (at most
+// maxEntries each): a hard link to coworkbridge's health.json or to a rotated decision log has
+// the identity of that file, not of its folder.
+func WithEntries(paths, folders []string) []string {
+	out := append([]string(nil), paths...)
+	for _, dir := range folders {
+		f, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		names, _ := f.Readdirnames(maxEntries)
+		f.Close()
+		for _, n := range names {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+package realpath
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+)
+
+func readCall(path string) claudehook.Payload {
+	in, _ := json.Marshal(map[string]string{"file_path": path})
+	return claudehook.Payload{ToolName: "Read", ToolInput: in}
+}
+
+func filePath(t *testing.T, p claudehook.Payload) string {
+	t.Helper()
+	var in map[string]string
+	if err := json.Unmarshal(p.ToolInput, &in); err != nil {
+		t.Fatal(err)
+	}
+	return in["file_path"]
+}
+
+// A hard link to one of coworkbridge's files has that file's identity: the call that reads it
+// reads the file the map protects, and is written so.
+func TestAHardLinkToAGuardedFileIsThatFile(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	os.MkdirAll(state, 0o700)
+	os.WriteFile(filepath.Join(state, "health.json"), []byte("{}"), 0o600)
+	outputs := filepath.Join(dir, "outputs")
+	os.MkdirAll(outputs, 0o700)
+	if err := os.Link(filepath.Join(state, "health.json"), filepath.Join(outputs, "h")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	ids := Of([]string{state}, []string{state})
+	p, ok := ids.Call(readCall(filepath.Join(outputs, "h")))
+	if got := filePath(t, p); !ok || got != filepath.Join(state, "health.json") {
+		t.Errorf("Call = %v %q, want the guarded file", ok, got)
+	}
+	if _, ok := ids.Call(readCall(filepath.Join(outputs, "other.md"))); ok {
+		t.Error("a file of the session's own was rewritten")
+	}
+}
+
+// fakeStat gives paths the identities a test says, as a second mount or a firmlink would.
+type fakeStat map[string]uint64
+
+func (f fakeStat) stat(p string) (fs.FileInfo, error) {
+	ino, ok := f[p]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return fakeInfo{ino}, nil
+}
+
+type fakeInfo struct{ ino uint64 }
+
+func (i fakeInfo) Name() string       { return "" }
+func (i fakeInfo) Size() int64        { return 0 }
+func (i fakeInfo) Mode() fs.FileMode  { return fs.ModeDir }
+func (i fakeInfo) ModTime() time.Time { return time.Time{} }
+func (i fakeInfo) IsDir() bool        { return true }
+func (i fakeInfo) Sys() any           { return &syscall.Stat_t{Dev: 1, Ino: i.ino} }
+
+// A folder reached under another name (a second mount, /System/Volumes/Data, another case, a
+// /.vol path) is the folder: what lies below it, existing or not yet written, is written under
+// the name the map knows.
+func TestAFolderUnderAnotherNameIsTheProtectedFolder(t *testing.T) {
+	st := fakeStat{"/": 2, "/Users": 3, "/Users/ada": 4, "/Users/ada/Logs": 5, "/mnt": 6, "/mnt/alias": 5, "/mnt/alias/old": 7,
+		"/USERS": 3, "/USERS/ADA": 4, "/USERS/ADA/LOGS": 5, "/.vol": 8, "/.vol/1": 9, "/.vol/1/5": 5}
+	ids := Identify([]string{"/Users/ada/Logs"}, st.stat)
+	for in, want := range map[string]string{
+		"/mnt/alias/decisions.jsonl":      "/Users/ada/Logs/decisions.jsonl",
+		"/mnt/alias/old/x/y":              "/Users/ada/Logs/old/x/y",
+		"/USERS/ADA/LOGS/decisions.jsonl": "/Users/ada/Logs/decisions.jsonl",
+		"/.vol/1/5/decisions.jsonl":       "/Users/ada/Logs/decisions.jsonl",
+		"/mnt/other/x":                    "/mnt/other/x",
+		"/Users/ada/Logs/decisions.jsonl": "/Users/ada/Logs/decisions.jsonl",
+	} {
+		if got, _ := ids.Place(in); got != want {
+			t.Errorf("Place(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got, ok := ids.Place("relative/x"); ok || got != "relative/x" {
+		t.Errorf("a relative path was rewritten: %q", got)
+	}
+}
+
+// The real thing on Linux, where a second mount of a folder can be made (root only): a path
+// through the mount reaches the protected folder.
+func TestASecondMountOfAProtectedFolderIsTheFolder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mount --bind needs root")
+	}
+	dir := t.TempDir()
+	logs, alias := filepath.Join(dir, "logs"), filepath.Join(dir, "alias")
+	os.MkdirAll(logs, 0o700)
+	os.MkdirAll(alias, 0o700)
+	if out, err := exec.Command("mount", "--bind", logs, alias).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount here: %v %s", err, out)
+	}
+	defer exec.Command("umount", alias).Run()
+	ids := Of([]string{logs}, nil)
+	if got, ok := ids.Place(filepath.Join(alias, "decisions.jsonl")); !ok || got != filepath.Join(logs, "decisions.jsonl") {
+		t.Errorf("Place through the mount = %v %q", ok, got)
+	}
+}
+
+func FuzzPlace(f *testing.F) {
+	f.Add("/mnt/alias/x")
+	f.Add("/../..//x")
+	f.Add("rel")
+	st := fakeStat{"/": 2, "/mnt": 6, "/mnt/alias": 5, "/logs": 5}
+	ids := Identify([]string{"/logs"}, st.stat)
+	f.Fuzz(func(t *testing.T, p string) {
+		got, ok := ids.Place(p)
+		if !filepath.IsAbs(p) && (ok || got != p) {
+			t.Fatalf("a relative path changed: %q -> %q", p, got)
+		}
+		if ok && !filepath.IsAbs(got) {
+			t.Fatalf("%q became %q", p, got)
+		}
+	})
+}
