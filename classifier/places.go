@@ -189,6 +189,21 @@ func searchDisk(c *Classifier, it item) (string, bool) {
 	return "/ (a search of the whole disk reaches coworkbridge's files and every session's)", true
 }
 
+// homeBuiltPath finds interpreter code that builds its paths from the home folder: no path rule
+// sees which file it reaches, and on the Mac it may be any under the home, the protected places
+// among them. Asked about, not refused: scripts read their own configuration that way.
+func homeBuiltPath(c *Classifier, it item) (string, bool) {
+	if it.cmd != nil || it.an == nil || len(c.places) == 0 {
+		return "", false
+	}
+	for _, a := range it.an.CodeActs {
+		if a.Kind == facts.CodeHome {
+			return a.By + " code that builds paths from the home folder (it may reach any file there)", true
+		}
+	}
+	return "", false
+}
+
 func (c *Classifier) inApp(p string) bool {
 	for _, pl := range c.places {
 		if pl.Owner == OwnerApp && pl.contains(p) {

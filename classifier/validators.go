@@ -44,6 +44,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"GuardPlace":           guardPlace,
 	"OtherSession":         otherSession,
 	"SearchDisk":           searchDisk,
+	"HomeBuiltPath":        homeBuiltPath,
 	"AppPlace":             appPlace,
 	"DotenvWrite":          dotenvWrite,
 	"ConfigSurfaceWrite":   configSurfaceWrite,

@@ -39,6 +39,11 @@ var codeRunsCommands = lazyregexp.New(`subprocess|os\.system|os\.popen|os\.exec|
 	`\bsystem\s*\(|IO\.popen|\bspawn|child_process|ProcessBuilder|Runtime\.getRuntime|io\.popen|os\.execute|` +
 	`\brun\(\s*\x60|\brun\(\s*Cmd|\bpipeline\(|\|&\s*getline|proc_open|shell_exec|passthru|Invoke-Expression|\biex\b`)
 
+// codeHome: code that builds a path from the home folder, in any of the languages scanned.
+var codeHome = lazyregexp.New(`expanduser\(|Path\.home\(\)|\bhomedir\(\)|UserHomeDir\(|Dir\.home\b|` +
+	`process\.env\.HOME\b|process\.env\[\s*["']HOME["']|os\.environ(?:\.get)?[\[(]\s*["']HOME["']|getenv\(\s*["']HOME["']|` +
+	`ENV\[\s*["']HOME["']|\$ENV\{\s*["']?HOME["']?\s*\}|expand_path\(\s*["']~|File\.expand_path\(\s*["']~`)
+
 // codeSecrets: code that reads the environment's secrets wholesale, or a credential store.
 var codeSecrets = lazyregexp.New(`os\.environ\b|os\.getenv\(\s*["'][A-Z0-9_]*(?:TOKEN|SECRET|KEY|PASSWORD)|process\.env\b|ENV\[|%ENV|` +
 	`keyring\.get_password|getpass`)
@@ -88,6 +93,9 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeRemoteShell, By: name})
 	}
 	a.CodeActs = append(a.CodeActs, codeAgents(name, code)...)
+	if codeHome().MatchString(code) {
+		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeHome, By: name})
+	}
 	if codeSends().MatchString(code) {
 		e := CodeAct{Kind: CodeSend, By: name, Secret: codeSecrets().MatchString(code)}
 		a.CodeActs = append(a.CodeActs, e)
@@ -193,6 +201,10 @@ const (
 	// CodeAgent starts an AI agent: Target is "sdk:<package>" for an agent SDK imported, or the
 	// agent program spawned; for claude, Secret marks options that leave the session's hook out.
 	CodeAgent
+	// CodeHome builds paths from the home folder (os.path.expanduser, os.homedir(),
+	// process.env.HOME, Path.home()): which file it reaches is known only at run time, and may be
+	// any under the home.
+	CodeHome
 )
 
 // containsAny reports whether s contains any of the words.
