@@ -253,7 +253,7 @@ func (c *Collector) Track(dir string) {
 	}
 	// Prepared before anyone else can reach the lane, which is then no worker's yet.
 	l := lane.New(c.env, dir, c.opts.ChannelRoot)
-	l.Prepare(c.leaseFor(c.opts.Now()))
+	prepared := l.Prepare(c.leaseFor(c.opts.Now()))
 	c.mu.Lock()
 	if c.sessions[dir] != nil || c.stopped || len(c.sessions) >= c.opts.MaxSessions {
 		c.mu.Unlock()
@@ -270,6 +270,7 @@ func (c *Collector) Track(dir string) {
 	}
 	c.mu.Unlock()
 	c.watch(e)
+	c.apply(e, prepared) // a lease put off by a removal comes back at the pass it asked for
 	c.schedule(e, true)
 }
 

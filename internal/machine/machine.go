@@ -134,7 +134,8 @@ func (m *Machine) WaitHooked(dir string, within time.Duration) (string, error) {
 			return want, nil
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("session %s not hooked with the daemon's entry within %v", filepath.Base(dir), within)
+			return "", fmt.Errorf("session %s not hooked with the daemon's entry within %v (its hook %q, want %q; lease: %v)",
+				filepath.Base(dir), within, hookentry.HookCommand(data), want, leaseErr)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

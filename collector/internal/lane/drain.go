@@ -180,8 +180,16 @@ func backlogOf(s *session.Session, dir string) map[string]int64 {
 
 // Prepare makes our folder in the session and in its host channel, and writes the lease to
 // until, before the lane's first pass: a hook put in place right after finds the daemon vouched
-// for. Each folder is opened for the call alone.
-func (l *Lane) Prepare(until time.Time) {
+// for. Each folder is opened for the call alone. It returns what it wants done, as a pass does:
+// a removal going on in the session puts the lease off to a later pass.
+func (l *Lane) Prepare(until time.Time) Result {
+	l.res = Result{}
+	defer func() { l.res = Result{} }()
+	l.prepareBoth(until)
+	return l.res
+}
+
+func (l *Lane) prepareBoth(until time.Time) {
 	if l.channel != "" {
 		if cs := l.freshChannel(); cs != nil {
 			l.prepare(cs, until)

@@ -260,3 +260,17 @@ func TestOurFolderFoundGoneIsNotPutBackAtOnce(t *testing.T) {
 		t.Fatalf("our folder never came back: %v", err)
 	}
 }
+
+// Prepare, before any pass, during a removal: the lease is put off, and the pass that writes it
+// is asked for rather than left to the next rescan.
+func TestAPrepareDuringARemovalAsksForTheLeaseLater(t *testing.T) {
+	f := newLane(t, managedconfig.Enforce)
+	f.env.Removals.Saw(f.dir, session.SettingsFile)
+	res := f.lane.Prepare(f.clock.now.Add(time.Minute))
+	if _, err := os.Stat(filepath.Join(f.dir, filepath.FromSlash(session.AliveFile))); err == nil {
+		t.Fatal("a lease was written during a removal")
+	}
+	if len(res.Again) != 1 || !res.Again[0].Housekeep || res.Again[0].After <= 0 {
+		t.Fatalf("asked for %+v, want one later housekeeping pass", res.Again)
+	}
+}
