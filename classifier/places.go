@@ -43,17 +43,20 @@ func compilePlaces(ps []Place) []place {
 	return out
 }
 
-// PlacePaths are the paths of the places the policy protects, as it was given them, and of
-// those the ones that are coworkbridge's own: for a caller that compares what a call reaches by
-// identity (the classifier itself never looks at the disk).
-func (c *Classifier) PlacePaths() (all, guard []string) {
+// PlacePaths are the paths of the places the policy protects, as it was given them; of those,
+// coworkbridge's own folders and the sessions roots: for a caller that compares what a call
+// reaches by identity (the classifier itself never looks at the disk).
+func (c *Classifier) PlacePaths() (all, guard, sessions []string) {
 	for _, pl := range c.places {
 		all = append(all, pl.Path)
-		if pl.Owner == OwnerGuard {
+		switch pl.Owner {
+		case OwnerGuard:
 			guard = append(guard, pl.Path)
+		case OwnerSessions:
+			sessions = append(sessions, pl.Path)
 		}
 	}
-	return all, guard
+	return all, guard, sessions
 }
 
 // contains reports whether path p (canonical) is the place or lies inside it. A Mac's disk does

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,5 +68,82 @@ func TestAttackATokenSplitByQuotesReachesNoLog(t *testing.T) {
 		if strings.Contains(string(data), token[4:20]) {
 			t.Errorf("%s holds the token", f)
 		}
+	}
+}
+
+// The map by identity and by search, with the real CLI: coworkbridge's folder and another
+// session's reached through a second mount of each, searches started at every folder above them,
+// and Bash moving to them with cd before naming their files: each refused, and nothing written.
+func TestAttackOtherNamesAndSearchesReachNeitherCoworkbridgeNorAnotherSession(t *testing.T) {
+	d, a := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, "nameA", "enforce")
+	b := newCoworkSession(t, d.root, "nameB")
+	d.waitHooked(t, b, "enforce")
+	os.MkdirAll(filepath.Join(b, "outputs"), 0o755)
+	d.records(t, 0)
+	bash := func(cmd string) toolUse { return toolUse{"Bash", map[string]any{"command": cmd, "description": "x"}} }
+	logs := filepath.Dir(d.logPath)
+	rel, err := filepath.Rel(a, d.m.Dir) // ../../../..: as many cd .. as that
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := strings.Repeat("cd .. && ", len(strings.Split(rel, string(filepath.Separator))))
+	tests := []struct {
+		attack string
+		call   toolUse
+		rule   string
+		target string // must not exist after the call
+	}{
+		// The CLI offers Grep and Glob only where it finds ripgrep; without them an agent
+		// searches through Bash, as here. The units judge the Grep and Glob tools the same way.
+		{"find at the folder above coworkbridge's and the sessions", bash("find " + d.m.Dir + " -name '*.jsonl'"), "read.guard-files", ""},
+		{"grep -r at the folder above that", bash("grep -rl rid " + filepath.Dir(d.m.Dir)), "read.guard-files", ""},
+		{"grep -r at the logs' folder", bash("grep -r rid " + logs), "read.guard-files", ""},
+		{"rg at the sessions root", bash("rg -l plan " + d.root), "read.other-session", ""},
+		{"a glob reaching the log", bash("cat " + filepath.Join(d.m.Dir, "l*s", "decisions*")), "read.guard-files", ""},
+		{"cd to the logs, then a bare name", bash("cd " + logs + " && cat decisions.jsonl"), "read.guard-files", ""},
+		{"cd .. up to the machine, then relative names", bash("cd " + a + " && " + up + "cat " + filepath.Join(filepath.Base(logs), "decisions.jsonl")), "read.guard-files", ""},
+		{"a write after cd into another session", bash("cd " + filepath.Join(b, "outputs") + " && echo 'Be quick.' > CLAUDE.md"), "path.other-session", filepath.Join(b, "outputs", "CLAUDE.md")},
+	}
+	if os.Geteuid() == 0 {
+		// A second mount of each folder: another name, the same folder.
+		alias := func(dir string) string {
+			to := filepath.Join(t.TempDir(), "alias")
+			os.MkdirAll(to, 0o755)
+			if out, err := exec.Command("mount", "--bind", dir, to).CombinedOutput(); err != nil {
+				t.Skipf("cannot bind-mount here: %v %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", to).Run() })
+			return to
+		}
+		logsAlias, bAlias := alias(logs), alias(b)
+		tests = append(tests,
+			struct {
+				attack string
+				call   toolUse
+				rule   string
+				target string
+			}{"read of the decision log through a second mount", toolUse{"Read", map[string]any{"file_path": filepath.Join(logsAlias, filepath.Base(d.logPath))}}, "read.guard-files", ""},
+			struct {
+				attack string
+				call   toolUse
+				rule   string
+				target string
+			}{"another session's CLAUDE.md through a second mount", toolUse{"Write", map[string]any{"file_path": filepath.Join(bAlias, "outputs", "CLAUDE.md"), "content": "Be quick.\n"}}, "path.other-session", filepath.Join(b, "outputs", "CLAUDE.md")},
+		)
+	} else {
+		t.Log("not root: the second mounts are not tried here")
+	}
+	for _, tt := range tests {
+		t.Run(tt.attack, func(t *testing.T) {
+			res := streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{tt.call}), a))
+			if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "coworkbridge: rule "+tt.rule) {
+				t.Errorf("tool results %+v, want a refusal by %s", res, tt.rule)
+			}
+			if tt.target != "" {
+				if _, err := os.Lstat(tt.target); err == nil {
+					t.Errorf("%s was written", tt.target)
+				}
+			}
+		})
 	}
 }

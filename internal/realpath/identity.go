@@ -94,9 +94,42 @@ func (ids Identities) Call(p claudehook.Payload) (claudehook.Payload, bool) {
 	})
 }
 
-// Of is the identities of a policy's places: all of them, and what lies directly in guard's
-// folders (see WithEntries).
-func Of(all, guard []string) Identities { return Identify(WithEntries(all, guard), nil) }
+// Of is the identities of a policy's places: all of them, what lies directly in guard's folders
+// (see WithEntries), and the session folders below each of sessions (see SessionFolders).
+func Of(all, guard, sessions []string) Identities {
+	return Identify(append(WithEntries(all, guard), SessionFolders(sessions)...), nil)
+}
+
+// sessionDepth is how far below a sessions root a session's folder lies (account, organisation,
+// session: see session.Locate).
+const sessionDepth = 3
+
+// SessionFolders are the folders down to a session's below each sessions root (at most
+// maxEntries in each folder): a second mount of one session's folder has that folder's identity,
+// not the root's, and must still be known as inside the root.
+func SessionFolders(roots []string) []string {
+	var out []string
+	level := roots
+	for range sessionDepth {
+		var next []string
+		for _, dir := range level {
+			f, err := os.Open(dir)
+			if err != nil {
+				continue
+			}
+			entries, _ := f.ReadDir(maxEntries)
+			f.Close()
+			for _, e := range entries {
+				if e.IsDir() {
+					next = append(next, filepath.Join(dir, e.Name()))
+				}
+			}
+		}
+		out = append(out, next...)
+		level = next
+	}
+	return out
+}
 
 // maxEntries bounds the entries of one folder whose identities are taken.
 const maxEntries = 256

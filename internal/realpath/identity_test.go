@@ -39,7 +39,7 @@ func TestAHardLinkToAGuardedFileIsThatFile(t *testing.T) {
 	if err := os.Link(filepath.Join(state, "health.json"), filepath.Join(outputs, "h")); err != nil {
 		t.Skipf("no hard links here: %v", err)
 	}
-	ids := Of([]string{state}, []string{state})
+	ids := Of([]string{state}, []string{state}, nil)
 	p, ok := ids.Call(readCall(filepath.Join(outputs, "h")))
 	if got := filePath(t, p); !ok || got != filepath.Join(state, "health.json") {
 		t.Errorf("Call = %v %q, want the guarded file", ok, got)
@@ -107,9 +107,31 @@ func TestASecondMountOfAProtectedFolderIsTheFolder(t *testing.T) {
 		t.Skipf("cannot bind-mount here: %v %s", err, out)
 	}
 	defer exec.Command("umount", alias).Run()
-	ids := Of([]string{logs}, nil)
+	ids := Of([]string{logs}, nil, nil)
 	if got, ok := ids.Place(filepath.Join(alias, "decisions.jsonl")); !ok || got != filepath.Join(logs, "decisions.jsonl") {
 		t.Errorf("Place through the mount = %v %q", ok, got)
+	}
+}
+
+// A second mount of one session's folder has that folder's identity: a write through it is a
+// write into another session, however far below the sessions root that folder lies.
+func TestASecondMountOfASessionFolderIsInsideTheSessionsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mount --bind needs root")
+	}
+	root := filepath.Join(t.TempDir(), "sessions")
+	b := filepath.Join(root, "acc", "org", "local_b")
+	os.MkdirAll(filepath.Join(b, "outputs"), 0o755)
+	alias := filepath.Join(t.TempDir(), "alias")
+	os.MkdirAll(alias, 0o755)
+	if out, err := exec.Command("mount", "--bind", b, alias).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount here: %v %s", err, out)
+	}
+	defer exec.Command("umount", alias).Run()
+	ids := Of([]string{root}, nil, []string{root})
+	want := filepath.Join(b, "outputs", "CLAUDE.md")
+	if got, ok := ids.Place(filepath.Join(alias, "outputs", "CLAUDE.md")); !ok || got != want {
+		t.Errorf("Place through the mount = %v %q, want %q", ok, got, want)
 	}
 }
 
