@@ -43,6 +43,6 @@ func ownSessionOf(env managedconfig.Env, cfg managedconfig.Config) string {
 // the map's names: the stricter verdict stands.
 func judge(cls *classifier.Classifier, p claudehook.Payload, own string, eval func(string) (string, error)) classifier.Verdict {
 	return cls.EvaluateResolved(context.Background(), p, own, func(p claudehook.Payload) (claudehook.Payload, bool) {
-		return realpath.Resolve(p, eval, realpath.Of(cls.PlacePaths()))
+		return realpath.Resolve(p, eval, func() realpath.Identities { return realpath.Of(cls.PlacePaths()) })
 	})
 }

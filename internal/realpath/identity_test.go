@@ -151,3 +151,26 @@ func FuzzPlace(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkOfAndPlace is what the host hook pays for a file tool's call: the identities of a
+// Mac's places taken (state and log folders with their files, a sessions root with 50 sessions)
+// and one path placed.
+func BenchmarkOfAndPlace(b *testing.B) {
+	dir := b.TempDir()
+	state, logs, root := filepath.Join(dir, "state"), filepath.Join(dir, "logs"), filepath.Join(dir, "sessions")
+	for _, d := range []string{state, logs} {
+		os.MkdirAll(d, 0o700)
+		for _, f := range []string{"a", "b", "c", "d", "e"} {
+			os.WriteFile(filepath.Join(d, f), nil, 0o600)
+		}
+	}
+	for i := range 50 {
+		os.MkdirAll(filepath.Join(root, "acc", "org", "local_"+string(rune('a'+i%26))+string(rune('a'+i/26))), 0o700)
+	}
+	target := filepath.Join(root, "acc", "org", "local_aa", "outputs", "notes", "x.md")
+	b.ResetTimer()
+	for range b.N {
+		ids := Of([]string{state, logs, root}, []string{state, logs}, []string{root})
+		ids.Place(target)
+	}
+}

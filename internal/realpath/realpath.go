@@ -52,10 +52,19 @@ func rewrite(p claudehook.Payload, to func(string) string) (claudehook.Payload, 
 }
 
 // Resolve is Call, then each path written through the protected place it reaches by identity
-// (ids): the call as the Mac will carry it out, named as the map names what it reaches.
-func Resolve(p claudehook.Payload, eval func(string) (string, error), ids Identities) (claudehook.Payload, bool) {
+// (the Identities places gives, asked for only when the call names an absolute path): the call
+// as the Mac will carry it out, named as the map names what it reaches.
+func Resolve(p claudehook.Payload, eval func(string) (string, error), places func() Identities) (claudehook.Payload, bool) {
 	r, linked := Call(p, eval)
-	r, placed := ids.Call(r)
+	var ids *Identities
+	r, placed := rewrite(r, func(s string) string {
+		if ids == nil {
+			i := places()
+			ids = &i
+		}
+		out, _ := ids.Place(s)
+		return out
+	})
 	return r, linked || placed
 }
 

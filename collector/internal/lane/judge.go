@@ -92,7 +92,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	if err != nil {
 		return l.fault(src, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
-	v := evaluate(ctx, p.Cls, pl, l.dir, l.identities(p))
+	v := evaluate(ctx, p.Cls, pl, l.dir, func() realpath.Identities { return l.identities(p) })
 	if why := l.quarantined(); why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
 			Reason: decisions.QuarantineReason(why)}
@@ -217,7 +217,7 @@ const classifyBudget = 2 * time.Second
 // evaluate runs the classifier on a call from the session in folder own, also where the Mac's
 // links take its paths (a host-loop file tool follows them); a panic in it is a deny, never a
 // crash or an allow.
-func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload, own string, ids realpath.Identities) (v classifier.Verdict) {
+func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload, own string, ids func() realpath.Identities) (v classifier.Verdict) {
 	ctx, cancel := context.WithTimeout(ctx, classifyBudget)
 	defer cancel()
 	defer func() {

@@ -18,7 +18,7 @@ import (
 )
 
 func TestClassifierPanicIsADeny(t *testing.T) {
-	v := evaluate(context.Background(), nil, claudehook.Payload{ToolName: "Bash"}, "", realpath.Identities{})
+	v := evaluate(context.Background(), nil, claudehook.Payload{ToolName: "Bash"}, "", func() realpath.Identities { return realpath.Identities{} })
 	if v.Decision != claudehook.Deny || v.RuleID != RuleClassifierError {
 		t.Errorf("verdict = %+v", v)
 	}
