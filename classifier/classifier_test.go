@@ -377,6 +377,7 @@ var testPlaces = []Place{
 	{Path: "/Library/Application Support/ClaudeCode", Owner: OwnerManaged, What: "Claude Code's managed settings"},
 	{Path: "/Users/ada/Library/Application Support/Claude", Owner: OwnerApp, What: "the Claude app's data"},
 	{Path: "/Users/ada/.claude/hooks", Owner: OwnerApp, What: "Claude Code's user configuration"},
+	{Path: "/Users/ada/.claude/local", Owner: OwnerApp, What: "Claude Code's own program"},
 	{Path: testSessions, Owner: OwnerSessions, What: "Cowork's sessions"},
 }
 

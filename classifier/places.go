@@ -2,9 +2,11 @@ package classifier
 
 import (
 	"context"
+	"path"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
@@ -180,7 +182,46 @@ func appPlace(c *Classifier, it item) (string, bool) {
 			return pl.reaches(it), true
 		}
 	}
+	if slug, ok := memoryProject(it.text); ok && len(c.places) > 0 && !ownProject(slug, it.cwd) {
+		return it.text + " (another project's Claude Code memory, read by every later session there)", true
+	}
 	return "", false
+}
+
+// memoryPath is Claude Code's memory of a project run outside Cowork: ~/.claude/projects/<the
+// project's folder, as a slug>/memory/.
+var memoryPath = lazyregexp.New(`(?i)^~/\.claude/projects/([^/]+)/memory(/|$)`)
+
+// memoryProject is the project slug of a memory path.
+func memoryProject(p string) (string, bool) {
+	m := memoryPath().FindStringSubmatch(p)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// ownProject reports whether slug is the memory of the folder the call runs in or of one above
+// it (the project the CLI was started in): the CLI's own memory, which it writes itself.
+func ownProject(slug, cwd string) bool {
+	for dir := cwd; dir != "" && dir != "/" && dir != "."; dir = path.Dir(dir) {
+		if strings.EqualFold(cliSlug(dir), slug) {
+			return true
+		}
+	}
+	return false
+}
+
+// cliSlug is the name the CLI gives a project's folder under ~/.claude/projects: every character
+// but a letter or a digit becomes a dash.
+func cliSlug(dir string) string {
+	b := []byte(dir)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }
 
 // searchDisk finds a search of the whole disk, which reaches every place the map protects: asked

@@ -103,6 +103,9 @@ func TestEverySpellingOfAProtectedPlaceIsRefusedAndItsLookAlikesPass(t *testing.
 		{"zip -r of the home", sh("zip -r /tmp/h.zip ~"), "read.guard-files"},
 		{"grep -r after cd ~", sh("cd && grep -r rid ."), "read.guard-files"},
 
+		{"another project's memory", payloadIn("Write", map[string]any{"file_path": "/Users/ada/.claude/projects/-Users-ada-bank/memory/MEMORY.md", "content": "x"}, "/Users/ada/src/app"), "path.claude-config"},
+		{"the CLI's program", write("/Users/ada/.claude/local/claude", "#!/bin/sh"), "path.claude-config"},
+		{"its own project's memory", payloadIn("Write", map[string]any{"file_path": "/Users/ada/.claude/projects/-Users-ada-src-app/memory/MEMORY.md", "content": "x"}, "/Users/ada/src/app/pkg"), ""},
 		{"a project folder named Library", read("/Users/ada/src/Library/notes.md"), ""},
 		{"a file named users.txt", read("/Users/ada/src/app/users.txt"), ""},
 		{"a search inside outputs", grep(own + "/outputs"), ""},

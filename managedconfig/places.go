@@ -70,6 +70,8 @@ func places(env Env, paths Paths, cfg Config) []Place {
 	for _, name := range []string{"CLAUDE.md", "hooks", "commands", "agents", "skills", "plugins", "rules", "output-styles"} {
 		out = append(out, Place{Path: home(".claude", name), Owner: OwnerApp, What: "Claude Code's user configuration"})
 	}
+	// The program a local install runs: replaced, it is every later session's CLI.
+	out = append(out, Place{Path: home(".claude", "local"), Owner: OwnerApp, What: "Claude Code's own program"})
 	for _, r := range cfg.SessionsRoots {
 		out = append(out, Place{Path: r, Owner: OwnerSessions, What: "Cowork's sessions"})
 	}

@@ -184,9 +184,6 @@ func heldBack(ctx context.Context, u policy.InUse, p claudehook.Payload, v class
 	return ""
 }
 
-// policyInUse is the policy this user's daemon runs, with the configuration it came from.
-func policyInUse() (policy.InUse, error) { return policyOf("") }
-
 // policyOf is the policy of a candidate managed.json, named as the one in force is; with no
 // candidate, the one in force.
 func policyOf(candidate string) (policy.InUse, error) {
