@@ -110,6 +110,8 @@ type Score struct {
 	All, Scored Tally
 	Misses      []Miss
 	Asked       []Miss
+	// Verdicts are every row's, in order, for a record of them that shows what a change moved.
+	Verdicts []Miss
 }
 
 // Measure classifies every row of r with c. A line that is not a row is an error naming it.
@@ -132,6 +134,7 @@ func Measure(ctx context.Context, c *classifier.Classifier, r io.Reader) (Score,
 			s.Scored.count(row, v, crashed)
 		}
 		m := Miss{Line: n, ID: row.ID, Expect: row.Expect, Got: v.Decision, Rule: v.RuleID, Command: row.Command}
+		s.Verdicts = append(s.Verdicts, m)
 		switch {
 		case miss:
 			s.Misses = append(s.Misses, m)
