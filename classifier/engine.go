@@ -667,8 +667,12 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 		}
 	}
 	for target, text := range an.Scripts { // echo '…' >> CLAUDE.md, cat <<EOF > AGENTS.md
-		if instructionFile(facts.CanonPath(target, cwd)) {
+		p := facts.CanonPath(target, cwd)
+		if instructionFile(p) {
 			items = append(items, item{target: TargetContent, text: text})
+		}
+		if manifestPath().MatchString(p) { // echo '{"scripts":{"postinstall":…}}' > package.json
+			items = append(items, item{target: TargetEdit, text: p, content: text})
 		}
 	}
 	find := c.find

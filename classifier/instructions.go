@@ -64,13 +64,41 @@ var (
 	embeddedForms = []func() *regexp.Regexp{fencedBlock, inlineCode, promptLine, runColonLine, fetchPipeLine}
 )
 
+// prohibition is a line that forbids what follows it ("Never run `rm -rf ~`", "Do not use …
+// | sh"), unless it only forbids forgetting or skipping it.
+var (
+	prohibition = lazyregexp.New(`(?i)\b(never|don'?t|do not|avoid|must not|mustn'?t|should not|shouldn'?t|not allowed|forbidden|prohibited|is dangerous|are dangerous)\b`)
+	unforbidden = lazyregexp.New(`(?i)\b(never|don'?t|do not|must not|should not)\s+(forget|skip|fail|omit|hesitate|neglect)\b`)
+)
+
+// warnedAgainst reports whether the text before at, on its line (or the line above a fenced
+// block), forbids the command at at: a file that warns agents off a command does not tell them
+// to run it.
+func warnedAgainst(text string, at int) bool {
+	start := strings.LastIndexByte(text[:at], '\n') + 1
+	before := text[start:at]
+	if strings.HasPrefix(text[at:], "```") && start > 0 { // a block: the line that introduces it
+		prev := strings.LastIndexByte(text[:start-1], '\n') + 1
+		before = text[prev : start-1]
+	}
+	for _, end := range []string{". ", "! ", "? ", "; "} { // the sentence the command stands in
+		if i := strings.LastIndex(before, end); i >= 0 {
+			before = before[i+len(end):]
+		}
+	}
+	return prohibition().MatchString(before) && !unforbidden().MatchString(before)
+}
+
 // embeddedCommands are the commands instruction text marks for running, at most
 // maxEmbeddedCommands of them.
 func embeddedCommands(text string) []string {
 	var out []string
 	for _, form := range embeddedForms {
-		for _, m := range form().FindAllStringSubmatch(text, maxEmbeddedCommands) {
-			cmd := strings.TrimSpace(promptPrefix().ReplaceAllString(m[1], ""))
+		for _, m := range form().FindAllStringSubmatchIndex(text, maxEmbeddedCommands) {
+			if warnedAgainst(text, m[0]) {
+				continue
+			}
+			cmd := strings.TrimSpace(promptPrefix().ReplaceAllString(text[m[2]:m[3]], ""))
 			if cmd == "" || len(cmd) > maxEmbeddedCommand || slices.ContainsFunc(out, func(o string) bool { return strings.Contains(o, cmd) }) {
 				continue
 			}

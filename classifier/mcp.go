@@ -181,7 +181,22 @@ func urlItems(u string) []item {
 	if u == "" {
 		return nil
 	}
-	return []item{{target: TargetURL, text: normalURL(u)}}
+	items := []item{{target: TargetURL, text: normalURL(u)}}
+	if kind := firstSecret(u); kind != "" {
+		// A credential in a URL leaves with the request, whatever the method: in the path, the
+		// query or the user part, to the host and every proxy and log on the way.
+		e := effects.New(effects.EffectSend, "url", "data", "url:"+kind, "secret", "", "to", hostOfURL(u))
+		items = append(items, item{target: TargetEffect, text: e.String()})
+	}
+	return items
+}
+
+// hostOfURL is the host a URL names, or the URL itself when it names none.
+func hostOfURL(u string) string {
+	if p, err := url.Parse(strings.TrimSpace(u)); err == nil && p.Host != "" {
+		return p.Host
+	}
+	return u
 }
 
 // normalURL lowercases the scheme and host and writes an IPv4 host however it was spelled

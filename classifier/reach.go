@@ -46,7 +46,7 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 	if facts.InterpreterFlag(cmd.Name) != "" || facts.IsShell(cmd.Name) {
 		return cmd.Name + " runs code in a language this organisation has not listed", true
 	}
-	if exe := facts.CanonPath(cmd.Exe, it.cwd); cmd.Exe != "" && effects.Throwaway(exe) {
+	if exe := facts.CanonPath(cmd.Exe, it.cwd); cmd.Exe != "" && (effects.Throwaway(exe) || outsideProject(exe, it.project)) {
 		return cmd.Name + " runs from " + exe, true
 	}
 	for _, a := range cmd.Args {
@@ -73,4 +73,14 @@ func isAddress(s string) bool {
 	}
 	a, err := netip.ParseAddr(s)
 	return err == nil && (a.Is4() || strings.Count(s, ":") >= 2)
+}
+
+// programFolders are where installed programs live: one run from there by its path is the
+// program its name says, not one the agent put somewhere.
+var programFolders = lazyregexp.New(`^(/usr/(local/)?s?bin|/s?bin|/opt/homebrew/s?bin|/opt/local/s?bin|/usr/libexec|/Library/Developer/CommandLineTools/usr/bin|/Applications/Xcode\.app/Contents/Developer/usr/bin|~/(\.local|go|\.cargo|\.bun|\.deno|\.npm-global|\.volta|\.nvm/versions/node/[^/]+)/bin|/nix/store/[^/]+/bin)/[^/]+$`)
+
+// outsideProject reports a program run by a path that is neither in the project nor among the
+// installed programs (/opt/tools/x, ~/Downloads/x): it is whatever the file there is.
+func outsideProject(exe string, project []string) bool {
+	return (strings.HasPrefix(exe, "/") || strings.HasPrefix(exe, "~")) && !inProject(exe, project) && !programFolders().MatchString(exe)
 }

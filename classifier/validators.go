@@ -554,11 +554,21 @@ func analysisLimit(_ *Classifier, it item) (string, bool) {
 }
 
 func unparseable(_ *Classifier, it item) (string, bool) {
-	if it.cmd != nil || it.an == nil || it.an.ParseError == nil {
+	switch {
+	case it.cmd != nil || it.an == nil:
 		return "", false
+	case it.an.ParseError != nil:
+		return it.an.ParseError.Error(), true
+	case it.an.Repaired != "" && unfinishedExpansion().MatchString(it.text):
+		// Read only after a repair, and the error is an expansion left open ($((, $(, ${, a
+		// backquote): bash reads those across what follows, where the parser gave up.
+		return it.an.Repaired, true
 	}
-	return it.an.ParseError.Error(), true
+	return "", false
 }
+
+// unfinishedExpansion is an expansion the text opens: where bash and the parser may part ways.
+var unfinishedExpansion = lazyregexp.New("\\$\\(\\(|\\$\\(|\\$\\{|`")
 
 // defaultExecutables are programs an agent commonly runs for ordinary work. Anything else is
 // asked about (rule bash.unknown-executable); admins add to the list with

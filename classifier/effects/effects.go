@@ -143,7 +143,12 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		if strings.Contains(strings.Join(cmd.Args, " "), "administrator privileges") {
 			out = append(out, New(EffectPrivilege, "osascript", "what", "administrator privileges"))
 		}
+		out = append(out, automationEffects(cmd)...)
 	}
+	out = append(out, serviceEffects(cmd)...)
+	out = append(out, redirectEffects(cmd)...)
+	out = append(out, runnerEffects(cmd)...)
+	out = append(out, dnsEffects(cmd)...)
 	if subs, ok := installers[cmd.Name]; ok {
 		out = append(out, installEffects(cmd, subs)...)
 	}
@@ -328,12 +333,17 @@ func (s subcommand) matches(cmd *facts.Command) bool {
 	}
 	for _, a := range cmd.Args {
 		for _, f := range s.anyFlag {
-			if strings.EqualFold(a, f) || strings.HasPrefix(a, f+"=") {
+			if strings.EqualFold(a, f) || strings.HasPrefix(a, f+"=") || inShortBundle(a, f) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// inShortBundle reports a one-letter option f (-w) given in a bundle of them (-wa).
+func inShortBundle(a, f string) bool {
+	return len(f) == 2 && f[0] == '-' && f[1] != '-' && len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a[1:], f[1]) >= 0
 }
 
 // sendEffects finds what a network client sends and where.
@@ -708,12 +718,14 @@ func downloadThenRun(an *facts.Analysis, cwd string) []Effect {
 	for p, src := range an.Fetched { // base64 -d > x.sh, curl … > x.sh
 		files[facts.CanonPath(p, cwd)] = src
 	}
-	if len(files) == 0 {
-		return nil
-	}
 	var out []Effect
+	unpacked := map[string]string{} // folders an archive just fetched was unpacked into
 	for i := range an.Commands {
 		c := &an.Commands[i]
+		if dir, src, ok := unpackOfFetched(c, files, cwd); ok {
+			unpacked[dir] = src
+			continue
+		}
 		var ran string
 		switch {
 		case c.Exe != "":
@@ -730,9 +742,94 @@ func downloadThenRun(an *facts.Analysis, cwd string) []Effect {
 		p := facts.CanonPath(ran, cwd)
 		if src, ok := files[p]; ok {
 			out = append(out, New(EffectFetchExec, c.Name, "from", src, "file", p))
+			continue
+		}
+		for dir, src := range unpacked {
+			if p == dir || strings.HasPrefix(p, dir+"/") || dir == "." {
+				out = append(out, New(EffectFetchExec, c.Name, "from", src, "file", p, "unpacked", ""))
+				break
+			}
 		}
 	}
 	return out
+}
+
+// fetchers download what their URL names.
+var fetchers = map[string]bool{"curl": true, "wget": true, "aria2c": true, "http": true, "https": true, "xh": true, "fetch": true}
+
+// unpackOfFetched is the folder an unpacker (tar x, unzip, 7z x, bsdtar) fills from an archive
+// just downloaded (a file fetched earlier, or a download piped in), and where it came from.
+func unpackOfFetched(c *facts.Command, files map[string]string, cwd string) (dir, src string, ok bool) {
+	var dest, archive string
+	switch c.Name {
+	case "tar", "bsdtar", "gtar":
+		if !tarExtracts(c.Args) {
+			return "", "", false
+		}
+		dest = optionValue(c.Args, "-C", "--directory")
+		archive = optionValue(c.Args, "-f", "--file")
+	case "unzip", "ditto":
+		dest = optionValue(c.Args, "-d")
+		if ops := facts.Operands(c.Args); len(ops) > 0 {
+			archive = ops[0]
+		}
+	case "7z", "7za":
+		if ops := facts.Operands(c.Args); len(ops) > 1 && ops[0] == "x" {
+			archive = ops[1]
+		}
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "-o"); ok {
+				dest = v
+			}
+		}
+	default:
+		return "", "", false
+	}
+	switch {
+	case fetchers[c.PipedFrom] || slices.ContainsFunc(c.Upstream, func(u string) bool { return fetchers[u] }):
+		src = "a download piped in"
+	case archive != "":
+		src = files[facts.CanonPath(archive, cwd)]
+	}
+	if src == "" {
+		return "", "", false
+	}
+	if dest == "" {
+		dest = "."
+	}
+	return facts.CanonPath(dest, cwd), src, true
+}
+
+// tarExtracts reports tar's extract mode: -x, --extract, --get, or an x in its first bundle.
+func tarExtracts(args []string) bool {
+	for i, a := range args {
+		switch {
+		case a == "-x" || a == "--extract" || a == "--get":
+			return true
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'x'):
+			return true
+		case i == 0 && !strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'x'):
+			return true
+		}
+	}
+	return false
+}
+
+// optionValue is the value of the first of names given (-C dir, -Cdir, --directory=dir).
+func optionValue(args []string, names ...string) string {
+	for i, a := range args {
+		for _, n := range names {
+			switch {
+			case a == n && i+1 < len(args):
+				return args[i+1]
+			case strings.HasPrefix(a, n+"="):
+				return a[len(n)+1:]
+			case len(n) == 2 && n[1] != '-' && strings.HasPrefix(a, n) && len(a) > 2:
+				return a[2:]
+			}
+		}
+	}
+	return ""
 }
 
 // forgetReplaced drops the downloads a command certainly removes or overwrites (rm x.sh; echo
@@ -862,6 +959,11 @@ func (f Finder) ProgramEffects(cmd *facts.Command, cwd string, fl *Flow, an *fac
 // AnalysisEffects are effects of several commands together.
 func AnalysisEffects(an *facts.Analysis, cwd string, fl *Flow) []Effect {
 	out := append(downloadThenRun(an, cwd), newRemotePush(an)...)
+	for _, a := range an.Assigns { // GOPROXY=… on its own, or exported
+		if e := assignedRedirect(a); e != "" {
+			out = append(out, New(EffectConfig, "shell", "key", e, "redirect", ""))
+		}
+	}
 	out = append(out, netRedirects(an, fl)...)
 	for _, ce := range an.CodeActs {
 		out = append(out, codeEffect(ce, cwd))

@@ -54,6 +54,9 @@ var codeDecodedExec = lazyregexp.New(`(?:exec|eval|Function|system|popen|instanc
 	`(?:[\w.()'"]{0,64}?(?:b64decode|standard_b64decode|urlsafe_b64decode|fromhex|decode64|decode_base64)|Buffer\.from|atob|unpack)\s*\(\s*` +
 	`(?:"([^"]*)"|'([^']*)')(?:\s*,\s*["'](base64|hex)["'])?`)
 
+// codePackShell: Perl code that runs text pack("H*", ...) spells out of hex.
+var codePackShell = lazyregexp.New(`\b(system|exec|qx|eval|readpipe)\s*[({]?\s*pack\s*\(\s*["']H\*?["']\s*,\s*["']([0-9A-Fa-f]+)["']`)
+
 // codeDynamicExec: code that runs text it builds at run time, with nothing literal to decode.
 var codeDynamicExec = lazyregexp.New(`\b(?:exec|eval)\s*\(\s*[A-Za-z_][A-Za-z0-9_.]*\s*[\(\)]|new Function\(|(?:^|[^.\w])compile\(\s*[A-Za-z_][\w.]*\s*[,)]|` +
 	`(?:system|popen|run|call|check_call|check_output|Popen)\s*\(\s*[\w.]*(?:b64decode|fromhex|decode64)\(\s*[A-Za-z_]`)
@@ -122,6 +125,29 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			w.depth++
 			a.interp(name, decoded, w) // as code of the same language,
 			a.shell(decoded, w.depth, w.vars)
+			w.depth--
+		}
+	}
+	if strings.Contains(code, "pack") {
+		for _, m := range codePackShell().FindAllStringSubmatch(code, 8) {
+			// Perl's pack("H*", hex) is the text the hex spells: system and backticks hand it to a
+			// shell, eval to Perl.
+			b, err := hex.DecodeString(m[2])
+			if err != nil || w.depth >= maxDepth {
+				a.Dynamic = append(a.Dynamic, name+" runs code it decodes at run time")
+				continue
+			}
+			a.expanded += len(b)
+			if a.expanded > maxExpandBytes {
+				a.exceed("decoded code adds up to more than the analysis limit")
+				return
+			}
+			w.depth++
+			if m[1] == "eval" {
+				a.interp(name, string(b), w)
+			} else {
+				a.shell(string(b), w.depth, w.vars)
+			}
 			w.depth--
 		}
 	}

@@ -165,8 +165,52 @@ func transform(name string, args []string, in string) (string, bool) {
 			lines[i] = string(r)
 		}
 		return strings.Join(lines, "\n") + "\n", true
+	case name == "tr" && len(args) == 2:
+		return translate(in, args[0], args[1])
 	}
 	return "", false
+}
+
+// translate is tr SET1 SET2 for sets of characters and ranges (rot13's 'a-zA-Z' 'n-za-mN-ZA-M');
+// classes, escapes and options are not folded.
+func translate(in, from, to string) (string, bool) {
+	f, okf := expandSet(from)
+	t, okt := expandSet(to)
+	if !okf || !okt || len(t) == 0 {
+		return "", false
+	}
+	m := map[rune]rune{}
+	for i, r := range f {
+		m[r] = t[min(i, len(t)-1)] // the last of SET2 repeats, as tr pads it
+	}
+	var b strings.Builder
+	for _, r := range in {
+		if x, ok := m[r]; ok {
+			r = x
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), true
+}
+
+// expandSet spells out a tr set of characters and a-z ranges.
+func expandSet(s string) ([]rune, bool) {
+	rs := []rune(s)
+	var out []rune
+	for i := 0; i < len(rs); i++ {
+		switch {
+		case rs[i] == '[' || rs[i] == '\\':
+			return nil, false
+		case i+2 < len(rs) && rs[i+1] == '-' && rs[i] <= rs[i+2]:
+			for r := rs[i]; r <= rs[i+2]; r++ {
+				out = append(out, r)
+			}
+			i += 2
+		default:
+			out = append(out, rs[i])
+		}
+	}
+	return out, len(out) > 0 && len(out) <= 512
 }
 
 // printfOutput formats like printf(1) for %s, %b, %c, %d and escapes; the format is reused while

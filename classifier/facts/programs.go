@@ -224,6 +224,14 @@ func execStrings(cmd *Command) []string {
 			for _, m := range awkShell().FindAllStringSubmatch(a, -1) {
 				out = append(out, m[1]+m[2])
 			}
+			// awk joins strings written side by side: system("r" "m -rf ~") runs rm -rf ~.
+			for _, m := range awkJoined().FindAllStringSubmatch(a, -1) {
+				var b strings.Builder
+				for _, lit := range awkLiteral().FindAllStringSubmatch(m[1], -1) {
+					b.WriteString(strings.ReplaceAll(lit[1], `\"`, `"`))
+				}
+				out = append(out, b.String())
+			}
 		}
 	case "watch":
 		i := 0
@@ -257,6 +265,13 @@ func execStrings(cmd *Command) []string {
 }
 
 var doShellScript = lazyregexp.New(`do shell script\s+(?:"((?:[^"\\]|\\.)*)"|'([^']*)')`)
+
+// awkJoined is a system() call whose argument is string literals written side by side; awkLiteral
+// each of them.
+var (
+	awkJoined  = lazyregexp.New(`system\s*\(\s*((?:"(?:[^"\\]|\\.)*"\s*){2,16})\)`)
+	awkLiteral = lazyregexp.New(`"((?:[^"\\]|\\.)*)"`)
+)
 
 var awkShell = lazyregexp.New(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\|\s*"(sh|bash|zsh)"`)
 
