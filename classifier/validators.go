@@ -45,6 +45,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"OtherSession":         otherSession,
 	"SearchDisk":           searchDisk,
 	"HomeBuiltPath":        homeBuiltPath,
+	"ShellEscape":          shellEscape,
 	"AppPlace":             appPlace,
 	"DotenvWrite":          dotenvWrite,
 	"ConfigSurfaceWrite":   configSurfaceWrite,
@@ -551,6 +552,25 @@ func analysisLimit(_ *Classifier, it item) (string, bool) {
 		return "", false
 	}
 	return it.an.Exceeded, true
+}
+
+// shellEscape finds a shell started with no command to run, reading what it runs from a
+// terminal: the shell escape of GTFOBins (find -exec /bin/sh, vim -c ':!sh', awk's
+// system("/bin/sh"), pty.spawn), where what it then runs is never shown to the hook.
+func shellEscape(_ *Classifier, it item) (string, bool) {
+	cmd := it.cmd
+	if cmd == nil || !facts.IsShell(cmd.Name) || cmd.PipedFrom != "" || len(cmd.Upstream) > 0 {
+		return "", false
+	}
+	if _, ok := cmd.FDs["0"]; ok {
+		return "", false // its commands come from a file or text the command line shows
+	}
+	for _, a := range cmd.Args {
+		if a == "-c" || !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+			return "", false // a command, a script, or options bundling -c
+		}
+	}
+	return cmd.Name + " started with nothing to run but what it reads", true
 }
 
 func unparseable(_ *Classifier, it item) (string, bool) {

@@ -233,6 +233,22 @@ func execStrings(cmd *Command) []string {
 				out = append(out, b.String())
 			}
 		}
+	case "vim", "vi", "nvim", "ex", "view", "vimdiff":
+		// vim -c ':!cmd' and +'!cmd' run cmd in a shell, as vim's :! does.
+		for i, a := range cmd.Args {
+			script := a
+			if (a == "-c" || a == "--cmd") && i+1 < len(cmd.Args) {
+				script = cmd.Args[i+1]
+			} else if !strings.HasPrefix(a, "+") {
+				continue
+			}
+			script = strings.TrimLeft(strings.TrimPrefix(script, "+"), ": ")
+			if rest, ok := strings.CutPrefix(script, "!"); ok && strings.TrimSpace(rest) != "" {
+				out = append(out, rest)
+			} else if rest, ok := strings.CutPrefix(script, "sh"); ok && (rest == "" || rest == "ell") {
+				out = append(out, "sh")
+			}
+		}
 	case "watch":
 		i := 0
 		for i < len(cmd.Args) && strings.HasPrefix(cmd.Args[i], "-") {
