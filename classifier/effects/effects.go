@@ -149,6 +149,7 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 	out = append(out, redirectEffects(cmd)...)
 	out = append(out, runnerEffects(cmd)...)
 	out = append(out, dnsEffects(cmd)...)
+	out = append(out, indexSearchEffects(cmd)...)
 	if subs, ok := installers[cmd.Name]; ok {
 		out = append(out, installEffects(cmd, subs)...)
 	}

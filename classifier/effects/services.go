@@ -211,6 +211,23 @@ func runnerEffects(cmd *facts.Command) []Effect {
 	return []Effect{New(EffectInstall, cmd.Name, "from", "registry:"+pkg, "run", "")}
 }
 
+// indexSearchers query the Mac's file index (Spotlight) or a locate database: a query for key
+// files finds every one on the disk without walking it.
+var indexSearchers = map[string]bool{"mdfind": true, "locate": true, "plocate": true, "mlocate": true, "glocate": true}
+
+// indexSearchEffects finds a search of the file index for key files and credential stores.
+func indexSearchEffects(cmd *facts.Command) []Effect {
+	if !indexSearchers[cmd.Name] {
+		return nil
+	}
+	for _, a := range facts.Operands(cmd.Args) {
+		if keyFileGlob().MatchString(a) {
+			return []Effect{New(EffectCredential, cmd.Name, "what", "an index search for key files", "search", a)}
+		}
+	}
+	return nil
+}
+
 // dnsTools resolve a name they are given: what the name holds reaches whoever serves its domain.
 var dnsTools = map[string]bool{"dig": true, "nslookup": true, "host": true, "drill": true, "dnsget": true, "kdig": true,
 	"delv": true, "resolvectl": true, "dscacheutil": true, "ping": true, "ping6": true, "traceroute": true}
