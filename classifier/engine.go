@@ -610,9 +610,11 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	// better than where it searches.
 	var searches []item
 	var visited []string // the folders cd moved to: redirections are not tied to their command
+	dirs := make([]string, len(an.Commands)) // the working folder each command runs in
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
 		cwd := dir
+		dirs[i] = dir
 		if next, ok := changedDir(cmd, dir); ok {
 			dir = next
 			visited = append(visited, next)
@@ -679,8 +681,8 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	fl := effects.NewFlow(an, cwd, find.Secret)
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
-		for _, e := range find.ProgramEffects(cmd, cwd, fl, an) {
-			items = append(items, item{target: TargetEffect, text: e.String(), cmd: cmd, an: an, cwd: cwd})
+		for _, e := range find.ProgramEffects(cmd, dirs[i], fl, an) {
+			items = append(items, item{target: TargetEffect, text: e.String(), cmd: cmd, an: an, cwd: dirs[i]})
 		}
 	}
 	for _, e := range effects.AnalysisEffects(an, cwd, fl) {

@@ -137,6 +137,7 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		}
 	case "git":
 		out = append(out, gitEffects(cmd)...)
+		out = append(out, gitCleanReach(cmd, cwd)...)
 	case "find":
 		out = append(out, findDeletes(cmd, cwd)...)
 	case "osascript":

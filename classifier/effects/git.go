@@ -387,3 +387,29 @@ func GitForceClean(g GitCall) bool {
 	}
 	return false
 }
+
+// gitCleanReach finds a forced clean of the home or the disk (a repository's own folder is
+// what clean is for, a folder in the home included): git clean
+// removes every untracked file below where it runs, and in a home that is everything not in a
+// repository.
+func gitCleanReach(cmd *facts.Command, cwd string) []Effect {
+	g, ok := ParseGit(cmd)
+	if !ok || !GitForceClean(g) {
+		return nil
+	}
+	where := cwd
+	if dirs := facts.OptionValues(cmd.Args, "-C"); len(dirs) > 0 {
+		where = facts.CanonPath(dirs[len(dirs)-1], cwd)
+	}
+	targets := append(append([]string(nil), g.ops...), g.paths...)
+	if len(targets) == 0 {
+		targets = []string{"."}
+	}
+	var out []Effect
+	for _, t := range targets {
+		if p := facts.CanonPath(t, where); p == "~" || p == "/" || p == "/Users" || p == "/home" {
+			out = append(out, New(EffectDelete, "git", "target", p, "recursive", "", "critical", ""))
+		}
+	}
+	return out
+}
