@@ -609,7 +609,7 @@ func (c *Classifier) bashItems(command, cwd string) []item {
 	// Searches are judged last: what a command does (an effect, a read) explains a verdict
 	// better than where it searches.
 	var searches []item
-	var visited []string // the folders cd moved to: redirections are not tied to their command
+	var visited []string                     // the folders cd moved to: redirections are not tied to their command
 	dirs := make([]string, len(an.Commands)) // the working folder each command runs in
 	for i := range an.Commands {
 		cmd := &an.Commands[i]
