@@ -213,7 +213,7 @@ func ReadSource(path string) ([]byte, error) {
 	data, err := readLimited(path)
 	if err == nil && IsProfile(path) {
 		if data, err = ProfileJSON(data); err != nil {
-			err = &InvalidError{Source: path, Problems: []Problem{{Msg: err.Error()}}}
+			err = profileInvalid(path, err)
 		}
 	}
 	return data, err
@@ -232,9 +232,18 @@ func ReadSourceLines(path string) ([]byte, func(field string) int, error) {
 	line := indexPlist(raw).line
 	data, err := ProfileJSON(raw)
 	if err != nil {
-		return nil, line, &InvalidError{Source: path, Problems: []Problem{{Msg: err.Error()}}}
+		return nil, line, profileInvalid(path, err)
 	}
 	return data, line, nil
+}
+
+// profileInvalid is ProfileJSON's error as the configuration's problems, every one of them.
+func profileInvalid(path string, err error) *InvalidError {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return &InvalidError{Source: path, Problems: ie.Problems}
+	}
+	return &InvalidError{Source: path, Problems: []Problem{{Msg: err.Error()}}}
 }
 
 // errNotRegular: something other than a regular file stands at the configuration's name.

@@ -51,7 +51,9 @@ type ProfilePayload struct {
 	Identifier  string
 	DisplayName string
 	JSON        []byte
-	ix          plistIndex
+	// ValueProblems are the values JSON cannot hold (dates, data), written as null in JSON.
+	ValueProblems []Problem
+	ix            plistIndex
 	path        string
 }
 
@@ -148,9 +150,7 @@ func (mc *Mobileconfig) add(d map[string]any, i, of int, ix plistIndex) error {
 		}
 	}
 	var buf bytes.Buffer
-	if err := writeJSON(&buf, d, ""); err != nil {
-		return fmt.Errorf("%s: %w", p.Name(), err)
-	}
+	writeJSON(&buf, d, "", &p.ValueProblems)
 	p.JSON = buf.Bytes()
 	mc.Payloads = append(mc.Payloads, p)
 	return nil

@@ -79,6 +79,23 @@ func TestReadMobileconfigOpensASignedProfile(t *testing.T) {
 	}
 }
 
+// A date in a payload is a problem of that payload, kept with its field, not a reason to read
+// no profile: the payload's other problems are still found.
+func TestADateInAPayloadIsOneOfItsProblems(t *testing.T) {
+	good := string(exampleProfile(t))
+	mc, err := ReadMobileconfig([]byte(strings.Replace(good, "<string>10s</string>", "<date>2026-01-01T00:00:00Z</date>", 1)))
+	if err != nil || len(mc.Payloads) == 0 {
+		t.Fatalf("ReadMobileconfig = %v, %+v", err, mc)
+	}
+	p := mc.Payloads[0]
+	if len(p.ValueProblems) != 1 || p.ValueProblems[0].String() != "decision_timeout: a date cannot be a coworkbridge setting; use a string, number, boolean, array or dictionary" {
+		t.Errorf("value problems %+v", p.ValueProblems)
+	}
+	if !strings.Contains(string(p.JSON), `"decision_timeout":null`) {
+		t.Errorf("JSON %s: the date should stand as null", p.JSON)
+	}
+}
+
 func TestReadMobileconfigSaysWhyAFileIsNoProfile(t *testing.T) {
 	good := string(exampleProfile(t))
 	tests := []struct{ name, data, want string }{
@@ -87,7 +104,6 @@ func TestReadMobileconfigSaysWhyAFileIsNoProfile(t *testing.T) {
 		{"a payload that is a string", `<plist><dict><key>PayloadType</key><string>Configuration</string><key>PayloadContent</key><array><string>x</string></array></dict></plist>`, "PayloadContent[0]: a string"},
 		{"xml broken on a line", strings.Replace(good, "<key>mode</key>", "<key>mode</kye>", 1), "line " + itoa(lineOf(t, []byte(good), "<key>mode</key>"))},
 		{"unknown element", strings.Replace(good, "<string>observe</string>", "<strin>observe</strin>", 1), "<strin> is not an element"},
-		{"a date as a setting", strings.Replace(good, "<string>10s</string>", "<date>2026-01-01T00:00:00Z</date>", 1), "decision_timeout: a date cannot be a coworkbridge setting"},
 		{"json", `{"version":1}`, "not a property list"},
 	}
 	for _, tt := range tests {

@@ -50,15 +50,19 @@ func ProfileJSON(data []byte) ([]byte, error) {
 		delete(top, k)
 	}
 	var buf bytes.Buffer
-	if err := writeJSON(&buf, top, ""); err != nil {
-		return nil, err
+	var probs []Problem
+	writeJSON(&buf, top, "", &probs)
+	if len(probs) > 0 {
+		return nil, &InvalidError{Problems: probs}
 	}
 	return buf.Bytes(), nil
 }
 
 // writeJSON writes v in key order, so that the same profile always gives the same bytes (the
-// configuration's hash, and the last-good copy, follow content, not map order).
-func writeJSON(buf *bytes.Buffer, v any, path string) error {
+// configuration's hash, and the last-good copy, follow content, not map order). A value JSON
+// cannot hold (a date, data, a number that is none) is written as null and added to probs, so
+// that one such value hides no other problem of the file.
+func writeJSON(buf *bytes.Buffer, v any, path string, probs *[]Problem) {
 	switch x := v.(type) {
 	case map[string]any:
 		buf.WriteByte('{')
@@ -69,9 +73,7 @@ func writeJSON(buf *bytes.Buffer, v any, path string) error {
 			kb, _ := json.Marshal(k)
 			buf.Write(kb)
 			buf.WriteByte(':')
-			if err := writeJSON(buf, x[k], joinPath(path, k)); err != nil {
-				return err
-			}
+			writeJSON(buf, x[k], joinPath(path, k), probs)
 		}
 		buf.WriteByte('}')
 	case []any:
@@ -80,9 +82,7 @@ func writeJSON(buf *bytes.Buffer, v any, path string) error {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := writeJSON(buf, e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
+			writeJSON(buf, e, fmt.Sprintf("%s[%d]", path, i), probs)
 		}
 		buf.WriteByte(']')
 	case string, bool, uint64, int64:
@@ -90,14 +90,16 @@ func writeJSON(buf *bytes.Buffer, v any, path string) error {
 		buf.Write(b)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("%s: %v is not a number a setting can take", path, x)
+			*probs = append(*probs, Problem{Field: path, Msg: fmt.Sprintf("%v is not a number a setting can take", x)})
+			buf.WriteString("null")
+			return
 		}
 		b, _ := json.Marshal(x)
 		buf.Write(b)
 	default:
-		return fmt.Errorf("%s: a %s cannot be a coworkbridge setting; use a string, number, boolean, array or dictionary", path, plistKind(v))
+		*probs = append(*probs, Problem{Field: path, Msg: fmt.Sprintf("a %s cannot be a coworkbridge setting; use a string, number, boolean, array or dictionary", plistKind(v))})
+		buf.WriteString("null")
 	}
-	return nil
 }
 
 func joinPath(path, k string) string {

@@ -57,17 +57,40 @@ func ValidateProfile(file string, env managedconfig.Env, paths managedconfig.Pat
 			return file
 		}
 		probs, cfg := check(p.JSON, file, func(field string) int { return p.Line(field) }, env, paths)
-		for i, pr := range probs {
+		var out []string
+		for _, vp := range p.ValueProblems { // a date or data value, written as null for the check
+			out = append(out, at(vp.Field)+": "+p.Name()+": "+vp.String())
+		}
+		for _, pr := range probs {
 			// check begins with file:line when it knows the line; the payload comes after it.
 			loc, rest := at(""), pr
 			if l, r, ok := strings.Cut(pr, ": "); ok && strings.HasPrefix(l, file) {
 				loc, rest = l, r
 			}
-			probs[i] = loc + ": " + p.Name() + ": " + rest
+			if slices.ContainsFunc(p.ValueProblems, func(vp managedconfig.Problem) bool { return strings.HasPrefix(rest, vp.Field+": ") }) {
+				continue // the null standing for a date: said above, in its own words
+			}
+			out = append(out, loc+": "+p.Name()+": "+rest)
 		}
-		results = append(results, PayloadResult{Payload: p, Problems: probs, Config: cfg})
+		sortByLine(out, file)
+		results = append(results, PayloadResult{Payload: p, Problems: out, Config: cfg})
 	}
 	return mc, results, whole
+}
+
+// sortByLine orders problems that begin with file:line by their line, those with none first, as
+// an admin reads the file.
+func sortByLine(probs []string, file string) {
+	lineOf := func(p string) int {
+		rest, ok := strings.CutPrefix(p, file+":")
+		if !ok {
+			return 0
+		}
+		digits, _, _ := strings.Cut(rest, ":")
+		n, _ := strconv.Atoi(digits)
+		return n
+	}
+	slices.SortStableFunc(probs, func(a, b string) int { return lineOf(a) - lineOf(b) })
 }
 
 func orNone(s []string) []string {

@@ -188,6 +188,45 @@ func TestValidateChecksTheProfileAnAdminUploads(t *testing.T) {
 	}
 }
 
+// A date (or data) value in a profile is one problem among the others, on its line: it hides
+// none of them, and they come in the order of the file.
+func TestValidateListsADateValueAmongEveryOtherProblemInLineOrder(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("COWORKBRIDGE_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(dir, "none.json"))
+	example, err := os.ReadFile(filepath.Join("..", "..", "deploy", "profile", "coworkbridge.mobileconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(example), "<key>mode</key>", "<key>mdoe</key>", 1)
+	broken = strings.Replace(broken, "<key>telemetry</key>", "<key>rescan_interval</key><date>2026-01-01T00:00:00Z</date>\n<key>telemetry</key>", 1)
+	broken = strings.Replace(broken, "<key>telemetry</key>", "<key>bogus</key><data>AAEC</data>\n<key>telemetry</key>", 1)
+	bad := filepath.Join(dir, "dated.mobileconfig")
+	os.WriteFile(bad, []byte(broken), 0o644)
+	code, out, _ := runCLI(t, "", "validate", bad)
+	lineOf := func(s string) int { return strings.Count(broken[:strings.Index(broken, s)], "\n") + 1 }
+	want := []string{
+		fmt.Sprintf("%s:%d: ", bad, lineOf("<key>mdoe</key>")) + `payload 1 of 2 "coworkbridge settings" (com.example.coworkbridge.settings): mdoe: unknown field`,
+		fmt.Sprintf("%s:%d: ", bad, lineOf("<key>rescan_interval</key>")) + `payload 1 of 2 "coworkbridge settings" (com.example.coworkbridge.settings): rescan_interval: a date cannot be a coworkbridge setting`,
+		fmt.Sprintf("%s:%d: ", bad, lineOf("<key>bogus</key>")) + `payload 1 of 2 "coworkbridge settings" (com.example.coworkbridge.settings): bogus: a data value cannot be a coworkbridge setting`,
+	}
+	last := -1
+	for _, w := range want {
+		i := strings.Index(out, w)
+		if i < 0 {
+			t.Errorf("validate output lacks %q:\n%s", w, out)
+			continue
+		}
+		if i < last {
+			t.Errorf("%q is out of line order:\n%s", w, out)
+		}
+		last = i
+	}
+	if code != validateInvalid || !strings.Contains(out, "(3 problems)") {
+		t.Errorf("exit %d, want 1 and 3 problems:\n%s", code, out)
+	}
+}
+
 func quote(s string) string { return `"` + s + `"` }
 
 // What validate says a daemon does with an invalid file is what it does on this Mac: run on the
