@@ -54,7 +54,7 @@ type ProfilePayload struct {
 	// ValueProblems are the values JSON cannot hold (dates, data), written as null in JSON.
 	ValueProblems []Problem
 	ix            plistIndex
-	path        string
+	path          string
 }
 
 // Name says which payload this is, as an admin finds it in the profile.
