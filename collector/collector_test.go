@@ -739,3 +739,47 @@ func checkRecord(line []byte) error {
 	}
 	return c.Check(line)
 }
+
+// openFDs counts this process's open descriptors (Linux).
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd here")
+	}
+	return len(entries)
+}
+
+// Sessions deleted in bulk, some while their passes run, give back every descriptor their
+// passes held: a pass that reopened a session's folders after it was untracked closes them.
+func TestDeletedSessionsGiveBackTheirDescriptors(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.start()
+	f.settle()
+	base := filepath.Dir(f.dir)
+	const n = 60
+	var dirs []string
+	for i := range n {
+		d := filepath.Join(base, fmt.Sprintf("local_fd%d", i))
+		os.MkdirAll(filepath.Join(d, ".claude", "coworkbridge"), 0o700)
+		f.c.Track(d)
+		dirs = append(dirs, d)
+	}
+	f.settle()
+	before := openFDs(t)
+	for _, d := range dirs { // busy, then gone while their passes may still run
+		os.WriteFile(filepath.Join(d, ".claude", "coworkbridge", "events.jsonl"), []byte(envelope(f.nextRID(), "observe", "Bash", bash("ls"))+"\n"), 0o600)
+	}
+	f.c.scheduleAll(false)
+	for _, d := range dirs {
+		os.RemoveAll(d)
+		f.c.Untrack(filepath.Base(d))
+	}
+	f.settle()
+	if after := openFDs(t); after > before-n/2 {
+		t.Errorf("%d descriptors open after %d sessions were deleted, %d with them: their folders are still held", after, n, before)
+	}
+	if kept := f.c.env.Kept.Load(); kept > 1 {
+		t.Errorf("%d folder handles still counted as kept", kept)
+	}
+}

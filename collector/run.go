@@ -319,7 +319,11 @@ func (c *Collector) work(ctx context.Context) {
 			res = e.lane.Pass(ctx, w)
 		}
 		c.apply(e, res)
-		c.passDone(e, res.Taken)
+		if c.passDone(e, res.Taken) {
+			// Untracked while its pass ran: the pass may have opened its folders again after
+			// Untrack released them, and nothing else would close them.
+			e.lane.Release()
+		}
 		c.passes.Add(1)
 	}
 }
@@ -360,8 +364,9 @@ func (c *Collector) apply(e *entry, res lane.Result) {
 	}
 }
 
-// passDone queues e again if something came in during its pass that the pass did not handle.
-func (c *Collector) passDone(e *entry, taken []string) {
+// passDone queues e again if something came in during its pass that the pass did not handle. It
+// reports whether the session is gone.
+func (c *Collector) passDone(e *entry, taken []string) (gone bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.running = false
@@ -380,6 +385,7 @@ func (c *Collector) passDone(e *entry, taken []string) {
 		e.dirty, e.queued = false, true
 		c.queue <- e
 	}
+	return e.gone
 }
 
 // shutdown stops the workers and withdraws the leases.
