@@ -169,8 +169,20 @@ func (rp *Report) WriteHTML(w io.Writer, top int) error {
 
 func pageTemplate() *template.Template {
 	return template.Must(template.New("page").Funcs(template.FuncMap{
-		"f":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
-		"join": strings.Join,
+		"f":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
+		"join":  strings.Join,
+		"modes": modes,
+		// suggestions are those that review denies (a rule that would block often: an attack
+		// stopped or a false deny), or the others (noisy asks, programs to allow).
+		"suggestions": func(all []Suggestion, denies bool) []Suggestion {
+			var out []Suggestion
+			for _, s := range all {
+				if (s.Kind == "review_denies") == denies {
+					out = append(out, s)
+				}
+			}
+			return out
+		},
 	}).Parse(pageHTML))
 }
 
@@ -200,6 +212,7 @@ input.filter{font:14px inherit;padding:4px 8px;width:420px}
 <tr><td>Records</td><td id="records">{{.R.Records}}</td></tr>
 <tr><td>Skipped</td><td>{{.R.Invalid}} lines that are not records, {{.R.Duplicates}} duplicates</td></tr>
 <tr><td>Period</td><td>{{if not .R.First.IsZero}}{{.R.First.UTC.Format "2006-01-02 15:04"}} to {{.R.Last.UTC.Format "2006-01-02 15:04 MST"}}{{end}}</td></tr>
+<tr><td>Modes</td><td id="modes">{{modes .R.Modes}}</td></tr>
 <tr><td>Hosts</td><td>{{len .R.Hosts}} ({{len .R.ReadyHosts}} with nothing a rule would deny)</td></tr>
 <tr><td>Denied / asked</td><td>{{.R.Totals.Deny}} / {{.R.Totals.Ask}}</td></tr>
 <tr><td>Would deny / would ask (observe)</td><td>{{.R.Totals.WouldDeny}} / {{.R.Totals.WouldAsk}}</td></tr>
@@ -225,9 +238,17 @@ input.filter{font:14px inherit;padding:4px 8px;width:420px}
 {{end}}
 <h2>Hosts with nothing a rule would deny (candidates for enforce): {{len .R.ReadyHosts}} of {{len .R.Hosts}}</h2>
 <p id="ready">{{join .R.ReadyHosts ", "}}</p>
-<h2>Suggested tuning</h2>
-{{if .R.Suggest}}<table class="data" id="suggestions"><thead><tr><th>change</th><th>name</th><th class="n">events</th><th class="n">hosts</th><th>why</th></tr></thead><tbody>
-{{range .R.Suggest}}<tr><td>{{.Kind}}</td><td>{{.Name}}</td><td class="n">{{.Count}}</td><td class="n">{{.Hosts}}</td><td>{{.Reason}}</td></tr>
+{{if .R.ModeChanges}}<h2>Mode changes</h2>
+<table class="data" id="mode-changes"><thead><tr><th>time (UTC)</th><th>host</th><th>from</th><th>to</th></tr></thead><tbody>
+{{range .R.ModeChanges}}<tr><td>{{if not .TS.IsZero}}{{.TS.UTC.Format "2006-01-02 15:04:05"}}{{end}}</td><td>{{.Host}}</td><td>{{.From}}</td><td>{{.To}}</td></tr>
+{{end}}</tbody></table>{{end}}
+<h2>Review before enforcing: rules that would deny</h2>
+{{with suggestions .R.Suggest true}}<table class="data" id="review-denies"><thead><tr><th>rule</th><th class="n">events</th><th class="n">hosts</th><th>why</th></tr></thead><tbody>
+{{range .}}<tr><td>{{.Name}}</td><td class="n">{{.Count}}</td><td class="n">{{.Hosts}}</td><td>{{.Reason}}</td></tr>
+{{end}}</tbody></table>{{else}}<p>None: no rule would deny often.</p>{{end}}
+<h2>Suggested tuning: noisy asks and programs</h2>
+{{with suggestions .R.Suggest false}}<table class="data" id="suggestions"><thead><tr><th>change</th><th>name</th><th class="n">events</th><th class="n">hosts</th><th>why</th></tr></thead><tbody>
+{{range .}}<tr><td>{{.Kind}}</td><td>{{.Name}}</td><td class="n">{{.Count}}</td><td class="n">{{.Hosts}}</td><td>{{.Reason}}</td></tr>
 {{end}}</tbody></table>{{else}}<p>None: no rule stands out, and no program was asked about often.</p>{{end}}
 {{with .R.Replay}}<h2 id="replay-head">Replay under the candidate {{.Candidate}}</h2>
 <p>Every record above judged again under the candidate policy{{if .Fingerprint}} (rules fingerprint <code>{{.Fingerprint}}</code>){{end}}:

@@ -30,6 +30,9 @@ func (rp *Report) WriteText(w io.Writer, top int) error {
 		p("period:\t%s to %s\n", rp.First.UTC().Format("2006-01-02 15:04"), rp.Last.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	p("modes:\t%s\n", modes(rp.Modes))
+	for _, m := range rp.ModeChanges {
+		p("mode change:\t%s %s: %s to %s\n", m.TS.UTC().Format("2006-01-02 15:04:05"), m.Host, m.From, m.To)
+	}
 	p("hosts:\t%d, sessions: %d\n", len(rp.Hosts), len(rp.Sessions))
 	c := rp.Totals
 	p("verdicts:\tdenied %d, asked %d; in observe would have denied %d, asked %d; allowed %d\n\n", c.Deny, c.Ask, c.WouldDeny, c.WouldAsk, c.Allow)

@@ -69,6 +69,9 @@ type Report struct {
 	Days     map[string]*Counts `json:"days"`
 	// Programs are the programs the unknown-executable rule asked about, by how often.
 	Programs map[string]int64 `json:"unknown_programs"`
+	// ModeChanges are the moments a host's records changed mode (observe to enforce and back),
+	// in the order read: at most MaxModeChanges.
+	ModeChanges []ModeChange `json:"mode_changes,omitempty"`
 
 	// Integrity is what each log's hash chain says (none for stdin).
 	Integrity []Integrity `json:"integrity"`
@@ -92,8 +95,33 @@ type Report struct {
 	ring   []uint64
 	ringAt int
 	objAt  int // where the ring of Objections writes next, once it is full
-	// ruleHosts are the hosts where each rule objected, up to maxRuleHosts each.
-	ruleHosts map[string]map[string]struct{}
+	// ruleHosts are the hosts where each rule objected, and programHosts those where each
+	// unknown program was asked about, up to maxRuleHosts each.
+	ruleHosts, programHosts map[string]map[string]struct{}
+	// hostMode is each host's mode in its last record.
+	hostMode map[string]string
+}
+
+// ModeChange is a host's records passing from one mode to another.
+type ModeChange struct {
+	TS       time.Time `json:"ts"`
+	Host     string    `json:"host"`
+	From, To string
+}
+
+// MaxModeChanges bounds the mode changes a report keeps.
+const MaxModeChanges = 200
+
+// addHost notes host in the set for key, within the bounds.
+func addHost(sets map[string]map[string]struct{}, key, host string) {
+	hs := sets[key]
+	if hs == nil && len(sets) < maxKeys {
+		hs = map[string]struct{}{}
+		sets[key] = hs
+	}
+	if hs != nil && len(hs) < maxRuleHosts {
+		hs[host] = struct{}{}
+	}
 }
 
 // maxRuleHosts bounds the hosts remembered per rule; a count at the bound means "at least".
@@ -148,7 +176,8 @@ type Suggestion struct {
 func New() *Report {
 	return &Report{Modes: map[string]int64{}, Rules: map[string]*Counts{}, Tools: map[string]*Counts{},
 		Hosts: map[string]*Counts{}, Sessions: map[string]*Counts{}, Days: map[string]*Counts{}, Programs: map[string]int64{},
-		seen: map[uint64]struct{}{}, ring: make([]uint64, dedupWindow), ruleHosts: map[string]map[string]struct{}{}}
+		seen: map[uint64]struct{}{}, ring: make([]uint64, dedupWindow), ruleHosts: map[string]map[string]struct{}{},
+		programHosts: map[string]map[string]struct{}{}, hostMode: map[string]string{}}
 }
 
 // record is the part of a decision-log record the report reads.
@@ -211,20 +240,19 @@ func (rp *Report) addLine(line []byte) {
 		host = "(unnamed)"
 	}
 	rp.Modes[r.Mode]++
+	if was, ok := rp.hostMode[host]; ok && was != r.Mode && r.Mode != "" && len(rp.ModeChanges) < MaxModeChanges {
+		rp.ModeChanges = append(rp.ModeChanges, ModeChange{TS: r.TS, Host: host, From: was, To: r.Mode})
+	}
+	if r.Mode != "" && (len(rp.hostMode) < maxKeys || rp.hostMode[host] != "") {
+		rp.hostMode[host] = r.Mode
+	}
 	day := r.TS.UTC().Format("2006-01-02")
 	for _, c := range []*Counts{&rp.Totals, group(rp.Rules, ruleKey(r.Rule)), group(rp.Tools, r.Tool), group(rp.Hosts, host),
 		group(rp.Sessions, host+"/"+r.Session), group(rp.Days, day)} {
 		c.count(r)
 	}
 	if r.Decision != claudehook.Allow && r.Rule != "" {
-		hs := rp.ruleHosts[r.Rule]
-		if hs == nil && len(rp.ruleHosts) < maxKeys {
-			hs = map[string]struct{}{}
-			rp.ruleHosts[r.Rule] = hs
-		}
-		if hs != nil && len(hs) < maxRuleHosts {
-			hs[host] = struct{}{}
-		}
+		addHost(rp.ruleHosts, r.Rule, host)
 	}
 	if r.Decision == claudehook.Deny || r.Decision == claudehook.Ask {
 		rp.keepObjection(r, host)
@@ -236,6 +264,7 @@ func (rp *Report) addLine(line []byte) {
 				k = Other
 			}
 			rp.Programs[k]++
+			addHost(rp.programHosts, k, host)
 		}
 	}
 }
@@ -336,7 +365,7 @@ func (rp *Report) Finish() {
 	rp.Suggest = nil
 	for _, kv := range Top(rp.Programs, 10) {
 		if kv.Value >= minSuggestEvents {
-			rp.Suggest = append(rp.Suggest, Suggestion{Kind: "allow_executable", Name: kv.Key, Count: kv.Value,
+			rp.Suggest = append(rp.Suggest, Suggestion{Kind: "allow_executable", Name: kv.Key, Count: kv.Value, Hosts: len(rp.programHosts[kv.Key]),
 				Reason: fmt.Sprintf("asked about %d times as an unknown program; if it is part of your users' work, add it to policy.allowed_executables", kv.Value)})
 		}
 	}

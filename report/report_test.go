@@ -360,3 +360,48 @@ func BenchmarkReport(b *testing.B) {
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "heap-MiB")
 }
+
+// The page says what the terminal report says: the hosts a program was asked about on, the
+// modes and when a host changed mode, and the rules that would deny apart from noisy asks.
+func TestThePageCountsProgramHostsModesAndTheirChangesAndSeparatesDenies(t *testing.T) {
+	day := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	for i, host := range []string{"mac-a", "mac-b", "mac-c"} {
+		for j := range 10 {
+			b.WriteString(line(host, fmt.Sprintf("u%d-%d", i, j), "observe", "ask", "bash.unknown-executable", day.Add(time.Duration(j)*time.Minute)))
+			b.WriteString(line(host, fmt.Sprintf("d%d-%d", i, j), "observe", "deny", "bash.rm-critical", day.Add(time.Duration(j)*time.Minute)))
+		}
+	}
+	b.WriteString(line("mac-a", "e1", "enforce", "deny", "bash.rm-critical", day.Add(time.Hour))) // mac-a switched to enforce
+	rp := New()
+	if err := rp.Add("d.jsonl", strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	rp.Finish()
+	var program *Suggestion
+	for i, s := range rp.Suggest {
+		if s.Kind == "allow_executable" && s.Name == "terraform" {
+			program = &rp.Suggest[i]
+		}
+	}
+	if program == nil || program.Hosts != 3 {
+		t.Errorf("the program's suggestion %+v: want terraform on 3 hosts", program)
+	}
+	if len(rp.ModeChanges) != 1 || rp.ModeChanges[0].Host != "mac-a" || rp.ModeChanges[0].From != "observe" || rp.ModeChanges[0].To != "enforce" {
+		t.Errorf("mode changes %+v", rp.ModeChanges)
+	}
+	var page bytes.Buffer
+	if err := rp.WriteHTML(&page, 20); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	for _, want := range []string{`<td id="modes">enforce 1, observe 60</td>`, `id="mode-changes"`, `<td>mac-a</td><td>observe</td><td>enforce</td>`,
+		`id="review-denies"`, `<tr><td>bash.rm-critical</td>`, `<td>allow_executable</td><td>terraform</td><td class="n">30</td><td class="n">3</td>`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	if i, j := strings.Index(html, `id="review-denies"`), strings.Index(html, `id="suggestions"`); i < 0 || j < 0 || strings.Contains(html[j:], "review_denies") {
+		t.Error("the rules that would deny are listed with the noisy asks")
+	}
+}
