@@ -68,7 +68,7 @@ func (ids Identities) Place(path string) (string, bool) {
 	for dir, depth := path, 0; depth < maxDepth; dir, depth = filepath.Dir(dir), depth+1 {
 		if fi, err := ids.stat(dir); err == nil {
 			if id, ok := idOf(fi); ok {
-				if place, known := ids.places[id]; known {
+				if place, known := ids.places[id]; known && ids.still(place, id) {
 					p := filepath.Join(place, rest)
 					return p, p != path
 				}
@@ -80,6 +80,18 @@ func (ids Identities) Place(path string) (string, bool) {
 		rest = filepath.Join(filepath.Base(dir), rest)
 	}
 	return path, false
+}
+
+// still reports whether place has identity id now: a file replaced since the identities were
+// taken (health.json is rewritten by rename) freed its inode, which a new file of the agent's may
+// have been given.
+func (ids Identities) still(place string, id fileID) bool {
+	fi, err := ids.stat(place)
+	if err != nil {
+		return false
+	}
+	now, ok := idOf(fi)
+	return ok && now == id
 }
 
 // Call is p with each absolute path of its input written through the protected place it reaches
