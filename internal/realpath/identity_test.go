@@ -180,7 +180,7 @@ func BenchmarkOfAndPlace(b *testing.B) {
 func TestAFileGivenAReplacedPlacesInodeIsNotThatPlace(t *testing.T) {
 	st := fakeStat{"/": 2, "/state": 3, "/state/health.json": 40, "/s": 5, "/s/outputs": 6}
 	ids := Identify([]string{"/state/health.json"}, st.stat)
-	st["/state/health.json"] = 41 // rewritten: a new inode
+	st["/state/health.json"] = 41  // rewritten: a new inode
 	st["/s/outputs/notes.md"] = 40 // the freed one, reused
 	if got, ok := ids.Place("/s/outputs/notes.md"); ok {
 		t.Errorf("Place = %q: a reused inode was taken for the place", got)
