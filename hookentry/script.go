@@ -17,7 +17,7 @@ const Marker = "coworkbridge-hook"
 
 // ScriptVersion changes whenever the scripts' behaviour changes, so that entries written by an
 // older daemon are recognisably stale even with the same settings.
-const ScriptVersion = 4
+const ScriptVersion = 5
 
 // ScriptParams are the values a hook script is generated from.
 type ScriptParams struct {
@@ -107,6 +107,7 @@ func scriptBody(p ScriptParams, dt int) (string, error) {
 		"MaxPolls":   fastPolls + dt*10, // the fast polls take about 0.1 s; then one every 0.1 s
 		"BS":         p.MaxLineBytes + 64<<10,
 		"FastPolls":  fastPolls,
+		"WD":         dt + watchdogGrace,
 		"Host":       shellQuote(p.HostChannel),
 		"Envelope":   claudehook.EnvelopeFormat(string(p.Mode)),
 		"DenyFormat": denyFormat(p.Notice),
@@ -135,6 +136,11 @@ func hookDeny(reason string) string {
 }
 
 const fastPolls = 6
+
+// watchdogGrace is how far past the decision timeout the enforce hook's watchdog denies, whatever
+// the hook waits on then (its standard input, a write into the session's folder): well before
+// Claude Code's own timeout (at least twice the decision timeout), at which the call would run.
+const watchdogGrace = 2
 
 // The shared head: silence stderr (Claude Code would show it), keep temporary files private, make
 // a 32-hex request id, and choose the channel: the host folder when this hook can see it (it runs
@@ -191,12 +197,32 @@ exit 0
 // already: one gone is one the daemon took, so its absence vouches as the lease would.
 var enforceScript = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
+cb_wd=
+cb_lk="${TMPDIR:-/tmp}/.coworkbridge-$cb_rid"
+cb_claim() {
+  set -C
+  { : > "$cb_lk"; } 2>/dev/null
+  cb_won=$?
+  set +C
+  if [ -n "$cb_wd" ]; then kill "$cb_wd" 2>/dev/null; wait "$cb_wd" 2>/dev/null; fi
+  [ $cb_won -eq 0 ] || [ ! -e "$cb_lk" ] || exit 0
+}
 cb_deny() {
-  [ -n "$cb_h" ] || {{.Rm}} -f "$cb_t"
+  cb_claim
+  if [ -n "$cb_h" ]; then {{.Rm}} -f "$cb_lk"; else {{.Rm}} -f "$cb_t" "$cb_lk"; fi
   printf '{{.DenyFormat}}' "$1"
   exit 0
 }
 if [ -z "$cb_rid" ]; then {{.Cat}} > /dev/null; cb_deny "this tool call was blocked because the hook could not make a request id."; fi
+( trap - TERM
+  {{.Sleep}} {{.WD}} < /dev/null > /dev/null 2>&1
+  set -C
+  if { : > "$cb_lk"; } 2>/dev/null; then
+    printf '{{.DenyFormat}}' "this tool call was blocked because the hook did not finish within {{.WD}}s (its input, or the session folder, stalled)."
+  fi
+  kill -9 $$
+) &
+cb_wd=$!
 [ -n "$cb_h" ] || [ -d "$cb_dir/decisions" ] || {{.Mkdir}} -p "$cb_dir/decisions"
 cb_p=$({{.Tr}} -d '\r\n')
 [ -n "$cb_p" ] || cb_deny "this tool call was blocked because the hook received no tool call data."
@@ -216,7 +242,8 @@ while [ $cb_n -lt {{.MaxPolls}} ]; do
   if [ -f "$cb_df" ] && [ ! -h "$cb_df" ]; then
     cb_out=
     IFS= read -r cb_out < "$cb_df"
-    if [ -n "$cb_h" ]; then {{.Rm}} -f "$cb_df"; else {{.Rm}} -f "$cb_df" "$cb_t"; fi
+    cb_claim
+    if [ -n "$cb_h" ]; then {{.Rm}} -f "$cb_df" "$cb_lk"; else {{.Rm}} -f "$cb_df" "$cb_t" "$cb_lk"; fi
     [ -n "$cb_out" ] && printf '%s\n' "$cb_out"
     exit 0
   fi

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -487,7 +488,8 @@ func TestScriptRejectsBadParams(t *testing.T) {
 }
 
 func TestScriptsRunOnlyBuiltinsAndProgramsByAbsolutePath(t *testing.T) {
-	builtins := map[string]bool{"printf": true, "read": true, "exec": true, "umask": true, "exit": true, "cb_deny": true}
+	builtins := map[string]bool{"printf": true, "read": true, "exec": true, "umask": true, "exit": true, "cb_deny": true,
+		"trap": true, "set": true, "kill": true, "wait": true}
 	programs := map[string]bool{trBin: true, odBin: true, catBin: true, dateBin: true, ddBin: true, rmBin: true,
 		mkdirBin: true, sleepBin: true}
 	word := regexp.MustCompile(`(?m)(?:^|[;&|{(]|\bthen|\belse|\bdo|\$\()\s*([a-z_/]+)\b`)
@@ -547,6 +549,74 @@ func TestTheScriptsOwnDenyCarriesTheOrganisationsNotice(t *testing.T) {
 			want := text + "\ncoworkbridge: coworkbridge is not running on this Mac"
 			if !strings.HasPrefix(out.H.Reason, want) || !strings.HasSuffix(out.H.Reason, "\nMore: https://it.example.com/ai?rule=coworkbridge.hook&d=deny") {
 				t.Errorf("reason %q", out.H.Reason)
+			}
+		})
+	}
+}
+
+// An enforce hook answers by its own deadline whatever it waits on: here its standard input,
+// which the CLI never closes. Its watchdog denies, once, and the hook leaves no lock behind.
+func TestEnforceDeniesByItsOwnDeadlineWhenItsInputStalls(t *testing.T) {
+	for _, sh := range shells(t) {
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), ".claude")
+			setAlive(t, dir, time.Now().Add(time.Hour))
+			tmp := t.TempDir()
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pw.Close() // never written, never closed while the hook runs
+			args := append(slices.Clone(sh.argv[1:]), script(t, managedconfig.Enforce, time.Second))
+			cmd := exec.Command(sh.argv[0], args...)
+			cmd.Env = []string{"CLAUDE_CONFIG_DIR=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=/nonexistent", "TMPDIR=" + tmp}
+			cmd.Stdin = pr
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pr.Close()
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("the hook waited on its input past its own deadline")
+			}
+			res := hookResult{stdout: out.String(), elapsed: time.Since(start)}
+			if r := denyReason(t, res); !strings.Contains(r, "did not finish within 3s") {
+				t.Errorf("reason %q: want the watchdog's deny", r)
+			}
+			if strings.Count(out.String(), "permissionDecision\"") != 1 {
+				t.Errorf("stdout %q: want exactly one answer", out.String())
+			}
+		})
+	}
+}
+
+// The watchdog that guards an enforce hook is stopped once the hook has answered: it says
+// nothing, and leaves no lock behind.
+func TestAnAnsweredEnforceHookLeavesNoWatchdogOutputOrLock(t *testing.T) {
+	for _, sh := range shells(t) {
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), ".claude")
+			setAlive(t, dir, time.Now().Add(time.Hour))
+			fakeDaemon(t, dir, func(envelope) []byte { return nil })
+			tmp := t.TempDir()
+			env := []string{"CLAUDE_CONFIG_DIR=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=/nonexistent", "TMPDIR=" + tmp}
+			res := runHookEnv(t, sh, script(t, managedconfig.Enforce, time.Second), env, []byte(payload))
+			if res.code != 0 || res.stdout != "" {
+				t.Fatalf("code %d stdout %q: want a no objection", res.code, res.stdout)
+			}
+			// A watchdog left alive would hold the hook's output open to its deadline and then
+			// print its deny there: the empty output says it was stopped.
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left behind: %v", left)
 			}
 		})
 	}
