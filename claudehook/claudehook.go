@@ -23,15 +23,18 @@ type Payload struct {
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
 	ToolUseID      string          `json:"tool_use_id"`
-	AgentID        string          `json:"agent_id,omitempty"`
-	AgentType      string          `json:"agent_type,omitempty"`
+	// PromptID names the user prompt the call answers (CLI 2.1.329 and later): Claude Code's own
+	// telemetry carries it as prompt.id.
+	PromptID  string `json:"prompt_id,omitempty"`
+	AgentID   string `json:"agent_id,omitempty"`
+	AgentType string `json:"agent_type,omitempty"`
 }
 
 // camelCase spellings some Claude Code builds and SDKs use, mapped to the canonical fields.
 var camel = map[string]string{
 	"sessionId": "session_id", "transcriptPath": "transcript_path", "permissionMode": "permission_mode",
 	"hookEventName": "hook_event_name", "toolName": "tool_name", "toolInput": "tool_input",
-	"toolUseId": "tool_use_id", "agentId": "agent_id", "agentType": "agent_type",
+	"toolUseId": "tool_use_id", "agentId": "agent_id", "agentType": "agent_type", "promptId": "prompt_id",
 }
 
 // ErrNoTool is returned for a payload that names no tool: nothing can be judged.

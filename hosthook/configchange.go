@@ -40,7 +40,8 @@ func answerConfigChange(data []byte, cfg managedconfig.Config, session string, n
 		return nil
 	}
 	rec := telemetry.Record{TS: now(), RID: newRID(), Session: session, Agent: "claude-code",
-		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Tool: claudehook.EventConfigChange, Cwd: c.Cwd}
+		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Tool: claudehook.EventConfigChange, Cwd: c.Cwd,
+		CLISessionID: c.SessionID}
 	if rec.Session == "" {
 		rec.Session = c.SessionID
 	}

@@ -118,7 +118,8 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	rec := telemetry.Record{TS: opts.Now(), RID: newRID(), Session: hostSession(env, p), Agent: "claude-code",
 		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
 		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: v.Decision, Rule: v.RuleID,
-		Reason: v.Reason, LatencyUS: opts.Now().Sub(started).Microseconds()}
+		Reason: v.Reason, LatencyUS: opts.Now().Sub(started).Microseconds(),
+		ToolUseID: p.ToolUseID, CLISessionID: p.SessionID, PromptID: p.PromptID}
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}

@@ -64,6 +64,10 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = appendOptional(b, "config_hash", r.ConfigHash)
 	b = appendOptional(b, "config_origin", r.ConfigOrigin)
 	b = appendOptional(b, "input_omitted", r.InputOmitted)
+	b = appendOptional(b, "tool_use_id", r.ToolUseID)
+	b = appendOptional(b, "cli_session_id", r.CLISessionID)
+	b = appendOptional(b, "prompt_id", r.PromptID)
+	b = appendOptional(b, "cli_version", r.CLIVersion)
 	return append(b, '}'), nil
 }
 

@@ -68,12 +68,19 @@ type Record struct {
 	ConfigOrigin string `json:"config_origin,omitempty"`
 	// InputOmitted says why Input is not the call's input: "metadata" or "none" (telemetry.inputs).
 	InputOmitted string `json:"input_omitted,omitempty"`
+	// What joins the record to Claude Code's own telemetry for the same call: the call's
+	// tool_use_id, the CLI's session id (session.id there; Session is Cowork's), the prompt it
+	// answers (prompt.id) and the CLI's version (app.version), each when known.
+	ToolUseID    string `json:"tool_use_id,omitempty"`
+	CLISessionID string `json:"cli_session_id,omitempty"`
+	PromptID     string `json:"prompt_id,omitempty"`
+	CLIVersion   string `json:"cli_version,omitempty"`
 }
 
 // SchemaVersion is the version of the record format. 2 added schema, host, user, version,
 // config_hash, config_origin, cwd and input_omitted; 3 added prev, the hash chain; 4 added
-// matched, nudge and effects.
-const SchemaVersion = 4
+// matched, nudge and effects; 5 added tool_use_id, cli_session_id, prompt_id and cli_version.
+const SchemaVersion = 5
 
 // Stamp is what every record says about where it comes from.
 type Stamp struct {

@@ -98,6 +98,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 			Reason: decisions.QuarantineReason(why)}
 	}
 	rec.RID, rec.Tool, rec.Input, rec.Cwd = env.RID, pl.ToolName, pl.ToolInput, pl.Cwd
+	rec.ToolUseID, rec.CLISessionID, rec.PromptID, rec.CLIVersion = pl.ToolUseID, pl.SessionID, pl.PromptID, l.recon.cliVersion()
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}

@@ -274,3 +274,29 @@ func TestAPrepareDuringARemovalAsksForTheLeaseLater(t *testing.T) {
 		t.Fatalf("asked for %+v, want one later housekeeping pass", res.Again)
 	}
 }
+
+// A record joins Claude Code's own telemetry for the same call: its tool_use_id, the CLI's
+// session id, the prompt it answers, and the CLI version the session's transcripts named.
+func TestARecordCarriesWhatJoinsItToTheCLIsTelemetry(t *testing.T) {
+	f := newLane(t, managedconfig.Observe)
+	proj := filepath.Join(f.dir, ".claude", "projects", "p")
+	os.MkdirAll(proj, 0o700)
+	os.WriteFile(filepath.Join(proj, "t.jsonl"), []byte(`{"type":"user","version":"2.1.332","message":{"role":"user","content":"hi"}}`+"\n"), 0o600)
+	f.clock.advance(time.Second)
+	f.pass() // the transcript is followed from here; later lines are read
+	os.WriteFile(filepath.Join(proj, "t.jsonl"), []byte(`{"type":"user","version":"2.1.332","message":{"role":"user","content":"hi"}}`+"\n"+
+		`{"type":"assistant","version":"2.1.332","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}`+"\n"), 0o600)
+	f.clock.advance(2 * time.Second)
+	f.housekeep()
+	rid := f.nextRID()
+	f.write(`{"v":1,"rid":"` + rid + `","mode":"observe","event":{"session_id":"c4c0f2fd","prompt_id":"29b1a929","cwd":"/x","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_7"}}` + "\n")
+	f.pass()
+	recs := f.records()
+	r := recs[len(recs)-1]
+	if r.ToolUseID != "toolu_7" || r.CLISessionID != "c4c0f2fd" || r.PromptID != "29b1a929" || r.Session != "local_a" {
+		t.Errorf("record %+v: want the call's ids beside Cowork's session", r)
+	}
+	if r.CLIVersion != "2.1.332" {
+		t.Errorf("cli_version %q, want the version the transcript named", r.CLIVersion)
+	}
+}

@@ -66,6 +66,14 @@ type reconciler struct {
 	saved string
 }
 
+// cliVersion is the Claude Code version the session's transcripts named last, "" before any.
+func (r *reconciler) cliVersion() string {
+	if len(r.versions) == 0 {
+		return ""
+	}
+	return r.versions[len(r.versions)-1]
+}
+
 // maxVersions bounds the versions one session reports: lines the agent writes can name any.
 const maxVersions = 8
 
