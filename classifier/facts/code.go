@@ -116,16 +116,8 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			a.Dynamic = append(a.Dynamic, name+" runs code it decodes at run time")
 			continue
 		}
-		a.expanded += len(decoded)
-		if a.expanded > maxExpandBytes {
-			a.exceed("decoded code adds up to more than the analysis limit")
+		if !a.runDecoded(name, decoded, w, true, true) { // as code of the same language, and a shell's
 			return
-		}
-		if w.depth < maxDepth {
-			w.depth++
-			a.interp(name, decoded, w) // as code of the same language,
-			a.shell(decoded, w.depth, w.vars)
-			w.depth--
 		}
 	}
 	if strings.Contains(code, "pack") {
@@ -133,22 +125,13 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			// Perl's pack("H*", hex) is the text the hex spells: system and backticks hand it to a
 			// shell, eval to Perl.
 			b, err := hex.DecodeString(m[2])
-			if err != nil || w.depth >= maxDepth {
+			if err != nil {
 				a.Dynamic = append(a.Dynamic, name+" runs code it decodes at run time")
 				continue
 			}
-			a.expanded += len(b)
-			if a.expanded > maxExpandBytes {
-				a.exceed("decoded code adds up to more than the analysis limit")
+			if !a.runDecoded(name, string(b), w, m[1] == "eval", m[1] != "eval") {
 				return
 			}
-			w.depth++
-			if m[1] == "eval" {
-				a.interp(name, string(b), w)
-			} else {
-				a.shell(string(b), w.depth, w.vars)
-			}
-			w.depth--
 		}
 	}
 	if decodes && codeDecodedShell().MatchString(code) {
@@ -156,6 +139,30 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 	} else if builds && codeDynamicExec().MatchString(code) {
 		a.Dynamic = append(a.Dynamic, name+" runs code it builds at run time")
 	}
+}
+
+// runDecoded judges text that code decodes and runs: as code of its own language (interp), as a
+// shell's (shell), or both. It reports false once the analysis limit is reached, when the caller
+// stops; past maxDepth the text is not read, and the code counts as building what it runs.
+func (a *Analysis) runDecoded(name, text string, w *walker, interp, shell bool) bool {
+	a.expanded += len(text)
+	if a.expanded > maxExpandBytes {
+		a.exceed("decoded code adds up to more than the analysis limit")
+		return false
+	}
+	if w.depth >= maxDepth {
+		a.Dynamic = append(a.Dynamic, name+" runs code it decodes at run time, nested deeper than the analysis follows")
+		return true
+	}
+	w.depth++
+	if interp {
+		a.interp(name, text, w)
+	}
+	if shell {
+		a.shell(text, w.depth, w.vars)
+	}
+	w.depth--
+	return true
 }
 
 // sedExecutes reports whether a sed script runs commands: the e command, or the e flag of s.
