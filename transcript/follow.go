@@ -131,8 +131,9 @@ func (f *Follower) Follow(d Dir, each func(name string, line []byte)) Report {
 		}
 		if _, ok := f.pos.Get(name); !ok {
 			if from := f.renamed(d, name, known, names); from != "" {
+				// What it holds past the position moved with it is the CLI's too: read on, so
+				// that a call written just before the rename is not hidden by it.
 				rep.Tampers = append(rep.Tampers, Tamper{name, "the transcript was renamed from " + from + " (the CLI never renames one)"})
-				continue
 			}
 		}
 		t, n := f.read(d, name, fresh, left, each)
