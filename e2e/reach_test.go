@@ -22,12 +22,7 @@ func TestAttackFileToolsOnTheMacReachNeitherCoworkbridgeNorAnotherSession(t *tes
 		t.Fatal(err)
 	}
 	forged := strings.Repeat("ab", 16)
-	tests := []struct {
-		attack string
-		call   toolUse
-		rule   string
-		target string // must not exist, or be as it was, after the call
-	}{
+	tests := []reachAttack{
 		{"read of the decision log", toolUse{"Read", map[string]any{"file_path": d.logPath}}, "read.guard-files", ""},
 		{"write of a new decision log file", toolUse{"Write", map[string]any{"file_path": d.logPath + ".9", "content": "{}\n"}}, "path.guard-files", d.logPath + ".9"},
 		{"write of a health file", toolUse{"Write", map[string]any{"file_path": filepath.Join(d.m.State, "health-forged.json"), "content": `{"healthy":true}`}}, "path.guard-files", filepath.Join(d.m.State, "health-forged.json")},
@@ -38,17 +33,7 @@ func TestAttackFileToolsOnTheMacReachNeitherCoworkbridgeNorAnotherSession(t *tes
 		{"another session's files read", toolUse{"Read", map[string]any{"file_path": filepath.Join(b, "outputs", "plan.md")}}, "read.other-session", ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.attack, func(t *testing.T) {
-			res := streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{tt.call}), a))
-			if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "coworkbridge: rule "+tt.rule) {
-				t.Errorf("tool results %+v, want a refusal by %s", res, tt.rule)
-			}
-			if tt.target != "" {
-				if _, err := os.Lstat(tt.target); err == nil {
-					t.Errorf("%s was written", tt.target)
-				}
-			}
-		})
+		t.Run(tt.attack, func(t *testing.T) { tt.refusedIn(t, a) })
 	}
 	if data, _ := os.ReadFile(filepath.Join(b, "outputs", "plan.md")); string(data) != "B's plan\n" {
 		t.Errorf("another session's file changed: %q", data)
@@ -87,12 +72,7 @@ func TestAttackOtherNamesAndSearchesReachNeitherCoworkbridgeNorAnotherSession(t 
 		t.Fatal(err)
 	}
 	up := strings.Repeat("cd .. && ", len(strings.Split(rel, string(filepath.Separator))))
-	tests := []struct {
-		attack string
-		call   toolUse
-		rule   string
-		target string // must not exist after the call
-	}{
+	tests := []reachAttack{
 		// The CLI offers Grep and Glob only where it finds ripgrep; without them an agent
 		// searches through Bash, as here. The units judge the Grep and Glob tools the same way.
 		{"find at the folder above coworkbridge's and the sessions", bash("find " + d.m.Dir + " -name '*.jsonl'"), "read.guard-files", ""},
@@ -117,33 +97,35 @@ func TestAttackOtherNamesAndSearchesReachNeitherCoworkbridgeNorAnotherSession(t 
 		}
 		logsAlias, bAlias := alias(logs), alias(b)
 		tests = append(tests,
-			struct {
-				attack string
-				call   toolUse
-				rule   string
-				target string
-			}{"read of the decision log through a second mount", toolUse{"Read", map[string]any{"file_path": filepath.Join(logsAlias, filepath.Base(d.logPath))}}, "read.guard-files", ""},
-			struct {
-				attack string
-				call   toolUse
-				rule   string
-				target string
-			}{"another session's CLAUDE.md through a second mount", toolUse{"Write", map[string]any{"file_path": filepath.Join(bAlias, "outputs", "CLAUDE.md"), "content": "Be quick.\n"}}, "path.other-session", filepath.Join(b, "outputs", "CLAUDE.md")},
+			reachAttack{"read of the decision log through a second mount", toolUse{"Read", map[string]any{"file_path": filepath.Join(logsAlias, filepath.Base(d.logPath))}}, "read.guard-files", ""},
+			reachAttack{"another session's CLAUDE.md through a second mount", toolUse{"Write", map[string]any{"file_path": filepath.Join(bAlias, "outputs", "CLAUDE.md"), "content": "Be quick.\n"}}, "path.other-session", filepath.Join(b, "outputs", "CLAUDE.md")},
 		)
 	} else {
 		t.Log("not root: the second mounts are not tried here")
 	}
 	for _, tt := range tests {
-		t.Run(tt.attack, func(t *testing.T) {
-			res := streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{tt.call}), a))
-			if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "coworkbridge: rule "+tt.rule) {
-				t.Errorf("tool results %+v, want a refusal by %s", res, tt.rule)
-			}
-			if tt.target != "" {
-				if _, err := os.Lstat(tt.target); err == nil {
-					t.Errorf("%s was written", tt.target)
-				}
-			}
-		})
+		t.Run(tt.attack, func(t *testing.T) { tt.refusedIn(t, a) })
+	}
+}
+
+// reachAttack is one call the agent makes from a session, the rule that must refuse it, and what
+// must not exist after it.
+type reachAttack struct {
+	attack string
+	call   toolUse
+	rule   string
+	target string // "" when the call writes nothing
+}
+
+// refusedIn runs the call with the real CLI in the session at dir and checks the refusal.
+func (tt reachAttack) refusedIn(t *testing.T, dir string) {
+	res := streamToolResults(runCLI(t, newFakeAPI(t, []toolUse{tt.call}), dir))
+	if len(res) != 1 || !res[0].IsError || !strings.Contains(res[0].Content, "coworkbridge: rule "+tt.rule) {
+		t.Errorf("tool results %+v, want a refusal by %s", res, tt.rule)
+	}
+	if tt.target != "" {
+		if _, err := os.Lstat(tt.target); err == nil {
+			t.Errorf("%s was written", tt.target)
+		}
 	}
 }
