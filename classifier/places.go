@@ -90,11 +90,7 @@ func (pl place) reachedBy(it item) bool {
 
 // volfs reports a path through /.vol, which names a file by its volume and inode number: no
 // path the map holds can be compared with it, so it is refused whatever it names.
-func volfs(p string) bool { return hasPrefixFold(p, "/.vol/") || strings.EqualFold(p, "/.vol") }
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
+func volfs(p string) bool { return facts.HasPrefixFold(p, "/.vol/") || strings.EqualFold(p, "/.vol") }
 
 // reaches says how the item reaches the place, for the verdict.
 func (pl place) reaches(it item) string {

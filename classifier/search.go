@@ -29,12 +29,12 @@ func searchRoots(cmd *facts.Command) []string {
 		if !recursiveFlag(cmd.Args, "R", "--recursive") {
 			return nil
 		}
-		return orHere(operands(cmd.Args))
+		return orHere(facts.Operands(cmd.Args))
 	case "cp", "scp", "rsync", "zip", "chmod", "chown", "chgrp":
 		if !recursiveFlag(cmd.Args, "rRa", "--recursive", "--archive") {
 			return nil
 		}
-		ops := operands(cmd.Args)
+		ops := facts.Operands(cmd.Args)
 		if cmd.Name == "cp" || cmd.Name == "scp" || cmd.Name == "rsync" || cmd.Name == "zip" {
 			// The destination (cp, rsync) or the archive (zip) is written, not searched.
 			if cmd.Name == "zip" && len(ops) > 0 {
@@ -68,24 +68,6 @@ func recursiveFlag(args []string, short string, long ...string) bool {
 	return false
 }
 
-// operands are the arguments that are not options.
-func operands(args []string) []string {
-	var out []string
-	dashdash := false
-	for _, a := range args {
-		switch {
-		case dashdash:
-			out = append(out, a)
-		case a == "--":
-			dashdash = true
-		case strings.HasPrefix(a, "-") && a != "-":
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 func orHere(ops []string) []string {
 	if len(ops) == 0 {
 		return []string{"."}
@@ -108,7 +90,7 @@ func leadingOperands(args []string) []string {
 // patternOperands are grep's folders: the operands after its pattern (which -e, -f or --regexp
 // give instead).
 func patternOperands(args []string) []string {
-	ops := operands(args)
+	ops := facts.Operands(args)
 	given := false
 	for _, a := range args {
 		if a == "-e" || a == "-f" || strings.HasPrefix(a, "--regexp") || strings.HasPrefix(a, "--file") {
@@ -188,7 +170,7 @@ func changedDir(cmd *facts.Command, dir string) (string, bool) {
 	if cmd.Name != "cd" && cmd.Name != "pushd" || cmd.PipesTo != "" || cmd.PipedFrom != "" {
 		return "", false
 	}
-	ops := operands(cmd.Args)
+	ops := facts.Operands(cmd.Args)
 	switch {
 	case len(ops) == 0:
 		return "~", true

@@ -768,10 +768,10 @@ func unpackOfFetched(c *facts.Command, files map[string]string, cwd string) (dir
 		if !tarExtracts(c.Args) {
 			return "", "", false
 		}
-		dest = optionValue(c.Args, "-C", "--directory")
-		archive = optionValue(c.Args, "-f", "--file")
+		dest = firstOf(facts.OptionValues(c.Args, "-C", "--directory"))
+		archive = firstOf(facts.OptionValues(c.Args, "-f", "--file"))
 	case "unzip", "ditto":
-		dest = optionValue(c.Args, "-d")
+		dest = firstOf(facts.OptionValues(c.Args, "-d"))
 		if ops := facts.Operands(c.Args); len(ops) > 0 {
 			archive = ops[0]
 		}
@@ -802,6 +802,14 @@ func unpackOfFetched(c *facts.Command, files map[string]string, cwd string) (dir
 	return facts.CanonPath(dest, cwd), src, true
 }
 
+// firstOf is the first of values, "" for none.
+func firstOf(values []string) string {
+	if len(values) == 0 {
+		return ""
+	}
+	return values[0]
+}
+
 // tarExtracts reports tar's extract mode: -x, --extract, --get, or an x in its first bundle.
 func tarExtracts(args []string) bool {
 	for i, a := range args {
@@ -815,23 +823,6 @@ func tarExtracts(args []string) bool {
 		}
 	}
 	return false
-}
-
-// optionValue is the value of the first of names given (-C dir, -Cdir, --directory=dir).
-func optionValue(args []string, names ...string) string {
-	for i, a := range args {
-		for _, n := range names {
-			switch {
-			case a == n && i+1 < len(args):
-				return args[i+1]
-			case strings.HasPrefix(a, n+"="):
-				return a[len(n)+1:]
-			case len(n) == 2 && n[1] != '-' && strings.HasPrefix(a, n) && len(a) > 2:
-				return a[2:]
-			}
-		}
-	}
-	return ""
 }
 
 // forgetReplaced drops the downloads a command certainly removes or overwrites (rm x.sh; echo

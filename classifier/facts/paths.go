@@ -19,12 +19,12 @@ func LooksLikePath(s string) bool {
 // every command goes through it, and a pattern's matcher costs an allocation per call.
 func homeLen(p string) int {
 	for _, h := range []string{"/root", "/var/root", "/private/var/root", "$HOME", "${HOME}"} {
-		if hasPrefixFold(p, h) && (len(p) == len(h) || p[len(h)] == '/') {
+		if HasPrefixFold(p, h) && (len(p) == len(h) || p[len(h)] == '/') {
 			return len(h)
 		}
 	}
 	for _, h := range []string{"/home/", "/Users/"} {
-		if hasPrefixFold(p, h) {
+		if HasPrefixFold(p, h) {
 			rest := p[len(h):]
 			if n := strings.IndexByte(rest, '/'); n != 0 && rest != "" {
 				return len(h) + cmp.Or(max(n, 0), len(rest))
@@ -43,8 +43,8 @@ func homeLen(p string) int {
 	return -1
 }
 
-// hasPrefixFold is strings.HasPrefix in any case: a Mac's volume does not tell /USERS from /Users.
-func hasPrefixFold(s, prefix string) bool {
+// HasPrefixFold is strings.HasPrefix in any case: a Mac's volume does not tell /USERS from /Users.
+func HasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
@@ -53,14 +53,14 @@ func hasPrefixFold(s, prefix string) bool {
 // written under the name the rules use: the firmlink's, and /var, /etc, /tmp.
 func foldAliases(p string) string {
 	const data = "/System/Volumes/Data"
-	if hasPrefixFold(p, data) && (len(p) == len(data) || p[len(data)] == '/') {
+	if HasPrefixFold(p, data) && (len(p) == len(data) || p[len(data)] == '/') {
 		p = p[len(data):]
 		if p == "" {
 			return "/"
 		}
 	}
 	for _, d := range []string{"/private/var", "/private/etc", "/private/tmp"} {
-		if hasPrefixFold(p, d) && (len(p) == len(d) || p[len(d)] == '/') {
+		if HasPrefixFold(p, d) && (len(p) == len(d) || p[len(d)] == '/') {
 			return p[len("/private"):]
 		}
 	}

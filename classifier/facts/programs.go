@@ -139,10 +139,13 @@ func FlagValue(args []string, flag string) (string, bool) {
 	return "", false
 }
 
-// Operands are the arguments that are not options.
+// Operands are the arguments that are not options; everything after "--" is one.
 func Operands(args []string) []string {
 	var out []string
-	for _, a := range args {
+	for i, a := range args {
+		if a == "--" { // what follows is operands, whatever it looks like
+			return append(out, args[i+1:]...)
+		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			out = append(out, a)
 		}

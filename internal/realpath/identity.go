@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-
-	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
 // A name is only one way to reach a file: a second mount of a folder, a hard link, a firmlink,
@@ -92,18 +90,6 @@ func (ids Identities) still(place string, id fileID) bool {
 	}
 	now, ok := idOf(fi)
 	return ok && now == id
-}
-
-// Call is p with each absolute path of its input written through the protected place it reaches
-// (Place), and ok true when one was.
-func (ids Identities) Call(p claudehook.Payload) (claudehook.Payload, bool) {
-	if len(ids.places) == 0 {
-		return p, false
-	}
-	return rewrite(p, func(s string) string {
-		r, _ := ids.Place(s)
-		return r
-	})
 }
 
 // Of is the identities of a policy's places: all of them, what lies directly in guard's folders

@@ -40,11 +40,12 @@ func TestAHardLinkToAGuardedFileIsThatFile(t *testing.T) {
 		t.Skipf("no hard links here: %v", err)
 	}
 	ids := Of([]string{state}, []string{state}, nil)
-	p, ok := ids.Call(readCall(filepath.Join(outputs, "h")))
+	placed := func() Identities { return ids }
+	p, ok := Resolve(readCall(filepath.Join(outputs, "h")), filepath.EvalSymlinks, placed)
 	if got := filePath(t, p); !ok || got != filepath.Join(state, "health.json") {
 		t.Errorf("Call = %v %q, want the guarded file", ok, got)
 	}
-	if _, ok := ids.Call(readCall(filepath.Join(outputs, "other.md"))); ok {
+	if _, ok := Resolve(readCall(filepath.Join(outputs, "other.md")), filepath.EvalSymlinks, placed); ok {
 		t.Error("a file of the session's own was rewritten")
 	}
 }
