@@ -133,6 +133,10 @@ var (
 		Title:  "the decision log was changed behind the daemon's back: the record it wrote last was cut or edited, or its file removed or replaced; recorded as coworkbridge.record-tampered",
 		Doc:    "the decision log was changed behind the daemon's back: the record it wrote or saw last was cut or edited, or its file removed or replaced (checked before each of its writes and at each heartbeat). Recorded as `coworkbridge.record-tampered` in the log itself; `coworkbridge report` on the log names the first broken link",
 		Action: "run 'coworkbridge report' on the log: it verifies the chain and names the first broken link; compare with the record heads in the daemon log's heartbeats, and find what could write the log folder"})
+	CodeRecordLockHeld = define(CodeInfo{Code: "record_lock_held", Severity: SeverityError,
+		Title:  "the decision log's lock was held by another process past the writer's wait; records wait for a retry (answers do not)",
+		Doc:    "another process kept the decision log's lock (`<log>.lock`) longer than a writer waits (250 ms). The daemon retries its records with backoff and answers hooks without waiting for the log; a host hook drops its record into the drop folder for the daemon to import. In user mode the agent's identity can hold the lock; in system mode only root can",
+		Action: "find the process holding the lock (lsof on the .lock file beside the decision log); in user mode consider system mode, where the lock is out of the agent's reach"})
 	CodeSessionTampered = define(CodeInfo{Code: "session_tampered", Severity: SeverityWarning, LogOnly: true,
 		Title:  "an attempt on the guard in a session: the log line says what was changed; repeated attempts quarantine the session",
 		Doc:    "an attempt on the guard in a session, undone by the daemon; the line says what was changed, and repeated attempts quarantine the session",

@@ -111,7 +111,7 @@ const scratch = 8 << 10
 
 // fileHead returns the hash of the last line of the file at path: "" when it is missing or empty.
 func fileHead(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}

@@ -90,15 +90,15 @@ func (l *Log) checkMark() (head string) {
 	case fi == nil && l.opts.MaxFiles < 2:
 		// With no rotated file kept, any rotation removes the marked file: nothing to tell.
 	case fi == nil:
-		l.broken = fmt.Sprintf("the file holding the record last written (%d bytes) was removed or replaced, not rotated", m.end)
+		l.noteBreak(fmt.Sprintf("the file holding the record last written (%d bytes) was removed or replaced, not rotated", m.end))
 	case fi.Size() < m.end:
-		l.broken = fmt.Sprintf("%s was cut from %d to %d bytes: records were removed", name, m.end, fi.Size())
+		l.noteBreak(fmt.Sprintf("%s was cut from %d to %d bytes: records were removed", name, m.end, fi.Size()))
 	default:
 		got, err := l.hashLineBefore(name, m.start, m.end)
 		if err != nil {
-			l.broken = fmt.Sprintf("the record last written cannot be read back from %s: %v", name, err)
+			l.noteBreak(fmt.Sprintf("the record last written cannot be read back from %s: %v", name, err))
 		} else if got != m.head {
-			l.broken = fmt.Sprintf("the record ending at byte %d of %s was changed (its hash was %s, is %s): records before it were edited and relinked", m.end, name, m.head, got)
+			l.noteBreak(fmt.Sprintf("the record ending at byte %d of %s was changed (its hash was %s, is %s): records before it were edited and relinked", m.end, name, m.head, got))
 		} else if name == l.opts.Path && fi.Size() == m.end {
 			return m.head
 		}
@@ -127,7 +127,7 @@ func (l *Log) hashLineBefore(name string, start, end int64) (string, error) {
 	f := l.f
 	if name != l.opts.Path {
 		var err error
-		if f, err = os.Open(name); err != nil {
+		if f, err = openRead(name); err != nil {
 			return "", err
 		}
 		defer f.Close()

@@ -100,7 +100,7 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 // ReadFile reads the records of one decision-log file; lines that are not records (a line being
 // written, garbage) are skipped. A file that does not exist holds none.
 func ReadFile(path string) ([]Record, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

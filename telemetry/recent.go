@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 )
 
 // RecentRIDs returns the request ids of the last records in the log at path, reading at most
@@ -32,7 +31,7 @@ func RecentRIDs(path string, max int64) (map[string]bool, error) {
 // tailRIDs adds the rids of the whole lines in the last limit bytes of path and returns how many
 // bytes it read.
 func tailRIDs(path string, limit int64, rids map[string]bool) (int64, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

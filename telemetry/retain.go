@@ -93,7 +93,7 @@ func (l *Log) retain(drop string) error {
 
 // scanRetained calls fn with each retained record of the file at name, numbered from 0.
 func scanRetained(name string, fn func(i int, line []byte) error) error {
-	f, err := os.Open(name)
+	f, err := openRead(name)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ type chainFile struct {
 
 // lastLine returns the last line of the live file without its link: nil when it has none.
 func (c chainFile) lastLine() ([]byte, error) {
-	f, err := os.Open(c.path)
+	f, err := openRead(c.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -162,20 +162,18 @@ func (c chainFile) lastLine() ([]byte, error) {
 // append chains lines after the file's head and writes them with one write, then syncs: the
 // records are about to be dropped from the decision log.
 func (c chainFile) append(lines [][]byte) error {
-	f, err := os.OpenFile(c.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, fi, _, err := openOrCreateOwn(c.path, os.O_RDWR|os.O_APPEND)
 	if err != nil {
 		return err
 	}
-	fi, err := f.Stat()
-	if err == nil && c.maxBytes > 0 && fi.Size() >= c.maxBytes {
+	if c.maxBytes > 0 && fi.Size() >= c.maxBytes {
 		f.Close()
 		if err := c.rotate(); err != nil {
 			return err
 		}
-		if f, err = os.OpenFile(c.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+		if f, fi, _, err = openOrCreateOwn(c.path, os.O_RDWR|os.O_APPEND); err != nil {
 			return err
 		}
-		fi, err = f.Stat()
 	}
 	defer f.Close()
 	if err != nil {

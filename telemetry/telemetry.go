@@ -130,6 +130,10 @@ type Options struct {
 	Inputs string
 	// Stamp is written into every record; SetStamp changes it when the configuration does.
 	Stamp Stamp
+	// LockWait bounds the wait for the inter-process lock (DefaultLockWait when zero): a writer
+	// that cannot have it in time fails with ErrLockHeld, and its records are retried or dropped
+	// off (see Drop), never waited for by an answer.
+	LockWait time.Duration
 	// OnBreak, when set, is told what was done to the log behind this writer's back: the line it
 	// wrote last was cut, changed, or its file removed (see Check). It is called with no lock
 	// held, so it may write to the log.
@@ -159,6 +163,9 @@ type Log struct {
 func Open(o Options) *Log {
 	if o.MaxFiles < 1 {
 		o.MaxFiles = 1
+	}
+	if o.LockWait <= 0 {
+		o.LockWait = DefaultLockWait
 	}
 	l := &Log{opts: o, lock: &fileLock{path: o.Path + ".lock"}}
 	l.stamp.Store(&o.Stamp)
@@ -312,11 +319,12 @@ func (l *Log) appendLocked(lines [][]byte) error {
 
 // takeLock takes the inter-process lock, making the log's folder first: the lock file is in it.
 func (l *Log) takeLock() error {
-	// Created 0700; a folder that already exists is left as it is (the files are 0600 anyway).
-	if err := os.MkdirAll(filepath.Dir(l.opts.Path), 0o700); err != nil {
+	refused, err := ownFolder(filepath.Dir(l.opts.Path))
+	l.noteBreak(refused)
+	if err != nil {
 		return err
 	}
-	if err := l.lock.Lock(); err != nil {
+	if err := l.lock.Lock(l.opts.LockWait); err != nil {
 		return fmt.Errorf("lock the log: %w", err)
 	}
 	return nil
@@ -421,9 +429,11 @@ func lastLineEnd(f *os.File, size int64) (int64, error) {
 }
 
 // current makes l.f the file now at the path, reopening when another process rotated it, and
-// refreshes l.fi with its size.
+// refreshes l.fi with its size. Anything at the log's name that the log did not make (a link, a
+// pipe, a hard link, another user's file) is set aside, never written through, and a new file
+// starts; l.broken says so, for record_tampered.
 func (l *Log) current() error {
-	fi, err := os.Stat(l.opts.Path)
+	fi, err := os.Lstat(l.opts.Path)
 	if l.f != nil && err == nil && os.SameFile(fi, l.fi) {
 		l.fi = fi
 		return nil
@@ -432,22 +442,30 @@ func (l *Log) current() error {
 		l.f.Close()
 		l.f = nil
 	}
-	dir := filepath.Dir(l.opts.Path)
-	// Created 0700; a folder that already exists is left as it is (the files are 0600 anyway).
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	// Read access too: the chain's head and a torn line are found by reading the end back.
-	f, err := os.OpenFile(l.opts.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	refusedDir, err := ownFolder(filepath.Dir(l.opts.Path))
+	l.noteBreak(refusedDir)
 	if err != nil {
 		return err
 	}
-	if fi, err = f.Stat(); err != nil {
-		f.Close()
+	// Read access too: the chain's head and a torn line are found by reading the end back.
+	f, fi, refused, err := openOrCreateOwn(l.opts.Path, os.O_RDWR|os.O_APPEND)
+	l.noteBreak(refused)
+	if err != nil {
 		return err
 	}
 	l.f, l.fi = f, fi
 	return nil
+}
+
+// noteBreak adds what was set aside to what the next report tells OnBreak.
+func (l *Log) noteBreak(what string) {
+	switch {
+	case what == "":
+	case l.broken == "":
+		l.broken = what
+	default:
+		l.broken += "; " + what
+	}
 }
 
 // rotate shifts path -> path.1 -> path.2 ... (the caller holds the inter-process lock, so another

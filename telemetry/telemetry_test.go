@@ -254,7 +254,7 @@ func TestFailedWritesAreCountedNotFatal(t *testing.T) {
 			os.WriteFile(blocker, nil, 0o600)
 			return filepath.Join(blocker, "logs", "d.jsonl")
 		},
-		"disk full": func(t *testing.T) string {
+		"a device at the log's name (never renamed away)": func(t *testing.T) string {
 			if _, err := os.Stat("/dev/full"); err != nil {
 				t.Skip("no /dev/full")
 			}
@@ -263,7 +263,12 @@ func TestFailedWritesAreCountedNotFatal(t *testing.T) {
 	}
 	for name, path := range tests {
 		t.Run(name, func(t *testing.T) {
-			l := Open(Options{Path: path(t)})
+			p := path(t)
+			before, _ := os.Lstat(p)
+			if _, err := os.Lstat(p + ".lock"); err != nil {
+				t.Cleanup(func() { os.Remove(p + ".lock") }) // the lock file the writer made beside it
+			}
+			l := Open(Options{Path: p})
 			for range 3 {
 				if err := l.Write(Record{RID: "x"}); err == nil {
 					t.Fatal("write succeeded")
@@ -271,6 +276,9 @@ func TestFailedWritesAreCountedNotFatal(t *testing.T) {
 			}
 			if l.Failures() != 3 {
 				t.Errorf("failures %d, want 3", l.Failures())
+			}
+			if after, _ := os.Lstat(p); before != nil && (after == nil || !os.SameFile(before, after)) {
+				t.Errorf("%s was replaced by the writer", p)
 			}
 		})
 	}

@@ -56,7 +56,7 @@ func Verify(files []string, heads ...string) (Verification, error) {
 	var prev, prevFile string
 	chained := false
 	for i, name := range files {
-		f, err := os.Open(name)
+		f, err := openRead(name)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

@@ -479,7 +479,7 @@ func (l *Lane) record(p *Policy, outs []outcome) bool {
 		}
 		recs = append(recs, summaries...)
 		if err := l.env.Sink.WriteBatch(recs); err != nil {
-			l.env.Health.Count("", health.CodeTelemetryFailed)
+			l.env.Health.Count("", writeFailure(err))
 			l.failures++
 			l.window = 1
 			wait := min(time.Second<<min(l.failures-1, 5), 30*time.Second)
@@ -509,6 +509,14 @@ func (l *Lane) record(p *Policy, outs []outcome) bool {
 	return true
 }
 
+// writeFailure is the health code of a failed write to the decision log.
+func writeFailure(err error) health.Code {
+	if errors.Is(err, telemetry.ErrLockHeld) {
+		return health.CodeRecordLockHeld
+	}
+	return health.CodeTelemetryFailed
+}
+
 // Outage is whether the decision log is failing, so that a full disk is logged once when it
 // starts and once when it ends, not once per attempt.
 type Outage struct {
@@ -527,7 +535,7 @@ func (o *Outage) failed(env *Env, err error) {
 	}
 	o.failing, o.since = true, env.Now()
 	env.Log.Warn("cannot write the decision log; events stay where they are and are retried with backoff (logged again when it recovers)",
-		"code", health.CodeTelemetryFailed, "err", err)
+		"code", writeFailure(err), "err", err)
 }
 
 func (o *Outage) recovered(env *Env) {
