@@ -122,13 +122,10 @@ type Telemetry struct {
 // Defaults returns the configuration that applies to every field the file leaves out.
 func Defaults(env Env, paths Paths) Config {
 	c := Config{
-		Version:       Version,
-		CoworkEnabled: false,
-		Mode:          Observe,
-		SessionsRoots: []string{
-			filepath.Join(env.Home, "Library", "Application Support", "Claude", "local-agent-mode-sessions"),
-			filepath.Join(env.Home, "Library", "Application Support", "Claude-3p", "local-agent-mode-sessions"),
-		},
+		Version:           Version,
+		CoworkEnabled:     false,
+		Mode:              Observe,
+		SessionsRoots:     defaultRoots(env),
 		HookTimeout:       30 * time.Second,
 		DecisionTimeout:   10 * time.Second,
 		HeartbeatInterval: 5 * time.Minute,
@@ -145,6 +142,21 @@ func Defaults(env Env, paths Paths) Config {
 	}
 	c.Policy.Places = places(env, paths, c)
 	return c
+}
+
+// defaultRoots are Cowork's sessions roots under the home, or in system mode under every home.
+func defaultRoots(env Env) []string {
+	homes := []string{env.Home}
+	if env.System {
+		homes = env.Homes
+	}
+	var roots []string
+	for _, h := range homes {
+		roots = append(roots,
+			filepath.Join(h, "Library", "Application Support", "Claude", "local-agent-mode-sessions"),
+			filepath.Join(h, "Library", "Application Support", "Claude-3p", "local-agent-mode-sessions"))
+	}
+	return roots
 }
 
 // Limits on values, named in error messages so an admin knows what is allowed.

@@ -16,6 +16,8 @@ const (
 	EnvSessionsRoot  = "COWORKBRIDGE_SESSIONS_ROOT"
 	EnvStateDir      = "COWORKBRIDGE_STATE_DIR"
 	EnvLogDir        = "COWORKBRIDGE_LOG_DIR"
+	// EnvSocket is the system-mode socket's path (Paths.Socket).
+	EnvSocket = "COWORKBRIDGE_SOCKET"
 )
 
 // Env is everything outside the file that the configuration depends on: the platform, the user's
@@ -27,6 +29,12 @@ type Env struct {
 	Getenv func(string) string
 	// Executable is the running coworkbridge program, a place the policy protects ("" unknown).
 	Executable string
+	// System is system mode: the root daemon serving every user of the Mac, with root's folders
+	// (see Paths) and the users' homes in Homes. Home is then root's own.
+	System bool
+	// Homes are the home folders of the users a system-mode daemon serves: the sessions roots
+	// under ~ are looked for in each.
+	Homes []string
 }
 
 // SystemEnv describes the running process.
@@ -65,7 +73,7 @@ func (e Env) WithoutOverrides() Env {
 // Overrides lists the development overrides set in this environment, for the daemon's start-up log.
 func (e Env) Overrides() []string {
 	var set []string
-	for _, k := range []string{EnvManagedConfig, EnvSessionsRoot, EnvStateDir, EnvLogDir} {
+	for _, k := range []string{EnvManagedConfig, EnvSessionsRoot, EnvStateDir, EnvLogDir, EnvSocket} {
 		if e.getenv(k) != "" {
 			set = append(set, k)
 		}
@@ -112,6 +120,11 @@ type Paths struct {
 	StateDir string
 	// LogDir holds the decision log by default.
 	LogDir string
+	// Socket is where host hooks reach a system-mode daemon; "" in user mode.
+	Socket string
+	// DropDir takes the records a hook could not hand over (see telemetry.Drop): in user mode a
+	// folder of the state; in system mode root's, sticky and writable by every user.
+	DropDir string
 }
 
 // LastGoodFile is the copy of the last valid managed.json.
@@ -133,33 +146,105 @@ func (p Paths) ChannelRoot() string { return filepath.Join(p.StateDir, "channel"
 // Paths resolves the daemon's folders for this platform and environment.
 func (e Env) Paths() (Paths, error) {
 	var p Paths
-	if e.Home == "" || !filepath.IsAbs(e.Home) {
-		return p, fmt.Errorf("home folder %q is not an absolute path: set HOME", e.Home)
-	}
-	switch e.GOOS {
-	case "darwin":
-		p.StateDir = filepath.Join(e.Home, "Library", "Application Support", "CoworkBridge")
-		p.LogDir = filepath.Join(e.Home, "Library", "Logs", "CoworkBridge")
-	default:
-		base := e.getenv("XDG_STATE_HOME")
-		if !filepath.IsAbs(base) { // the XDG spec says to ignore a relative value
-			base = filepath.Join(e.Home, ".local", "state")
+	if e.System {
+		p = e.systemPaths()
+	} else {
+		if e.Home == "" || !filepath.IsAbs(e.Home) {
+			return p, fmt.Errorf("home folder %q is not an absolute path: set HOME", e.Home)
 		}
-		p.StateDir = filepath.Join(base, "coworkbridge")
-		p.LogDir = p.StateDir
+		p = e.userPaths()
 	}
 	var err error
-	if v := e.getenv(EnvStateDir); v != "" {
-		if p.StateDir, err = e.absPath(v); err != nil {
-			return p, fmt.Errorf("%s: %w", EnvStateDir, err)
+	for _, o := range []struct {
+		key string
+		dst *string
+	}{{EnvStateDir, &p.StateDir}, {EnvLogDir, &p.LogDir}, {EnvSocket, &p.Socket}} {
+		if v := e.getenv(o.key); v != "" {
+			if *o.dst, err = e.absPath(v); err != nil {
+				return p, fmt.Errorf("%s: %w", o.key, err)
+			}
 		}
 	}
-	if v := e.getenv(EnvLogDir); v != "" {
-		if p.LogDir, err = e.absPath(v); err != nil {
-			return p, fmt.Errorf("%s: %w", EnvLogDir, err)
-		}
+	if e.System {
+		p.DropDir = filepath.Join(filepath.Dir(p.StateDir), "dropbox")
+	} else {
+		p.DropDir = filepath.Join(p.StateDir, "dropped")
 	}
 	return p, nil
+}
+
+func (e Env) userPaths() Paths {
+	if e.GOOS == "darwin" {
+		return Paths{StateDir: filepath.Join(e.Home, "Library", "Application Support", "CoworkBridge"),
+			LogDir: filepath.Join(e.Home, "Library", "Logs", "CoworkBridge")}
+	}
+	base := e.getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(base) { // the XDG spec says to ignore a relative value
+		base = filepath.Join(e.Home, ".local", "state")
+	}
+	dir := filepath.Join(base, "coworkbridge")
+	return Paths{StateDir: dir, LogDir: dir}
+}
+
+// systemPaths are root's: the state beside the MDM's managed.json, the logs where the system's
+// are, the socket in the run folder (gone at boot, as a socket should be). The drop folder is
+// beside the state (see Paths), so that it outlives a reboot.
+func (e Env) systemPaths() Paths {
+	if e.GOOS == "darwin" {
+		return Paths{StateDir: "/Library/Application Support/CoworkBridge/state", LogDir: "/Library/Logs/CoworkBridge",
+			Socket: "/var/run/coworkbridge/hook.sock"}
+	}
+	return Paths{StateDir: "/var/lib/coworkbridge/state", LogDir: "/var/log/coworkbridge", Socket: "/run/coworkbridge/hook.sock"}
+}
+
+// SystemSocket is where a system-mode daemon listens on this platform, development override
+// included: what `hook --system` connects to.
+func (e Env) SystemSocket() (string, error) {
+	e.System = true
+	p, err := e.Paths()
+	return p.Socket, err
+}
+
+// UserHomes lists the home folders of the Mac's people: every folder under /Users but Shared
+// (on Linux, under /home), links excluded.
+func UserHomes(goos string) []string {
+	base := "/home"
+	if goos == "darwin" {
+		base = "/Users"
+	}
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var homes []string
+	for _, ent := range entries {
+		name := ent.Name()
+		if !ent.IsDir() || strings.HasPrefix(name, ".") || name == "Shared" || name == "Guest" {
+			continue
+		}
+		homes = append(homes, filepath.Join(base, name))
+	}
+	return homes
+}
+
+// expandRoot is the folders a sessions root names: with ~ or $HOME in system mode, one per home
+// served.
+func (e Env) expandRoot(s string) ([]string, error) {
+	if !e.System || !(strings.HasPrefix(s, "~") || strings.HasPrefix(s, "$HOME") || strings.HasPrefix(s, "${HOME}")) {
+		abs, err := e.absPath(s)
+		return []string{abs}, err
+	}
+	var out []string
+	for _, h := range e.Homes {
+		u := e
+		u.Home = h
+		abs, err := u.absPath(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, abs)
+	}
+	return out, nil
 }
 
 var errRelative = errors.New("must be an absolute path or start with ~/ or $HOME/")

@@ -169,12 +169,12 @@ func (p *parser) envOverrides() {
 		if r == "" {
 			continue
 		}
-		abs, err := p.env.absPath(r)
+		abs, err := p.env.expandRoot(r)
 		if err != nil {
 			p.addf(EnvSessionsRoot, "%v", err)
 			continue
 		}
-		roots = append(roots, abs)
+		roots = append(roots, abs...)
 	}
 	if len(roots) == 0 {
 		p.addf(EnvSessionsRoot, "%q names no folder", v)
@@ -273,9 +273,21 @@ func (p *parser) intRange(field string, raw json.RawMessage, dst *int, lo, hi in
 }
 
 func (p *parser) sessionsRoots(field string, raw json.RawMessage) {
-	roots, ok := p.paths(field, raw)
+	items, ok := p.strings(field, raw)
 	if !ok {
 		return
+	}
+	var roots []string
+	for i, s := range items {
+		abs, err := p.env.expandRoot(s)
+		if err != nil {
+			p.addf(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+			return
+		}
+		roots = append(roots, abs...)
+	}
+	if len(roots) == 0 && p.env.System && len(items) > 0 {
+		return // every root is under a home, and no user has one yet: the defaults say the same
 	}
 	if len(roots) == 0 {
 		p.addf(field, "the list is empty; name at least one folder, or leave the field out for the Cowork defaults")

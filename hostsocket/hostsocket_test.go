@@ -1,0 +1,160 @@
+package hostsocket
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// echo answers every call with the caller's uid and what the request said.
+type echo struct {
+	mu    sync.Mutex
+	peers []Peer
+	block chan struct{} // when set, calls wait on it
+}
+
+func (e *echo) Serve(ctx context.Context, p Peer, r Request) Answer {
+	e.mu.Lock()
+	e.peers = append(e.peers, p)
+	e.mu.Unlock()
+	if e.block != nil {
+		<-e.block
+	}
+	out, _ := json.Marshal(map[string]any{"uid": p.UID, "config_dir": r.ConfigDir})
+	return Answer{V: Version, Output: out}
+}
+
+func serve(t *testing.T, h Handler) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run", "hook.sock")
+	s, err := Listen(path, h, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return path
+}
+
+func TestTheDaemonKnowsTheCallerByTheKernelNotByTheRequest(t *testing.T) {
+	h := &echo{}
+	path := serve(t, h)
+	a, err := Call(path, Request{Kind: KindCall, Payload: json.RawMessage(`{"tool_name":"Bash"}`), ConfigDir: "/x/.claude"},
+		time.Now().Add(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		UID       uint32 `json:"uid"`
+		ConfigDir string `json:"config_dir"`
+	}
+	if err := json.Unmarshal(a.Output, &got); err != nil || got.UID != uint32(os.Getuid()) || got.ConfigDir != "/x/.claude" {
+		t.Fatalf("answer %s (%v); want uid %d from the kernel", a.Output, err, os.Getuid())
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o666 {
+		t.Fatalf("socket mode %v (%v), want 0666: every user's hooks connect", fi.Mode(), err)
+	}
+}
+
+func TestACallerThatSendsNothingDelaysNoOtherCall(t *testing.T) {
+	path := serve(t, &echo{})
+	var idle []net.Conn
+	for range perUser - 1 { // all but one of this user's slots held by connections that say nothing
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	if _, err := Call(path, Request{Kind: KindCall}, time.Now().Add(2*time.Second)); err != nil {
+		t.Fatalf("a call behind idle connections failed: %v", err)
+	}
+}
+
+func TestOneUsersConnectionsAreCappedAndTheExcessIsRefusedAtOnce(t *testing.T) {
+	h := &echo{block: make(chan struct{})}
+	path := serve(t, h)
+	var wg sync.WaitGroup
+	for range perUser {
+		wg.Go(func() { _, _ = Call(path, Request{Kind: KindCall}, time.Now().Add(10*time.Second)) })
+	}
+	for {
+		h.mu.Lock()
+		n := len(h.peers)
+		h.mu.Unlock()
+		if n == perUser {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, err := Call(path, Request{Kind: KindCall}, time.Now().Add(10*time.Second))
+	close(h.block)
+	wg.Wait()
+	if err == nil || !strings.Contains(err.Error(), "too many connections") {
+		t.Fatalf("the call over the cap got %v, want a refusal", err)
+	}
+}
+
+func TestARequestOfAnotherVersionOrNotJSONIsAnsweredWithAnError(t *testing.T) {
+	path := serve(t, &echo{})
+	for name, body := range map[string]string{"version": `{"v":99,"kind":"call"}`, "garbage": "\x00garbage"} {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(body))
+		c.(*net.UnixConn).CloseWrite()
+		var a Answer
+		err = readJSON(c, maxAnswer, &a)
+		c.Close()
+		if err != nil || a.Error == "" {
+			t.Errorf("%s: answer %+v (%v), want an error", name, a, err)
+		}
+	}
+}
+
+func TestListenRefusesAFileOrALinkWhereTheSocketOrItsFolderGoes(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hook.sock")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if _, err := Listen(file, &echo{}, log); err == nil {
+		t.Error("Listen replaced a regular file at the socket's name")
+	}
+	if b, _ := os.ReadFile(file); string(b) != "x" {
+		t.Error("the file at the socket's name was changed")
+	}
+	elsewhere := t.TempDir()
+	link := filepath.Join(dir, "run")
+	os.Symlink(elsewhere, link)
+	if _, err := Listen(filepath.Join(link, "hook.sock"), &echo{}, log); err == nil {
+		t.Error("Listen made its socket through a linked folder")
+	}
+}
+
+func TestACallToNoDaemonFailsBeforeItsDeadline(t *testing.T) {
+	_, err := Call(filepath.Join(t.TempDir(), "none.sock"), Request{Kind: KindCall}, time.Now().Add(time.Second))
+	if err == nil || !strings.Contains(err.Error(), "reach coworkbridge's daemon") {
+		t.Fatalf("got %v", err)
+	}
+}
