@@ -88,6 +88,8 @@ type Daemon struct {
 	// the heartbeat's.
 	dropIn       atomic.Pointer[dropInWant]
 	dropDir, exe string
+	// serving is what host calls over the socket are judged under (system mode).
+	serving atomic.Pointer[serving]
 }
 
 // recordTampered reports what was done to the decision log behind the daemon's back, in the
@@ -108,6 +110,7 @@ const RuleRecordTampered = "coworkbridge.record-tampered"
 
 // recordHead checks the decision log's chain for the heartbeat and returns its head.
 func (d *Daemon) recordHead() *health.RecordHead {
+	d.importDropped()
 	g := d.watching.Load()
 	if g == nil {
 		return nil
@@ -199,7 +202,11 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(paths.StateDir, 0o700); err != nil {
+	if env.System {
+		if err := systemFolders(paths); err != nil {
+			return nil, fmt.Errorf("system mode: %w", err)
+		}
+	} else if err := os.MkdirAll(paths.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state folder %s: %w", paths.StateDir, err)
 	}
 	release, err := Lock(paths.LockFile())
@@ -244,6 +251,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
 
+	sockDone, err := d.listen(ctx)
+	if err != nil {
+		return err
+	}
 	changes := make(chan managedconfig.Snapshot)
 	watchDone := make(chan error, 1)
 	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Logger: d.log}
@@ -283,6 +294,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 				err = errors.New("config watcher ended unexpectedly")
 			}
 			return err
+		case err := <-sockDone:
+			if ctx.Err() != nil {
+				continue
+			}
+			return fmt.Errorf("host hooks' socket: %w", err)
 		case err := <-d.guardDone():
 			d.stopGuard() // one part ended; the other has been told to
 			if ctx.Err() != nil {
@@ -337,6 +353,8 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 	default:
 		d.switchOff()
 	}
+	d.serving.Store(&serving{snap: s, on: d.guard != nil, failing: failing, stamp: d.stamp})
+	d.importDropped()
 }
 
 // failClosed guards the sessions in enforce mode with every call denied: the file meant to

@@ -29,7 +29,7 @@ const (
 // switch hooks off is recorded, and in enforce blocked and taken out of the file (the original
 // kept beside it): blocking alone stops the reload only in the running session, and the next
 // session would load the file as it stands. Managed changes cannot be blocked and are not judged.
-func answerConfigChange(data []byte, cfg managedconfig.Config, session string, now func() time.Time, stamp telemetry.Stamp) []byte {
+func answerConfigChange(data []byte, cfg managedconfig.Config, session string, now func() time.Time, stamp telemetry.Stamp, record recorder) []byte {
 	started := now()
 	enforce := cfg.Mode == managedconfig.Enforce
 	c, err := claudehook.ParseConfigChange(data)
@@ -69,7 +69,7 @@ func answerConfigChange(data []byte, cfg managedconfig.Config, session string, n
 	rec.Input, _ = json.Marshal(input)
 	rec.Enforced = enforce
 	rec.LatencyUS = now().Sub(started).Microseconds()
-	record(rec, cfg.Telemetry, stamp)
+	record(rec, stamp)
 	return blockChange(enforce, "coworkbridge: "+rec.Reason+" (allowed only when managed.json's allowed_settings names it)")
 }
 

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -91,11 +92,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	}
 	stamp := telemetry.LocalStamp(opts.Version, snap.ShortHash(), string(snap.Origin))
 	if claudehook.EventName(data) == claudehook.EventConfigChange {
-		return answerConfigChange(data, cfg, hostSession(env, claudehook.Payload{}), opts.Now, stamp)
-	}
-	p, err := claudehook.ParsePayload(data)
-	if err != nil {
-		return failureWith(enforce, "cannot read the tool call: "+err.Error(), notices)
+		return answerConfigChange(data, cfg, hostSession(env, claudehook.Payload{}), opts.Now, stamp, local(cfg.Telemetry, paths))
 	}
 	// Under lockdown the session's own hook is a user hook the CLI does not run: this hook is the
 	// guard of every call. Without it, a Cowork session whose settings carry exactly our current
@@ -107,33 +104,66 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	if err != nil && cls == nil {
 		return failureWith(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error(), notices)
 	}
-	ch := channel(env, cfg, paths.ChannelRoot())
+	j := Judgement{Cfg: cfg, Cls: cls, Env: env, ChannelRoot: paths.ChannelRoot(), Stamp: stamp, Now: opts.Now,
+		Transport: telemetry.TransportHook}
+	rec, out := j.Decide(data, started)
+	if rec != nil {
+		local(cfg.Telemetry, paths)(*rec, stamp)
+	}
+	return out
+}
+
+// Judgement is what judging a PreToolUse call needs besides the call: the hook's own (user
+// mode), or a system-mode daemon's for one caller.
+type Judgement struct {
+	Cfg managedconfig.Config
+	Cls *classifier.Classifier
+	// Env is the caller's: its home, and through Getenv its CLAUDE_CONFIG_DIR and
+	// CLAUDE_CODE_HOST_SESSION_ID.
+	Env managedconfig.Env
+	// ChannelRoot holds the sessions' host channels (quarantines, receipts); "" for none.
+	ChannelRoot string
+	Stamp       telemetry.Stamp
+	Now         func() time.Time
+	// Transport is what the record says of how the call came.
+	Transport string
+}
+
+// Decide judges the call whose payload is data and returns its record (nil when there is none to
+// write) and what the hook prints. A payload it cannot read is a failure answer, as the hook's.
+func (j Judgement) Decide(data []byte, started time.Time) (*telemetry.Record, []byte) {
+	cfg := j.Cfg
+	enforce := cfg.Mode == managedconfig.Enforce
+	p, err := claudehook.ParsePayload(data)
+	if err != nil {
+		return nil, failureWith(enforce, "cannot read the tool call: "+err.Error(), cfg.Policy.Notices)
+	}
+	ch := channel(j.Env, cfg, j.ChannelRoot)
 	if ch != nil {
 		defer ch.Close()
 	}
-	v := judge(cls, p, ownSessionOf(env, cfg), filepath.EvalSymlinks)
-	if why := quarantined(ch, opts.Now()); why != "" {
+	v := judge(j.Cls, p, ownSessionOf(j.Env, cfg), filepath.EvalSymlinks)
+	if why := quarantined(ch, j.Now()); why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: decisions.RuleQuarantine, Reason: decisions.QuarantineReason(why)}
 	}
-	rec := telemetry.Record{TS: opts.Now(), RID: newRID(), Session: hostSession(env, p), Agent: "claude-code",
-		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
+	rec := telemetry.Record{TS: j.Now(), RID: newRID(), Session: hostSession(j.Env, p), Agent: "claude-code",
+		Transport: j.Transport, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
 		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: v.Decision, Rule: v.RuleID,
-		Reason: v.Reason, LatencyUS: opts.Now().Sub(started).Microseconds(),
+		Reason: v.Reason, LatencyUS: j.Now().Sub(started).Microseconds(),
 		ToolUseID: p.ToolUseID, CLISessionID: p.SessionID, PromptID: p.PromptID}
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}
 	if v.Decision != claudehook.Allow {
-		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, cls.Effects(p)
+		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, j.Cls.Effects(p)
 	}
-	record(rec, cfg.Telemetry, stamp)
 	leaveReceipt(ch, rec.RID, p, rec.Enforced && v.Decision == claudehook.Deny)
 	if !rec.Enforced {
-		return nil
+		return &rec, nil
 	}
 	shown := cfg.Policy.Notices.Explain(v.HookReason(), managedconfig.NoticeFacts{Rule: v.RuleID, RID: rec.RID,
-		Decision: string(v.Decision), Session: rec.Session, User: stamp.User, Host: stamp.Host})
-	return claudehook.Output(v.Decision, shown, v.Nudge)
+		Decision: string(v.Decision), Session: rec.Session, User: j.Stamp.User, Host: j.Stamp.Host})
+	return &rec, claudehook.Output(v.Decision, shown, v.Nudge)
 }
 
 // readInput reads one payload of at most the configured line size (or maxPayload, if larger);
@@ -159,13 +189,31 @@ func classifierFor(snap managedconfig.Snapshot) (*classifier.Classifier, error) 
 	return policy.DenyAll()
 }
 
-// record appends rec to the decision log. A failure does not change the verdict: refusing every
-// call on a full disk would stop all work without making anything safer.
-func record(rec telemetry.Record, t managedconfig.Telemetry, stamp telemetry.Stamp) {
-	log := telemetry.Open(telemetry.Options{Path: t.Path, MaxFileBytes: int64(t.MaxFileMB) << 20,
-		MaxFiles: t.MaxFiles, Redact: t.Redact, Inputs: t.Inputs, Stamp: stamp})
-	defer log.Close()
-	_ = log.Write(rec)
+// recorder writes one record where this process may: the decision log itself (user mode), or
+// the drop folder for the daemon to import.
+type recorder func(rec telemetry.Record, stamp telemetry.Stamp)
+
+// local appends to the decision log; a record it cannot write there (the lock held past the
+// wait, the disk full) goes to the drop folder, where the daemon imports it. A failure does not
+// change the verdict: refusing every call on a full disk would stop all work without making
+// anything safer.
+func local(t managedconfig.Telemetry, paths managedconfig.Paths) recorder {
+	return func(rec telemetry.Record, stamp telemetry.Stamp) {
+		log := telemetry.Open(telemetry.Options{Path: t.Path, MaxFileBytes: int64(t.MaxFileMB) << 20,
+			MaxFiles: t.MaxFiles, Redact: t.Redact, Inputs: t.Inputs, Stamp: stamp})
+		defer log.Close()
+		if err := log.Write(rec); err != nil {
+			drop(paths.DropDir, rec, stamp)
+		}
+	}
+}
+
+// drop leaves rec in dir for the daemon to import, stamped as the log would stamp it.
+func drop(dir string, rec telemetry.Record, stamp telemetry.Stamp) {
+	rec.Version, rec.ConfigHash, rec.ConfigOrigin = stamp.Version, stamp.ConfigHash, stamp.ConfigOrigin
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		_ = telemetry.Drop(dir, rec)
+	}
 }
 
 // failure is the answer when the hook cannot judge: a deny in enforce mode, nothing otherwise.

@@ -34,3 +34,10 @@ func guardedBySessionHook(configDir string, cfg managedconfig.Config, channelRoo
 	e, err := hookentry.NewEntry(cfg, filepath.Join(session.ChannelDir(channelRoot, p.ID()), filepath.FromSlash(session.BridgeDir)))
 	return err == nil && hookentry.HookCommand(data) == e.Command
 }
+
+// StandsAside reports whether a host hook leaves the call whose CLAUDE_CONFIG_DIR is configDir
+// to the session's own hook: without lockdown, for a Cowork session whose settings carry exactly
+// the entry the injector writes now (see guardedBySessionHook).
+func StandsAside(configDir string, cfg managedconfig.Config, channelRoot string) bool {
+	return !cfg.Lockdown && guardedBySessionHook(configDir, cfg, channelRoot)
+}

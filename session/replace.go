@@ -69,7 +69,10 @@ func (s *Session) writeSynced(name string, data []byte, perm fs.FileMode) error 
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = s.give(f)
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Chmod(perm) // the umask must not narrow or widen what the caller asked
 	}

@@ -97,6 +97,31 @@ type Session struct {
 	// retired are folders found replaced: closed with the handle, not at once, since another
 	// goroutine may be using one (at most maxRetired are kept).
 	retired []*os.Root
+	// owner is the session folder's owner when it is not this process's: a system-mode daemon
+	// (root) gives every file and folder it makes in a user's session to that user, so that
+	// the user's CLI and hooks can use them as if the user had made them.
+	owner *owner
+}
+
+type owner struct{ uid, gid int }
+
+// ownerOf is the owner new entries in a folder described by fi are given: nil when this process
+// makes them as that owner anyway, or cannot give them away (only root can).
+func ownerOf(fi fs.FileInfo) *owner {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	euid := os.Geteuid()
+	if !ok || euid != 0 || int(st.Uid) == euid {
+		return nil
+	}
+	return &owner{int(st.Uid), int(st.Gid)}
+}
+
+// give hands a file this handle just made, by its descriptor, to the session's owner.
+func (s *Session) give(f *os.File) error {
+	if s.owner == nil {
+		return nil
+	}
+	return f.Chown(s.owner.uid, s.owner.gid)
 }
 
 const maxRetired = 64
@@ -132,7 +157,7 @@ func Open(dir string) (*Session, error) {
 		root.Close()
 		return nil, fmt.Errorf("open session %s: %w", dir, ErrChanged)
 	}
-	return &Session{dir: dir, id: filepath.Base(dir), root: root}, nil
+	return &Session{dir: dir, id: filepath.Base(dir), root: root, owner: ownerOf(fi)}, nil
 }
 
 // OpenOwn is Open for a folder of the daemon's own state laid out like a session (a host
@@ -142,7 +167,7 @@ func Open(dir string) (*Session, error) {
 func OpenOwn(dir string) (*Session, error) {
 	s, err := Open(dir)
 	if err == nil {
-		s.own = true
+		s.own, s.owner = true, nil
 	}
 	return s, err
 }
@@ -430,6 +455,11 @@ func (s *Session) MkdirAll(name string, perm fs.FileMode) error {
 		}
 		err = up.Mkdir(parts[i-1], perm)
 		if err == nil {
+			if s.owner != nil { // made just now, in a folder held open: the name is this one
+				if err := up.Lchown(parts[i-1], s.owner.uid, s.owner.gid); err != nil {
+					return s.errorf("mkdir", dir, err)
+				}
+			}
 			continue
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -482,10 +512,27 @@ func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return s.errorf("write", name, err)
 	}
-	if err := renameio.WriteFile(base, data, perm, renameio.WithRoot(parent), renameio.WithStaticPermissions(perm)); err != nil {
+	if err := s.writeAtomically(parent, base, data, perm); err != nil {
 		return s.errorf("write", name, err)
 	}
 	return nil
+}
+
+// writeAtomically is renameio.WriteFile with the temporary file given to the session's owner
+// before it takes the name.
+func (s *Session) writeAtomically(dir *os.Root, base string, data []byte, perm fs.FileMode) error {
+	t, err := renameio.NewPendingFile(base, renameio.WithRoot(dir), renameio.WithStaticPermissions(perm))
+	if err != nil {
+		return err
+	}
+	defer t.Cleanup()
+	if err := s.give(t.File); err != nil {
+		return err
+	}
+	if _, err := t.Write(data); err != nil {
+		return err
+	}
+	return t.CloseAtomicallyReplace()
 }
 
 // TempPrefix starts the name of every temporary file Publish creates, so that a sweeper can
@@ -529,7 +576,8 @@ func (s *Session) publish(name string, data []byte, perm fs.FileMode, mod time.T
 	if err != nil {
 		return s.errorf("publish", name, err)
 	}
-	if len(data) > 0 {
+	err = s.give(f)
+	if err == nil && len(data) > 0 {
 		_, err = f.Write(data)
 	}
 	if err == nil && !mod.IsZero() {
@@ -577,6 +625,11 @@ func (s *Session) createEmpty(name string, perm fs.FileMode) bool {
 	// O_EXCL: nothing at the name is followed or truncated, a link included.
 	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, perm)
 	if err != nil {
+		return false
+	}
+	if err := s.give(f); err != nil {
+		f.Close()
+		_ = dir.Remove(base)
 		return false
 	}
 	return f.Close() == nil

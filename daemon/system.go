@@ -1,0 +1,254 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/hosthook"
+	"github.com/coworkbridge/coworkbridge/hostsocket"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// TransportSocket marks a record of a call a host hook handed to a system-mode daemon over its
+// socket: the user is the kernel's word, the rest is the call as the CLI gave it.
+const TransportSocket = "host-socket"
+
+// serving is what host calls are judged under, published by Run's goroutine at every change.
+type serving struct {
+	snap managedconfig.Snapshot
+	// on: coworkbridge guards sessions; failing: a broken file meant enforce, every call denied.
+	on, failing bool
+	stamp       telemetry.Stamp
+}
+
+// systemFolders makes root's folders for system mode, or tightens the ones there: the state and
+// the logs 0700, the drop folder sticky and writable by all (as /tmp), so that a hook can leave
+// a record and remove only its own.
+func systemFolders(p managedconfig.Paths) error {
+	for _, dir := range []string{p.StateDir, p.LogDir} {
+		if err := ownedFolder(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	return ownedFolder(p.DropDir, 0o1733|fs.ModeSticky)
+}
+
+// ownedFolder makes dir with mode, or checks that the one there is a real folder of this
+// process's user and sets its mode.
+func ownedFolder(dir string, mode fs.FileMode) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || (ok && int(st.Uid) != os.Geteuid()) {
+		return fmt.Errorf("%s is not a folder of uid %d (a link, a file or another user's): remove it and start again", dir, os.Geteuid())
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		return fmt.Errorf("set the mode of %s: %w", dir, err)
+	}
+	return nil
+}
+
+// hostCalls answers the host hooks of every user over the socket. Each user's calls are judged
+// under the policy as that user's home makes it (their protected places, their sessions roots).
+type hostCalls struct {
+	d  *Daemon
+	mu sync.Mutex
+	// users caches each caller's policy for the configuration it was made under.
+	users map[uint32]*userPolicy
+}
+
+type userPolicy struct {
+	hash string
+	name string
+	home string
+	cfg  managedconfig.Config
+	cls  *classifier.Classifier
+}
+
+func (h *hostCalls) Serve(ctx context.Context, p hostsocket.Peer, r hostsocket.Request) hostsocket.Answer {
+	a := hostsocket.Answer{V: hostsocket.Version}
+	switch r.Kind {
+	case hostsocket.KindCall:
+		return h.call(p, r)
+	case hostsocket.KindStatus:
+		data, err := json.Marshal(h.d.statusFor(p.UID))
+		if err != nil {
+			a.Error = err.Error()
+		}
+		a.Status = data
+		return a
+	}
+	a.Error = fmt.Sprintf("unknown request %q", r.Kind)
+	return a
+}
+
+func (h *hostCalls) call(p hostsocket.Peer, r hostsocket.Request) hostsocket.Answer {
+	started := time.Now()
+	a := hostsocket.Answer{V: hostsocket.Version}
+	sv := h.d.serving.Load()
+	if sv == nil || !sv.on {
+		a.Off = true
+		return a
+	}
+	up, err := h.policyFor(p.UID, sv)
+	if err != nil {
+		a.Error = err.Error()
+		return a
+	}
+	env := managedconfig.Env{GOOS: h.d.env.GOOS, Home: up.home, Getenv: func(k string) string {
+		switch k {
+		case "CLAUDE_CONFIG_DIR":
+			return r.ConfigDir
+		case "CLAUDE_CODE_HOST_SESSION_ID":
+			return r.HostSession
+		}
+		return ""
+	}}
+	if hosthook.StandsAside(r.ConfigDir, up.cfg, h.d.paths.ChannelRoot()) {
+		return a // the session's own hook reports this call
+	}
+	stamp := sv.stamp
+	stamp.User = up.name
+	j := hosthook.Judgement{Cfg: up.cfg, Cls: up.cls, Env: env, ChannelRoot: h.d.paths.ChannelRoot(), Stamp: stamp,
+		Now: time.Now, Transport: TransportSocket}
+	rec, out := j.Decide(r.Payload, started)
+	a.Output = out
+	if rec != nil {
+		rec.User = up.name
+		h.d.recordHostCall(*rec)
+	}
+	return a
+}
+
+// policyFor is the caller's policy under the configuration in force, compiled once per change.
+func (h *hostCalls) policyFor(uid uint32, sv *serving) (*userPolicy, error) {
+	hash := sv.snap.ShortHash()
+	h.mu.Lock()
+	up := h.users[uid]
+	h.mu.Unlock()
+	if up != nil && up.hash == hash {
+		return up, nil
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return nil, fmt.Errorf("who is uid %d: %w", uid, err)
+	}
+	env := h.d.env
+	env.System, env.Homes, env.Home = false, nil, u.HomeDir
+	snap := managedconfig.NewLoader(env, h.d.paths).Load()
+	up = &userPolicy{hash: hash, name: u.Username, home: u.HomeDir, cfg: snap.Config}
+	switch {
+	case sv.failing || snap.Origin == managedconfig.OriginInvalid:
+		up.cfg.CoworkEnabled, up.cfg.Mode = true, managedconfig.Enforce
+		up.cls, err = policy.DenyAll()
+	default:
+		up.cls, err = policy.Compile(snap.Config.Policy)
+	}
+	if err != nil && up.cls == nil {
+		return nil, fmt.Errorf("compile the policy for %s: %w", u.Username, err)
+	}
+	h.mu.Lock()
+	h.users[uid] = up
+	h.mu.Unlock()
+	return up, nil
+}
+
+// recordHostCall writes a host call's record; one the log cannot take now waits in the state's
+// own drop folder for the next import, so that it is neither lost nor holding up the answer.
+func (d *Daemon) recordHostCall(rec telemetry.Record) {
+	if g := d.watching.Load(); g != nil && g.log.Write(rec) == nil {
+		return
+	}
+	d.health.Count("", health.CodeTelemetryFailed)
+	dir := filepath.Join(d.paths.StateDir, "dropped")
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		err = telemetry.Drop(dir, rec)
+		if err == nil {
+			return
+		}
+	}
+	d.log.Error("a host call's record could not be written or kept", "code", health.CodeTelemetryFailed, "rid", rec.RID)
+}
+
+// importDropped moves the records hooks dropped into the decision log: the system drop folder's
+// (each under the user owning its file) and the state's own.
+func (d *Daemon) importDropped() {
+	g := d.watching.Load()
+	if g == nil {
+		return
+	}
+	for _, dir := range []string{d.paths.DropDir, filepath.Join(d.paths.StateDir, "dropped")} {
+		im, err := g.log.ImportDropped(dir, userName)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.log.Warn("cannot import the records hooks dropped; they stay for the next heartbeat", "code", health.CodeTelemetryFailed, "folder", dir, "err", err)
+		}
+		if im.Records > 0 || len(im.Refused) > 0 {
+			d.log.Info("imported the records hooks dropped", "folder", dir, "records", im.Records, "refused", strings.Join(im.Refused, "; "))
+		}
+	}
+}
+
+func userName(uid uint32) string {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		return u.Username
+	}
+	return ""
+}
+
+// statusFor is the health snapshot as the user uid may see it: root sees all; another user only
+// the sessions under their home, and no other user's counts.
+func (d *Daemon) statusFor(uid uint32) health.Snapshot {
+	s := d.health.Snapshot(false)
+	if uid == 0 {
+		return s
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	home := ""
+	if err == nil {
+		home = u.HomeDir
+	}
+	own := s.Sessions[:0:0]
+	for _, ss := range s.Sessions {
+		if home != "" && strings.HasPrefix(ss.Dir, home+string(filepath.Separator)) {
+			own = append(own, ss)
+		}
+	}
+	s.Sessions = own
+	s.Record = nil
+	return s
+}
+
+// listen starts the host hooks' socket in system mode; the channel yields its fatal error (nil
+// channel, never ready, in user mode).
+func (d *Daemon) listen(ctx context.Context) (<-chan error, error) {
+	if !d.env.System {
+		return nil, nil
+	}
+	srv, err := hostsocket.Listen(d.paths.Socket, &hostCalls{d: d, users: map[uint32]*userPolicy{}}, d.log.With("component", "socket"))
+	if err != nil {
+		return nil, fmt.Errorf("system mode: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	d.log.Info("serving host hooks", "socket", d.paths.Socket)
+	return done, nil
+}

@@ -1,0 +1,111 @@
+package hosthook
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/hostsocket"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// SystemWait bounds how long a system-mode hook waits for the daemon's answer: the daemon
+// answers in milliseconds, and the drop-in gives the hook 30 s before the CLI blocks the call.
+const SystemWait = 10 * time.Second
+
+// AnswerSystem is Answer in system mode, where a root daemon judges and records: the call goes
+// to the daemon over its socket and the daemon's answer is printed. The hook reads no policy
+// then. Only when the daemon cannot be reached does it read managed.json: off, nothing; enforce,
+// a deny with the organisation's notice; observe, the call judged here and its record dropped in
+// the daemon's drop folder, where the kernel's owner of the file, not the file, names the user.
+func AnswerSystem(in io.Reader, opts Options) (out []byte) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Env == nil {
+		opts.Env = managedconfig.SystemEnv
+	}
+	started := opts.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			out = failure(true, fmt.Sprintf("internal error (%v)", r))
+		}
+	}()
+	env, err := opts.Env()
+	if err != nil {
+		return failure(true, "cannot find the user's home: "+err.Error())
+	}
+	if !opts.DevOverrides {
+		env = env.WithoutOverrides()
+	}
+	sys := env
+	sys.System = true
+	system, err := sys.Paths()
+	if err != nil {
+		return failure(true, "cannot find coworkbridge's socket: "+err.Error())
+	}
+	data, why := readInput(in, 0)
+	if why != "" {
+		return alone(env, system, opts, started, nil, why)
+	}
+	if claudehook.EventName(data) == claudehook.EventConfigChange {
+		// The settings file is the user's to rewrite, so this runs as the user, here.
+		return alone(env, system, opts, started, data, "")
+	}
+	a, err := hostsocket.Call(system.Socket, hostsocket.Request{Kind: hostsocket.KindCall, Payload: data,
+		ConfigDir: getenv(env, "CLAUDE_CONFIG_DIR"), HostSession: getenv(env, "CLAUDE_CODE_HOST_SESSION_ID")},
+		started.Add(SystemWait))
+	if err == nil {
+		if a.Off {
+			return nil
+		}
+		return a.Output
+	}
+	return alone(env, system, opts, started, data, err.Error())
+}
+
+// alone answers without the daemon: a ConfigChange (why empty), or a call the daemon could not
+// take (why says what failed). It reads managed.json as the user mode hook does; records go to
+// the system drop folder.
+func alone(env managedconfig.Env, system managedconfig.Paths, opts Options, started time.Time, data []byte, why string) []byte {
+	paths, err := env.Paths()
+	if err != nil {
+		return failure(true, "cannot find coworkbridge's folders: "+err.Error())
+	}
+	snap := managedconfig.NewLoader(env, paths).Load()
+	if snap.Origin == managedconfig.OriginInvalid {
+		snap.Config.CoworkEnabled, snap.Config.Mode = true, snap.Intent
+	} else if !snap.Enabled() {
+		return nil
+	}
+	cfg := snap.Config
+	enforce := cfg.Mode == managedconfig.Enforce
+	dropped := func(rec telemetry.Record, stamp telemetry.Stamp) { drop(system.DropDir, rec, stamp) }
+	stamp := telemetry.LocalStamp(opts.Version, snap.ShortHash(), string(snap.Origin))
+	if why == "" {
+		return answerConfigChange(data, cfg, hostSession(env, claudehook.Payload{}), opts.Now, stamp, dropped)
+	}
+	if data == nil || enforce {
+		return failureWith(enforce, "coworkbridge's daemon could not judge it ("+why+")", cfg.Policy.Notices)
+	}
+	cls, err := classifierFor(snap)
+	if err != nil && cls == nil {
+		return nil // observe: nothing to block, and nothing judged to record
+	}
+	j := Judgement{Cfg: cfg, Cls: cls, Env: env, Stamp: stamp, Now: opts.Now, Transport: telemetry.TransportHook}
+	rec, out := j.Decide(data, started)
+	if rec != nil {
+		rec.Reason = joinReason(rec.Reason, "judged by the hook alone: "+why)
+		dropped(*rec, stamp)
+	}
+	return out
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
