@@ -90,6 +90,7 @@ type Daemon struct {
 	dropDir, exe string
 	// serving is what host calls over the socket are judged under (system mode).
 	serving atomic.Pointer[serving]
+	started atomic.Pointer[time.Time]
 }
 
 // recordTampered reports what was done to the decision log behind the daemon's back, in the
@@ -241,6 +242,7 @@ func (d *Daemon) Health() health.Snapshot { return d.health.Snapshot(false) }
 // Run loads the configuration, follows its changes, and returns nil once ctx is cancelled.
 func (d *Daemon) Run(ctx context.Context) error {
 	started := d.now()
+	d.started.Store(&started)
 	d.current = d.loader.Load()
 	d.logStart()
 	d.apply(ctx, managedconfig.Snapshot{}, d.current)

@@ -363,7 +363,7 @@ func TestTheDaemonReportsAMissingOrAlteredDropIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := dropin.Content("/usr/local/bin/coworkbridge", cfg, sc)
+	want, err := dropin.Content(dropin.Hook{Exe: "/usr/local/bin/coworkbridge"}, cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func (d *Daemon) wantDropIn(s managedconfig.Snapshot) {
 		w.required = cfg.Lockdown || cfg.RequiredMinimumVersion != ""
 		sc, err := hookentry.NewSchema()
 		if err == nil {
-			w.content, err = dropin.Content(d.exe, cfg, sc)
+			w.content, err = dropin.Content(dropin.Hook{Exe: d.exe, System: d.env.System}, cfg, sc)
 		}
 		if err != nil {
 			w.problem = fmt.Sprintf("cannot build the drop-in managed.json asks for: %v", err)

@@ -218,6 +218,14 @@ func userName(uid uint32) string {
 // the sessions under their home, and no other user's counts.
 func (d *Daemon) statusFor(uid uint32) health.Snapshot {
 	s := d.health.Snapshot(false)
+	started := d.started.Load()
+	s.Daemon.PID, s.Daemon.Version = os.Getpid(), d.version
+	if started != nil {
+		s.Daemon.StartedAt, s.Daemon.UptimeSeconds = *started, int64(d.now().Sub(*started).Seconds())
+	}
+	if sv := d.serving.Load(); sv != nil {
+		s.Daemon.HeartbeatInterval = sv.snap.Config.HeartbeatInterval.String()
+	}
 	if uid == 0 {
 		return s
 	}

@@ -46,20 +46,35 @@ const Timeout = 30 * time.Second
 // fetch): a managed allow-list that left them out would stop every session's shell.
 var CoworkServers = []string{"workspace"}
 
+// Hook is the program the drop-in runs.
+type Hook struct {
+	// Exe is coworkbridge's binary, by an absolute path.
+	Exe string
+	// System: the hook hands each call to the system-mode daemon (hook --system).
+	System bool
+}
+
+func (h Hook) args() []string {
+	if h.System {
+		return []string{"hook", "--system"}
+	}
+	return []string{"hook"}
+}
+
 // Content is the drop-in for cfg, running exe: the PreToolUse hook in exec form (no shell), and
 // with cfg.Lockdown also allowManagedHooksOnly, a ConfigChange hook, and the policy's MCP
 // allow-list; requiredMinimumVersion when cfg names one. It is checked against the settings
 // schema: an error means nothing may be written.
-func Content(exe string, cfg managedconfig.Config, sc *hookentry.Schema) ([]byte, error) {
-	if !filepath.IsAbs(exe) {
-		return nil, fmt.Errorf("the drop-in must name coworkbridge by an absolute path, not %q", exe)
+func Content(h Hook, cfg managedconfig.Config, sc *hookentry.Schema) ([]byte, error) {
+	if !filepath.IsAbs(h.Exe) {
+		return nil, fmt.Errorf("the drop-in must name coworkbridge by an absolute path, not %q", h.Exe)
 	}
 	hooks := map[string][]claudehook.HookGroup{
-		"PreToolUse": {claudehook.ExecGroup("*", exe, []string{"hook"}, Timeout)},
+		"PreToolUse": {claudehook.ExecGroup("*", h.Exe, h.args(), Timeout)},
 	}
 	doc := map[string]any{"hooks": hooks}
 	if cfg.Lockdown {
-		hooks["ConfigChange"] = []claudehook.HookGroup{claudehook.ExecGroup("", exe, []string{"hook"}, Timeout)}
+		hooks["ConfigChange"] = []claudehook.HookGroup{claudehook.ExecGroup("", h.Exe, h.args(), Timeout)}
 		doc["allowManagedHooksOnly"] = true
 		// Skills' inline !`cmd` run on the Mac in a session opened on a user's folder, which
 		// no session hook sees (verified with CLI 2.1.332).

@@ -51,7 +51,7 @@ func parse(t *testing.T, data []byte) doc {
 }
 
 func TestWithoutLockdownTheDropInRunsOnlyOurPreToolUseHookWithoutAShellAndBlocksOnFailure(t *testing.T) {
-	data, err := Content(exe, managedconfig.Config{}, schema(t))
+	data, err := Content(Hook{Exe: exe}, managedconfig.Config{}, schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestWithoutLockdownTheDropInRunsOnlyOurPreToolUseHookWithoutAShellAndBlocks
 func TestUnderLockdownOnlyManagedHooksRunAndSettingsChangesAreJudged(t *testing.T) {
 	cfg := managedconfig.Config{Lockdown: true, RequiredMinimumVersion: "2.1.329"}
 	cfg.Policy.RestrictMCPServers, cfg.Policy.AllowedMCPServers = true, []string{"github"}
-	data, err := Content(exe, cfg, schema(t))
+	data, err := Content(Hook{Exe: exe}, cfg, schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestUnderLockdownAServerIsNamedByItsCommandOrURL(t *testing.T) {
 		{Name: "github", Command: []string{"npx", "-y", "server-github"}},
 		{Name: "linear", URL: "https://mcp.linear.app/*"},
 	}
-	data, err := Content(exe, cfg, schema(t))
+	data, err := Content(Hook{Exe: exe}, cfg, schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +125,14 @@ func TestUnderLockdownAServerIsNamedByItsCommandOrURL(t *testing.T) {
 }
 
 func TestADropInNamingARelativeBinaryIsRefused(t *testing.T) {
-	if _, err := Content("coworkbridge", managedconfig.Config{}, schema(t)); err == nil {
+	if _, err := Content(Hook{Exe: "coworkbridge"}, managedconfig.Config{}, schema(t)); err == nil {
 		t.Error("a relative binary was accepted")
 	}
 }
 
 func TestCheckFindsAMissingAlteredOrUnsafeDropIn(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "managed-settings.d")
-	want, err := Content(exe, managedconfig.Config{}, schema(t))
+	want, err := Content(Hook{Exe: exe}, managedconfig.Config{}, schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func hasErr(errs []error, target error) bool {
 func TestCheckReportsASiblingThatWeakensOurs(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, "managed-settings.d")
-	want, err := Content(exe, managedconfig.Config{Lockdown: true}, schema(t))
+	want, err := Content(Hook{Exe: exe}, managedconfig.Config{Lockdown: true}, schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestWriteTakesTheFolderForRootAndCheckReportsAWritableOne(t *testing.T) {
 	os.MkdirAll(dir, 0o777)
 	os.Chmod(dir, 0o777)
 	os.Chown(dir, 1000, 1000)
-	want, _ := Content(exe, managedconfig.Config{}, schema(t))
+	want, _ := Content(Hook{Exe: exe}, managedconfig.Config{}, schema(t))
 	if err := Write(dir, want); err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,10 @@ type Installer struct {
 	out        io.Writer
 	dryRun     bool
 	chown      bool // running as root for another user: files must belong to that user
+	// system: system mode (InstallSystem): the drop-in's hook talks to the root daemon.
+	system bool
+	// systemUnitDir is where the LaunchDaemon's plist (macOS) or the system unit (Linux) goes.
+	systemUnitDir string
 	// unhook removes our hooks from every session of a user and returns how many it changed;
 	// nil: unhookSessions.
 	unhook func(t Target) (int, error)
@@ -89,7 +93,8 @@ func New(binary string, out io.Writer, dryRun bool) (*Installer, error) {
 	if runtime.GOOS != "darwin" && runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("install supports macOS (LaunchAgent) and Linux (systemd user unit), not %s", runtime.GOOS)
 	}
-	return &Installer{goos: runtime.GOOS, exe: binary, managedDir: dropin.Dir(runtime.GOOS), run: execRunner{}, out: out, dryRun: dryRun}, nil
+	return &Installer{goos: runtime.GOOS, exe: binary, managedDir: dropin.Dir(runtime.GOOS), run: execRunner{}, out: out, dryRun: dryRun,
+		systemUnitDir: systemUnitDir(runtime.GOOS)}, nil
 }
 
 // checkBinary refuses a binary the agent could not start later: a relative path, a build go run
@@ -572,7 +577,7 @@ func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
 	if err != nil {
 		return err
 	}
-	data, err := dropin.Content(in.exe, cfg, sc)
+	data, err := dropin.Content(dropin.Hook{Exe: in.exe, System: in.system}, cfg, sc)
 	if err != nil {
 		return err
 	}
@@ -584,6 +589,9 @@ func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
 		return err
 	}
 	what := "calls " + in.exe + " hook"
+	if in.system {
+		what += " --system"
+	}
 	if cfg.Lockdown {
 		what += ", under lockdown (only managed hooks run)"
 	}

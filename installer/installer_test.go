@@ -69,7 +69,7 @@ func TestAgentDefinitionsMatchTheirGoldenFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := dropin.Content(testExe, managedconfig.Config{}, sc)
+	data, err := dropin.Content(dropin.Hook{Exe: testExe}, managedconfig.Config{}, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

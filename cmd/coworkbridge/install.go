@@ -22,7 +22,10 @@ func installCmd(args []string, sio stdio, install bool) int {
 		about = "Removes coworkbridge's hooks from every session of the user first (so that no enforce hook is left\n" +
 			"to deny every call), then stops and removes the agent. Logs and state are kept unless --purge."
 	}
-	fs := newFlags(name, "[--dry-run] [--system-wide [--user NAME]...] [--managed-settings] [--binary PATH]"+map[bool]string{true: "", false: " [--purge]"}[install], about, sio)
+	about += "\nWith --system (root; the MDM package's post-install): system mode instead, a root daemon for every\n" +
+		"user (a LaunchDaemon; a systemd system unit on Linux) and the drop-in whose hook talks to it."
+	fs := newFlags(name, "[--dry-run] [--system | --system-wide [--user NAME]...] [--managed-settings] [--binary PATH]"+map[bool]string{true: "", false: " [--purge]"}[install], about, sio)
+	system := fs.Bool("system", false, "system mode: the root daemon serving every user, and its drop-in (needs root)")
 	dry := fs.Bool("dry-run", false, "print the files and commands instead of acting")
 	systemWide := fs.Bool("system-wide", false, "as root (an MDM post-install script): act for the console user, or each --user")
 	var users stringList
@@ -46,6 +49,13 @@ func installCmd(args []string, sio stdio, install bool) int {
 	if err != nil {
 		fmt.Fprintf(sio.err, "coworkbridge %s: %v\n", name, err)
 		return exitFail
+	}
+	if *system {
+		if *systemWide || len(users) > 0 {
+			fmt.Fprintf(sio.err, "coworkbridge %s: --system serves every user; it takes no --system-wide or --user\n", name)
+			return exitUsage
+		}
+		return installSystem(in, install, name, sio)
 	}
 	// The drop-in is machine-wide: a Mac with nobody at the console (pre-staged at the login
 	// window) still gets it, and the per-user part is reported as deferred.
@@ -121,6 +131,24 @@ func cmdUnhook(_ context.Context, args []string, sio stdio) int {
 		fmt.Fprintln(sio.out, n)
 	} else {
 		fmt.Fprintf(sio.out, "coworkbridge's hooks removed from %d session(s)\n", n)
+	}
+	return exitOK
+}
+
+// installSystem installs or removes system mode.
+func installSystem(in *installer.Installer, install bool, name string, sio stdio) int {
+	var err error
+	if install {
+		var cfg managedconfig.Config
+		if cfg, err = dropInConfig(sio); err == nil {
+			err = in.InstallSystem(cfg)
+		}
+	} else {
+		err = in.UninstallSystem()
+	}
+	if err != nil {
+		fmt.Fprintf(sio.err, "coworkbridge %s --system: %v\n", name, err)
+		return exitFail
 	}
 	return exitOK
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -15,7 +16,9 @@ import (
 func cmdRun(ctx context.Context, args []string, sio stdio) int {
 	fs := newFlags("run", "", "Runs the daemon until SIGTERM or SIGINT (what the LaunchAgent starts). It reads managed.json\n"+
 		"from $"+managedconfig.EnvManagedConfig+" (development), else the system location, and idles while\n"+
-		"cowork_enabled is false.", sio)
+		"cowork_enabled is false. With --system (what the LaunchDaemon starts, as root) it serves every user of\n"+
+		"the Mac: root's folders for its record and state, and a socket for the host hooks.", sio)
+	system := fs.Bool("system", false, "system mode: run as root for every user (see deploy/README.md)")
 	if code, done := fs.parse(args); done {
 		return code
 	}
@@ -26,6 +29,9 @@ func cmdRun(ctx context.Context, args []string, sio stdio) int {
 	level := new(slog.LevelVar)
 	log := newLogger(sio.err, level)
 	env, err := managedconfig.SystemEnv()
+	if err == nil && *system {
+		env, err = systemEnv(env)
+	}
 	var d *daemon.Daemon
 	if err == nil {
 		d, err = daemon.New(env, daemon.Options{Logger: log, Level: level, Version: versionString()})
@@ -56,4 +62,13 @@ func oneProc() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+}
+
+// systemEnv is env for system mode: root only, serving the homes of the Mac's users.
+func systemEnv(env managedconfig.Env) (managedconfig.Env, error) {
+	if os.Geteuid() != 0 {
+		return env, errors.New("run --system must run as root (it is the LaunchDaemon's command); without admin rights use the per-user agent: coworkbridge install")
+	}
+	env.System, env.Homes = true, managedconfig.UserHomes(env.GOOS)
+	return env, nil
 }

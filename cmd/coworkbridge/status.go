@@ -15,6 +15,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/installer"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -42,6 +43,10 @@ func cmdStatus(_ context.Context, args []string, sio stdio) int {
 	if code, done := fs.noArgs(); done {
 		return code
 	}
+	v, ok := systemStatus(time.Now())
+	if ok {
+		return printStatus(v, *asJSON, sio)
+	}
 	env, err := statusEnv(*user)
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge status:", err)
@@ -52,8 +57,11 @@ func cmdStatus(_ context.Context, args []string, sio stdio) int {
 		fmt.Fprintln(sio.err, "coworkbridge status:", err)
 		return exitFail
 	}
-	v := readStatus(paths, time.Now())
-	if *asJSON {
+	return printStatus(readStatus(paths, time.Now()), *asJSON, sio)
+}
+
+func printStatus(v statusView, asJSON bool, sio stdio) int {
+	if asJSON {
 		enc := json.NewEncoder(sio.out)
 		enc.SetIndent("", "  ")
 		enc.Encode(v.jsonView())
@@ -61,6 +69,32 @@ func cmdStatus(_ context.Context, args []string, sio stdio) int {
 		v.render(sio.out)
 	}
 	return v.exitCode()
+}
+
+// systemStatus asks a system-mode daemon, when its socket is there: ok is false when it is not
+// (a per-user install). The daemon shows a user the sessions under their home only.
+func systemStatus(now time.Time) (statusView, bool) {
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		return statusView{}, false
+	}
+	sock, err := env.SystemSocket()
+	if fi, serr := os.Lstat(sock); err != nil || serr != nil || fi.Mode()&fs.ModeSocket == 0 {
+		return statusView{}, false
+	}
+	v := statusView{GOOS: runtime.GOOS, Now: now}
+	a, err := hostsocket.Call(sock, hostsocket.Request{Kind: hostsocket.KindStatus}, now.Add(5*time.Second))
+	if err != nil {
+		v.ReadErr = err // the socket is there and nobody answers: the system daemon is down
+		return v, true
+	}
+	var snap health.Snapshot
+	if err := json.Unmarshal(a.Status, &snap); err != nil {
+		v.Running, v.ReadErr = true, fmt.Errorf("the system daemon's status: %w", err)
+		return v, true
+	}
+	v.Running, v.Snapshot = true, &snap
+	return v, true
 }
 
 // statusEnv is the environment of the user whose daemon status asks: the caller's, or (for a

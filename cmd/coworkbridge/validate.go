@@ -164,13 +164,16 @@ func explainLockdown(sio stdio, cfg managedconfig.Config, installedHere bool) {
 	if err != nil {
 		return
 	}
-	want, err := dropin.Content(exe, cfg, sc)
+	want, err := dropin.Content(dropin.Hook{Exe: exe}, cfg, sc)
 	if err != nil {
 		fmt.Fprintf(sio.out, "The drop-in for this file cannot be built: %v\n", err)
 		return
 	}
 	dir := dropin.Dir(runtime.GOOS)
 	probs := dropin.Check(dir, want)
+	if sys, err := dropin.Content(dropin.Hook{Exe: exe, System: true}, cfg, sc); err == nil && len(dropin.Check(dir, sys)) == 0 {
+		probs = nil // the system-mode drop-in (install --system)
+	}
 	if len(probs) == 0 {
 		fmt.Fprintf(sio.out, "The installed drop-in (%s) is the one this file asks for.\n", filepath.Join(dir, dropin.Name))
 		return

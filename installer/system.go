@@ -1,0 +1,190 @@
+package installer
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+// SystemLabel names the LaunchDaemon and the systemd system unit of system mode.
+const SystemLabel = "com.coworkbridge.daemon"
+
+// systemUnitDir is where the platform's service manager reads system daemons.
+func systemUnitDir(goos string) string {
+	if goos == "darwin" {
+		return "/Library/LaunchDaemons"
+	}
+	return "/etc/systemd/system"
+}
+
+// systemUnitPath is the LaunchDaemon's plist or the system unit.
+func (in *Installer) systemUnitPath() string {
+	if in.goos == "darwin" {
+		return filepath.Join(in.systemUnitDir, SystemLabel+".plist")
+	}
+	return filepath.Join(in.systemUnitDir, SystemLabel+".service")
+}
+
+// InstallSystem installs system mode (needs root; the MDM package's post-install): the root
+// daemon serving every user (a LaunchDaemon, a systemd system unit on Linux), started now, and
+// the managed-settings drop-in whose hook hands each call to it. Per-user agents are left to
+// uninstall: a Mac with both runs both, and their hooks stand aside for each other's sessions.
+func (in *Installer) InstallSystem(cfg managedconfig.Config) error {
+	if os.Geteuid() != 0 && !in.dryRun {
+		return errors.New("install --system needs root (run it from the MDM package's post-install script); without admin rights install the per-user agent: coworkbridge install")
+	}
+	in.system = true
+	def := systemUnitFor(in.exe)
+	if in.goos == "darwin" {
+		def = systemPlistFor(in.exe)
+	}
+	if in.dryRun {
+		fmt.Fprintf(in.out, "# %s\n%s\n", in.systemUnitPath(), def)
+	} else if err := writeRootFile(in.systemUnitPath(), def); err != nil {
+		return err
+	}
+	var err error
+	if in.goos == "darwin" {
+		err = in.launchdSystemLoad()
+	} else {
+		err = in.systemdSystemLoad()
+	}
+	if err != nil {
+		return err
+	}
+	return in.WriteDropIn(cfg)
+}
+
+// UninstallSystem stops and removes the root daemon and the drop-in, then takes our hooks out
+// of every user's sessions (the daemon would otherwise have put them back).
+func (in *Installer) UninstallSystem() error {
+	if os.Geteuid() != 0 && !in.dryRun {
+		return errors.New("uninstall --system needs root")
+	}
+	if in.goos == "darwin" {
+		in.cmd(true, "launchctl", "bootout", "system/"+SystemLabel)
+	} else {
+		in.cmd(true, "systemctl", "disable", "--now", SystemLabel+".service")
+	}
+	var errs []error
+	if in.dryRun {
+		fmt.Fprintf(in.out, "rm -f %q\n", in.systemUnitPath())
+	} else if err := os.Remove(in.systemUnitPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("remove %s: %w", in.systemUnitPath(), err))
+	}
+	errs = append(errs, in.RemoveDropIn())
+	if !in.dryRun {
+		env, err := managedconfig.SystemEnv()
+		if err == nil {
+			env.System, env.Homes = true, managedconfig.UserHomes(in.goos)
+			paths, perr := env.Paths()
+			if perr == nil {
+				n := injector.UnhookAll(managedconfig.NewLoader(env, paths).Load().Config.SessionsRoots, nil)
+				fmt.Fprintf(in.out, "coworkbridge system daemon removed; hooks taken out of %d sessions\n", n)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (in *Installer) launchdSystemLoad() error {
+	service := "system/" + SystemLabel
+	in.cmd(true, "launchctl", "bootout", service)
+	if err := in.cmd(false, "launchctl", "enable", service); err != nil {
+		return err
+	}
+	if err := in.cmd(false, "launchctl", "bootstrap", "system", in.systemUnitPath()); err != nil {
+		return err
+	}
+	if err := in.cmd(false, "launchctl", "print", service); err != nil {
+		return fmt.Errorf("installed but launchd does not list the daemon: %w", err)
+	}
+	if !in.dryRun {
+		fmt.Fprintf(in.out, "coworkbridge system daemon installed: %s\n", in.systemUnitPath())
+	}
+	return nil
+}
+
+func (in *Installer) systemdSystemLoad() error {
+	for _, args := range [][]string{{"daemon-reload"}, {"enable", "--now", SystemLabel + ".service"}, {"is-active", SystemLabel + ".service"}} {
+		if err := in.cmd(false, "systemctl", args...); err != nil {
+			return err
+		}
+	}
+	if !in.dryRun {
+		fmt.Fprintf(in.out, "coworkbridge system unit installed and started: %s\n", in.systemUnitPath())
+	}
+	return nil
+}
+
+// writeRootFile writes a service definition root owns, readable by all (launchd refuses a
+// LaunchDaemon plist that others can write).
+func writeRootFile(path string, data []byte) error {
+	if err := renameio.WriteFile(path, data, 0o644, renameio.WithStaticPermissions(0o644)); err != nil {
+		return fmt.Errorf("write %s (needs root): %w", path, err)
+	}
+	return nil
+}
+
+// systemPlistFor is the LaunchDaemon: started at boot, kept alive, its output in root's log
+// folder.
+func systemPlistFor(exe string) []byte {
+	esc := func(s string) string {
+		var b bytes.Buffer
+		_ = xml.EscapeText(&b, []byte(s))
+		return b.String()
+	}
+	return []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>Label</key>
+	<string>` + SystemLabel + `</string>
+	<key>ProgramArguments</key>
+	<array>
+		<string>` + esc(exe) + `</string>
+		<string>run</string>
+		<string>--system</string>
+	</array>
+	<key>RunAtLoad</key>
+	<true/>
+	<key>KeepAlive</key>
+	<true/>
+	<key>ThrottleInterval</key>
+	<integer>10</integer>
+	<key>StandardOutPath</key>
+	<string>/Library/Logs/CoworkBridge/daemon.log</string>
+	<key>StandardErrorPath</key>
+	<string>/Library/Logs/CoworkBridge/daemon.log</string>
+</dict>
+</plist>
+`)
+}
+
+// systemUnitFor is the systemd system unit: the same lifecycle, as root.
+func systemUnitFor(exe string) []byte {
+	return []byte(`[Unit]
+Description=coworkbridge (system mode): organisation policy for Claude Cowork sessions of every user
+After=local-fs.target
+
+[Service]
+ExecStart=` + systemdQuote(exe) + ` run --system
+Restart=always
+RestartSec=10
+KillSignal=SIGTERM
+TimeoutStopSec=10
+UMask=0077
+
+[Install]
+WantedBy=multi-user.target
+`)
+}
