@@ -50,7 +50,7 @@ func newManagedMachine(t *testing.T, cfgJSON string, patch func([]byte) []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := dropin.Content(m.bin, cfg, sc)
+	data, err := dropin.Content(dropin.Hook{Exe: m.bin}, cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,9 @@ type Handler interface {
 // readTimeout, and one user's connections can hold at most perUser slots, so that no user (or
 // agent) can keep another user's hooks waiting.
 const (
-	maxConns    = 256
-	perUser     = 32
-	readTimeout = 5 * time.Second
+	maxConns    = 512
+	perUser     = 64
+	readTimeout = 2 * time.Second
 )
 
 // Server is the listening socket.
