@@ -158,3 +158,18 @@ func TestACallToNoDaemonFailsBeforeItsDeadline(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// FuzzRequest feeds the daemon's request reader what any user of the Mac can send.
+func FuzzRequest(f *testing.F) {
+	f.Add([]byte(`{"v":1,"kind":"call","payload":{"tool_name":"Bash"},"config_dir":"/x"}`))
+	f.Add([]byte(`{"v":1,"kind":"status"}`))
+	f.Add([]byte(`{"v":1,"payload":"` + strings.Repeat("a", 100) + `"}`))
+	f.Add([]byte("\x00{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r Request
+		err := readJSON(strings.NewReader(string(data)), 1<<16, &r)
+		if err == nil && len(data) > 1<<16 {
+			t.Fatal("a request over the limit was read")
+		}
+	})
+}

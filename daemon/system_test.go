@@ -1,0 +1,115 @@
+package daemon
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/hostsocket"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// systemMachine is m in system mode: root's folders (here under m.dir), a socket, and the homes
+// of the users served.
+func (m *machine) system(t *testing.T) (sock, logPath string) {
+	t.Helper()
+	vars := map[string]string{
+		managedconfig.EnvManagedConfig: m.config,
+		managedconfig.EnvStateDir:      filepath.Join(m.dir, "root", "state"),
+		managedconfig.EnvLogDir:        filepath.Join(m.dir, "root", "logs"),
+		managedconfig.EnvSocket:        filepath.Join(m.dir, "run", "hook.sock"),
+	}
+	m.env = managedconfig.Env{GOOS: "linux", Home: m.dir, Getenv: func(k string) string { return vars[k] },
+		System: true, Homes: []string{filepath.Join(m.dir, "home")}}
+	return vars[managedconfig.EnvSocket], filepath.Join(m.dir, "root", "logs", "decisions.jsonl")
+}
+
+// listening waits for the daemon's socket.
+func listening(t *testing.T, sock string) {
+	t.Helper()
+	cbtest.WaitForf(t, func() bool {
+		fi, err := os.Lstat(sock)
+		return err == nil && fi.Mode()&fs.ModeSocket != 0
+	}, func() string { return "the daemon to listen at " + sock })
+}
+
+const rmRF = `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force origin main"},"tool_use_id":"toolu_9"}`
+
+func TestASystemDaemonJudgesHostCallsUnderTheCallersUidAndKeepsItsFoldersToItself(t *testing.T) {
+	m := newMachine(t)
+	sock, logPath := m.system(t)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	me, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil {
+		t.Skip("this uid has no user entry:", err)
+	}
+	// A record a hook dropped while the daemon was down is imported under its file's owner.
+	drops := filepath.Join(m.dir, "root", "dropbox")
+	if err := os.MkdirAll(drops, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := telemetry.Drop(drops, telemetry.Record{RID: strings.Repeat("d", 32), Tool: "Read", User: "someone-else"}); err != nil {
+		t.Fatal(err)
+	}
+	m.start(t)
+	listening(t, sock)
+
+	a, err := hostsocket.Call(sock, hostsocket.Request{Kind: hostsocket.KindCall, Payload: json.RawMessage(rmRF)}, time.Now().Add(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(a.Output), `"permissionDecision":"deny"`) {
+		t.Fatalf("answer %s, want a deny", a.Output)
+	}
+	var recs []telemetry.Record
+	cbtest.WaitForf(t, func() bool {
+		recs, _ = telemetry.ReadFile(logPath)
+		return len(recs) >= 2
+	}, func() string { return "two records (the dropped one and the call) in " + logPath })
+	byTransport := map[string]telemetry.Record{}
+	for _, r := range recs {
+		byTransport[r.Transport] = r
+	}
+	if r := byTransport[TransportSocket]; r.User != me.Username || r.ToolUseID != "toolu_9" || r.Rule != "bash.git-push-force" {
+		t.Errorf("the socket call's record %+v, want user %s", r, me.Username)
+	}
+	if r := byTransport[telemetry.TransportDropped]; r.User != me.Username {
+		t.Errorf("the dropped record names user %q, want the file's owner %s", r.User, me.Username)
+	}
+	for dir, want := range map[string]fs.FileMode{"root/state": 0o700, "root/logs": 0o700, "root/dropbox": 0o733 | fs.ModeSticky} {
+		fi, err := os.Stat(filepath.Join(m.dir, dir))
+		if err != nil || fi.Mode()&(fs.ModePerm|fs.ModeSticky) != want {
+			t.Errorf("%s: mode %v (%v), want %v", dir, fi.Mode(), err, want)
+		}
+	}
+
+	a, err = hostsocket.Call(sock, hostsocket.Request{Kind: hostsocket.KindStatus}, time.Now().Add(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap health.Snapshot
+	if err := json.Unmarshal(a.Status, &snap); err != nil || snap.Daemon.PID != os.Getpid() || !snap.Config.Enabled {
+		t.Fatalf("status over the socket: %+v (%v)", snap.Daemon, err)
+	}
+}
+
+func TestASystemDaemonAnswersOffWhileCoworkbridgeIsSwitchedOff(t *testing.T) {
+	m := newMachine(t)
+	sock, _ := m.system(t)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":false}`)
+	m.start(t)
+	listening(t, sock)
+	a, err := hostsocket.Call(sock, hostsocket.Request{Kind: hostsocket.KindCall, Payload: json.RawMessage(rmRF)}, time.Now().Add(5*time.Second))
+	if err != nil || !a.Off || len(a.Output) != 0 {
+		t.Fatalf("answer %+v (%v), want off", a, err)
+	}
+}

@@ -1,0 +1,78 @@
+package installer
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/dropin"
+	"github.com/coworkbridge/coworkbridge/hookentry"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+func TestSystemDefinitionsMatchTheirGoldenFiles(t *testing.T) {
+	golden(t, "daemon.plist", systemPlistFor(testExe))
+	golden(t, "daemon.service", systemUnitFor(testExe))
+	sc, err := hookentry.NewSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := dropin.Content(dropin.Hook{Exe: testExe, System: true}, managedconfig.Config{}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "system-"+dropin.Name, data)
+}
+
+func TestTheLaunchDaemonRunsTheSystemDaemonAsRootAndKeepsItAlive(t *testing.T) {
+	p := readPlist(t, systemPlistFor(testExe))
+	args := p.dict["ProgramArguments"].arr
+	if len(args) != 3 || args[0].str != testExe || args[1].str != "run" || args[2].str != "--system" {
+		t.Errorf("ProgramArguments %+v", args)
+	}
+	if p.dict["Label"].str != SystemLabel || p.dict["KeepAlive"].kind != "true" {
+		t.Errorf("Label %q KeepAlive %q", p.dict["Label"].str, p.dict["KeepAlive"].kind)
+	}
+	if _, ok := p.dict["UserName"]; ok {
+		t.Error("a LaunchDaemon with UserName would not run as root")
+	}
+}
+
+func TestADryRunSystemInstallPrintsTheDaemonTheCommandsAndTheSystemDropIn(t *testing.T) {
+	for _, goos := range []string{"darwin", "linux"} {
+		t.Run(goos, func(t *testing.T) {
+			var out bytes.Buffer
+			r := &fakeRunner{}
+			in := testInstaller(goos, r, &out, filepath.Join(t.TempDir(), "managed-settings.d"))
+			in.dryRun, in.systemUnitDir = true, systemUnitDir(goos)
+			if err := in.InstallSystem(managedconfig.Config{}); err != nil {
+				t.Fatal(err)
+			}
+			text := out.String()
+			want := map[string][]string{
+				"darwin": {"/Library/LaunchDaemons/com.coworkbridge.daemon.plist", "launchctl bootstrap system", `"--system"`},
+				"linux":  {"/etc/systemd/system/com.coworkbridge.daemon.service", "systemctl enable --now com.coworkbridge.daemon.service", `"--system"`},
+			}[goos]
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					t.Errorf("the dry run does not show %q:\n%s", w, text)
+				}
+			}
+			if len(r.calls) != 0 {
+				t.Errorf("a dry run ran %v", r.calls)
+			}
+		})
+	}
+}
+
+func TestSystemInstallNeedsRoot(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("running as root")
+	}
+	in := testInstaller("darwin", &fakeRunner{}, &bytes.Buffer{}, t.TempDir())
+	if err := in.InstallSystem(managedconfig.Config{}); err == nil || !strings.Contains(err.Error(), "needs root") {
+		t.Fatalf("got %v", err)
+	}
+}
