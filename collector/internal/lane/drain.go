@@ -534,8 +534,12 @@ func (o *Outage) failed(env *Env, err error) {
 		return
 	}
 	o.failing, o.since = true, env.Now()
-	env.Log.Warn("cannot write the decision log; events stay where they are and are retried with backoff (logged again when it recovers)",
-		"code", writeFailure(err), "err", err)
+	const msg = "cannot write the decision log; events stay where they are and are retried with backoff (logged again when it recovers)"
+	if errors.Is(err, telemetry.ErrLockHeld) {
+		env.Log.Warn(msg, "code", health.CodeRecordLockHeld, "err", err)
+		return
+	}
+	env.Log.Warn(msg, "code", health.CodeTelemetryFailed, "err", err)
 }
 
 func (o *Outage) recovered(env *Env) {
