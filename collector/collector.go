@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
@@ -333,6 +334,19 @@ func (c *Collector) Quarantine(id, reason string) {
 		return
 	}
 	e.lane.Quarantine(reason)
+}
+
+// HostCall is what a system-mode daemon judging a host call of session id needs from the
+// session's lane, without files: why the session is quarantined ("" when it is not), and a way
+// to hand over the call's receipt. ok is false for a session the collector does not track.
+func (c *Collector) HostCall(id string) (quarantined string, judged func(claudehook.Receipt), ok bool) {
+	c.mu.Lock()
+	e := c.byIDLocked(id)
+	c.mu.Unlock()
+	if e == nil {
+		return "", nil, false
+	}
+	return e.lane.QuarantinedNow(), e.lane.HostJudged, true
 }
 
 // byIDLocked finds a tracked session by its folder's name. Callers hold mu.

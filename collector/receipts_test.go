@@ -101,3 +101,34 @@ func TestAQuarantineIsWrittenIntoTheHostChannel(t *testing.T) {
 		t.Fatalf("quarantine file %q %v", data, err)
 	}
 }
+
+// In system mode the daemon judges host calls itself and hands their receipts over in memory:
+// they make those calls guarded as the host hook's files do, and the session's quarantine is
+// what the lane holds.
+func TestHostCallsJudgedInMemoryAreNotUnguardedAndSeeTheQuarantine(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	f.opts.ReconcileGrace = 50 * time.Millisecond
+	f.start()
+	id := filepath.Base(f.dir)
+	why, judged, ok := f.c.HostCall(id)
+	if !ok || why != "" {
+		t.Fatalf("HostCall(%s) = %q, %v; want a tracked session not quarantined", id, why, ok)
+	}
+	judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_ok", Tool: "Bash", Fingerprint: fingerprint("ls")})
+	f.transcript(toolUse("toolu_ok", "ls"), toolResult("toolu_ok", false),
+		toolUse("toolu_none", "id"), toolResult("toolu_none", false))
+	f.settle()
+	f.later(time.Second)
+	f.settle()
+	recs := f.waitRecords(1)
+	if len(recs) != 1 || recs[0].Rule != lane.RuleUnguarded || !strings.Contains(string(recs[0].Input), `"id"`) {
+		t.Fatalf("records %+v: want only the call with no receipt unguarded", recs)
+	}
+	f.c.Quarantine(id, "a test quarantine")
+	if why, _, _ := f.c.HostCall(id); why != "a test quarantine" {
+		t.Fatalf("quarantine seen by a host call: %q", why)
+	}
+	if _, _, ok := f.c.HostCall("local_unknown"); ok {
+		t.Fatal("an untracked session has a lane")
+	}
+}

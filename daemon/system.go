@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
@@ -129,7 +130,7 @@ func (h *hostCalls) call(p hostsocket.Peer, r hostsocket.Request) hostsocket.Ans
 	stamp := sv.stamp
 	stamp.User = up.name
 	j := hosthook.Judgement{Cfg: up.cfg, Cls: up.cls, Env: env, ChannelRoot: h.d.paths.ChannelRoot(), Stamp: stamp,
-		Now: time.Now, Transport: TransportSocket}
+		Now: time.Now, Transport: TransportSocket, Session: h.d.hostSession}
 	rec, out := j.Decide(r.Payload, started)
 	a.Output = out
 	if rec != nil {
@@ -137,6 +138,15 @@ func (h *hostCalls) call(p hostsocket.Peer, r hostsocket.Request) hostsocket.Ans
 		h.d.recordHostCall(*rec)
 	}
 	return a
+}
+
+// hostSession is the collector's lane of session id, for a host call judged in memory.
+func (d *Daemon) hostSession(id string) (string, func(claudehook.Receipt), bool) {
+	g := d.watching.Load()
+	if g == nil {
+		return "", nil, false
+	}
+	return g.collector.HostCall(id)
 }
 
 // policyFor is the caller's policy under the configuration in force, compiled once per change.

@@ -8,7 +8,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
-	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
 // channel is the host channel of the Cowork session a call comes from, when the daemon keeps
@@ -48,15 +47,11 @@ func quarantined(ch *session.Session, now time.Time) string {
 
 // leaveReceipt tells the daemon this hook judged the call, so that reconciliation counts it as
 // guarded. A receipt that cannot be written costs a false unguarded-call finding, never the call.
-func leaveReceipt(ch *session.Session, rid string, p claudehook.Payload, denied bool) {
-	if ch == nil || p.ToolUseID == "" {
-		return
-	}
-	data, err := json.Marshal(claudehook.Receipt{V: 1, ToolUseID: p.ToolUseID, Tool: p.ToolName, Denied: denied,
-		Fingerprint: transcript.FingerprintOf(p.ToolInput)})
+func leaveReceipt(ch *session.Session, r claudehook.Receipt) {
+	data, err := json.Marshal(r)
 	if err != nil {
 		return
 	}
 	_ = ch.MkdirAll(session.ReceiptsDir, 0o700)
-	_ = ch.Publish(session.ReceiptsDir+"/"+rid+".json", data, 0o600)
+	_ = ch.Publish(session.ReceiptsDir+"/"+newRID()+".json", data, 0o600)
 }

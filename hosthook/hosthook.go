@@ -25,7 +25,9 @@ import (
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
+	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
 // maxPayload bounds what the hook reads from stdin when no config says otherwise.
@@ -127,6 +129,10 @@ type Judgement struct {
 	Now         func() time.Time
 	// Transport is what the record says of how the call came.
 	Transport string
+	// Session, when set, stands in for the host channel: a system-mode daemon knows each
+	// session's quarantine and takes a call's receipt in memory. ok is false for a session it
+	// does not follow.
+	Session func(id string) (quarantined string, judged func(claudehook.Receipt), ok bool)
 }
 
 // Decide judges the call whose payload is data and returns its record (nil when there is none to
@@ -138,12 +144,21 @@ func (j Judgement) Decide(data []byte, started time.Time) (*telemetry.Record, []
 	if err != nil {
 		return nil, failureWith(enforce, "cannot read the tool call: "+err.Error(), cfg.Policy.Notices)
 	}
-	ch := channel(j.Env, cfg, j.ChannelRoot)
-	if ch != nil {
+	var ch *session.Session
+	quarantine, receipt := "", func(claudehook.Receipt) {}
+	if j.Session != nil {
+		if pl, ok := sessionOfConfigDir(getenv(j.Env, "CLAUDE_CONFIG_DIR"), cfg.SessionsRoots); ok {
+			if why, judged, ok := j.Session(pl.ID()); ok {
+				quarantine, receipt = why, judged
+			}
+		}
+	} else if ch = channel(j.Env, cfg, j.ChannelRoot); ch != nil {
 		defer ch.Close()
+		quarantine = quarantined(ch, j.Now())
+		receipt = func(r claudehook.Receipt) { leaveReceipt(ch, r) }
 	}
 	v := judge(j.Cls, p, ownSessionOf(j.Env, cfg), filepath.EvalSymlinks)
-	if why := quarantined(ch, j.Now()); why != "" {
+	if why := quarantine; why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: decisions.RuleQuarantine, Reason: decisions.QuarantineReason(why)}
 	}
 	rec := telemetry.Record{TS: j.Now(), RID: newRID(), Session: hostSession(j.Env, p), Agent: "claude-code",
@@ -157,7 +172,10 @@ func (j Judgement) Decide(data []byte, started time.Time) (*telemetry.Record, []
 	if v.Decision != claudehook.Allow {
 		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, j.Cls.Effects(p)
 	}
-	leaveReceipt(ch, rec.RID, p, rec.Enforced && v.Decision == claudehook.Deny)
+	if p.ToolUseID != "" {
+		receipt(claudehook.Receipt{V: 1, ToolUseID: p.ToolUseID, Tool: p.ToolName, Denied: rec.Enforced && v.Decision == claudehook.Deny,
+			Fingerprint: transcript.FingerprintOf(p.ToolInput)})
+	}
 	if !rec.Enforced {
 		return &rec, nil
 	}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ func main() {
 	calls := flag.Int("calls", 300, "hook calls per measurement")
 	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
 	profile := flag.String("cpuprofile", "", "write each daemon's CPU profile over the measured calls to this path, suffixed .<sessions>-<callers>-<design> (needs -bin built with -tags coworkbridge_dev)")
+	socket := flag.Bool("socket", os.Geteuid() == 0, "also measure system mode: hooks answered over the daemon's socket (needs root; uses the platform's socket path)")
 	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
 	floor := flag.Bool("floor", false, "also measure the floor: the same hooks answered by a Go process that only watches, reads and renames (see floor.go)")
 	serve := flag.String("floor-serve", "", "internal: run as the floor (host or vm), the folders to serve on stdin")
@@ -48,7 +50,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *floor, *profile); err != nil {
+	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *floor, *socket, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
 		os.Exit(1)
 	}
@@ -73,6 +75,9 @@ type design struct {
 	poll  time.Duration // the daemon polls spools at this period instead of watching them
 	vm    bool          // the hooks cannot see the host channel, as in Cowork's VM
 	floor bool          // the daemon hooks the sessions, then the floor answers (floor.go)
+	// socket: system mode, as root: the hooks are `coworkbridge hook --system` in exec form (as
+	// the system drop-in runs them) and the daemon answers over its socket.
+	socket bool
 }
 
 // result is one measurement.
@@ -84,9 +89,11 @@ type result struct {
 	cpuPerEvent           time.Duration
 	rssMB                 float64
 	denies                int
+	// shP50 and hookP50: a bare `sh -c true` and the whole hook process, in pairs (socket only).
+	shP50, hookP50 time.Duration
 }
 
-func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm, floor bool, profile string) error {
+func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm, floor, socket bool, profile string) error {
 	tmp, err := os.MkdirTemp("", "roundtrip-bench-")
 	if err != nil {
 		return err
@@ -106,6 +113,9 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 	// the host channel; the "-vm" designs hide it from them, as the VM does, so that they go
 	// through the session's spool.
 	designs := []design{{name: "fsnotify"}}
+	if socket {
+		designs = append(designs, design{name: "socket", socket: true})
+	}
 	if floor {
 		designs = append(designs, design{name: "floor", floor: true})
 	}
@@ -156,6 +166,16 @@ func report(rs []result) {
 		return rs[i], true
 	}
 	for _, a := range rs {
+		if a.design == "socket" {
+			if b, ok := same(a, func(d string) bool { return d == "fsnotify" }); ok {
+				fmt.Printf("%d sessions, %d callers: socket/host channel: daemon CPU per event %.2fx, p50 %.2fx, p99 %.2fx\n", a.sessions, a.conc,
+					float64(a.cpuPerEvent)/float64(b.cpuPerEvent), float64(a.p50)/float64(b.p50), float64(a.p99)/float64(b.p99))
+			}
+			if a.shP50 > 0 {
+				fmt.Printf("%d sessions: hook --system process p50 %.1f ms, bare sh -c true p50 %.1f ms: %.1fx\n", a.sessions,
+					float64(a.hookP50.Microseconds())/1000, float64(a.shP50.Microseconds())/1000, float64(a.hookP50)/float64(a.shP50))
+			}
+		}
 		switch a.design {
 		case "fsnotify-vm":
 			if b, ok := same(a, func(d string) bool { return strings.HasPrefix(d, "poll-") }); ok {
@@ -176,8 +196,14 @@ func floorOf(design string) string { return strings.Replace(design, "fsnotify", 
 // daemon is a running coworkbridge with what the benchmark reads of it.
 type daemon struct{ *machine.Daemon }
 
-func startDaemon(m *machine.Machine, bin string, poll time.Duration, extra []string) (daemon, error) {
+func startDaemon(m *machine.Machine, bin string, ds design, extra []string) (daemon, error) {
 	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn"}`
+	if ds.socket {
+		// Under lockdown the drop-in's hook judges every call: none stands aside for the
+		// session's own.
+		cfg = `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn","lockdown":true}`
+	}
+	poll := ds.poll
 	if err := m.WriteConfig(cfg); err != nil {
 		return daemon{}, err
 	}
@@ -186,8 +212,32 @@ func startDaemon(m *machine.Machine, bin string, poll time.Duration, extra []str
 	if poll > 0 {
 		env = append(env, "COWORKBRIDGE_SPOOL_POLL="+poll.String())
 	}
+	if ds.socket {
+		d, err := m.StartSystem(bin, env...)
+		return daemon{d}, err
+	}
 	d, err := m.Start(bin, env...)
 	return daemon{d}, err
+}
+
+// systemSocket is where a release build's hook --system connects on this platform.
+func systemSocket() string {
+	if runtime.GOOS == "darwin" {
+		return "/var/run/coworkbridge/hook.sock"
+	}
+	return "/run/coworkbridge/hook.sock"
+}
+
+// waitSocket waits for the system daemon's socket.
+func waitSocket(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if fi, err := os.Lstat(systemSocket()); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("the system daemon did not listen at %s", systemSocket())
 }
 
 // responder is what answers the hooks: the daemon or the floor.
@@ -283,7 +333,12 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 		}
 		sessions = append(sessions, s)
 	}
-	d, err := startDaemon(m, bin, ds.poll, env)
+	if ds.socket {
+		if _, err := os.Lstat(systemSocket()); err == nil {
+			return r, fmt.Errorf("%s exists: a system daemon may be running here; stop it (or remove a stale socket) to measure", systemSocket())
+		}
+	}
+	d, err := startDaemon(m, bin, ds, env)
 	if err != nil {
 		return r, err
 	}
@@ -298,6 +353,18 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 	if ds.vm {
 		for i, h := range hooks {
 			hooks[i] = strings.ReplaceAll(h, string(filepath.Separator)+"channel"+string(filepath.Separator), string(filepath.Separator)+"not-in-the-vm"+string(filepath.Separator))
+		}
+	}
+	call := func(s int, payload []byte) ([]byte, time.Duration, error) {
+		return machine.CallHook(sessions[s], hooks[s], payload)
+	}
+	if ds.socket {
+		if err := waitSocket(30 * time.Second); err != nil {
+			d.stop()
+			return r, err
+		}
+		call = func(s int, payload []byte) ([]byte, time.Duration, error) {
+			return machine.ExecHook(sessions[s], []string{bin, "hook", "--system"}, payload)
 		}
 	}
 	var p responder = d
@@ -315,8 +382,11 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 		d.Process().Process.Signal(syscall.SIGUSR1) // a development build's CPU profile starts here
 	}
 	cpu0 := p.cpu()
-	lat, denies, wall, err := load(sessions, hooks, conc, calls, !ds.floor)
+	lat, denies, wall, err := load(len(sessions), call, conc, calls, !ds.floor)
 	cpu := p.cpu() - cpu0
+	if err == nil && ds.socket && conc == 1 {
+		r.shP50, r.hookP50, err = processCost(func(payload []byte) ([]byte, time.Duration, error) { return call(0, payload) })
+	}
 	rss, serr := p.stop()
 	if err != nil {
 		return r, err
@@ -345,7 +415,7 @@ var commands = []struct {
 
 // load runs calls hooks from conc callers on random sessions and returns each hook's wall time.
 // judged: the answers must be the policy's; otherwise (the floor) every call must go through.
-func load(sessions, hooks []string, conc, calls int, judged bool) ([]time.Duration, int, time.Duration, error) {
+func load(sessions int, call func(s int, payload []byte) ([]byte, time.Duration, error), conc, calls int, judged bool) ([]time.Duration, int, time.Duration, error) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var denies int
@@ -360,9 +430,9 @@ func load(sessions, hooks []string, conc, calls int, judged bool) ([]time.Durati
 	for range conc {
 		wg.Go(func() {
 			for i := range next {
-				s := rand.IntN(len(sessions))
+				s := rand.IntN(sessions)
 				c := commands[i%len(commands)]
-				outb, took, err := machine.CallHook(sessions[s], hooks[s], machine.BashPayload(c.cmd))
+				outb, took, err := call(s, machine.BashPayload(c.cmd))
 				out := string(outb)
 				if err == nil && (out != "") != (c.deny && judged) {
 					// A harmless call denied means the hook timed out: the daemon did not answer.
@@ -386,4 +456,28 @@ func load(sessions, hooks []string, conc, calls int, judged bool) ([]time.Durati
 		return nil, 0, 0, firstErr
 	}
 	return lat, denies, wall, nil
+}
+
+// processCost measures, in alternating pairs so that the machine's noise falls on both alike, a
+// bare `sh -c true` and the whole hook process answering a harmless call; it returns the p50 of
+// each.
+func processCost(call func(payload []byte) ([]byte, time.Duration, error)) (sh, hook time.Duration, err error) {
+	const pairs = 200
+	var shs, hooks []time.Duration
+	payload := machine.BashPayload("ls -la")
+	for range pairs {
+		started := time.Now()
+		if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
+			return 0, 0, err
+		}
+		shs = append(shs, time.Since(started))
+		out, took, err := call(payload)
+		if err != nil || len(out) != 0 {
+			return 0, 0, fmt.Errorf("hook --system on a harmless call: %q %v", out, err)
+		}
+		hooks = append(hooks, took)
+	}
+	slices.Sort(shs)
+	slices.Sort(hooks)
+	return shs[pairs/2], hooks[pairs/2], nil
 }

@@ -153,6 +153,24 @@ func BashPayload(command string) []byte {
 // decision timeout, so that only a hung hook meets it.
 const hookLimit = 2 * time.Minute
 
+// ExecHook runs the hook a drop-in names in exec form (no shell), as Claude Code runs it for a
+// session on the Mac, with CLAUDE_CONFIG_DIR naming dir's .claude.
+func ExecHook(dir string, argv []string, payload []byte) ([]byte, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), hookLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = filepath.Join(dir, "outputs")
+	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
+	cmd.Stdin = bytes.NewReader(payload)
+	started := time.Now()
+	out, err := cmd.Output()
+	took := time.Since(started)
+	if err != nil {
+		return out, took, fmt.Errorf("hook in %s: %w", filepath.Base(dir), err)
+	}
+	return out, took, nil
+}
+
 // CallHook runs a session's hook as Claude Code does (/bin/sh -c, the payload on stdin, cwd
 // outputs/, CLAUDE_CONFIG_DIR naming its .claude) and returns what it printed and how long it took.
 func CallHook(dir, hook string, payload []byte) ([]byte, time.Duration, error) {
@@ -173,8 +191,9 @@ func CallHook(dir, hook string, payload []byte) ([]byte, time.Duration, error) {
 
 // Daemon is a running `coworkbridge run` on the machine, its log in DaemonLog.
 type Daemon struct {
-	bin string
-	m   *Machine
+	bin  string
+	args []string // of run: --system for system mode
+	m    *Machine
 	env []string
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -196,12 +215,20 @@ func (m *Machine) Start(bin string, extra ...string) (*Daemon, error) {
 	return d, d.launch()
 }
 
+// StartSystem runs bin's daemon in system mode (run --system, which needs root): its state and
+// logs are the machine's, its socket is the platform's unless extra names one
+// (COWORKBRIDGE_SOCKET).
+func (m *Machine) StartSystem(bin string, extra ...string) (*Daemon, error) {
+	d := &Daemon{bin: bin, args: []string{"--system"}, m: m, env: m.Environ(extra...)}
+	return d, d.launch()
+}
+
 func (d *Daemon) launch() error {
 	logf, err := os.OpenFile(d.m.DaemonLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the daemon log: %w", err)
 	}
-	cmd := exec.Command(d.bin, "run")
+	cmd := exec.Command(d.bin, append([]string{"run"}, d.args...)...)
 	cmd.Env, cmd.Stderr = d.env, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -154,6 +154,8 @@ type Lane struct {
 
 	// q is the quarantine the session is under; its own lock (the scheduler sets it too).
 	q quarantine
+	// in takes the receipts of host calls judged in memory (HostJudged).
+	in inbox
 	// plants tells our writes in the bridge folder from the agent's; its own lock (the watcher
 	// feeds it).
 	plants plants.Watch

@@ -60,3 +60,7 @@ func (l *Lane) tellHostHook(until time.Time, reason string) {
 		l.env.Log.Warn("cannot tell the host hook of a quarantine; under lockdown the session's calls on the Mac are judged one by one", "code", health.CodeDecisionFailed, "session", l.id, "err", err)
 	}
 }
+
+// QuarantinedNow is quarantined for a caller outside the pass (a system-mode daemon judging a
+// host call of the session): safe at any time.
+func (l *Lane) QuarantinedNow() string { return l.quarantined() }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,11 +20,42 @@ import (
 // receiptsMax bounds the receipts taken in one pass; the rest wait for the next.
 const receiptsMax = 1000
 
+// inbox holds the receipts of host calls a system-mode daemon judged itself, handed over in
+// memory rather than as files; the pass takes them with the files'.
+type inbox struct {
+	mu       sync.Mutex
+	receipts []claudehook.Receipt
+}
+
+// HostJudged takes the receipt of a call judged outside the pass (a system-mode daemon's host
+// call), for the next reconciliation to count as guarded. Safe at any time; beyond receiptsMax
+// waiting, the oldest is dropped (its call would then be reported unguarded, never hidden).
+func (l *Lane) HostJudged(r claudehook.Receipt) {
+	l.in.mu.Lock()
+	defer l.in.mu.Unlock()
+	if len(l.in.receipts) >= receiptsMax {
+		l.in.receipts = l.in.receipts[1:]
+	}
+	l.in.receipts = append(l.in.receipts, r)
+}
+
+func (l *Lane) takeInbox(now time.Time) {
+	l.in.mu.Lock()
+	rs := l.in.receipts
+	l.in.receipts = nil
+	l.in.mu.Unlock()
+	for _, r := range rs {
+		l.recon.calls.Judged(ledger.Event{ToolUseID: r.ToolUseID, Tool: r.Tool, Denied: r.Denied,
+			Fingerprint: transcript.Fingerprint(r.Fingerprint)}, now)
+	}
+}
+
 // takeReceipts feeds the ledger the calls the host hook judged itself in this session (under
 // lockdown, every call on the Mac), from the receipts it left in the host channel, and removes
 // them: such a call is guarded, not an unguarded call of the transcript. A receipt that is not
 // one the host hook writes is removed and counted as planted.
 func (l *Lane) takeReceipts(now time.Time) {
+	l.takeInbox(now)
 	if l.channel == "" {
 		return
 	}
