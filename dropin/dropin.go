@@ -50,15 +50,20 @@ var CoworkServers = []string{"workspace"}
 type Hook struct {
 	// Exe is coworkbridge's binary, by an absolute path.
 	Exe string
-	// System: the hook hands each call to the system-mode daemon (hook --system).
+	// System: the hook hands each call to the system-mode daemon: the small program beside
+	// Exe (HookProgram), which leaves what it cannot do to `coworkbridge hook --system`.
 	System bool
 }
 
-func (h Hook) args() []string {
+// HookProgram is system mode's hook program, installed beside coworkbridge's binary exe.
+func HookProgram(exe string) string { return filepath.Join(filepath.Dir(exe), "coworkbridge-hook") }
+
+func (h Hook) command() (string, []string) {
 	if h.System {
-		return []string{"hook", "--system"}
+		// An argument, so that the CLI runs it in exec form (no shell): "args" present.
+		return HookProgram(h.Exe), []string{"--system"}
 	}
-	return []string{"hook"}
+	return h.Exe, []string{"hook"}
 }
 
 // Content is the drop-in for cfg, running exe: the PreToolUse hook in exec form (no shell), and
@@ -69,12 +74,13 @@ func Content(h Hook, cfg managedconfig.Config, sc *hookentry.Schema) ([]byte, er
 	if !filepath.IsAbs(h.Exe) {
 		return nil, fmt.Errorf("the drop-in must name coworkbridge by an absolute path, not %q", h.Exe)
 	}
+	exe, args := h.command()
 	hooks := map[string][]claudehook.HookGroup{
-		"PreToolUse": {claudehook.ExecGroup("*", h.Exe, h.args(), Timeout)},
+		"PreToolUse": {claudehook.ExecGroup("*", exe, args, Timeout)},
 	}
 	doc := map[string]any{"hooks": hooks}
 	if cfg.Lockdown {
-		hooks["ConfigChange"] = []claudehook.HookGroup{claudehook.ExecGroup("", h.Exe, h.args(), Timeout)}
+		hooks["ConfigChange"] = []claudehook.HookGroup{claudehook.ExecGroup("", exe, args, Timeout)}
 		doc["allowManagedHooksOnly"] = true
 		// Skills' inline !`cmd` run on the Mac in a session opened on a user's folder, which
 		// no session hook sees (verified with CLI 2.1.332).

@@ -49,6 +49,30 @@ func buildCoworkbridge(t testing.TB) string {
 	return binary.path
 }
 
+// buildHookProgram builds system mode's hook program (cmd/coworkbridge-hook) beside the binary
+// under test, on first use.
+func buildHookProgram(t testing.TB) string {
+	t.Helper()
+	buildCoworkbridge(t)
+	hookProgram.once.Do(func() {
+		hookProgram.path = filepath.Join(binary.dir, "coworkbridge-hook")
+		out, err := exec.Command("go", "build", "-tags", "coworkbridge_dev", "-o", hookProgram.path, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge-hook").CombinedOutput()
+		if err != nil {
+			hookProgram.err = fmt.Errorf("build coworkbridge-hook: %w\n%s", err, out)
+		}
+	})
+	if hookProgram.err != nil {
+		t.Fatal(hookProgram.err)
+	}
+	return hookProgram.path
+}
+
+var hookProgram struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 // The host-side hook, registered as an ordinary command hook (as the managed-settings drop-in
 // does), is obeyed by the real CLI: a dangerous call is refused before it runs, a harmless one
 // proceeds under the CLI's own permission rules.

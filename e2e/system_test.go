@@ -25,13 +25,13 @@ import (
 // overlay in its own mount namespace) and runs as that user.
 type systemMac struct {
 	base, home, session, outputs string
-	rootDir, logs, state, run     string
-	sock, config, bin, claude     string
-	name                          string
-	uid, gid                      int
-	upper                         string
-	daemon                        *exec.Cmd
-	daemonOut                     *bytes.Buffer
+	rootDir, logs, state, run    string
+	sock, config, bin, claude    string
+	name                         string
+	uid, gid                     int
+	upper                        string
+	daemon                       *exec.Cmd
+	daemonOut                    *bytes.Buffer
 }
 
 func newSystemMac(t *testing.T, cfgJSON string) *systemMac {
@@ -70,6 +70,7 @@ func newSystemMac(t *testing.T, cfgJSON string) *systemMac {
 	must(t, os.MkdirAll(binDir, 0o755))
 	m.bin = filepath.Join(binDir, "coworkbridge")
 	must(t, copyFile(buildCoworkbridge(t), m.bin, 0o755))
+	must(t, copyFile(buildHookProgram(t), dropin.HookProgram(m.bin), 0o755))
 	must(t, os.WriteFile(filepath.Join(binDir, "claude"), nil, 0o755)) // where the CLI is bound
 
 	m.config = filepath.Join(m.base, "managed.json")

@@ -71,3 +71,12 @@ func readJSON(r io.Reader, limit int64, v any) error {
 	}
 	return nil
 }
+
+// DefaultPath is where a system-mode daemon listens on the platform goos: in the folder the
+// system empties at boot, as a socket's should be.
+func DefaultPath(goos string) string {
+	if goos == "darwin" {
+		return "/var/run/coworkbridge/hook.sock"
+	}
+	return "/run/coworkbridge/hook.sock"
+}

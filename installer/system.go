@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -43,6 +44,14 @@ func (in *Installer) InstallSystem(cfg managedconfig.Config) error {
 		return errors.New("install --system needs root (run it from the MDM package's post-install script); without admin rights install the per-user agent: coworkbridge install")
 	}
 	in.system = true
+	hook := dropin.HookProgram(in.exe)
+	if fi, err := os.Stat(hook); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		const why = "system mode's hook program must be installed beside coworkbridge (go build -o %s ./cmd/coworkbridge-hook)"
+		if !in.dryRun {
+			return fmt.Errorf(why, hook)
+		}
+		fmt.Fprintf(in.out, "warning: "+why+"\n", hook)
+	}
 	def := systemUnitFor(in.exe)
 	if in.goos == "darwin" {
 		def = systemPlistFor(in.exe)

@@ -52,8 +52,8 @@ func TestADryRunSystemInstallPrintsTheDaemonTheCommandsAndTheSystemDropIn(t *tes
 			}
 			text := out.String()
 			want := map[string][]string{
-				"darwin": {"/Library/LaunchDaemons/com.coworkbridge.daemon.plist", "launchctl bootstrap system", `"--system"`},
-				"linux":  {"/etc/systemd/system/com.coworkbridge.daemon.service", "systemctl enable --now com.coworkbridge.daemon.service", `"--system"`},
+				"darwin": {"/Library/LaunchDaemons/com.coworkbridge.daemon.plist", "launchctl bootstrap system", "coworkbridge-hook"},
+				"linux":  {"/etc/systemd/system/com.coworkbridge.daemon.service", "systemctl enable --now com.coworkbridge.daemon.service", "coworkbridge-hook"},
 			}[goos]
 			for _, w := range want {
 				if !strings.Contains(text, w) {

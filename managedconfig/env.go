@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/hostsocket"
 )
 
 // Environment variables that override the configuration. They exist for tests and development;
@@ -192,9 +194,9 @@ func (e Env) userPaths() Paths {
 func (e Env) systemPaths() Paths {
 	if e.GOOS == "darwin" {
 		return Paths{StateDir: "/Library/Application Support/CoworkBridge/state", LogDir: "/Library/Logs/CoworkBridge",
-			Socket: "/var/run/coworkbridge/hook.sock"}
+			Socket: hostsocket.DefaultPath(e.GOOS)}
 	}
-	return Paths{StateDir: "/var/lib/coworkbridge/state", LogDir: "/var/log/coworkbridge", Socket: "/run/coworkbridge/hook.sock"}
+	return Paths{StateDir: "/var/lib/coworkbridge/state", LogDir: "/var/log/coworkbridge", Socket: hostsocket.DefaultPath(e.GOOS)}
 }
 
 // SystemSocket is where a system-mode daemon listens on this platform, development override

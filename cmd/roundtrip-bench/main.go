@@ -27,6 +27,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -38,7 +39,7 @@ func main() {
 	calls := flag.Int("calls", 300, "hook calls per measurement")
 	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
 	profile := flag.String("cpuprofile", "", "write each daemon's CPU profile over the measured calls to this path, suffixed .<sessions>-<callers>-<design> (needs -bin built with -tags coworkbridge_dev)")
-	socket := flag.Bool("socket", os.Geteuid() == 0, "also measure system mode: hooks answered over the daemon's socket (needs root; uses the platform's socket path)")
+	socket := flag.Bool("socket", os.Geteuid() == 0, "also measure system mode: hooks answered over the daemon's socket (needs root; uses the platform's socket path; with -bin, coworkbridge-hook must be beside it)")
 	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
 	floor := flag.Bool("floor", false, "also measure the floor: the same hooks answered by a Go process that only watches, reads and renames (see floor.go)")
 	serve := flag.String("floor-serve", "", "internal: run as the floor (host or vm), the folders to serve on stdin")
@@ -101,11 +102,13 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 	defer os.RemoveAll(tmp)
 	if bin == "" {
 		bin = filepath.Join(tmp, "coworkbridge")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/coworkbridge")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as releases are built (deploy/README.md)
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
+		for out, pkg := range map[string]string{bin: "./cmd/coworkbridge", dropin.HookProgram(bin): "./cmd/coworkbridge-hook"} {
+			build := exec.Command("go", "build", "-o", out, pkg)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0") // as releases are built (deploy/README.md)
+			build.Stderr = os.Stderr
+			if err := build.Run(); err != nil {
+				return fmt.Errorf("build %s (run from the module root, or pass -bin): %w", pkg, err)
+			}
 		}
 	}
 	var results []result
@@ -364,7 +367,7 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 			return r, err
 		}
 		call = func(s int, payload []byte) ([]byte, time.Duration, error) {
-			return machine.ExecHook(sessions[s], []string{bin, "hook", "--system"}, payload)
+			return machine.ExecHook(sessions[s], []string{dropin.HookProgram(bin), "--system"}, payload)
 		}
 	}
 	var p responder = d
