@@ -91,6 +91,8 @@ type Daemon struct {
 	// serving is what host calls over the socket are judged under (system mode).
 	serving atomic.Pointer[serving]
 	started atomic.Pointer[time.Time]
+	// hostRecs queues the host calls' records for their writer (system mode).
+	hostRecs chan telemetry.Record
 }
 
 // recordTampered reports what was done to the decision log behind the daemon's back, in the
@@ -253,10 +255,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
 
-	sockDone, err := d.listen(ctx)
+	sockDone, stopSocket, err := d.listen(ctx)
 	if err != nil {
 		return err
 	}
+	defer stopSocket() // before the guard stops: the host calls' records go to its log
 	changes := make(chan managedconfig.Snapshot)
 	watchDone := make(chan error, 1)
 	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Logger: d.log}

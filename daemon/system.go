@@ -182,17 +182,22 @@ func (h *hostCalls) policyFor(uid uint32, sv *serving) (*userPolicy, error) {
 	return up, nil
 }
 
-// recordHostCall writes a host call's record; one the log cannot take now waits in the state's
-// own drop folder for the next import, so that it is neither lost nor holding up the answer.
+// recordHostCall queues a host call's record for the writer; one that cannot be queued, or
+// written, waits in the state's own drop folder for the next import, so that it is neither lost
+// nor holding up the answer.
 func (d *Daemon) recordHostCall(rec telemetry.Record) {
-	if g := d.watching.Load(); g != nil && g.log.Write(rec) == nil {
-		return
+	select {
+	case d.hostRecs <- rec:
+	default:
+		d.dropHostRecord(rec)
 	}
+}
+
+func (d *Daemon) dropHostRecord(rec telemetry.Record) {
 	d.health.Count("", health.CodeTelemetryFailed)
 	dir := filepath.Join(d.paths.StateDir, "dropped")
 	if err := os.MkdirAll(dir, 0o700); err == nil {
-		err = telemetry.Drop(dir, rec)
-		if err == nil {
+		if err = telemetry.Drop(dir, rec); err == nil {
 			return
 		}
 	}
@@ -255,18 +260,64 @@ func (d *Daemon) statusFor(uid uint32) health.Snapshot {
 	return s
 }
 
-// listen starts the host hooks' socket in system mode; the channel yields its fatal error (nil
-// channel, never ready, in user mode).
-func (d *Daemon) listen(ctx context.Context) (<-chan error, error) {
+// listen starts the host hooks' socket in system mode, and the writer of their records; the
+// channel yields the socket's fatal error (nil channel, never ready, in user mode). stop ends
+// both, the records taken written, before the guard's log closes.
+func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), err error) {
 	if !d.env.System {
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	srv, err := hostsocket.Listen(d.paths.Socket, &hostCalls{d: d, users: map[uint32]*userPolicy{}}, d.log.With("component", "socket"))
 	if err != nil {
-		return nil, fmt.Errorf("system mode: %w", err)
+		return nil, nil, fmt.Errorf("system mode: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	d.hostRecs = make(chan telemetry.Record, hostRecordQueue)
+	recorded := make(chan struct{})
+	go func() { defer close(recorded); d.writeHostRecords() }()
+	sctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	served := make(chan struct{})
+	go func() { defer close(served); errc <- srv.Run(sctx) }()
 	d.log.Info("serving host hooks", "socket", d.paths.Socket)
-	return done, nil
+	return errc, func() {
+		cancel()
+		<-served // no request is being served: nothing more is queued
+		close(d.hostRecs)
+		<-recorded
+	}, nil
+}
+
+// hostRecordQueue bounds the host calls' records waiting for the writer; past it, a record goes
+// to the state's drop folder (imported at the next heartbeat) rather than hold up an answer.
+const hostRecordQueue = 4096
+
+// writeHostRecords writes the host calls' records as they come, each time all that are waiting
+// in one write: the answers never wait for the log, and a burst of calls costs one append.
+func (d *Daemon) writeHostRecords() {
+	batch := make([]telemetry.Record, 0, 64)
+	for rec := range d.hostRecs {
+		batch = append(batch[:0], rec)
+	more:
+		for len(batch) < cap(batch) {
+			select {
+			case r, ok := <-d.hostRecs:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		d.writeHostBatch(batch)
+	}
+}
+
+func (d *Daemon) writeHostBatch(batch []telemetry.Record) {
+	if g := d.watching.Load(); g != nil && g.log.WriteBatch(batch) == nil {
+		return
+	}
+	for _, rec := range batch {
+		d.dropHostRecord(rec)
+	}
 }

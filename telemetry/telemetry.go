@@ -319,10 +319,12 @@ func (l *Log) appendLocked(lines [][]byte) error {
 
 // takeLock takes the inter-process lock, making the log's folder first: the lock file is in it.
 func (l *Log) takeLock() error {
-	refused, err := ownFolder(filepath.Dir(l.opts.Path))
-	l.noteBreak(refused)
-	if err != nil {
-		return err
+	if l.lock.f == nil { // the folder is checked when the lock file is opened, not at every write
+		refused, err := ownFolder(filepath.Dir(l.opts.Path))
+		l.noteBreak(refused)
+		if err != nil {
+			return err
+		}
 	}
 	if err := l.lock.Lock(l.opts.LockWait); err != nil {
 		return fmt.Errorf("lock the log: %w", err)
