@@ -3,6 +3,10 @@
 // disk. The log rotates by size and is safe to append from several goroutines and from separate
 // processes (the daemon and the `hook` subcommand) at once.
 //
+// It opens nothing at the log's names that it did not make (see own.go): the log's folder may be
+// writable by the agent's identity (per-user mode). A write never waits on another process's lock
+// past a deadline; records a hook could not write go to a drop folder the daemon imports (drop.go).
+//
 // It does not decide anything and reads no session files; a failed write is returned and counted,
 // never fatal, so the pipeline that calls it never stalls on it.
 package telemetry
