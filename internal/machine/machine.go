@@ -194,10 +194,10 @@ type Daemon struct {
 	bin  string
 	args []string // of run: --system for system mode
 	m    *Machine
-	env []string
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	run *run
+	env  []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	run  *run
 }
 
 // run is one process of the daemon; exited is closed once it has been waited for, err set.
