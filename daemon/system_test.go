@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,5 +113,114 @@ func TestASystemDaemonAnswersOffWhileCoworkbridgeIsSwitchedOff(t *testing.T) {
 	a, err := hostsocket.Call(sock, hostsocket.Request{Kind: hostsocket.KindCall, Payload: json.RawMessage(rmRF)}, time.Now().Add(5*time.Second))
 	if err != nil || !a.Off || len(a.Output) != 0 {
 		t.Fatalf("answer %+v (%v), want off", a, err)
+	}
+}
+
+// treeState describes every entry under dir: owner, mode and content.
+func treeState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		desc := fmt.Sprintf("%d:%d %v", st.Uid, st.Gid, fi.Mode())
+		if fi.Mode().IsRegular() {
+			b, _ := os.ReadFile(p)
+			desc += " " + string(b)
+		}
+		out[p] = desc
+		return nil
+	})
+	return out
+}
+
+// A root daemon acts in a user's session only through the session folder: links, a hard link, a
+// FIFO and a folder swapped for a link, planted by the session's owner, lead it to read, write,
+// chown or remove nothing outside; a plain session beside them is hooked, its files the user's.
+func TestASystemDaemonActsInAUsersSessionOnlyThroughItsFolder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the daemon of system mode")
+	}
+	const uid, gid = 65534, 65534
+	m := newMachine(t)
+	m.system(t)
+	root := filepath.Join(m.dir, "home", "alex", "sessions")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)
+	outside := filepath.Join(m.dir, "outside")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(outside, "dir"), 0o755))
+	for _, f := range []string{"settings.json", "linked.json", "dir/decisions.txt"} {
+		must(os.WriteFile(filepath.Join(outside, f), []byte("root's "+f), 0o644))
+	}
+	plants := map[string]func(dir string){
+		"settings linked out": func(dir string) {
+			os.Remove(filepath.Join(dir, ".claude", "settings.json"))
+			must(os.Symlink(filepath.Join(outside, "settings.json"), filepath.Join(dir, ".claude", "settings.json")))
+		},
+		".claude linked out": func(dir string) {
+			os.RemoveAll(filepath.Join(dir, ".claude"))
+			must(os.Symlink(filepath.Join(outside, "dir"), filepath.Join(dir, ".claude")))
+		},
+		"bridge linked out": func(dir string) {
+			must(os.Symlink(filepath.Join(outside, "dir"), filepath.Join(dir, ".claude", "coworkbridge")))
+		},
+		"settings hard-linked": func(dir string) {
+			os.Remove(filepath.Join(dir, ".claude", "settings.json"))
+			must(os.Link(filepath.Join(outside, "linked.json"), filepath.Join(dir, ".claude", "settings.json")))
+		},
+		"settings a FIFO": func(dir string) {
+			os.Remove(filepath.Join(dir, ".claude", "settings.json"))
+			must(syscall.Mkfifo(filepath.Join(dir, ".claude", "settings.json"), 0o644))
+		},
+		"decisions linked out": func(dir string) {
+			must(os.MkdirAll(filepath.Join(dir, ".claude", "coworkbridge"), 0o755))
+			must(os.Symlink(filepath.Join(outside, "dir"), filepath.Join(dir, ".claude", "coworkbridge", "decisions")))
+		},
+	}
+	i := 0
+	for _, plant := range plants {
+		i++
+		dir := m.session(t, root, fmt.Sprintf("plant%d", i))
+		plant(dir)
+	}
+	plain := m.session(t, root, "plain")
+	must(filepath.Walk(filepath.Join(m.dir, "home"), func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	}))
+	before := treeState(t, outside)
+	m.start(t)
+	waitHook(t, plain, "enforce")
+	// A folder swapped for a link while the daemon follows the session.
+	claude := filepath.Join(plain, ".claude")
+	must(os.Rename(claude, claude+".old"))
+	must(os.Symlink(filepath.Join(outside, "dir"), claude))
+	cbtest.WaitForf(t, func() bool { return strings.Contains(m.log.String(), "plain") }, func() string { return "the daemon to see the plain session" })
+	cbtest.WaitForf(t, func() bool {
+		return strings.Contains(m.log.String(), `"code":"spool_refused","session":"local_plain"`)
+	}, func() string { return "the daemon to refuse the swapped folder" })
+	after := treeState(t, outside)
+	for p, was := range before {
+		if after[p] != was {
+			t.Errorf("%s outside the sessions changed: was %q, is %q", p, was, after[p])
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("%s was made outside the sessions", p)
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(claude+".old", "settings.json"))
+	if err == nil && fi.Sys().(*syscall.Stat_t).Uid != uid {
+		t.Errorf("the plain session's settings.json belongs to uid %d, not to its user", fi.Sys().(*syscall.Stat_t).Uid)
 	}
 }

@@ -26,8 +26,8 @@ type Handler interface {
 // agent) can keep another user's hooks waiting.
 const (
 	maxConns    = 512
-	perUser     = 64
-	readTimeout = 2 * time.Second
+	perUser     = 128
+	readTimeout = time.Second
 )
 
 // Server is the listening socket.
