@@ -416,8 +416,10 @@ func (d *Daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Confi
 // newGuard builds the collector and the injector for cfg.
 func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) (*guard, error) {
 	var tlog *telemetry.Log
+	gid, share := d.logReaders(cfg.Telemetry)
 	tlog = telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
 		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: d.stamp,
+		GroupRead: share, ReadGID: gid,
 		OnBreak: func(problem string) { d.recordTampered(tlog, string(cfg.Mode), problem) }})
 	if _, _, err := tlog.Check(); err != nil { // marks where the chain ends now
 		d.log.Warn("cannot read the end of the decision log's chain", "code", health.CodeTelemetryFailed, "err", err)

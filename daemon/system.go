@@ -321,3 +321,39 @@ func (d *Daemon) writeHostBatch(batch []telemetry.Record) {
 		d.dropHostRecord(rec)
 	}
 }
+
+// logReaders is the group that may read the logs (telemetry.read_group), in system mode only,
+// with the daemon's log folder opened to it (0750, that group's) or closed again (0700); a
+// folder the admin named in telemetry.path is left as it is. A group this
+// Mac does not know is logged and leaves the logs root's alone.
+func (d *Daemon) logReaders(t managedconfig.Telemetry) (gid int, share bool) {
+	if !d.env.System {
+		if t.ReadGroup != "" {
+			d.log.Warn("telemetry.read_group applies in system mode only; in per-user mode the logs are the user's", "read_group", t.ReadGroup)
+		}
+		return 0, false
+	}
+	dir, mode, gid := filepath.Dir(t.Path), fs.FileMode(0o700), -1
+	if t.ReadGroup != "" {
+		g, err := user.LookupGroup(t.ReadGroup)
+		if err == nil {
+			gid, err = strconv.Atoi(g.Gid)
+		}
+		if err != nil {
+			d.log.Warn("telemetry.read_group names no group of this Mac; the logs stay root's alone", "read_group", t.ReadGroup, "err", err)
+		} else {
+			mode = 0o750
+		}
+	}
+	if dir != d.paths.LogDir {
+		return gid, gid >= 0 // a folder the admin chose: its mode is theirs
+	}
+	err := ownedFolder(dir, mode)
+	if err == nil && gid >= 0 {
+		err = os.Chown(dir, -1, gid)
+	}
+	if err != nil {
+		d.log.Warn("cannot set who may read the log folder", "folder", dir, "err", err)
+	}
+	return gid, gid >= 0
+}

@@ -224,3 +224,26 @@ func TestASystemDaemonActsInAUsersSessionOnlyThroughItsFolder(t *testing.T) {
 		t.Errorf("the plain session's settings.json belongs to uid %d, not to its user", fi.Sys().(*syscall.Stat_t).Uid)
 	}
 }
+
+func TestASystemDaemonOpensItsLogsToTheReadGroupAlone(t *testing.T) {
+	m := newMachine(t)
+	m.system(t)
+	g, err := user.LookupGroupId(strconv.Itoa(os.Getgid()))
+	if err != nil {
+		t.Skip("this gid has no group entry:", err)
+	}
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe","telemetry":{"read_group":%q}}`, g.Name)
+	m.start(t)
+	logs := filepath.Join(m.dir, "root", "logs")
+	cbtest.WaitForf(t, func() bool {
+		fi, err := os.Stat(filepath.Join(logs, "decisions.jsonl"))
+		return err == nil && fi.Mode().Perm() == 0o640
+	}, func() string { return "the decision log readable by the group" })
+	fi, err := os.Stat(logs)
+	if err != nil || fi.Mode().Perm() != 0o750 || int(fi.Sys().(*syscall.Stat_t).Gid) != os.Getgid() {
+		t.Fatalf("log folder %v (%v), want 0750 and group %s", fi.Mode(), err, g.Name)
+	}
+	if fi, _ := os.Stat(filepath.Join(m.dir, "root", "state")); fi.Mode().Perm() != 0o700 {
+		t.Errorf("the state folder is %v; the read group is for the logs only", fi.Mode().Perm())
+	}
+}

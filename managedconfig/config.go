@@ -117,6 +117,9 @@ type Telemetry struct {
 	// Inputs is what is logged of the input of calls nothing objected to: "all", "metadata" or
 	// "none". Deny and ask records always keep theirs.
 	Inputs string
+	// ReadGroup, in system mode, is the group whose members may read the logs (an admin group):
+	// the log folder 0750 and its files 0640, that group's. "": root alone.
+	ReadGroup string
 }
 
 // Defaults returns the configuration that applies to every field the file leaves out.

@@ -537,6 +537,17 @@ func (p *parser) telemetry(field string, raw json.RawMessage) {
 		"max_file_mb": func(f string, r json.RawMessage) { p.intRange(f, r, &t.MaxFileMB, 1, maxFileMB) },
 		"max_files":   func(f string, r json.RawMessage) { p.intRange(f, r, &t.MaxFiles, 1, maxFiles) },
 		"redact":      func(f string, r json.RawMessage) { p.boolean(f, r, &t.Redact) },
+		"read_group": func(f string, r json.RawMessage) {
+			s, ok := p.str(f, r)
+			if !ok {
+				return
+			}
+			if !groupName().MatchString(s) {
+				p.addf(f, "%q is not a group name (letters, digits, _ . -; at most 32)", s)
+				return
+			}
+			t.ReadGroup = s
+		},
 		"inputs": func(f string, r json.RawMessage) {
 			s, ok := p.str(f, r)
 			if !ok {
@@ -551,6 +562,9 @@ func (p *parser) telemetry(field string, raw json.RawMessage) {
 		},
 	})
 }
+
+// groupName is the shape of a Unix group's name; whether it exists is the daemon's to say.
+var groupName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`)
 
 func (p *parser) logLevel(field string, raw json.RawMessage) {
 	s, ok := p.str(field, raw)

@@ -69,7 +69,7 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 	    "allowed_mcp_servers": [],
 	    "quarantine_on_injection": true
 	  },
-	  "telemetry": {"path": "/var/log/cb/decisions.jsonl", "max_file_mb": 10, "max_files": 3, "redact": false, "inputs": "metadata"},
+	  "telemetry": {"path": "/var/log/cb/decisions.jsonl", "max_file_mb": 10, "max_files": 3, "redact": false, "inputs": "metadata", "read_group": "admin"},
 	  "log_level": "debug"
 	}`
 	cfg, err := Parse([]byte(data), "managed.json", env, mustPaths(t, env))
@@ -94,7 +94,7 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 			MCPServers:            []MCPServer{},
 			QuarantineOnInjection: true,
 		},
-		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false, Inputs: "metadata"},
+		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false, Inputs: "metadata", ReadGroup: "admin"},
 		LogLevel:  slog.LevelDebug,
 	}
 	cfg.Policy.Places = nil // TestThePlacesFollowTheFoldersTheConfigurationNames
@@ -159,6 +159,7 @@ func TestParseRejectsWithMessageNamingFieldValueAndAllowed(t *testing.T) {
 		{"rules dir relative", `{"version":1,"policy":{"rules_dirs":["rules"]}}`, []string{`policy.rules_dirs[0]: "rules"`, "absolute"}},
 		{"telemetry files zero", `{"version":1,"telemetry":{"max_files":0}}`, []string{"telemetry.max_files: 0 is out of range; allowed from 1 to 100"}},
 		{"telemetry inputs unknown", `{"version":1,"telemetry":{"inputs":"some"}}`, []string{`telemetry.inputs: "some" is not a choice`}},
+		{"telemetry read group not a group name", `{"version":1,"telemetry":{"read_group":"admin; rm"}}`, []string{`telemetry.read_group: "admin; rm" is not a group name`}},
 		{"telemetry size huge", `{"version":1,"telemetry":{"max_file_mb":99999}}`, []string{"telemetry.max_file_mb: 99999 is out of range"}},
 		{"telemetry path relative", `{"version":1,"telemetry":{"path":"d.jsonl"}}`, []string{`telemetry.path: "d.jsonl"`, "absolute"}},
 		{"telemetry redact string", `{"version":1,"telemetry":{"redact":"no"}}`, []string{`telemetry.redact: got string "no"`}},

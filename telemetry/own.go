@@ -183,3 +183,27 @@ func openRead(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// readers is who besides the owner may read the log's files: the group gid, or nobody (-1).
+type readers struct{ gid int }
+
+// fit gives the open file the mode and group readers asks for, through its descriptor: a file
+// made before the configuration changed is brought in line when it is next opened.
+func (r readers) fit(f *os.File, fi os.FileInfo) error {
+	mode, gid := fs.FileMode(0o600), -1
+	if r.gid >= 0 {
+		mode, gid = 0o640, r.gid
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if gid >= 0 && ok && int(st.Gid) != gid {
+		if err := f.Chown(-1, gid); err != nil {
+			return fmt.Errorf("give %s to group %d: %w", f.Name(), gid, err)
+		}
+	}
+	if fi.Mode().Perm() != mode {
+		if err := f.Chmod(mode); err != nil {
+			return fmt.Errorf("set the mode of %s: %w", f.Name(), err)
+		}
+	}
+	return nil
+}

@@ -1,8 +1,10 @@
 package telemetry
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -110,5 +112,39 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestAReadGroupMakesTheLogsFilesReadableByItAndOnlyIt(t *testing.T) {
+	gid := os.Getgid()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "decisions.jsonl")
+	// A file made before the group was configured is brought in line at its next open.
+	must(t, os.WriteFile(path, nil, 0o600))
+	log := Open(Options{Path: path, GroupRead: true, ReadGID: gid, MaxFileBytes: 600, MaxFiles: 2})
+	defer log.Close()
+	for i := range 5 { // past a rotation, and a deny for the retained log
+		must(t, log.Write(Record{RID: fmt.Sprint(i), Decision: "deny", Input: []byte(`{"command":"` + strings.Repeat("x", 200) + `"}`)}))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "decisions.*"))
+	if !slices.Contains(files, RetainedPath(path)) || !slices.Contains(files, path+".1") {
+		t.Fatalf("the test meant to make a rotated and a retained file: %v", files)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".lock") {
+			continue
+		}
+		fi, err := os.Stat(f)
+		must(t, err)
+		if fi.Mode().Perm() != 0o640 || int(fi.Sys().(*syscall.Stat_t).Gid) != gid {
+			t.Errorf("%s: mode %v group %d, want 0640 and group %d", filepath.Base(f), fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Gid, gid)
+		}
+	}
+	log.Close()
+	// Without the group, a file is the owner's alone again.
+	log = Open(Options{Path: path})
+	must(t, log.Write(Record{RID: "x", Input: []byte("null")}))
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("without a read group the log is %v, want 0600", fi.Mode().Perm())
 	}
 }

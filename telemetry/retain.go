@@ -49,7 +49,7 @@ func (l *Log) retain(drop string) error {
 	if err != nil {
 		return err
 	}
-	dest := chainFile{path: RetainedPath(l.opts.Path), maxBytes: l.opts.MaxFileBytes, maxFiles: l.opts.MaxFiles}
+	dest := chainFile{path: RetainedPath(l.opts.Path), maxBytes: l.opts.MaxFileBytes, maxFiles: l.opts.MaxFiles, readers: l.readers()}
 	lastKept, err := dest.lastLine()
 	if err != nil {
 		return err
@@ -127,6 +127,7 @@ type chainFile struct {
 	path     string
 	maxBytes int64
 	maxFiles int
+	readers  readers
 }
 
 // lastLine returns the last line of the live file without its link: nil when it has none.
@@ -176,7 +177,7 @@ func (c chainFile) append(lines [][]byte) error {
 		}
 	}
 	defer f.Close()
-	if err != nil {
+	if err := c.readers.fit(f, fi); err != nil {
 		return err
 	}
 	prev, err := tailHash(f, fi.Size(), make([]byte, scratch))

@@ -134,6 +134,10 @@ type Options struct {
 	Inputs string
 	// Stamp is written into every record; SetStamp changes it when the configuration does.
 	Stamp Stamp
+	// GroupRead lets the group ReadGID read the log's files (0640, that group's; the folder is
+	// the daemon's to open): system mode's admin group. Otherwise the files are 0600.
+	GroupRead bool
+	ReadGID   int
 	// LockWait bounds the wait for the inter-process lock (DefaultLockWait when zero): a writer
 	// that cannot have it in time fails with ErrLockHeld, and its records are retried or dropped
 	// off (see Drop), never waited for by an answer.
@@ -459,8 +463,19 @@ func (l *Log) current() error {
 	if err != nil {
 		return err
 	}
+	if err := l.readers().fit(f, fi); err != nil {
+		f.Close()
+		return err
+	}
 	l.f, l.fi = f, fi
 	return nil
+}
+
+func (l *Log) readers() readers {
+	if !l.opts.GroupRead {
+		return readers{gid: -1}
+	}
+	return readers{gid: l.opts.ReadGID}
 }
 
 // noteBreak adds what was set aside to what the next report tells OnBreak.
