@@ -529,7 +529,10 @@ func TestReplacedAndTruncatedSpoolsAreReadFromTheStart(t *testing.T) {
 func TestRotationLosesNothingEvenForAHookThatOpenedTheOldSpool(t *testing.T) {
 	f := newFixture(t, managedconfig.Observe)
 	f.opts.RotateBytes = 2000
-	f.opts.RotateGrace = 200 * time.Millisecond
+	// The grace is a hook's lifetime; on the real clock the test never reaches it (a slow machine
+	// would otherwise remove the first rotated file before the late write), on the collector's it
+	// is passed below.
+	f.opts.RotateGrace = time.Minute
 	f.start()
 	var rids []string
 	// A hook that opened the spool before it was renamed and writes after.
@@ -551,6 +554,8 @@ func TestRotationLosesNothingEvenForAHookThatOpenedTheOldSpool(t *testing.T) {
 	early.Close()
 	f.waitRecords(len(rids))
 	// Everything drained and the rotated files removed after the grace.
+	f.later(2 * time.Minute)
+	f.settle()
 	cbtest.WaitForf(t, func() bool {
 		entries, _ := os.ReadDir(f.bridge(""))
 		for _, e := range entries {
