@@ -84,7 +84,7 @@ func TestTheRealDaemonsRecordsAndHeartbeatsArriveThroughTheCollector(t *testing.
 	c := startCollector(t, m.Dir, storage, sink.srv.URL)
 	call(100)
 	c.stop()
-	call(50) // recorded while the collector is down
+	call(50)                            // recorded while the collector is down
 	if err := d.Restart(); err != nil { // SIGKILL, then a new daemon
 		t.Fatal(err)
 	}
