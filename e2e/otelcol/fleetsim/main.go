@@ -1,0 +1,412 @@
+// Command fleetsim runs a simulated fleet: N Macs' decision logs, written by coworkbridge's own
+// record writer at an agent's pace, shipped by collectors running deploy/shipping/otelcol as
+// written (one per group of Macs, as a gateway would, or one per Mac) into a real OTLP log store
+// (VictoriaLogs). It then asks the store what a security team asks, checks the answers against
+// what was written, and reports records/s per collector, end-to-end delay and loss.
+//
+//	go run ./fleetsim -macs 10,100 -victoria-logs /path/to/victoria-logs
+//
+// Without -victoria-logs it installs VictoriaLogs with go install (about 20 MB, one minute).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+func main() {
+	macs := flag.String("macs", "10,100", "fleet sizes to simulate")
+	perCollector := flag.Int("macs-per-collector", 10, "Macs one collector ships (1: an agent per Mac; more: a gateway)")
+	rate := flag.Float64("rate", 2, "records per second per Mac (an agent's calls, a few sessions at a time)")
+	duration := flag.Duration("duration", 30*time.Second, "how long the fleet writes")
+	vl := flag.String("victoria-logs", "", "the VictoriaLogs binary (default: go install it)")
+	flag.Parse()
+	if err := run(*macs, *perCollector, *rate, *duration, *vl); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetsim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(sizes string, perCollector int, rate float64, duration time.Duration, vl string) error {
+	tmp, err := os.MkdirTemp("", "fleetsim-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	collector := filepath.Join(tmp, "otelcol")
+	if out, err := exec.Command("go", "build", "-o", collector, "./collector").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the collector (run from e2e/otelcol): %v\n%s", err, out)
+	}
+	if vl == "" {
+		vl = filepath.Join(tmp, "victoria-logs")
+		cmd := exec.Command("go", "install", "github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs@v1.52.1")
+		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go install VictoriaLogs: %v\n%s", err, out)
+		}
+	}
+	config, err := filepath.Abs(filepath.Join("..", "..", "deploy", "shipping", "otelcol", "config.yaml"))
+	if err != nil {
+		return err
+	}
+	var results []result
+	for _, f := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-macs: %q is not a positive number", f)
+		}
+		r, err := simulate(filepath.Join(tmp, "fleet-"+f), n, perCollector, rate, duration, collector, vl, config)
+		if err != nil {
+			return fmt.Errorf("%d Macs: %w", n, err)
+		}
+		results = append(results, r)
+	}
+	for _, r := range results {
+		r.print()
+	}
+	return nil
+}
+
+// result is one fleet's run.
+type result struct {
+	macs, collectors           int
+	written, stored, dupes     int
+	perCollector               float64 // records/s one collector shipped, over the run
+	delayP50, delayP99, settle time.Duration
+	answers                    []answer
+}
+
+type answer struct {
+	question, got string
+	right         bool
+}
+
+func (r result) print() {
+	fmt.Printf("\n%d Macs, %d collectors: %d records written, %d in the store (lost %d, duplicates %d)\n",
+		r.macs, r.collectors, r.written, r.stored, r.written-r.stored, r.dupes)
+	fmt.Printf("  %.0f records/s per collector; end-to-end delay p50 %v, p99 %v; last record stored %v after the writers stopped\n",
+		r.perCollector, r.delayP50.Round(time.Millisecond), r.delayP99.Round(time.Millisecond), r.settle.Round(time.Millisecond))
+	for _, a := range r.answers {
+		mark := "right"
+		if !a.right {
+			mark = "WRONG"
+		}
+		fmt.Printf("  %-58s %s (%s)\n", a.question, a.got, mark)
+	}
+}
+
+// truth is what the fleet wrote, to check the store's answers against.
+type truth struct {
+	mu          sync.Mutex
+	written     int
+	deniedBy    map[string]bool // hosts that denied the rule asked about
+	quarantined map[string]bool // host/session
+	versions    map[string]bool
+}
+
+const askedRule = "bash.git-push-force"
+
+func simulate(dir string, n, perCollector int, rate float64, duration time.Duration, collectorBin, vlBin, config string) (result, error) {
+	r := result{macs: n}
+	port, err := freePort()
+	if err != nil {
+		return r, err
+	}
+	store := fmt.Sprintf("http://127.0.0.1:%d", port)
+	vl := exec.Command(vlBin, "-storageDataPath="+filepath.Join(dir, "vl"), fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", port), "-retentionPeriod=2d")
+	vl.Stdout, vl.Stderr = io.Discard, io.Discard
+	if err := vl.Start(); err != nil {
+		return r, err
+	}
+	defer stop(vl)
+	if err := waitHTTP(store + "/health"); err != nil {
+		return r, err
+	}
+	// The Macs, in groups: one collector per group.
+	var cols []*exec.Cmd
+	for g := 0; g*perCollector < n; g++ {
+		group := filepath.Join(dir, fmt.Sprintf("group-%03d", g))
+		for i := g * perCollector; i < min(n, (g+1)*perCollector); i++ {
+			if err := os.MkdirAll(filepath.Join(group, fmt.Sprintf("mac-%03d", i)), 0o700); err != nil {
+				return r, err
+			}
+		}
+		c := exec.Command(collectorBin, "--config", config)
+		c.Env = append(os.Environ(), "COWORKBRIDGE_LOGS="+filepath.Join(group, "*"),
+			"OTELCOL_STORAGE="+filepath.Join(dir, fmt.Sprintf("storage-%03d", g)), "OTLP_ENDPOINT="+store+"/insert/opentelemetry")
+		c.Stdout, c.Stderr = io.Discard, io.Discard
+		if err := c.Start(); err != nil {
+			return r, err
+		}
+		cols = append(cols, c)
+	}
+	defer func() {
+		for _, c := range cols {
+			stop(c)
+		}
+	}()
+	r.collectors = len(cols)
+	tr := &truth{deniedBy: map[string]bool{}, quarantined: map[string]bool{}, versions: map[string]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), duration)
+	defer cancel()
+	started := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		group := filepath.Join(dir, fmt.Sprintf("group-%03d", i/perCollector))
+		wg.Go(func() { writeMac(ctx, filepath.Join(group, fmt.Sprintf("mac-%03d", i)), i, rate, tr) })
+	}
+	delays := make(chan []time.Duration, 1)
+	go func() { delays <- probeDelays(ctx, filepath.Join(dir, "group-000", "mac-000"), store) }()
+	wg.Wait()
+	stopped := time.Now()
+	r.written = tr.written
+	// Wait for the store to hold every record (or give up after a minute: that is loss).
+	deadline := stopped.Add(time.Minute)
+	for {
+		total, unique, err := counts(store)
+		if err == nil && unique >= r.written {
+			r.stored, r.dupes = unique, total-unique
+			break
+		}
+		if time.Now().After(deadline) {
+			r.stored, r.dupes = unique, total-unique
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	r.settle = time.Since(stopped)
+	r.perCollector = float64(r.stored) / time.Since(started).Seconds() / float64(len(cols))
+	ds := <-delays
+	slices.Sort(ds)
+	if len(ds) > 0 {
+		r.delayP50, r.delayP99 = ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]
+	}
+	r.answers = ask(store, tr)
+	return r, nil
+}
+
+// writeMac writes one Mac's decision log at about rate records a second until ctx ends.
+func writeMac(ctx context.Context, dir string, i int, rate float64, tr *truth) {
+	host := fmt.Sprintf("mac-%03d", i)
+	version := []string{"2.1.329", "2.1.332"}[i%2]
+	log := telemetry.Open(telemetry.Options{Path: filepath.Join(dir, "decisions.jsonl"), MaxFileBytes: 256 << 10, MaxFiles: 5,
+		Redact: true, Stamp: telemetry.Stamp{Host: host, User: fmt.Sprintf("user%03d", i), Version: "1.0.0", ConfigOrigin: "file"}})
+	defer log.Close()
+	rng := rand.New(rand.NewPCG(uint64(i), 54))
+	for n := 0; ; n++ {
+		wait := time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		session := fmt.Sprintf("local_%03d_%d", i, n/200)
+		rec := telemetry.Record{TS: time.Now(), RID: fmt.Sprintf("%08x%024x", i, n), Session: session, Agent: "claude-code",
+			Transport: "host-socket", Mode: "enforce", Enforced: true, Tool: "Bash", Decision: claudehook.Allow,
+			Input: json.RawMessage(`{"command":"ls"}`), ToolUseID: fmt.Sprintf("toolu_%d_%d", i, n), CLISessionID: session, CLIVersion: version}
+		switch {
+		case i%7 == 3 && n%40 == 5: // some Macs push with force now and then
+			rec.Decision, rec.Rule = claudehook.Deny, askedRule
+		case i%11 == 4 && n == 30: // a few sessions are quarantined once
+			rec.Decision, rec.Rule, rec.Tool = claudehook.Deny, "coworkbridge.quarantine", "Write"
+		case n%25 == 0:
+			rec.Decision, rec.Rule = claudehook.Ask, "read.search-disk"
+		}
+		if err := log.Write(rec); err != nil {
+			fmt.Fprintln(os.Stderr, "write:", err)
+			continue
+		}
+		tr.mu.Lock()
+		tr.written++
+		tr.versions[version] = true
+		switch rec.Rule {
+		case askedRule:
+			tr.deniedBy[host] = true
+		case "coworkbridge.quarantine":
+			tr.quarantined[host+"/"+session] = true
+		}
+		tr.mu.Unlock()
+	}
+}
+
+// probeDelays measures end-to-end delay: every second it writes a marked record into a Mac's
+// folder of its own (so the fleet's count is unchanged) and times how long the store takes to
+// return it.
+func probeDelays(ctx context.Context, macDir, store string) []time.Duration {
+	dir := filepath.Join(filepath.Dir(macDir), "probe")
+	os.MkdirAll(dir, 0o700)
+	log := telemetry.Open(telemetry.Options{Path: filepath.Join(dir, "decisions.jsonl"), Stamp: telemetry.Stamp{Host: "probe"}})
+	defer log.Close()
+	var out []time.Duration
+	for i := 0; ctx.Err() == nil; i++ {
+		rid := fmt.Sprintf("%032x", 0xfeed0000+i)
+		written := time.Now()
+		log.Write(telemetry.Record{TS: written, RID: rid, Session: "probe", Tool: "Probe", Decision: claudehook.Allow, Input: json.RawMessage("null")})
+		for time.Since(written) < 30*time.Second {
+			if n, err := query(store, fmt.Sprintf(`coworkbridge.rid:=%q | stats count() n`, rid)); err == nil && n > 0 {
+				out = append(out, time.Since(written))
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return out
+}
+
+// counts is how many fleet records the store holds, and how many distinct ones (by host and rid).
+func counts(store string) (total, unique int, err error) {
+	if total, err = query(store, `event.name:="coworkbridge.decision" -host.name:=probe | stats count() n`); err != nil {
+		return 0, 0, err
+	}
+	unique, err = query(store, `event.name:="coworkbridge.decision" -host.name:=probe | stats count_uniq(host.name, coworkbridge.rid) n`)
+	return total, unique, err
+}
+
+// ask puts the security team's questions to the store.
+func ask(store string, tr *truth) []answer {
+	hosts, err1 := values(store, `_time:1d coworkbridge.rule:=`+strconv.Quote(askedRule)+` coworkbridge.decision:=deny | uniq by (host.name)`, "host.name")
+	quarantined, err2 := pairs(store, `_time:1d coworkbridge.rule:="coworkbridge.quarantine" | uniq by (host.name, coworkbridge.session)`, "host.name", "coworkbridge.session")
+	versions, err3 := values(store, `_time:1d event.name:="coworkbridge.decision" -host.name:=probe | uniq by (app.version)`, "app.version")
+	return []answer{
+		{"which hosts denied " + askedRule + " today", describe(hosts, err1), err1 == nil && same(hosts, tr.deniedBy)},
+		{"which sessions were quarantined", describe(quarantined, err2), err2 == nil && same(quarantined, tr.quarantined)},
+		{"which Claude Code versions are out there", describe(versions, err3), err3 == nil && same(versions, tr.versions)},
+	}
+}
+
+func describe(v []string, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if len(v) > 4 {
+		return fmt.Sprintf("%d: %s, ...", len(v), strings.Join(v[:4], ", "))
+	}
+	return fmt.Sprintf("%d: %s", len(v), strings.Join(v, ", "))
+}
+
+func same(got []string, want map[string]bool) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for _, g := range got {
+		if !want[g] {
+			return false
+		}
+	}
+	return true
+}
+
+// query runs a LogsQL query ending in `stats ... n` and returns n.
+func query(store, q string) (int, error) {
+	rows, err := rows(store, q)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	return strconv.Atoi(rows[0]["n"])
+}
+
+func values(store, q, field string) ([]string, error) {
+	rs, err := rows(store, q)
+	var out []string
+	for _, r := range rs {
+		out = append(out, r[field])
+	}
+	slices.Sort(out)
+	return out, err
+}
+
+func pairs(store, q, a, b string) ([]string, error) {
+	rs, err := rows(store, q)
+	var out []string
+	for _, r := range rs {
+		out = append(out, r[a]+"/"+r[b])
+	}
+	slices.Sort(out)
+	return out, err
+}
+
+// rows runs a LogsQL query and returns its result rows (one JSON object per line).
+func rows(store, q string) ([]map[string]string, error) {
+	resp, err := http.PostForm(store+"/select/logsql/query", url.Values{"query": {q}})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("query %q: %s: %s", q, resp.Status, strings.TrimSpace(string(data)))
+	}
+	var out []map[string]string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]string
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			return nil, fmt.Errorf("query %q: %w", q, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitHTTP(u string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer", u)
+}
+
+func stop(c *exec.Cmd) {
+	c.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		c.Process.Kill()
+		<-done
+	}
+}
