@@ -1,7 +1,8 @@
 // Command collector is an OpenTelemetry Collector with exactly the components
 // deploy/shipping/otelcol/ uses (the filelog receiver, the file storage extension, the
-// transform and batch processors, the OTLP/HTTP exporter) and an OTLP receiver, built for the
-// shipping tests: coworkbridge's own module links none of it.
+// batch processor, the OTLP/HTTP exporter) and an OTLP receiver, built for the shipping tests:
+// coworkbridge's own module links none of it. It is not a distribution to deploy (use the
+// contrib one) and adds nothing of its own to the components.
 package main
 
 import (

@@ -2,7 +2,9 @@
 // record writer at an agent's pace, shipped by collectors running deploy/shipping/otelcol as
 // written (one per group of Macs, as a gateway would, or one per Mac) into a real OTLP log store
 // (VictoriaLogs). It then asks the store what a security team asks, checks the answers against
-// what was written, and reports records/s per collector, end-to-end delay and loss.
+// what was written, and reports records/s per collector, end-to-end delay and loss. It does not
+// run daemons or hooks (the record writer stands for them: the shipping path starts at the log)
+// and it is not a test: the numbers are for the notes.
 //
 //	go run ./fleetsim -macs 10,100 -victoria-logs /path/to/victoria-logs
 //
