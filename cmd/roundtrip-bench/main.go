@@ -387,6 +387,9 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 	cpu0 := p.cpu()
 	lat, denies, wall, err := load(len(sessions), call, conc, calls, !ds.floor)
 	cpu := p.cpu() - cpu0
+	if ds.socket {
+		defer os.Remove(filepath.Dir(systemSocket())) // the folder the daemon made, once empty
+	}
 	if err == nil && ds.socket && conc == 1 {
 		r.shP50, r.hookP50, err = processCost(func(payload []byte) ([]byte, time.Duration, error) { return call(0, payload) })
 	}
