@@ -48,16 +48,30 @@ type Options struct {
 	Now func() time.Time
 }
 
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Env == nil {
+		o.Env = managedconfig.SystemEnv
+	}
+	return o
+}
+
+// env is the user's environment, without the development overrides unless they count.
+func (o Options) env() (managedconfig.Env, error) {
+	env, err := o.Env()
+	if err == nil && !o.DevOverrides {
+		env = env.WithoutOverrides()
+	}
+	return env, err
+}
+
 // Answer judges the call whose payload is in and returns what the hook prints (nothing for no
 // objection). In enforce mode every failure, a panic included, is a deny; in observe mode nothing
 // is ever printed.
 func Answer(in io.Reader, opts Options) (out []byte) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Env == nil {
-		opts.Env = managedconfig.SystemEnv
-	}
+	opts = opts.withDefaults()
 	started := opts.Now()
 	enforce := false
 	var notices managedconfig.Notices // the organisation's, once the configuration is read
@@ -66,12 +80,9 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 			out = failureWith(enforce, fmt.Sprintf("internal error (%v)", r), notices)
 		}
 	}()
-	env, err := opts.Env()
+	env, err := opts.env()
 	if err != nil {
 		return failure(true, "cannot find the user's home: "+err.Error())
-	}
-	if !opts.DevOverrides {
-		env = env.WithoutOverrides()
 	}
 	paths, err := env.Paths()
 	if err != nil {

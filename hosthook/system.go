@@ -21,24 +21,16 @@ const SystemWait = 10 * time.Second
 // a deny with the organisation's notice; observe, the call judged here and its record dropped in
 // the daemon's drop folder, where the kernel's owner of the file, not the file, names the user.
 func AnswerSystem(in io.Reader, opts Options) (out []byte) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Env == nil {
-		opts.Env = managedconfig.SystemEnv
-	}
+	opts = opts.withDefaults()
 	started := opts.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			out = failure(true, fmt.Sprintf("internal error (%v)", r))
 		}
 	}()
-	env, err := opts.Env()
+	env, err := opts.env()
 	if err != nil {
 		return failure(true, "cannot find the user's home: "+err.Error())
-	}
-	if !opts.DevOverrides {
-		env = env.WithoutOverrides()
 	}
 	sys := env
 	sys.System = true

@@ -508,11 +508,7 @@ func (in *Installer) writeOwned(t Target, path string, data []byte, perm fs.File
 // plistFor is the LaunchAgent: started at login, restarted when it fails (not when it exits
 // cleanly, which is an admin's or the user's stop), at background priority.
 func plistFor(exe, logDir string) []byte {
-	esc := func(s string) string {
-		var b bytes.Buffer
-		_ = xml.EscapeText(&b, []byte(s))
-		return b.String()
-	}
+	esc := xmlText
 	return []byte(`<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0">
@@ -542,6 +538,13 @@ func plistFor(exe, logDir string) []byte {
 </dict>
 </plist>
 `)
+}
+
+// xmlText escapes s for a property list's <string>.
+func xmlText(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
 }
 
 // unitFor is the systemd user unit with the same lifecycle as the LaunchAgent.

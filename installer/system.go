@@ -1,8 +1,6 @@
 package installer
 
 import (
-	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,11 +145,7 @@ func writeRootFile(path string, data []byte) error {
 // systemPlistFor is the LaunchDaemon: started at boot, kept alive, its output in root's log
 // folder.
 func systemPlistFor(exe string) []byte {
-	esc := func(s string) string {
-		var b bytes.Buffer
-		_ = xml.EscapeText(&b, []byte(s))
-		return b.String()
-	}
+	esc := xmlText
 	return []byte(`<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0">

@@ -156,27 +156,19 @@ const hookLimit = 2 * time.Minute
 // ExecHook runs the hook a drop-in names in exec form (no shell), as Claude Code runs it for a
 // session on the Mac, with CLAUDE_CONFIG_DIR naming dir's .claude.
 func ExecHook(dir string, argv []string, payload []byte) ([]byte, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), hookLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = filepath.Join(dir, "outputs")
-	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
-	cmd.Stdin = bytes.NewReader(payload)
-	started := time.Now()
-	out, err := cmd.Output()
-	took := time.Since(started)
-	if err != nil {
-		return out, took, fmt.Errorf("hook in %s: %w", filepath.Base(dir), err)
-	}
-	return out, took, nil
+	return runHook(dir, argv, payload)
 }
 
 // CallHook runs a session's hook as Claude Code does (/bin/sh -c, the payload on stdin, cwd
 // outputs/, CLAUDE_CONFIG_DIR naming its .claude) and returns what it printed and how long it took.
 func CallHook(dir, hook string, payload []byte) ([]byte, time.Duration, error) {
+	return runHook(dir, []string{"/bin/sh", "-c", hook}, payload)
+}
+
+func runHook(dir string, argv []string, payload []byte) ([]byte, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), hookLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", hook)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = filepath.Join(dir, "outputs")
 	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
 	cmd.Stdin = bytes.NewReader(payload)
