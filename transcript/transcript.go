@@ -9,6 +9,7 @@
 package transcript
 
 import (
+	"strings"
 	"encoding/json"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -32,9 +33,42 @@ type Item struct {
 	Tool  string
 	Input json.RawMessage
 	// IsError is set on a Result that the CLI marked as an error: a refusal (by a hook or its own
-	// rules) or a tool that ran and failed; the two cannot be told apart reliably, so callers
-	// treat only results that are not errors as proof that a call ran.
+	// rules) or a tool that ran and failed; the two cannot be told apart reliably.
 	IsError bool
+	// NeverRan is set on an error Result whose text shows the call stopped before any hook could
+	// see it: its input failed the tool's schema, the tool does not exist, or its execution was
+	// discarded (CLI 2.1.332's own words). Nothing else says a call with no judgement did not run.
+	NeverRan bool
+}
+
+// beforeHooks are how the CLI's results begin when a call stopped before the PreToolUse hooks.
+var beforeHooks = []string{
+	"<tool_use_error>InputValidationError",
+	"<tool_use_error>Error: No such tool available",
+	"<tool_use_error>Error: Streaming fallback",
+	"InputValidationError",
+}
+
+// neverRan reports whether an error result's content is one of beforeHooks.
+func neverRan(content json.RawMessage) bool {
+	text := ""
+	var s string
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	switch {
+	case json.Unmarshal(content, &s) == nil:
+		text = s
+	case json.Unmarshal(content, &parts) == nil && len(parts) > 0 && parts[0].Type == "text":
+		text = parts[0].Text
+	}
+	for _, p := range beforeHooks {
+		if strings.HasPrefix(strings.TrimSpace(text), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // line is the part of a transcript line this package reads. Only "assistant" and "user" lines
@@ -54,6 +88,7 @@ type block struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"`
 }
 
 // maxID bounds a tool-use id: real ones are about 30 characters.
@@ -91,7 +126,7 @@ func parseBlocks(l line) []Item {
 		case l.Type == "assistant" && b.Type == "tool_use" && validID(b.ID):
 			items = append(items, Item{Kind: Use, ToolUseID: b.ID, Tool: b.Name, Input: b.Input})
 		case l.Type == "user" && b.Type == "tool_result" && validID(b.ToolUseID):
-			items = append(items, Item{Kind: Result, ToolUseID: b.ToolUseID, IsError: b.IsError})
+			items = append(items, Item{Kind: Result, ToolUseID: b.ToolUseID, IsError: b.IsError, NeverRan: b.IsError && neverRan(b.Content)})
 		}
 	}
 	return items

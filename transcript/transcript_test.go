@@ -102,3 +102,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestAnErrorResultFromBeforeTheHooksIsToldApart(t *testing.T) {
+	cases := map[string]struct {
+		content string
+		want    bool
+	}{
+		"input failed the schema":   {`"<tool_use_error>InputValidationError: command is required</tool_use_error>"`, true},
+		"a tool switched off":       {`[{"type":"text","text":"<tool_use_error>Error: No such tool available: Read. Read is disabled</tool_use_error>"}]`, true},
+		"execution discarded":       {`"<tool_use_error>Error: Streaming fallback - tool execution discarded</tool_use_error>"`, true},
+		"a command that failed":     {`"Exit code 1\nno such file"`, false},
+		"a tool that failed to run": {`"<tool_use_error>Error calling tool (Write): EACCES</tool_use_error>"`, false},
+		"a hook's refusal":          {`"coworkbridge: rule bash.git-push-force"`, false},
+		"the words later on":        {`"output: <tool_use_error>InputValidationError"`, false},
+	}
+	for name, c := range cases {
+		line := `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":` + c.content + `}]}}`
+		items := Parse([]byte(line))
+		if len(items) != 1 || items[0].NeverRan != c.want {
+			t.Errorf("%s: items %+v, want NeverRan %v", name, items, c.want)
+		}
+	}
+}

@@ -48,6 +48,7 @@ type Ledger struct {
 	judged  map[string]judged    // by tool_use_id, until the call's result
 	uses    map[string]Use       // calls seen in the transcripts, awaiting a result
 	pending map[string]time.Time // results that ran with no event yet, since when
+	failed  map[string]bool      // of pending, the results marked as errors
 	// followed: the session has transcripts, so every event must name a call they show.
 	followed bool
 	// bytes is what the maps hold (see the sizes below), limit what they may, refused how many
@@ -58,7 +59,7 @@ type Ledger struct {
 
 // New returns an empty ledger that may keep limit bytes.
 func New(limit int64) *Ledger {
-	return &Ledger{judged: map[string]judged{}, uses: map[string]Use{}, pending: map[string]time.Time{}, limit: limit}
+	return &Ledger{judged: map[string]judged{}, uses: map[string]Use{}, pending: map[string]time.Time{}, failed: map[string]bool{}, limit: limit}
 }
 
 type judged struct {
@@ -207,6 +208,7 @@ func (l *Ledger) dropPending(id string) {
 	if _, ok := l.pending[id]; ok {
 		l.bytes -= pendingSize(id)
 		delete(l.pending, id)
+		delete(l.failed, id)
 	}
 }
 
@@ -247,7 +249,9 @@ func (l *Ledger) Take(it transcript.Item, now time.Time) []Finding {
 	case transcript.Result:
 		j, ok := l.judged[it.ToolUseID]
 		u, seen := l.uses[it.ToolUseID]
-		if it.IsError {
+		if it.IsError && (ok || it.NeverRan) {
+			// Refused or failed after the hook judged it, or stopped before any hook: did not run
+			// unguarded.
 			l.dropUse(it.ToolUseID)
 			l.dropJudged(it.ToolUseID)
 			return nil
@@ -265,6 +269,12 @@ func (l *Ledger) Take(it transcript.Item, now time.Time) []Finding {
 			return nil
 		}
 		l.putPending(it.ToolUseID, now)
+		if it.IsError {
+			// No judgement, and an error: a call that ran and failed, or a result rewritten
+			// after the call ran (an agent hiding it). Hooks run before the CLI's own refusals,
+			// so a refusal with no judgement was made with the hook switched off.
+			l.failed[it.ToolUseID] = true
+		}
 	}
 	return nil
 }
@@ -276,11 +286,13 @@ func (l *Ledger) Settle(now time.Time, grace, forgedAfter time.Duration) []Findi
 	for id, since := range l.pending {
 		j, ok := l.judged[id]
 		switch {
-		case ok && j.Denied:
+		case ok && j.Denied && !l.failed[id]:
 			found = append(found, unguarded(l.takeUse(id), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)"))
-		case ok:
+		case ok: // judged after all: an error result is the refusal or a failure, not a call unguarded
 		case now.Sub(since) < grace:
 			continue
+		case l.failed[id]:
+			found = append(found, unguarded(l.takeUse(id), "its hook never reached coworkbridge and its result is an error: it ran and failed, was refused with the hook switched off, or its result was rewritten to hide it"))
 		default:
 			found = append(found, unguarded(l.takeUse(id), "it ran but its hook never reached coworkbridge (hooks switched off, or the hook bypassed)"))
 		}
