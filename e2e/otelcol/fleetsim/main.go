@@ -143,6 +143,10 @@ func simulate(dir string, n, perCollector int, rate float64, duration time.Durat
 	if err := waitHTTP(store + "/health"); err != nil {
 		return r, err
 	}
+	metricsOff := filepath.Join(dir, "metrics-off.yaml")
+	if err := os.WriteFile(metricsOff, []byte("service:\n  telemetry:\n    metrics:\n      level: none\n"), 0o600); err != nil {
+		return r, err
+	}
 	// The Macs, in groups: one collector per group.
 	var cols []*exec.Cmd
 	for g := 0; g*perCollector < n; g++ {
@@ -152,7 +156,9 @@ func simulate(dir string, n, perCollector int, rate float64, duration time.Durat
 				return r, err
 			}
 		}
-		c := exec.Command(collectorBin, "--config", config)
+		// Many collectors on one machine: their own metrics endpoints (one port each) are off,
+		// by a second configuration merged over the shipped one.
+		c := exec.Command(collectorBin, "--config", config, "--config", metricsOff)
 		c.Env = append(os.Environ(), "COWORKBRIDGE_LOGS="+filepath.Join(group, "*"),
 			"OTELCOL_STORAGE="+filepath.Join(dir, fmt.Sprintf("storage-%03d", g)), "OTLP_ENDPOINT="+store+"/insert/opentelemetry")
 		c.Stdout, c.Stderr = io.Discard, io.Discard
