@@ -9,8 +9,8 @@
 package transcript
 
 import (
-	"strings"
 	"encoding/json"
+	"strings"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )

@@ -27,7 +27,7 @@ func TestStatusAsksASystemDaemonOverItsSocket(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "run", "hook.sock")
 	now := time.Now()
 	snap := health.Snapshot{Version: 1, WrittenAt: now, Daemon: health.DaemonInfo{PID: 4242, Version: "1.0", StartedAt: now.Add(-time.Minute), HeartbeatInterval: "5m0s"},
-		Config: health.ConfigState{Path: "/Library/Application Support/CoworkBridge/managed.json", Enabled: true, Mode: "enforce", Origin: "file", Hash: "abc"},
+		Config:   health.ConfigState{Path: "/Library/Application Support/CoworkBridge/managed.json", Enabled: true, Mode: "enforce", Origin: "file", Hash: "abc"},
 		Sessions: []health.Session{{ID: "local_mine", Dir: "/Users/alex/sessions/local_mine", Seen: true, Hooked: true, Confirmed: true}}}
 	srv, err := hostsocket.Listen(sock, snapshotServer{snap}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
