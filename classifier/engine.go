@@ -41,6 +41,10 @@ type Policy struct {
 	// AllowedAgents are agent programs (codex, an internal agent's name) the admin lets the
 	// session's agent start although they run tools no hook of the session judges.
 	AllowedAgents []string
+	// TrustedSources are hosts (a domain covers its subdomains) and MCP servers (mcp:<name>)
+	// whose content a session's flow does not count as untrusted, and to which a send is not
+	// outward (policy.trusted_sources).
+	TrustedSources []string
 	// Places is the map of the machine the file rules protect by owner (see Place).
 	Places []Place
 	// DenyAll, when set, is the reason every call is denied for (rule RuleDenyAll): the policy that
@@ -180,7 +184,7 @@ func New(p Policy) (*Classifier, error) {
 		base := path.Base(filepath.ToSlash(f.Name))
 		target := Target(strings.TrimSuffix(base[strings.LastIndex(base, "-")+1:], ".rules"))
 		if !validTarget(target) {
-			errs = append(errs, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules, mcp.rules, effect.rules or url.rules", f.Name))
+			errs = append(errs, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules, mcp.rules, effect.rules, url.rules or flow.rules", f.Name))
 			continue
 		}
 		embedded := i < len(files) // checked by the tests: compiled as calls need them
@@ -223,7 +227,7 @@ func New(p Policy) (*Classifier, error) {
 
 func validTarget(t Target) bool {
 	switch t {
-	case TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect, TargetURL:
+	case TargetBash, TargetEdit, TargetRead, TargetContent, TargetMCP, TargetEffect, TargetURL, TargetFlow:
 		return true
 	}
 	return false
@@ -347,6 +351,8 @@ func describeMatch(it item, matched string) string {
 		return "the command would " + matched
 	case TargetURL:
 		return "the URL " + matched
+	case TargetFlow:
+		return "this call would " + matched
 	}
 	return "command " + fmt.Sprintf("%q", matched)
 }

@@ -66,6 +66,9 @@ type Policy struct {
 	// AllowedAgents are agent programs the session's agent may start although no hook of the
 	// session judges their tool calls (an approved internal agent).
 	AllowedAgents []string
+	// TrustedSources are hosts and MCP servers (mcp:<name>) whose content a session's flow does
+	// not count as untrusted, and to which a send is not outward (the flow rules).
+	TrustedSources []string
 	// AllowedMCPServers applies only when RestrictMCPServers is true, that is when the file names
 	// the key at all: an empty list then allows no server, while an absent key allows every one.
 	AllowedMCPServers  []string

@@ -377,6 +377,19 @@ func (p *parser) policy(field string, raw json.RawMessage) {
 				pol.AllowedAgents = names
 			}
 		},
+		"trusted_sources": func(f string, r json.RawMessage) {
+			items, ok := p.strings(f, r)
+			if !ok {
+				return
+			}
+			for i, it := range items {
+				if strings.ContainsAny(it, " /\t") && !strings.HasPrefix(it, "mcp:") {
+					p.addf(fmt.Sprintf("%s[%d]", f, i), "%q is not a host (docs.example.com covers its subdomains) or an MCP server (mcp:<name>)", it)
+					return
+				}
+			}
+			pol.TrustedSources = items
+		},
 		"allowed_mcp_servers": func(f string, r json.RawMessage) {
 			if servers, ok := p.mcpServers(f, r); ok {
 				pol.MCPServers, pol.RestrictMCPServers = servers, true

@@ -31,8 +31,8 @@ func Compile(p managedconfig.Policy) (*classifier.Classifier, error) {
 	c, err := classifier.New(classifier.Policy{
 		RuleFiles: files, DisabledRules: p.DisabledRules, RuleModes: modes,
 		AllowedExecutables: p.AllowedExecutables, AllowedMCPServers: p.AllowedMCPServers, RestrictMCPServers: p.RestrictMCPServers,
-		AllowedAgents: p.AllowedAgents,
-		Places:        places(p.Places),
+		AllowedAgents: p.AllowedAgents, TrustedSources: p.TrustedSources,
+		Places: places(p.Places),
 	})
 	if err != nil {
 		return nil, errors.Join(lerr, err)

@@ -68,6 +68,16 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = appendOptional(b, "cli_session_id", r.CLISessionID)
 	b = appendOptional(b, "prompt_id", r.PromptID)
 	b = appendOptional(b, "cli_version", r.CLIVersion)
+	if len(r.Flow) > 0 {
+		b = append(b, `,"flow":[`...)
+		for i, f := range r.Flow {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, f)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}'), nil
 }
 

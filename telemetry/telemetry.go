@@ -79,12 +79,16 @@ type Record struct {
 	CLISessionID string `json:"cli_session_id,omitempty"`
 	PromptID     string `json:"prompt_id,omitempty"`
 	CLIVersion   string `json:"cli_version,omitempty"`
+	// Flow names, for a call a flow rule matched, the calls of the flow: the untrusted content
+	// the session took in, the private data it read, and this call's send.
+	Flow []string `json:"flow,omitempty"`
 }
 
 // SchemaVersion is the version of the record format. 2 added schema, host, user, version,
 // config_hash, config_origin, cwd and input_omitted; 3 added prev, the hash chain; 4 added
-// matched, nudge and effects; 5 added tool_use_id, cli_session_id, prompt_id and cli_version.
-const SchemaVersion = 5
+// matched, nudge and effects; 5 added tool_use_id, cli_session_id, prompt_id and cli_version; 6
+// added flow.
+const SchemaVersion = 6
 
 // Stamp is what every record says about where it comes from.
 type Stamp struct {
@@ -247,13 +251,7 @@ func (l *Log) Encode(r Record) ([]byte, error) {
 		// agent its working folder, and either can carry a token.
 		r.Tool, r.Cwd, r.Session, r.Agent = RedactName(r.Tool), RedactName(r.Cwd), RedactName(r.Session), RedactName(r.Agent)
 		r.Reason, r.Matched, r.Nudge = Redact(r.Reason), Redact(r.Matched), Redact(r.Nudge)
-		if len(r.Effects) > 0 {
-			effects := make([]string, len(r.Effects))
-			for i, e := range r.Effects {
-				effects[i] = Redact(e)
-			}
-			r.Effects = effects
-		}
+		r.Effects, r.Flow = redactAll(r.Effects), redactAll(r.Flow)
 	}
 	b, err := appendRecord(make([]byte, 0, 512+len(r.Input)), &r)
 	if err != nil {
@@ -638,4 +636,15 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("…[truncated %d bytes]", len(s)-cut)
+}
+
+func redactAll(ss []string) []string {
+	if len(ss) == 0 {
+		return ss
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = Redact(s)
+	}
+	return out
 }

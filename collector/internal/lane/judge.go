@@ -2,11 +2,13 @@ package lane
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -14,6 +16,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/ledger"
 	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
 	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -93,6 +96,9 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 		return l.fault(src, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
 	v := evaluate(ctx, p.Cls, pl, l.dir, func() realpath.Identities { return l.identities(p) })
+	facets := p.Cls.FlowOf(pl)
+	call := cmp.Or(pl.ToolUseID, env.RID)
+	v, flowed := l.judgeFlow(p, v, facets, call, pl.ToolName)
 	if why := l.quarantined(); why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
 			Reason: decisions.QuarantineReason(why)}
@@ -102,7 +108,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}
-	rec.Decision, rec.Rule, rec.Reason = v.Decision, v.RuleID, v.Reason
+	rec.Decision, rec.Rule, rec.Reason, rec.Flow = v.Decision, v.RuleID, v.Reason, flowed
 	if v.Decision != claudehook.Allow { // what check shows, kept for whoever reads the record
 		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, p.Cls.Effects(pl)
 	}
@@ -110,6 +116,9 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	applied := v.Decision
 	if !enforce {
 		applied = claudehook.Allow
+	}
+	if applied != claudehook.Deny { // a call refused took nothing in and read nothing
+		l.takeFlow(facets, call, pl.ToolName)
 	}
 	l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: enforce && v.Decision == claudehook.Deny, Input: pl.ToolInput}, l.env.Now())
 	o := outcome{rec: rec, toolUseID: pl.ToolUseID}
@@ -255,4 +264,51 @@ func waitingHook(head []byte) (rid string, waiting bool) {
 	}
 	rest := head[len(`{"v":1,"rid":"`)+32+1:]
 	return rid, bytes.HasPrefix(rest, []byte(`,"mode":"enforce"`))
+}
+
+// judgeFlow judges a call that sends by what the session took in and read before it (the flow
+// rules, classifier.TargetFlow); the stricter of that and v stands. flowed names the calls of a
+// flow a rule found, for the record.
+func (l *Lane) judgeFlow(p *Policy, v classifier.Verdict, f classifier.Facets, call, tool string) (classifier.Verdict, []string) {
+	l.loadFlow()
+	fv, ok := p.Cls.JudgeFlow(l.flow.Line(f.Send))
+	if !ok {
+		return v, nil
+	}
+	evidence := l.flow.Evidence(call, tool, f.Send)
+	fv.Reason += ": " + strings.Join(evidence, "; ")
+	if stricter(fv, v) {
+		return fv, evidence
+	}
+	return v, evidence
+}
+
+// stricter reports whether a is a stricter verdict than b: an applied deny over an ask over an
+// allow, and anything applied over what is only observed.
+func stricter(a, b classifier.Verdict) bool {
+	rank := func(v classifier.Verdict) int {
+		r := map[claudehook.Decision]int{claudehook.Allow: 0, claudehook.Ask: 2, claudehook.Deny: 4}[v.Decision]
+		if v.ObserveOnly && r > 0 {
+			r--
+		}
+		return r
+	}
+	return rank(a) > rank(b)
+}
+
+// takeFlow notes what a call let run took in and read, and keeps the flow beside the offsets.
+func (l *Lane) takeFlow(f classifier.Facets, call, tool string) {
+	if f.Untrusted == "" && f.Private == "" {
+		return
+	}
+	l.loadFlow()
+	l.flow.Take(f.Untrusted, f.Private, call, tool, l.env.Now())
+	l.env.Offsets.SetNote(OffsetPrefix(l.dir)+"f", l.flow.Marshal())
+	l.res.Commit = true
+}
+
+func (l *Lane) loadFlow() {
+	if !l.flowReady {
+		l.flow, l.flowReady = flow.Restore(l.env.Offsets.Note(OffsetPrefix(l.dir)+"f")), true
+	}
 }

