@@ -7,6 +7,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier/effects"
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/flow"
 )
 
 // TargetFlow rules match a session's flow: one line per call that sends, naming what the
@@ -51,9 +52,10 @@ func (c *Classifier) FlowOf(p claudehook.Payload) Facets {
 		f.Untrusted = "web:search"
 	case "Read":
 		path := facts.CanonPath(str("file_path"), p.Cwd)
-		if c.secretPath(path) {
+		switch {
+		case c.privatePath(path, facts.CanonPath(".", p.Cwd)):
 			f.Private = path
-		} else if strings.Contains(path, "/uploads/") {
+		case strings.Contains(path, "/uploads/"):
 			f.Untrusted = "upload:" + path
 		}
 	case "Bash":
@@ -74,6 +76,17 @@ func (c *Classifier) FlowOf(p claudehook.Payload) Facets {
 		f.Send = ""
 	}
 	return f
+}
+
+// privatePath reports whether reading p reads private data: a place a read rule protects (denied
+// or asked about: a project's .env the user lets the agent read is private all the same), or a
+// file in the home outside the folder the call works in (another repository, the user's own
+// documents).
+func (c *Classifier) privatePath(p, cwd string) bool {
+	if _, ok := c.match(item{target: TargetRead, text: p}); ok {
+		return true
+	}
+	return strings.HasPrefix(p, "~/") && cwd != "." && cwd != "~" && !strings.HasPrefix(p, strings.TrimSuffix(cwd, "/")+"/")
 }
 
 // bashFacets reads a shell command's effects: a send (its destination), a secret opened or a
@@ -120,4 +133,31 @@ func (c *Classifier) JudgeFlow(line string) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	return c.match(item{target: TargetFlow, text: line})
+}
+
+// WithFlow judges a call by its session's flow st as well as by itself (v): for a call that sends,
+// the flow rules on the line st makes; the stricter verdict stands. flowed names the calls of a
+// flow a rule found (the untrusted content taken in, the private data read, this send), for the
+// record; the reason names them too.
+func (c *Classifier) WithFlow(v Verdict, st flow.State, f Facets, call, tool string) (_ Verdict, flowed []string) {
+	fv, ok := c.JudgeFlow(st.Line(f.Send))
+	if !ok {
+		return v, nil
+	}
+	flowed = st.Evidence(call, tool, f.Send)
+	fv.Reason += ": " + strings.Join(flowed, "; ")
+	if rank(fv) > rank(v) {
+		return fv, flowed
+	}
+	return v, flowed
+}
+
+// rank orders verdicts by strictness: an applied deny over an ask over an allow, and anything
+// applied over the same only observed.
+func rank(v Verdict) int {
+	r := map[claudehook.Decision]int{claudehook.Allow: 0, claudehook.Ask: 2, claudehook.Deny: 4}[v.Decision]
+	if v.ObserveOnly && r > 0 {
+		r--
+	}
+	return r
 }

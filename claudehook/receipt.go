@@ -16,6 +16,10 @@ type Receipt struct {
 	Tool        string            `json:"tool"`
 	Denied      bool              `json:"denied,omitempty"`
 	Fingerprint map[string]uint64 `json:"fingerprint"`
+	// Untrusted and Private are what the call took in and read for its session's flow (package
+	// flow), each "" when nothing; a call denied takes in and reads nothing.
+	Untrusted string `json:"untrusted,omitempty"`
+	Private   string `json:"private,omitempty"`
 }
 
 // MaxReceipt bounds a receipt file: a fingerprint holds at most 64 members.
@@ -33,7 +37,8 @@ func ParseReceipt(data []byte) (Receipt, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("%w: %v", ErrBadReceipt, err)
 	}
-	if r.V != 1 || r.ToolUseID == "" || r.Fingerprint == nil || len(r.ToolUseID) > 128 || len(r.Tool) > 256 || len(r.Fingerprint) > 64 {
+	if r.V != 1 || r.ToolUseID == "" || r.Fingerprint == nil || len(r.ToolUseID) > 128 || len(r.Tool) > 256 || len(r.Fingerprint) > 64 ||
+		len(r.Untrusted) > 1024 || len(r.Private) > 1024 {
 		return r, fmt.Errorf("%w: version %d, id of %d bytes, %d fingerprint members", ErrBadReceipt, r.V, len(r.ToolUseID), len(r.Fingerprint))
 	}
 	return r, nil

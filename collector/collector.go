@@ -24,6 +24,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
+	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -336,17 +337,25 @@ func (c *Collector) Quarantine(id, reason string) {
 	e.lane.Quarantine(reason)
 }
 
-// HostCall is what a system-mode daemon judging a host call of session id needs from the
-// session's lane, without files: why the session is quarantined ("" when it is not), and a way
-// to hand over the call's receipt. ok is false for a session the collector does not track.
-func (c *Collector) HostCall(id string) (quarantined string, judged func(claudehook.Receipt), ok bool) {
+// HostLane is what a system-mode daemon judging a host call of a session needs of its lane,
+// without files: the session's quarantine ("" when none), its flow, and a way to hand over the
+// call's receipt (for reconciliation and the flow).
+type HostLane struct {
+	Quarantined string
+	Flow        flow.State
+	Judged      func(claudehook.Receipt)
+}
+
+// HostCall is the lane of session id for a host call; ok is false for a session the collector
+// does not track.
+func (c *Collector) HostCall(id string) (HostLane, bool) {
 	c.mu.Lock()
 	e := c.byIDLocked(id)
 	c.mu.Unlock()
 	if e == nil {
-		return "", nil, false
+		return HostLane{}, false
 	}
-	return e.lane.QuarantinedNow(), e.lane.HostJudged, true
+	return HostLane{Quarantined: e.lane.QuarantinedNow(), Flow: e.lane.FlowNow(), Judged: e.lane.HostJudged}, true
 }
 
 // byIDLocked finds a tracked session by its folder's name. Callers hold mu.

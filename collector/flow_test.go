@@ -2,9 +2,12 @@ package collector
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
@@ -70,5 +73,28 @@ func TestASendAfterUntrustedContentAndAPrivateReadIsAskedAbout(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What calls judged on the Mac took in and read reaches the session's flow through their
+// receipts (the host hook's files, or a system daemon's in memory), so that a later send through
+// the spool is judged with it.
+func TestTheFlowTakesInWhatHostCallsTookInThroughTheirReceipts(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	ch := f.withChannel()
+	f.opts.ReconcileGrace = 50 * time.Millisecond
+	f.start()
+	leaveReceipt(t, ch, "a.json", claudehook.Receipt{V: 1, ToolUseID: "toolu_page", Tool: "WebFetch", Fingerprint: fingerprint("x"), Untrusted: "web:issues.example"})
+	hl, _ := f.c.HostCall(filepath.Base(f.dir))
+	hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_key", Tool: "Read", Fingerprint: fingerprint("y"), Private: "~/.aws/credentials"})
+	f.transcript(toolUse("toolu_page", "x")) // a transcript change: the pass that takes the receipts
+	f.settle()
+	f.later(2 * time.Second)
+	f.settle()
+	f.appendRaw(toolCall(f.nextRID(), postOut.tool, "toolu_send", postOut.input))
+	recs := f.waitRecords(1)
+	last := recs[len(recs)-1]
+	if last.Rule != "flow.untrusted-private-send" || !strings.Contains(strings.Join(last.Flow, " "), "toolu_page") || !strings.Contains(strings.Join(last.Flow, " "), "toolu_key") {
+		t.Fatalf("the send after host calls took in and read: %+v", last)
 	}
 }

@@ -110,11 +110,11 @@ func TestHostCallsJudgedInMemoryAreNotUnguardedAndSeeTheQuarantine(t *testing.T)
 	f.opts.ReconcileGrace = 50 * time.Millisecond
 	f.start()
 	id := filepath.Base(f.dir)
-	why, judged, ok := f.c.HostCall(id)
-	if !ok || why != "" {
-		t.Fatalf("HostCall(%s) = %q, %v; want a tracked session not quarantined", id, why, ok)
+	hl, ok := f.c.HostCall(id)
+	if !ok || hl.Quarantined != "" {
+		t.Fatalf("HostCall(%s) = %q, %v; want a tracked session not quarantined", id, hl.Quarantined, ok)
 	}
-	judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_ok", Tool: "Bash", Fingerprint: fingerprint("ls")})
+	hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_ok", Tool: "Bash", Fingerprint: fingerprint("ls")})
 	f.transcript(toolUse("toolu_ok", "ls"), toolResult("toolu_ok", false),
 		toolUse("toolu_none", "id"), toolResult("toolu_none", false))
 	f.settle()
@@ -125,10 +125,10 @@ func TestHostCallsJudgedInMemoryAreNotUnguardedAndSeeTheQuarantine(t *testing.T)
 		t.Fatalf("records %+v: want only the call with no receipt unguarded", recs)
 	}
 	f.c.Quarantine(id, "a test quarantine")
-	if why, _, _ := f.c.HostCall(id); why != "a test quarantine" {
-		t.Fatalf("quarantine seen by a host call: %q", why)
+	if hl, _ := f.c.HostCall(id); hl.Quarantined != "a test quarantine" {
+		t.Fatalf("quarantine seen by a host call: %q", hl.Quarantined)
 	}
-	if _, _, ok := f.c.HostCall("local_unknown"); ok {
+	if _, ok := f.c.HostCall("local_unknown"); ok {
 		t.Fatal("an untracked session has a lane")
 	}
 }

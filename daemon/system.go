@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
-	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
@@ -141,12 +140,13 @@ func (h *hostCalls) call(p hostsocket.Peer, r hostsocket.Request) hostsocket.Ans
 }
 
 // hostSession is the collector's lane of session id, for a host call judged in memory.
-func (d *Daemon) hostSession(id string) (string, func(claudehook.Receipt), bool) {
+func (d *Daemon) hostSession(id string) (hosthook.SessionState, bool) {
 	g := d.watching.Load()
 	if g == nil {
-		return "", nil, false
+		return hosthook.SessionState{}, false
 	}
-	return g.collector.HostCall(id)
+	hl, ok := g.collector.HostCall(id)
+	return hosthook.SessionState{Quarantined: hl.Quarantined, Flow: hl.Flow, Judged: hl.Judged}, ok
 }
 
 // policyFor is the caller's policy under the configuration in force, compiled once per change.

@@ -14,6 +14,10 @@ import (
 	"time"
 )
 
+// NoteKey is where a session's flow is kept in the daemon's offsets store: beside the session's
+// positions, under the folder's path (see collector's lane, which writes it).
+func NoteKey(sessionDir string) string { return sessionDir + "#f" }
+
 // maxWhat bounds what a mark keeps of a source or a path.
 const maxWhat = 160
 

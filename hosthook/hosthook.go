@@ -11,6 +11,7 @@ package hosthook
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -23,9 +24,11 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
@@ -118,7 +121,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 		return failureWith(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error(), notices)
 	}
 	j := Judgement{Cfg: cfg, Cls: cls, Env: env, ChannelRoot: paths.ChannelRoot(), Stamp: stamp, Now: opts.Now,
-		Transport: telemetry.TransportHook}
+		Transport: telemetry.TransportHook, FlowNote: func(dir string) ([]byte, error) { return readFlowNote(paths.OffsetsFile(), dir) }}
 	rec, out := j.Decide(data, started)
 	if rec != nil {
 		local(cfg.Telemetry, paths)(*rec, stamp)
@@ -141,9 +144,19 @@ type Judgement struct {
 	// Transport is what the record says of how the call came.
 	Transport string
 	// Session, when set, stands in for the host channel: a system-mode daemon knows each
-	// session's quarantine and takes a call's receipt in memory. ok is false for a session it
-	// does not follow.
-	Session func(id string) (quarantined string, judged func(claudehook.Receipt), ok bool)
+	// session's quarantine and flow, and takes a call's receipt in memory. ok is false for a
+	// session it does not follow.
+	Session func(id string) (s SessionState, ok bool)
+	// FlowNote, when set (a hook of its own, per-user mode), reads the session folder's flow as
+	// the daemon keeps it (flow.NoteKey in its offsets store).
+	FlowNote func(sessionDir string) ([]byte, error)
+}
+
+// SessionState is what a system-mode daemon knows of a session a host call comes from.
+type SessionState struct {
+	Quarantined string
+	Flow        flow.State
+	Judged      func(claudehook.Receipt)
 }
 
 // Decide judges the call whose payload is data and returns its record (nil when there is none to
@@ -157,18 +170,33 @@ func (j Judgement) Decide(data []byte, started time.Time) (*telemetry.Record, []
 	}
 	var ch *session.Session
 	quarantine, receipt := "", func(claudehook.Receipt) {}
-	if j.Session != nil {
-		if pl, ok := sessionOfConfigDir(getenv(j.Env, "CLAUDE_CONFIG_DIR"), cfg.SessionsRoots); ok {
-			if why, judged, ok := j.Session(pl.ID()); ok {
-				quarantine, receipt = why, judged
+	var st flow.State
+	var flowErr error
+	place, inSession := sessionOfConfigDir(getenv(j.Env, "CLAUDE_CONFIG_DIR"), cfg.SessionsRoots)
+	switch {
+	case j.Session != nil && inSession:
+		if ss, ok := j.Session(place.ID()); ok {
+			quarantine, receipt, st = ss.Quarantined, ss.Judged, ss.Flow
+		}
+	case j.Session == nil:
+		if ch = channel(j.Env, cfg, j.ChannelRoot); ch != nil {
+			defer ch.Close()
+			quarantine = quarantined(ch, j.Now())
+			receipt = func(r claudehook.Receipt) { leaveReceipt(ch, r) }
+		}
+		if inSession && j.FlowNote != nil {
+			var note []byte
+			if note, flowErr = j.FlowNote(place.Dir); flowErr == nil {
+				st = flow.Restore(note)
 			}
 		}
-	} else if ch = channel(j.Env, cfg, j.ChannelRoot); ch != nil {
-		defer ch.Close()
-		quarantine = quarantined(ch, j.Now())
-		receipt = func(r claudehook.Receipt) { leaveReceipt(ch, r) }
 	}
 	v := judge(j.Cls, p, ownSessionOf(j.Env, cfg), filepath.EvalSymlinks)
+	facets := j.Cls.FlowOf(p)
+	v, flowed := j.Cls.WithFlow(v, st, facets, cmp.Or(p.ToolUseID, "this call"), p.ToolName)
+	if flowErr != nil && facets.Send != "" {
+		flowed = append(flowed, "judged without the session's flow: "+flowErr.Error())
+	}
 	if why := quarantine; why != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: decisions.RuleQuarantine, Reason: decisions.QuarantineReason(why)}
 	}
@@ -176,7 +204,7 @@ func (j Judgement) Decide(data []byte, started time.Time) (*telemetry.Record, []
 		Transport: j.Transport, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
 		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: v.Decision, Rule: v.RuleID,
 		Reason: v.Reason, LatencyUS: j.Now().Sub(started).Microseconds(),
-		ToolUseID: p.ToolUseID, CLISessionID: p.SessionID, PromptID: p.PromptID}
+		ToolUseID: p.ToolUseID, CLISessionID: p.SessionID, PromptID: p.PromptID, Flow: flowed}
 	if len(rec.Input) == 0 {
 		rec.Input = json.RawMessage("null")
 	}
@@ -184,8 +212,12 @@ func (j Judgement) Decide(data []byte, started time.Time) (*telemetry.Record, []
 		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, j.Cls.Effects(p)
 	}
 	if p.ToolUseID != "" {
-		receipt(claudehook.Receipt{V: 1, ToolUseID: p.ToolUseID, Tool: p.ToolName, Denied: rec.Enforced && v.Decision == claudehook.Deny,
-			Fingerprint: transcript.FingerprintOf(p.ToolInput)})
+		r := claudehook.Receipt{V: 1, ToolUseID: p.ToolUseID, Tool: p.ToolName, Denied: rec.Enforced && v.Decision == claudehook.Deny,
+			Fingerprint: transcript.FingerprintOf(p.ToolInput)}
+		if !r.Denied {
+			r.Untrusted, r.Private = facets.Untrusted, facets.Private
+		}
+		receipt(r)
 	}
 	if !rec.Enforced {
 		return &rec, nil
@@ -281,4 +313,14 @@ func getenv(env managedconfig.Env, key string) string {
 		return ""
 	}
 	return env.Getenv(key)
+}
+
+// readFlowNote reads a session's flow from the daemon's offsets store (read only: the daemon
+// writes it).
+func readFlowNote(offsets, sessionDir string) ([]byte, error) {
+	st, err := spool.OpenStore(offsets)
+	if err != nil {
+		return nil, fmt.Errorf("read the daemon's state: %w", err)
+	}
+	return st.Note(flow.NoteKey(sessionDir)), nil
 }

