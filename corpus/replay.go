@@ -1,6 +1,7 @@
 package corpus
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -31,6 +33,12 @@ type Replayed struct {
 	Invalid     int                 `json:"invalid_lines"`
 	Changes     map[string]int      `json:"changes"` // "deny->allow": count
 	Examples    map[string][]Change `json:"examples"`
+	// Flows counts the calls a flow rule matched in the replay: each session's calls are judged
+	// in the log's order with the flow they make (package flow), as the daemon judged them.
+	Flows int `json:"flows"`
+
+	// flows is each session's flow so far, by host and session.
+	flows map[string]*flow.State
 
 	// Keep is how many calls each change keeps as examples (NewReplayed sets 3).
 	Keep int `json:"-"`
@@ -46,11 +54,13 @@ type Change struct {
 	Input   string    `json:"input"`
 	OldRule string    `json:"old_rule,omitempty"`
 	NewRule string    `json:"new_rule,omitempty"`
+	// Flow names the calls of the flow a flow rule matched, when one did.
+	Flow []string `json:"flow,omitempty"`
 }
 
 // NewReplayed is an empty result, to which Replay adds each log in turn.
 func NewReplayed() *Replayed {
-	return &Replayed{Changes: map[string]int{}, Examples: map[string][]Change{}, Keep: replayExamples}
+	return &Replayed{Changes: map[string]int{}, Examples: map[string][]Change{}, Keep: replayExamples, flows: map[string]*flow.State{}}
 }
 
 // Replay judges the records of log again with c and adds what it finds to res.
@@ -90,6 +100,7 @@ type logged struct {
 	Decision     string          `json:"decision"`
 	Rule         string          `json:"rule"`
 	InputOmitted string          `json:"input_omitted"`
+	ToolUseID    string          `json:"tool_use_id"`
 }
 
 func (res *Replayed) add(ctx context.Context, c *classifier.Classifier, r logged) {
@@ -106,7 +117,9 @@ func (res *Replayed) add(ctx context.Context, c *classifier.Classifier, r logged
 	if cwd == "" {
 		cwd = "/sessions/" + r.Session + "/mnt/outputs" // records before schema 2 have none
 	}
-	v := c.Evaluate(ctx, claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: cwd, HookEventName: "PreToolUse"})
+	p := claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: cwd, HookEventName: "PreToolUse"}
+	v := c.Evaluate(ctx, p)
+	v, flowed := res.judgeFlow(c, v, p, r)
 	res.Replayed++
 	now := string(v.Decision)
 	if v.ObserveOnly && v.Decision != claudehook.Allow {
@@ -122,6 +135,30 @@ func (res *Replayed) add(ctx context.Context, c *classifier.Classifier, r logged
 		if len(in) > 160 {
 			in = in[:160] + "…"
 		}
-		res.Examples[key] = append(res.Examples[key], Change{RID: r.RID, TS: r.TS, Host: r.Host, Session: r.Session, Tool: r.Tool, Input: in, OldRule: r.Rule, NewRule: v.RuleID})
+		res.Examples[key] = append(res.Examples[key], Change{RID: r.RID, TS: r.TS, Host: r.Host, Session: r.Session, Tool: r.Tool, Input: in, OldRule: r.Rule, NewRule: v.RuleID, Flow: flowed})
 	}
+}
+
+// judgeFlow judges the call by its session's flow so far, and takes what it took in and read
+// into the flow unless the replayed verdict refuses it.
+func (res *Replayed) judgeFlow(c *classifier.Classifier, v classifier.Verdict, p claudehook.Payload, r logged) (classifier.Verdict, []string) {
+	if res.flows == nil {
+		res.flows = map[string]*flow.State{}
+	}
+	key := r.Host + "\x00" + r.Session
+	st := res.flows[key]
+	if st == nil {
+		st = &flow.State{}
+		res.flows[key] = st
+	}
+	facets := c.FlowOf(p)
+	call := cmp.Or(r.ToolUseID, r.RID)
+	v, flowed := c.WithFlow(v, *st, facets, call, r.Tool)
+	if len(flowed) > 0 && strings.HasPrefix(v.RuleID, "flow.") {
+		res.Flows++
+	}
+	if v.Decision != claudehook.Deny {
+		st.Take(facets.Untrusted, facets.Private, call, r.Tool, r.TS)
+	}
+	return v, flowed
 }

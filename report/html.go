@@ -261,6 +261,11 @@ input.filter{font:14px inherit;padding:4px 8px;width:420px}
 {{range .Changes}}{{$c := .}}{{range .Examples}}<tr class="{{if $c.Tighter}}tighter{{else}}looser{{end}}"><td>{{if not .TS.IsZero}}{{.TS.UTC.Format "2006-01-02 15:04:05"}}{{end}}</td><td>{{.Host}}</td><td>{{.Session}}</td><td>{{.Tool}}</td><td>{{$c.From}}</td><td>{{$c.To}}</td><td>{{.OldRule}}</td><td>{{.NewRule}}</td><td><code>{{.Input}}</code></td></tr>
 {{end}}{{end}}</tbody></table>
 {{else}}<p id="replay-none">No verdict would change.</p>{{end}}{{end}}
+<h2>Flows ({{len .R.Flows}}{{if .R.FlowsDropped}}, the last read; {{.R.FlowsDropped}} earlier ones are in the log only{{end}})</h2>
+<p>A call that sends, after its session took in content from outside and read private data: the shape of an injected exfiltration, where each call alone is ordinary.</p>
+{{if .R.Flows}}<table class="data"><thead><tr><th>time (UTC)</th><th>host</th><th>session</th><th>tool</th><th>verdict</th><th>the flow</th></tr></thead><tbody>
+{{range .R.Flows}}<tr><td>{{.TS.UTC.Format "2006-01-02 15:04:05"}}</td><td>{{.Host}}</td><td>{{.Session}}</td><td>{{.Tool}}</td><td class="v-{{.Decision}}">{{.Decision}}</td><td>{{range .Calls}}<div>{{.}}</div>{{end}}</td></tr>
+{{end}}</tbody></table>{{else}}<p>None.</p>{{end}}
 <h2>Every objection ({{len .R.Objections}}{{if .R.ObjectionsDropped}}, the last read; {{.R.ObjectionsDropped}} earlier ones are in the log only{{end}})</h2>
 <p><input class="filter" id="filter" data-table="objections" data-param="filter" type="search" placeholder="filter: host, user, rule, command... (all words must match)" aria-label="filter the objections"> <span class="shown" id="shown"></span></p>
 <table class="data sortable" id="objections"><thead><tr><th>time (UTC)</th><th>host</th><th>user</th><th>session</th><th>tool</th><th>rule</th><th>verdict</th><th>input (as logged, redacted)</th><th>effects</th></tr></thead><tbody>

@@ -64,6 +64,17 @@ func (rp *Report) WriteText(w io.Writer, top int) error {
 		}
 		p("  %s\n", h)
 	}
+	p("\nflows: a send after the session took in untrusted content and read private data: %d\n", len(rp.Flows)+int(rp.FlowsDropped))
+	for i, f := range rp.Flows {
+		if i == top {
+			p("  ... and %d more (--json lists them)\n", len(rp.Flows)-top)
+			break
+		}
+		p("  %s %s/%s %s %s (%s)\n", f.TS.UTC().Format("2006-01-02 15:04:05"), f.Host, f.Session, f.Tool, f.Decision, f.Rule)
+		for _, c := range f.Calls {
+			p("      %s\n", c)
+		}
+	}
 	p("\nsuggested tuning\n")
 	if len(rp.Suggest) == 0 {
 		p("  none: no rule stands out, and no program was asked about often\n")

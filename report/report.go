@@ -81,6 +81,12 @@ type Report struct {
 	Objections        []Objection `json:"objections"`
 	ObjectionsDropped int64       `json:"objections_dropped,omitempty"`
 
+	// Flows are the calls a flow rule matched (a send after the session took in untrusted
+	// content and read private data), each with the calls of its flow: at most MaxFlows, the
+	// newest; FlowsDropped counts the rest.
+	Flows        []Flow `json:"flows"`
+	FlowsDropped int64  `json:"flows_dropped,omitempty"`
+
 	// Replay is a candidate policy's verdicts on the same records, when the caller judged them
 	// again (see OnRecord).
 	Replay *Replay `json:"replay,omitempty"`
@@ -195,6 +201,23 @@ type record struct {
 	User     string              `json:"user"`
 	Input    json.RawMessage     `json:"input"`
 	Effects  []string            `json:"effects"`
+	Flow     []string            `json:"flow"`
+}
+
+// MaxFlows bounds the flows a report keeps.
+const MaxFlows = 200
+
+// Flow is one call a flow rule matched, with the calls before it that made the flow.
+type Flow struct {
+	TS       time.Time `json:"ts"`
+	Host     string    `json:"host"`
+	User     string    `json:"user,omitempty"`
+	Session  string    `json:"session"`
+	Tool     string    `json:"tool"`
+	Rule     string    `json:"rule"`
+	Decision string    `json:"decision"`
+	Enforced bool      `json:"enforced"`
+	Calls    []string  `json:"calls"`
 }
 
 // Add reads one log (or a concatenation of many) line by line.
@@ -256,6 +279,13 @@ func (rp *Report) addLine(line []byte) {
 	}
 	if r.Decision == claudehook.Deny || r.Decision == claudehook.Ask {
 		rp.keepObjection(r, host)
+	}
+	if len(r.Flow) > 0 {
+		if len(rp.Flows) == MaxFlows {
+			rp.Flows, rp.FlowsDropped = rp.Flows[1:], rp.FlowsDropped+1
+		}
+		rp.Flows = append(rp.Flows, Flow{TS: r.TS, Host: host, User: r.User, Session: r.Session, Tool: r.Tool, Rule: r.Rule,
+			Decision: string(r.Decision), Enforced: r.Enforced, Calls: r.Flow})
 	}
 	if r.Rule == "bash.unknown-executable" {
 		if m := quoted().FindStringSubmatch(r.Reason); m != nil {

@@ -39,6 +39,9 @@ func writeReplay(w io.Writer, res *corpus.Replayed, asJSON bool) {
 	}
 	fmt.Fprintf(w, "replayed %d of %d records (%d whose input was not logged, %d guard events, %d invalid lines)\n",
 		res.Replayed, res.Records, res.NotLogged, res.GuardEvents, res.Invalid)
+	if res.Flows > 0 {
+		fmt.Fprintf(w, "%d calls matched a flow rule, each session's calls replayed in order with what it took in and read before them\n", res.Flows)
+	}
 	if len(res.Changes) == 0 {
 		fmt.Fprintln(w, "no verdict would change")
 		return
@@ -54,6 +57,9 @@ func writeReplay(w io.Writer, res *corpus.Replayed, asJSON bool) {
 		fmt.Fprintf(w, "\n%s: %d\n", strings.Replace(k, "->", " → ", 1), res.Changes[k])
 		for _, ex := range res.Examples[k] {
 			fmt.Fprintf(w, "  %s %s %s  (%s → %s)\n", ex.RID, ex.Tool, ex.Input, cmp.Or(ex.OldRule, "no rule"), cmp.Or(ex.NewRule, "no rule"))
+			for _, f := range ex.Flow {
+				fmt.Fprintf(w, "      flow: %s\n", f)
+			}
 		}
 	}
 }
