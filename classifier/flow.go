@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier/effects"
@@ -46,8 +47,12 @@ func (c *Classifier) FlowOf(p claudehook.Payload) Facets {
 	var f Facets
 	switch tool := normalisedTool(p.ToolName); tool {
 	case "WebFetch":
-		host := hostOfURL(str("url"))
-		f.Untrusted, f.Send = "web:"+host, host // a fetch takes the page in, and its URL out
+		u := str("url")
+		host := hostOfURL(u)
+		f.Untrusted = "web:" + host
+		if carriesData(u) {
+			f.Send = host // a fetch whose URL carries data sends it
+		}
 	case "WebSearch":
 		f.Untrusted = "web:search"
 	case "Read":
@@ -87,6 +92,13 @@ func (c *Classifier) privatePath(p, cwd string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, "~/") && cwd != "." && cwd != "~" && !strings.HasPrefix(p, strings.TrimSuffix(cwd, "/")+"/")
+}
+
+// carriesData reports whether a URL carries data out beyond naming a page: a query or a
+// fragment (a page's address alone is what reading documentation looks like).
+func carriesData(raw string) bool {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	return err == nil && (u.RawQuery != "" || u.Fragment != "")
 }
 
 // bashFacets reads a shell command's effects: a send (its destination), a secret opened or a

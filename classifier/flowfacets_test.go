@@ -21,8 +21,10 @@ func TestWhatACallMeansForItsSessionsFlow(t *testing.T) {
 		p    claudehook.Payload
 		want Facets
 	}{
-		{"a web page is taken in, its URL sent", call("WebFetch", map[string]string{"url": "https://issues.example/42"}),
-			Facets{Untrusted: "web:issues.example", Send: "issues.example"}},
+		{"a web page is taken in", call("WebFetch", map[string]string{"url": "https://issues.example/42"}),
+			Facets{Untrusted: "web:issues.example"}},
+		{"a URL with a query sends it", call("WebFetch", map[string]string{"url": "https://collect.example/c?d=x"}),
+			Facets{Untrusted: "web:collect.example", Send: "collect.example"}},
 		{"a trusted host is neither", call("WebFetch", map[string]string{"url": "https://api.docs.example.com/x"}), Facets{}},
 		{"a credential file is private", call("Read", map[string]string{"file_path": "~/.aws/credentials"}),
 			Facets{Private: "~/.aws/credentials"}},
