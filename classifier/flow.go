@@ -94,6 +94,9 @@ func (c *Classifier) privatePath(p, cwd string) bool {
 	return strings.HasPrefix(p, "~/") && cwd != "." && cwd != "~" && !strings.HasPrefix(p, strings.TrimSuffix(cwd, "/")+"/")
 }
 
+// downloaders are the programs that fetch what a URL serves.
+var downloaders = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "aria2c": true, "xh": true, "fetch": true}
+
 // carriesData reports whether a URL carries data out beyond naming a page: a query or a
 // fragment (a page's address alone is what reading documentation looks like).
 func carriesData(raw string) bool {
@@ -105,7 +108,18 @@ func carriesData(raw string) bool {
 // credential printed (private data read).
 func (c *Classifier) bashFacets(command, cwd string) Facets {
 	var f Facets
-	for _, e := range c.find.Effects(facts.Analyze(command), cwd) {
+	an := facts.Analyze(command)
+	for _, cmd := range an.Commands {
+		if downloaders[cmd.Name] {
+			for _, a := range cmd.Args {
+				if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") {
+					f.Untrusted = "download:" + hostOfURL(a) // what it fetches, the session takes in
+					break
+				}
+			}
+		}
+	}
+	for _, e := range c.find.Effects(an, cwd) {
 		switch e.Kind {
 		case effects.EffectSend:
 			for _, kv := range e.Attrs {

