@@ -97,3 +97,24 @@ func BenchmarkEvaluateConnectorMix(b *testing.B) {
 	}
 	benchEvaluate(b, calls)
 }
+
+// BenchmarkFlowOf is what judging a call by its session's flow adds to each call: what the call
+// takes in, reads and sends, and for a send the flow rules.
+func BenchmarkFlowOf(b *testing.B) {
+	c, err := New(Policy{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := []claudehook.Payload{
+		{ToolName: "Bash", ToolInput: json.RawMessage(`{"command":"git status && npm test -- --watch=false"}`), Cwd: "/p"},
+		{ToolName: "Bash", ToolInput: json.RawMessage(`{"command":"curl -s https://api.example.com/v1/items | jq '.items[]'"}`), Cwd: "/p"},
+		{ToolName: "Read", ToolInput: json.RawMessage(`{"file_path":"/p/src/main.go"}`), Cwd: "/p"},
+		{ToolName: "WebFetch", ToolInput: json.RawMessage(`{"url":"https://docs.example.com/a?b=c","prompt":"x"}`), Cwd: "/p"},
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		p := calls[i%len(calls)]
+		f := c.FlowOf(p)
+		c.JudgeFlow("send to=" + f.Send + " private=toolu_1:x untrusted=toolu_2:y")
+	}
+}

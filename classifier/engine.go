@@ -106,6 +106,8 @@ type Verdict struct {
 	Matched string
 	// ObserveOnly: the rule is in observe mode, so the verdict is reported, not applied.
 	ObserveOnly bool
+	// Flow is what the call means for its session's flow (see FlowOf); an evaluation fills it.
+	Flow Facets
 }
 
 // HookReason is the reason Claude Code shows for a deny or an ask: who decided, why, which rule.
@@ -269,6 +271,13 @@ func (c *Classifier) evaluate(ctx context.Context, p claudehook.Payload, own str
 	if v.Decision != "" {
 		return v
 	}
+	best := c.judgeItems(ctx, p, own, items)
+	best.Flow = c.facetsOf(p, items)
+	return best
+}
+
+// judgeItems is the strictest verdict of the rules on a call's items.
+func (c *Classifier) judgeItems(ctx context.Context, p claudehook.Payload, own string, items []item) Verdict {
 	best := Verdict{Decision: claudehook.Allow}
 	project := projectOf(p.Cwd)
 	for _, it := range items {

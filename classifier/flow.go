@@ -33,13 +33,21 @@ var sendWords = map[string]bool{"create": true, "post": true, "comment": true, "
 
 // FlowOf is what the call p means for its session's flow. Sources and destinations the policy
 // trusts (trusted_sources: hosts, or MCP servers as mcp:<name>) are neither untrusted nor outward.
+// An evaluation gives the same in Verdict.Flow without reading the call twice.
 func (c *Classifier) FlowOf(p claudehook.Payload) Facets {
 	if c.denyAll != "" {
 		return Facets{}
 	}
-	var in map[string]json.RawMessage
-	_ = json.Unmarshal(p.ToolInput, &in)
-	str := func(k string) string {
+	items, _ := c.items(p)
+	return c.facetsOf(p, items)
+}
+
+// facetsOf is FlowOf from the items an evaluation made of the call: a shell command is not
+// analysed again.
+func (c *Classifier) facetsOf(p claudehook.Payload, items []item) Facets {
+	str := func(k string) string { // read only by the tools whose facets are in their input
+		var in map[string]json.RawMessage
+		_ = json.Unmarshal(p.ToolInput, &in)
 		var s string
 		_ = json.Unmarshal(in[k], &s)
 		return s
@@ -64,7 +72,7 @@ func (c *Classifier) FlowOf(p claudehook.Payload) Facets {
 			f.Untrusted = "upload:" + path
 		}
 	case "Bash":
-		f = c.bashFacets(str("command"), p.Cwd)
+		f = shellFacets(items)
 	default:
 		if server, name, ok := mcpName(p.ToolName); ok {
 			if effects.NameHas(sendWords, name) {
@@ -104,35 +112,30 @@ func carriesData(raw string) bool {
 	return err == nil && (u.RawQuery != "" || u.Fragment != "")
 }
 
-// bashFacets reads a shell command's effects: a send (its destination), a secret opened or a
-// credential printed (private data read).
-func (c *Classifier) bashFacets(command, cwd string) Facets {
+// shellFacets reads a shell command's items: a downloader's URL (content taken in), a send
+// effect (its destination), a secret opened or a credential printed (private data read).
+func shellFacets(items []item) Facets {
 	var f Facets
-	an := facts.Analyze(command)
-	for _, cmd := range an.Commands {
-		if downloaders[cmd.Name] {
-			for _, a := range cmd.Args {
+	for _, it := range items {
+		switch {
+		case it.target == TargetBash && it.cmd != nil && downloaders[it.cmd.Name] && f.Untrusted == "":
+			for _, a := range it.cmd.Args {
 				if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") {
 					f.Untrusted = "download:" + hostOfURL(a) // what it fetches, the session takes in
 					break
 				}
 			}
-		}
-	}
-	for _, e := range c.find.Effects(an, cwd) {
-		switch e.Kind {
-		case effects.EffectSend:
-			for _, kv := range e.Attrs {
-				if kv[0] == "to" && f.Send == "" {
-					f.Send = hostOfURL(kv[1])
+		case it.target != TargetEffect:
+		case strings.HasPrefix(it.text, "send "):
+			for _, kv := range strings.Fields(it.text) {
+				if to, ok := strings.CutPrefix(kv, "to="); ok && f.Send == "" {
+					f.Send = hostOfURL(strings.Trim(to, `"`))
 				}
 			}
-		case effects.EffectCredential:
-			f.Private = "credential by " + e.By
-		default:
-			if line := e.String(); strings.HasPrefix(line, "open ") && strings.Contains(line, " secret") {
-				f.Private = line
-			}
+		case strings.HasPrefix(it.text, "credential"):
+			f.Private = it.text
+		case strings.HasPrefix(it.text, "open ") && strings.Contains(it.text, " secret"):
+			f.Private = it.text
 		}
 	}
 	return f

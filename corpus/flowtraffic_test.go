@@ -54,7 +54,7 @@ func TestFlowRulesAskAboutAlmostNothingInRealTraffic(t *testing.T) {
 			flows[r.Source.Path] = st
 		}
 		v := c.Evaluate(context.Background(), p)
-		facets := c.FlowOf(p)
+		facets := v.Flow
 		fv, flowed := c.WithFlow(v, *st, facets, r.ID, p.ToolName)
 		if len(flowed) > 0 && strings.HasPrefix(fv.RuleID, "flow.") {
 			asked++

@@ -151,7 +151,7 @@ func (res *Replayed) judgeFlow(c *classifier.Classifier, v classifier.Verdict, p
 		st = &flow.State{}
 		res.flows[key] = st
 	}
-	facets := c.FlowOf(p)
+	facets := v.Flow
 	call := cmp.Or(r.ToolUseID, r.RID)
 	v, flowed := c.WithFlow(v, *st, facets, call, r.Tool)
 	if len(flowed) > 0 && strings.HasPrefix(v.RuleID, "flow.") {

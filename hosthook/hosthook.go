@@ -192,7 +192,7 @@ func (j Judgement) Decide(data []byte, started time.Time) (*telemetry.Record, []
 		}
 	}
 	v := judge(j.Cls, p, ownSessionOf(j.Env, cfg), filepath.EvalSymlinks)
-	facets := j.Cls.FlowOf(p)
+	facets := v.Flow
 	v, flowed := j.Cls.WithFlow(v, st, facets, cmp.Or(p.ToolUseID, "this call"), p.ToolName)
 	if flowErr != nil && facets.Send != "" {
 		flowed = append(flowed, "judged without the session's flow: "+flowErr.Error())

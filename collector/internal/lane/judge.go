@@ -95,7 +95,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 		return l.fault(src, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
 	v := evaluate(ctx, p.Cls, pl, l.dir, func() realpath.Identities { return l.identities(p) })
-	facets := p.Cls.FlowOf(pl)
+	facets := v.Flow
 	call := cmp.Or(pl.ToolUseID, env.RID)
 	v, flowed := l.judgeFlow(p, v, facets, call, pl.ToolName)
 	if why := l.quarantined(); why != "" {
