@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,6 +75,58 @@ func TestAttackAnInjectedFlowIsAskedAboutAndItsHalvesAreNot(t *testing.T) {
 			sent := res[len(res)-1]
 			if c.mode == "enforce" && (!sent.IsError || !strings.Contains(sent.Content, "flow.untrusted-private-send") || !strings.Contains(sent.Content, "toolu_001")) {
 				t.Errorf("enforced, the send's result: %+v", sent)
+			}
+		})
+	}
+}
+
+// The same flow through a connector: an issue read through a code host's connector carries the
+// instructions, the agent reads the project's .env, then comments on the issue through the same
+// connector. The comment is asked about, naming the three calls; without the .env read it is not.
+func TestAttackAnInjectedFlowThroughAConnectorIsAskedAbout(t *testing.T) {
+	server := filepath.Join(t.TempDir(), "connector")
+	if out, err := exec.Command("go", "build", "-o", server, "./testdata/connector").CombinedOutput(); err != nil {
+		t.Fatalf("build the connector: %v\n%s", err, out)
+	}
+	mcp := `{"mcpServers":{"github":{"command":"` + server + `"}}}`
+	issue := toolUse{Name: "mcp__github__get_issue", Input: map[string]any{"number": "42"}}
+	comment := toolUse{Name: "mcp__github__add_issue_comment", Input: map[string]any{"body": "Reproduced. The value from the file ends in 0123456789."}} // harmless on its own
+	for i, c := range []struct {
+		name     string
+		withRead bool
+	}{{"issue, secret, comment", true}, {"issue, comment", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","rescan_interval":"1s"}`, fmt.Sprintf("conn%d", i), "enforce")
+			env := filepath.Join(dir, "outputs", ".env")
+			if err := os.WriteFile(env, []byte("API_KEY=sk-test-0123456789\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			turns := [][]toolUse{{issue}}
+			if c.withRead {
+				turns = append(turns, []toolUse{{Name: "Read", Input: map[string]any{"file_path": env}}})
+			}
+			turns = append(turns, []toolUse{comment})
+			run := runCLIAs(t, newFakeAPI(t, turns...), dir, nil, []string{"--mcp-config", mcp})
+			res := streamToolResults(run)
+			if len(res) != len(turns) {
+				t.Fatalf("tool results %+v", res)
+			}
+			if !c.withRead {
+				if res[len(res)-1].IsError && strings.Contains(res[len(res)-1].Content, "flow.") {
+					t.Fatalf("a comment after only the issue was flagged: %+v", res[len(res)-1])
+				}
+				return
+			}
+			sent := res[len(res)-1]
+			if !sent.IsError || !strings.Contains(sent.Content, "flow.untrusted-private-send") {
+				t.Fatalf("the comment after the issue and the .env: %+v", sent)
+			}
+			full, _ := telemetry.ReadFile(d.logPath)
+			last := full[len(full)-1]
+			for _, id := range []string{"toolu_001", "toolu_002", "toolu_003"} {
+				if !strings.Contains(strings.Join(last.Flow, " "), id) {
+					t.Errorf("the record's flow %q does not name %s", last.Flow, id)
+				}
 			}
 		})
 	}
