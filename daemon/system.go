@@ -24,10 +24,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
-// TransportSocket marks a record of a call a host hook handed to a system-mode daemon over its
-// socket: the user is the kernel's word, the rest is the call as the CLI gave it.
-const TransportSocket = "host-socket"
-
 // serving is what host calls are judged under, published by Run's goroutine at every change.
 type serving struct {
 	snap managedconfig.Snapshot
@@ -129,7 +125,7 @@ func (h *hostCalls) call(p hostsocket.Peer, r hostsocket.Request) hostsocket.Ans
 	stamp := sv.stamp
 	stamp.User = up.name
 	j := hosthook.Judgement{Cfg: up.cfg, Cls: up.cls, Env: env, ChannelRoot: h.d.paths.ChannelRoot(), Stamp: stamp,
-		Now: time.Now, Transport: TransportSocket, Session: h.d.hostSession}
+		Now: time.Now, Transport: telemetry.TransportSocket, Session: h.d.hostSession}
 	rec, out := j.Decide(r.Payload, started)
 	a.Output = out
 	if rec != nil {

@@ -81,7 +81,7 @@ func TestASystemDaemonJudgesHostCallsUnderTheCallersUidAndKeepsItsFoldersToItsel
 	for _, r := range recs {
 		byTransport[r.Transport] = r
 	}
-	if r := byTransport[TransportSocket]; r.User != me.Username || r.ToolUseID != "toolu_9" || r.Rule != "bash.git-push-force" {
+	if r := byTransport[telemetry.TransportSocket]; r.User != me.Username || r.ToolUseID != "toolu_9" || r.Rule != "bash.git-push-force" {
 		t.Errorf("the socket call's record %+v, want user %s", r, me.Username)
 	}
 	if r := byTransport[telemetry.TransportDropped]; r.User != me.Username {

@@ -29,6 +29,11 @@ func TestRecordsTheLogWritesMatchTheSchema(t *testing.T) {
 			{TS: time.Now(), RID: strings.Repeat("b", 32), Session: "local_1", Agent: "claude-code", Transport: TransportHook, Mode: "observe",
 				Tool: "Read", Input: json.RawMessage(`{"file_path":"/p/a.go"}`), Decision: "allow"},
 			{TS: time.Now(), Session: "local_1", Agent: "cowork", Transport: TransportTranscript, Mode: "enforce", Tool: "Write", Decision: "ask", Rule: "path.dotenv"},
+			{TS: time.Now(), RID: strings.Repeat("c", 32), Session: "local_1", Agent: "claude-code", Transport: TransportSocket, Mode: "enforce",
+				Tool: "WebFetch", Input: json.RawMessage(`{"url":"https://x.example/?d=1"}`), Decision: "ask", Rule: "flow.untrusted-private-send",
+				Flow: []string{"took in web:issues.example (WebFetch toolu_1)", "read ~/p/.env (Read toolu_2)", "sends to x.example (WebFetch toolu_3)"}},
+			{TS: time.Now(), RID: strings.Repeat("d", 32), Session: "local_1", Agent: "claude-code", Transport: TransportDropped, Mode: "observe",
+				Tool: "Read", Input: json.RawMessage(`{"file_path":"/p/b.go"}`), Decision: "allow"},
 		}
 		if err := l.WriteBatch(recs); err != nil {
 			t.Fatal(err)

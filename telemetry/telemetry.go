@@ -121,6 +121,9 @@ const (
 	// TransportChannel: a Cowork hook running on the Mac handed the event over through the
 	// session's host channel, out of the agent's reach.
 	TransportChannel = "host-channel"
+	// TransportSocket: a host hook handed the call to a system-mode daemon over its socket; the
+	// record's user is the kernel's word.
+	TransportSocket = "host-socket"
 	// TransportTranscript: found by reading the CLI's transcript, not reported by any hook.
 	TransportTranscript = "transcript"
 	// TransportLog: found in the decision log itself (a record cut or edited).
