@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
-	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 )
 
@@ -29,8 +26,10 @@ func TestFlowRulesAskAboutAlmostNothingInRealTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flows := map[string]*flow.State{}
-	calls, asked := 0, 0
+	// Each row as a record of its session (the transcript it was taken from), replayed in order:
+	// the replay keeps each session's flow as the daemon does.
+	res := NewReplayed()
+	calls, sessions := 0, map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), MaxLine)
 	for sc.Scan() {
@@ -48,27 +47,22 @@ func TestFlowRulesAskAboutAlmostNothingInRealTraffic(t *testing.T) {
 			continue
 		}
 		calls++
-		st := flows[r.Source.Path]
-		if st == nil {
-			st = &flow.State{}
-			flows[r.Source.Path] = st
-		}
-		v := c.Evaluate(context.Background(), p)
-		facets := v.Flow
-		fv, flowed := c.WithFlow(v, *st, facets, r.ID, p.ToolName)
-		if len(flowed) > 0 && strings.HasPrefix(fv.RuleID, "flow.") {
-			asked++
-			t.Logf("asked: %s", strings.Join(flowed, " | "))
-		}
-		if fv.Decision != claudehook.Deny {
-			st.Take(facets.Untrusted, facets.Private, r.ID, p.ToolName, time.Time{})
+		sessions[r.Source.Path] = true
+		res.add(context.Background(), c, logged{RID: r.ID, Session: r.Source.Path, Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: "allow"})
+	}
+	asked := res.Flows
+	for _, ex := range res.Examples {
+		for _, e := range ex {
+			if len(e.Flow) > 0 {
+				t.Logf("asked: %s", strings.Join(e.Flow, " | "))
+			}
 		}
 	}
 	if calls < 1000 {
 		t.Fatalf("read %d calls; has the corpus changed?", calls)
 	}
 	share := float64(asked) / float64(calls)
-	t.Logf("flow rules asked about %d of %d calls (%.2f%%) in %d sessions", asked, calls, 100*share, len(flows))
+	t.Logf("flow rules asked about %d of %d calls (%.2f%%) in %d sessions", asked, calls, 100*share, len(sessions))
 	if share > 0.002 {
 		t.Errorf("flow rules asked about %.2f%% of real traffic, more than 0.2%%", 100*share)
 	}

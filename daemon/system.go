@@ -154,7 +154,7 @@ func (h *hostCalls) policyFor(uid uint32, sv *serving) (*userPolicy, error) {
 	if up != nil && up.hash == hash {
 		return up, nil
 	}
-	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	u, err := lookupUID(uid)
 	if err != nil {
 		return nil, fmt.Errorf("who is uid %d: %w", uid, err)
 	}
@@ -218,8 +218,12 @@ func (d *Daemon) importDropped() {
 	}
 }
 
+func lookupUID(uid uint32) (*user.User, error) {
+	return user.LookupId(strconv.FormatUint(uint64(uid), 10))
+}
+
 func userName(uid uint32) string {
-	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+	if u, err := lookupUID(uid); err == nil {
 		return u.Username
 	}
 	return ""
@@ -240,7 +244,7 @@ func (d *Daemon) statusFor(uid uint32) health.Snapshot {
 	if uid == 0 {
 		return s
 	}
-	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	u, err := lookupUID(uid)
 	home := ""
 	if err == nil {
 		home = u.HomeDir

@@ -46,16 +46,7 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = appendOptional(b, "reason", r.Reason)
 	b = appendOptional(b, "matched", r.Matched)
 	b = appendOptional(b, "nudge", r.Nudge)
-	if len(r.Effects) > 0 {
-		b = append(b, `,"effects":[`...)
-		for i, e := range r.Effects {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, e)
-		}
-		b = append(b, ']')
-	}
+	b = appendStrings(b, "effects", r.Effects)
 	b = append(b, `,"latency_us":`...)
 	b = strconv.AppendInt(b, r.LatencyUS, 10)
 	b = appendOptional(b, "host", r.Host)
@@ -68,17 +59,25 @@ func appendRecord(b []byte, r *Record) ([]byte, error) {
 	b = appendOptional(b, "cli_session_id", r.CLISessionID)
 	b = appendOptional(b, "prompt_id", r.PromptID)
 	b = appendOptional(b, "cli_version", r.CLIVersion)
-	if len(r.Flow) > 0 {
-		b = append(b, `,"flow":[`...)
-		for i, f := range r.Flow {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, f)
-		}
-		b = append(b, ']')
-	}
+	b = appendStrings(b, "flow", r.Flow)
 	return append(b, '}'), nil
+}
+
+// appendStrings appends ,"key":[...] when ss holds anything.
+func appendStrings(b []byte, key string, ss []string) []byte {
+	if len(ss) == 0 {
+		return b
+	}
+	b = append(b, `,"`...)
+	b = append(b, key...)
+	b = append(b, `":[`...)
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
 }
 
 // appendField appends "key":"value"; keys are the package's own and need no escaping.

@@ -246,14 +246,10 @@ func TestTheShippedCollectorConfigurationDeliversEveryRecordMappedAndWhole(t *te
 	// What was written, line by line, from the files (none was deleted: MaxFiles is above the
 	// rotations made).
 	var lines []string
-	for i := 59; i >= 0; i-- {
-		name := logPath
-		if i > 0 {
-			name = fmt.Sprintf("%s.%d", logPath, i)
-		}
+	for _, name := range telemetry.Files(logPath) {
 		data, err := os.ReadFile(name)
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
 		for line := range bytes.Lines(data) {
 			lines = append(lines, string(bytes.TrimSuffix(line, []byte("\n"))))
@@ -278,6 +274,7 @@ func TestTheShippedCollectorConfigurationDeliversEveryRecordMappedAndWhole(t *te
 		byBody[r.body] = append(byBody[r.body], r)
 	}
 	dups := 0
+	var bodies []string // the bodies that arrived, in the order they were written
 	for i, line := range lines {
 		got := byBody[line]
 		if len(got) == 0 {
@@ -285,6 +282,7 @@ func TestTheShippedCollectorConfigurationDeliversEveryRecordMappedAndWhole(t *te
 			continue
 		}
 		dups += len(got) - 1
+		bodies = append(bodies, got[0].body)
 		checkMapped(t, line, got[0])
 		delete(byBody, line)
 	}
@@ -300,20 +298,15 @@ func TestTheShippedCollectorConfigurationDeliversEveryRecordMappedAndWhole(t *te
 		t.Errorf("%d heartbeats arrived of %d written", heartbeats, beats)
 	}
 	t.Logf("%d records and %d heartbeats written, through %d rotations and 2 collector restarts: lost 0, duplicates %d (heartbeat lines received %d)",
-		written, beats, rotations(logPath), dups, heartbeats)
+		written, beats, len(telemetry.Files(logPath))-1, dups, heartbeats)
 	// The chain, from the bodies as they arrived: every record links to the one before it.
 	ordered := filepath.Join(base, "arrived.jsonl")
-	if err := os.WriteFile(ordered, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(ordered, []byte(strings.Join(bodies, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := telemetry.Verify([]string{ordered}); err != nil || v.Broken != nil || v.Records != written {
 		t.Errorf("the chain of what arrived: %+v (%v)", v, err)
 	}
-}
-
-func rotations(logPath string) int {
-	files, _ := filepath.Glob(logPath + ".*")
-	return len(files)
 }
 
 // checkMapped compares one OTLP record with the line it came from.
