@@ -17,6 +17,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier/effects"
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -47,13 +48,10 @@ type Policy struct {
 	TrustedSources []string
 	// Places is the map of the machine the file rules protect by owner (see Place).
 	Places []Place
-	// DenyAll, when set, is the reason every call is denied for (rule RuleDenyAll): the policy that
+	// DenyAll, when set, is the reason every call is denied for (rule ruleid.ConfigInvalid): the policy that
 	// was meant to be enforced cannot be known, so nothing can be let through.
 	DenyAll string
 }
-
-// RuleDenyAll is the rule of a verdict under Policy.DenyAll.
-const RuleDenyAll = "coworkbridge.config-invalid"
 
 // RuleFile is one rule file's name and content.
 type RuleFile struct {
@@ -265,7 +263,7 @@ func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict
 
 func (c *Classifier) evaluate(ctx context.Context, p claudehook.Payload, own string) Verdict {
 	if c.denyAll != "" {
-		return Verdict{Decision: claudehook.Deny, RuleID: RuleDenyAll, Reason: c.denyAll}
+		return Verdict{Decision: claudehook.Deny, RuleID: ruleid.ConfigInvalid, Reason: c.denyAll}
 	}
 	items, v := c.items(p)
 	if v.Decision != "" {

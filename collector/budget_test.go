@@ -9,6 +9,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/spool"
 )
 
@@ -25,7 +26,7 @@ func TestASessionOverItsBudgetIsSummarisedNotLoggedLineByLine(t *testing.T) {
 	f.waitRecords(21)
 	cbtest.WaitForf(t, func() bool { return f.health.count("quarantined") == 1 }, func() string { return "not quarantined" })
 	recs := f.records()
-	if len(recs) != 21 || recs[20].Rule != lane.RuleFlood {
+	if len(recs) != 21 || recs[20].Rule != ruleid.Flood {
 		t.Fatalf("%d records, last %+v; want 20 lines and one summary", len(recs), recs[len(recs)-1])
 	}
 	// Every event was still judged: the spool is drained, nothing waits to be replayed.
@@ -47,7 +48,7 @@ func TestTheBudgetIsPerSession(t *testing.T) {
 		fmt.Fprintln(&b, envelope(f.nextRID(), "observe", "Bash", bash("ls")))
 	}
 	f.appendRaw(b.String())
-	if recs := f.waitRecords(5); len(recs) != 5 || recs[4].Rule == lane.RuleFlood {
+	if recs := f.waitRecords(5); len(recs) != 5 || recs[4].Rule == ruleid.Flood {
 		t.Fatalf("records within the budget were summarised: %+v", recs)
 	}
 	if f.health.count("quarantined") != 0 {
@@ -67,7 +68,7 @@ func TestABacklogFromWhileTheDaemonWasDownIsNotCountedAgainstTheBudget(t *testin
 	f.start()
 	recs := f.waitRecords(50)
 	for _, r := range recs {
-		if r.Rule == lane.RuleFlood {
+		if r.Rule == ruleid.Flood {
 			t.Fatalf("the backlog was taken for a flood: %+v", r)
 		}
 	}

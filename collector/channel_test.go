@@ -12,10 +12,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -172,7 +172,7 @@ func TestAHostChannelEventStillBeingWrittenWaitsForItsNewline(t *testing.T) {
 		}
 		os.WriteFile(p, []byte(line+"\n"), 0o600)
 		w.Change(p, fswatch.Write)
-		if recs := f.waitRecords(1); recs[0].RID != rid || recs[0].Rule == lane.RuleMalformed {
+		if recs := f.waitRecords(1); recs[0].RID != rid || recs[0].Rule == ruleid.Malformed {
 			t.Errorf("record %+v", recs[0])
 		}
 	})
@@ -210,7 +210,7 @@ func TestAQuarantinedSessionHasEveryCallDeniedNamingCoworkbridge(t *testing.T) {
 	if decisionOf(t, got) != "deny" || !strings.Contains(got, "quarantined because disableAllHooks was set") {
 		t.Errorf("decision %q", got)
 	}
-	if recs := f.waitRecords(1); recs[0].Rule != lane.RuleQuarantine {
+	if recs := f.waitRecords(1); recs[0].Rule != ruleid.Quarantine {
 		t.Errorf("record rule %q", recs[0].Rule)
 	}
 	if f.health.count("quarantined") != 1 {

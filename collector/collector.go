@@ -222,13 +222,13 @@ func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Co
 				BudgetBytes: opts.BudgetBytes, QuarantineFor: opts.QuarantineFor, ReconcileGrace: opts.ReconcileGrace,
 				ForgedAfter: opts.ForgedAfter}},
 	}
-	c.pol.Store(&lane.Policy{Cfg: cfg, Cls: cls})
+	c.pol.Store(lane.NewPolicy(cfg, cls, c.opts.Now))
 	return c
 }
 
 // SetConfig puts a new configuration and classifier in force; the next line judged uses them.
 func (c *Collector) SetConfig(cfg managedconfig.Config, cls *classifier.Classifier) {
-	c.pol.Store(&lane.Policy{Cfg: cfg, Cls: cls})
+	c.pol.Store(lane.NewPolicy(cfg, cls, c.opts.Now))
 	select {
 	case c.reconf <- struct{}{}:
 	default:

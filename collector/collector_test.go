@@ -18,12 +18,12 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
-	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/internal/recordcheck"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -385,7 +385,7 @@ func TestMalformedLinesAreDeniedInEnforceAndCountedInBoth(t *testing.T) {
 			f.appendRaw("garbage without any rid\n")
 			recs := f.waitRecords(3)
 			for _, r := range recs {
-				if r.Rule != lane.RuleMalformed || r.Decision != "deny" {
+				if r.Rule != ruleid.Malformed || r.Decision != "deny" {
 					t.Errorf("record = %+v", r)
 				}
 			}
@@ -419,7 +419,7 @@ func TestOversizedLineIsDeniedByItsRecoveredRID(t *testing.T) {
 		t.Errorf("the line after an oversized one: %s", got)
 	}
 	recs := f.waitRecords(2)
-	if recs[0].Rule != lane.RuleOversized || recs[0].RID != big || f.health.count(string(health.CodeOversizedLines)) != 1 {
+	if recs[0].Rule != ruleid.Oversized || recs[0].RID != big || f.health.count(string(health.CodeOversizedLines)) != 1 {
 		t.Errorf("record = %+v, oversized count %d", recs[0], f.health.count(string(health.CodeOversizedLines)))
 	}
 }
@@ -583,7 +583,7 @@ func TestLinkedSpoolIsRefusedAndReportedWithNothingReadOutside(t *testing.T) {
 	cbtest.WaitForf(t, func() bool { return f.health.count(string(health.CodeSpoolRefused)) >= 1 }, func() string { return "the linked spool was not reported" })
 	// The link is taken away (never followed), the attempt recorded, the session quarantined.
 	recs := f.waitRecords(1)
-	if len(recs) != 1 || recs[0].Rule != lane.RulePlantedSpool {
+	if len(recs) != 1 || recs[0].Rule != ruleid.PlantedSpool {
 		t.Errorf("records %+v: the linked spool was read, or the plant not recorded", recs)
 	}
 	if _, err := os.Lstat(f.bridge("events.jsonl")); !os.IsNotExist(err) {
@@ -607,7 +607,7 @@ func TestHardLinkedSpoolIsRefusedAndReportedWithNothingReadOutside(t *testing.T)
 	}
 	f.start()
 	recs := f.waitRecords(1)
-	if len(recs) != 1 || recs[0].Rule != lane.RulePlantedSpool || strings.Contains(string(recs[0].Input), "/outside") {
+	if len(recs) != 1 || recs[0].Rule != ruleid.PlantedSpool || strings.Contains(string(recs[0].Input), "/outside") {
 		t.Errorf("records %+v: the hard-linked spool was read, or the plant not recorded", recs)
 	}
 	if fi, err := os.Lstat(f.bridge("events.jsonl")); err == nil && session.Links(fi) > 1 {
@@ -633,7 +633,7 @@ func TestAFIFOOrFolderPlantedAtTheSpoolIsTakenAway(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.start()
-			if recs := f.waitRecords(1); recs[0].Rule != lane.RulePlantedSpool {
+			if recs := f.waitRecords(1); recs[0].Rule != ruleid.PlantedSpool {
 				t.Errorf("record %+v", recs[0])
 			}
 			// Hooks can append again: the next line is judged as usual.
@@ -729,7 +729,7 @@ func TestAJunkPrefixIsAMalformedLineOfItsOwnAndTheCallIsJudged(t *testing.T) {
 	}
 	recs := f.waitRecords(2)
 	rules := []string{recs[0].Rule, recs[1].Rule}
-	if !slices.Contains(rules, lane.RuleMalformed) || recs[1].RID != rid || !strings.Contains(string(recs[1].Input), "rm -rf") {
+	if !slices.Contains(rules, ruleid.Malformed) || recs[1].RID != rid || !strings.Contains(string(recs[1].Input), "rm -rf") {
 		t.Errorf("records:%s", describe(recs))
 	}
 }

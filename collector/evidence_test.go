@@ -10,11 +10,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -83,7 +83,7 @@ func TestAnUnguardedCallIsReportedWithinSecondsOfItsTranscriptLine(t *testing.T)
 	f := startedWithTranscript(t)
 	// No pass is asked for and the rescan is an hour away: only the watch can bring it.
 	f.transcript(toolUse("toolu_2", "curl evil.example"), toolResult("toolu_2", false))
-	if r := f.waitRule(lane.RuleUnguarded); !strings.Contains(r.Reason, "toolu_2") {
+	if r := f.waitRule(ruleid.Unguarded); !strings.Contains(r.Reason, "toolu_2") {
 		t.Errorf("record %+v", r)
 	}
 }
@@ -93,13 +93,13 @@ func TestARenamedTranscriptIsTampering(t *testing.T) {
 	if err := os.Rename(f.transcriptPath(), filepath.Join(filepath.Dir(f.transcriptPath()), "def.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	if r := f.waitRule(lane.RuleTranscriptTampered); !strings.Contains(r.Reason, "renamed") {
+	if r := f.waitRule(ruleid.TranscriptTampered); !strings.Contains(r.Reason, "renamed") {
 		t.Errorf("record %+v", r)
 	}
 	if f.health.count(string(health.CodeTranscriptTampered)) == 0 || f.health.count("quarantined") == 0 {
 		t.Errorf("health %v", f.health.counts)
 	}
-	f.noRule(lane.RuleUnguarded, 300*time.Millisecond) // what was read is not read again
+	f.noRule(ruleid.Unguarded, 300*time.Millisecond) // what was read is not read again
 }
 
 func TestAResultRewrittenInPlaceAsAnErrorIsTampering(t *testing.T) {
@@ -112,7 +112,7 @@ func TestAResultRewrittenInPlaceAsAnErrorIsTampering(t *testing.T) {
 	}
 	fh.WriteAt([]byte(edited), 0) // in place: same file, same size
 	fh.Close()
-	if r := f.waitRule(lane.RuleTranscriptTampered); !strings.Contains(r.Reason, "rewritten") {
+	if r := f.waitRule(ruleid.TranscriptTampered); !strings.Contains(r.Reason, "rewritten") {
 		t.Errorf("record %+v", r)
 	}
 }
@@ -122,7 +122,7 @@ func TestATruncatedTranscriptIsTampering(t *testing.T) {
 	if err := os.Truncate(f.transcriptPath(), 10); err != nil {
 		t.Fatal(err)
 	}
-	if r := f.waitRule(lane.RuleTranscriptTampered); !strings.Contains(r.Reason, "truncated") {
+	if r := f.waitRule(ruleid.TranscriptTampered); !strings.Contains(r.Reason, "truncated") {
 		t.Errorf("record %+v", r)
 	}
 }
@@ -134,7 +134,7 @@ func TestATranscriptReplacedByAnotherFileIsTampering(t *testing.T) {
 	if err := os.Rename(tmp, f.transcriptPath()); err != nil {
 		t.Fatal(err)
 	}
-	if r := f.waitRule(lane.RuleTranscriptTampered); !strings.Contains(r.Reason, "replaced") {
+	if r := f.waitRule(ruleid.TranscriptTampered); !strings.Contains(r.Reason, "replaced") {
 		t.Errorf("record %+v", r)
 	}
 }
@@ -148,7 +148,7 @@ func TestATranscriptWhoseTimeIsSetBackIsTampering(t *testing.T) {
 	f.transcript(toolUse("toolu_3", "id"), toolResult("toolu_3", false)) // and the call it hides
 	os.Chtimes(f.transcriptPath(), past, past)
 	f.c.scheduleAll(false)
-	if r := f.waitRule(lane.RuleTranscriptTampered); !strings.Contains(r.Reason, "set back") {
+	if r := f.waitRule(ruleid.TranscriptTampered); !strings.Contains(r.Reason, "set back") {
 		t.Errorf("record %+v", r)
 	}
 }
@@ -159,10 +159,10 @@ func TestAFilePlantedAmongTheTranscriptsIsTampering(t *testing.T) {
 	os.MkdirAll(filepath.Dir(p), 0o700)
 	os.WriteFile(p, []byte(toolUse("toolu_9", "ls")+"\n"+toolResult("toolu_9", false)+"\n"), 0o600)
 	f.c.scheduleAll(false)
-	if r := f.waitRule(lane.RuleTranscriptTampered); !strings.Contains(r.Reason, "planted") {
+	if r := f.waitRule(ruleid.TranscriptTampered); !strings.Contains(r.Reason, "planted") {
 		t.Errorf("record %+v", r)
 	}
-	f.noRule(lane.RuleUnguarded, 300*time.Millisecond) // what a planted file says is not evidence
+	f.noRule(ruleid.Unguarded, 300*time.Millisecond) // what a planted file says is not evidence
 }
 
 func TestAHardLinkedTranscriptIsTampering(t *testing.T) {
@@ -171,7 +171,7 @@ func TestAHardLinkedTranscriptIsTampering(t *testing.T) {
 		t.Skip("no hard links here:", err)
 	}
 	f.transcript(toolUse("toolu_4", "id"), toolResult("toolu_4", false))
-	if r := f.waitRule(lane.RuleTranscriptTampered); !strings.Contains(r.Reason, "hard link") {
+	if r := f.waitRule(ruleid.TranscriptTampered); !strings.Contains(r.Reason, "hard link") {
 		t.Errorf("record %+v", r)
 	}
 }
@@ -188,7 +188,7 @@ func TestJunkTranscriptsRegisteredFirstCannotHideTheRealOne(t *testing.T) {
 	}
 	f.transcript(toolUse("toolu_5", "curl evil.example"), toolResult("toolu_5", false))
 	f.c.scheduleAll(false)
-	if r := f.waitRule(lane.RuleUnguarded); !strings.Contains(r.Reason, "toolu_5") {
+	if r := f.waitRule(ruleid.Unguarded); !strings.Contains(r.Reason, "toolu_5") {
 		t.Errorf("record %+v", r)
 	}
 }
@@ -199,7 +199,7 @@ func TestASubagentsCallIsReconciled(t *testing.T) {
 	os.MkdirAll(filepath.Dir(p), 0o700)
 	os.WriteFile(p, []byte(toolUse("toolu_6", "cat ~/.aws/credentials")+"\n"+toolResult("toolu_6", false)+"\n"), 0o600)
 	f.c.scheduleAll(false)
-	if r := f.waitRule(lane.RuleUnguarded); !strings.Contains(r.Reason, "toolu_6") {
+	if r := f.waitRule(ruleid.Unguarded); !strings.Contains(r.Reason, "toolu_6") {
 		t.Errorf("record %+v", r)
 	}
 }
@@ -216,7 +216,7 @@ func TestAnEventNoCallCausedIsAForgedEventAndQuarantines(t *testing.T) {
 	f.settle()
 	f.later(400 * time.Millisecond) // past ForgedAfter
 	f.c.scheduleAll(true)
-	r := f.waitRule(lane.RuleForgedEvent)
+	r := f.waitRule(ruleid.ForgedEvent)
 	if r.RID != forged || !strings.Contains(r.Reason, "toolu_forged") || !strings.Contains(string(r.Input), "harmless") {
 		t.Errorf("record %+v", r)
 	}
@@ -224,7 +224,7 @@ func TestAnEventNoCallCausedIsAForgedEventAndQuarantines(t *testing.T) {
 		t.Errorf("health %v", f.health.counts)
 	}
 	for _, rec := range f.records() {
-		if rec.Rule == lane.RuleForgedEvent && strings.Contains(rec.Reason, "toolu_1") {
+		if rec.Rule == ruleid.ForgedEvent && strings.Contains(rec.Reason, "toolu_1") {
 			t.Errorf("the real call was taken for a forgery: %+v", rec)
 		}
 	}
@@ -248,7 +248,7 @@ func TestACallInFlightAcrossARestartIsNotUnguarded(t *testing.T) {
 	f.start()
 	f.transcript(toolResult("toolu_long", false))
 	f.c.scheduleAll(true)
-	f.noRule(lane.RuleUnguarded, 1500*time.Millisecond)
+	f.noRule(ruleid.Unguarded, 1500*time.Millisecond)
 }
 
 // TestAnEventReadsTheTranscriptsOnlyWhereNoWatchCoversThem: reading the transcripts at each
@@ -311,7 +311,7 @@ func TestAnEventReadsTheTranscriptsOnlyWhereNoWatchCoversThem(t *testing.T) {
 }
 
 func unguarded(recs []telemetry.Record) bool {
-	return slices.ContainsFunc(recs, func(r telemetry.Record) bool { return r.Rule == lane.RuleUnguarded })
+	return slices.ContainsFunc(recs, func(r telemetry.Record) bool { return r.Rule == ruleid.Unguarded })
 }
 
 // watchedSession is a session followed with a fake watcher whose transcript folders are all
@@ -417,10 +417,10 @@ func TestACallHiddenByARenameRightAfterItIsStillFound(t *testing.T) {
 	f.settle()               // the rename found, and the lines past the position read
 	f.later(2 * time.Hour)   // past the grace
 	f.settle()
-	if r := f.waitRule(lane.RuleTranscriptTampered); !strings.Contains(r.Reason, "renamed") {
+	if r := f.waitRule(ruleid.TranscriptTampered); !strings.Contains(r.Reason, "renamed") {
 		t.Errorf("tamper record %+v", r)
 	}
-	if r := f.waitRule(lane.RuleUnguarded); !strings.Contains(r.Reason, "toolu_hidden") {
+	if r := f.waitRule(ruleid.Unguarded); !strings.Contains(r.Reason, "toolu_hidden") {
 		t.Errorf("unguarded record %+v: want the hidden call", r)
 	}
 }

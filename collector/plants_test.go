@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 )
 
 // VM loop: an agent's process answers a request before the daemon does. It cannot be prevented
@@ -31,7 +31,7 @@ func TestAForgedDecisionInTheSessionIsDetectedRecordedAndQuarantines(t *testing.
 		t.Fatal(err)
 	}
 	recs := f.waitRecords(2)
-	if recs[1].Rule != lane.RuleForgedDecision || recs[1].RID != forged || recs[1].Decision != "deny" {
+	if recs[1].Rule != ruleid.ForgedDecision || recs[1].RID != forged || recs[1].Decision != "deny" {
 		t.Fatalf("detection record %+v", recs[1])
 	}
 	if f.health.count("quarantined") != 1 {
@@ -96,7 +96,7 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 				return n > time.Now().Unix() && n <= time.Now().Add(3*f.cfg.RescanInterval+time.Minute).Unix()
 			}, func() string { return "the planted lease was not replaced by ours" })
 			recs := f.waitRecords(2)
-			if recs[1].Rule != lane.RulePlantedLease {
+			if recs[1].Rule != ruleid.PlantedLease {
 				t.Errorf("record %+v", recs[1])
 			}
 			if f.health.count("quarantined") == 0 {
@@ -123,7 +123,7 @@ func TestASpoolLineReusingARecordedRequestIDIsAForgery(t *testing.T) {
 	os.Remove(f.bridge(filepath.Join("decisions", rid+".json"))) // the hook took its answer
 	f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
 	recs := f.waitRecords(2)
-	if recs[1].Rule != lane.RuleDuplicateRID || recs[1].RID != rid {
+	if recs[1].Rule != ruleid.DuplicateRID || recs[1].RID != rid {
 		t.Fatalf("record %+v", recs[1])
 	}
 	if f.health.count("quarantined") != 1 {

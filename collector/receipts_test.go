@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
@@ -49,7 +49,7 @@ func TestCallsTheHostHookJudgedAreNotUnguarded(t *testing.T) {
 	recs := f.waitRecords(2)
 	var ids []string
 	for _, r := range recs {
-		if r.Rule != lane.RuleUnguarded {
+		if r.Rule != ruleid.Unguarded {
 			t.Errorf("record %+v", r)
 		}
 		ids = append(ids, string(r.Input))
@@ -79,7 +79,7 @@ func TestAReceiptTheHostHookDidNotWriteIsRemoved(t *testing.T) {
 	f.settle()
 	f.later(time.Second) // past the grace and the rate limit
 	f.settle()
-	if r := f.waitRecords(1)[0]; r.Rule != lane.RuleUnguarded {
+	if r := f.waitRecords(1)[0]; r.Rule != ruleid.Unguarded {
 		t.Errorf("record %+v", r)
 	}
 	if left, _ := os.ReadDir(filepath.Join(ch, "receipts")); len(left) != 0 {
@@ -121,7 +121,7 @@ func TestHostCallsJudgedInMemoryAreNotUnguardedAndSeeTheQuarantine(t *testing.T)
 	f.later(time.Second)
 	f.settle()
 	recs := f.waitRecords(1)
-	if len(recs) != 1 || recs[0].Rule != lane.RuleUnguarded || !strings.Contains(string(recs[0].Input), `"id"`) {
+	if len(recs) != 1 || recs[0].Rule != ruleid.Unguarded || !strings.Contains(string(recs[0].Input), `"id"`) {
 		t.Fatalf("records %+v: want only the call with no receipt unguarded", recs)
 	}
 	f.c.Quarantine(id, "a test quarantine")

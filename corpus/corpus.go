@@ -15,6 +15,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -184,16 +185,15 @@ func (t *Tally) count(r Row, v classifier.Verdict, crashed bool) (miss bool) {
 // classify judges one row; a panic is counted, not propagated, so that one row cannot hide the
 // rest of the score.
 func classify(ctx context.Context, c *classifier.Classifier, r Row) (v classifier.Verdict, crashed bool) {
-	defer func() {
-		if recover() != nil {
-			crashed = true
-		}
-	}()
 	p, ok := r.payload()
 	if !ok {
 		return classifier.Verdict{Decision: claudehook.Allow}, false // not a tool call at all
 	}
-	return c.Evaluate(ctx, p), false
+	o := judgement.Judge{Rules: c}.Decide(ctx, judgement.Call{Door: judgement.Offline, Payload: p})
+	if o.Failed {
+		return classifier.Verdict{}, true
+	}
+	return o.Verdict, false
 }
 
 // payload is the tool call a row stands for.

@@ -13,6 +13,8 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/flow"
+	"github.com/coworkbridge/coworkbridge/judgement"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -106,7 +108,7 @@ type logged struct {
 func (res *Replayed) add(ctx context.Context, c *classifier.Classifier, r logged) {
 	res.Records++
 	switch {
-	case strings.HasPrefix(r.Rule, "coworkbridge."):
+	case ruleid.IsGuard(r.Rule):
 		res.GuardEvents++ // a quarantine, a planted file: not a classifier verdict
 		return
 	case r.InputOmitted != "" || len(r.Input) == 0 || string(r.Input) == "null":
@@ -118,8 +120,7 @@ func (res *Replayed) add(ctx context.Context, c *classifier.Classifier, r logged
 		cwd = "/sessions/" + r.Session + "/mnt/outputs" // records before schema 2 have none
 	}
 	p := claudehook.Payload{ToolName: r.Tool, ToolInput: r.Input, Cwd: cwd, HookEventName: "PreToolUse"}
-	v := c.Evaluate(ctx, p)
-	v, flowed := res.judgeFlow(c, v, p, r)
+	v, flowed := res.judge(ctx, c, p, r)
 	res.Replayed++
 	now := string(v.Decision)
 	if v.ObserveOnly && v.Decision != claudehook.Allow {
@@ -139,9 +140,9 @@ func (res *Replayed) add(ctx context.Context, c *classifier.Classifier, r logged
 	}
 }
 
-// judgeFlow judges the call by its session's flow so far, and takes what it took in and read
-// into the flow unless the replayed verdict refuses it.
-func (res *Replayed) judgeFlow(c *classifier.Classifier, v classifier.Verdict, p claudehook.Payload, r logged) (classifier.Verdict, []string) {
+// judge judges the call as it was made, by its session's flow so far, and takes what it took in
+// and read into the flow unless the replayed verdict refuses it.
+func (res *Replayed) judge(ctx context.Context, c *classifier.Classifier, p claudehook.Payload, r logged) (classifier.Verdict, []string) {
 	if res.flows == nil {
 		res.flows = map[string]*flow.State{}
 	}
@@ -151,14 +152,14 @@ func (res *Replayed) judgeFlow(c *classifier.Classifier, v classifier.Verdict, p
 		st = &flow.State{}
 		res.flows[key] = st
 	}
-	facets := v.Flow
-	call := cmp.Or(r.ToolUseID, r.RID)
-	v, flowed := c.WithFlow(v, *st, facets, call, r.Tool)
-	if len(flowed) > 0 && strings.HasPrefix(v.RuleID, "flow.") {
+	o := judgement.Judge{Rules: c}.Decide(ctx, judgement.Call{Door: judgement.Offline, Payload: p, RID: r.RID, Flow: *st})
+	v := o.Verdict
+	if len(o.Flowed) > 0 && strings.HasPrefix(v.RuleID, "flow.") {
 		res.Flows++
 	}
 	if v.Decision != claudehook.Deny {
-		st.Take(facets.Untrusted, facets.Private, call, r.Tool, r.TS)
+		call := cmp.Or(r.ToolUseID, r.RID)
+		st.Take(o.Facets.Untrusted, o.Facets.Private, call, r.Tool, r.TS)
 	}
-	return v, flowed
+	return v, o.Flowed
 }

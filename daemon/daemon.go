@@ -10,7 +10,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,11 +25,11 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
-	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -97,19 +96,15 @@ type Daemon struct {
 
 // recordTampered reports what was done to the decision log behind the daemon's back, in the
 // daemon log, in health and as a record in the log itself.
-func (d *Daemon) recordTampered(tlog *telemetry.Log, mode, problem string) {
+func (d *Daemon) recordTampered(tlog *telemetry.Log, mode managedconfig.Mode, problem string) {
 	d.log.Error("the decision log was changed behind the daemon's back", "code", health.CodeRecordTampered, "problem", problem)
 	d.health.Count("", health.CodeRecordTampered)
-	err := tlog.Write(telemetry.Record{TS: time.Now(), Agent: "cowork", Transport: telemetry.TransportLog, Mode: mode,
-		Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: RuleRecordTampered, Reason: problem})
+	err := tlog.Write(judgement.Tampered(time.Now(), mode, problem))
 	if err != nil {
 		d.health.Count("", health.CodeTelemetryFailed)
 		d.log.Warn("cannot record the tampering in the decision log", "code", health.CodeTelemetryFailed, "err", err)
 	}
 }
-
-// RuleRecordTampered is the rule of a record saying the decision log was cut or edited.
-const RuleRecordTampered = "coworkbridge.record-tampered"
 
 // recordHead checks the decision log's chain for the heartbeat and returns its head.
 func (d *Daemon) recordHead() *health.RecordHead {
@@ -420,7 +415,7 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	tlog = telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
 		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: d.stamp,
 		GroupRead: share, ReadGID: gid,
-		OnBreak: func(problem string) { d.recordTampered(tlog, string(cfg.Mode), problem) }})
+		OnBreak: func(problem string) { d.recordTampered(tlog, cfg.Mode, problem) }})
 	if _, _, err := tlog.Check(); err != nil { // marks where the chain ends now
 		d.log.Warn("cannot read the end of the decision log's chain", "code", health.CodeTelemetryFailed, "err", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -423,10 +424,10 @@ func TestACutInTheDecisionLogIsFoundAndTheHeadPublished(t *testing.T) {
 	var found bool
 	recs, _ := telemetry.ReadFile(logPath)
 	for _, r := range recs {
-		found = found || (r.Rule == RuleRecordTampered && strings.Contains(r.Reason, "was cut"))
+		found = found || (r.Rule == ruleid.RecordTampered && strings.Contains(r.Reason, "was cut"))
 	}
 	if !found {
-		t.Errorf("no %s record in the log: %+v", RuleRecordTampered, recs)
+		t.Errorf("no %s record in the log: %+v", ruleid.RecordTampered, recs)
 	}
 	if v, _ := telemetry.Verify(telemetry.Files(logPath), head); len(v.MissingHeads) != 1 {
 		t.Errorf("the published head %s should be missing from the cut log: %+v", head, v)

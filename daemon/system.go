@@ -19,6 +19,8 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
+	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -78,13 +80,24 @@ type userPolicy struct {
 	home string
 	cfg  managedconfig.Config
 	cls  *classifier.Classifier
+	// judge judges the user's calls, the protected places' identities cached across them.
+	judge judgement.Judge
 }
 
-func (h *hostCalls) Serve(ctx context.Context, p hostsocket.Peer, r hostsocket.Request) hostsocket.Answer {
-	a := hostsocket.Answer{V: hostsocket.Version}
+// Serve answers one request. A panic serving it is an error answer, never the end of the
+// daemon that serves every user: the hook then judges alone, which in enforce is a deny.
+func (h *hostCalls) Serve(ctx context.Context, p hostsocket.Peer, r hostsocket.Request) (a hostsocket.Answer) {
+	a = hostsocket.Answer{V: hostsocket.Version}
+	defer func() {
+		if v := recover(); v != nil {
+			h.d.log.Error("a host call failed in the daemon; the hook answers it alone", "code", health.CodeHostCallFailed, "uid", p.UID, "panic", v)
+			h.d.health.Count("", health.CodeHostCallFailed)
+			a = hostsocket.Answer{V: hostsocket.Version, Error: fmt.Sprintf("the daemon failed on this call (%v)", v)}
+		}
+	}()
 	switch r.Kind {
 	case hostsocket.KindCall:
-		return h.call(p, r)
+		return h.call(ctx, p, r)
 	case hostsocket.KindStatus:
 		data, err := json.Marshal(h.d.statusFor(p.UID))
 		if err != nil {
@@ -97,7 +110,7 @@ func (h *hostCalls) Serve(ctx context.Context, p hostsocket.Peer, r hostsocket.R
 	return a
 }
 
-func (h *hostCalls) call(p hostsocket.Peer, r hostsocket.Request) hostsocket.Answer {
+func (h *hostCalls) call(ctx context.Context, p hostsocket.Peer, r hostsocket.Request) hostsocket.Answer {
 	started := time.Now()
 	a := hostsocket.Answer{V: hostsocket.Version}
 	sv := h.d.serving.Load()
@@ -124,12 +137,11 @@ func (h *hostCalls) call(p hostsocket.Peer, r hostsocket.Request) hostsocket.Ans
 	}
 	stamp := sv.stamp
 	stamp.User = up.name
-	j := hosthook.Judgement{Cfg: up.cfg, Cls: up.cls, Env: env, ChannelRoot: h.d.paths.ChannelRoot(), Stamp: stamp,
-		Now: time.Now, Transport: telemetry.TransportSocket, Session: h.d.hostSession}
-	rec, out := j.Decide(r.Payload, started)
+	j := hosthook.Judgement{Judge: up.judge, Env: env, ChannelRoot: h.d.paths.ChannelRoot(), Stamp: stamp,
+		Door: judgement.Socket, Session: h.d.hostSession}
+	rec, out := j.Decide(ctx, r.Payload, started)
 	a.Output = out
 	if rec != nil {
-		rec.User = up.name
 		h.d.recordHostCall(*rec)
 	}
 	return a
@@ -172,6 +184,8 @@ func (h *hostCalls) policyFor(uid uint32, sv *serving) (*userPolicy, error) {
 	if err != nil && up.cls == nil {
 		return nil, fmt.Errorf("compile the policy for %s: %w", u.Username, err)
 	}
+	places := &realpath.Cache{For: identitiesFor, Places: up.cls.PlacePaths}
+	up.judge = judgement.Judge{Cfg: up.cfg, Rules: up.cls, Links: filepath.EvalSymlinks, Places: places.Get}
 	h.mu.Lock()
 	h.users[uid] = up
 	h.mu.Unlock()
@@ -286,6 +300,10 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 		<-recorded
 	}, nil
 }
+
+// identitiesFor is how long a user's protected places are known by the identities taken: a
+// place made since is known by its identity within that time.
+const identitiesFor = 10 * time.Second
 
 // hostRecordQueue bounds the host calls' records waiting for the writer; past it, a record goes
 // to the state's drop folder (imported at the next heartbeat) rather than hold up an answer.

@@ -14,15 +14,6 @@ import (
 // host hook, not the session's own hook, answers every call on the Mac, and it keeps no state of
 // its own. The file is the daemon's (in its state, out of the session), and says until when.
 
-// RuleQuarantine is the rule of every call refused because its session is quarantined, whoever
-// refuses it (the daemon, or the host hook reading the quarantine here).
-const RuleQuarantine = "coworkbridge.quarantine"
-
-// QuarantineReason is what the user and the agent are told of a call refused by a quarantine.
-func QuarantineReason(why string) string {
-	return "this session is quarantined because " + why + "; every tool call is blocked until coworkbridge has repaired the session. Ask your IT team if this persists."
-}
-
 type quarantine struct {
 	Until  int64  `json:"until"`
 	Reason string `json:"reason"`

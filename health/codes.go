@@ -90,6 +90,9 @@ var (
 	CodeTelemetryFailed = define(CodeInfo{Code: "telemetry_write_failed", Severity: SeverityError,
 		Title:  "decision-log writes failed (disk full, permissions)",
 		Action: "check free disk space and the permissions of the telemetry folder"})
+	CodeHostCallFailed = define(CodeInfo{Code: "host_call_failed", Severity: SeverityError,
+		Title:  "the system daemon failed while serving a host hook's call (a panic, caught); the hook judged the call alone, which in enforce denies it",
+		Action: "report the daemon log's host_call_failed lines (they name the uid and the failure) to the coworkbridge maintainers"})
 	CodeDecisionFailed = define(CodeInfo{Code: "decision_write_failed", Severity: SeverityError,
 		Title:  "a decision or the alive lease could not be written into a session (its enforce hooks deny on timeout)",
 		Action: "enforce hooks in those sessions deny after their timeout; check the daemon log for the error (a link or a full disk)"})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 )
 
 // Marker identifies our hook entries in a settings.json. Any PreToolUse hook whose command
@@ -121,7 +122,7 @@ func scriptBody(p ScriptParams, dt int) (string, error) {
 // organisation's words before coworkbridge's reason and its help page after, as the daemon's
 // denies carry them.
 func denyFormat(n managedconfig.Notices) string {
-	before, after := n.Frame(managedconfig.NoticeFacts{Rule: "coworkbridge.hook", Decision: "deny"})
+	before, after := n.Frame(managedconfig.NoticeFacts{Rule: ruleid.Hook, Decision: "deny"})
 	return strings.ReplaceAll(claudehook.DenyFormatAround(before+"coworkbridge: ", after), "'", `'\''`)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/decisions"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
@@ -47,7 +48,7 @@ func TestTheHostHookRefusesEveryCallOfAQuarantinedSession(t *testing.T) {
 	}
 	decisions.WriteQuarantine(ch, time.Now().Add(time.Hour), "settings set hooks.Stop")
 	out := Answer(strings.NewReader(harmless), opts)
-	if answer(out) != "deny" || !strings.Contains(string(out), "quarantined because settings set hooks.Stop") || !strings.Contains(string(out), decisions.RuleQuarantine) {
+	if answer(out) != "deny" || !strings.Contains(string(out), "quarantined because settings set hooks.Stop") || !strings.Contains(string(out), ruleid.Quarantine) {
 		t.Fatalf("during the quarantine: %s", out)
 	}
 	decisions.WriteQuarantine(ch, time.Now().Add(-time.Second), "settings set hooks.Stop")

@@ -14,14 +14,10 @@ import (
 	"github.com/coworkbridge/coworkbridge/allowlist"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/hookentry"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
-)
-
-// Rule ids of the ConfigChange judgement, as the decision log names them.
-const (
-	ruleSettingsChange     = "coworkbridge.settings-change"
-	ruleSettingsUnreadable = "coworkbridge.settings-unreadable"
 )
 
 // answerConfigChange judges a settings file the CLI is about to reload (the lockdown drop-in's
@@ -39,21 +35,15 @@ func answerConfigChange(data []byte, cfg managedconfig.Config, session string, n
 	if c.Source == claudehook.SourcePolicy {
 		return nil
 	}
-	rec := telemetry.Record{TS: now(), RID: newRID(), Session: session, Agent: "claude-code",
-		Transport: telemetry.TransportHook, Mode: string(cfg.Mode), Tool: claudehook.EventConfigChange, Cwd: c.Cwd,
-		CLISessionID: c.SessionID}
-	if rec.Session == "" {
-		rec.Session = c.SessionID
-	}
 	held, attempts, why := judgeSettingsFile(c.FilePath, allowlist.New(cfg.AllowedSettings))
 	input := map[string]any{"source": c.Source, "file_path": c.FilePath}
+	var rule, reason string
 	switch {
 	case why != "":
-		rec.Decision, rec.Rule, rec.Reason = claudehook.Deny, ruleSettingsUnreadable, why
+		rule, reason = ruleid.SettingsUnreadable, why
 	case len(attempts) > 0:
 		input["held"] = held
-		rec.Decision, rec.Rule = claudehook.Deny, ruleSettingsChange
-		rec.Reason = "the change adds what can start a program or switch hooks off: " + strings.Join(attempts, ", ")
+		rule, reason = ruleid.SettingsChange, "the change adds what can start a program or switch hooks off: "+strings.Join(attempts, ", ")
 	default:
 		return nil // nothing able to run code; keys the safe list does not know are the daemon's to hold
 	}
@@ -66,11 +56,9 @@ func answerConfigChange(data []byte, cfg managedconfig.Config, session string, n
 			input["original_kept_as"] = aside
 		}
 	}
-	rec.Input, _ = json.Marshal(input)
-	rec.Enforced = enforce
-	rec.LatencyUS = now().Sub(started).Microseconds()
-	record(rec, stamp)
-	return blockChange(enforce, "coworkbridge: "+rec.Reason+" (allowed only when managed.json's allowed_settings names it)")
+	in, _ := json.Marshal(input)
+	record(judgement.SettingsChange(now(), session, newRID(), cfg.Mode, c, in, rule, reason, now().Sub(started)), stamp)
+	return blockChange(enforce, "coworkbridge: "+reason+" (allowed only when managed.json's allowed_settings names it)")
 }
 
 // maxSettingsFile bounds what a ConfigChange reads; Claude Code's own files are kilobytes.

@@ -11,10 +11,9 @@ package hosthook
 
 import (
 	"bytes"
-	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -23,14 +22,14 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/flow"
+	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
-	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
-	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
 // maxPayload bounds what the hook reads from stdin when no config says otherwise.
@@ -120,9 +119,9 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	if err != nil && cls == nil {
 		return failureWith(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error(), notices)
 	}
-	j := Judgement{Cfg: cfg, Cls: cls, Env: env, ChannelRoot: paths.ChannelRoot(), Stamp: stamp, Now: opts.Now,
-		Transport: telemetry.TransportHook, FlowNote: func(dir string) ([]byte, error) { return readFlowNote(paths.OffsetsFile(), dir) }}
-	rec, out := j.Decide(data, started)
+	j := Judgement{Judge: judgeFor(cfg, cls, opts.Now), Env: env, ChannelRoot: paths.ChannelRoot(), Stamp: stamp,
+		Door: judgement.Hook, FlowNote: func(dir string) ([]byte, error) { return readFlowNote(paths.OffsetsFile(), dir) }}
+	rec, out := j.Decide(context.Background(), data, started)
 	if rec != nil {
 		local(cfg.Telemetry, paths)(*rec, stamp)
 	}
@@ -132,17 +131,16 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 // Judgement is what judging a PreToolUse call needs besides the call: the hook's own (user
 // mode), or a system-mode daemon's for one caller.
 type Judgement struct {
-	Cfg managedconfig.Config
-	Cls *classifier.Classifier
+	Judge judgement.Judge
 	// Env is the caller's: its home, and through Getenv its CLAUDE_CONFIG_DIR and
 	// CLAUDE_CODE_HOST_SESSION_ID.
 	Env managedconfig.Env
 	// ChannelRoot holds the sessions' host channels (quarantines, receipts); "" for none.
 	ChannelRoot string
 	Stamp       telemetry.Stamp
-	Now         func() time.Time
-	// Transport is what the record says of how the call came.
-	Transport string
+	// Door is how the call came: the hook's own process, or the system daemon's socket (whose
+	// records name the caller as the kernel does, in Stamp.User).
+	Door judgement.Door
 	// Session, when set, stands in for the host channel: a system-mode daemon knows each
 	// session's quarantine and flow, and takes a call's receipt in memory. ok is false for a
 	// session it does not follow.
@@ -150,6 +148,8 @@ type Judgement struct {
 	// FlowNote, when set (a hook of its own, per-user mode), reads the session folder's flow as
 	// the daemon keeps it (flow.NoteKey in its offsets store).
 	FlowNote func(sessionDir string) ([]byte, error)
+	// Note is added to the record's reason: how the call was judged, when not the usual way.
+	Note string
 }
 
 // SessionState is what a system-mode daemon knows of a session a host call comes from.
@@ -159,72 +159,48 @@ type SessionState struct {
 	Judged      func(claudehook.Receipt)
 }
 
+// judgeFor is the judgement of the policy cls for a hook on this Mac: its paths also judged
+// where the Mac's links take them, the protected places known by identity.
+func judgeFor(cfg managedconfig.Config, cls *classifier.Classifier, now func() time.Time) judgement.Judge {
+	return judgement.Judge{Cfg: cfg, Rules: cls, Links: filepath.EvalSymlinks, Now: now,
+		Places: func() realpath.Identities { return realpath.Of(cls.PlacePaths()) }}
+}
+
 // Decide judges the call whose payload is data and returns its record (nil when there is none to
 // write) and what the hook prints. A payload it cannot read is a failure answer, as the hook's.
-func (j Judgement) Decide(data []byte, started time.Time) (*telemetry.Record, []byte) {
-	cfg := j.Cfg
-	enforce := cfg.Mode == managedconfig.Enforce
+func (j Judgement) Decide(ctx context.Context, data []byte, started time.Time) (*telemetry.Record, []byte) {
+	cfg := j.Judge.Cfg
 	p, err := claudehook.ParsePayload(data)
 	if err != nil {
-		return nil, failureWith(enforce, "cannot read the tool call: "+err.Error(), cfg.Policy.Notices)
+		return nil, failureWith(cfg.Mode == managedconfig.Enforce, "cannot read the tool call: "+err.Error(), cfg.Policy.Notices)
 	}
-	var ch *session.Session
-	quarantine, receipt := "", func(claudehook.Receipt) {}
-	var st flow.State
-	var flowErr error
+	c := judgement.Call{Door: j.Door, Payload: p, RID: newRID(), Session: hostSession(j.Env, p), Waiting: true,
+		Own: ownSessionOf(j.Env, cfg), User: j.Stamp.User, Host: j.Stamp.Host, RecordUser: j.Door == judgement.Socket, Note: j.Note, Started: started}
+	receipt := func(claudehook.Receipt) {}
 	place, inSession := sessionOfConfigDir(getenv(j.Env, "CLAUDE_CONFIG_DIR"), cfg.SessionsRoots)
 	switch {
 	case j.Session != nil && inSession:
 		if ss, ok := j.Session(place.ID()); ok {
-			quarantine, receipt, st = ss.Quarantined, ss.Judged, ss.Flow
+			c.Quarantined, c.Flow, receipt = ss.Quarantined, ss.Flow, ss.Judged
 		}
 	case j.Session == nil:
-		if ch = channel(j.Env, cfg, j.ChannelRoot); ch != nil {
+		if ch := channel(j.Env, cfg, j.ChannelRoot); ch != nil {
 			defer ch.Close()
-			quarantine = quarantined(ch, j.Now())
+			c.Quarantined = quarantined(ch, j.Judge.Now())
 			receipt = func(r claudehook.Receipt) { leaveReceipt(ch, r) }
 		}
 		if inSession && j.FlowNote != nil {
 			var note []byte
-			if note, flowErr = j.FlowNote(place.Dir); flowErr == nil {
-				st = flow.Restore(note)
+			if note, c.FlowErr = j.FlowNote(place.Dir); c.FlowErr == nil {
+				c.Flow = flow.Restore(note)
 			}
 		}
 	}
-	v := judge(j.Cls, p, ownSessionOf(j.Env, cfg), filepath.EvalSymlinks)
-	facets := v.Flow
-	v, flowed := j.Cls.WithFlow(v, st, facets, cmp.Or(p.ToolUseID, "this call"), p.ToolName)
-	if flowErr != nil && facets.Send != "" {
-		flowed = append(flowed, "judged without the session's flow: "+flowErr.Error())
+	o := j.Judge.Decide(ctx, c)
+	if o.Receipt.ToolUseID != "" {
+		receipt(o.Receipt)
 	}
-	if why := quarantine; why != "" {
-		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: decisions.RuleQuarantine, Reason: decisions.QuarantineReason(why)}
-	}
-	rec := telemetry.Record{TS: j.Now(), RID: newRID(), Session: hostSession(j.Env, p), Agent: "claude-code",
-		Transport: j.Transport, Mode: string(cfg.Mode), Enforced: enforce && !v.ObserveOnly,
-		Tool: p.ToolName, Input: p.ToolInput, Cwd: p.Cwd, Decision: v.Decision, Rule: v.RuleID,
-		Reason: v.Reason, LatencyUS: j.Now().Sub(started).Microseconds(),
-		ToolUseID: p.ToolUseID, CLISessionID: p.SessionID, PromptID: p.PromptID, Flow: flowed}
-	if len(rec.Input) == 0 {
-		rec.Input = json.RawMessage("null")
-	}
-	if v.Decision != claudehook.Allow {
-		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, j.Cls.Effects(p)
-	}
-	if p.ToolUseID != "" {
-		r := claudehook.Receipt{V: 1, ToolUseID: p.ToolUseID, Tool: p.ToolName, Denied: rec.Enforced && v.Decision == claudehook.Deny,
-			Fingerprint: transcript.FingerprintOf(p.ToolInput)}
-		if !r.Denied {
-			r.Untrusted, r.Private = facets.Untrusted, facets.Private
-		}
-		receipt(r)
-	}
-	if !rec.Enforced {
-		return &rec, nil
-	}
-	shown := cfg.Policy.Notices.Explain(v.HookReason(), managedconfig.NoticeFacts{Rule: v.RuleID, RID: rec.RID,
-		Decision: string(v.Decision), Session: rec.Session, User: j.Stamp.User, Host: j.Stamp.Host})
-	return &rec, claudehook.Output(v.Decision, shown, v.Nudge)
+	return &o.Record, o.Output()
 }
 
 // readInput reads one payload of at most the configured line size (or maxPayload, if larger);
@@ -288,7 +264,7 @@ func failureWith(enforce bool, why string, n managedconfig.Notices) []byte {
 		return nil
 	}
 	reason := n.Explain("coworkbridge: this tool call was blocked because "+why,
-		managedconfig.NoticeFacts{Rule: "coworkbridge.hook", Decision: string(claudehook.Deny)})
+		managedconfig.NoticeFacts{Rule: ruleid.Hook, Decision: string(claudehook.Deny)})
 	return claudehook.Output(claudehook.Deny, reason, "")
 }
 

@@ -1,12 +1,8 @@
 package hosthook
 
 import (
-	"context"
 	"path/filepath"
 
-	"github.com/coworkbridge/coworkbridge/classifier"
-	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -35,14 +31,4 @@ func sessionOfConfigDir(configDir string, roots []string) (session.Place, bool) 
 // ownSessionOf is ownSession for the configuration in force.
 func ownSessionOf(env managedconfig.Env, cfg managedconfig.Config) string {
 	return ownSession(getenv(env, "CLAUDE_CONFIG_DIR"), cfg.SessionsRoots)
-}
-
-// judge evaluates a call from the session own as its paths are written and, when a link on the
-// Mac takes one elsewhere or a name reaches a protected place by identity (a second mount, a
-// hard link, a case or firmlink the map's spelling misses), as the Mac will resolve them under
-// the map's names: the stricter verdict stands.
-func judge(cls *classifier.Classifier, p claudehook.Payload, own string, eval func(string) (string, error)) classifier.Verdict {
-	return cls.EvaluateResolved(context.Background(), p, own, func(p claudehook.Payload) (claudehook.Payload, bool) {
-		return realpath.Resolve(p, eval, func() realpath.Identities { return realpath.Of(cls.PlacePaths()) })
-	})
 }

@@ -1,6 +1,7 @@
 package hosthook
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/judgement"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // The agent makes a link in its outputs from the VM (ln -s to the Mac path of the host channel)
@@ -41,11 +44,14 @@ func TestAWriteThroughALinkIsJudgedWhereTheLinkLeads(t *testing.T) {
 	if got := ownSession(filepath.Join(own, ".claude"), []string{roots}); got != own {
 		t.Fatalf("ownSession = %q, want %q", got, own)
 	}
-	v := judge(cls, write(filepath.Join(own, "outputs", "notes", "events.jsonl")), own, filepath.EvalSymlinks)
+	judge := func(p claudehook.Payload) classifier.Verdict {
+		return judgeFor(managedconfig.Config{}, cls, nil).Decide(context.Background(), judgement.Call{Door: judgement.Hook, Payload: p, Own: own}).Verdict
+	}
+	v := judge(write(filepath.Join(own, "outputs", "notes", "events.jsonl")))
 	if v.Decision != claudehook.Deny || v.RuleID != "path.guard-files" {
 		t.Errorf("a write through the link: %s %s (%s), want deny path.guard-files", v.Decision, v.RuleID, v.Reason)
 	}
-	v = judge(cls, write(filepath.Join(own, "outputs", "report.md")), own, filepath.EvalSymlinks)
+	v = judge(write(filepath.Join(own, "outputs", "report.md")))
 	if v.Decision != claudehook.Allow {
 		t.Errorf("a write of the session's own report: %s %s (%s), want allow", v.Decision, v.RuleID, v.Reason)
 	}

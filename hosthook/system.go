@@ -1,12 +1,14 @@
 package hosthook
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -86,18 +88,10 @@ func alone(env managedconfig.Env, system managedconfig.Paths, opts Options, star
 	if err != nil && cls == nil {
 		return nil // observe: nothing to block, and nothing judged to record
 	}
-	j := Judgement{Cfg: cfg, Cls: cls, Env: env, Stamp: stamp, Now: opts.Now, Transport: telemetry.TransportHook}
-	rec, out := j.Decide(data, started)
+	j := Judgement{Judge: judgeFor(cfg, cls, opts.Now), Env: env, Stamp: stamp, Door: judgement.Hook, Note: "judged by the hook alone: " + why}
+	rec, out := j.Decide(context.Background(), data, started)
 	if rec != nil {
-		rec.Reason = joinReason(rec.Reason, "judged by the hook alone: "+why)
 		dropped(*rec, stamp)
 	}
 	return out
-}
-
-func joinReason(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
 }

@@ -12,11 +12,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/internal/spelling"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 )
 
 // Compile builds the classifier of p. A rules folder that is missing is an error returned
@@ -62,7 +62,7 @@ func noticeRules(c *classifier.Classifier, n managedconfig.Notices) error {
 	ids := c.RuleIDs()
 	var errs []error
 	for _, id := range slices.Sorted(maps.Keys(n.Rules)) {
-		if slices.Contains(ids, id) || strings.HasPrefix(id, "coworkbridge.") {
+		if slices.Contains(ids, id) || ruleid.IsGuard(id) {
 			continue
 		}
 		msg := fmt.Sprintf("block_message.rules names rule %q, which no rule file defines", id)

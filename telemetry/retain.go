@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 )
 
 // Records are kept in two classes. Routine allows rotate out of the decision log as it fills;
@@ -32,7 +33,7 @@ func RetainedPath(path string) string {
 // or only observed, and every finding of coworkbridge's own (a call that ran unguarded, a
 // transcript or the log tampered with, a forged event, a planted file, a flood summarised).
 func Retained(decision claudehook.Decision, rule string) bool {
-	return decision != claudehook.Allow || strings.HasPrefix(rule, "coworkbridge.")
+	return decision != claudehook.Allow || ruleid.IsGuard(rule)
 }
 
 // retainBatch bounds the lines moved to the retained log with one write.

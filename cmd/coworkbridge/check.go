@@ -15,6 +15,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/corpus"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -99,7 +100,8 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
 	}
-	v := c.EvaluateFrom(ctx, p, cmp.Or(*from, sessionHolding(used.Policy.Places, p.Cwd)))
+	v := judgement.Judge{Rules: c}.Decide(ctx, judgement.Call{Door: judgement.Offline, Payload: p,
+		Own: cmp.Or(*from, sessionHolding(used.Policy.Places, p.Cwd))}).Verdict
 	held := heldBack(ctx, used, p, v)
 	shown := ""
 	if v.Decision != claudehook.Allow {
@@ -172,7 +174,7 @@ func heldBack(ctx context.Context, u policy.InUse, p claudehook.Payload, v class
 	if err != nil || all == nil {
 		return ""
 	}
-	w := all.Evaluate(ctx, p)
+	w := judgement.Judge{Rules: all}.Decide(ctx, judgement.Call{Door: judgement.Offline, Payload: p}).Verdict
 	switch {
 	case w.RuleID == "" || (w.RuleID == v.RuleID && !v.ObserveOnly):
 		return ""

@@ -1,20 +1,16 @@
 package lane
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
-
-// RuleFlood is the rule of the records that summarise a session's events over its budget.
-const RuleFlood = "coworkbridge.flood"
 
 // admit splits outcomes into those logged line by line and the summary records the session's
 // budget calls for (see flood.Window). It reports whether the budget was exceeded just now.
@@ -103,8 +99,7 @@ func (h heldRecords) footprint() int64 {
 }
 
 func (l *Lane) floodRecord(p *Policy, now time.Time, reason string) telemetry.Record {
-	return telemetry.Record{TS: now, Session: l.id, Agent: "cowork", Transport: telemetry.TransportSpool, Mode: string(p.Cfg.Mode),
-		Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: RuleFlood, Reason: reason}
+	return judgement.Flood(now, l.id, p.Cfg.Mode, reason)
 }
 
 // floodQuarantine quarantines a session that went over its budget, in enforce: no agent's work

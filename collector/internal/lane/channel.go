@@ -16,9 +16,9 @@ import (
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
-	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // A session's host channel (see session.ChannelDir) is where a hook running on the Mac hands its
@@ -135,7 +135,7 @@ func (l *Lane) channelBatch(ctx context.Context, cs *session.Session, p *Policy,
 		if !ok {
 			continue
 		}
-		o := l.judge(ctx, source{cs, telemetry.TransportChannel}, p, line, started)
+		o := l.judge(ctx, source{cs, judgement.Channel}, p, line, started)
 		o.backlog = ev.mod.Before(l.recon.since)
 		done = append(done, ev.name)
 		if o.held {
@@ -196,7 +196,7 @@ func (l *Lane) answerHeld(cs *session.Session, held []heldAnswer, recorded bool,
 		} else {
 			h.file.Close()
 		}
-		l.decide(source{cs, telemetry.TransportChannel}, h.rid, claudehook.Allow, "", "", started, nil)
+		l.decide(source{cs, judgement.Channel}, h.rid, claudehook.Allow, "", "", started, nil)
 	}
 	return adopted
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/judgement"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -419,7 +421,7 @@ func (l *Lane) replaceSpool(s *session.Session, p *Policy, name string) {
 		l.env.Log.Warn("cannot take away what was planted at a session's spool", "session", l.id, "err", err)
 	}
 	l.refused = "" // a new plant is reported again
-	l.plants.Suspect(plants.Suspect{Rule: RulePlantedSpool, What: what})
+	l.plants.Suspect(plants.Suspect{Rule: ruleid.PlantedSpool, What: what})
 	l.checkPlants(s, p)
 }
 
@@ -448,7 +450,7 @@ func (l *Lane) batch(ctx context.Context, s *session.Session, p *Policy, r *spoo
 		if !line.Oversized && len(bytes.TrimSpace(line.Data)) == 0 {
 			continue // the fresh line each hook append starts with
 		}
-		if o := l.judge(ctx, source{s, telemetry.TransportSpool}, p, line, started); !o.skip {
+		if o := l.judge(ctx, source{s, judgement.Spool}, p, line, started); !o.skip {
 			o.backlog = line.End <= l.backlog[key]
 			outs = append(outs, o)
 		}
@@ -499,7 +501,7 @@ func (l *Lane) record(p *Policy, outs []outcome) bool {
 	}
 	for _, o := range outs {
 		l.count(o)
-		if o.rec.RID != "" && o.bad != RuleDuplicateRID {
+		if o.rec.RID != "" && o.bad != ruleid.DuplicateRID {
 			l.rids.Add(o.rec.RID)
 		}
 	}

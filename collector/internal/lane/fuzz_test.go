@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
-	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // FuzzJudgeLine feeds arbitrary spool lines to the pipeline's per-line step in enforce mode. It
@@ -43,7 +44,7 @@ func FuzzJudgeLine(f *testing.F) {
 			l = spool.Line{Oversized: true, Head: data[:min(len(data), 256)], Size: 1 << 20}
 		}
 		lf.lane = New(lf.env, lf.dir, "") // each input meets a session of its own
-		o := lf.lane.judge(context.Background(), source{s, telemetry.TransportSpool}, lf.pol, l, time.Now())
+		o := lf.lane.judge(context.Background(), source{s, judgement.Spool}, lf.pol, l, time.Now())
 		if o.skip {
 			t.Fatal("nothing was recorded before, so nothing may be skipped")
 		}
@@ -63,7 +64,7 @@ func FuzzJudgeLine(f *testing.F) {
 		if rid, waiting := waitingHook(data[:min(len(data), 256)]); waiting && o.rec.RID == rid && len(entries) == 0 {
 			t.Fatalf("hook %s waits but got no decision", rid)
 		}
-		if o.rec.Rule == RuleMalformed || o.rec.Rule == RuleOversized {
+		if o.rec.Rule == ruleid.Malformed || o.rec.Rule == ruleid.Oversized {
 			if o.rec.Decision != claudehook.Deny {
 				t.Fatalf("a line no rule could judge is not a deny: %+v", o.rec)
 			}

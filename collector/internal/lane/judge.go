@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -17,20 +15,12 @@ import (
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/health"
-	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
-)
-
-// Rule ids for the events coworkbridge refuses before any rule sees them.
-const (
-	RuleMalformed       = "coworkbridge.malformed"
-	RuleOversized       = "coworkbridge.oversized"
-	RuleClassifierError = "coworkbridge.classifier-error"
-	RuleQuarantine      = decisions.RuleQuarantine
-	RuleDuplicateRID    = "coworkbridge.duplicate-rid"
 )
 
 // outcome is one line's result, counted once its record is in the decision log.
@@ -51,30 +41,34 @@ type outcome struct {
 }
 
 // source is where a batch of events came from, which says how their hooks are answered: the
-// session's spool, whose hooks run in the VM beside the agent, or the session's host channel,
-// where hooks on the Mac hand their events over out of the agent's reach.
+// session's spool (judgement.Spool), whose hooks run in the VM beside the agent, or the session's
+// host channel (judgement.Channel), where hooks on the Mac hand their events over out of the
+// agent's reach.
 type source struct {
-	s *session.Session
-	// transport is what the records say (telemetry.Transport*).
-	transport string
+	s    *session.Session
+	door judgement.Door
 }
 
-func (src source) channel() bool { return src.transport == telemetry.TransportChannel }
+func (src source) channel() bool { return src.door == judgement.Channel }
+
+// call is what the judgement needs of a line of the lane's session, besides its payload.
+func (l *Lane) call(src source, rid string, waiting bool) judgement.Call {
+	return judgement.Call{Door: src.door, RID: rid, Session: l.id, Own: l.dir, Waiting: waiting,
+		User: l.env.User, Host: l.env.Host, CLIVersion: l.recon.cliVersion()}
+}
 
 // judge decides one line and, when a hook waits for it, answers at once: the decision file is the
 // latency-critical step, the log and counts come after.
 func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line, started time.Time) outcome {
-	rec := telemetry.Record{TS: l.env.Now(), Session: l.id, Agent: "cowork", Transport: src.transport,
-		Mode: string(p.Cfg.Mode), Input: json.RawMessage("null")}
 	if line.Oversized {
 		rid, waiting := waitingHook(line.Head)
 		reason := fmt.Sprintf("this tool call was blocked because its data (%d bytes) exceeds max_line_bytes (%d); ask your IT team to raise the limit if such calls are expected", line.Size, p.Cfg.MaxLineBytes)
-		return l.fault(src, p, rec, rid, waiting, RuleOversized, reason, started)
+		return l.fault(src, p, rid, waiting, ruleid.Oversized, reason, started)
 	}
 	env, err := claudehook.ParseEnvelope(line.Data)
 	if err != nil {
 		rid, waiting := waitingHook(line.Data[:min(len(line.Data), 256)])
-		return l.fault(src, p, rec, rid, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it (malformed event)", started)
+		return l.fault(src, p, rid, waiting, ruleid.Malformed, "this tool call was blocked because coworkbridge could not read it (malformed event)", started)
 	}
 	if env.RID != "" && l.env.Replays.Take(env.RID) {
 		if pl, err := claudehook.ParsePayload(env.Event); err == nil {
@@ -87,46 +81,25 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 		// Spool lines are self-reported: a second line with a request id already handled was
 		// not written by the hook that made the id. Its hook, if any, has had its answer.
 		l.Quarantine("a second spool line reused request id " + env.RID + " (a forged line)")
-		return l.fault(src, p, rec, env.RID, false, RuleDuplicateRID, "a second spool line with request id "+env.RID+": not written by its hook", started)
+		return l.fault(src, p, env.RID, false, ruleid.DuplicateRID, "a second spool line with request id "+env.RID+": not written by its hook", started)
 	}
 	waiting := env.Mode == string(managedconfig.Enforce) && env.RID != ""
 	pl, err := claudehook.ParsePayload(env.Event)
 	if err != nil {
-		return l.fault(src, p, rec, env.RID, waiting, RuleMalformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
+		return l.fault(src, p, env.RID, waiting, ruleid.Malformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
-	v := evaluate(ctx, p.Cls, pl, l.dir, func() realpath.Identities { return l.identities(p) })
-	facets := v.Flow
-	call := cmp.Or(pl.ToolUseID, env.RID)
-	v, flowed := l.judgeFlow(p, v, facets, call, pl.ToolName)
-	if why := l.quarantined(); why != "" {
-		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleQuarantine,
-			Reason: decisions.QuarantineReason(why)}
+	c := l.call(src, env.RID, waiting)
+	c.Payload, c.Flow, c.Quarantined = pl, l.FlowNow(), l.quarantined()
+	j := p.Judge.Decide(ctx, c)
+	if j.Ran() {
+		l.takeFlow(j.Facets, cmp.Or(pl.ToolUseID, env.RID), pl.ToolName)
 	}
-	rec.RID, rec.Tool, rec.Input, rec.Cwd = env.RID, pl.ToolName, pl.ToolInput, pl.Cwd
-	rec.ToolUseID, rec.CLISessionID, rec.PromptID, rec.CLIVersion = pl.ToolUseID, pl.SessionID, pl.PromptID, l.recon.cliVersion()
-	if len(rec.Input) == 0 {
-		rec.Input = json.RawMessage("null")
-	}
-	rec.Decision, rec.Rule, rec.Reason, rec.Flow = v.Decision, v.RuleID, v.Reason, flowed
-	if v.Decision != claudehook.Allow { // what check shows, kept for whoever reads the record
-		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, p.Cls.Effects(pl)
-	}
-	enforce := p.Cfg.Mode == managedconfig.Enforce && !v.ObserveOnly
-	applied := v.Decision
-	if !enforce {
-		applied = claudehook.Allow
-	}
-	if applied != claudehook.Deny { // a call refused took nothing in and read nothing
-		l.takeFlow(facets, call, pl.ToolName)
-	}
-	l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: enforce && v.Decision == claudehook.Deny, Input: pl.ToolInput}, l.env.Now())
-	o := outcome{rec: rec, toolUseID: pl.ToolUseID}
+	l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: !j.Ran(), Input: pl.ToolInput}, l.env.Now())
+	o := outcome{rec: j.Record, toolUseID: pl.ToolUseID}
 	if waiting {
-		o.rec.Enforced = enforce
 		// A hook still in enforce after a switch to observe is released with no objection.
-		reason := l.explain(p, env.RID, applied, v.RuleID, v.HookReason())
-		if o.held = l.holdable(src, env.RID, applied, reason, v.Nudge); !o.held {
-			o.latency = l.decide(src, env.RID, applied, reason, v.Nudge, started, line.Data)
+		if o.held = l.holdable(src, env.RID, j.Applied, j.Shown, j.Verdict.Nudge); !o.held {
+			o.latency = l.decide(src, env.RID, j.Applied, j.Shown, j.Verdict.Nudge, started, line.Data)
 			o.rec.LatencyUS = o.latency.Microseconds()
 		}
 	}
@@ -143,32 +116,18 @@ func (l *Lane) holdable(src source, rid string, d claudehook.Decision, reason, c
 
 // fault handles a line no rule can judge: in enforce mode its waiting hook is denied at once
 // rather than left to time out.
-func (l *Lane) fault(src source, p *Policy, rec telemetry.Record, rid string, waiting bool, rule, reason string, started time.Time) outcome {
+func (l *Lane) fault(src source, p *Policy, rid string, waiting bool, rule, reason string, started time.Time) outcome {
 	if rid != "" && l.env.Replays.Take(rid) {
 		return outcome{skip: true}
 	}
-	rec.RID, rec.Decision, rec.Rule, rec.Reason = rid, claudehook.Deny, rule, reason
-	o := outcome{rec: rec, bad: rule}
-	if waiting && rid != "" {
-		d := claudehook.Allow
-		if p.Cfg.Mode == managedconfig.Enforce {
-			d = claudehook.Deny
-			o.rec.Enforced = true
-		}
-		o.latency = l.decide(src, rid, d, l.explain(p, rid, d, rule, "coworkbridge: "+reason), "", started, nil)
+	waiting = waiting && rid != ""
+	j := p.Judge.Refuse(l.call(src, rid, waiting), rule, reason)
+	o := outcome{rec: j.Record, bad: rule}
+	if waiting {
+		o.latency = l.decide(src, rid, j.Applied, j.Shown, "", started, nil)
 		o.rec.LatencyUS = o.latency.Microseconds()
 	}
 	return o
-}
-
-// explain is what the hook is told for decision d: for a deny or an ask, the admin's notice
-// for rule around coworkbridge's reason.
-func (l *Lane) explain(p *Policy, rid string, d claudehook.Decision, rule, reason string) string {
-	if d == claudehook.Allow {
-		return reason
-	}
-	return p.Cfg.Policy.Notices.Explain(reason, managedconfig.NoticeFacts{Rule: rule, RID: rid, Decision: string(d),
-		Session: l.id, User: l.env.User, Host: l.env.Host})
 }
 
 // decide writes the decision file once per request, and returns how long it took to get there.
@@ -186,7 +145,7 @@ func (l *Lane) decide(src source, rid string, d claudehook.Decision, reason, con
 	err := decisions.WriteStaged(src.s, rid, d, reason, context, line)
 	if errors.Is(err, decisions.ErrSwapped) {
 		// Answered all the same; what was swapped in may have been read first.
-		l.plants.Suspect(plants.Suspect{RID: rid, Rule: RuleForgedDecision,
+		l.plants.Suspect(plants.Suspect{RID: rid, Rule: ruleid.ForgedDecision,
 			What: "a file was swapped in for the hook's copy of request " + rid + " as it became the answer (a forged answer)"})
 		l.again(Again{})
 		err = nil
@@ -204,9 +163,9 @@ func (l *Lane) decide(src source, rid string, d claudehook.Decision, reason, con
 func (l *Lane) count(o outcome) {
 	delete(l.decided, o.rec.RID)
 	switch o.bad {
-	case RuleMalformed:
+	case ruleid.Malformed:
 		l.env.Health.Count(l.id, health.CodeMalformedLines)
-	case RuleOversized:
+	case ruleid.Oversized:
 		l.env.Health.Count(l.id, health.CodeOversizedLines)
 	}
 	d := health.Decision(o.rec.Decision)
@@ -218,42 +177,6 @@ func (l *Lane) count(o outcome) {
 	l.env.Health.Event(l.id, d, o.latency)
 }
 
-// classifyBudget bounds one evaluation. The analysis limits keep ordinary and hostile commands
-// far below it; reaching it means something unforeseen, and the line is denied and committed
-// like any other, so that a restart does not meet it again.
-const classifyBudget = 2 * time.Second
-
-// evaluate runs the classifier on a call from the session in folder own, also where the Mac's
-// links take its paths (a host-loop file tool follows them); a panic in it is a deny, never a
-// crash or an allow.
-func evaluate(ctx context.Context, cls *classifier.Classifier, p claudehook.Payload, own string, ids func() realpath.Identities) (v classifier.Verdict) {
-	ctx, cancel := context.WithTimeout(ctx, classifyBudget)
-	defer cancel()
-	defer func() {
-		if r := recover(); r != nil {
-			v = classifier.Verdict{Decision: claudehook.Deny, RuleID: RuleClassifierError,
-				Reason: fmt.Sprintf("this tool call was blocked because the policy engine failed on it (%v)", r)}
-		}
-	}()
-	return cls.EvaluateResolved(ctx, p, own, func(p claudehook.Payload) (claudehook.Payload, bool) {
-		return realpath.Resolve(p, filepath.EvalSymlinks, ids)
-	})
-}
-
-// identitiesFor is how long the identities of the protected places are trusted: a place made,
-// or a log rotated, since is known by its identity within that time.
-const identitiesFor = 10 * time.Second
-
-// identities are the protected places of p by identity, taken again when the policy changed or
-// they are older than identitiesFor.
-func (l *Lane) identities(p *Policy) realpath.Identities {
-	now := l.env.Now()
-	if l.ids.pol != p || now.Sub(l.ids.at) > identitiesFor || now.Before(l.ids.at) {
-		l.ids.pol, l.ids.at, l.ids.of = p, now, realpath.Of(p.Cls.PlacePaths())
-	}
-	return l.ids.of
-}
-
 // waitingHook recovers the request id from the start of a damaged line, and whether the hook that
 // wrote it waits for an answer: the enforce hook writes {"v":1,"rid":"<32 hex>","mode":"enforce".
 func waitingHook(head []byte) (rid string, waiting bool) {
@@ -263,13 +186,6 @@ func waitingHook(head []byte) (rid string, waiting bool) {
 	}
 	rest := head[len(`{"v":1,"rid":"`)+32+1:]
 	return rid, bytes.HasPrefix(rest, []byte(`,"mode":"enforce"`))
-}
-
-// judgeFlow judges a call that sends by what the session took in and read before it (the flow
-// rules, classifier.TargetFlow); the stricter of that and v stands. flowed names the calls of a
-// flow a rule found, for the record.
-func (l *Lane) judgeFlow(p *Policy, v classifier.Verdict, f classifier.Facets, call, tool string) (classifier.Verdict, []string) {
-	return p.Cls.WithFlow(v, l.FlowNow(), f, call, tool)
 }
 
 // FlowNow is the session's flow now. Safe at any time: a system-mode daemon judging a host call

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/flow"
+	"github.com/coworkbridge/coworkbridge/judgement"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
@@ -88,6 +89,20 @@ type Env struct {
 type Policy struct {
 	Cfg managedconfig.Config
 	Cls *classifier.Classifier
+	// Judge judges each call under Cfg and Cls; every lane shares its cache of the protected
+	// places' identities.
+	Judge judgement.Judge
+}
+
+// identitiesFor is how long the identities of the protected places are trusted: a place made,
+// or a log rotated, since is known by its identity within that time.
+const identitiesFor = 10 * time.Second
+
+// NewPolicy is the policy of cfg and cls, judged on the clock now.
+func NewPolicy(cfg managedconfig.Config, cls *classifier.Classifier, now func() time.Time) *Policy {
+	places := &realpath.Cache{For: identitiesFor, Now: now, Places: cls.PlacePaths}
+	return &Policy{Cfg: cfg, Cls: cls, Judge: judgement.Judge{Cfg: cfg, Rules: cls, Links: filepath.EvalSymlinks,
+		Places: places.Get, Now: now}}
 }
 
 // Lease is where the alive leases stand as a pass starts.
@@ -174,12 +189,6 @@ type Lane struct {
 	res Result
 	// leaseMax is Work.Lease.Max of the pass.
 	leaseMax time.Time
-	// ids are the protected places by identity, taken for pol at at (see identities).
-	ids struct {
-		pol *Policy
-		at  time.Time
-		of  realpath.Identities
-	}
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
 	decided map[string]time.Time
 	refused string // the last spool refusal reported, so that it is reported once

@@ -1,15 +1,15 @@
 package lane
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/judgement"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 
-	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -22,13 +22,6 @@ import (
 // lease: one that is not a plain file holding a time we could have written is a plant, replaced
 // at once. Either quarantines the session and leaves a record in the decision log.
 
-// Rule ids of the detection records.
-const (
-	RuleForgedDecision = plants.RuleForgedDecision
-	RulePlantedLease   = plants.RulePlantedLease
-	RulePlantedSpool   = plants.RulePlantedSpool
-)
-
 // checkPlants records the attempts the watcher saw and verifies the lease when asked. It runs on
 // the session's worker.
 func (l *Lane) checkPlants(s *session.Session, p *Policy) {
@@ -36,7 +29,7 @@ func (l *Lane) checkPlants(s *session.Session, p *Policy) {
 	found, check := l.plants.Take(now)
 	if check {
 		if what := l.verifyLease(s, l.leaseMax); what != "" {
-			found = append(found, plants.Suspect{Rule: RulePlantedLease, What: what})
+			found = append(found, plants.Suspect{Rule: ruleid.PlantedLease, What: what})
 		}
 	}
 	if len(found) == 0 {
@@ -46,8 +39,7 @@ func (l *Lane) checkPlants(s *session.Session, p *Policy) {
 	l.Quarantine(found[0].What)
 	recs := make([]telemetry.Record, 0, len(found))
 	for _, f := range found {
-		recs = append(recs, telemetry.Record{TS: now, RID: f.RID, Session: l.id, Agent: "cowork", Transport: telemetry.TransportSpool,
-			Mode: string(p.Cfg.Mode), Input: json.RawMessage("null"), Decision: claudehook.Deny, Rule: f.Rule, Reason: f.What})
+		recs = append(recs, judgement.Attempt(now, l.id, f.RID, p.Cfg.Mode, f.Rule, f.What))
 		l.env.Log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", l.id, "rule", f.Rule, "what", f.What)
 	}
 	if err := l.env.Sink.WriteBatch(recs); err != nil {

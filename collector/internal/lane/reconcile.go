@@ -1,16 +1,16 @@
 package lane
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/ledger"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -28,16 +28,6 @@ import (
 //
 // The transcript is the agent's to edit, so this is detection, not proof: an agent that rewrites
 // it can hide a call from it (see THREATS.md).
-
-// Rules of the records reconciliation leaves.
-const (
-	// RuleUnguarded: a call ran without the guard.
-	RuleUnguarded = ledger.RuleUnguarded
-	// RuleTranscriptTampered: a transcript was changed as the CLI never changes one.
-	RuleTranscriptTampered = "coworkbridge.transcript-tampered"
-	// RuleForgedEvent: an event no tool call of the session caused.
-	RuleForgedEvent = ledger.RuleForgedEvent
-)
 
 const (
 	// reconcileEvery bounds how often event drains also read the transcripts.
@@ -172,7 +162,7 @@ func (l *Lane) tampers(s *session.Session, tms []transcript.Tamper) []ledger.Fin
 		if removing && strings.Contains(tm.What, "removed") {
 			continue // the session itself is going
 		}
-		found = append(found, ledger.Finding{Rule: RuleTranscriptTampered, Code: health.CodeTranscriptTampered,
+		found = append(found, ledger.Finding{Rule: ruleid.TranscriptTampered, Code: health.CodeTranscriptTampered,
 			Use: ledger.Use{Tool: tm.File}, Why: tm.File + ": " + tm.What})
 	}
 	return found
@@ -181,9 +171,9 @@ func (l *Lane) tampers(s *session.Session, tms []transcript.Tamper) []ledger.Fin
 // quarantineReason says what a quarantine for a finding of rule is for.
 func quarantineReason(rule string) string {
 	switch rule {
-	case RuleTranscriptTampered:
+	case ruleid.TranscriptTampered:
 		return "a transcript of the session was tampered with"
-	case RuleForgedEvent:
+	case ruleid.ForgedEvent:
 		return "an event no tool call caused reached coworkbridge"
 	}
 	return "a tool call ran without the guard"
@@ -234,12 +224,7 @@ func (l *Lane) overBudget(now time.Time, what string) {
 func (l *Lane) reportFindings(p *Policy, found []ledger.Finding, now time.Time) {
 	recs := make([]telemetry.Record, 0, len(found))
 	for _, f := range found {
-		input := f.Use.Preview
-		if len(input) == 0 {
-			input = json.RawMessage("null")
-		}
-		recs = append(recs, telemetry.Record{TS: now, Session: l.id, RID: f.RID, Agent: "cowork", Transport: telemetry.TransportTranscript,
-			Mode: string(p.Cfg.Mode), Tool: f.Use.Tool, Input: input, Decision: claudehook.Deny, Rule: f.Rule, Reason: f.Why})
+		recs = append(recs, judgement.Finding(now, l.id, f.RID, p.Cfg.Mode, f.Use.Tool, f.Use.Preview, f.Rule, f.Why))
 		l.env.Log.Warn("reconciliation found the guard bypassed or its evidence edited", "code", f.Code, "session", l.id, "rule", f.Rule, "tool_use_id", f.Use.ID, "tool", f.Use.Tool, "why", f.Why)
 		l.env.Health.Count(l.id, f.Code)
 	}

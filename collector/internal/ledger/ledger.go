@@ -18,16 +18,9 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 	"github.com/coworkbridge/coworkbridge/transcript"
-)
-
-// Rules of the findings.
-const (
-	// RuleUnguarded: a call ran without the guard.
-	RuleUnguarded = "coworkbridge.unguarded-call"
-	// RuleForgedEvent: an event no tool call of the session caused.
-	RuleForgedEvent = "coworkbridge.forged-event"
 )
 
 const (
@@ -304,7 +297,7 @@ func (l *Ledger) Settle(now time.Time, grace, forgedAfter time.Duration) []Findi
 	}
 	for id, j := range l.judged {
 		if !j.Seen && now.Sub(j.At) >= forgedAfter {
-			found = append(found, Finding{Rule: RuleForgedEvent, Code: health.CodeForgedEvent, RID: j.RID,
+			found = append(found, Finding{Rule: ruleid.ForgedEvent, Code: health.CodeForgedEvent, RID: j.RID,
 				Use: Use{ID: id, Tool: j.Tool, Preview: j.Preview},
 				Why: fmt.Sprintf("tool call %s: an event reached coworkbridge, but none of the session's transcripts shows the call within %v (written by something other than the CLI's hook)", id, forgedAfter)})
 			l.dropJudged(id)
@@ -323,7 +316,7 @@ func preview(raw json.RawMessage) json.RawMessage {
 }
 
 func unguarded(u Use, why string) Finding {
-	return Finding{Rule: RuleUnguarded, Code: health.CodeUnguardedCall, Use: u, Why: "tool call " + u.ID + ": " + why}
+	return Finding{Rule: ruleid.Unguarded, Code: health.CodeUnguardedCall, Use: u, Why: "tool call " + u.ID + ": " + why}
 }
 
 // takeUse returns and forgets the call of a tool-use id (with only its id when unseen).

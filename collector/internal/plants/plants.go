@@ -13,13 +13,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
-)
 
-// Rule ids of the detection records.
-const (
-	RuleForgedDecision = "coworkbridge.forged-decision"
-	RulePlantedLease   = "coworkbridge.planted-lease"
-	RulePlantedSpool   = "coworkbridge.planted-spool"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 )
 
 // oursKeep is how long a decision we wrote is remembered if its removal is never seen.
@@ -70,7 +65,7 @@ func (w *Watch) DecisionAppeared(rid string) bool {
 	if _, mine := w.ours[rid]; mine {
 		return false
 	}
-	w.keep(Suspect{rid, RuleForgedDecision, "a decision coworkbridge did not write appeared for request " + rid + " (a forged answer)"})
+	w.keep(Suspect{rid, ruleid.ForgedDecision, "a decision coworkbridge did not write appeared for request " + rid + " (a forged answer)"})
 	return true
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/ruleid"
 )
 
 func TestADecisionWeNotedIsOursAndAnyOtherIsASuspect(t *testing.T) {
@@ -18,7 +20,7 @@ func TestADecisionWeNotedIsOursAndAnyOtherIsASuspect(t *testing.T) {
 	}
 	w.CheckLease()
 	found, lease := w.Take(now)
-	if len(found) != 1 || found[0].RID != "bbbb" || found[0].Rule != RuleForgedDecision || !lease {
+	if len(found) != 1 || found[0].RID != "bbbb" || found[0].Rule != ruleid.ForgedDecision || !lease {
 		t.Fatalf("took %+v, lease %v", found, lease)
 	}
 	if found, lease = w.Take(now); len(found) != 0 || lease {

@@ -1,0 +1,286 @@
+// Package judgement decides one tool call, the same way whichever door it came through (a
+// session's spool or host channel, the host hook, the system daemon's socket, or a replay): the
+// classifier under a budget, with a panic or a spent budget taken for a deny; the call judged
+// again where the Mac's links take its paths; the session's flow and quarantine; the admin's
+// notice and what the hook prints; the receipt the session's reconciliation counts; and the
+// record. Every record coworkbridge writes is built here, one constructor per kind.
+//
+// It is pure: it opens no file, starts no goroutine and takes no lock. What it needs from the
+// machine (where links lead, the protected places by identity, the clock) comes in through Judge,
+// and what it decides goes out in Outcome: writing the answer, the record and the flow is the
+// caller's.
+package judgement
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/flow"
+	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/ruleid"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+	"github.com/coworkbridge/coworkbridge/transcript"
+)
+
+// Rules is the policy engine a judgement asks; *classifier.Classifier is the one that ships.
+// The boundary is real: a test puts a failing engine behind every door through it.
+type Rules interface {
+	EvaluateResolved(ctx context.Context, p claudehook.Payload, own string, resolve func(claudehook.Payload) (claudehook.Payload, bool)) classifier.Verdict
+	WithFlow(v classifier.Verdict, st flow.State, f classifier.Facets, call, tool string) (classifier.Verdict, []string)
+	Effects(p claudehook.Payload) []string
+}
+
+// Budget bounds one evaluation. The classifier's analysis limits keep ordinary and hostile
+// calls far below it; reaching it means something unforeseen, and the call is denied.
+const Budget = 2 * time.Second
+
+// Judge is what judging needs besides the call, fixed for one configuration.
+type Judge struct {
+	Cfg   managedconfig.Config
+	Rules Rules
+	// Links says where the Mac's links take a path (filepath.EvalSymlinks); nil judges the
+	// paths as written only (a replay, on a machine that is not the one the call came from).
+	Links func(string) (string, error)
+	// Places are the protected places by identity (a realpath.Cache's Get); nil: none known.
+	Places func() realpath.Identities
+	// Budget bounds the classifier (0: Budget).
+	Budget time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Call is one tool call as a door hands it over, with what its session's state says of it.
+type Call struct {
+	Door    Door
+	Payload claudehook.Payload
+	// RID is the call's request id: the spool's, or a fresh one for a host hook's call.
+	RID string
+	// Session names the session in the record and in the notice; Own is its folder ("" for a
+	// call from no session of Cowork's), whose files are not another session's.
+	Session, Own string
+	// Waiting: a hook waits for this answer, so that in enforce it is applied.
+	Waiting bool
+	// Flow is the session's flow before this call; FlowErr, when set, says why it could not be
+	// read (the call is judged without it, and a send's record says so).
+	Flow    flow.State
+	FlowErr error
+	// Quarantined is why the session is quarantined; "" when it is not.
+	Quarantined string
+	// CLIVersion is the session's Claude Code version, when known.
+	CLIVersion string
+	// User and Host fill the admin's notice, and the record when User is the kernel's word
+	// (the socket); RecordUser says so.
+	User, Host string
+	RecordUser bool
+	// Note is added to the record's reason (how the call was judged, when not the usual way).
+	Note string
+	// Started is when the door took the call, for the record's latency.
+	Started time.Time
+}
+
+// Outcome is what the judgement decided, for the door to carry out.
+type Outcome struct {
+	// Verdict is the classifier's, after the flow and the quarantine.
+	Verdict classifier.Verdict
+	// Facets are what the call takes in, reads and sends, for the session's flow.
+	Facets classifier.Facets
+	// Flowed names the calls of a flow a rule found.
+	Flowed []string
+	// Enforced: the verdict is applied (enforce, a waiting hook, a rule not in observe).
+	Enforced bool
+	// Applied is what the hook is answered: the verdict when enforced, no objection otherwise.
+	Applied claudehook.Decision
+	// Shown is the reason the hook is given: the admin's notice around coworkbridge's reason.
+	Shown string
+	// Failed: the classifier panicked or spent its budget, and the call was denied for it.
+	Failed bool
+	// Record is the call's record in the decision log.
+	Record telemetry.Record
+	// Receipt is what the session's reconciliation counts of the call; zero without a
+	// tool_use_id.
+	Receipt claudehook.Receipt
+}
+
+// Output is what the hook prints: nothing for no objection.
+func (o Outcome) Output() []byte { return claudehook.Output(o.Applied, o.Shown, o.Verdict.Nudge) }
+
+// Ran reports whether the call is let run, so that what it took in and read counts in the
+// session's flow: a call refused took nothing in and read nothing.
+func (o Outcome) Ran() bool { return o.Applied != claudehook.Deny }
+
+// Answered notes in the record how long the door took to answer.
+func (o *Outcome) Answered(latency time.Duration) { o.Record.LatencyUS = latency.Microseconds() }
+
+// Decide judges c: the classifier under the budget (a panic or a spent budget is a deny), again
+// where the Mac's links take its paths, by the session's flow, and under its quarantine.
+func (j Judge) Decide(ctx context.Context, c Call) Outcome {
+	v, failed := j.evaluate(ctx, c.Payload, c.Own)
+	facets := v.Flow
+	flowCall := cmp.Or(c.Payload.ToolUseID, c.RID)
+	if c.Door.Waits() || flowCall == "" {
+		flowCall = cmp.Or(c.Payload.ToolUseID, "this call") // a host hook's rid is its own, named nowhere else
+	}
+	v, flowed := j.withFlow(v, c.Flow, facets, flowCall, c.Payload.ToolName)
+	if c.FlowErr != nil && facets.Send != "" {
+		flowed = append(flowed, "judged without the session's flow: "+c.FlowErr.Error())
+	}
+	if c.Quarantined != "" {
+		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: ruleid.Quarantine, Reason: QuarantineReason(c.Quarantined)}
+	}
+	o := Outcome{Verdict: v, Facets: facets, Flowed: flowed, Failed: failed}
+	o.Enforced = c.Waiting && j.Cfg.Mode == managedconfig.Enforce && !v.ObserveOnly
+	o.Applied = claudehook.Allow
+	if o.Enforced {
+		o.Applied = v.Decision
+	}
+	o.Shown = j.explain(c, o.Applied, v.RuleID, v.HookReason())
+	if c.Door == Offline {
+		return o
+	}
+	o.Record = j.judged(c, o)
+	if c.Payload.ToolUseID != "" {
+		o.Receipt = claudehook.Receipt{V: 1, ToolUseID: c.Payload.ToolUseID, Tool: c.Payload.ToolName,
+			Denied: !o.Ran(), Fingerprint: transcript.FingerprintOf(c.Payload.ToolInput)}
+		if o.Ran() {
+			o.Receipt.Untrusted, o.Receipt.Private = facets.Untrusted, facets.Private
+		}
+	}
+	return o
+}
+
+// Refuse is the outcome of a call no rule can judge (an event that cannot be read, one too
+// large, a forged line): denied under rule in enforce when a hook waits, recorded in either mode.
+func (j Judge) Refuse(c Call, rule, reason string) Outcome {
+	o := Outcome{Verdict: classifier.Verdict{Decision: claudehook.Deny, RuleID: rule, Reason: reason}}
+	o.Enforced = c.Waiting && j.Cfg.Mode == managedconfig.Enforce
+	o.Applied = claudehook.Allow
+	if o.Enforced {
+		o.Applied = claudehook.Deny
+	}
+	o.Shown = j.explain(c, o.Applied, rule, "coworkbridge: "+reason)
+	o.Record = Fault(c.Door, j.now(), c.Session, c.RID, j.Cfg.Mode, rule, reason)
+	o.Record.Enforced = o.Enforced
+	return o
+}
+
+// evaluate runs the classifier under the budget; a panic, or a budget spent, is a deny.
+func (j Judge) evaluate(ctx context.Context, p claudehook.Payload, own string) (v classifier.Verdict, failed bool) {
+	if j.Rules == nil {
+		return failure("no policy is loaded"), true
+	}
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(j.Budget, Budget))
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			v, failed = failure(fmt.Sprintf("the policy engine failed on it (%v)", r)), true
+		}
+	}()
+	v = j.Rules.EvaluateResolved(ctx, p, own, j.resolve)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && (v.Decision != claudehook.Deny || v.ObserveOnly) {
+		// An engine that saw its budget end and still let the call through did not judge it.
+		return failure(fmt.Sprintf("the policy engine did not decide within %s", cmp.Or(j.Budget, Budget))), true
+	}
+	return v, false
+}
+
+// withFlow is the flow's judgement of a call, where a panic in the flow rules is a deny.
+func (j Judge) withFlow(v classifier.Verdict, st flow.State, f classifier.Facets, call, tool string) (w classifier.Verdict, flowed []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			w, flowed = failure(fmt.Sprintf("the flow rules failed on it (%v)", r)), nil
+		}
+	}()
+	return j.Rules.WithFlow(v, st, f, call, tool)
+}
+
+func failure(why string) classifier.Verdict {
+	return classifier.Verdict{Decision: claudehook.Deny, RuleID: ruleid.ClassifierError,
+		Reason: "this tool call was blocked because " + why}
+}
+
+// resolve is the call with its paths where the Mac's links take them, when that differs.
+func (j Judge) resolve(p claudehook.Payload) (claudehook.Payload, bool) {
+	if j.Links == nil {
+		return p, false
+	}
+	places := j.Places
+	if places == nil {
+		places = func() realpath.Identities { return realpath.Identities{} }
+	}
+	return realpath.Resolve(p, j.Links, places)
+}
+
+// explain is what the hook is told for decision d: for a deny or an ask, the admin's notice for
+// rule around coworkbridge's reason.
+func (j Judge) explain(c Call, d claudehook.Decision, rule, reason string) string {
+	if d == claudehook.Allow {
+		return reason
+	}
+	return j.Cfg.Policy.Notices.Explain(reason, managedconfig.NoticeFacts{Rule: rule, RID: c.RID, Decision: string(d),
+		Session: c.Session, User: c.User, Host: c.Host})
+}
+
+func (j Judge) now() time.Time {
+	if j.Now == nil {
+		return time.Now()
+	}
+	return j.Now()
+}
+
+// judged is the record of a call the rules judged.
+func (j Judge) judged(c Call, o Outcome) telemetry.Record {
+	p, v := c.Payload, o.Verdict
+	rec := telemetry.Record{TS: j.now(), RID: c.RID, Session: c.Session, Agent: c.Door.Agent(), Transport: c.Door.Transport(),
+		Mode: string(j.Cfg.Mode), Enforced: o.Enforced, Tool: p.ToolName, Input: orNull(p.ToolInput), Cwd: p.Cwd,
+		Decision: v.Decision, Rule: v.RuleID, Reason: joinReason(v.Reason, c.Note),
+		ToolUseID: p.ToolUseID, CLISessionID: p.SessionID, PromptID: p.PromptID, CLIVersion: c.CLIVersion, Flow: o.Flowed}
+	if c.RecordUser {
+		rec.User = c.User
+	}
+	if !c.Started.IsZero() {
+		rec.LatencyUS = j.now().Sub(c.Started).Microseconds()
+	}
+	if v.Decision != claudehook.Allow { // what check shows, kept for whoever reads the record
+		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, j.effects(p)
+	}
+	return rec
+}
+
+// effects are the effects check shows for p; a panic in finding them leaves them out.
+func (j Judge) effects(p claudehook.Payload) (e []string) {
+	defer func() {
+		if recover() != nil {
+			e = nil
+		}
+	}()
+	return j.Rules.Effects(p)
+}
+
+// QuarantineReason is what the user and the agent are told of a call refused by a quarantine.
+func QuarantineReason(why string) string {
+	return "this session is quarantined because " + why + "; every tool call is blocked until coworkbridge has repaired the session. Ask your IT team if this persists."
+}
+
+func orNull(in json.RawMessage) json.RawMessage {
+	if len(in) == 0 {
+		return json.RawMessage("null")
+	}
+	return in
+}
+
+func joinReason(a, b string) string {
+	switch {
+	case b == "":
+		return a
+	case a == "":
+		return b
+	}
+	return a + "; " + b
+}
