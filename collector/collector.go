@@ -161,6 +161,9 @@ type Collector struct {
 	mu       sync.Mutex
 	sessions map[string]*entry // by session folder
 	byBridge map[string]*entry // by the folder the watcher reports
+	// byID finds a session by its folder's name (the host calls, the injector's quarantines).
+	// Two roots may hold the same name; it holds one of them, and finds another when that one goes.
+	byID map[string]*entry
 	queue    chan *entry
 	w        fswatch.Watcher
 	stopped  bool
@@ -212,7 +215,7 @@ func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Co
 	opts.defaults()
 	c := &Collector{
 		opts: opts, log: opts.Logger, w: fswatch.Nop(), reconf: make(chan struct{}, 1), commit: make(chan struct{}, 1),
-		sessions: map[string]*entry{}, byBridge: map[string]*entry{},
+		sessions: map[string]*entry{}, byBridge: map[string]*entry{}, byID: map[string]*entry{},
 		queue: make(chan *entry, opts.MaxSessions),
 		env: &lane.Env{Log: opts.Logger, Health: opts.Health, Sink: opts.Sink, Offsets: opts.Offsets,
 			Replays: lane.NewReplays(opts.Recorded), Now: opts.Now, Removals: opts.Removals,
@@ -264,6 +267,9 @@ func (c *Collector) Track(dir string) {
 	}
 	e = newEntry(l)
 	c.sessions[dir] = e
+	if c.byID[e.id] == nil {
+		c.byID[e.id] = e
+	}
 	c.byBridge[e.bridge] = e
 	c.byBridge[filepath.Join(e.bridge, "decisions")] = e
 	c.byBridge[filepath.Dir(e.bridge)] = e // .claude: a recreated bridge folder is watched at once
@@ -286,6 +292,7 @@ func (c *Collector) Untrack(id string) {
 	if e != nil {
 		e.gone = true
 		delete(c.sessions, e.dir)
+		c.forgetIDLocked(e)
 		delete(c.byBridge, e.bridge)
 		delete(c.byBridge, e.chBridge)
 		delete(c.byBridge, filepath.Join(e.bridge, "decisions"))
@@ -359,13 +366,21 @@ func (c *Collector) HostCall(id string) (HostLane, bool) {
 }
 
 // byIDLocked finds a tracked session by its folder's name. Callers hold mu.
-func (c *Collector) byIDLocked(id string) *entry {
-	for _, e := range c.sessions {
-		if e.id == id {
-			return e
+func (c *Collector) byIDLocked(id string) *entry { return c.byID[id] }
+
+// forgetIDLocked takes e, no longer tracked, out of byID, and puts in its place another session
+// of the same name if one is tracked (the only time the sessions are scanned). Callers hold mu.
+func (c *Collector) forgetIDLocked(e *entry) {
+	if c.byID[e.id] != e {
+		return
+	}
+	delete(c.byID, e.id)
+	for _, other := range c.sessions {
+		if other.id == e.id {
+			c.byID[e.id] = other
+			return
 		}
 	}
-	return nil
 }
 
 // Sessions is the number of sessions tracked.

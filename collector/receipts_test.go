@@ -132,3 +132,27 @@ func TestHostCallsJudgedInMemoryAreNotUnguardedAndSeeTheQuarantine(t *testing.T)
 		t.Fatal("an untracked session has a lane")
 	}
 }
+
+// Two roots may hold sessions of one name: the host calls find one while it is tracked, and the
+// other once it is gone, never nothing while either is followed.
+func TestASessionNameInTwoRootsIsFoundWhileEitherIsFollowed(t *testing.T) {
+	f := newFixture(t, managedconfig.Observe)
+	f.start()
+	id := filepath.Base(f.dir)
+	twin := filepath.Join(t.TempDir(), "o", "o", id)
+	if err := os.MkdirAll(filepath.Join(twin, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.c.Track(twin)
+	if _, ok := f.c.HostCall(id); !ok {
+		t.Fatal("not found with both tracked")
+	}
+	f.c.Untrack(id)
+	if _, ok := f.c.HostCall(id); !ok {
+		t.Fatal("the second session of the name was lost when the first went")
+	}
+	f.c.Untrack(id)
+	if _, ok := f.c.HostCall(id); ok {
+		t.Fatal("found after both went")
+	}
+}

@@ -5,7 +5,7 @@
 // notice and what the hook prints; the receipt the session's reconciliation counts; and the
 // record. Every record coworkbridge writes is built here, one constructor per kind.
 //
-// It is pure: it opens no file, starts no goroutine and takes no lock. What it needs from the
+// It is pure: it does not open a file, start a goroutine or take a lock. What it needs from the
 // machine (where links lead, the protected places by identity, the clock) comes in through Judge,
 // and what it decides goes out in Outcome: writing the answer, the record and the flow is the
 // caller's.
