@@ -103,8 +103,9 @@ type Outcome struct {
 	Failed bool
 	// Record is the call's record in the decision log.
 	Record telemetry.Record
-	// Receipt is what the session's reconciliation counts of the call; zero without a
-	// tool_use_id.
+	// Receipt is what the session's reconciliation counts of a call judged on the Mac (the hook
+	// and socket doors), which reaches the session's lane this way; zero without a tool_use_id,
+	// and at the session's own doors, whose lane counts the call itself.
 	Receipt claudehook.Receipt
 }
 
@@ -145,7 +146,7 @@ func (j Judge) Decide(ctx context.Context, c Call) Outcome {
 		return o
 	}
 	o.Record = j.judged(c, o)
-	if c.Payload.ToolUseID != "" {
+	if c.Payload.ToolUseID != "" && c.Door.Waits() {
 		o.Receipt = claudehook.Receipt{V: 1, ToolUseID: c.Payload.ToolUseID, Tool: c.Payload.ToolName,
 			Denied: !o.Ran(), Fingerprint: transcript.FingerprintOf(c.Payload.ToolInput)}
 		if o.Ran() {
