@@ -29,31 +29,19 @@ import (
 // objection is likewise answered only after the record, by emptying the event file and renaming
 // it into decisions/: no file is made or removed for the common answer.
 
+// channelDoor is the session's host channel (judgement.Channel): a folder of the daemon's where
+// hooks running on the Mac hand over their calls and find their answers and lease. What it
+// shares with the other doors (judging, answering, recording) is the embedded Lane's.
+type channelDoor struct {
+	*Lane
+	// dir is the session's host channel and bridge its bridge folder; empty without one.
+	dir, bridge string
+	// kept is the channel kept open between passes while the session is busy (see keptHandle).
+	kept keptHandle
+}
+
 // channelEventsMax bounds the event files taken in one pass; the rest wait for the next.
 const channelEventsMax = 10000
-
-// openChannel is the session's host channel, prepared and open, and the function that lets go
-// of it; nil when it has none. The handle is kept between passes: see keptHandle.
-func (l *Lane) openChannel() (*session.Session, func()) {
-	if l.channel == "" {
-		return nil, func() {}
-	}
-	return l.ch.get(&l.env.Kept, l.chBridge, session.BridgeDir, l.env.Now(), func() *session.Session { return l.freshChannel() })
-}
-
-// freshChannel prepares and opens the session's host channel for the caller alone, who closes it.
-func (l *Lane) freshChannel() *session.Session {
-	if err := os.MkdirAll(filepath.Join(l.chBridge, "decisions"), 0o700); err != nil {
-		l.env.Log.Warn("cannot prepare a session's host channel; its hooks on the Mac will use the session folder", "session", l.id, "err", err)
-		return nil
-	}
-	s, err := session.OpenOwn(l.channel)
-	if err != nil {
-		l.env.Log.Warn("cannot open a session's host channel", "session", l.id, "err", err)
-		return nil
-	}
-	return s
-}
 
 // channelEvent is one event file waiting in a host channel.
 type channelEvent struct {
@@ -102,8 +90,73 @@ func oldestFirst(evs []channelEvent) []channelEvent {
 	return evs
 }
 
-// drainChannel judges, records and removes the channel's complete event files.
-func (l *Lane) drainChannel(ctx context.Context, cs *session.Session, p *Policy, ch ChannelWork) {
+// heldAnswer is a no objection held back until its event's record is written. file is the
+// event file as it was read and judged, kept open to become the answer.
+type heldAnswer struct {
+	name, rid string
+	file      *os.File
+}
+
+// links is how many names the open file has (1 when it cannot be told).
+func links(f *os.File) uint64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
+// pass drains the session's host channel, and sweeps it on a housekeeping pass. It
+// returns what lets go of the channel once the pass is over.
+func (d *channelDoor) pass(ctx context.Context, p *Policy, w Work, now time.Time) (done func()) {
+	cs, done := d.open()
+	if cs == nil {
+		return done
+	}
+	// Events first: the sweep must never meet an event file still waiting.
+	d.drain(ctx, cs, p, w.Channel)
+	if w.Housekeep {
+		d.housekeep(cs, p, w.Lease.Until, now)
+	}
+	return done
+}
+
+// housekeep renews the lease in the host channel and sweeps what hooks left there.
+func (d *channelDoor) housekeep(cs *session.Session, p *Policy, until, now time.Time) {
+	defer d.kept.releaseIdle(&d.env.Kept, now) // the next pass reopens it if this was the session's last call
+	d.prepare(cs, until)
+	res, err := decisions.SweepChannel(cs, now, 2*p.Cfg.DecisionTimeout, 2*p.Cfg.HookTimeout)
+	d.reportSweep(res, err)
+}
+
+// open is the session's host channel, prepared and open, and the function that lets go
+// of it; nil when it has none. The handle is kept between passes: see keptHandle.
+func (d *channelDoor) open() (*session.Session, func()) {
+	if d.dir == "" {
+		return nil, func() {}
+	}
+	return d.kept.get(&d.env.Kept, d.bridge, session.BridgeDir, d.env.Now(), func() *session.Session { return d.fresh() })
+}
+
+// fresh prepares and opens the session's host channel for the caller alone, who closes it.
+func (d *channelDoor) fresh() *session.Session {
+	if err := os.MkdirAll(filepath.Join(d.bridge, "decisions"), 0o700); err != nil {
+		d.env.Log.Warn("cannot prepare a session's host channel; its hooks on the Mac will use the session folder", "session", d.id, "err", err)
+		return nil
+	}
+	s, err := session.OpenOwn(d.dir)
+	if err != nil {
+		d.env.Log.Warn("cannot open a session's host channel", "session", d.id, "err", err)
+		return nil
+	}
+	return s
+}
+
+// drain judges, records and removes the channel's complete event files.
+func (d *channelDoor) drain(ctx context.Context, cs *session.Session, p *Policy, ch ChannelWork) {
 	var evs []channelEvent
 	if ch.List {
 		evs = pendingEvents(cs)
@@ -111,32 +164,32 @@ func (l *Lane) drainChannel(ctx context.Context, cs *session.Session, p *Policy,
 		evs = namedEvents(cs, ch.Named)
 	}
 	if len(evs) > 0 {
-		l.ch.touch(l.env.Now())
+		d.kept.touch(d.env.Now())
 	}
 	for len(evs) > 0 && ctx.Err() == nil {
-		n := min(len(evs), l.env.Limits.BatchLines)
-		if !l.channelBatch(ctx, cs, p, evs[:n]) {
+		n := min(len(evs), d.env.Limits.BatchLines)
+		if !d.batch(ctx, cs, p, evs[:n]) {
 			return
 		}
 		evs = evs[n:]
 	}
 }
 
-// channelBatch handles some event files: decisions as it goes, the decision log in one write,
+// batch handles some event files: decisions as it goes, the decision log in one write,
 // then the counts and the removal. It reports false when the log write failed: the files stay
 // and a retry is scheduled.
-func (l *Lane) channelBatch(ctx context.Context, cs *session.Session, p *Policy, evs []channelEvent) bool {
+func (d *channelDoor) batch(ctx context.Context, cs *session.Session, p *Policy, evs []channelEvent) bool {
 	started := time.Now()
 	var outs []outcome
 	var done []string
 	var held []heldAnswer
 	for _, ev := range evs {
-		line, f, ok := l.readEvent(cs, ev, p)
+		line, f, ok := d.readEvent(cs, ev, p)
 		if !ok {
 			continue
 		}
-		o := l.judge(ctx, source{cs, judgement.Channel}, p, line, started)
-		o.backlog = ev.mod.Before(l.recon.since)
+		o := d.judge(ctx, source{cs, judgement.Channel}, p, line, started)
+		o.backlog = ev.mod.Before(d.recon.since)
 		done = append(done, ev.name)
 		if o.held {
 			held = append(held, heldAnswer{ev.name, o.rec.RID, f})
@@ -153,8 +206,8 @@ func (l *Lane) channelBatch(ctx context.Context, cs *session.Session, p *Policy,
 			outs[i].rec.LatencyUS = outs[i].latency.Microseconds()
 		}
 	}
-	recorded := l.record(p, outs)
-	adopted := l.answerHeld(cs, held, recorded, started)
+	recorded := d.record(p, outs)
+	adopted := d.answerHeld(cs, held, recorded, started)
 	if !recorded {
 		return false
 	}
@@ -163,27 +216,20 @@ func (l *Lane) channelBatch(ctx context.Context, cs *session.Session, p *Policy,
 			continue
 		}
 		if err := cs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			l.env.Log.Warn("cannot remove a host-channel event already recorded; it may be recorded again", "session", l.id, "err", err)
+			d.env.Log.Warn("cannot remove a host-channel event already recorded; it may be recorded again", "session", d.id, "err", err)
 		}
 	}
 	for _, name := range done {
 		rid, _ := decisions.EventRID(path.Base(name))
-		l.res.Taken = append(l.res.Taken, rid)
+		d.res.Taken = append(d.res.Taken, rid)
 	}
 	return true
-}
-
-// heldAnswer is a no objection held back until its event's record is written. file is the
-// event file as it was read and judged, kept open to become the answer.
-type heldAnswer struct {
-	name, rid string
-	file      *os.File
 }
 
 // answerHeld publishes the held answers: once recorded, each event file becomes its hook's
 // answer (decisions.Adopt); unrecorded, or where that fails, the answer is written as any other
 // and the event file stays for the removal or the retry. It returns the event files adopted.
-func (l *Lane) answerHeld(cs *session.Session, held []heldAnswer, recorded bool, started time.Time) map[string]bool {
+func (d *channelDoor) answerHeld(cs *session.Session, held []heldAnswer, recorded bool, started time.Time) map[string]bool {
 	adopted := map[string]bool{}
 	for _, h := range held {
 		if recorded {
@@ -196,7 +242,7 @@ func (l *Lane) answerHeld(cs *session.Session, held []heldAnswer, recorded bool,
 		} else {
 			h.file.Close()
 		}
-		l.decide(source{cs, judgement.Channel}, h.rid, claudehook.Allow, "", "", started, nil)
+		d.decide(source{cs, judgement.Channel}, h.rid, claudehook.Allow, "", "", started, nil)
 	}
 	return adopted
 }
@@ -205,7 +251,7 @@ func (l *Lane) answerHeld(cs *session.Session, held []heldAnswer, recorded bool,
 // become its hook's answer (decisions.AdoptRead) without being opened again; the caller closes
 // it. A file still being written (no newline yet) waits, unless it is older than a hook can
 // live: its hook died mid-write, and it is judged as the damaged line it is.
-func (l *Lane) readEvent(cs *session.Session, ev channelEvent, p *Policy) (spool.Line, *os.File, bool) {
+func (d *channelDoor) readEvent(cs *session.Session, ev channelEvent, p *Policy) (spool.Line, *os.File, bool) {
 	f, err := cs.OpenFile(ev.name, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrPermission) {
 		f, err = cs.OpenFile(ev.name, os.O_RDONLY, 0) // made read-only (a umask): answered beside it
@@ -213,7 +259,7 @@ func (l *Lane) readEvent(cs *session.Session, ev channelEvent, p *Policy) (spool
 	if err != nil {
 		return spool.Line{}, nil, false
 	}
-	line, ok := l.readEventFile(cs, ev, p, f)
+	line, ok := d.readEventFile(cs, ev, p, f)
 	if !ok {
 		f.Close()
 		return spool.Line{}, nil, false
@@ -221,14 +267,14 @@ func (l *Lane) readEvent(cs *session.Session, ev channelEvent, p *Policy) (spool
 	return line, f, true
 }
 
-func (l *Lane) readEventFile(cs *session.Session, ev channelEvent, p *Policy, f *os.File) (spool.Line, bool) {
+func (d *channelDoor) readEventFile(cs *session.Session, ev channelEvent, p *Policy, f *os.File) (spool.Line, bool) {
 	if n := links(f); n > 1 {
 		// A hook writes its event file once and never links it: a second name means someone
 		// made this file elsewhere and linked it in. It is not the hook's, and is not read.
-		l.env.Log.Warn("a host-channel event file has more than one name; it was refused and removed", "code", health.CodeSpoolRefused,
-			"session", l.id, "file", ev.name, "links", n)
+		d.env.Log.Warn("a host-channel event file has more than one name; it was refused and removed", "code", health.CodeSpoolRefused,
+			"session", d.id, "file", ev.name, "links", n)
 		if err := cs.Remove(ev.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			l.env.Log.Warn("cannot remove a refused host-channel event", "session", l.id, "err", err)
+			d.env.Log.Warn("cannot remove a refused host-channel event", "session", d.id, "err", err)
 		}
 		return spool.Line{}, false
 	}
@@ -244,20 +290,35 @@ func (l *Lane) readEventFile(cs *session.Session, ev channelEvent, p *Policy, f 
 	if len(data) > 0 && data[len(data)-1] == '\n' {
 		return spool.Line{Data: data[:len(data)-1], Size: int64(len(data) - 1)}, true
 	}
-	if l.env.Now().Sub(ev.mod) < 2*p.Cfg.HookTimeout {
+	if d.env.Now().Sub(ev.mod) < 2*p.Cfg.HookTimeout {
 		return spool.Line{}, false
 	}
 	return spool.Line{Data: data, Size: int64(len(data))}, true
 }
 
-// links is how many names the open file has (1 when it cannot be told).
-func links(f *os.File) uint64 {
-	fi, err := f.Stat()
+// takeReceipts feeds the ledger the calls the host hook judged itself in this session (under
+// lockdown, every call on the Mac), from the receipts it left in the host channel, and removes
+// them: such a call is guarded, not an unguarded call of the transcript. A receipt that is not
+// one the host hook writes is removed and counted as planted.
+func (d *channelDoor) takeReceipts(now time.Time) {
+	if d.dir == "" {
+		return
+	}
+	dir := filepath.Join(d.dir, filepath.FromSlash(session.ReceiptsDir))
+	f, err := os.Open(dir)
 	if err != nil {
-		return 1
+		return // none yet: the host hook makes the folder with its first receipt
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
+	names, _ := f.Readdirnames(receiptsMax)
+	f.Close()
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		r, err := readReceipt(p)
+		os.Remove(p)
+		if err != nil {
+			d.env.Log.Warn("a host-channel receipt that the host hook did not write was removed", "code", health.CodeForgedEvent, "session", d.id, "file", n, "err", err)
+			continue
+		}
+		d.takeReceipt(r, now)
 	}
-	return 1
 }

@@ -6,6 +6,11 @@
 // session (run again later, commit the offsets, watch the transcripts' folders) goes out in its
 // Result, so that a lane never calls back into the scheduler.
 //
+// A lane has a door for each way its session's calls arrive, each in its own file and each
+// embedding the lane for what they share (judging through package judgement, answering,
+// recording): the spool (spoolDoor, spool.go), the host channel (channelDoor, channel.go) and
+// the receipts a system daemon hands over from its socket (socketDoor, receipts.go).
+//
 // It does not decide when a session is drained, watch files, or keep the list of sessions: that
 // is the collector's. The few parts a lane shares with others (the quarantine a session is under,
 // its plants watch, its kept folder handles) carry their own locks beside their fields.
@@ -166,8 +171,10 @@ type Lane struct {
 	env *Env
 	// Fixed at New.
 	dir, id, bridge string
-	// channel is the session's host channel and chBridge its bridge folder; empty without one.
-	channel, chBridge string
+	// The session's doors: its spool, its host channel (each embeds the lane for what they share),
+	// and the receipts of the calls judged on the Mac.
+	spooled spoolDoor
+	channel channelDoor
 
 	// q is the quarantine the session is under; its own lock (the scheduler sets it too).
 	q quarantine
@@ -176,14 +183,14 @@ type Lane struct {
 	flowMu    sync.Mutex
 	flow      flow.State
 	flowReady bool
-	// in takes the receipts of host calls judged in memory (HostJudged).
-	in inbox
+	// socket takes the receipts of the session's calls a system daemon judged (HostJudged).
+	socket socketDoor
 	// plants tells our writes in the bridge folder from the agent's; its own lock (the watcher
 	// feeds it).
 	plants plants.Watch
-	// sess and ch are the session folder and its channel, kept open between passes while the
-	// session is busy (see keptHandle); their own locks (shutdown releases them).
-	sess, ch keptHandle
+	// sess is the session folder, kept open between passes while the session is busy (see
+	// keptHandle); its own lock (shutdown releases it).
+	sess keptHandle
 
 	// Everything below belongs to the pass.
 	res Result
@@ -191,21 +198,16 @@ type Lane struct {
 	leaseMax time.Time
 	// decided: decisions written whose telemetry is not yet in, so a retry does not write again.
 	decided map[string]time.Time
-	refused string // the last spool refusal reported, so that it is reported once
 	// recon reconciles the transcript with the events judged.
 	recon *reconciler
 	// instr is what the last scan of the session's instruction files saw.
 	instr instructions.Scan
-	// flood is this minute's use of the decision log; backlog, by spool offset key, where each
-	// spool stood on the first pass (nil before it).
-	flood   flood.Window
-	backlog map[string]int64
+	// flood is this minute's use of the decision log.
+	flood flood.Window
 	// overflow are records the budget left out, until a transcript shows their call.
 	overflow heldRecords
 	// rids are the request ids recorded lately, to catch a line reusing one.
-	rids plants.RIDs
-	// partial: what the last drain learnt of each spool's unfinished last line, by offset key.
-	partial  map[string]spool.Partial
+	rids     plants.RIDs
 	failures int       // consecutive decision-log failures, for the retry backoff
 	retryAt  time.Time // no decision-log write before then
 	// window bounds the lines of the next batch (0: BatchLines). A failed write drops it to one
@@ -223,11 +225,12 @@ type Lane struct {
 // (see session.ChannelDir), empty for none.
 func New(env *Env, dir, channelRoot string) *Lane {
 	l := &Lane{env: env, dir: dir, id: filepath.Base(dir), bridge: filepath.Join(dir, filepath.FromSlash(session.BridgeDir)),
-		decided: map[string]time.Time{}, partial: map[string]spool.Partial{},
-		recon: newReconciler(time.Now(), env.Limits.SessionBytes)}
+		decided: map[string]time.Time{}, recon: newReconciler(time.Now(), env.Limits.SessionBytes)}
+	l.spooled = spoolDoor{Lane: l, partial: map[string]spool.Partial{}}
+	l.channel = channelDoor{Lane: l}
 	if channelRoot != "" {
-		l.channel = session.ChannelDir(channelRoot, l.id)
-		l.chBridge = filepath.Join(l.channel, filepath.FromSlash(session.BridgeDir))
+		l.channel.dir = session.ChannelDir(channelRoot, l.id)
+		l.channel.bridge = filepath.Join(l.channel.dir, filepath.FromSlash(session.BridgeDir))
 	}
 	return l
 }
@@ -237,15 +240,15 @@ func New(env *Env, dir, channelRoot string) *Lane {
 func (l *Lane) Dir() string           { return l.dir }
 func (l *Lane) ID() string            { return l.id }
 func (l *Lane) Bridge() string        { return l.bridge }
-func (l *Lane) Channel() string       { return l.channel }
-func (l *Lane) ChannelBridge() string { return l.chBridge }
+func (l *Lane) Channel() string       { return l.channel.dir }
+func (l *Lane) ChannelBridge() string { return l.channel.bridge }
 
 // Plants is the session's watch of our writes and the agent's, fed by the watcher.
 func (l *Lane) Plants() *plants.Watch { return &l.plants }
 
 // Release closes the folder handles the lane keeps; a later pass opens them again.
 func (l *Lane) Release() {
-	l.ch.release(&l.env.Kept)
+	l.channel.kept.release(&l.env.Kept)
 	l.sess.release(&l.env.Kept)
 }
 

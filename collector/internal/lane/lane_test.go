@@ -184,16 +184,16 @@ func TestThePassOfAChannelEventReadsTheSpoolOnlyWhenItMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if f.lane.spoolMoved(s) {
+	if f.lane.spooled.moved(s) {
 		t.Error("the spool read to its end is seen as moved")
 	}
 	f.write(`{"v":1,"rid":"` + f.nextRID() + `"`) // no newline yet
-	if !f.lane.spoolMoved(s) {
+	if !f.lane.spooled.moved(s) {
 		t.Error("a line waiting for its newline is not seen")
 	}
 	os.Remove(f.spool())
 	os.Symlink(t.TempDir(), f.spool())
-	if !f.lane.spoolMoved(s) {
+	if !f.lane.spooled.moved(s) {
 		t.Error("a link in place of the spool is not seen (the drain must refuse and replace it)")
 	}
 }

@@ -48,10 +48,10 @@ func (l *Lane) quarantined() string {
 // tellHostHook writes the quarantine into the session's host channel, where the host hook reads
 // it: under lockdown it, not the session's own hook, answers every call on the Mac.
 func (l *Lane) tellHostHook(until time.Time, reason string) {
-	if l.channel == "" {
+	if l.channel.dir == "" {
 		return
 	}
-	s := l.freshChannel()
+	s := l.channel.fresh()
 	if s == nil {
 		return // freshChannel said why
 	}

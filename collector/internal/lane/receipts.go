@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -13,17 +12,17 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/ledger"
-	"github.com/coworkbridge/coworkbridge/health"
-	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
 // receiptsMax bounds the receipts taken in one pass; the rest wait for the next.
 const receiptsMax = 1000
 
-// inbox holds the receipts of host calls a system-mode daemon judged itself, handed over in
-// memory rather than as files; the pass takes them with the files'.
-type inbox struct {
+// socketDoor is where a system-mode daemon hands the lane the receipts of the session's calls it
+// judged at its socket (judgement.Socket), in memory rather than as files; the pass takes them
+// with the receipts the host hook leaves in the channel. It is reached from outside the pass,
+// so it carries its own lock.
+type socketDoor struct {
 	mu       sync.Mutex
 	receipts []claudehook.Receipt
 }
@@ -31,23 +30,24 @@ type inbox struct {
 // HostJudged takes the receipt of a call judged outside the pass (a system-mode daemon's host
 // call), for the next reconciliation to count as guarded. Safe at any time; beyond receiptsMax
 // waiting, the oldest is dropped (its call would then be reported unguarded, never hidden).
-func (l *Lane) HostJudged(r claudehook.Receipt) {
-	l.in.mu.Lock()
-	defer l.in.mu.Unlock()
-	if len(l.in.receipts) >= receiptsMax {
-		l.in.receipts = l.in.receipts[1:]
+func (l *Lane) HostJudged(r claudehook.Receipt) { l.socket.judged(r) }
+
+func (d *socketDoor) judged(r claudehook.Receipt) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.receipts) >= receiptsMax {
+		d.receipts = d.receipts[1:]
 	}
-	l.in.receipts = append(l.in.receipts, r)
+	d.receipts = append(d.receipts, r)
 }
 
-func (l *Lane) takeInbox(now time.Time) {
-	l.in.mu.Lock()
-	rs := l.in.receipts
-	l.in.receipts = nil
-	l.in.mu.Unlock()
-	for _, r := range rs {
-		l.takeReceipt(r, now)
-	}
+// take is the receipts waiting, handed over once.
+func (d *socketDoor) take() []claudehook.Receipt {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rs := d.receipts
+	d.receipts = nil
+	return rs
 }
 
 // takeReceipt feeds the ledger a call judged outside the lane, and the session's flow what it
@@ -57,34 +57,6 @@ func (l *Lane) takeReceipt(r claudehook.Receipt, now time.Time) {
 		Fingerprint: transcript.Fingerprint(r.Fingerprint)}, now)
 	if !r.Denied {
 		l.takeFlow(classifier.Facets{Untrusted: r.Untrusted, Private: r.Private}, r.ToolUseID, r.Tool)
-	}
-}
-
-// takeReceipts feeds the ledger the calls the host hook judged itself in this session (under
-// lockdown, every call on the Mac), from the receipts it left in the host channel, and removes
-// them: such a call is guarded, not an unguarded call of the transcript. A receipt that is not
-// one the host hook writes is removed and counted as planted.
-func (l *Lane) takeReceipts(now time.Time) {
-	l.takeInbox(now)
-	if l.channel == "" {
-		return
-	}
-	dir := filepath.Join(l.channel, filepath.FromSlash(session.ReceiptsDir))
-	f, err := os.Open(dir)
-	if err != nil {
-		return // none yet: the host hook makes the folder with its first receipt
-	}
-	names, _ := f.Readdirnames(receiptsMax)
-	f.Close()
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		r, err := readReceipt(p)
-		os.Remove(p)
-		if err != nil {
-			l.env.Log.Warn("a host-channel receipt that the host hook did not write was removed", "code", health.CodeForgedEvent, "session", l.id, "file", n, "err", err)
-			continue
-		}
-		l.takeReceipt(r, now)
 	}
 }
 

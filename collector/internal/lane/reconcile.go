@@ -89,7 +89,11 @@ func (l *Lane) reconcile(s *session.Session, p *Policy, force bool) {
 		return
 	}
 	r.last, r.later = now, false
-	l.takeReceipts(now) // before the transcripts: a call's receipt precedes its result
+	// Before the transcripts: a call's receipt precedes its result.
+	for _, r := range l.socket.take() {
+		l.takeReceipt(r, now)
+	}
+	l.channel.takeReceipts(now)
 	var found []ledger.Finding
 	var late []telemetry.Record
 	rep := r.follow.Follow(s, func(name string, line []byte) {
