@@ -11,18 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
-	"github.com/coworkbridge/coworkbridge/internal/realpath"
-	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
-	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -65,23 +60,11 @@ func ownedFolder(dir string, mode fs.FileMode) error {
 	return nil
 }
 
-// hostCalls answers the host hooks of every user over the socket. Each user's calls are judged
-// under the policy as that user's home makes it (their protected places, their sessions roots).
+// hostCalls answers the host hooks of every user over the socket: the calls are judged by
+// hosthook.Callers (each caller under their own home's policy), the records written here.
 type hostCalls struct {
-	d  *Daemon
-	mu sync.Mutex
-	// users caches each caller's policy for the configuration it was made under.
-	users map[uint32]*userPolicy
-}
-
-type userPolicy struct {
-	hash string
-	name string
-	home string
-	cfg  managedconfig.Config
-	cls  *classifier.Classifier
-	// judge judges the user's calls, the protected places' identities cached across them.
-	judge judgement.Judge
+	d       *Daemon
+	callers *hosthook.Callers
 }
 
 // Serve answers one request. A panic serving it is an error answer, never the end of the
@@ -118,28 +101,11 @@ func (h *hostCalls) call(ctx context.Context, p hostsocket.Peer, r hostsocket.Re
 		a.Off = true
 		return a
 	}
-	up, err := h.policyFor(p.UID, sv)
+	out, rec, err := h.callers.Answer(ctx, p.UID, r, hosthook.Serving{Snap: sv.snap, Failing: sv.failing, Stamp: sv.stamp}, started)
 	if err != nil {
 		a.Error = err.Error()
 		return a
 	}
-	env := managedconfig.Env{GOOS: h.d.env.GOOS, Home: up.home, Getenv: func(k string) string {
-		switch k {
-		case "CLAUDE_CONFIG_DIR":
-			return r.ConfigDir
-		case "CLAUDE_CODE_HOST_SESSION_ID":
-			return r.HostSession
-		}
-		return ""
-	}}
-	if hosthook.StandsAside(r.ConfigDir, up.cfg, h.d.paths.ChannelRoot()) {
-		return a // the session's own hook reports this call
-	}
-	stamp := sv.stamp
-	stamp.User = up.name
-	j := hosthook.Judgement{Judge: up.judge, Env: env, ChannelRoot: h.d.paths.ChannelRoot(), Stamp: stamp,
-		Door: judgement.Socket, Session: h.d.hostSession}
-	rec, out := j.Decide(ctx, r.Payload, started)
 	a.Output = out
 	if rec != nil {
 		h.d.recordHostCall(*rec)
@@ -155,41 +121,6 @@ func (d *Daemon) hostSession(id string) (hosthook.SessionState, bool) {
 	}
 	hl, ok := g.collector.HostCall(id)
 	return hosthook.SessionState{Quarantined: hl.Quarantined, Flow: hl.Flow, Judged: hl.Judged}, ok
-}
-
-// policyFor is the caller's policy under the configuration in force, compiled once per change.
-func (h *hostCalls) policyFor(uid uint32, sv *serving) (*userPolicy, error) {
-	hash := sv.snap.ShortHash()
-	h.mu.Lock()
-	up := h.users[uid]
-	h.mu.Unlock()
-	if up != nil && up.hash == hash {
-		return up, nil
-	}
-	u, err := lookupUID(uid)
-	if err != nil {
-		return nil, fmt.Errorf("who is uid %d: %w", uid, err)
-	}
-	env := h.d.env
-	env.System, env.Homes, env.Home = false, nil, u.HomeDir
-	snap := managedconfig.NewLoader(env, h.d.paths).Load()
-	up = &userPolicy{hash: hash, name: u.Username, home: u.HomeDir, cfg: snap.Config}
-	switch {
-	case sv.failing || snap.Origin == managedconfig.OriginInvalid:
-		up.cfg.CoworkEnabled, up.cfg.Mode = true, managedconfig.Enforce
-		up.cls, err = policy.DenyAll()
-	default:
-		up.cls, err = policy.Compile(snap.Config.Policy)
-	}
-	if err != nil && up.cls == nil {
-		return nil, fmt.Errorf("compile the policy for %s: %w", u.Username, err)
-	}
-	places := &realpath.Cache{For: identitiesFor, Places: up.cls.PlacePaths}
-	up.judge = judgement.Judge{Cfg: up.cfg, Rules: up.cls, Links: filepath.EvalSymlinks, Places: places.Get}
-	h.mu.Lock()
-	h.users[uid] = up
-	h.mu.Unlock()
-	return up, nil
 }
 
 // recordHostCall queues a host call's record for the writer; one that cannot be queued, or
@@ -281,7 +212,7 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 	if !d.env.System {
 		return nil, func() {}, nil
 	}
-	srv, err := hostsocket.Listen(d.paths.Socket, &hostCalls{d: d, users: map[uint32]*userPolicy{}}, d.log.With("component", "socket"))
+	srv, err := hostsocket.Listen(d.paths.Socket, &hostCalls{d: d, callers: &hosthook.Callers{Env: d.env, Paths: d.paths, Session: d.hostSession}}, d.log.With("component", "socket"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("system mode: %w", err)
 	}
@@ -300,10 +231,6 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 		<-recorded
 	}, nil
 }
-
-// identitiesFor is how long a user's protected places are known by the identities taken: a
-// place made since is known by its identity within that time.
-const identitiesFor = 10 * time.Second
 
 // hostRecordQueue bounds the host calls' records waiting for the writer; past it, a record goes
 // to the state's drop folder (imported at the next heartbeat) rather than hold up an answer.

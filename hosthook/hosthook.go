@@ -3,6 +3,9 @@
 // call it reads the payload, compiles the managed policy, judges the call, records it in the
 // decision log, and returns what the hook prints: a deny or ask in enforce mode, nothing otherwise.
 //
+// It is also the system daemon's socket door (Callers): the same judgement for a call handed over
+// the socket, under the policy of the caller the kernel names.
+//
 // It never fails open in enforce mode: every failure, a panic included, is a deny. It does not
 // answer Cowork sessions whose own injected hook reports to the daemon (the daemon does), it never
 // writes the last good copy of managed.json (only the daemon does), and it keeps no state between

@@ -1,0 +1,127 @@
+package hosthook
+
+import (
+	"context"
+	"fmt"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/hostsocket"
+	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/judgement"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// Callers is the socket door of a system-mode daemon: it judges each caller's host call under
+// the policy as the caller's own home makes it (their protected places, their sessions roots),
+// compiled once per configuration and kept per uid with its places' identities. The kernel's
+// word names the caller; the request's CLAUDE_CONFIG_DIR is the caller's to say, so it can only
+// name a session under the caller's own roots. It writes nothing: the record goes back to the
+// daemon, which writes it.
+type Callers struct {
+	// Env and Paths are the daemon's (system mode): the platform, the overrides, managed.json,
+	// and the host channels' root.
+	Env   managedconfig.Env
+	Paths managedconfig.Paths
+	// Session is the daemon's view of a session's quarantine and flow (see Judgement.Session).
+	Session func(id string) (SessionState, bool)
+	// Lookup names a uid (nil: the system's user database).
+	Lookup func(uid uint32) (*user.User, error)
+
+	mu    sync.Mutex
+	users map[uint32]*caller
+}
+
+// Serving is the configuration calls are judged under now.
+type Serving struct {
+	Snap managedconfig.Snapshot
+	// Failing: a broken file meant enforce, so every call is denied.
+	Failing bool
+	Stamp   telemetry.Stamp
+}
+
+// caller is one uid's policy under the configuration it was made under.
+type caller struct {
+	hash, name, home string
+	cfg              managedconfig.Config
+	judge            judgement.Judge
+}
+
+// identitiesFor is how long a caller's protected places are known by the identities taken: a
+// place made since is known by its identity within that time.
+const identitiesFor = 10 * time.Second
+
+// Answer judges the call r of the caller uid and returns what its hook prints and the record to
+// write (nil: the session's own hook reports the call, so nothing is recorded here).
+func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, sv Serving, started time.Time) (out []byte, rec *telemetry.Record, err error) {
+	cl, err := c.callerOf(uid, sv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if StandsAside(r.ConfigDir, cl.cfg, c.Paths.ChannelRoot()) {
+		return nil, nil, nil
+	}
+	env := managedconfig.Env{GOOS: c.Env.GOOS, Home: cl.home, Getenv: func(k string) string {
+		switch k {
+		case "CLAUDE_CONFIG_DIR":
+			return r.ConfigDir
+		case "CLAUDE_CODE_HOST_SESSION_ID":
+			return r.HostSession
+		}
+		return ""
+	}}
+	stamp := sv.Stamp
+	stamp.User = cl.name
+	j := Judgement{Judge: cl.judge, Env: env, ChannelRoot: c.Paths.ChannelRoot(), Stamp: stamp, Door: judgement.Socket, Session: c.Session}
+	rec, out = j.Decide(ctx, r.Payload, started)
+	return out, rec, nil
+}
+
+// callerOf is uid's policy under the configuration in force, compiled once per change.
+func (c *Callers) callerOf(uid uint32, sv Serving) (*caller, error) {
+	hash := sv.Snap.ShortHash()
+	c.mu.Lock()
+	cl := c.users[uid]
+	c.mu.Unlock()
+	if cl != nil && cl.hash == hash {
+		return cl, nil
+	}
+	lookup := c.Lookup
+	if lookup == nil {
+		lookup = func(uid uint32) (*user.User, error) { return user.LookupId(strconv.FormatUint(uint64(uid), 10)) }
+	}
+	u, err := lookup(uid)
+	if err != nil {
+		return nil, fmt.Errorf("who is uid %d: %w", uid, err)
+	}
+	env := c.Env
+	env.System, env.Homes, env.Home = false, nil, u.HomeDir
+	snap := managedconfig.NewLoader(env, c.Paths).Load()
+	cl = &caller{hash: hash, name: u.Username, home: u.HomeDir, cfg: snap.Config}
+	var cls *classifier.Classifier
+	switch {
+	case sv.Failing || snap.Origin == managedconfig.OriginInvalid:
+		cl.cfg.CoworkEnabled, cl.cfg.Mode = true, managedconfig.Enforce
+		cls, err = policy.DenyAll()
+	default:
+		cls, err = policy.Compile(snap.Config.Policy)
+	}
+	if err != nil && cls == nil {
+		return nil, fmt.Errorf("compile the policy for %s: %w", u.Username, err)
+	}
+	places := &realpath.Cache{For: identitiesFor, Places: cls.PlacePaths}
+	cl.judge = judgement.Judge{Cfg: cl.cfg, Rules: cls, Links: filepath.EvalSymlinks, Places: places.Get}
+	c.mu.Lock()
+	if c.users == nil {
+		c.users = map[uint32]*caller{}
+	}
+	c.users[uid] = cl
+	c.mu.Unlock()
+	return cl, nil
+}
