@@ -9,6 +9,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/flow"
+	"github.com/coworkbridge/coworkbridge/judgement"
 )
 
 // Panicking panics on every call it is asked to judge.
@@ -38,3 +39,14 @@ func (Hanging) WithFlow(v classifier.Verdict, _ flow.State, _ classifier.Facets,
 }
 
 func (Hanging) Effects(claudehook.Payload) []string { return nil }
+
+// Engine is a failing engine with a name for a subtest.
+type Engine struct {
+	Name  string
+	Rules judgement.Rules
+}
+
+// Failing are the engines every door is tried with: each must still give a deny and a record.
+func Failing() []Engine {
+	return []Engine{{"panics", Panicking{}}, {"hangs", Hanging{}}}
+}

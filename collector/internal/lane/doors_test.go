@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/judgement/judgementtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/ruleid"
@@ -17,20 +16,11 @@ import (
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
-// failingEngines are the engines every door is tried with: each must give a deny and a record.
-var failingEngines = []struct {
-	name  string
-	rules judgement.Rules
-}{
-	{"panics", judgementtest.Panicking{}},
-	{"hangs", judgementtest.Hanging{}},
-}
-
 func TestAFailingEngineAtTheSpoolIsADenyAndARecord(t *testing.T) {
-	for _, e := range failingEngines {
-		t.Run(e.name, func(t *testing.T) {
+	for _, e := range judgementtest.Failing() {
+		t.Run(e.Name, func(t *testing.T) {
 			f := newLane(t, managedconfig.Enforce)
-			f.pol.Judge.Rules, f.pol.Judge.Budget = e.rules, 20*time.Millisecond
+			f.pol.Judge.Rules, f.pol.Judge.Budget = e.Rules, 20*time.Millisecond
 			rid := f.call("enforce", "ls")
 			f.pass()
 			if ok, denied := f.answered(rid); !ok || !denied {
@@ -46,8 +36,8 @@ func TestAFailingEngineAtTheSpoolIsADenyAndARecord(t *testing.T) {
 }
 
 func TestAFailingEngineAtTheHostChannelIsADenyAndARecord(t *testing.T) {
-	for _, e := range failingEngines {
-		t.Run(e.name, func(t *testing.T) {
+	for _, e := range judgementtest.Failing() {
+		t.Run(e.Name, func(t *testing.T) {
 			f := newLane(t, managedconfig.Enforce)
 			root := filepath.Join(filepath.Dir(filepath.Dir(f.dir)), "channel")
 			f.lane = New(f.env, f.dir, root)
@@ -56,7 +46,7 @@ func TestAFailingEngineAtTheHostChannelIsADenyAndARecord(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(ch, "decisions"), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			f.pol.Judge.Rules, f.pol.Judge.Budget = e.rules, 20*time.Millisecond
+			f.pol.Judge.Rules, f.pol.Judge.Budget = e.Rules, 20*time.Millisecond
 			rid := f.nextRID()
 			if err := os.WriteFile(filepath.Join(ch, ".ev-"+rid), []byte("\n"+envelope(rid, "enforce", "Bash", bash("ls"))+"\n"), 0o600); err != nil {
 				t.Fatal(err)
