@@ -163,10 +163,10 @@ type Collector struct {
 	byBridge map[string]*entry // by the folder the watcher reports
 	// byID finds a session by its folder's name (the host calls, the injector's quarantines).
 	// Two roots may hold the same name; it holds one of them, and finds another when that one goes.
-	byID map[string]*entry
-	queue    chan *entry
-	w        fswatch.Watcher
-	stopped  bool
+	byID    map[string]*entry
+	queue   chan *entry
+	w       fswatch.Watcher
+	stopped bool
 	// leaseUntil is the time the alive leases last written run to.
 	leaseUntil time.Time
 	// passes counts the passes run, for Passes.
