@@ -145,8 +145,8 @@ var (
 		Doc:    "an attempt on the guard in a session, undone by the daemon; the line says what was changed, and repeated attempts quarantine the session",
 		Action: "review the session; the daemon has undone the change"})
 	CodeSessionFlooding = define(CodeInfo{Code: "session_flooding", Severity: SeverityWarning, LogOnly: true,
-		Title:  "a session exceeded its decision-log budget; the excess is summarised, not logged line by line",
-		Doc:    "a session exceeded its decision-log budget; the excess is summarised, not logged line by line, except the calls its transcripts then show, which are logged late",
+		Title:  "a session exceeded its decision-log budget; its routine excess is summarised, not logged line by line",
+		Doc:    "a session exceeded its decision-log budget; its routine excess is summarised (counts by rule, the first and last inputs, redacted), not logged line by line, except the calls its transcripts then show, which are logged late; calls the rules would refuse or ask about, and flow steps, are still logged one by one",
 		Action: "review the session: no agent's ordinary work makes ten calls a second for a minute"})
 )
 

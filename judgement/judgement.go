@@ -101,6 +101,11 @@ type Outcome struct {
 	Shown string
 	// Failed: the classifier panicked or spent its budget, and the call was denied for it.
 	Failed bool
+	// Notable: the call matters as evidence, whatever a quarantine made of it: the rules would
+	// refuse or ask about it, it is a step of a flow (it takes in outside content, reads private
+	// data or sends), or it could not be judged. A budget of the decision log never folds it
+	// into a summary.
+	Notable bool
 	// Record is the call's record in the decision log.
 	Record telemetry.Record
 	// Receipt is what the session's reconciliation counts of a call judged on the Mac (the hook
@@ -132,10 +137,11 @@ func (j Judge) Decide(ctx context.Context, c Call) Outcome {
 	if c.FlowErr != nil && facets.Send != "" {
 		flowed = append(flowed, "judged without the session's flow: "+c.FlowErr.Error())
 	}
+	notable := v.Decision != claudehook.Allow || failed || facets.Untrusted != "" || facets.Private != "" || facets.Send != ""
 	if c.Quarantined != "" {
 		v = classifier.Verdict{Decision: claudehook.Deny, RuleID: ruleid.Quarantine, Reason: QuarantineReason(c.Quarantined)}
 	}
-	o := Outcome{Verdict: v, Facets: facets, Flowed: flowed, Failed: failed}
+	o := Outcome{Verdict: v, Facets: facets, Flowed: flowed, Failed: failed, Notable: notable}
 	o.Enforced = c.Waiting && j.Cfg.Mode == managedconfig.Enforce && !v.ObserveOnly
 	o.Applied = claudehook.Allow
 	if o.Enforced {

@@ -19,9 +19,12 @@ func Fault(door Door, now time.Time, session, rid string, mode managedconfig.Mod
 	return guard(door, now, session, rid, mode, rule, reason)
 }
 
-// Flood is the record that summarises what a session's decision-log budget left out.
-func Flood(now time.Time, session string, mode managedconfig.Mode, summary string) telemetry.Record {
-	return guard(Spool, now, session, "", mode, ruleid.Flood, summary)
+// Flood is the record that summarises what a session's decision-log budget left out: summary
+// says it, folded (when set) counts it by rule and quotes the first and last inputs, redacted.
+func Flood(now time.Time, session string, mode managedconfig.Mode, summary string, folded json.RawMessage) telemetry.Record {
+	rec := guard(Spool, now, session, "", mode, ruleid.Flood, summary)
+	rec.Input = orNull(folded)
+	return rec
 }
 
 // Attempt is the record of an attempt on the guard found in a session's bridge folder (a forged

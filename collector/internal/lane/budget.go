@@ -1,6 +1,7 @@
 package lane
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -17,9 +18,11 @@ import (
 // What the budget leaves out and names a tool call is held (see hold): a real call among forged
 // noise is logged line by line once a transcript shows it.
 func (l *Lane) admit(p *Policy, outs []outcome, now time.Time) (keep []outcome, summaries []telemetry.Record, exceeded bool) {
-	lim := flood.Limits{Records: l.env.Limits.BudgetRecords, Bytes: l.env.Limits.BudgetBytes}
+	lim := flood.Limits{Records: l.env.Limits.BudgetRecords, Bytes: l.env.Limits.BudgetBytes,
+		Notable: notableShare * l.env.Limits.BudgetRecords, NotableBytes: notableShare * l.env.Limits.BudgetBytes}
 	for _, o := range outs {
-		a := l.flood.Admit(now, int64(len(o.rec.Input)), o.rec.Decision, o.backlog, lim)
+		a := l.flood.Admit(now, flood.Entry{Size: int64(len(o.rec.Input)), Rule: o.rec.Rule, Notable: o.notable,
+			Backlog: o.backlog, Tool: o.rec.Tool, Input: o.rec.Input}, lim)
 		for _, s := range a.Summaries {
 			summaries = append(summaries, l.floodRecord(p, now, s))
 		}
@@ -32,6 +35,11 @@ func (l *Lane) admit(p *Policy, outs []outcome, now time.Time) (keep []outcome, 
 	}
 	return keep, summaries, exceeded
 }
+
+// notableShare is how many times the routine budget a session may log, a minute, of the records
+// that matter as evidence once past that budget: a flood of forged denies stays bounded, and
+// past this the records are held as the routine ones are (logged when a transcript shows them).
+const notableShare = 4
 
 // maxHeld bounds the records held per session (the newest are kept), and each keeps a preview of
 // its input only: about 330 KiB at most. To push a real call out, forged lines must outnumber it
@@ -98,8 +106,14 @@ func (h heldRecords) footprint() int64 {
 	return n
 }
 
-func (l *Lane) floodRecord(p *Policy, now time.Time, reason string) telemetry.Record {
-	return judgement.Flood(now, l.id, p.Cfg.Mode, reason)
+func (l *Lane) floodRecord(p *Policy, now time.Time, s flood.Summary) telemetry.Record {
+	var detail json.RawMessage
+	if s.Folded != nil {
+		f := *s.Folded
+		f.Quotes(func(in json.RawMessage) json.RawMessage { return transcript.Preview(telemetry.RedactedInput(in)) })
+		detail, _ = json.Marshal(f)
+	}
+	return judgement.Flood(now, l.id, p.Cfg.Mode, s.Text, detail)
 }
 
 // floodQuarantine quarantines a session that went over its budget, in enforce: no agent's work

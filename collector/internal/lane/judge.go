@@ -35,6 +35,9 @@ type outcome struct {
 	backlog bool
 	// toolUseID is the call's id: a record over the budget waits for the transcript to show it.
 	toolUseID string
+	// notable: the record matters as evidence (judgement.Outcome.Notable); a budget logs it
+	// line by line past the routine allowance.
+	notable bool
 	// held: a no objection for a hook in the host channel, not yet published. It is answered
 	// once the record is written, with the event file itself (see channelBatch).
 	held bool
@@ -95,7 +98,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 		l.takeFlow(j.Facets, cmp.Or(pl.ToolUseID, env.RID), pl.ToolName)
 	}
 	l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: !j.Ran(), Input: pl.ToolInput}, l.env.Now())
-	o := outcome{rec: j.Record, toolUseID: pl.ToolUseID}
+	o := outcome{rec: j.Record, toolUseID: pl.ToolUseID, notable: j.Notable}
 	if waiting {
 		// A hook still in enforce after a switch to observe is released with no objection.
 		if o.held = l.holdable(src, env.RID, j.Applied, j.Shown, j.Verdict.Nudge); !o.held {
