@@ -9,7 +9,9 @@ import (
 
 var start = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
-func routine(size int64) Entry { return Entry{Size: size, Tool: "Bash", Input: json.RawMessage(`{"command":"ls"}`)} }
+func routine(size int64) Entry {
+	return Entry{Size: size, Tool: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}
+}
 
 func TestAWindowLogsItsBudgetThenCountsAndSummarisesWhenItCloses(t *testing.T) {
 	var w Window
