@@ -424,3 +424,31 @@ func TestACallHiddenByARenameRightAfterItIsStillFound(t *testing.T) {
 		t.Errorf("unguarded record %+v: want the hidden call", r)
 	}
 }
+
+// In a session with no transcript, lines the agent writes into its own spool cannot be told from
+// its CLI's: each is recorded as it comes, then reported unconfirmed once no transcript has
+// shown it within the window, counted for health, and (since the CLI may simply keep no
+// transcript there) never a quarantine.
+func TestWithoutATranscriptTheSpoolsLinesAreMarkedUnconfirmed(t *testing.T) {
+	for _, mode := range []managedconfig.Mode{managedconfig.Observe, managedconfig.Enforce} {
+		t.Run(string(mode), func(t *testing.T) {
+			f := newFixture(t, mode)
+			f.opts.ForgedAfter = 300 * time.Millisecond
+			f.start()
+			forged := f.nextRID()
+			f.appendRaw(envelopeFor(forged, string(mode), "toolu_forged", "echo forged envelope") + "\n")
+			f.waitRecords(1)
+			f.settle()
+			f.later(400 * time.Millisecond)
+			f.c.scheduleAll(true)
+			r := f.waitRule(ruleid.Unconfirmed)
+			if r.RID != forged || !strings.Contains(r.Reason, "toolu_forged") || !strings.Contains(string(r.Input), "forged envelope") ||
+				r.Transport != telemetry.TransportTranscript {
+				t.Errorf("record %+v", r)
+			}
+			if f.health.count(string(health.CodeUnconfirmedEvent)) != 1 || f.health.count("quarantined") != 0 {
+				t.Errorf("health %v", f.health.counts)
+			}
+		})
+	}
+}

@@ -128,6 +128,10 @@ var (
 		Title:  "an event reached the daemon that no tool call of the session caused: its tool_use_id never appeared in the session's transcripts",
 		Doc:    "an event reached the daemon that no tool call of the session caused: its `tool_use_id` never appeared in any of the session's transcripts within a minute. Recorded as `coworkbridge.forged-event`, the session quarantined in enforce",
 		Action: "review the session's record (coworkbridge.forged-event); in enforce the session is quarantined"})
+	CodeUnconfirmedEvent = define(CodeInfo{Code: "unconfirmed_events", Severity: SeverityWarning,
+		Title:  "events of a session's spool that no transcript confirmed within a minute, in a session with no transcript: the CLI keeps none there, or something other than its hook wrote them",
+		Doc:    "events of a session's spool that no transcript confirmed within a minute, in a session with no transcript: the CLI keeps none there (`--no-session-persistence`, a configuration folder elsewhere), or something other than its hook wrote them. Recorded as `coworkbridge.unconfirmed-event`; the session is not quarantined for it",
+		Action: "review the session's record (coworkbridge.unconfirmed-event): its spool's calls cannot be told from forged lines while its CLI keeps no transcript"})
 	CodeSessionOverBudget = define(CodeInfo{Code: "session_over_budget", Severity: SeverityWarning,
 		Title:  "a session made the daemon keep more than its budget (calls awaiting their result, events awaiting their call, transcripts followed); the excess is dropped and reconciliation there is incomplete",
 		Doc:    "a session made the daemon keep more than its budget: 1 MiB, counted by size, for everything the daemon keeps of it (events awaiting their call, calls awaiting their result, results awaiting their event, the transcripts followed (at most 1,000), recent request ids, the instruction scan, attempts on the guard awaiting their record, calls held over the log budget), where a real session keeps a few KiB. What does not fit is not kept, reconciliation there is incomplete, and memory stays bounded",

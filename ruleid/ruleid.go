@@ -33,11 +33,13 @@ const (
 
 // Attempts on the guard, found in a session or in the record.
 const (
-	ForgedDecision     = "coworkbridge.forged-decision"
-	PlantedLease       = "coworkbridge.planted-lease"
-	PlantedSpool       = "coworkbridge.planted-spool"
-	Unguarded          = "coworkbridge.unguarded-call"
-	ForgedEvent        = "coworkbridge.forged-event"
+	ForgedDecision = "coworkbridge.forged-decision"
+	PlantedLease   = "coworkbridge.planted-lease"
+	PlantedSpool   = "coworkbridge.planted-spool"
+	Unguarded      = "coworkbridge.unguarded-call"
+	ForgedEvent    = "coworkbridge.forged-event"
+	// Unconfirmed: a spool event no transcript confirmed, in a session with none.
+	Unconfirmed        = "coworkbridge.unconfirmed-event"
 	TranscriptTampered = "coworkbridge.transcript-tampered"
 	RecordTampered     = "coworkbridge.record-tampered"
 	// SettingsChange and SettingsUnreadable: a settings change judged under lockdown.
@@ -51,7 +53,7 @@ const Flood = "coworkbridge.flood"
 // All is every id of this package, for the tests and the reference that list them.
 func All() []string {
 	return []string{Malformed, Oversized, ClassifierError, DuplicateRID, Quarantine, ConfigInvalid, Hook,
-		ForgedDecision, PlantedLease, PlantedSpool, Unguarded, ForgedEvent, TranscriptTampered,
+		ForgedDecision, PlantedLease, PlantedSpool, Unguarded, ForgedEvent, Unconfirmed, TranscriptTampered,
 		RecordTampered, SettingsChange, SettingsUnreadable, Flood}
 }
 

@@ -227,16 +227,22 @@ func (l *Lane) overBudget(now time.Time, what string) {
 // reportFindings records each finding, tells health, and in enforce quarantines.
 func (l *Lane) reportFindings(p *Policy, found []ledger.Finding, now time.Time) {
 	recs := make([]telemetry.Record, 0, len(found))
-	for _, f := range found {
+	var quarantine *ledger.Finding
+	for i, f := range found {
 		recs = append(recs, judgement.Finding(now, l.id, f.RID, p.Cfg.Mode, f.Use.Tool, f.Use.Preview, f.Rule, f.Why))
 		l.env.Log.Warn("reconciliation found the guard bypassed or its evidence edited", "code", f.Code, "session", l.id, "rule", f.Rule, "tool_use_id", f.Use.ID, "tool", f.Use.Tool, "why", f.Why)
-		l.env.Health.Count(l.id, f.Code)
+		l.env.Health.CountN(l.id, f.Code, max(f.Count, 1))
+		if quarantine == nil && f.Rule != ruleid.Unconfirmed {
+			// An event only unconfirmed may be the CLI's own, in a session that keeps no
+			// transcript: reported, never a quarantine.
+			quarantine = &found[i]
+		}
 	}
 	if err := l.env.Sink.WriteBatch(recs); err != nil {
 		l.env.Health.Count("", health.CodeTelemetryFailed)
 		l.env.Log.Warn("cannot record reconciliation findings in the decision log", "code", health.CodeTelemetryFailed, "session", l.id, "err", err)
 	}
-	if p.Cfg.Mode == managedconfig.Enforce {
-		l.Quarantine(quarantineReason(found[0].Rule) + " (" + found[0].Why + ")")
+	if p.Cfg.Mode == managedconfig.Enforce && quarantine != nil {
+		l.Quarantine(quarantineReason(quarantine.Rule) + " (" + quarantine.Why + ")")
 	}
 }

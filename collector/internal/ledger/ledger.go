@@ -56,9 +56,11 @@ func New(limit int64) *Ledger {
 }
 
 type judged struct {
-	Denied bool                   `json:"denied,omitempty"` // an enforced deny
-	At     time.Time              `json:"at"`
-	Input  transcript.Fingerprint `json:"input"`
+	Denied bool `json:"denied,omitempty"` // an enforced deny
+	// Spool: the event came through the session's spool, which the agent can write.
+	Spool bool                   `json:"spool,omitempty"`
+	At    time.Time              `json:"at"`
+	Input transcript.Fingerprint `json:"input"`
 	// Seen: a transcript shows the call. Until then the event's tool, preview and request id
 	// are kept for the forged-event finding.
 	Seen    bool            `json:"seen,omitempty"`
@@ -84,6 +86,9 @@ type Event struct {
 	Input  json.RawMessage
 	// Fingerprint stands for Input when only the fingerprint came (a host hook's receipt).
 	Fingerprint transcript.Fingerprint
+	// SelfReported: the event came through the session's spool, which the agent can write as
+	// well as its CLI's hook; only a transcript confirms that the CLI made the call.
+	SelfReported bool
 }
 
 // Finding is one thing the ledger found.
@@ -93,6 +98,8 @@ type Finding struct {
 	Use  Use         // the call: its id, tool and input preview
 	RID  string
 	Why  string
+	// Count is how many events the finding stands for, when more than one.
+	Count int
 }
 
 // Sizes of what a ledger keeps, as bytes of the daemon's memory: the strings and maps held.
@@ -223,7 +230,7 @@ func (l *Ledger) Judged(ev Event, now time.Time) {
 	if fp == nil {
 		fp = transcript.FingerprintOf(ev.Input)
 	}
-	j := judged{Denied: ev.Denied, At: now, Input: fp, Seen: used || ran}
+	j := judged{Denied: ev.Denied, Spool: ev.SelfReported, At: now, Input: fp, Seen: used || ran}
 	if !j.Seen {
 		j.Tool, j.RID, j.Preview = cut(ev.Tool), cut(ev.RID), preview(ev.Input)
 	}
@@ -293,7 +300,9 @@ func (l *Ledger) Settle(now time.Time, grace, forgedAfter time.Duration) []Findi
 		l.dropJudged(id)
 	}
 	if !l.followed {
-		return found // no transcript to hold events against (not a CLI session, or not yet)
+		// No transcript to hold events against (not a CLI session, one whose CLI keeps none, or
+		// not yet): what the spool alone says stays unconfirmed.
+		return append(found, l.unconfirmed(now, forgedAfter)...)
 	}
 	for id, j := range l.judged {
 		if !j.Seen && now.Sub(j.At) >= forgedAfter {
@@ -302,6 +311,35 @@ func (l *Ledger) Settle(now time.Time, grace, forgedAfter time.Duration) []Findi
 				Why: fmt.Sprintf("tool call %s: an event reached coworkbridge, but none of the session's transcripts shows the call within %v (written by something other than the CLI's hook)", id, forgedAfter)})
 			l.dropJudged(id)
 		}
+	}
+	return found
+}
+
+// maxUnconfirmed bounds the unconfirmed events reported one by one in a settling; the rest are
+// reported together, so that forged lines cannot make the daemon write more than they wrote.
+const maxUnconfirmed = 32
+
+// unconfirmed reports the spool's events that no transcript confirmed within forgedAfter, in a
+// session with none: each a finding (up to maxUnconfirmed, then one for the rest).
+func (l *Ledger) unconfirmed(now time.Time, forgedAfter time.Duration) []Finding {
+	var found []Finding
+	more, last := 0, ""
+	for id, j := range l.judged {
+		if !j.Spool || j.Seen || now.Sub(j.At) < forgedAfter {
+			continue
+		}
+		l.dropJudged(id)
+		if len(found) == maxUnconfirmed {
+			more, last = more+1, id
+			continue
+		}
+		found = append(found, Finding{Rule: ruleid.Unconfirmed, Code: health.CodeUnconfirmedEvent, RID: j.RID,
+			Use: Use{ID: id, Tool: j.Tool, Preview: j.Preview},
+			Why: fmt.Sprintf("tool call %s: only the session's spool says it was made, and no transcript of the session confirmed it within %v (the CLI keeps none here, or something other than its hook wrote the line)", id, forgedAfter)})
+	}
+	if more > 0 {
+		found = append(found, Finding{Rule: ruleid.Unconfirmed, Code: health.CodeUnconfirmedEvent, Count: more,
+			Why: fmt.Sprintf("%d more events of the session's spool, up to tool call %s, were not confirmed by any transcript within %v", more, last, forgedAfter)})
 	}
 	return found
 }

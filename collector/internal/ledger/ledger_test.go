@@ -116,3 +116,55 @@ func TestThePersistedLedgerHoldsNoSecretTheLogWouldRedact(t *testing.T) {
 		t.Errorf("persisted state holds the token:\n%s", state)
 	}
 }
+
+// With no transcript to hold them against, the spool's events (which the agent can write) are
+// reported unconfirmed once the window passes; events from the Mac (channel, receipts) are not,
+// and a transcript that shows the call confirms it.
+func TestWithoutTranscriptsTheSpoolsEventsAreReportedUnconfirmed(t *testing.T) {
+	l := New(1 << 20)
+	start := time.Now()
+	in := json.RawMessage(`{"command":"echo token=ghp_` + strings.Repeat("a", 36) + `"}`)
+	l.Judged(Event{ToolUseID: "toolu_spool", Tool: "Bash", RID: "r1", Input: in, SelfReported: true}, start)
+	l.Judged(Event{ToolUseID: "toolu_mac", Tool: "Bash", RID: "r2", Input: in}, start)
+	l.Judged(Event{ToolUseID: "toolu_shown", Tool: "Bash", RID: "r3", Input: in, SelfReported: true}, start)
+	l.Take(transcriptUse("toolu_shown", in), start)
+	if found := l.Settle(start.Add(30*time.Second), time.Second, time.Minute); len(found) != 0 {
+		t.Fatalf("reported within the window: %+v", found)
+	}
+	found := l.Settle(start.Add(time.Minute), time.Second, time.Minute)
+	if len(found) != 1 || found[0].Rule != "coworkbridge.unconfirmed-event" || found[0].RID != "r1" || found[0].Use.ID != "toolu_spool" {
+		t.Fatalf("findings %+v", found)
+	}
+	if strings.Contains(string(found[0].Use.Preview), "ghp_aaaa") {
+		t.Errorf("the finding quotes a secret: %s", found[0].Use.Preview)
+	}
+	if again := l.Settle(start.Add(2*time.Minute), time.Second, time.Minute); len(again) != 0 {
+		t.Errorf("reported twice: %+v", again)
+	}
+}
+
+// A flood of forged lines makes the ledger write no more than a bounded number of findings a
+// settling: the first one by one, the rest together.
+func TestUnconfirmedEventsAreReportedOneByOneUpToABound(t *testing.T) {
+	l := New(4 << 20)
+	start := time.Now()
+	for i := range 500 {
+		l.Judged(Event{ToolUseID: fmt.Sprintf("toolu_%04d", i), Tool: "Bash", Input: json.RawMessage(`{"command":"ls"}`), SelfReported: true}, start)
+	}
+	found := l.Settle(start.Add(time.Minute), time.Second, time.Minute)
+	if len(found) != maxUnconfirmed+1 || found[maxUnconfirmed].Count != 500-maxUnconfirmed {
+		t.Fatalf("%d findings, the last %+v", len(found), found[len(found)-1])
+	}
+}
+
+// Once the session has transcripts, an event no transcript shows is a forged event, as before.
+func TestWithTranscriptsAnUnseenEventIsForgedNotUnconfirmed(t *testing.T) {
+	l := New(1 << 20)
+	l.SetFollowed()
+	start := time.Now()
+	l.Judged(Event{ToolUseID: "toolu_x", Tool: "Bash", Input: json.RawMessage(`{}`), SelfReported: true}, start)
+	found := l.Settle(start.Add(time.Minute), time.Second, time.Minute)
+	if len(found) != 1 || found[0].Rule != "coworkbridge.forged-event" {
+		t.Fatalf("findings %+v", found)
+	}
+}
