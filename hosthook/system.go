@@ -69,13 +69,24 @@ func alone(env managedconfig.Env, system managedconfig.Paths, opts Options, star
 		return failure(true, "cannot find coworkbridge's folders: "+err.Error())
 	}
 	snap := managedconfig.NewLoader(env, paths).Load()
-	if snap.Origin == managedconfig.OriginInvalid {
+	switch {
+	case snap.Origin == managedconfig.OriginNone && why != "":
+		// Installed in system mode, yet no managed.json: the daemon (which would say "off") is
+		// unreachable, so the hook cannot know coworkbridge is off and does not assume it.
+		return failureWith(true, "coworkbridge's daemon could not judge it ("+why+") and there is no managed.json to say the organisation's mode", managedconfig.Notices{})
+	case snap.Origin == managedconfig.OriginInvalid:
 		snap.Config.CoworkEnabled, snap.Config.Mode = true, snap.Intent
-	} else if !snap.Enabled() {
+	case !snap.Enabled():
 		return nil
 	}
 	cfg := snap.Config
 	enforce := cfg.Mode == managedconfig.Enforce
+	if why != "" && (snap.Origin == managedconfig.OriginInvalid && snap.Unread) {
+		// The system drop-in is installed, so coworkbridge is deployed here; a managed.json this
+		// user cannot read (root's alone, say) tells nothing of its mode, and "off" is not ours to
+		// assume while the daemon that could read it is unreachable.
+		return failureWith(true, "coworkbridge's daemon could not judge it ("+why+") and this user cannot read managed.json to know the organisation's mode ("+snap.Problem.Error()+")", cfg.Policy.Notices)
+	}
 	dropped := func(rec telemetry.Record, stamp telemetry.Stamp) { drop(system.DropDir, rec, stamp) }
 	stamp := telemetry.LocalStamp(opts.Version, snap.ShortHash(), string(snap.Origin))
 	if why == "" {

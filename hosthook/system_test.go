@@ -117,3 +117,27 @@ func TestASystemHookDeniesInEnforceWhenTheDaemonIsTooSlow(t *testing.T) {
 		t.Fatalf("a daemon that did not answer in time: %s", out)
 	}
 }
+
+// With its daemon unreachable, a system hook that cannot read managed.json, or finds none,
+// cannot know that coworkbridge is off: it denies rather than take "off" for granted. (As root,
+// which CI is, a 0600 file of another user cannot be made unreadable; a file under a file fails
+// the read the same way, and the hook sees one error as any other.)
+func TestASystemHookWithoutItsDaemonDeniesWhenItCannotReadTheConfiguration(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		path func(m *mac) string
+	}{
+		{"none at all", func(m *mac) string { return filepath.Join(m.home, "absent", "managed.json") }},
+		{"one that cannot be read", func(m *mac) string { return filepath.Join(m.config, "managed.json") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
+			opts := m.options(true, managedconfig.EnvSocket, filepath.Join(m.home, "run", "none.sock"),
+				managedconfig.EnvStateDir, filepath.Join(m.home, "system", "state"), managedconfig.EnvManagedConfig, c.path(m))
+			out := AnswerSystem(strings.NewReader(bashPayload), opts)
+			if answer(out) != "deny" || !strings.Contains(string(out), "daemon could not judge") {
+				t.Fatalf("printed %s, want a deny that says why", out)
+			}
+		})
+	}
+}

@@ -49,6 +49,9 @@ type Snapshot struct {
 	// Intent, for OriginInvalid, is the mode the broken file clearly asks for (IntentOf), so that
 	// a broken enforce file fails closed while a broken observe file blocks nothing.
 	Intent Mode
+	// Unread, for OriginInvalid: the file could not be read at all (and no good copy could be),
+	// so nothing is known of what the admin asks; Intent is then only a guess.
+	Unread bool
 }
 
 // Enabled reports whether the daemon should guard Cowork sessions.
@@ -119,7 +122,10 @@ func (l *Loader) Load() Snapshot {
 	if err == nil {
 		cfg, err = Parse(data, path, l.env, l.paths)
 		off.Intent = IntentOf(data)
-	} else if errors.Is(err, errNotRegular) {
+	} else {
+		off.Unread = true
+	}
+	if errors.Is(err, errNotRegular) {
 		// No MDM delivers a FIFO, a socket or a folder: one planted at the name must not
 		// switch enforcement off, so with no good copy every call is denied.
 		off.Intent = Enforce
