@@ -91,7 +91,7 @@ type Daemon struct {
 	serving atomic.Pointer[serving]
 	started atomic.Pointer[time.Time]
 	// hostRecs queues the host calls' records for their writer (system mode).
-	hostRecs chan telemetry.Record
+	hostRecs chan hostRecord
 }
 
 // recordTampered reports what was done to the decision log behind the daemon's back, in the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
@@ -19,7 +20,7 @@ import (
 func socketDaemon(t *testing.T) *Daemon {
 	t.Helper()
 	d := &Daemon{log: slog.New(slog.DiscardHandler), health: health.New(time.Now), env: managedconfig.Env{GOOS: "linux"},
-		paths: managedconfig.Paths{StateDir: t.TempDir()}, hostRecs: make(chan telemetry.Record, 4)}
+		paths: managedconfig.Paths{StateDir: t.TempDir()}, hostRecs: make(chan hostRecord, 4)}
 	sv := &serving{on: true, snap: managedconfig.Snapshot{Config: managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Enforce}}}
 	d.serving.Store(sv)
 	return d
@@ -39,4 +40,44 @@ func TestAPanicServingAHostCallIsAnErrorAnswerNotTheDaemonsEnd(t *testing.T) {
 	if n := d.health.Snapshot(false).Totals.Counts[health.CodeHostCallFailed]; n != 1 {
 		t.Errorf("host_call_failed counted %d times", n)
 	}
+}
+
+// A socket call is answered only once its record is written: killed between the two, the daemon
+// would otherwise leave a call let run with no record, and a socket call has no spool to replay.
+func TestAHostCallIsAnsweredOnlyAfterItsRecordIsWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := socketDaemon(t)
+		answered := make(chan struct{})
+		go func() {
+			d.recordHostCall(context.Background(), telemetry.Record{RID: "r1"})
+			close(answered)
+		}()
+		hr := <-d.hostRecs
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case <-answered:
+			t.Fatal("answered before the record was written")
+		default:
+		}
+		close(hr.done) // the writer wrote it
+		synctest.Wait()
+		select {
+		case <-answered:
+		default:
+			t.Fatal("not answered once the record was written")
+		}
+	})
+}
+
+// A writer that does not get to the record in time does not hold the answer past recordWait.
+func TestAHostCallWaitsForItsRecordAtMostRecordWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := socketDaemon(t)
+		start := time.Now()
+		d.recordHostCall(context.Background(), telemetry.Record{RID: "r1"})
+		if waited := time.Since(start); waited != recordWait {
+			t.Errorf("waited %v, want %v", waited, recordWait)
+		}
+	})
 }

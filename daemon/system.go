@@ -106,10 +106,12 @@ func (h *hostCalls) call(ctx context.Context, p hostsocket.Peer, r hostsocket.Re
 		a.Error = err.Error()
 		return a
 	}
-	a.Output = out
 	if rec != nil {
-		h.d.recordHostCall(*rec)
+		// The answer waits for its record: a call let run and then a daemon killed must not
+		// leave a call with no record, and a socket call has no spool to be read again.
+		h.d.recordHostCall(ctx, *rec)
 	}
+	a.Output = out
 	return a
 }
 
@@ -123,14 +125,35 @@ func (d *Daemon) hostSession(id string) (hosthook.SessionState, bool) {
 	return hosthook.SessionState{Quarantined: hl.Quarantined, Flow: hl.Flow, Judged: hl.Judged}, ok
 }
 
-// recordHostCall queues a host call's record for the writer; one that cannot be queued, or
-// written, waits in the state's own drop folder for the next import, so that it is neither lost
-// nor holding up the answer.
-func (d *Daemon) recordHostCall(rec telemetry.Record) {
+// hostRecord is a host call's record on its way to the writer; done closes once it is in the
+// decision log or, failing that, in the state's drop folder.
+type hostRecord struct {
+	rec  telemetry.Record
+	done chan struct{}
+}
+
+// recordWait bounds how long an answer waits for its record: the writer appends in batches in
+// milliseconds, and a record still queued past this is written all the same.
+const recordWait = 2 * time.Second
+
+// recordHostCall hands a host call's record to the writer and waits until it is written (or
+// kept in the state's drop folder for the next import). One that cannot be queued is dropped
+// there at once, so that it is neither lost nor holding up the answer for long.
+func (d *Daemon) recordHostCall(ctx context.Context, rec telemetry.Record) {
+	hr := hostRecord{rec: rec, done: make(chan struct{})}
 	select {
-	case d.hostRecs <- rec:
+	case d.hostRecs <- hr:
 	default:
 		d.dropHostRecord(rec)
+		return
+	}
+	t := time.NewTimer(recordWait)
+	defer t.Stop()
+	select {
+	case <-hr.done:
+	case <-t.C:
+		d.log.Warn("a host call's record was not written in time; the call is answered and its record stays queued", "code", health.CodeTelemetryFailed, "rid", rec.RID)
+	case <-ctx.Done():
 	}
 }
 
@@ -216,7 +239,7 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 	if err != nil {
 		return nil, nil, fmt.Errorf("system mode: %w", err)
 	}
-	d.hostRecs = make(chan telemetry.Record, hostRecordQueue)
+	d.hostRecs = make(chan hostRecord, hostRecordQueue)
 	recorded := make(chan struct{})
 	go func() { defer close(recorded); d.writeHostRecords() }()
 	sctx, cancel := context.WithCancel(ctx)
@@ -237,11 +260,11 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 const hostRecordQueue = 4096
 
 // writeHostRecords writes the host calls' records as they come, each time all that are waiting
-// in one write: the answers never wait for the log, and a burst of calls costs one append.
+// in one write: a burst of calls costs one append, and each answer waits for that append only.
 func (d *Daemon) writeHostRecords() {
-	batch := make([]telemetry.Record, 0, 64)
-	for rec := range d.hostRecs {
-		batch = append(batch[:0], rec)
+	batch := make([]hostRecord, 0, 64)
+	for hr := range d.hostRecs {
+		batch = append(batch[:0], hr)
 	more:
 		for len(batch) < cap(batch) {
 			select {
@@ -258,12 +281,18 @@ func (d *Daemon) writeHostRecords() {
 	}
 }
 
-func (d *Daemon) writeHostBatch(batch []telemetry.Record) {
-	if g := d.watching.Load(); g != nil && g.log.WriteBatch(batch) == nil {
-		return
+func (d *Daemon) writeHostBatch(batch []hostRecord) {
+	recs := make([]telemetry.Record, len(batch))
+	for i, hr := range batch {
+		recs[i] = hr.rec
 	}
-	for _, rec := range batch {
-		d.dropHostRecord(rec)
+	if g := d.watching.Load(); g == nil || g.log.WriteBatch(recs) != nil {
+		for _, rec := range recs {
+			d.dropHostRecord(rec)
+		}
+	}
+	for _, hr := range batch {
+		close(hr.done)
 	}
 }
 
