@@ -2,11 +2,13 @@ package judgement_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -44,4 +46,31 @@ func BenchmarkDecideBash(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
+}
+
+// BenchmarkDecideWrite is a file tool's call with an absolute path, which is also judged where the
+// Mac's links take it: with the protected places' identities cached (as every door keeps them)
+// and taken anew for each call (as the socket door did before it kept them).
+func BenchmarkDecideWrite(b *testing.B) {
+	cls := rules(b)
+	in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(b.TempDir(), "report.md"), "content": "# Report\n"})
+	c := judgement.Call{Door: judgement.Socket, Payload: claudehook.Payload{ToolName: "Write", ToolInput: in, ToolUseID: "toolu_w"},
+		Session: "local_a", Waiting: true}
+	cached := &realpath.Cache{For: 10 * time.Second, Places: cls.PlacePaths}
+	for _, tc := range []struct {
+		name   string
+		places func() realpath.Identities
+	}{
+		{"cached", cached.Get},
+		{"per-call", func() realpath.Identities { return realpath.Of(cls.PlacePaths()) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			j := judgement.Judge{Cfg: managedconfig.Config{Mode: managedconfig.Enforce, CoworkEnabled: true}, Rules: cls,
+				Links: filepath.EvalSymlinks, Places: tc.places}
+			b.ReportAllocs()
+			for b.Loop() {
+				j.Decide(context.Background(), c)
+			}
+		})
+	}
 }
