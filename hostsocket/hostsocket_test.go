@@ -173,3 +173,38 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// A hook that finds the socket can connect: the socket appears at its name only once it listens
+// (it is made under another name and renamed), and it is gone once the server stops. A previous
+// daemon's socket is replaced.
+func TestTheSocketIsThereOnlyWhileItListens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run", "hook.sock")
+	old, err := Listen(path, &echo{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.ln.Close() // a daemon that died: its socket file stays
+	s, err := Listen(path, &echo{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("a previous daemon's socket was not replaced: %v", err)
+	}
+	names, _ := os.ReadDir(filepath.Dir(path))
+	if len(names) != 1 || names[0].Name() != "hook.sock" {
+		t.Fatalf("the socket folder holds %v", names)
+	}
+	c, err := net.Dial("unix", path) // before Run: the backlog takes it
+	if err != nil {
+		t.Fatalf("the socket at its name does not take a connection: %v", err)
+	}
+	c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the socket outlived its server: %v", err)
+	}
+}

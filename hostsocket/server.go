@@ -56,13 +56,24 @@ func Listen(path string, h Handler, log *slog.Logger) (*Server, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	// The socket is made under a name of its own and renamed into place once it listens: a hook
+	// that finds the path can connect, never meeting a socket bound but not yet listening.
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".new")
+	_ = os.Remove(tmp) // a daemon's that stopped halfway; the folder is this user's alone
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o666); err != nil { // connect(2) needs write access
+	ln.SetUnlinkOnClose(false) // its name moves: Run removes the path itself
+	if err := os.Chmod(tmp, 0o666); err != nil { // connect(2) needs write access
 		ln.Close()
+		os.Remove(tmp)
 		return nil, fmt.Errorf("open %s to every user: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	return &Server{path: path, ln: ln, h: h, log: log, users: map[uint32]int{}}, nil
 }
@@ -102,6 +113,10 @@ func (s *Server) Run(ctx context.Context) error {
 	defer wg.Wait()
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
+	defer func() {
+		s.ln.Close()
+		os.Remove(s.path) // its name moved from where it was made: unlinking it is ours
+	}()
 	slots := make(chan struct{}, maxConns)
 	for {
 		c, err := s.ln.AcceptUnix()
