@@ -64,7 +64,7 @@ func Listen(path string, h Handler, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	ln.SetUnlinkOnClose(false) // its name moves: Run removes the path itself
+	ln.SetUnlinkOnClose(false)                   // its name moves: Run removes the path itself
 	if err := os.Chmod(tmp, 0o666); err != nil { // connect(2) needs write access
 		ln.Close()
 		os.Remove(tmp)
