@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,5 +155,30 @@ func TestASessionNameInTwoRootsIsFoundWhileEitherIsFollowed(t *testing.T) {
 	f.c.Untrack(id)
 	if _, ok := f.c.HostCall(id); ok {
 		t.Fatal("found after both went")
+	}
+}
+
+// A FIFO (or a link) planted where the host channel's receipts folder goes is never opened: the
+// session's pass goes on, and the calls it holds are still reconciled.
+func TestAFIFOAtTheReceiptsFolderDoesNotStallThePass(t *testing.T) {
+	f := newFixture(t, managedconfig.Enforce)
+	ch := f.withChannel()
+	f.opts.ReconcileGrace = 50 * time.Millisecond
+	f.start()
+	fifo := filepath.Join(ch, "receipts")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // release a blocked open, should there be one, so that the daemon can stop
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	})
+	f.transcript(toolUse("toolu_x", "id"), toolResult("toolu_x", false))
+	f.settle()
+	f.later(time.Second)
+	f.settle()
+	if r := f.waitRecords(1)[0]; r.Rule != ruleid.Unguarded {
+		t.Errorf("record %+v", r)
 	}
 }

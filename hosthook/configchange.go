@@ -102,7 +102,7 @@ func holdInFile(path string, l allowlist.List, now time.Time) (string, error) {
 	if filepath.Base(filepath.Dir(path)) != ".claude" || !strings.HasPrefix(base, "settings") || filepath.Ext(base) != ".json" {
 		return "", fmt.Errorf("not a settings file of a .claude folder: %s", path)
 	}
-	root, err := os.OpenRoot(filepath.Dir(path))
+	root, err := os.OpenRoot(filepath.Dir(path) + string(filepath.Separator) + ".") // a folder only: never a FIFO's blocking open
 	if err != nil {
 		return "", err
 	}

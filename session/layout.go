@@ -79,7 +79,7 @@ func OpenUnder(root, dir string) (*Session, error) {
 	if !ok || p.Level != LevelSession || p.Metadata {
 		return nil, fmt.Errorf("open session %s: not a session folder under %s", dir, root)
 	}
-	r, err := os.OpenRoot(root)
+	r, err := openRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", dir, err)
 	}
@@ -107,7 +107,7 @@ func openStep(r *os.Root, name string) (*os.Root, error) {
 	case !fi.IsDir():
 		return nil, ErrNotDir
 	}
-	next, err := r.OpenRoot(name)
+	next, err := openRootIn(r, name)
 	if err != nil {
 		return nil, err
 	}

@@ -147,7 +147,7 @@ func Open(dir string) (*Session, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("open session %s: %w", dir, ErrNotDir)
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := openRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", dir, err)
 	}
@@ -261,7 +261,7 @@ func (s *Session) folderLocked(dir string) (*os.Root, error) {
 		}
 		s.forgetLocked(dir) // replaced since it was opened
 	}
-	r, err := up.OpenRoot(base)
+	r, err := openRootIn(up, base)
 	if err != nil {
 		return nil, err
 	}
@@ -771,4 +771,17 @@ func (s *Session) Remove(name string) error {
 		return s.errorf("remove", name, err)
 	}
 	return nil
+}
+
+// openRoot opens the folder at path as a Root, and nothing but a folder: os.OpenRoot opens its
+// last name without O_DIRECTORY, so a FIFO swapped in after a look would block the open until a
+// writer came (one user's FIFO stalling a daemon that serves every user). "path/." can only be
+// resolved through a folder: anything else fails at once.
+func openRoot(path string) (*os.Root, error) {
+	return os.OpenRoot(path + string(filepath.Separator) + ".")
+}
+
+// openRootIn is openRoot for the folder name inside r.
+func openRootIn(r *os.Root, name string) (*os.Root, error) {
+	return r.OpenRoot(name + string(filepath.Separator) + ".")
 }

@@ -3,6 +3,7 @@ package realpath
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -35,5 +36,27 @@ func TestACacheTakesThePlacesAgainOnlyWhenTheyAreOld(t *testing.T) {
 	now = now.Add(-time.Minute) // the clock went back
 	if c.Get(); taken != 3 {
 		t.Errorf("not taken again after the clock went back: %d", taken)
+	}
+}
+
+// A FIFO at a sessions root (a user's own, normally missing) is passed over, never opened: the
+// identities are taken for every user's calls, and one blocked open would stall them all.
+func TestAFIFOAtASessionsRootIsPassedOver(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	if err := syscall.Mkfifo(root, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string, 1)
+	go func() { done <- append(SessionFolders([]string{root}), WithEntries(nil, []string{root})...) }()
+	select {
+	case got := <-done:
+		if len(got) != 0 {
+			t.Errorf("listed %v under a FIFO", got)
+		}
+	case <-time.After(10 * time.Second):
+		if w, err := os.OpenFile(root, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("blocked opening a FIFO at a sessions root")
 	}
 }

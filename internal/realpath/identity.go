@@ -111,7 +111,7 @@ func SessionFolders(roots []string) []string {
 	for range sessionDepth {
 		var next []string
 		for _, dir := range level {
-			f, err := os.Open(dir)
+			f, err := openDir(dir)
 			if err != nil {
 				continue
 			}
@@ -129,6 +129,12 @@ func SessionFolders(roots []string) []string {
 	return out
 }
 
+// openDir opens a folder to list it, and nothing else: a FIFO planted where a folder is expected
+// (a user's sessions root) fails at once instead of blocking the open until a writer comes.
+func openDir(dir string) (*os.File, error) {
+	return os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+}
+
 // maxEntries bounds the entries of one folder whose identities are taken.
 const maxEntries = 256
 
@@ -138,7 +144,7 @@ const maxEntries = 256
 func WithEntries(paths, folders []string) []string {
 	out := append([]string(nil), paths...)
 	for _, dir := range folders {
-		f, err := os.Open(dir)
+		f, err := openDir(dir)
 		if err != nil {
 			continue
 		}

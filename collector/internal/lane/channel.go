@@ -305,7 +305,8 @@ func (d *channelDoor) takeReceipts(now time.Time) {
 		return
 	}
 	dir := filepath.Join(d.dir, filepath.FromSlash(session.ReceiptsDir))
-	f, err := os.Open(dir)
+	// Never through a link, and never opening a FIFO planted there (which would block the pass).
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return // none yet: the host hook makes the folder with its first receipt
 	}
