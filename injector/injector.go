@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
@@ -358,7 +359,7 @@ func (in *Injector) watchSurface(dir string) {
 			return
 		}
 		n++
-		entries, err := os.ReadDir(folder)
+		entries, err := readFolder(folder)
 		if err != nil {
 			return
 		}
@@ -789,3 +790,16 @@ func (nopRecorder) SettingsRepaired(string, []string) {}
 func (nopRecorder) SessionTampered(string, []string)  {}
 func (nopRecorder) SessionGone(string)                {}
 func (nopRecorder) Scanned(health.ScanReport)         {}
+
+// readFolder lists a folder of a session: never through a link, and never opening a FIFO swapped
+// in since the look (an open that would block the injector until a writer came).
+func readFolder(dir string) ([]fs.DirEntry, error) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
+}
