@@ -17,11 +17,17 @@ import (
 )
 
 // leaveReceipt writes a receipt into the host channel as the host hook does.
+// leaveReceipt leaves a receipt as the host hook does: whole, in one rename, never a file the
+// daemon could read half-written (which it would remove as one the hook did not write).
 func leaveReceipt(t *testing.T, chBridge, name string, r claudehook.Receipt) {
 	t.Helper()
 	os.MkdirAll(filepath.Join(chBridge, "receipts"), 0o700)
 	data, _ := json.Marshal(r)
-	if err := os.WriteFile(filepath.Join(chBridge, "receipts", name), data, 0o600); err != nil {
+	tmp := filepath.Join(chBridge, ".receipt-"+name)
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(chBridge, "receipts", name)); err != nil {
 		t.Fatal(err)
 	}
 }
