@@ -6,6 +6,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -64,6 +66,13 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	if err != nil {
 		return nil, nil, err
 	}
+	note := ""
+	if why := cl.notOwn(r.ConfigDir, uid); why != "" {
+		// Not a session of the caller's own making: an alias of another user's, through a link
+		// above it. Judged as a call from no session, so that it can neither make this hook
+		// stand aside nor read or feed the other session's quarantine, flow and receipts.
+		r.ConfigDir, note = "", "CLAUDE_CONFIG_DIR names no session of the caller's own ("+why+"); judged as a call from no session"
+	}
 	if StandsAside(r.ConfigDir, cl.cfg, c.Paths.ChannelRoot()) {
 		return nil, nil, nil
 	}
@@ -78,9 +87,28 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	}}
 	stamp := sv.Stamp
 	stamp.User = cl.name
-	j := Judgement{Judge: cl.judge, Env: env, ChannelRoot: c.Paths.ChannelRoot(), Stamp: stamp, Door: judgement.Socket, Session: c.Session}
+	j := Judgement{Judge: cl.judge, Env: env, ChannelRoot: c.Paths.ChannelRoot(), Stamp: stamp, Door: judgement.Socket, Session: c.Session, Note: note}
 	rec, out = j.Decide(ctx, r.Payload, started)
 	return out, rec, nil
+}
+
+// notOwn says why the session configDir names, under the caller's sessions roots, is not the
+// caller's own: every folder from the caller's home (or, for a root outside it, from the root)
+// down to the session must be real and the caller's. "" for the caller's own session, and for a
+// folder that names no session at all.
+func (cl *caller) notOwn(configDir string, uid uint32) string {
+	p, ok := sessionOfConfigDir(configDir, cl.cfg.SessionsRoots)
+	if !ok {
+		return ""
+	}
+	base := p.Root
+	if rel, err := filepath.Rel(cl.home, p.Root); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		base = cl.home
+	}
+	if err := session.OwnedBelow(base, p.Dir, int(uid)); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // callerOf is uid's policy under the configuration in force, compiled once per change.

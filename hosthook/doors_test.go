@@ -3,9 +3,13 @@ package hosthook
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/judgement"
@@ -49,5 +53,54 @@ func TestAFailingEngineAtTheSocketIsADenyAndARecord(t *testing.T) {
 				t.Errorf("record %+v", rec)
 			}
 		})
+	}
+}
+
+// A user who links a folder above their sessions root to another user's cannot pass the other
+// user's session off as their own at the socket: the call is judged as one from no session, so
+// it neither reads nor feeds that session's state (nor makes the hook stand aside for it).
+func TestTheSocketTakesASessionForTheCallersOnlyThroughRealFoldersOfTheirs(t *testing.T) {
+	home := t.TempDir()
+	root := filepath.Join(home, "Library", "Application Support", "Claude", "local-agent-mode-sessions")
+	own := filepath.Join(root, "a", "o", "local_own")
+	victim := filepath.Join(t.TempDir(), "Claude")
+	for _, d := range []string{filepath.Join(own, ".claude"), filepath.Join(victim, "local-agent-mode-sessions", "a", "o", "local_v", ".claude")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alias := filepath.Join(home, "Library", "Application Support", "Claude-3p")
+	if err := os.Symlink(victim, alias); err != nil {
+		t.Fatal(err)
+	}
+	sv := Serving{Snap: managedconfig.Snapshot{Config: managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Observe}}}
+	cfg := sv.Snap.Config
+	cfg.SessionsRoots = []string{root, filepath.Join(alias, "local-agent-mode-sessions")}
+	cls, err := classifier.New(classifier.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	uid := uint32(os.Getuid())
+	c := &Callers{Env: managedconfig.Env{GOOS: "linux"}, Session: func(id string) (SessionState, bool) { asked = append(asked, id); return SessionState{}, true },
+		users: map[uint32]*caller{uid: {hash: sv.Snap.ShortHash(), name: "eve", home: home, cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: cls}}}}
+	call := func(configDir string) *telemetry.Record {
+		req := hostsocket.Request{Kind: hostsocket.KindCall, ConfigDir: configDir,
+			Payload: json.RawMessage(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}`)}
+		_, rec, err := c.Answer(context.Background(), uid, req, sv, time.Now())
+		if err != nil || rec == nil {
+			t.Fatalf("answer: %v, record %v", err, rec)
+		}
+		return rec
+	}
+	if rec := call(filepath.Join(own, ".claude")); len(asked) != 1 || asked[0] != "local_own" || rec.Reason != "" {
+		t.Fatalf("the caller's own session: asked %v, reason %q", asked, rec.Reason)
+	}
+	rec := call(filepath.Join(alias, "local-agent-mode-sessions", "a", "o", "local_v", ".claude"))
+	if len(asked) != 1 {
+		t.Errorf("the other user's session was taken for the caller's: asked %v", asked)
+	}
+	if !strings.Contains(rec.Reason, "names no session of the caller's own") {
+		t.Errorf("the record does not say why: %q", rec.Reason)
 	}
 }

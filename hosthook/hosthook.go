@@ -184,7 +184,10 @@ func (j Judgement) Decide(ctx context.Context, data []byte, started time.Time) (
 	switch {
 	case j.Session != nil && inSession:
 		if ss, ok := j.Session(place.ID()); ok {
-			c.Quarantined, c.Flow, receipt = ss.Quarantined, ss.Flow, ss.Judged
+			c.Quarantined, c.Flow = ss.Quarantined, ss.Flow
+			if ss.Judged != nil {
+				receipt = ss.Judged
+			}
 		}
 	case j.Session == nil:
 		if ch := channel(j.Env, cfg, j.ChannelRoot); ch != nil {
