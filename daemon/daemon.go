@@ -431,7 +431,7 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 		ForgedAfter: d.forgedAfter(), Host: d.stamp.Host, User: d.stamp.User,
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
-		ChannelRoot: d.paths.ChannelRoot(), Removals: removals})
+		ChannelRoot: d.paths.ChannelRoot(), Removals: removals, Owned: d.ownedSession()})
 	if err != nil {
 		tlog.Close()
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -195,6 +197,37 @@ func userName(uid uint32) string {
 		return u.Username
 	}
 	return ""
+}
+
+// ownedSession is, in system mode, the injector's check that a session folder found under a
+// user's home is that user's own: every folder from the home down to it real and the home
+// owner's (session.OwnedBelow). A user's link above their sessions root to another user's
+// folders would otherwise make the other user's sessions followed twice, under two names.
+// Folders outside every home (a root the admin named elsewhere) are the admin's layout. Nil in
+// per-user mode, where every folder is the one user's.
+func (d *Daemon) ownedSession() func(dir string) error {
+	if !d.env.System {
+		return nil
+	}
+	homes := slices.Clone(d.env.Homes)
+	return func(dir string) error {
+		for _, home := range homes {
+			rel, err := filepath.Rel(home, dir)
+			if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			fi, err := os.Lstat(home)
+			if err != nil {
+				return fmt.Errorf("home %s: %w", home, err)
+			}
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				return nil
+			}
+			return session.OwnedBelow(home, dir, int(st.Uid))
+		}
+		return nil
+	}
 }
 
 // statusFor is the health snapshot as the user uid may see it: root sees all; another user only

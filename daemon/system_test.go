@@ -247,3 +247,34 @@ func TestASystemDaemonOpensItsLogsToTheReadGroupAlone(t *testing.T) {
 		t.Errorf("the state folder is %v; the read group is for the logs only", fi.Mode().Perm())
 	}
 }
+
+// A user who links a folder above their sessions root to another user's folders does not get
+// the other user's sessions followed a second time under their own name: the scan reports the
+// alias and leaves it alone, while the user's own sessions are hooked as ever.
+func TestASystemDaemonDoesNotFollowAnotherUsersSessionsThroughALinkAboveARoot(t *testing.T) {
+	m := newMachine(t)
+	m.system(t)
+	home := filepath.Join(m.dir, "home")
+	own := m.session(t, filepath.Join(home, "Library", "Application Support", "Claude", "local-agent-mode-sessions"), "own")
+	victim := filepath.Join(m.dir, "victim", "Claude-3p")
+	theirs := m.session(t, filepath.Join(victim, "local-agent-mode-sessions"), "theirs")
+	if err := os.Symlink(victim, filepath.Join(home, "Library", "Application Support", "Claude-3p")); err != nil {
+		t.Fatal(err)
+	}
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
+	d, _ := m.start(t)
+	waitHook(t, own, "observe")
+	cbtest.WaitForf(t, func() bool {
+		for _, u := range d.health.Snapshot(false).Scan.Unrecognised {
+			if strings.Contains(u, "local_theirs") && strings.Contains(u, "symbolic link") {
+				return true
+			}
+		}
+		return false
+	}, func() string {
+		return fmt.Sprintf("the alias is not reported: %v", d.health.Snapshot(false).Scan.Unrecognised)
+	})
+	if h := hook(theirs); h != "" {
+		t.Errorf("the other user's session was hooked through the alias: %q", h)
+	}
+}

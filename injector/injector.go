@@ -61,6 +61,10 @@ type Options struct {
 	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); each hook command
 	// names its own. Empty: no host channel, every hook uses the session's bridge folder.
 	ChannelRoot string
+	// Owned, when set (a system-mode daemon serving every user), says why a session folder found
+	// is not its user's own (an alias of another user's, through a link planted above a sessions
+	// root); such a session is never hooked or followed under that path, and is reported.
+	Owned func(dir string) error
 	// Removals records removals seen in sessions, shared with the collector: nothing is written
 	// into a session while it is being removed. Default: the injector's own record.
 	Removals *session.Removals
@@ -297,6 +301,10 @@ func (in *Injector) scanOnce(full bool) {
 	for _, f := range sc.Sessions {
 		if now.Sub(f.ModTime) > in.opts.LiveWindow {
 			continue // an old session; it comes back to life through its metadata or folder events
+		}
+		if err := in.owned(f.Dir); err != nil {
+			report.Unrecognised = append(report.Unrecognised, f.Dir+" ("+err.Error()+")")
+			continue
 		}
 		seen[f.Dir] = true
 		report.Live++
@@ -556,14 +564,22 @@ func (in *Injector) noteRemoval(name string, ev fswatch.Event) {
 }
 
 func (in *Injector) newSession(dir string) {
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return // a link or already gone: the rescan reports what it is
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || in.owned(dir) != nil {
+		return // a link, another user's through a link, or already gone: the rescan reports it
 	}
 	in.watch(dir) // before looking for .claude, so that its creation cannot slip between the two
 	if fi, err := os.Lstat(filepath.Join(dir, session.ClaudeDir)); err == nil && fi.IsDir() {
 		in.watchSession(dir)
 		in.ensure(dir, filepath.Base(dir), reasonNew)
 	}
+}
+
+// owned is Options.Owned's word on dir; nil without it.
+func (in *Injector) owned(dir string) error {
+	if in.opts.Owned == nil {
+		return nil
+	}
+	return in.opts.Owned(dir)
 }
 
 // flushPending looks again at the sessions held back; ensure holds again those still waiting.
