@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/coworkbridge/coworkbridge/internal/cms"
 	"howett.net/plist"
@@ -21,11 +22,15 @@ func IsMobileconfig(path string) bool {
 	if strings.HasSuffix(path, ".mobileconfig") {
 		return true
 	}
-	f, err := os.Open(path)
+	// Never blocking on a FIFO named by mistake, nor reading a device: only a plain file's head.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
 	head := make([]byte, 64<<10)
 	n, _ := io.ReadFull(f, head)
 	head = head[:n]

@@ -78,7 +78,7 @@ func (p *parser) addf(field, format string, args ...any) {
 
 func (p *parser) parse(data []byte) {
 	if len(data) > maxConfigFileBytes {
-		p.addf("", "the file is %d bytes; the limit is %d", len(data), maxConfigFileBytes)
+		p.addf("", "the file is more than %d bytes, the limit", maxConfigFileBytes)
 		return
 	}
 	members, err := readObject(data, true)

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -338,5 +340,43 @@ func TestWithNoConsoleUserTheDropInIsStillWritten(t *testing.T) {
 	}
 	if !strings.Contains(out, dropin.Name) {
 		t.Errorf("the drop-in was not written: %q", out)
+	}
+}
+
+// validate reads what it is given within the configuration's bound, as the daemon does: a FIFO
+// named by mistake is refused at once, not waited on; a device or a huge file is read no further
+// than the limit, and the message says the limit rather than a size it never measured.
+func TestValidateReadsWithinTheBoundWhateverItIsGiven(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("COWORKBRIDGE_STATE_DIR", filepath.Join(dir, "state"))
+	fifo := filepath.Join(dir, "managed.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, append([]byte(`{"version":1,"x":"`), bytes.Repeat([]byte("a"), 3<<20)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{fifo, "not a regular file"},
+		{"/dev/zero", "not a regular file"},
+		{big, "more than 1048576 bytes, the limit"},
+	} {
+		done := make(chan struct{})
+		var code int
+		var out string
+		go func() { defer close(done); code, out, _ = runCLI(t, "", "validate", tc.file) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+			<-done
+			t.Fatalf("validate %s hung", tc.file)
+		}
+		if code != validateInvalid || !strings.Contains(out, tc.want) {
+			t.Errorf("validate %s: exit %d:\n%s", tc.file, code, out)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func cmdValidate(_ context.Context, args []string, sio stdio) int {
 		for _, p := range problems {
 			fmt.Fprintf(sio.out, "  %s\n", p)
 		}
-		data, _ := os.ReadFile(file)
+		data, _ := managedconfig.ReadSource(file) // bounded, and never a FIFO's blocking open
 		fmt.Fprintln(sio.out, invalidConsequence(data, paths))
 		return validateInvalid
 	}
