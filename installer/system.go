@@ -17,6 +17,28 @@ import (
 // SystemLabel names the LaunchDaemon and the systemd system unit of system mode.
 const SystemLabel = "com.coworkbridge.daemon"
 
+// SystemRestartCommand is how an admin starts (or, kill, restarts) system mode's daemon.
+func SystemRestartCommand(goos string, kill bool) string {
+	if goos == "darwin" {
+		return "sudo launchctl kickstart -k system/" + SystemLabel
+	}
+	if kill {
+		return "sudo systemctl restart " + SystemLabel + ".service"
+	}
+	return "sudo systemctl start " + SystemLabel + ".service"
+}
+
+// SystemInstalled reports whether system mode's daemon is installed on this machine (its
+// LaunchDaemon, or its systemd system unit), whether or not it runs.
+func SystemInstalled(goos string) bool {
+	name := SystemLabel + ".service"
+	if goos == "darwin" {
+		name = SystemLabel + ".plist"
+	}
+	_, err := os.Lstat(filepath.Join(systemUnitDir(goos), name))
+	return err == nil
+}
+
 // systemUnitDir is where the platform's service manager reads system daemons.
 func systemUnitDir(goos string) string {
 	if goos == "darwin" {

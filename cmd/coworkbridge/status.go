@@ -44,6 +44,11 @@ func cmdStatus(_ context.Context, args []string, sio stdio) int {
 		return code
 	}
 	v, ok := systemStatus(time.Now())
+	if !ok && *user == "" && installer.SystemInstalled(runtime.GOOS) {
+		// Installed in system mode and no socket: the daemon is not running (it removes its
+		// socket when it stops), and it is the system daemon that must be started.
+		v, ok = statusView{GOOS: runtime.GOOS, Now: time.Now(), System: true}, true
+	}
 	if ok {
 		return printStatus(v, *asJSON, sio)
 	}
@@ -82,7 +87,7 @@ func systemStatus(now time.Time) (statusView, bool) {
 	if fi, serr := os.Lstat(sock); err != nil || serr != nil || fi.Mode()&fs.ModeSocket == 0 {
 		return statusView{}, false
 	}
-	v := statusView{GOOS: runtime.GOOS, Now: now}
+	v := statusView{GOOS: runtime.GOOS, Now: now, System: true}
 	a, err := hostsocket.Call(sock, hostsocket.Request{Kind: hostsocket.KindStatus}, now.Add(5*time.Second))
 	if err != nil {
 		v.ReadErr = err // the socket is there and nobody answers: the system daemon is down
@@ -119,7 +124,10 @@ func statusEnv(name string) (managedconfig.Env, error) {
 
 // statusView is everything `status` reports, gathered once.
 type statusView struct {
-	GOOS     string // whose service manager the advice names
+	GOOS string // whose service manager the advice names
+	// System: the daemon is system mode's (the LaunchDaemon or system unit), which the advice
+	// names instead of the per-user agent.
+	System   bool
 	Now      time.Time
 	Running  bool
 	Snapshot *health.Snapshot
@@ -178,6 +186,14 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// restartCommand is how to start (or, kill, restart) the daemon status looked at.
+func (v statusView) restartCommand(kill bool) string {
+	if v.System {
+		return installer.SystemRestartCommand(v.GOOS, kill)
+	}
+	return installer.RestartCommand(v.GOOS, kill)
+}
+
 func (v statusView) render(w io.Writer) {
 	s := v.Snapshot
 	switch {
@@ -188,7 +204,7 @@ func (v statusView) render(w io.Writer) {
 		return
 	case !v.Running:
 		fmt.Fprintln(w, "coworkbridge is NOT running: Cowork sessions in enforce mode deny every tool call, in observe mode nothing is recorded.")
-		fmt.Fprintf(w, "  what to do: start it with '%s', or ask IT to reinstall coworkbridge.\n", installer.RestartCommand(v.GOOS, false))
+		fmt.Fprintf(w, "  what to do: start it with '%s', or ask IT to reinstall coworkbridge.\n", v.restartCommand(false))
 		if s != nil {
 			fmt.Fprintf(w, "  last health snapshot: %s\n", ago(v.Now, s.WrittenAt))
 		}
@@ -249,7 +265,7 @@ func (v statusView) render(w io.Writer) {
 			r.Log, r.Head, r.Size, ago(v.Now, r.CheckedAt), r.Head, r.Log)
 	}
 	if v.Stale {
-		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (%s)\n", v.Now.Sub(s.WrittenAt).Round(time.Second), installer.RestartCommand(v.GOOS, true))
+		fmt.Fprintf(w, "! health_stale: the snapshot is %s old; the daemon may be hung\n  what to do: restart it (%s)\n", v.Now.Sub(s.WrittenAt).Round(time.Second), v.restartCommand(true))
 	}
 	if len(s.Warnings) == 0 && !v.Stale {
 		fmt.Fprintln(w, "healthy: no warnings")

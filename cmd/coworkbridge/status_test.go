@@ -100,6 +100,10 @@ func TestStatusOutputAndExitCodes(t *testing.T) {
 		{"empty-log", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: withRecord("", 0)}, statusHealthy},
 		{"not-running-switched-off", statusView{GOOS: "darwin", Now: statusNow, Running: false, Snapshot: switchedOff()}, statusNotRunning},
 		{"lockdown", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: lockedDown()}, statusHealthy},
+		// System mode names its own service, the LaunchDaemon or the system unit, not a user's agent.
+		{"system-not-running", statusView{GOOS: "darwin", System: true, Now: statusNow, Running: false}, statusNotRunning},
+		{"system-not-running-linux", statusView{GOOS: "linux", System: true, Now: statusNow, Running: false}, statusNotRunning},
+		{"system-stale-linux", statusView{GOOS: "linux", System: true, Now: statusNow.Add(time.Hour), Running: true, Snapshot: fixtureSnapshot(false), Stale: true}, statusWarning},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
