@@ -121,9 +121,6 @@ func (o Outcome) Output() []byte { return claudehook.Output(o.Applied, o.Shown, 
 // session's flow: a call refused took nothing in and read nothing.
 func (o Outcome) Ran() bool { return o.Applied != claudehook.Deny }
 
-// Answered notes in the record how long the door took to answer.
-func (o *Outcome) Answered(latency time.Duration) { o.Record.LatencyUS = latency.Microseconds() }
-
 // Decide judges c: the classifier under the budget (a panic or a spent budget is a deny), again
 // where the Mac's links take its paths, by the session's flow, and under its quarantine.
 func (j Judge) Decide(ctx context.Context, c Call) Outcome {
