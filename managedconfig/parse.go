@@ -78,7 +78,7 @@ func (p *parser) addf(field, format string, args ...any) {
 
 func (p *parser) parse(data []byte) {
 	if len(data) > maxConfigFileBytes {
-		p.addf("", "the file is more than %d bytes, the limit", maxConfigFileBytes)
+		p.addf("", "the file is larger than the limit (the limit is %d bytes)", maxConfigFileBytes)
 		return
 	}
 	members, err := readObject(data, true)

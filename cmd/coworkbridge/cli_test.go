@@ -360,7 +360,7 @@ func TestValidateReadsWithinTheBoundWhateverItIsGiven(t *testing.T) {
 	for _, tc := range []struct{ file, want string }{
 		{fifo, "not a regular file"},
 		{"/dev/zero", "not a regular file"},
-		{big, "more than 1048576 bytes, the limit"},
+		{big, "larger than the limit (the limit is 1048576 bytes)"},
 	} {
 		done := make(chan struct{})
 		var code int
