@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -167,7 +168,10 @@ func TestAttackEnvSwitchesTurnNoHookOff(t *testing.T) {
 // The agent rewrites disableAllHooks into settings.json every 200 ms while it removes a folder a
 // deletion would take (outputs/.claude) in bursts that stop just long enough to end and start
 // again. Repairs never wait for removals, so the switch stands only for the moments between a
-// write and its repair, and the call the CLI makes in the middle of it all is judged and denied.
+// write and its repair (about 5% of the time), and the call the CLI makes in the middle of it all
+// is judged and denied. A CLI that loads its settings in one of those moments runs the call with
+// no hook at all: the VM loop cannot close that race (the session's settings are the agent's to
+// write), so then the evidence must find it: reconciliation records the call as unguarded.
 func TestAttackRestartingRemovalBurst(t *testing.T) {
 	d, dir := guardedSession(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`, "burst", "enforce")
 	settings := filepath.Join(dir, ".claude", "settings.json")
@@ -206,13 +210,16 @@ func TestAttackRestartingRemovalBurst(t *testing.T) {
 	res := streamToolResults(runCLI(t, api, dir))
 	cancel()
 	wg.Wait()
+	share := float64(switchedOff) / float64(samples)
 	if _, err := os.Stat(pwned); err == nil {
-		t.Error("the call ran")
-	}
-	if len(res) != 1 || !res[0].IsError {
+		// The CLI loaded the switched-off file: the race, not a failed repair.
+		t.Logf("the CLI loaded its settings while disableAllHooks stood; the call ran, and must be found")
+		if seen := waitFinding(t, d, 15*time.Second, "coworkbridge.unguarded-call"); !slices.Contains(seen, "coworkbridge.unguarded-call") {
+			t.Errorf("the call ran and reconciliation did not find it; rules recorded: %v", seen)
+		}
+	} else if len(res) != 1 || !res[0].IsError {
 		t.Errorf("tool results %+v", res)
 	}
-	share := float64(switchedOff) / float64(samples)
 	t.Logf("disableAllHooks stood in %d of %d samples (%.1f%%)", switchedOff, samples, 100*share)
 	if share > 0.2 {
 		t.Errorf("disableAllHooks stood in %.0f%% of the samples; the repair was held off", 100*share)
