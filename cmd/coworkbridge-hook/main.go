@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -32,9 +33,17 @@ const wait = 10 * time.Second
 // maxPayload is the full hook's limit; a larger call is the full hook's to refuse.
 const maxPayload = 16 << 20
 
+// version is set at release time with -ldflags "-X main.version=v1.2.3", as coworkbridge's.
+var version = ""
+
 func main() {
-	if len(os.Args) > 2 || len(os.Args) == 2 && os.Args[1] != "--system" {
-		fmt.Fprintln(os.Stderr, "usage: coworkbridge-hook [--system] < PAYLOAD.json (the system drop-in runs it for every tool call)")
+	switch {
+	case len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version" || os.Args[1] == "-v"):
+		fmt.Printf("coworkbridge-hook %s\n", versionString())
+		return
+	case len(os.Args) > 2 || len(os.Args) == 2 && os.Args[1] != "--system":
+		// Said, and the call still answered: a hook that exited here would let the call through.
+		fmt.Fprintln(os.Stderr, "usage: coworkbridge-hook [--system] < PAYLOAD.json (the system drop-in runs it for every tool call); coworkbridge-hook --version")
 	}
 	full := ""
 	if exe, err := os.Executable(); err == nil {
@@ -57,6 +66,25 @@ func answer(in io.Reader, getenv func(string) string, sock, fullProgram string) 
 		return full(fullProgram, data, err.Error())
 	}
 	return a.Output
+}
+
+// versionString is coworkbridge's: the release stamp, else the module version and VCS revision Go
+// recorded.
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v + " " + info.GoVersion
 }
 
 // socket is the daemon's socket: the platform's, or in a development build the override's.

@@ -93,3 +93,16 @@ func TestWithNeitherDaemonNorFullProgramTheCallIsDenied(t *testing.T) {
 		t.Fatalf("printed %s", out)
 	}
 }
+
+// The release stamp reaches --version, so that an admin can tell which hook a Mac runs; the
+// build the tests run carries none and says what Go recorded instead.
+func TestVersionSaysTheReleaseOrWhatGoRecorded(t *testing.T) {
+	if got := versionString(); got == "" {
+		t.Error("no version at all")
+	}
+	version = "v1.2.3"
+	defer func() { version = "" }()
+	if got := versionString(); got != "v1.2.3" {
+		t.Errorf("version %q, want the stamp", got)
+	}
+}
