@@ -311,10 +311,11 @@ func TestAMissingRulesFolderKeepsTheRestOfThePolicy(t *testing.T) {
 }
 
 // status --user NAME asks that user's daemon, found from the user's home alone (root's own
-// environment says nothing about another user's folders); an unknown user is an error.
+// environment says nothing about another user's folders); an unknown user is a misuse (64),
+// never another user's status shown silently.
 func TestStatusForANamedUser(t *testing.T) {
 	code, _, errs := runCLI(t, "", "status", "--user", "no-such-user-cb")
-	if code != exitFail || !strings.Contains(errs, `user "no-such-user-cb"`) {
+	if code != exitUsage || !strings.Contains(errs, "--user no-such-user-cb: no such user") {
 		t.Errorf("unknown user: exit %d %q", code, errs)
 	}
 	me, err := osuser.Current()

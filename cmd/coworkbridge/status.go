@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	osuser "os/user"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -43,7 +44,19 @@ func cmdStatus(_ context.Context, args []string, sio stdio) int {
 	if code, done := fs.noArgs(); done {
 		return code
 	}
+	var named *osuser.User
+	if *user != "" {
+		u, err := osuser.Lookup(*user)
+		if err != nil {
+			return fs.usageError("--user %s: no such user on this machine (%v)", *user, err)
+		}
+		named = u
+	}
 	v, ok := systemStatus(time.Now())
+	if ok && named != nil && v.Snapshot != nil {
+		// Root asked about one user: that user's sessions, as the daemon shows the user.
+		v.Snapshot = forHome(*v.Snapshot, named.HomeDir)
+	}
 	if !ok && *user == "" && installer.SystemInstalled(runtime.GOOS) {
 		// Installed in system mode and no socket: the daemon is not running (it removes its
 		// socket when it stops), and it is the system daemon that must be started.
@@ -100,6 +113,19 @@ func systemStatus(now time.Time) (statusView, bool) {
 	}
 	v.Running, v.Snapshot = true, &snap
 	return v, true
+}
+
+// forHome is s as the user whose home it is may see it: the sessions under the home, and no
+// machine-wide record head (the daemon's own filter for a user who asks over the socket).
+func forHome(s health.Snapshot, home string) *health.Snapshot {
+	own := s.Sessions[:0:0]
+	for _, ss := range s.Sessions {
+		if strings.HasPrefix(ss.Dir, home+string(filepath.Separator)) {
+			own = append(own, ss)
+		}
+	}
+	s.Sessions, s.Record = own, nil
+	return &s
 }
 
 // statusEnv is the environment of the user whose daemon status asks: the caller's, or (for a

@@ -160,3 +160,16 @@ func TestStatusFindsTheDaemonByItsLock(t *testing.T) {
 	}
 	release()
 }
+
+// Root asking the system daemon about one user sees that user's sessions only, as the user would.
+func TestAUsersViewOfTheSystemStatusHoldsTheirSessionsOnly(t *testing.T) {
+	s := health.Snapshot{Sessions: []health.Session{{Dir: "/home/ada/s/local_a"}, {Dir: "/home/adam/s/local_b"}, {Dir: "/home/bob/s/local_c"}},
+		Record: &health.RecordHead{Log: "/var/log/coworkbridge/decisions.jsonl"}}
+	got := forHome(s, "/home/ada")
+	if len(got.Sessions) != 1 || got.Sessions[0].Dir != "/home/ada/s/local_a" || got.Record != nil {
+		t.Errorf("%+v", got)
+	}
+	if len(s.Sessions) != 3 {
+		t.Error("the snapshot given was changed")
+	}
+}
