@@ -20,11 +20,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
+	"github.com/coworkbridge/coworkbridge/internal/buildinfo"
 )
 
 // wait bounds the daemon's answer, as the full hook's (hosthook.SystemWait).
@@ -68,24 +68,8 @@ func answer(in io.Reader, getenv func(string) string, sock, fullProgram string) 
 	return a.Output
 }
 
-// versionString is coworkbridge's: the release stamp, else the module version and VCS revision Go
-// recorded.
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := info.Main.Version
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
-	}
-	return v + " " + info.GoVersion
-}
+// versionString is this build's: the release stamp, or what Go recorded.
+func versionString() string { return buildinfo.Version(version) }
 
 // socket is the daemon's socket: the platform's, or in a development build the override's.
 func socket(getenv func(string) string) string {

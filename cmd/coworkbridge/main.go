@@ -10,9 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/buildinfo"
 )
 
 // version is set at release time with -ldflags "-X main.version=v1.2.3".
@@ -113,20 +114,5 @@ func cmdVersion(_ context.Context, args []string, sio stdio) int {
 	return exitOK
 }
 
-// versionString prefers the release stamp, then the module version and VCS revision Go recorded.
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := info.Main.Version
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
-	}
-	return v + " " + info.GoVersion
-}
+// versionString is this build's: the release stamp, or what Go recorded.
+func versionString() string { return buildinfo.Version(version) }
