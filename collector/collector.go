@@ -44,6 +44,9 @@ type Options struct {
 	Health  Health
 	Sink    Sink
 	Offsets *spool.Store
+	// Rules, when set, judges every call in place of the classifier New and SetConfig are
+	// given (nil then): a system-mode worker's link to root, which keeps the policy.
+	Rules Rules
 	// Recorded holds the request ids already in the decision log when the daemon started: lines
 	// replayed because a crash came before their offsets were committed are skipped, not doubled.
 	Recorded map[string]bool
@@ -210,7 +213,10 @@ func newEntry(l *lane.Lane) *entry {
 	return &entry{lane: l, dir: l.Dir(), id: l.ID(), bridge: l.Bridge(), chBridge: l.ChannelBridge()}
 }
 
-// New returns a collector judging with cls under cfg; Run starts it.
+// Rules judges calls and reads instruction files for the collector (see Options.Rules).
+type Rules = lane.Rules
+
+// New returns a collector judging with cls under cfg (or with Options.Rules); Run starts it.
 func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Collector {
 	opts.defaults()
 	c := &Collector{
@@ -225,13 +231,21 @@ func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Co
 				BudgetBytes: opts.BudgetBytes, QuarantineFor: opts.QuarantineFor, ReconcileGrace: opts.ReconcileGrace,
 				ForgedAfter: opts.ForgedAfter}},
 	}
-	c.pol.Store(lane.NewPolicy(cfg, cls, c.opts.Now))
+	c.pol.Store(c.policy(cfg, cls))
 	return c
+}
+
+// policy is cfg judged by Options.Rules when set, else by cls in this process.
+func (c *Collector) policy(cfg managedconfig.Config, cls *classifier.Classifier) *lane.Policy {
+	if c.opts.Rules != nil {
+		return lane.NewPolicy(cfg, c.opts.Rules)
+	}
+	return lane.NewPolicy(cfg, lane.Local(cfg, cls, c.opts.Now))
 }
 
 // SetConfig puts a new configuration and classifier in force; the next line judged uses them.
 func (c *Collector) SetConfig(cfg managedconfig.Config, cls *classifier.Classifier) {
-	c.pol.Store(lane.NewPolicy(cfg, cls, c.opts.Now))
+	c.pol.Store(c.policy(cfg, cls))
 	select {
 	case c.reconf <- struct{}{}:
 	default:

@@ -93,6 +93,9 @@ var (
 	CodeHostCallFailed = define(CodeInfo{Code: "host_call_failed", Severity: SeverityError,
 		Title:  "the system daemon failed while serving a host hook's call (a panic, caught); the hook judged the call alone, which in enforce denies it",
 		Action: "report the daemon log's host_call_failed lines (they name the uid and the failure) to the coworkbridge maintainers"})
+	CodeWorkerRestarted = define(CodeInfo{Code: "worker_restarted", Severity: SeverityError,
+		Title:  "in system mode, a user's worker (the process that does that user's session-folder work, as the user) ended and was started again; while it was down, that user's enforce hooks in the VM denied on timeout",
+		Action: "status lists each worker with its last error; the daemon log's worker_restarted lines name the user and why it ended"})
 	CodeDecisionFailed = define(CodeInfo{Code: "decision_write_failed", Severity: SeverityError,
 		Title:  "a decision or the alive lease could not be written into a session (its enforce hooks deny on timeout)",
 		Action: "enforce hooks in those sessions deny after their timeout; check the daemon log for the error (a link or a full disk)"})

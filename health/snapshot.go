@@ -36,6 +36,24 @@ type Snapshot struct {
 	// Record is the end of the decision log's hash chain at the last heartbeat: kept out of the
 	// log's folder, it shows an edit of the log that relinked the whole chain after it.
 	Record *RecordHead `json:"record,omitempty"`
+	// Workers are system mode's per-user workers, as root sees them; none in per-user mode.
+	Workers []Worker `json:"workers,omitempty"`
+}
+
+// Worker is one user's worker in system mode: the process that does the user's session-folder
+// work as the user, for root.
+type Worker struct {
+	User string `json:"user"`
+	UID  uint32 `json:"uid"`
+	PID  int    `json:"pid,omitempty"`
+	// Running: its link to root is up now.
+	Running bool `json:"running"`
+	// Starts counts its starts since the daemon's; more than one means it ended and was
+	// started again (LastError says why).
+	Starts    int    `json:"starts"`
+	LastError string `json:"last_error,omitempty"`
+	Watches   int    `json:"watches"`
+	Sessions  int    `json:"sessions"`
 }
 
 // RecordHead is where the decision log's hash chain ended when the daemon last checked it.

@@ -83,6 +83,17 @@ type Call struct {
 	Note string
 	// Started is when the door took the call, for the record's latency.
 	Started time.Time
+	// Resolved is the call where the Mac's links take its paths, worked out by the door itself
+	// (a system-mode worker, as the user whose session it is, so that root reads nothing of the
+	// user's); nil: Judge.Links works it out.
+	Resolved *Resolution `json:",omitempty"`
+}
+
+// Resolution is a call with its paths where the Mac's links take them; Differs says whether
+// that is not the call as written (which is then judged twice).
+type Resolution struct {
+	Payload claudehook.Payload
+	Differs bool
 }
 
 // Outcome is what the judgement decided, for the door to carry out.
@@ -124,7 +135,7 @@ func (o Outcome) Ran() bool { return o.Applied != claudehook.Deny }
 // Decide judges c: the classifier under the budget (a panic or a spent budget is a deny), again
 // where the Mac's links take its paths, by the session's flow, and under its quarantine.
 func (j Judge) Decide(ctx context.Context, c Call) Outcome {
-	v, failed := j.evaluate(ctx, c.Payload, c.Own)
+	v, failed := j.evaluate(ctx, c)
 	facets := v.Flow
 	flowCall := cmp.Or(c.Payload.ToolUseID, c.RID)
 	if c.Door.Waits() || flowCall == "" {
@@ -175,7 +186,7 @@ func (j Judge) Refuse(c Call, rule, reason string) Outcome {
 }
 
 // evaluate runs the classifier under the budget; a panic, or a budget spent, is a deny.
-func (j Judge) evaluate(ctx context.Context, p claudehook.Payload, own string) (v classifier.Verdict, failed bool) {
+func (j Judge) evaluate(ctx context.Context, c Call) (v classifier.Verdict, failed bool) {
 	if j.Rules == nil {
 		return failure("no policy is loaded"), true
 	}
@@ -186,7 +197,11 @@ func (j Judge) evaluate(ctx context.Context, p claudehook.Payload, own string) (
 			v, failed = failure(fmt.Sprintf("the policy engine failed on it (%v)", r)), true
 		}
 	}()
-	v = j.Rules.EvaluateResolved(ctx, p, own, j.resolve)
+	resolve := j.resolve
+	if r := c.Resolved; r != nil {
+		resolve = func(claudehook.Payload) (claudehook.Payload, bool) { return r.Payload, r.Differs }
+	}
+	v = j.Rules.EvaluateResolved(ctx, c.Payload, c.Own, resolve)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && (v.Decision != claudehook.Deny || v.ObserveOnly) {
 		// An engine that saw its budget end and still let the call through did not judge it.
 		return failure(fmt.Sprintf("the policy engine did not decide within %s", cmp.Or(j.Budget, Budget))), true

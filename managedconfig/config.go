@@ -10,6 +10,8 @@ package managedconfig
 import (
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,6 +35,10 @@ type Config struct {
 	Mode          Mode
 	// SessionsRoots are absolute folders under which Cowork keeps its session folders.
 	SessionsRoots []string
+	// HomeRoots are, in system mode, the sessions roots named under the home (~/...), as paths
+	// relative to a home: SessionsRoots holds them under each home known when the file was read,
+	// and RootsOf under a home made since.
+	HomeRoots []string
 	// HookTimeout is the timeout written into the hook entry; Claude Code lets the call through
 	// when it expires, so the hook itself gives up after DecisionTimeout, well before.
 	HookTimeout       time.Duration
@@ -132,6 +138,7 @@ func Defaults(env Env, paths Paths) Config {
 		CoworkEnabled:     false,
 		Mode:              Observe,
 		SessionsRoots:     defaultRoots(env),
+		HomeRoots:         defaultHomeRoots(env),
 		HookTimeout:       30 * time.Second,
 		DecisionTimeout:   10 * time.Second,
 		HeartbeatInterval: 5 * time.Minute,
@@ -150,6 +157,12 @@ func Defaults(env Env, paths Paths) Config {
 	return c
 }
 
+// coworkRoots are where Cowork keeps its sessions, under a home.
+var coworkRoots = []string{
+	filepath.Join("Library", "Application Support", "Claude", "local-agent-mode-sessions"),
+	filepath.Join("Library", "Application Support", "Claude-3p", "local-agent-mode-sessions"),
+}
+
 // defaultRoots are Cowork's sessions roots under the home, or in system mode under every home.
 func defaultRoots(env Env) []string {
 	homes := []string{env.Home}
@@ -158,11 +171,33 @@ func defaultRoots(env Env) []string {
 	}
 	var roots []string
 	for _, h := range homes {
-		roots = append(roots,
-			filepath.Join(h, "Library", "Application Support", "Claude", "local-agent-mode-sessions"),
-			filepath.Join(h, "Library", "Application Support", "Claude-3p", "local-agent-mode-sessions"))
+		for _, r := range coworkRoots {
+			roots = append(roots, filepath.Join(h, r))
+		}
 	}
 	return roots
+}
+
+func defaultHomeRoots(env Env) []string {
+	if !env.System {
+		return nil
+	}
+	return slices.Clone(coworkRoots)
+}
+
+// RootsOf is the sessions roots under home: those named under every home (HomeRoots), and the
+// absolute ones inside it. A root outside every home is nobody's by this reckoning.
+func (c Config) RootsOf(home string) []string {
+	var out []string
+	for _, r := range c.HomeRoots {
+		out = append(out, filepath.Join(home, r))
+	}
+	for _, r := range c.SessionsRoots {
+		if strings.HasPrefix(r, home+string(filepath.Separator)) && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Limits on values, named in error messages so an admin knows what is allowed.

@@ -230,23 +230,43 @@ func UserHomes(goos string) []string {
 }
 
 // expandRoot is the folders a sessions root names: with ~ or $HOME in system mode, one per home
-// served.
-func (e Env) expandRoot(s string) ([]string, error) {
+// served, and the root as a path under any home (rel, "" for an absolute root), for a home that
+// appears later.
+func (e Env) expandRoot(s string) (out []string, rel string, err error) {
 	if !e.System || !(strings.HasPrefix(s, "~") || strings.HasPrefix(s, "$HOME") || strings.HasPrefix(s, "${HOME}")) {
 		abs, err := e.absPath(s)
-		return []string{abs}, err
+		return []string{abs}, "", err
 	}
-	var out []string
+	if rel, err = e.homeRel(s); err != nil {
+		return nil, "", err
+	}
 	for _, h := range e.Homes {
 		u := e
 		u.Home = h
 		abs, err := u.absPath(s)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out = append(out, abs)
 	}
-	return out, nil
+	return out, rel, nil
+}
+
+// homeRel is s, a path under the home (~/... or $HOME/...), relative to any home: "." for the
+// home itself. One that climbs out of the home is refused: it would name another user's folder.
+func (e Env) homeRel(s string) (string, error) {
+	const mark = "/coworkbridge-home"
+	h := e
+	h.Home = mark
+	abs, err := h.absPath(s)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(mark, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%q climbs out of the home folder; name a folder inside it, or an absolute path", s)
+	}
+	return rel, nil
 }
 
 var errRelative = errors.New("must be an absolute path or start with ~/ or $HOME/")

@@ -164,23 +164,26 @@ func (p *parser) envOverrides() {
 	if v == "" {
 		return
 	}
-	var roots []string
+	var roots, rels []string
 	for _, r := range strings.Split(v, ":") {
 		if r == "" {
 			continue
 		}
-		abs, err := p.env.expandRoot(r)
+		abs, rel, err := p.env.expandRoot(r)
 		if err != nil {
 			p.addf(EnvSessionsRoot, "%v", err)
 			continue
 		}
 		roots = append(roots, abs...)
+		if rel != "" {
+			rels = append(rels, rel)
+		}
 	}
-	if len(roots) == 0 {
+	if len(roots) == 0 && len(rels) == 0 {
 		p.addf(EnvSessionsRoot, "%q names no folder", v)
 		return
 	}
-	p.cfg.SessionsRoots = roots
+	p.cfg.SessionsRoots, p.cfg.HomeRoots = roots, rels
 }
 
 func (p *parser) version(field string, raw json.RawMessage) {
@@ -277,23 +280,23 @@ func (p *parser) sessionsRoots(field string, raw json.RawMessage) {
 	if !ok {
 		return
 	}
-	var roots []string
+	var roots, rels []string
 	for i, s := range items {
-		abs, err := p.env.expandRoot(s)
+		abs, rel, err := p.env.expandRoot(s)
 		if err != nil {
 			p.addf(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 			return
 		}
 		roots = append(roots, abs...)
+		if rel != "" {
+			rels = append(rels, rel)
+		}
 	}
-	if len(roots) == 0 && p.env.System && len(items) > 0 {
-		return // every root is under a home, and no user has one yet: the defaults say the same
-	}
-	if len(roots) == 0 {
+	if len(items) == 0 {
 		p.addf(field, "the list is empty; name at least one folder, or leave the field out for the Cowork defaults")
 		return
 	}
-	p.cfg.SessionsRoots = roots
+	p.cfg.SessionsRoots, p.cfg.HomeRoots = roots, rels
 }
 
 // paths reads a list of absolute (or ~/) folder names.

@@ -63,6 +63,12 @@ var roots = []string{session.ClaudeDir, "outputs", "uploads"}
 var skip = map[string]bool{session.BridgeDir: true, ".claude/projects": true, ".claude/todos": true,
 	".claude/shell-snapshots": true, ".claude/statsig": true, ".claude/plugins/cache": true, ".git": true, "node_modules": true}
 
+// Finder finds the text an agent would obey in an instruction file: *classifier.Classifier in
+// the daemon, or root's over a system-mode worker's link.
+type Finder interface {
+	InstructionFindings(text string) []classifier.Verdict
+}
+
 // Scan is what the last look at a session's instruction files saw.
 type Scan struct {
 	files map[string]scanned
@@ -96,7 +102,7 @@ type Result struct {
 type look struct {
 	sc      *Scan
 	s       *session.Session
-	cls     *classifier.Classifier
+	cls     Finder
 	seen    map[string]scanned
 	entries int
 }
@@ -104,7 +110,7 @@ type look struct {
 // Look looks at the session's instruction files, judges those that changed since the last look
 // with cls, and says what they hold now. What Claude Code loads comes first, and every file it
 // @imports from there (as deep as it follows them); then the walk of the rest.
-func (sc *Scan) Look(s *session.Session, cls *classifier.Classifier) Result {
+func (sc *Scan) Look(s *session.Session, cls Finder) Result {
 	l := &look{sc: sc, s: s, cls: cls, seen: map[string]scanned{}}
 	for _, name := range loaded {
 		l.visit(name, 0)
@@ -251,7 +257,7 @@ func Name(name string) bool {
 
 // judge reads one file to its end, a window at a time, and judges its text and finds what it
 // imports.
-func judge(s *session.Session, name string, fi fs.FileInfo, cls *classifier.Classifier) scanned {
+func judge(s *session.Session, name string, fi fs.FileInfo, cls Finder) scanned {
 	f := scanned{size: fi.Size(), mod: fi.ModTime()}
 	file, err := s.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {

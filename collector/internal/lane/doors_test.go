@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/judgement/judgementtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/ruleid"
@@ -20,7 +21,7 @@ func TestAFailingEngineAtTheSpoolIsADenyAndARecord(t *testing.T) {
 	for _, e := range judgementtest.Failing() {
 		t.Run(e.Name, func(t *testing.T) {
 			f := newLane(t, managedconfig.Enforce)
-			f.pol.Judge.Rules, f.pol.Judge.Budget = e.Rules, 20*time.Millisecond
+			f.failWith(e.Rules)
 			rid := f.call("enforce", "ls")
 			f.pass()
 			if ok, denied := f.answered(rid); !ok || !denied {
@@ -46,7 +47,7 @@ func TestAFailingEngineAtTheHostChannelIsADenyAndARecord(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(ch, "decisions"), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			f.pol.Judge.Rules, f.pol.Judge.Budget = e.Rules, 20*time.Millisecond
+			f.failWith(e.Rules)
 			rid := f.nextRID()
 			if err := os.WriteFile(filepath.Join(ch, ".ev-"+rid), []byte("\n"+envelope(rid, "enforce", "Bash", bash("ls"))+"\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -63,4 +64,11 @@ func TestAFailingEngineAtTheHostChannelIsADenyAndARecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failWith puts rules behind the lane's judgement, with a budget short enough for a test.
+func (f *laneFixture) failWith(rules judgement.Rules) {
+	l := f.pol.Rules.(local)
+	l.Judge.Rules, l.Judge.Budget = rules, 20*time.Millisecond
+	f.pol = NewPolicy(f.pol.Cfg, l)
 }

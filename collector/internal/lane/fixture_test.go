@@ -115,8 +115,9 @@ func newLane(t testing.TB, mode managedconfig.Mode) *laneFixture {
 		Limits: Limits{BatchLines: 256, RotateBytes: 8 << 20, RotateIdle: time.Hour, RotateGrace: 10 * time.Second,
 			SessionBytes: SessionBytes, BudgetRecords: 600, BudgetBytes: 4 << 20, QuarantineFor: 10 * time.Minute,
 			ReconcileGrace: 5 * time.Second, ForgedAfter: time.Minute}}
-	f.pol = NewPolicy(managedconfig.Config{Mode: mode, CoworkEnabled: true, HookTimeout: 30 * time.Second,
-		DecisionTimeout: 10 * time.Second, RescanInterval: time.Hour, MaxLineBytes: 4096}, cls, f.clock.Now)
+	cfg := managedconfig.Config{Mode: mode, CoworkEnabled: true, HookTimeout: 30 * time.Second,
+		DecisionTimeout: 10 * time.Second, RescanInterval: time.Hour, MaxLineBytes: 4096}
+	f.pol = NewPolicy(cfg, Local(cfg, cls, f.clock.Now))
 	f.lane = New(f.env, dir, "")
 	t.Cleanup(f.lane.Release)
 	return f

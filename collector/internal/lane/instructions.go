@@ -14,7 +14,7 @@ import (
 // mode with policy.quarantine_on_injection, a quarantine while a block rule's text stays. The
 // files themselves are never changed.
 func (l *Lane) scanInstructions(s *session.Session, p *Policy) {
-	res := l.instr.Look(s, p.Cls)
+	res := l.instr.Look(s, p.Rules)
 	l.env.Health.InstructionFiles(l.id, res.Scanned)
 	if res.Changed {
 		for _, name := range res.New {

@@ -94,7 +94,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	}
 	c := l.call(src, env.RID, waiting)
 	c.Payload, c.Flow, c.Quarantined = pl, l.FlowNow(), l.quarantined()
-	j := p.Judge.Decide(ctx, c)
+	j := p.Rules.Decide(ctx, c)
 	if j.Ran() {
 		l.takeFlow(j.Facets, cmp.Or(pl.ToolUseID, env.RID), pl.ToolName)
 	}
@@ -126,7 +126,7 @@ func (l *Lane) fault(src source, p *Policy, rid string, waiting bool, rule, reas
 		return outcome{skip: true}
 	}
 	waiting = waiting && rid != ""
-	j := p.Judge.Refuse(l.call(src, rid, waiting), rule, reason)
+	j := p.Rules.Refuse(l.call(src, rid, waiting), rule, reason)
 	o := outcome{rec: j.Record, bad: rule}
 	if waiting {
 		o.latency = l.decide(src, rid, j.Applied, j.Shown, "", started, nil)

@@ -17,6 +17,7 @@
 package lane
 
 import (
+	"context"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -90,25 +91,43 @@ type Env struct {
 	Host, User string
 }
 
+// Rules judges a lane's calls and reads its instruction files: Local in a daemon that compiled
+// the policy itself, or a system-mode worker's link to root, which judges for it (root keeps the
+// policy and the record; the worker, as the user, works out where the user's links lead).
+type Rules interface {
+	Decide(ctx context.Context, c judgement.Call) judgement.Outcome
+	Refuse(c judgement.Call, rule, reason string) judgement.Outcome
+	instructions.Finder
+}
+
 // Policy is what judging needs, swapped whole on a configuration change.
 type Policy struct {
-	Cfg managedconfig.Config
-	Cls *classifier.Classifier
-	// Judge judges each call under Cfg and Cls; every lane shares its cache of the protected
-	// places' identities.
-	Judge judgement.Judge
+	Cfg   managedconfig.Config
+	Rules Rules
 }
 
 // identitiesFor is how long the identities of the protected places are trusted: a place made,
 // or a log rotated, since is known by its identity within that time.
 const identitiesFor = 10 * time.Second
 
-// NewPolicy is the policy of cfg and cls, judged on the clock now.
-func NewPolicy(cfg managedconfig.Config, cls *classifier.Classifier, now func() time.Time) *Policy {
-	places := &realpath.Cache{For: identitiesFor, Now: now, Places: cls.PlacePaths}
-	return &Policy{Cfg: cfg, Cls: cls, Judge: judgement.Judge{Cfg: cfg, Rules: cls, Links: filepath.EvalSymlinks,
-		Places: places.Get, Now: now}}
+// NewPolicy is the policy of cfg, judged by rules.
+func NewPolicy(cfg managedconfig.Config, rules Rules) *Policy {
+	return &Policy{Cfg: cfg, Rules: rules}
 }
+
+// Local is cls judging in this process, on the clock now: every lane shares its cache of the
+// protected places' identities, and the Mac's links are followed here.
+func Local(cfg managedconfig.Config, cls *classifier.Classifier, now func() time.Time) Rules {
+	places := &realpath.Cache{For: identitiesFor, Now: now, Places: cls.PlacePaths}
+	return local{Judge: judgement.Judge{Cfg: cfg, Rules: cls, Links: filepath.EvalSymlinks, Places: places.Get, Now: now}, cls: cls}
+}
+
+type local struct {
+	judgement.Judge
+	cls *classifier.Classifier
+}
+
+func (l local) InstructionFindings(text string) []classifier.Verdict { return l.cls.InstructionFindings(text) }
 
 // Lease is where the alive leases stand as a pass starts.
 type Lease struct {

@@ -1,0 +1,428 @@
+package privsep
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/judgement"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// User is a person of the Mac a worker serves, as root's user database names them.
+type User struct {
+	UID, GID uint32
+	Groups   []uint32
+	Name     string
+	Home     string
+}
+
+// Root is what root does for the workers: judge, record and count. Each method is told the user
+// root started the worker as; nothing a worker says can change who that is.
+type Root interface {
+	Decide(ctx context.Context, u User, c judgement.Call) judgement.Outcome
+	Refuse(u User, c judgement.Call, rule, reason string) judgement.Outcome
+	InstructionFindings(u User, text string) []classifier.Verdict
+	// Record writes a worker's records in the decision log, each stamped with u; sync makes the
+	// log durable. It returns once they are written.
+	Record(u User, recs []telemetry.Record, sync bool) error
+	Health(u User, n HealthNote)
+	// Log is a line of the worker's own log.
+	Log(u User, level slog.Level, msg string, attrs map[string]any)
+}
+
+// Supervisor is root's side of privilege separation: one worker per user, started as that user
+// and started again with backoff when it ends, stopped when the user goes.
+type Supervisor struct {
+	// Exe is the coworkbridge program a worker runs (`run --worker`).
+	Exe  string
+	Root Root
+	// Users lists the users to serve now; asked at start and every Rescan.
+	Users  func() ([]User, error)
+	Rescan time.Duration
+	Log    *slog.Logger
+	Health *health.Health
+	// MaxFrame bounds a message root reads from a worker (see FrameFor).
+	MaxFrame int
+
+	mu      sync.Mutex
+	workers map[uint32]*worker
+	setup   func(User) Setup
+}
+
+// Backoffs of a worker started again: doubling from the first to the last; a worker that ran
+// for steadyFor starts again from the first.
+const (
+	firstBackoff = time.Second
+	lastBackoff  = time.Minute
+	steadyFor    = 5 * time.Minute
+)
+
+// FrameFor is the largest message root reads from a worker under maxLine: a call at the largest
+// line twice over (as written and as its links resolve), with room for the rest. A worker can
+// make root hold this much for it at once, never more.
+func FrameFor(maxLine int64) int {
+	return int(2*min(max(maxLine, 1<<20), 256<<20)) + 4<<20
+}
+
+// Configure sets what each worker is told to do, tells the running ones now and each one
+// started later.
+func (s *Supervisor) Configure(setup func(User) Setup) {
+	s.mu.Lock()
+	s.setup = setup
+	ws := s.listLocked()
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.send(setup(w.user))
+	}
+}
+
+func (s *Supervisor) listLocked() []*worker {
+	ws := make([]*worker, 0, len(s.workers))
+	for _, w := range s.workers {
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// Run serves the users until ctx ends, then stops every worker.
+func (s *Supervisor) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.workers == nil {
+		s.workers = map[uint32]*worker{}
+	}
+	s.mu.Unlock()
+	var running sync.WaitGroup
+	defer running.Wait()
+	scan := time.NewTicker(max(s.Rescan, time.Second))
+	defer scan.Stop()
+	for {
+		s.follow(ctx, &running)
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			for _, w := range s.workers {
+				w.cancel()
+			}
+			s.mu.Unlock()
+			return nil
+		case <-scan.C:
+		}
+	}
+}
+
+// follow starts a worker for each user new since the last scan and stops those of users gone.
+func (s *Supervisor) follow(ctx context.Context, running *sync.WaitGroup) {
+	users, err := s.Users()
+	if err != nil {
+		s.Log.Warn("cannot list the Mac's users; the workers running stay as they are", "err", err)
+		return
+	}
+	seen := map[uint32]bool{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range users {
+		seen[u.UID] = true
+		if w := s.workers[u.UID]; w != nil && w.user.Home == u.Home && w.user.Name == u.Name {
+			continue
+		} else if w != nil {
+			w.cancel()
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		w := &worker{s: s, user: u, cancel: cancel, changed: make(chan struct{}, 1)}
+		s.workers[u.UID] = w
+		running.Go(func() { w.run(wctx) })
+	}
+	for uid, w := range s.workers {
+		if !seen[uid] {
+			s.Log.Info("a user is gone: their worker stops", "user", w.user.Name, "uid", uid)
+			w.cancel()
+			delete(s.workers, uid)
+		}
+	}
+}
+
+// Session asks uid's worker for the state of its session id, for a host call of it judged at
+// the socket. A user with no worker, or one that does not answer in time, has no such session.
+func (s *Supervisor) Session(ctx context.Context, uid uint32, id string) (SessionState, error) {
+	w := s.worker(uid)
+	if w == nil {
+		return SessionState{}, fmt.Errorf("no worker serves uid %d", uid)
+	}
+	l := w.current()
+	if l == nil {
+		return SessionState{}, fmt.Errorf("the worker of %s is not running", w.user.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var st SessionState
+	err := l.call(ctx, kindSession, sessionAsk{ID: id}, &st)
+	return st, err
+}
+
+// Receipt hands uid's worker the receipt of a call of its session id judged at the socket.
+func (s *Supervisor) Receipt(uid uint32, id string, r any) {
+	if w := s.worker(uid); w != nil {
+		if l := w.current(); l != nil {
+			_ = l.note(kindReceipt, r)
+		}
+	}
+}
+
+func (s *Supervisor) worker(uid uint32) *worker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workers[uid]
+}
+
+// Stats sums what the workers last said of themselves.
+func (s *Supervisor) Stats() Stats {
+	s.mu.Lock()
+	ws := s.listLocked()
+	s.mu.Unlock()
+	var st Stats
+	for _, w := range ws {
+		w.mu.Lock()
+		st.Watches += w.stats.Watches
+		st.Sessions += w.stats.Sessions
+		w.mu.Unlock()
+	}
+	return st
+}
+
+// Workers describes each worker, for status and the log.
+func (s *Supervisor) Workers() []health.Worker {
+	s.mu.Lock()
+	ws := s.listLocked()
+	s.mu.Unlock()
+	out := make([]health.Worker, 0, len(ws))
+	for _, w := range ws {
+		w.mu.Lock()
+		out = append(out, health.Worker{User: w.user.Name, UID: w.user.UID, PID: w.pid, Running: w.l != nil,
+			Starts: w.starts, LastError: w.lastErr, Watches: w.stats.Watches, Sessions: w.stats.Sessions})
+		w.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b health.Worker) int { return int(a.UID) - int(b.UID) })
+	return out
+}
+
+// worker is root's side of one user's worker.
+type worker struct {
+	s       *Supervisor
+	user    User
+	cancel  context.CancelFunc
+	changed chan struct{}
+
+	mu      sync.Mutex
+	l       *link
+	pid     int
+	starts  int
+	lastErr string
+	stats   Stats
+}
+
+func (w *worker) current() *link {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.l
+}
+
+func (w *worker) send(s Setup) {
+	if l := w.current(); l != nil {
+		_ = l.note(kindSetup, s)
+	}
+}
+
+// run starts the worker, and again each time it ends, until ctx ends.
+func (w *worker) run(ctx context.Context) {
+	backoff := firstBackoff
+	for {
+		started := time.Now()
+		err := w.once(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > steadyFor {
+			backoff = firstBackoff
+		}
+		w.mu.Lock()
+		w.lastErr = err.Error()
+		w.mu.Unlock()
+		w.s.Log.Error("a user's worker ended; it starts again after a pause", "code", health.CodeWorkerRestarted,
+			"user", w.user.Name, "uid", w.user.UID, "err", err, "pause", backoff.String())
+		w.s.Health.Count("", health.CodeWorkerRestarted)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, lastBackoff)
+	}
+}
+
+// once starts the worker as its user and serves it until it ends or ctx does.
+func (w *worker) once(ctx context.Context) error {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return fmt.Errorf("make the socket pair: %w", err)
+	}
+	syscall.CloseOnExec(fds[0])
+	syscall.CloseOnExec(fds[1])
+	mine, theirs := os.NewFile(uintptr(fds[0]), "worker-link"), os.NewFile(uintptr(fds[1]), "root-link")
+	conn, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		theirs.Close()
+		return fmt.Errorf("use the socket pair: %w", err)
+	}
+	cmd := w.command(theirs)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		theirs.Close()
+		conn.Close()
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		theirs.Close()
+		conn.Close()
+		return fmt.Errorf("start the worker of %s: %w", w.user.Name, err)
+	}
+	theirs.Close()
+	said := make(chan struct{})
+	go func() { defer close(said); w.relay(stderr) }()
+	l := newLink(conn, max(w.s.MaxFrame, 1<<20), 8)
+	w.mu.Lock()
+	w.l, w.pid = l, cmd.Process.Pid
+	w.starts++
+	setup := w.s.setup
+	w.mu.Unlock()
+	w.s.Log.Info("a user's worker started", "user", w.user.Name, "uid", w.user.UID, "pid", cmd.Process.Pid)
+	if setup != nil {
+		w.send(setup(w.user))
+	}
+	err = l.run(ctx, w.handle)
+	w.mu.Lock()
+	w.l = nil
+	w.mu.Unlock()
+	l.close(errClosed) // the worker reads the end of its link and stops
+	waited := make(chan error, 1)
+	go func() { <-said; waited <- cmd.Wait() }()
+	select {
+	case werr := <-waited:
+		if werr != nil && (errors.Is(err, errClosed) || err == nil) {
+			err = fmt.Errorf("it exited: %w", werr)
+		}
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-waited
+		err = fmt.Errorf("it did not stop when its link closed, and was killed (%v)", err)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, errClosed) {
+		err = errors.New("it closed its link")
+	}
+	return err
+}
+
+// command is the worker's process: this program as the user (their uid, group and groups), the
+// environment cleared but for what names the user, in the root folder.
+func (w *worker) command(link *os.File) *exec.Cmd {
+	u := w.user
+	cmd := exec.Command(w.s.Exe, "run", "--worker")
+	cmd.Env = []string{"HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name, "PATH=/usr/bin:/bin:/usr/sbin:/sbin"}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{link} // fd 3
+	cmd.SysProcAttr = procAttr(&syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups})
+	return cmd
+}
+
+// relayLimit bounds what root keeps of a worker's stderr: a line, and lines per start (a crash
+// dump is the usual content; a flood of it would otherwise be root's log's).
+const (
+	relayLine  = 4 << 10
+	relayLines = 200
+)
+
+// relay copies what the worker writes to stderr (a crash, or its log while the link is down)
+// into root's log.
+func (w *worker) relay(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, relayLine), relayLine)
+	n := 0
+	for sc.Scan() {
+		if n++; n <= relayLines {
+			w.s.Log.Warn("a user's worker wrote to stderr", "user", w.user.Name, "line", sc.Text())
+		}
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+// handle serves one message of the worker's.
+func (w *worker) handle(ctx context.Context, kind string, body json.RawMessage) (any, error) {
+	u := w.user
+	switch kind {
+	case kindDecide:
+		var d decision
+		if err := json.Unmarshal(body, &d); err != nil {
+			return nil, fmt.Errorf("a call that cannot be read: %w", err)
+		}
+		if d.FlowErr != "" {
+			d.Call.FlowErr = errors.New(d.FlowErr)
+		}
+		return w.s.Root.Decide(ctx, u, d.Call), nil
+	case kindRefuse:
+		var r refusal
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, fmt.Errorf("a refusal that cannot be read: %w", err)
+		}
+		return w.s.Root.Refuse(u, r.Call, r.Rule, r.Reason), nil
+	case kindFindings:
+		var text string
+		if err := json.Unmarshal(body, &text); err != nil {
+			return nil, err
+		}
+		return w.s.Root.InstructionFindings(u, text), nil
+	case kindRecords:
+		var r records
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, fmt.Errorf("records that cannot be read: %w", err)
+		}
+		return nil, w.s.Root.Record(u, r.Records, r.Sync)
+	case kindHealth:
+		var n HealthNote
+		if err := json.Unmarshal(body, &n); err == nil {
+			w.s.Root.Health(u, n)
+		}
+		return nil, nil
+	case kindLog:
+		var line logLine
+		if err := json.Unmarshal(body, &line); err == nil {
+			w.s.Root.Log(u, slog.Level(line.Level), line.Msg, line.Attrs)
+		}
+		return nil, nil
+	case kindStats:
+		var st Stats
+		if err := json.Unmarshal(body, &st); err == nil {
+			w.mu.Lock()
+			w.stats = st
+			w.mu.Unlock()
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown message %q", kind)
+}

@@ -1,0 +1,321 @@
+package privsep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/collector"
+	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/spool"
+)
+
+// WorkerOptions are what a worker needs besides its link to root.
+type WorkerOptions struct {
+	// Home is the user's home folder; the worker's state (offsets, flows) is kept under it.
+	Home string
+	// GOOS is the platform, for where the user's state folder is.
+	GOOS string
+	// Stderr receives what the worker cannot tell root (its link down); nil: discarded.
+	Stderr *slog.Logger
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// workerFrame bounds what a worker reads from root: setups, a session's question, a receipt.
+const workerFrame = 16 << 20
+
+// statsEvery is how often a worker tells root how many folders it watches and sessions it
+// follows, for the heartbeat and status.
+const statsEvery = 10 * time.Second
+
+// Work runs a user's worker over conn, the socket pair root started it with, until root closes
+// it or ctx ends. It refuses to run as root: a worker exists so that root does none of this.
+func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
+	if os.Geteuid() == 0 {
+		return errors.New("a worker never runs as root: root starts one per user, as that user")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = slog.New(slog.DiscardHandler)
+	}
+	l := newLink(conn, workerFrame, 4)
+	level := new(slog.LevelVar)
+	w := &work{link: l, opts: opts, level: level, setups: make(chan Setup, 1)}
+	w.log = slog.New(&logHandler{link: l, level: level, fallback: opts.Stderr.Handler()})
+	release, offsets, err := w.state()
+	if err != nil {
+		l.close(err)
+		return err
+	}
+	defer release()
+	w.offsets = offsets
+	done := make(chan error, 1)
+	go func() { done <- l.run(ctx, w.handle) }()
+	defer w.stop()
+	tick := time.NewTicker(statsEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-done:
+			if ctx.Err() != nil || errors.Is(err, errClosed) {
+				return nil // root closed the link: it is stopping, or stopping this user
+			}
+			return err
+		case s := <-w.setups:
+			w.apply(ctx, s)
+		case err := <-w.guardDone():
+			w.log.Error("the session guard ended; root will start this worker again", "err", err)
+			return fmt.Errorf("session guard: %w", err)
+		case <-tick.C:
+			w.stats()
+		}
+	}
+}
+
+// work is a running worker; only Work's goroutine touches guard and setup.
+type work struct {
+	link    *link
+	opts    WorkerOptions
+	log     *slog.Logger
+	level   *slog.LevelVar
+	offsets *spool.Store
+	setups  chan Setup
+	// mu guards guard for the handlers of root's questions, which run in their own goroutines.
+	mu    sync.Mutex
+	guard *wguard
+	roots []string // the roots last guarded, for an unhook after the guard stopped
+}
+
+// wguard is the injector and the collector over the user's sessions roots.
+type wguard struct {
+	inj     *injector.Injector
+	col     *collector.Collector
+	rules   *remoteRules
+	roots   []string
+	cancel  context.CancelFunc
+	done    chan error
+	running sync.WaitGroup
+}
+
+// state takes the worker's lock and opens its offsets, in the user's own state folder: a
+// second worker of the same user (a root restarted while the first lingers) waits its turn
+// rather than read the same spools.
+func (w *work) state() (release func(), offsets *spool.Store, err error) {
+	env := managedconfig.Env{GOOS: w.opts.GOOS, Home: w.opts.Home}
+	p, err := env.Paths()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the user's folders: %w", err)
+	}
+	dir := filepath.Join(p.StateDir, "system-worker")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create the worker's state folder %s: %w", dir, err)
+	}
+	lk := flock.New(filepath.Join(dir, "worker.lock"), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+	ok, err := lk.TryLock()
+	if err == nil && !ok {
+		err = errors.New("another worker of this user holds it")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("lock %s: %w", lk.Path(), err)
+	}
+	offsets, err = spool.OpenStore(filepath.Join(dir, "offsets.json"))
+	if err != nil {
+		w.opts.Stderr.Warn("spool offsets unreadable; events still in the spools will be read again (duplicates are skipped by request id)", "err", err)
+	}
+	return func() { lk.Unlock() }, offsets, nil
+}
+
+// handle serves what root sends.
+func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (any, error) {
+	switch kind {
+	case kindSetup:
+		var s Setup
+		if err := json.Unmarshal(body, &s); err != nil {
+			return nil, fmt.Errorf("a setup root sent cannot be read: %w", err)
+		}
+		select { // only the latest setup matters
+		case <-w.setups:
+		default:
+		}
+		w.setups <- s
+		return nil, nil
+	case kindSession:
+		var q sessionAsk
+		if err := json.Unmarshal(body, &q); err != nil {
+			return nil, err
+		}
+		return w.session(q.ID), nil
+	case kindReceipt:
+		var r receiptNote
+		if err := json.Unmarshal(body, &r); err != nil {
+			return nil, err
+		}
+		if col := w.collector(); col != nil {
+			if hl, ok := col.HostCall(r.ID); ok && hl.Judged != nil {
+				hl.Judged(r.Receipt)
+			}
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown message %q", kind)
+}
+
+func (w *work) collector() *collector.Collector {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.guard == nil {
+		return nil
+	}
+	return w.guard.col
+}
+
+func (w *work) session(id string) SessionState {
+	col := w.collector()
+	if col == nil {
+		return SessionState{}
+	}
+	hl, ok := col.HostCall(id)
+	if !ok {
+		return SessionState{}
+	}
+	return SessionState{Tracked: true, Quarantined: hl.Quarantined, Flow: hl.Flow}
+}
+
+// apply follows a setup from root: the one place a worker's configuration takes effect.
+func (w *work) apply(ctx context.Context, s Setup) {
+	w.level.Set(s.Config.LogLevel)
+	if !s.On {
+		roots := w.roots
+		if g := w.guard; g != nil {
+			roots = g.roots
+		}
+		w.stopGuard()
+		if s.Unhook && len(roots) > 0 {
+			n := injector.UnhookAll(roots, w.log)
+			w.log.Info("coworkbridge switched off: hooks removed from this user's sessions", "sessions_changed", n)
+		}
+		return
+	}
+	if g := w.guard; g != nil && slices.Equal(g.roots, s.Config.SessionsRoots) {
+		g.rules.set(s)
+		g.col.SetConfig(s.Config, nil) // the collector first: leases and mode current before any hook changes
+		g.inj.SetConfig(s.Config)
+		return
+	}
+	w.stopGuard()
+	if err := w.startGuard(ctx, s); err != nil {
+		w.log.Error("cannot start guarding this user's sessions", "err", err)
+	}
+}
+
+func (w *work) startGuard(ctx context.Context, s Setup) error {
+	h := remoteHealth{link: w.link}
+	rules := &remoteRules{link: w.link, now: w.opts.Now}
+	rules.set(s)
+	removals := session.NewRemovals(nil)
+	recorded := make(map[string]bool, len(s.Recorded))
+	for _, rid := range s.Recorded {
+		recorded[rid] = true
+	}
+	col := collector.New(s.Config, nil, collector.Options{
+		Logger: w.log.With("component", "collector"), Health: h, Sink: remoteSink{link: w.link, max: recordsChunk(s.Config)},
+		Offsets: w.offsets, Rules: rules, Recorded: recorded, Poll: s.SpoolPoll, ChannelRoot: w.channelRoot(),
+		BudgetRecords: s.BudgetRecords, Removals: removals, ForgedAfter: s.ForgedAfter, Host: s.Host, User: s.User,
+	})
+	inj, err := injector.New(s.Config, injector.Options{Logger: w.log.With("component", "injector"),
+		Recorder: sessionEvents{remoteHealth: h, col: col}, ChannelRoot: w.channelRoot(), Removals: removals, Owned: w.owned})
+	if err != nil {
+		return err
+	}
+	g := &wguard{inj: inj, col: col, rules: rules, roots: slices.Clone(s.Config.SessionsRoots), done: make(chan error, 1)}
+	gctx, cancel := context.WithCancel(ctx)
+	g.cancel = cancel
+	for _, run := range []func(context.Context) error{col.Run, inj.Run} {
+		g.running.Go(func() {
+			err := run(gctx)
+			select {
+			case g.done <- err:
+			default:
+			}
+			cancel() // one without the other guards nothing
+		})
+	}
+	w.mu.Lock()
+	w.guard, w.roots = g, g.roots
+	w.mu.Unlock()
+	w.log.Info("guarding this user's Cowork sessions", "mode", string(s.Config.Mode), "sessions_roots", s.Config.SessionsRoots)
+	return nil
+}
+
+func (w *work) stopGuard() {
+	w.mu.Lock()
+	g := w.guard
+	w.guard = nil
+	w.mu.Unlock()
+	if g == nil {
+		return
+	}
+	g.cancel()
+	g.running.Wait()
+}
+
+func (w *work) guardDone() <-chan error {
+	if w.guard == nil {
+		return nil
+	}
+	return w.guard.done
+}
+
+// channelRoot is the worker's host channel folder: in system mode host hooks hand their calls
+// to root over the socket, so nothing comes in here, but the collector keeps a folder of its own.
+func (w *work) channelRoot() string {
+	env := managedconfig.Env{GOOS: w.opts.GOOS, Home: w.opts.Home}
+	p, _ := env.Paths() // checked in state
+	return filepath.Join(p.StateDir, "system-worker", "channel")
+}
+
+// owned is the injector's check that a session folder under the user's home is the user's
+// own, every folder from the home down to it real and theirs: a link above the sessions root to
+// another user's folders would otherwise report the other user's sessions as this user's.
+func (w *work) owned(dir string) error {
+	rel, err := filepath.Rel(w.opts.Home, dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return nil // a root the admin named outside the home: theirs to lay out
+	}
+	return session.OwnedBelow(w.opts.Home, dir, os.Geteuid())
+}
+
+func (w *work) stats() {
+	w.mu.Lock()
+	g := w.guard
+	w.mu.Unlock()
+	st := Stats{}
+	if g != nil {
+		st.Watches, st.Sessions = g.inj.Watches()+g.col.Watches(), g.col.Sessions()
+	}
+	_ = w.link.note(kindStats, st)
+}
+
+// stop tells root the last stats before the worker goes.
+func (w *work) stop() { w.stopGuard() }
+
+var _ = classifier.Verdict{}
