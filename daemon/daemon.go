@@ -32,6 +32,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/privsep"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -53,8 +54,11 @@ type Options struct {
 	// DropInDir is the Claude Code managed-settings folder whose drop-in the daemon checks;
 	// "": the platform's (dropin.Dir).
 	DropInDir string
-	// Executable is the binary the drop-in must run; "": this process's, links resolved.
+	// Executable is the binary the drop-in must run, and system mode's workers run; "": this
+	// process's, links resolved.
 	Executable string
+	// Users lists the people system mode's workers serve; nil: privsep.People on this platform.
+	Users func() ([]privsep.User, error)
 }
 
 // Daemon is the long-running process of one user. Run it once; Close it after Run returns.
@@ -92,6 +96,10 @@ type Daemon struct {
 	started atomic.Pointer[time.Time]
 	// hostRecs queues the host calls' records for their writer (system mode).
 	hostRecs chan hostRecord
+	// judging is what system mode's workers' calls are judged by, set with each configuration.
+	judging atomic.Pointer[judging]
+	// users lists the people system mode serves, a worker each.
+	users func() ([]privsep.User, error)
 }
 
 // recordTampered reports what was done to the decision log behind the daemon's back, in the
@@ -123,10 +131,15 @@ func (d *Daemon) recordHead() *health.RecordHead {
 	return &health.RecordHead{Log: h.File, Head: h.Hash, Size: h.Size, CheckedAt: time.Now()}
 }
 
-// watches counts every folder the daemon watches now: the guard's and the config watcher's.
+// watches counts every folder the daemon watches now: the guard's (its workers', as they last
+// said) and the config watcher's.
 func (d *Daemon) watches() int {
 	n := d.loader.Watches()
-	if g := d.watching.Load(); g != nil {
+	switch g := d.watching.Load(); {
+	case g == nil:
+	case g.workers != nil:
+		n += g.workers.Stats().Watches
+	default:
 		n += g.injector.Watches() + g.collector.Watches()
 	}
 	return n
@@ -140,10 +153,13 @@ type heartbeat struct {
 }
 
 // guard is the part of the daemon that runs only while coworkbridge is on: the injector keeps the
-// hooks in place, the collector answers them.
+// hooks in place, the collector answers them. In system mode both run in the users' workers
+// instead, one per user and as that user, which root judges and records for.
 type guard struct {
 	injector  *injector.Injector
 	collector *collector.Collector
+	workers   *privsep.Supervisor
+	tuning    workerTuning
 	log       *telemetry.Log
 	roots     []string
 	telemetry managedconfig.Telemetry
@@ -222,9 +238,13 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 	if opts.Executable == "" {
 		opts.Executable = executable()
 	}
+	if opts.Users == nil {
+		goos := env.GOOS
+		opts.Users = func() ([]privsep.User, error) { return privsep.People(goos) }
+	}
 	return &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, release: release, env: env, paths: paths,
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
-		kick: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable}, nil
+		kick: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable, users: opts.Users}, nil
 }
 
 // Close releases the per-user lock. Call it once Run has returned.
@@ -372,8 +392,13 @@ func (d *Daemon) failClosed(ctx context.Context, s managedconfig.Snapshot) {
 }
 
 func (d *Daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Config, cls *classifier.Classifier) {
+	d.judging.Store(&judging{judge: judgement.Judge{Cfg: cfg, Rules: cls, Now: d.now}, cls: cls})
 	if d.guard != nil && slices.Equal(d.guard.roots, cfg.SessionsRoots) && d.guard.telemetry.Path == cfg.Telemetry.Path &&
 		d.guard.telemetry == cfg.Telemetry {
+		if w := d.guard.workers; w != nil {
+			w.Configure(d.setupFor(true, false, d.guard.tuning))
+			return
+		}
 		// The collector first: leases and mode are current before any hook changes.
 		d.guard.collector.SetConfig(cfg, cls)
 		d.guard.injector.SetConfig(cfg)
@@ -393,7 +418,12 @@ func (d *Daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Confi
 	}
 	gctx, cancel := context.WithCancel(ctx)
 	g.cancel = cancel
-	for _, run := range []func(context.Context) error{g.collector.Run, g.injector.Run} {
+	runs := []func(context.Context) error{g.collector.Run, g.injector.Run}
+	if g.workers != nil {
+		g.workers.Configure(d.setupFor(true, false, g.tuning))
+		runs = []func(context.Context) error{g.workers.Run}
+	}
+	for _, run := range runs {
 		g.running.Go(func() {
 			err := run(gctx)
 			select {
@@ -419,6 +449,16 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	if _, _, err := tlog.Check(); err != nil { // marks where the chain ends now
 		d.log.Warn("cannot read the end of the decision log's chain", "code", health.CodeTelemetryFailed, "err", err)
 	}
+	if d.env.System {
+		sup, err := d.newSupervisor(cfg)
+		if err != nil {
+			tlog.Close()
+			return nil, err
+		}
+		return &guard{workers: sup, log: tlog, roots: slices.Clone(cfg.SessionsRoots), telemetry: cfg.Telemetry,
+			tuning: workerTuning{budget: d.sessionBudget(), forgedAfter: d.forgedAfter(), poll: d.spoolPoll()},
+			done:   make(chan error, 1)}, nil
+	}
 	recorded, err := telemetry.RecentRIDs(cfg.Telemetry.Path, recentLogBytes)
 	if err != nil {
 		d.log.Warn("cannot read the end of the decision log; events replayed after a crash may be recorded twice", "err", err)
@@ -431,7 +471,7 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 		ForgedAfter: d.forgedAfter(), Host: d.stamp.Host, User: d.stamp.User,
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
-		ChannelRoot: d.paths.ChannelRoot(), Removals: removals, Owned: d.ownedSession()})
+		ChannelRoot: d.paths.ChannelRoot(), Removals: removals})
 	if err != nil {
 		tlog.Close()
 		return nil, err
@@ -536,6 +576,14 @@ func (d *Daemon) stopGuard() {
 // hooks would deny every call once nobody answers them.
 func (d *Daemon) switchOff() {
 	if d.guard == nil {
+		return
+	}
+	if w := d.guard.workers; w != nil {
+		// Each worker takes our hooks out of its user's sessions, as the user: root does not.
+		w.SwitchOff(context.Background(), d.setupFor(false, true, d.guard.tuning))
+		d.stopGuard()
+		d.health.SwitchedOff()
+		d.log.Info("coworkbridge switched off: the users' workers removed our hooks from their sessions")
 		return
 	}
 	roots := d.guard.roots

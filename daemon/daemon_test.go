@@ -17,6 +17,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	harness "github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/privsep"
 	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -28,6 +29,9 @@ type machine struct {
 	env    managedconfig.Env
 	log    *cbtest.Buffer
 	config string
+	// users are the people a system daemon serves (none: no worker is started; the workers
+	// themselves are tested end to end, with the binary).
+	users func() ([]privsep.User, error)
 }
 
 func newMachine(t *testing.T) *machine {
@@ -75,7 +79,7 @@ func (m *machine) start(t *testing.T) (d *Daemon, stop func()) {
 	t.Helper()
 	level := new(slog.LevelVar)
 	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, &slog.HandlerOptions{Level: level})), Level: level, Version: "test",
-		DropInDir: m.root("managed-settings.d"), Executable: "/usr/local/bin/coworkbridge"})
+		DropInDir: m.root("managed-settings.d"), Executable: "/usr/local/bin/coworkbridge", Users: m.users})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,17 +9,16 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
-	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -117,14 +116,23 @@ func (h *hostCalls) call(ctx context.Context, p hostsocket.Peer, r hostsocket.Re
 	return a
 }
 
-// hostSession is the collector's lane of session id, for a host call judged in memory.
-func (d *Daemon) hostSession(id string) (hosthook.SessionState, bool) {
+// hostSession is the state of session id of uid's, for a host call judged at the socket: its
+// user's worker keeps it (system mode has no collector of root's).
+func (d *Daemon) hostSession(uid uint32, id string) (hosthook.SessionState, bool) {
 	g := d.watching.Load()
-	if g == nil {
+	if g == nil || g.workers == nil {
 		return hosthook.SessionState{}, false
 	}
-	hl, ok := g.collector.HostCall(id)
-	return hosthook.SessionState{Quarantined: hl.Quarantined, Flow: hl.Flow, Judged: hl.Judged}, ok
+	st, err := g.workers.Session(context.Background(), uid, id)
+	if err != nil {
+		d.log.Warn("cannot ask a user's worker for a session's state; the host call is judged without it", "uid", uid, "session", id, "err", err)
+		return hosthook.SessionState{}, false
+	}
+	if !st.Tracked {
+		return hosthook.SessionState{}, false
+	}
+	return hosthook.SessionState{Quarantined: st.Quarantined, Flow: st.Flow,
+		Judged: func(r claudehook.Receipt) { g.workers.Receipt(uid, id, r) }}, true
 }
 
 // hostRecord is a host call's record on its way to the writer; done closes once it is in the
@@ -199,37 +207,6 @@ func userName(uid uint32) string {
 	return ""
 }
 
-// ownedSession is, in system mode, the injector's check that a session folder found under a
-// user's home is that user's own: every folder from the home down to it real and the home
-// owner's (session.OwnedBelow). A user's link above their sessions root to another user's
-// folders would otherwise make the other user's sessions followed twice, under two names.
-// Folders outside every home (a root the admin named elsewhere) are the admin's layout. Nil in
-// per-user mode, where every folder is the one user's.
-func (d *Daemon) ownedSession() func(dir string) error {
-	if !d.env.System {
-		return nil
-	}
-	homes := slices.Clone(d.env.Homes)
-	return func(dir string) error {
-		for _, home := range homes {
-			rel, err := filepath.Rel(home, dir)
-			if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-				continue
-			}
-			fi, err := os.Lstat(home)
-			if err != nil {
-				return fmt.Errorf("home %s: %w", home, err)
-			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok {
-				return nil
-			}
-			return session.OwnedBelow(home, dir, int(st.Uid))
-		}
-		return nil
-	}
-}
-
 // statusFor is the health snapshot as the user uid may see it: root sees all; another user only
 // the sessions under their home, and no other user's counts.
 func (d *Daemon) statusFor(uid uint32) health.Snapshot {
@@ -242,8 +219,18 @@ func (d *Daemon) statusFor(uid uint32) health.Snapshot {
 	if sv := d.serving.Load(); sv != nil {
 		s.Daemon.HeartbeatInterval = sv.snap.Config.HeartbeatInterval.String()
 	}
+	var workers []health.Worker
+	if g := d.watching.Load(); g != nil && g.workers != nil {
+		workers = g.workers.Workers()
+	}
 	if uid == 0 {
+		s.Workers = workers
 		return s
+	}
+	for _, w := range workers {
+		if w.UID == uid {
+			s.Workers = append(s.Workers, w)
+		}
 	}
 	u, err := lookupUID(uid)
 	home := ""

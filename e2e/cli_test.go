@@ -193,6 +193,7 @@ mkdir -p "$GUEST"
 mount --bind "$HOST" "$GUEST"
 mount -t tmpfs coworkbridge-e2e-hidden "$HIDE"
 cd "$GUEST/outputs"
+if [ -n "$AS_UID" ]; then exec setpriv --reuid="$AS_UID" --regid="$AS_GID" --init-groups "$@"; fi
 exec "$@"`
 		cmd = exec.CommandContext(ctx, "unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", bin}, args...)...)
 		cmd.Dir = ""

@@ -179,3 +179,9 @@ func (c Code) Info() CodeInfo {
 	}
 	return CodeInfo{Code: c, Severity: SeverityError, Title: "unknown code " + string(c)}
 }
+
+// Known reports whether c is one of the defined codes: a count from a worker, which its user may
+// have tampered with, is taken only for those.
+func (c Code) Known() bool {
+	return slices.ContainsFunc(registry, func(ci CodeInfo) bool { return ci.Code == c })
+}

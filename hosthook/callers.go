@@ -31,8 +31,9 @@ type Callers struct {
 	// and the host channels' root.
 	Env   managedconfig.Env
 	Paths managedconfig.Paths
-	// Session is the daemon's view of a session's quarantine and flow (see Judgement.Session).
-	Session func(id string) (SessionState, bool)
+	// Session is the daemon's view of the quarantine and flow of session id of the user uid
+	// (see Judgement.Session): in system mode, the user's worker's.
+	Session func(uid uint32, id string) (SessionState, bool)
 	// Lookup names a uid (nil: the system's user database).
 	Lookup func(uid uint32) (*user.User, error)
 
@@ -87,7 +88,10 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	}}
 	stamp := sv.Stamp
 	stamp.User = cl.name
-	j := Judgement{Judge: cl.judge, Env: env, ChannelRoot: c.Paths.ChannelRoot(), Stamp: stamp, Door: judgement.Socket, Session: c.Session, Note: note}
+	j := Judgement{Judge: cl.judge, Env: env, ChannelRoot: c.Paths.ChannelRoot(), Stamp: stamp, Door: judgement.Socket, Note: note}
+	if c.Session != nil {
+		j.Session = func(id string) (SessionState, bool) { return c.Session(uid, id) }
+	}
 	rec, out = j.Decide(ctx, r.Payload, started)
 	return out, rec, nil
 }

@@ -82,7 +82,7 @@ func TestTheSocketTakesASessionForTheCallersOnlyThroughRealFoldersOfTheirs(t *te
 	}
 	var asked []string
 	uid := uint32(os.Getuid())
-	c := &Callers{Env: managedconfig.Env{GOOS: "linux"}, Session: func(id string) (SessionState, bool) { asked = append(asked, id); return SessionState{}, true },
+	c := &Callers{Env: managedconfig.Env{GOOS: "linux"}, Session: func(_ uint32, id string) (SessionState, bool) { asked = append(asked, id); return SessionState{}, true },
 		users: map[uint32]*caller{uid: {hash: sv.Snap.ShortHash(), name: "eve", home: home, cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: cls}}}}
 	call := func(configDir string) *telemetry.Record {
 		req := hostsocket.Request{Kind: hostsocket.KindCall, ConfigDir: configDir,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -57,6 +58,8 @@ type Supervisor struct {
 	Health *health.Health
 	// MaxFrame bounds a message root reads from a worker (see FrameFor).
 	MaxFrame int
+	// Recorded is the request ids of u's already in the decision log, for a worker starting.
+	Recorded func(u User) []string
 
 	mu      sync.Mutex
 	workers map[uint32]*worker
@@ -174,12 +177,39 @@ func (s *Supervisor) Session(ctx context.Context, uid uint32, id string) (Sessio
 }
 
 // Receipt hands uid's worker the receipt of a call of its session id judged at the socket.
-func (s *Supervisor) Receipt(uid uint32, id string, r any) {
+func (s *Supervisor) Receipt(uid uint32, id string, r claudehook.Receipt) {
 	if w := s.worker(uid); w != nil {
 		if l := w.current(); l != nil {
-			_ = l.note(kindReceipt, r)
+			_ = l.note(kindReceipt, receiptNote{ID: id, Receipt: r})
 		}
 	}
+}
+
+// offWait bounds how long a switch-off waits for each worker to take our hooks out.
+const offWait = 30 * time.Second
+
+// SwitchOff tells every running worker to follow setup (an admin switched coworkbridge off: our
+// hooks come out of the user's sessions) and waits until each has, or offWait has passed.
+func (s *Supervisor) SwitchOff(ctx context.Context, setup func(User) Setup) {
+	s.mu.Lock()
+	s.setup = setup
+	ws := s.listLocked()
+	s.mu.Unlock()
+	var all sync.WaitGroup
+	for _, w := range ws {
+		l := w.current()
+		if l == nil {
+			continue
+		}
+		all.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, offWait)
+			defer cancel()
+			if err := l.call(ctx, kindSetup, setup(w.user), nil); err != nil {
+				s.Log.Warn("a user's worker did not confirm taking our hooks out; they come out at its next start", "user", w.user.Name, "err", err)
+			}
+		})
+	}
+	all.Wait()
 }
 
 func (s *Supervisor) worker(uid uint32) *worker {
@@ -225,6 +255,8 @@ type worker struct {
 	user    User
 	cancel  context.CancelFunc
 	changed chan struct{}
+
+	logs logBudget
 
 	mu      sync.Mutex
 	l       *link
@@ -311,7 +343,11 @@ func (w *worker) once(ctx context.Context) error {
 	w.mu.Unlock()
 	w.s.Log.Info("a user's worker started", "user", w.user.Name, "uid", w.user.UID, "pid", cmd.Process.Pid)
 	if setup != nil {
-		w.send(setup(w.user))
+		st := setup(w.user)
+		if w.s.Recorded != nil {
+			st.Recorded = w.s.Recorded(w.user)
+		}
+		w.send(st)
 	}
 	err = l.run(ctx, w.handle)
 	w.mu.Lock()
@@ -411,7 +447,7 @@ func (w *worker) handle(ctx context.Context, kind string, body json.RawMessage) 
 		return nil, nil
 	case kindLog:
 		var line logLine
-		if err := json.Unmarshal(body, &line); err == nil {
+		if err := json.Unmarshal(body, &line); err == nil && w.logs.take(time.Now()) {
 			w.s.Root.Log(u, slog.Level(line.Level), line.Msg, line.Attrs)
 		}
 		return nil, nil
@@ -425,4 +461,35 @@ func (w *worker) handle(ctx context.Context, kind string, body json.RawMessage) 
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown message %q", kind)
+}
+
+// Root's log takes a worker's lines up to logBurst at once and logRate a second after that: a
+// worker (its user may have tampered with it) must not fill the log every user's record shares
+// a disk with.
+const (
+	logRate  = 50
+	logBurst = 500
+)
+
+// logBudget is a token bucket over a worker's log lines.
+type logBudget struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+func (b *logBudget) take(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last.IsZero() {
+		b.tokens = logBurst
+	} else {
+		b.tokens = min(logBurst, b.tokens+now.Sub(b.last).Seconds()*logRate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }

@@ -57,7 +57,7 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	}
 	l := newLink(conn, workerFrame, 4)
 	level := new(slog.LevelVar)
-	w := &work{link: l, opts: opts, level: level, setups: make(chan Setup, 1)}
+	w := &work{link: l, opts: opts, level: level, setups: make(chan pendingSetup, 1)}
 	w.log = slog.New(&logHandler{link: l, level: level, fallback: opts.Stderr.Handler()})
 	release, offsets, err := w.state()
 	if err != nil {
@@ -80,8 +80,9 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 				return nil // root closed the link: it is stopping, or stopping this user
 			}
 			return err
-		case s := <-w.setups:
-			w.apply(ctx, s)
+		case p := <-w.setups:
+			w.apply(ctx, p.s)
+			close(p.done)
 		case err := <-w.guardDone():
 			w.log.Error("the session guard ended; root will start this worker again", "err", err)
 			return fmt.Errorf("session guard: %w", err)
@@ -98,11 +99,18 @@ type work struct {
 	log     *slog.Logger
 	level   *slog.LevelVar
 	offsets *spool.Store
-	setups  chan Setup
+	setups  chan pendingSetup
 	// mu guards guard for the handlers of root's questions, which run in their own goroutines.
 	mu    sync.Mutex
 	guard *wguard
 	roots []string // the roots last guarded, for an unhook after the guard stopped
+}
+
+// pendingSetup is a setup on its way to Work's goroutine; done closes once it is in force, or
+// once a later one replaced it.
+type pendingSetup struct {
+	s    Setup
+	done chan struct{}
 }
 
 // wguard is the injector and the collector over the user's sessions roots.
@@ -152,11 +160,17 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		if err := json.Unmarshal(body, &s); err != nil {
 			return nil, fmt.Errorf("a setup root sent cannot be read: %w", err)
 		}
+		p := pendingSetup{s: s, done: make(chan struct{})}
 		select { // only the latest setup matters
-		case <-w.setups:
+		case old := <-w.setups:
+			close(old.done)
 		default:
 		}
-		w.setups <- s
+		w.setups <- p
+		select { // root waits for a switch-off to be carried out
+		case <-p.done:
+		case <-ctx.Done():
+		}
 		return nil, nil
 	case kindSession:
 		var q sessionAsk
@@ -204,9 +218,9 @@ func (w *work) session(id string) SessionState {
 func (w *work) apply(ctx context.Context, s Setup) {
 	w.level.Set(s.Config.LogLevel)
 	if !s.On {
-		roots := w.roots
-		if g := w.guard; g != nil {
-			roots = g.roots
+		roots := s.Config.SessionsRoots // the roots root last had guarded
+		if len(roots) == 0 {
+			roots = w.roots
 		}
 		w.stopGuard()
 		if s.Unhook && len(roots) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/privsep"
 )
 
 func cmdRun(ctx context.Context, args []string, sio stdio) int {
@@ -19,6 +21,7 @@ func cmdRun(ctx context.Context, args []string, sio stdio) int {
 		"cowork_enabled is false. With --system (what the LaunchDaemon starts, as root) it serves every user of\n"+
 		"the Mac: root's folders for its record and state, and a socket for the host hooks.", sio)
 	system := fs.Bool("system", false, "system mode: run as root for every user (see deploy/README.md)")
+	worker := fs.Bool("worker", false, "a user's worker in system mode: started by the root daemon, as the user, never by hand")
 	if code, done := fs.parse(args); done {
 		return code
 	}
@@ -28,6 +31,9 @@ func cmdRun(ctx context.Context, args []string, sio stdio) int {
 	oneProc()
 	level := new(slog.LevelVar)
 	log := newLogger(sio.err, level)
+	if *worker {
+		return runWorker(ctx, log)
+	}
 	env, err := managedconfig.SystemEnv()
 	if err == nil && *system {
 		env, err = systemEnv(env)
@@ -71,4 +77,31 @@ func systemEnv(env managedconfig.Env) (managedconfig.Env, error) {
 	}
 	env.System, env.Homes = true, managedconfig.UserHomes(env.GOOS)
 	return env, nil
+}
+
+// workerLink is the descriptor a worker's socket pair to root is inherited on.
+const workerLink = 3
+
+// runWorker is a user's worker of system mode: it talks only to the root daemon that started it,
+// over the socket pair on descriptor 3, and stops when root closes it or on SIGTERM.
+func runWorker(ctx context.Context, log *slog.Logger) int {
+	f := os.NewFile(workerLink, "root-link")
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		log.Error("run --worker is started by the system daemon, with its link on descriptor 3; it is not for running by hand", "err", err)
+		return exitUsage
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		log.Error("a worker needs its user's home folder (HOME)", "err", err)
+		return exitFail
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := privsep.Work(ctx, conn, privsep.WorkerOptions{Home: home, GOOS: runtime.GOOS, Stderr: log}); err != nil {
+		log.Error("the worker stopped on an error", "err", err)
+		return exitFail
+	}
+	return exitOK
 }

@@ -127,7 +127,9 @@ type local struct {
 	cls *classifier.Classifier
 }
 
-func (l local) InstructionFindings(text string) []classifier.Verdict { return l.cls.InstructionFindings(text) }
+func (l local) InstructionFindings(text string) []classifier.Verdict {
+	return l.cls.InstructionFindings(text)
+}
 
 // Lease is where the alive leases stand as a pass starts.
 type Lease struct {

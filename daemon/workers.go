@@ -1,0 +1,280 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/judgement"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/privsep"
+	"github.com/coworkbridge/coworkbridge/ruleid"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// judging is what the workers' calls are judged by: the configuration and policy in force.
+type judging struct {
+	judge judgement.Judge
+	cls   *classifier.Classifier
+}
+
+// rootSide is what root does for the workers of system mode (privsep.Root): it judges, writes
+// the records stamped with the worker's user, and counts. It touches no file of a user's: a
+// call's links were followed by the worker, as the user.
+type rootSide struct {
+	d *Daemon
+	// owners are the sessions each worker reported, by id: one worker's notes about another
+	// user's session are dropped.
+	mu     sync.Mutex
+	owners map[string]uint32
+}
+
+var _ privsep.Root = (*rootSide)(nil)
+
+func (r *rootSide) judge() *judging { return r.d.judging.Load() }
+
+// asUser is c as root knows it: the user the worker runs as, not what the worker said.
+func (r *rootSide) asUser(u privsep.User, c judgement.Call) judgement.Call {
+	c.User, c.Host, c.RecordUser = u.Name, r.d.stamp.Host, true
+	return c
+}
+
+func (r *rootSide) Decide(ctx context.Context, u privsep.User, c judgement.Call) judgement.Outcome {
+	j := r.judge()
+	c = r.asUser(u, c)
+	if j == nil {
+		return judgement.Judge{Cfg: managedconfig.Config{Mode: managedconfig.Enforce}}.Refuse(c, ruleid.ClassifierError, "no policy is in force in the daemon")
+	}
+	return j.judge.Decide(ctx, c)
+}
+
+func (r *rootSide) Refuse(u privsep.User, c judgement.Call, rule, reason string) judgement.Outcome {
+	j := r.judge()
+	c = r.asUser(u, c)
+	if j == nil {
+		return judgement.Judge{Cfg: managedconfig.Config{Mode: managedconfig.Enforce}}.Refuse(c, rule, reason)
+	}
+	return j.judge.Refuse(c, rule, reason)
+}
+
+func (r *rootSide) InstructionFindings(_ privsep.User, text string) []classifier.Verdict {
+	if j := r.judge(); j != nil {
+		return j.cls.InstructionFindings(text)
+	}
+	return nil
+}
+
+// Record writes a worker's records, each naming the worker's user whatever it said.
+func (r *rootSide) Record(u privsep.User, recs []telemetry.Record, sync bool) error {
+	g := r.d.watching.Load()
+	if g == nil {
+		return errors.New("the daemon is not guarding sessions now; the records stay in the spools")
+	}
+	for i := range recs {
+		recs[i].User = u.Name
+	}
+	if len(recs) > 0 {
+		if err := g.log.WriteBatch(recs); err != nil {
+			return err
+		}
+	}
+	if sync {
+		return g.log.Sync()
+	}
+	return nil
+}
+
+// Health counts what a worker saw, for the sessions it reported only.
+func (r *rootSide) Health(u privsep.User, n privsep.HealthNote) {
+	h := r.d.health
+	if !r.owns(u, n) {
+		return
+	}
+	switch n.Op {
+	case "session_seen":
+		h.SessionSeen(n.ID, n.Dir)
+	case "session_hooked":
+		h.SessionHooked(n.ID, n.Unverified)
+	case "session_unhooked":
+		h.SessionUnhooked(n.ID, errors.New(n.Reason))
+	case "session_gone":
+		h.SessionGone(n.ID)
+		r.mu.Lock()
+		delete(r.owners, n.ID)
+		r.mu.Unlock()
+	case "scanned":
+		if n.Scan != nil {
+			h.Scanned(*n.Scan)
+		}
+	case "event":
+		h.Event(n.ID, n.Decision, n.Latency)
+	case "quarantined":
+		h.Quarantined(n.ID, n.Reason, n.Until)
+	case "instruction_findings":
+		h.InstructionFindings(n.ID, n.Files)
+	case "instruction_files":
+		h.InstructionFiles(n.ID, n.Names)
+	case "cli_version":
+		h.CLIVersion(n.ID, n.Reason)
+	case "count":
+		if n.Code.Known() && n.N > 0 {
+			h.CountN(n.ID, n.Code, n.N)
+		}
+	}
+}
+
+// owns reports whether n is about a session of u's: a session is u's once u's worker reports
+// it seen in a folder of u's own, and stays so until it is gone.
+func (r *rootSide) owns(u privsep.User, n privsep.HealthNote) bool {
+	if n.ID == "" {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owners == nil {
+		r.owners = map[string]uint32{}
+	}
+	uid, known := r.owners[n.ID]
+	if n.Op == "session_seen" {
+		if known && uid != u.UID || !r.d.servedFor(u, n.Dir) {
+			r.d.log.Warn("a worker reported a session that is not its user's; ignored", "user", u.Name, "session", n.ID, "dir", n.Dir)
+			return false
+		}
+		r.owners[n.ID] = u.UID
+		return true
+	}
+	return known && uid == u.UID
+}
+
+// servedFor reports whether dir is under one of the sessions roots u's worker was given.
+func (d *Daemon) servedFor(u privsep.User, dir string) bool {
+	for _, root := range d.rootsOf(u) {
+		if strings.HasPrefix(dir, root+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Log writes a line of a worker's log in the daemon's, under its user's name.
+func (r *rootSide) Log(u privsep.User, level slog.Level, msg string, attrs map[string]any) {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	args := []any{"worker_user", u.Name}
+	for _, k := range keys {
+		if k == "worker_user" {
+			continue
+		}
+		args = append(args, k, attrs[k])
+	}
+	r.d.log.Log(context.Background(), level, msg, args...)
+}
+
+// rootsOf is u's sessions roots under the configuration in force: those under u's home, and
+// those outside every home whose folder u owns (root looks at the name the admin gave, never
+// below it). A root outside every home owned by root is served by nobody: root does no
+// session's file work.
+func (d *Daemon) rootsOf(u privsep.User) []string {
+	j := d.judging.Load()
+	if j == nil {
+		return nil
+	}
+	cfg := j.judge.Cfg
+	roots := cfg.RootsOf(u.Home)
+	for _, r := range cfg.SessionsRoots {
+		if slices.Contains(roots, r) || d.underAHome(r) {
+			continue
+		}
+		fi, err := os.Lstat(r)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == u.UID {
+			roots = append(roots, r)
+		}
+	}
+	return roots
+}
+
+// underAHome reports whether dir is inside the home of one of the users served.
+func (d *Daemon) underAHome(dir string) bool {
+	for _, h := range d.homes() {
+		if strings.HasPrefix(dir, h+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Daemon) homes() []string {
+	us, err := d.users()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = u.Home
+	}
+	return out
+}
+
+// setupFor is what each worker is told under cfg: guard its user's roots (on), or stop and,
+// with unhook, take our hooks out of them.
+func (d *Daemon) setupFor(on, unhook bool, t workerTuning) func(privsep.User) privsep.Setup {
+	j := d.judging.Load()
+	var cfg managedconfig.Config
+	var places [3][]string
+	if j != nil {
+		cfg = j.judge.Cfg
+		places[0], places[1], places[2] = j.cls.PlacePaths()
+	}
+	host := d.stamp.Host
+	return func(u privsep.User) privsep.Setup {
+		c := cfg
+		c.SessionsRoots, c.HomeRoots = d.rootsOf(u), nil
+		return privsep.Setup{On: on, Unhook: unhook, Config: c, Places: places, Host: host, User: u.Name,
+			BudgetRecords: t.budget, ForgedAfter: t.forgedAfter, SpoolPoll: t.poll}
+	}
+}
+
+// workerTuning is the tests' overrides the daemon was started with, for its workers.
+type workerTuning struct {
+	budget            int
+	forgedAfter, poll time.Duration
+}
+
+// newSupervisor is the workers of system mode for the guard being built.
+func (d *Daemon) newSupervisor(cfg managedconfig.Config) (*privsep.Supervisor, error) {
+	if d.exe == "" {
+		return nil, fmt.Errorf("system mode: cannot tell which program to start the users' workers with")
+	}
+	return &privsep.Supervisor{Exe: d.exe, Root: &rootSide{d: d}, Users: d.users, Rescan: cfg.RescanInterval,
+		Log: d.log.With("component", "workers"), Health: d.health, MaxFrame: privsep.FrameFor(cfg.MaxLineBytes),
+		Recorded: func(privsep.User) []string { return d.recorded(cfg.Telemetry.Path) }}, nil
+}
+
+// recorded is the request ids at the end of the decision log, for a worker starting.
+func (d *Daemon) recorded(path string) []string {
+	m, err := telemetry.RecentRIDs(path, recentLogBytes)
+	if err != nil {
+		d.log.Warn("cannot read the end of the decision log; events replayed after a worker's crash may be recorded twice", "err", err)
+	}
+	out := make([]string, 0, len(m))
+	for rid := range m {
+		out = append(out, rid)
+	}
+	return out
+}
