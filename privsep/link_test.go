@@ -1,0 +1,153 @@
+package privsep
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pair is two connected ends of a unix socket pair, as root and a worker have.
+func pair(t testing.TB) (a, b net.Conn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(fd int) net.Conn {
+		f := osFile(fd)
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b = conn(fds[0]), conn(fds[1])
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func echo(_ context.Context, kind string, body json.RawMessage) (any, error) {
+	if kind == "fail" {
+		return nil, errors.New("refused")
+	}
+	return json.RawMessage(body), nil
+}
+
+func TestALinkMatchesEachReplyToItsRequestUnderConcurrentCalls(t *testing.T) {
+	a, b := pair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	la, lb := newLink(a, 1<<20, 4), newLink(b, 1<<20, 4)
+	go la.run(ctx, echo)
+	go lb.run(ctx, echo)
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			var out int
+			if err := la.call(ctx, "echo", i, &out); err != nil || out != i {
+				t.Errorf("call %d: got %d, %v", i, out, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := la.call(ctx, "fail", 1, nil); err == nil || err.Error() != "refused" {
+		t.Errorf("a refused request: %v", err)
+	}
+}
+
+func TestALinkClosesOnAFrameOverItsLimitWithoutReadingIt(t *testing.T) {
+	a, b := pair(t)
+	l := newLink(a, 1024, 1)
+	done := make(chan error, 1)
+	go func() { done <- l.run(context.Background(), echo) }()
+	var head [4]byte
+	binary.BigEndian.PutUint32(head[:], 200<<20) // 200 MB announced, never sent
+	b.Write(head[:])
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "over the link's limit") {
+			t.Fatalf("run ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the link waited for a frame over its limit")
+	}
+	if err := l.call(context.Background(), "echo", 1, nil); !errors.Is(err, errClosed) {
+		t.Errorf("a call on the closed link: %v", err)
+	}
+}
+
+func TestALinkClosesOnAFrameThatIsNotAMessage(t *testing.T) {
+	a, b := pair(t)
+	l := newLink(a, 1024, 1)
+	done := make(chan error, 1)
+	go func() { done <- l.run(context.Background(), echo) }()
+	var buf bytes.Buffer
+	binary.Write(&buf, binary.BigEndian, uint32(5))
+	buf.WriteString("hello")
+	b.Write(buf.Bytes())
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "not a message") {
+		t.Fatalf("run ended with %v", err)
+	}
+}
+
+func TestACallGivesUpWhenTheOtherEndNeverAnswers(t *testing.T) {
+	a, _ := pair(t) // nobody reads or answers at the other end
+	l := newLink(a, 1<<20, 1)
+	go l.run(context.Background(), echo)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := l.call(ctx, "echo", 1, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call: %v", err)
+	}
+}
+
+func TestTheLinkEndsWhenTheOtherEndCloses(t *testing.T) {
+	a, b := pair(t)
+	l := newLink(a, 1<<20, 1)
+	done := make(chan error, 1)
+	go func() { done <- l.run(context.Background(), echo) }()
+	b.Close()
+	if err := <-done; !errors.Is(err, errClosed) {
+		t.Fatalf("run ended with %v, want the link closed", err)
+	}
+}
+
+// FuzzLinkFrames feeds root's end of a link whatever a tampered worker may write: it must end
+// the link or serve it, never panic or read past its limit.
+func FuzzLinkFrames(f *testing.F) {
+	frameOf := func(v any) []byte {
+		data, _ := json.Marshal(v)
+		var b bytes.Buffer
+		binary.Write(&b, binary.BigEndian, uint32(len(data)))
+		b.Write(data)
+		return b.Bytes()
+	}
+	f.Add(frameOf(frame{ID: 1, Kind: kindDecide, Body: json.RawMessage(`{"Call":{"Door":1}}`)}))
+	f.Add(frameOf(frame{Kind: kindHealth, Body: json.RawMessage(`{"op":"count","id":"x","code":"nope","n":-1}`)}))
+	f.Add(frameOf(frame{ID: 7, Re: true, Body: json.RawMessage(`1`)}))
+	f.Add([]byte{0, 0, 0, 2, '{', '}'})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, b := pair(t)
+		w := &worker{s: &Supervisor{Root: nopRoot{}}, user: User{Name: "fuzz"}}
+		l := newLink(a, 1<<16, 2)
+		done := make(chan error, 1)
+		go func() { done <- l.run(context.Background(), w.handle) }()
+		b.Write(data)
+		b.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the link did not end when the worker's end closed")
+		}
+	})
+}

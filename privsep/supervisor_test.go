@@ -1,0 +1,207 @@
+package privsep
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/judgement"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// TestMain makes the test binary a worker when the supervisor starts it as one (`run --worker`,
+// its link on descriptor 3), as the coworkbridge binary is.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "run" && os.Args[2] == "--worker" {
+		f := os.NewFile(3, "root-link")
+		conn, err := net.FileConn(f)
+		if err != nil {
+			os.Exit(64)
+		}
+		home, _ := os.UserHomeDir()
+		if err := Work(context.Background(), conn, WorkerOptions{Home: home, GOOS: runtime.GOOS}); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// judgingRoot is root as the daemon is, in memory: the built-in policy judges, records are kept.
+type judgingRoot struct {
+	judge judgement.Judge
+	cls   *classifier.Classifier
+	mu    sync.Mutex
+	recs  []telemetry.Record
+	notes []HealthNote
+}
+
+func (r *judgingRoot) Decide(ctx context.Context, u User, c judgement.Call) judgement.Outcome {
+	c.User, c.RecordUser = u.Name, true
+	return r.judge.Decide(ctx, c)
+}
+func (r *judgingRoot) Refuse(u User, c judgement.Call, rule, reason string) judgement.Outcome {
+	return r.judge.Refuse(c, rule, reason)
+}
+func (r *judgingRoot) InstructionFindings(_ User, text string) []classifier.Verdict {
+	return r.cls.InstructionFindings(text)
+}
+func (r *judgingRoot) Record(u User, recs []telemetry.Record, _ bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rec := range recs {
+		rec.User = u.Name
+		r.recs = append(r.recs, rec)
+	}
+	return nil
+}
+func (r *judgingRoot) Health(_ User, n HealthNote) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, n)
+}
+func (r *judgingRoot) Log(User, slog.Level, string, map[string]any) {}
+
+func (r *judgingRoot) records() []telemetry.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]telemetry.Record(nil), r.recs...)
+}
+
+// nobody is a user to run a worker as, with a home of theirs under dir; the test binary is
+// copied where that user can run it.
+func nobody(t *testing.T) (User, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("starting a worker as another user needs root")
+	}
+	dir := t.TempDir()
+	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	home := filepath.Join(dir, "home")
+	must(t, os.MkdirAll(home, 0o755))
+	must(t, os.Chown(home, 65534, 65534))
+	exe := filepath.Join(dir, "coworkbridge")
+	self, err := os.Executable()
+	must(t, err)
+	in, err := os.Open(self)
+	must(t, err)
+	defer in.Close()
+	out, err := os.OpenFile(exe, os.O_CREATE|os.O_WRONLY, 0o755)
+	must(t, err)
+	_, err = io.Copy(out, in)
+	must(t, err)
+	must(t, out.Close())
+	return User{UID: 65534, GID: 65534, Name: "nobody", Home: home}, exe
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func procUID(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "Uid:" {
+			n, _ := strconv.Atoi(f[2]) // effective
+			return n
+		}
+	}
+	return -1
+}
+
+// A worker runs as its user, does the session's work as that user (the hook it puts in a
+// session is the user's file; nothing is chowned), and is started again when it dies.
+func TestAWorkerRunsAsItsUserAndIsStartedAgainWhenItDies(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	u, exe := nobody(t)
+	root := filepath.Join(u.Home, "sessions")
+	sess := filepath.Join(root, "acct", "org", "local_w1")
+	for _, d := range []string{".claude", "outputs"} {
+		must(t, os.MkdirAll(filepath.Join(sess, d), 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(sess, ".claude", "settings.json"), []byte("{}"), 0o644))
+	must(t, filepath.Walk(u.Home, func(p string, _ os.FileInfo, err error) error { return os.Lchown(p, 65534, 65534) }))
+
+	cls, err := policy.Compile(managedconfig.Policy{})
+	must(t, err)
+	env := managedconfig.Env{GOOS: "linux", Home: u.Home}
+	paths, err := env.Paths()
+	must(t, err)
+	cfg := managedconfig.Defaults(env, paths)
+	cfg.CoworkEnabled, cfg.Mode, cfg.SessionsRoots = true, managedconfig.Enforce, []string{root}
+	r := &judgingRoot{judge: judgement.Judge{Cfg: cfg, Rules: cls}, cls: cls}
+	h := health.New(nil)
+	s := &Supervisor{Exe: exe, Root: r, Users: func() ([]User, error) { return []User{u}, nil }, Rescan: time.Hour,
+		Log: slog.New(slog.DiscardHandler), Health: h, MaxFrame: FrameFor(cfg.MaxLineBytes)}
+	s.Configure(func(User) Setup { return Setup{On: true, Config: cfg, User: u.Name} })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	var pid int
+	cbtest.WaitForf(t, func() bool {
+		ws := s.Workers()
+		if len(ws) == 1 && ws[0].Running {
+			pid = ws[0].PID
+			return true
+		}
+		return false
+	}, func() string { return "the worker to start" })
+	if uid := procUID(pid); uid != 65534 {
+		t.Fatalf("the worker runs as uid %d, want 65534", uid)
+	}
+	settings := filepath.Join(sess, ".claude", "settings.json")
+	cbtest.WaitForf(t, func() bool {
+		b, _ := os.ReadFile(settings)
+		return strings.Contains(string(b), "coworkbridge")
+	}, func() string { return "the worker to hook the session" })
+	fi, err := os.Stat(settings)
+	must(t, err)
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 {
+		t.Errorf("the hooked settings belong to uid %d, not the user's", st.Uid)
+	}
+
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	cbtest.WaitForf(t, func() bool {
+		ws := s.Workers()
+		return len(ws) == 1 && ws[0].Running && ws[0].Starts == 2 && ws[0].PID != pid
+	}, func() string { return "the worker to start again" })
+	if n := h.Snapshot(false); !strings.Contains(strings.Join(warningCodes(n), ","), string(health.CodeWorkerRestarted)) {
+		t.Errorf("the restart is not a warning: %v", warningCodes(n))
+	}
+}
+
+func warningCodes(s health.Snapshot) []string {
+	var out []string
+	for _, w := range s.Warnings {
+		out = append(out, string(w.Code))
+	}
+	return out
+}
