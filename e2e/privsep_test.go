@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 )
 
 // runVMAsUser runs the CLI as the user the way the VM loop does: no drop-in (the VM has none),
@@ -121,5 +126,237 @@ func TestSystemModeTheVMLoopIsServedByTheUsersWorkerAsTheUser(t *testing.T) {
 	}
 	if bad := ownedBy(t, m.home, m.uid); len(bad) > 0 {
 		t.Errorf("files in the user's home not the user's: %v", bad)
+	}
+}
+
+// addUser makes another unprivileged user of the Mac, with a home beside the first user's and
+// Cowork sessions under ~/sessions (each id a session), all theirs.
+func (m *systemMac) addUser(t *testing.T, suffix string, ids ...string) (u macUser) {
+	t.Helper()
+	u.name = m.name + suffix
+	u.home = filepath.Join(m.base, "home", u.name)
+	must(t, os.MkdirAll(u.home, 0o755))
+	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", u.home, "--shell", "/bin/sh", u.name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("userdel", u.name).Run() })
+	pw, err := user.Lookup(u.name)
+	must(t, err)
+	u.uid, _ = strconv.Atoi(pw.Uid)
+	u.gid, _ = strconv.Atoi(pw.Gid)
+	for _, id := range ids {
+		u.sessions = append(u.sessions, newCoworkSession(t, filepath.Join(u.home, "sessions"), id))
+	}
+	must(t, chownTree(u.home, u.uid, u.gid))
+	return u
+}
+
+type macUser struct {
+	name, home string
+	uid, gid   int
+	sessions   []string
+}
+
+// treeOwners describes each entry under dir by owner, mode and (for a file) size; skip names
+// subtrees to leave out.
+func treeOwners(dir string, skip ...string) map[string]string {
+	out := map[string]string{}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		for _, s := range skip {
+			if p == s {
+				return filepath.SkipDir
+			}
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		out[p] = fmt.Sprintf("uid=%d gid=%d mode=%v links=%d", st.Uid, st.Gid, fi.Mode(), st.Nlink)
+		return nil
+	})
+	return out
+}
+
+// rootTouches are the traced calls the root daemon itself made on a path under one of homes, and
+// how many the workers made there: a worker's lines (each process that ran `run --worker`, and
+// the threads it made) are its user's, not root's.
+func rootTouches(t *testing.T, trace string, homes ...string) (bad []string, workers int) {
+	t.Helper()
+	data, err := os.ReadFile(trace)
+	must(t, err)
+	lines := strings.Split(string(data), "\n")
+	// Each thread's maker, from the clone lines ("TID clone3(...) = NEW", or its resumed half).
+	parent := map[string]string{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) > 2 && strings.Contains(l, "clone") && f[len(f)-2] == "=" {
+			parent[f[len(f)-1]] = f[0]
+		}
+	}
+	execs := map[string]bool{} // the threads that ran `run --worker`, and those they made
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 1 && strings.HasPrefix(f[1], "execve(") && strings.Contains(l, `"--worker"`) {
+			execs[f[0]] = true
+		}
+	}
+	var isWorker func(tid string, depth int) bool
+	isWorker = func(tid string, depth int) bool {
+		if execs[tid] {
+			return true
+		}
+		p, ok := parent[tid]
+		return ok && depth < 64 && isWorker(p, depth+1)
+	}
+	workerPIDs := map[string]bool{}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && isWorker(f[0], 0) {
+			workerPIDs[f[0]] = true
+		}
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		for _, h := range homes {
+			if !strings.Contains(l, `"`+h+`/`) && !strings.Contains(l, `"`+h+`"`) {
+				continue
+			}
+			if workerPIDs[f[0]] {
+				workers++
+			} else {
+				bad = append(bad, l)
+			}
+			break
+		}
+	}
+	return bad, workers
+}
+
+// One user attacks the root daemon through everything their own tree offers (hard links to
+// root's files, links into another user's sessions, FIFOs and devices where the daemon's side
+// reads and writes, a link and a FIFO at sessions roots) while another user's VM-loop calls are
+// all answered and recorded under that user. No file outside the attacker's tree changes owner,
+// mode or content; the attacker, made after the daemon started, is served within a rescan; and
+// the root process itself makes, opens, chowns, renames or removes nothing under any home.
+func TestSystemModeOneUsersAttacksStallNoOtherUserAndRootTouchesNoHome(t *testing.T) {
+	m := newSystemMacTraced(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","rescan_interval":"2s","sessions_roots":["~/sessions","~/more"]}`)
+	m.waitHooked(t, m.session, "enforce")
+
+	decoy := filepath.Join(m.base, "decoy")
+	must(t, os.WriteFile(decoy, []byte("root's decoy\n"), 0o644))
+	eve := m.addUser(t, "x", "plain", "hardlink", "aliasbridge", "aliassettings", "fifos", "device")
+	plain, hard, aliasBridge, aliasSettings, fifos, device := eve.sessions[0], eve.sessions[1], eve.sessions[2], eve.sessions[3], eve.sessions[4], eve.sessions[5]
+	// Served within a rescan though made after the daemon started.
+	m.waitHooked(t, plain, "enforce")
+
+	victimBridge := filepath.Join(m.session, ".claude", "coworkbridge")
+	asEve := func(p string) { must(t, os.Lchown(p, eve.uid, eve.gid)) }
+	// Root's own file, hard-linked in at every name the worker writes (a Mac user can do this;
+	// Linux's protected hard links would stop the user, so the test plants them as root).
+	os.Remove(filepath.Join(hard, ".claude", "settings.json"))
+	must(t, os.Link(decoy, filepath.Join(hard, ".claude", "settings.json")))
+	must(t, os.MkdirAll(filepath.Join(plain, ".claude", "coworkbridge", "decisions"), 0o755))
+	asEve(filepath.Join(plain, ".claude", "coworkbridge"))
+	asEve(filepath.Join(plain, ".claude", "coworkbridge", "decisions"))
+	for _, name := range []string{"alive", "offsets.json"} {
+		p := filepath.Join(plain, ".claude", "coworkbridge", name)
+		os.Remove(p)
+		must(t, os.Link(decoy, p))
+	}
+	// Links into the other user's session.
+	os.RemoveAll(filepath.Join(aliasBridge, ".claude", "coworkbridge"))
+	must(t, os.Symlink(victimBridge, filepath.Join(aliasBridge, ".claude", "coworkbridge")))
+	asEve(filepath.Join(aliasBridge, ".claude", "coworkbridge"))
+	os.Remove(filepath.Join(aliasSettings, ".claude", "settings.json"))
+	must(t, os.Symlink(filepath.Join(m.session, ".claude", "settings.json"), filepath.Join(aliasSettings, ".claude", "settings.json")))
+	asEve(filepath.Join(aliasSettings, ".claude", "settings.json"))
+	must(t, os.Symlink(filepath.Join(m.home, "sessions", "acct"), filepath.Join(eve.home, "sessions", "alias")))
+	asEve(filepath.Join(eve.home, "sessions", "alias"))
+	// FIFOs and a device where the worker reads: the spool, the decisions, a transcript folder,
+	// and a sessions root.
+	fb := filepath.Join(fifos, ".claude", "coworkbridge")
+	os.RemoveAll(fb)
+	must(t, os.MkdirAll(fb, 0o755))
+	asEve(fb)
+	for _, p := range []string{filepath.Join(fb, "events.jsonl"), filepath.Join(fb, "decisions"), filepath.Join(fifos, ".claude", "projects")} {
+		os.RemoveAll(p)
+		must(t, syscall.Mkfifo(p, 0o666))
+		asEve(p)
+	}
+	must(t, syscall.Mkfifo(filepath.Join(eve.home, "more"), 0o666))
+	asEve(filepath.Join(eve.home, "more"))
+	db := filepath.Join(device, ".claude", "coworkbridge")
+	os.RemoveAll(db)
+	must(t, os.MkdirAll(db, 0o755))
+	asEve(db)
+	must(t, syscall.Mknod(filepath.Join(db, "events.jsonl"), syscall.S_IFCHR|0o666, int(1<<8|5))) // /dev/zero's
+	// A spool line in each planted session, so that the worker reads and answers there.
+	for _, s := range []string{plain, hard, aliasSettings} { // (not through the alias: that is the other user's spool)
+		p := filepath.Join(s, ".claude", "coworkbridge", "events.jsonl")
+		if f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644); err == nil {
+			f.WriteString(`{"v":1,"rid":"0123456789abcdef0123456789abcdef","mode":"enforce","event":{"tool_name":"Bash","tool_input":{"command":"ls"},"hook_event_name":"PreToolUse"}}` + "\n")
+			f.Close()
+			asEve(p)
+		}
+	}
+	etc := treeOwners("/etc")
+	victimBefore := treeOwners(m.home)
+	decoyFi, err := os.Stat(decoy)
+	must(t, err)
+
+	// The other user works on, in the VM loop, while the plants are in place.
+	var turns [][]toolUse
+	for i := range 6 {
+		turns = append(turns, []toolUse{{Name: "Write", Input: map[string]any{"file_path": m.guest() + fmt.Sprintf("/outputs/ok%d.txt", i), "content": "fine\n"}}})
+		turns = append(turns, []toolUse{{Name: "Bash", Input: map[string]any{"command": "git push --force origin main", "description": "push"}}})
+	}
+	time.Sleep(3 * time.Second) // a rescan, so that the worker has met every plant
+	run := m.runVMAsUser(t, newFakeAPI(t, turns...))
+	res := streamToolResults(run)
+	if len(res) != len(turns) {
+		t.Fatalf("%d results for %d calls: %+v", len(res), len(turns), res)
+	}
+	for i, r := range res {
+		if wantDeny := i%2 == 1; r.IsError != wantDeny || (wantDeny && !strings.Contains(r.Content, "bash.git-push-force")) {
+			t.Errorf("call %d of the other user answered %+v", i, r)
+		}
+	}
+	cbtest.WaitForf(t, func() bool {
+		n := 0
+		for _, r := range m.records(t) {
+			if r.Transport == "vm-spool" && r.User == m.name {
+				n++
+			}
+		}
+		return n >= len(turns)
+	}, func() string { return "every call of the other user recorded under their name" })
+
+	if b, err := os.ReadFile(decoy); err != nil || string(b) != "root's decoy\n" {
+		t.Errorf("root's file hard-linked into the attacker's sessions was changed: %q %v", b, err)
+	}
+	if fi, err := os.Stat(decoy); err != nil || fi.Mode() != decoyFi.Mode() || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("root's file changed owner or mode: %v %v", fi.Mode(), err)
+	}
+	for p, was := range etc {
+		if is := treeOwners(p)[p]; is != "" && is != was {
+			t.Errorf("%s changed: was %s, is %s", p, was, is)
+		}
+	}
+	for p, was := range victimBefore {
+		if is, ok := treeOwners(p)[p]; ok && !strings.HasPrefix(is, fmt.Sprintf("uid=%d ", m.uid)) {
+			t.Errorf("in the other user's home %s is no longer theirs: was %s, is %s", p, was, is)
+		}
+	}
+	if bad := ownedBy(t, m.home, m.uid); len(bad) > 0 {
+		t.Errorf("files in the other user's home not theirs: %v", bad)
+	}
+	m.stop()
+	bad, byWorkers := rootTouches(t, m.trace, m.home, eve.home)
+	if len(bad) > 0 {
+		t.Errorf("the root process touched users' homes %d times, first: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "\n"))
+	}
+	if byWorkers == 0 {
+		t.Error("the trace shows no worker at work in the homes: it cannot tell root's calls from the workers'")
 	}
 }

@@ -27,7 +27,7 @@ type systemMac struct {
 	base, home, session, outputs string
 	rootDir, logs, state, run    string
 	sock, config, bin, claude    string
-	name                         string
+	name, trace                  string
 	uid, gid                     int
 	upper                        string
 	daemon                       *exec.Cmd
@@ -35,6 +35,11 @@ type systemMac struct {
 }
 
 func newSystemMac(t *testing.T, cfgJSON string) *systemMac {
+	t.Helper()
+	return newSystemMacWith(t, cfgJSON, false)
+}
+
+func newSystemMacWith(t *testing.T, cfgJSON string, traced bool) *systemMac {
 	t.Helper()
 	claude := claudeBinary(t)
 	if os.Geteuid() != 0 || !unshareWorks() {
@@ -73,12 +78,28 @@ func newSystemMac(t *testing.T, cfgJSON string) *systemMac {
 	must(t, copyFile(buildHookProgram(t), dropin.HookProgram(m.bin), 0o755))
 	must(t, os.WriteFile(filepath.Join(binDir, "claude"), nil, 0o755)) // where the CLI is bound
 
+	if traced {
+		m.trace = filepath.Join(m.base, "daemon.strace")
+	}
 	m.config = filepath.Join(m.base, "managed.json")
 	cfgJSON = strings.Replace(cfgJSON, "SESSIONS", sessions, 1)
 	must(t, os.WriteFile(m.config, []byte(cfgJSON), 0o644))
 	m.writeDropIn(t, cfgJSON)
 	m.start(t)
 	return m
+}
+
+// newSystemMacTraced is newSystemMac with the daemon run under strace, its file system calls
+// (and its children's, each line naming the process) written to m.trace.
+func newSystemMacTraced(t *testing.T, cfgJSON string) *systemMac {
+	t.Helper()
+	if _, err := exec.LookPath("strace"); err != nil {
+		if os.Getenv("COWORKBRIDGE_E2E") == "require" {
+			t.Fatal("strace is not installed; .ci/run installs it")
+		}
+		t.Skip("strace is not installed")
+	}
+	return newSystemMacWith(t, cfgJSON, true)
 }
 
 // openPath lets every user through the folders down to dir (t.TempDir's are root's, 0700).
@@ -137,6 +158,9 @@ func (m *systemMac) overrides() []string {
 func (m *systemMac) start(t *testing.T) {
 	t.Helper()
 	m.daemon = exec.Command(m.bin, "run", "--system")
+	if m.trace != "" {
+		m.daemon = exec.Command("strace", "-f", "-qq", "-o", m.trace, "-e", "trace="+tracedCalls, m.bin, "run", "--system")
+	}
 	m.daemon.Env = append(os.Environ(), m.overrides()...)
 	m.daemonOut = &bytes.Buffer{}
 	m.daemon.Stdout, m.daemon.Stderr = m.daemonOut, m.daemonOut
@@ -159,12 +183,38 @@ func (m *systemMac) start(t *testing.T) {
 	}
 }
 
+// tracedCalls are the system calls by which a process makes, opens, changes the owner of,
+// renames or removes a file, and those that make threads and processes (to tell whose each
+// thread is).
+const tracedCalls = "clone,clone3,fork,vfork,open,openat,creat,mkdir,mkdirat,chown,fchown,lchown,fchownat,rename,renameat,renameat2,unlink,unlinkat,link,linkat,symlink,symlinkat,mknodat,truncate,execve"
+
 func (m *systemMac) stop() {
 	if m.daemon == nil || m.daemon.ProcessState != nil {
 		return
 	}
-	m.daemon.Process.Signal(syscall.SIGTERM)
+	pid := m.daemon.Process.Pid
+	if m.trace != "" {
+		pid = m.daemonPID()
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
 	m.daemon.Wait()
+}
+
+// daemonPID is the daemon's own process: under strace, strace's child running `run --system`.
+func (m *systemMac) daemonPID() int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "run\x00--system") || strings.HasPrefix(string(b), "strace") {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
+		if f := strings.Fields(string(st)); err == nil && len(f) > 3 && f[3] == strconv.Itoa(m.daemon.Process.Pid) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			return pid
+		}
+	}
+	return m.daemon.Process.Pid
 }
 
 // runAsUser runs the CLI in the session as the unprivileged user, with the system drop-in.
