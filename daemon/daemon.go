@@ -28,6 +28,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -96,8 +97,11 @@ type Daemon struct {
 	started atomic.Pointer[time.Time]
 	// hostRecs queues the host calls' records for their writer (system mode).
 	hostRecs chan hostRecord
-	// judging is what system mode's workers' calls are judged by, set with each configuration.
-	judging atomic.Pointer[judging]
+	// workerPolicy is the configuration system mode's workers' calls are judged under, each
+	// user's policy made from it by callers; set with each configuration, before the workers hear.
+	workerPolicy atomic.Pointer[hosthook.Serving]
+	// callers judges calls by each user's policy (system mode): the socket's, and the workers'.
+	callers *hosthook.Callers
 	// users lists the people system mode serves, a worker each.
 	users func() ([]privsep.User, error)
 }
@@ -242,9 +246,13 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 		goos := env.GOOS
 		opts.Users = func() ([]privsep.User, error) { return privsep.People(goos) }
 	}
-	return &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, release: release, env: env, paths: paths,
+	d := &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, release: release, env: env, paths: paths,
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
-		kick: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable, users: opts.Users}, nil
+		kick: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable, users: opts.Users}
+	if env.System {
+		d.callers = &hosthook.Callers{Env: env, Paths: paths, Session: d.hostSession, Resolve: d.resolveAsUser}
+	}
+	return d, nil
 }
 
 // Close releases the per-user lock. Call it once Run has returned.
@@ -355,6 +363,7 @@ func (d *Daemon) apply(ctx context.Context, prev, s managedconfig.Snapshot) {
 		Mode: mode, Enabled: s.Enabled() || failing, FailingClosed: failing, Problem: s.ProblemText(),
 		Lockdown: s.Config.Lockdown && s.Origin != managedconfig.OriginInvalid})
 	d.stamp = telemetry.LocalStamp(d.version, s.ShortHash(), string(s.Origin))
+	d.workerPolicy.Store(&hosthook.Serving{Snap: s, Failing: failing, Stamp: d.stamp})
 	d.wantDropIn(s)
 	switch {
 	case s.Enabled():
@@ -392,7 +401,6 @@ func (d *Daemon) failClosed(ctx context.Context, s managedconfig.Snapshot) {
 }
 
 func (d *Daemon) startOrUpdateGuard(ctx context.Context, cfg managedconfig.Config, cls *classifier.Classifier) {
-	d.judging.Store(&judging{judge: judgement.Judge{Cfg: cfg, Rules: cls, Now: d.now}, cls: cls})
 	if d.guard != nil && slices.Equal(d.guard.roots, cfg.SessionsRoots) && d.guard.telemetry.Path == cfg.Telemetry.Path &&
 		d.guard.telemetry == cfg.Telemetry {
 		if w := d.guard.workers; w != nil {

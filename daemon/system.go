@@ -18,6 +18,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -133,6 +134,16 @@ func (d *Daemon) hostSession(uid uint32, id string) (hosthook.SessionState, bool
 	}
 	return hosthook.SessionState{Quarantined: st.Quarantined, Flow: st.Flow,
 		Judged: func(r claudehook.Receipt) { g.workers.Receipt(uid, id, r) }}, true
+}
+
+// resolveAsUser asks uid's worker where the Mac's links take the call's paths, as uid: root
+// follows no link of a user's.
+func (d *Daemon) resolveAsUser(uid uint32, p claudehook.Payload) (*judgement.Resolution, error) {
+	g := d.watching.Load()
+	if g == nil || g.workers == nil {
+		return nil, errors.New("no worker is running")
+	}
+	return g.workers.Resolve(context.Background(), uid, p)
 }
 
 // hostRecord is a host call's record on its way to the writer; done closes once it is in the
@@ -255,7 +266,7 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 	if !d.env.System {
 		return nil, func() {}, nil
 	}
-	srv, err := hostsocket.Listen(d.paths.Socket, &hostCalls{d: d, callers: &hosthook.Callers{Env: d.env, Paths: d.paths, Session: d.hostSession}}, d.log.With("component", "socket"))
+	srv, err := hostsocket.Listen(d.paths.Socket, &hostCalls{d: d, callers: d.callers}, d.log.With("component", "socket"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("system mode: %w", err)
 	}

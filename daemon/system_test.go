@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/user"
@@ -116,26 +115,6 @@ func TestASystemDaemonAnswersOffWhileCoworkbridgeIsSwitchedOff(t *testing.T) {
 	if err != nil || !a.Off || len(a.Output) != 0 {
 		t.Fatalf("answer %+v (%v), want off", a, err)
 	}
-}
-
-// treeState describes every entry under dir: owner, mode and content.
-func treeState(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return nil
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		desc := fmt.Sprintf("%d:%d %v", st.Uid, st.Gid, fi.Mode())
-		if fi.Mode().IsRegular() {
-			b, _ := os.ReadFile(p)
-			desc += " " + string(b)
-		}
-		out[p] = desc
-		return nil
-	})
-	return out
 }
 
 func TestASystemDaemonOpensItsLogsToTheReadGroupAlone(t *testing.T) {

@@ -22,12 +22,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
-// judging is what the workers' calls are judged by: the configuration and policy in force.
-type judging struct {
-	judge judgement.Judge
-	cls   *classifier.Classifier
-}
-
 // rootSide is what root does for the workers of system mode (privsep.Root): it judges, writes
 // the records stamped with the worker's user, and counts. It touches no file of a user's: a
 // call's links were followed by the worker, as the user.
@@ -41,7 +35,15 @@ type rootSide struct {
 
 var _ privsep.Root = (*rootSide)(nil)
 
-func (r *rootSide) judge() *judging { return r.d.judging.Load() }
+// policyOf is u's policy under the configuration in force, as u's home makes it (the same the
+// socket judges u's host calls by); its judge follows no link: the worker did, as u.
+func (d *Daemon) policyOf(u privsep.User) (judgement.Judge, *classifier.Classifier, error) {
+	sv := d.workerPolicy.Load()
+	if sv == nil {
+		return judgement.Judge{}, nil, errors.New("no configuration is in force in the daemon")
+	}
+	return d.callers.Policy(u.UID, *sv)
+}
 
 // asUser is c as root knows it: the user the worker runs as, not what the worker said.
 func (r *rootSide) asUser(u privsep.User, c judgement.Call) judgement.Call {
@@ -49,27 +51,30 @@ func (r *rootSide) asUser(u privsep.User, c judgement.Call) judgement.Call {
 	return c
 }
 
+// unjudged is the judge of a call no policy can be had for: refusals only, in enforce.
+var unjudged = judgement.Judge{Cfg: managedconfig.Config{Mode: managedconfig.Enforce}}
+
 func (r *rootSide) Decide(ctx context.Context, u privsep.User, c judgement.Call) judgement.Outcome {
-	j := r.judge()
 	c = r.asUser(u, c)
-	if j == nil {
-		return judgement.Judge{Cfg: managedconfig.Config{Mode: managedconfig.Enforce}}.Refuse(c, ruleid.ClassifierError, "no policy is in force in the daemon")
+	j, _, err := r.d.policyOf(u)
+	if err != nil {
+		return unjudged.Refuse(c, ruleid.ClassifierError, "coworkbridge has no policy for "+u.Name+" ("+err.Error()+")")
 	}
-	return j.judge.Decide(ctx, c)
+	return j.Decide(ctx, c)
 }
 
 func (r *rootSide) Refuse(u privsep.User, c judgement.Call, rule, reason string) judgement.Outcome {
-	j := r.judge()
 	c = r.asUser(u, c)
-	if j == nil {
-		return judgement.Judge{Cfg: managedconfig.Config{Mode: managedconfig.Enforce}}.Refuse(c, rule, reason)
+	j, _, err := r.d.policyOf(u)
+	if err != nil {
+		return unjudged.Refuse(c, rule, reason)
 	}
-	return j.judge.Refuse(c, rule, reason)
+	return j.Refuse(c, rule, reason)
 }
 
-func (r *rootSide) InstructionFindings(_ privsep.User, text string) []classifier.Verdict {
-	if j := r.judge(); j != nil {
-		return j.cls.InstructionFindings(text)
+func (r *rootSide) InstructionFindings(u privsep.User, text string) []classifier.Verdict {
+	if _, cls, err := r.d.policyOf(u); err == nil {
+		return cls.InstructionFindings(text)
 	}
 	return nil
 }
@@ -188,11 +193,11 @@ func (r *rootSide) Log(u privsep.User, level slog.Level, msg string, attrs map[s
 // below it). A root outside every home owned by root is served by nobody: root does no
 // session's file work.
 func (d *Daemon) rootsOf(u privsep.User) []string {
-	j := d.judging.Load()
-	if j == nil {
+	sv := d.workerPolicy.Load()
+	if sv == nil {
 		return nil
 	}
-	cfg := j.judge.Cfg
+	cfg := sv.Snap.Config
 	roots := cfg.RootsOf(u.Home)
 	for _, r := range cfg.SessionsRoots {
 		if slices.Contains(roots, r) || d.underAHome(r) {
@@ -234,19 +239,20 @@ func (d *Daemon) homes() []string {
 // setupFor is what each worker is told under cfg: guard its user's roots (on), or stop and,
 // with unhook, take our hooks out of them.
 func (d *Daemon) setupFor(on, unhook bool, t workerTuning) func(privsep.User) privsep.Setup {
-	j := d.judging.Load()
-	var cfg managedconfig.Config
-	var places [3][]string
-	if j != nil {
-		cfg = j.judge.Cfg
-		places[0], places[1], places[2] = j.cls.PlacePaths()
-	}
 	host := d.stamp.Host
 	return func(u privsep.User) privsep.Setup {
-		c := cfg
-		c.SessionsRoots, c.HomeRoots = d.rootsOf(u), nil
-		return privsep.Setup{On: on, Unhook: unhook, Config: c, Places: places, Host: host, User: u.Name,
+		st := privsep.Setup{On: on, Unhook: unhook, Host: host, User: u.Name,
 			BudgetRecords: t.budget, ForgedAfter: t.forgedAfter, SpoolPoll: t.poll}
+		j, cls, err := d.policyOf(u)
+		if err != nil {
+			d.log.Error("cannot work out a user's policy; their worker is told to stand by", "user", u.Name, "err", err)
+			st.On = false
+			return st
+		}
+		st.Config = j.Cfg
+		st.Config.SessionsRoots, st.Config.HomeRoots = d.rootsOf(u), nil
+		st.Places[0], st.Places[1], st.Places[2] = cls.PlacePaths()
+		return st
 	}
 }
 

@@ -139,7 +139,7 @@ func (m *systemMac) addUser(t *testing.T, suffix string, ids ...string) (u macUs
 	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", u.home, "--shell", "/bin/sh", u.name).CombinedOutput(); err != nil {
 		t.Fatalf("useradd: %v: %s", err, out)
 	}
-	t.Cleanup(func() { exec.Command("userdel", u.name).Run() })
+	t.Cleanup(func() { exec.Command("userdel", "-f", u.name).Run() })
 	pw, err := user.Lookup(u.name)
 	must(t, err)
 	u.uid, _ = strconv.Atoi(pw.Uid)

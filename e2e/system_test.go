@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"os/user"
@@ -50,13 +51,13 @@ func newSystemMacWith(t *testing.T, cfgJSON string, traced bool) *systemMac {
 	}
 	m := &systemMac{base: t.TempDir(), claude: claude}
 	openPath(t, m.base)
-	m.name = fmt.Sprintf("cbe2e%d", os.Getpid()%100000)
+	m.name = fmt.Sprintf("cbe2e%08x", crc32.ChecksumIEEE([]byte(m.base))) // one per test: a user lingers while its processes do
 	m.home = filepath.Join(m.base, "home", m.name)
 	must(t, os.MkdirAll(m.home, 0o755))
 	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", m.home, "--shell", "/bin/sh", m.name).CombinedOutput(); err != nil {
 		t.Fatalf("useradd: %v: %s", err, out)
 	}
-	t.Cleanup(func() { exec.Command("userdel", m.name).Run() })
+	t.Cleanup(func() { exec.Command("userdel", "-f", m.name).Run() })
 	u, err := user.Lookup(m.name)
 	must(t, err)
 	m.uid, _ = strconv.Atoi(u.Uid)

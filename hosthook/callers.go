@@ -6,17 +6,16 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
-	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -34,6 +33,10 @@ type Callers struct {
 	// Session is the daemon's view of the quarantine and flow of session id of the user uid
 	// (see Judgement.Session): in system mode, the user's worker's.
 	Session func(uid uint32, id string) (SessionState, bool)
+	// Resolve, when set, works out where the Mac's links take the call's paths as the user uid
+	// (their worker, in system mode), so that root follows no link of a user's itself; an error
+	// judges the call as written, and its record says so.
+	Resolve func(uid uint32, p claudehook.Payload) (*judgement.Resolution, error)
 	// Lookup names a uid (nil: the system's user database).
 	Lookup func(uid uint32) (*user.User, error)
 
@@ -54,6 +57,7 @@ type caller struct {
 	hash, name, home string
 	cfg              managedconfig.Config
 	judge            judgement.Judge
+	cls              *classifier.Classifier
 }
 
 // identitiesFor is how long a caller's protected places are known by the identities taken: a
@@ -67,16 +71,11 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// Nothing a user can write makes this door stand aside for a session's own hook, nor does
+	// root read the session to decide: without lockdown a host-loop call of a Cowork session is
+	// judged here and by the session's hook both (lockdown makes it here only). What the
+	// session's state is, root asks the caller's own worker, which follows no other user's.
 	note := ""
-	if why := cl.notOwn(r.ConfigDir, uid); why != "" {
-		// Not a session of the caller's own making: an alias of another user's, through a link
-		// above it. Judged as a call from no session, so that it can neither make this hook
-		// stand aside nor read or feed the other session's quarantine, flow and receipts.
-		r.ConfigDir, note = "", "CLAUDE_CONFIG_DIR names no session of the caller's own ("+why+"); judged as a call from no session"
-	}
-	if StandsAside(r.ConfigDir, cl.cfg, c.Paths.ChannelRoot()) {
-		return nil, nil, nil
-	}
 	env := managedconfig.Env{GOOS: c.Env.GOOS, Home: cl.home, Getenv: func(k string) string {
 		switch k {
 		case "CLAUDE_CONFIG_DIR":
@@ -89,6 +88,9 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	stamp := sv.Stamp
 	stamp.User = cl.name
 	j := Judgement{Judge: cl.judge, Env: env, ChannelRoot: c.Paths.ChannelRoot(), Stamp: stamp, Door: judgement.Socket, Note: note}
+	if c.Resolve != nil {
+		j.Resolve = func(p claudehook.Payload) (*judgement.Resolution, error) { return c.Resolve(uid, p) }
+	}
 	if c.Session != nil {
 		j.Session = func(id string) (SessionState, bool) { return c.Session(uid, id) }
 	}
@@ -96,23 +98,14 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	return out, rec, nil
 }
 
-// notOwn says why the session configDir names, under the caller's sessions roots, is not the
-// caller's own: every folder from the caller's home (or, for a root outside it, from the root)
-// down to the session must be real and the caller's. "" for the caller's own session, and for a
-// folder that names no session at all.
-func (cl *caller) notOwn(configDir string, uid uint32) string {
-	p, ok := sessionOfConfigDir(configDir, cl.cfg.SessionsRoots)
-	if !ok {
-		return ""
+// Policy is uid's policy under sv, as their own home makes it (their protected places, their
+// sessions roots): what the system daemon judges their worker's calls by.
+func (c *Callers) Policy(uid uint32, sv Serving) (judgement.Judge, *classifier.Classifier, error) {
+	cl, err := c.callerOf(uid, sv)
+	if err != nil {
+		return judgement.Judge{}, nil, err
 	}
-	base := p.Root
-	if rel, err := filepath.Rel(cl.home, p.Root); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		base = cl.home
-	}
-	if err := session.OwnedBelow(base, p.Dir, int(uid)); err != nil {
-		return err.Error()
-	}
-	return ""
+	return cl.judge, cl.cls, nil
 }
 
 // callerOf is uid's policy under the configuration in force, compiled once per change.
@@ -148,7 +141,11 @@ func (c *Callers) callerOf(uid uint32, sv Serving) (*caller, error) {
 		return nil, fmt.Errorf("compile the policy for %s: %w", u.Username, err)
 	}
 	places := &realpath.Cache{For: identitiesFor, Places: cls.PlacePaths}
+	cl.cls = cls
 	cl.judge = judgement.Judge{Cfg: cl.cfg, Rules: cls, Links: filepath.EvalSymlinks, Places: places.Get}
+	if c.Resolve != nil { // the caller's worker follows the links, as the caller
+		cl.judge.Links, cl.judge.Places = nil, nil
+	}
 	c.mu.Lock()
 	if c.users == nil {
 		c.users = map[uint32]*caller{}

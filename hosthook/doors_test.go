@@ -5,17 +5,18 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/judgement/judgementtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/ruleid"
+	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -56,51 +57,54 @@ func TestAFailingEngineAtTheSocketIsADenyAndARecord(t *testing.T) {
 	}
 }
 
-// A user who links a folder above their sessions root to another user's cannot pass the other
-// user's session off as their own at the socket: the call is judged as one from no session, so
-// it neither reads nor feeds that session's state (nor makes the hook stand aside for it).
-func TestTheSocketTakesASessionForTheCallersOnlyThroughRealFoldersOfTheirs(t *testing.T) {
+// The socket door reads nothing of a user's to judge their call: a session's state comes from
+// the caller's own worker (asked by the caller's uid, whatever path CLAUDE_CONFIG_DIR names), the
+// call's links are followed by that worker, and no file the user can write (a session's settings
+// carrying exactly the injector's entry, through an alias or not) makes the door stand aside.
+func TestTheSocketAsksOnlyTheCallersWorkerAndNoUserFileMakesItStandAside(t *testing.T) {
 	home := t.TempDir()
 	root := filepath.Join(home, "Library", "Application Support", "Claude", "local-agent-mode-sessions")
-	own := filepath.Join(root, "a", "o", "local_own")
-	victim := filepath.Join(t.TempDir(), "Claude")
-	for _, d := range []string{filepath.Join(own, ".claude"), filepath.Join(victim, "local-agent-mode-sessions", "a", "o", "local_v", ".claude")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	alias := filepath.Join(home, "Library", "Application Support", "Claude-3p")
-	if err := os.Symlink(victim, alias); err != nil {
+	own := filepath.Join(root, "a", "o", "local_own", ".claude")
+	if err := os.MkdirAll(own, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	sv := Serving{Snap: managedconfig.Snapshot{Config: managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Observe}}}
-	cfg := sv.Snap.Config
-	cfg.SessionsRoots = []string{root, filepath.Join(alias, "local-agent-mode-sessions")}
+	cfg := managedconfig.Defaults(managedconfig.Env{GOOS: "linux", Home: home}, managedconfig.Paths{})
+	cfg.CoworkEnabled, cfg.Mode, cfg.SessionsRoots = true, managedconfig.Observe, []string{root}
+	sv := Serving{Snap: managedconfig.Snapshot{Config: cfg}}
+	paths := managedconfig.Paths{StateDir: filepath.Join(home, "state")}
+	e, err := hookentry.NewEntry(cfg, filepath.Join(session.ChannelDir(paths.ChannelRoot(), "local_own"), filepath.FromSlash(session.BridgeDir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := hookentry.Merge(nil, e)
+	if err := os.WriteFile(filepath.Join(own, "settings.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cls, err := classifier.New(classifier.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var asked []string
-	uid := uint32(os.Getuid())
-	c := &Callers{Env: managedconfig.Env{GOOS: "linux"}, Session: func(_ uint32, id string) (SessionState, bool) { asked = append(asked, id); return SessionState{}, true },
+	const uid = 4242
+	var asked, resolved []uint32
+	c := &Callers{Env: managedconfig.Env{GOOS: "linux"}, Paths: paths,
+		Session: func(u uint32, id string) (SessionState, bool) { asked = append(asked, u); return SessionState{}, false },
+		Resolve: func(u uint32, p claudehook.Payload) (*judgement.Resolution, error) {
+			resolved = append(resolved, u)
+			return &judgement.Resolution{Payload: p}, nil
+		},
 		users: map[uint32]*caller{uid: {hash: sv.Snap.ShortHash(), name: "eve", home: home, cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: cls}}}}
-	call := func(configDir string) *telemetry.Record {
+	for _, configDir := range []string{own, filepath.Join(root, "a", "o", "local_victim", ".claude"), ""} {
 		req := hostsocket.Request{Kind: hostsocket.KindCall, ConfigDir: configDir,
 			Payload: json.RawMessage(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}`)}
 		_, rec, err := c.Answer(context.Background(), uid, req, sv, time.Now())
 		if err != nil || rec == nil {
-			t.Fatalf("answer: %v, record %v", err, rec)
+			t.Fatalf("%q: the door stood aside or failed (record %v, %v)", configDir, rec, err)
 		}
-		return rec
 	}
-	if rec := call(filepath.Join(own, ".claude")); len(asked) != 1 || asked[0] != "local_own" || rec.Reason != "" {
-		t.Fatalf("the caller's own session: asked %v, reason %q", asked, rec.Reason)
+	if len(asked) != 2 || asked[0] != uid || asked[1] != uid {
+		t.Errorf("sessions' state asked of %v; want the caller's worker (uid %d) for each of the two sessions", asked, uid)
 	}
-	rec := call(filepath.Join(alias, "local-agent-mode-sessions", "a", "o", "local_v", ".claude"))
-	if len(asked) != 1 {
-		t.Errorf("the other user's session was taken for the caller's: asked %v", asked)
-	}
-	if !strings.Contains(rec.Reason, "names no session of the caller's own") {
-		t.Errorf("the record does not say why: %q", rec.Reason)
+	if len(resolved) != 3 {
+		t.Errorf("links followed by the caller's worker for %d of 3 calls", len(resolved))
 	}
 }

@@ -153,6 +153,10 @@ type Judgement struct {
 	FlowNote func(sessionDir string) ([]byte, error)
 	// Note is added to the record's reason: how the call was judged, when not the usual way.
 	Note string
+	// Resolve, when set, works out where the Mac's links take the call's paths in place of the
+	// judge's Links (a system daemon asks the caller's worker); an error judges the call as
+	// written, and its record says why.
+	Resolve func(claudehook.Payload) (*judgement.Resolution, error)
 }
 
 // SessionState is what a system-mode daemon knows of a session a host call comes from.
@@ -179,6 +183,13 @@ func (j Judgement) Decide(ctx context.Context, data []byte, started time.Time) (
 	}
 	c := judgement.Call{Door: j.Door, Payload: p, RID: newRID(), Session: hostSession(j.Env, p), Waiting: true,
 		Own: ownSessionOf(j.Env, cfg), User: j.Stamp.User, Host: j.Stamp.Host, RecordUser: j.Door == judgement.Socket, Note: j.Note, Started: started}
+	if j.Resolve != nil {
+		r, err := j.Resolve(p)
+		if err != nil {
+			c.Note = joinNote(c.Note, "judged as written: where its links lead could not be worked out as the user ("+err.Error()+")")
+		}
+		c.Resolved = r
+	}
 	receipt := func(claudehook.Receipt) {}
 	place, inSession := sessionOfConfigDir(getenv(j.Env, "CLAUDE_CONFIG_DIR"), cfg.SessionsRoots)
 	switch {
@@ -305,4 +316,11 @@ func readFlowNote(offsets, sessionDir string) ([]byte, error) {
 		return nil, fmt.Errorf("read the daemon's state: %w", err)
 	}
 	return st.Note(flow.NoteKey(sessionDir)), nil
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }

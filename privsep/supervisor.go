@@ -176,6 +176,26 @@ func (s *Supervisor) Session(ctx context.Context, uid uint32, id string) (Sessio
 	return st, err
 }
 
+// Resolve asks uid's worker where the Mac's links take p's paths, as the user: for a host call
+// root judges at the socket, so that root follows no link of a user's.
+func (s *Supervisor) Resolve(ctx context.Context, uid uint32, p claudehook.Payload) (*judgement.Resolution, error) {
+	w := s.worker(uid)
+	if w == nil {
+		return nil, fmt.Errorf("no worker serves uid %d", uid)
+	}
+	l := w.current()
+	if l == nil {
+		return nil, fmt.Errorf("the worker of %s is not running", w.user.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var r judgement.Resolution
+	if err := l.call(ctx, kindResolve, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // Receipt hands uid's worker the receipt of a call of its session id judged at the socket.
 func (s *Supervisor) Receipt(uid uint32, id string, r claudehook.Receipt) {
 	if w := s.worker(uid); w != nil {

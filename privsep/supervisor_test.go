@@ -78,12 +78,6 @@ func (r *judgingRoot) Health(_ User, n HealthNote) {
 }
 func (r *judgingRoot) Log(User, slog.Level, string, map[string]any) {}
 
-func (r *judgingRoot) records() []telemetry.Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]telemetry.Record(nil), r.recs...)
-}
-
 // nobody is a user to run a worker as, with a home of theirs under dir; the test binary is
 // copied where that user can run it.
 func nobody(t *testing.T) (User, string) {

@@ -8,12 +8,11 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
-	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
 // The kinds of message. Worker to root: decide, refuse, findings and records are requests;
-// health, log and stats are notes. Root to worker: setup and receipt are notes; session is a
-// request.
+// health, log and stats are notes. Root to worker: setup and receipt are notes; session and
+// resolve are requests.
 const (
 	kindDecide   = "decide"
 	kindRefuse   = "refuse"
@@ -25,6 +24,7 @@ const (
 	kindSetup    = "setup"
 	kindSession  = "session"
 	kindReceipt  = "receipt"
+	kindResolve  = "resolve"
 )
 
 // Setup is what root tells a worker to do: guard the user's sessions under Config, or idle.
@@ -111,5 +111,3 @@ type receiptNote struct {
 	ID      string             `json:"id"`
 	Receipt claudehook.Receipt `json:"receipt"`
 }
-
-var _ = telemetry.Record{}

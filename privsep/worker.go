@@ -16,9 +16,11 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -58,6 +60,8 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	l := newLink(conn, workerFrame, 4)
 	level := new(slog.LevelVar)
 	w := &work{link: l, opts: opts, level: level, setups: make(chan pendingSetup, 1)}
+	w.rules = &remoteRules{link: l, now: opts.Now}
+	w.rules.set(Setup{})
 	w.log = slog.New(&logHandler{link: l, level: level, fallback: opts.Stderr.Handler()})
 	release, offsets, err := w.state()
 	if err != nil {
@@ -104,6 +108,8 @@ type work struct {
 	mu    sync.Mutex
 	guard *wguard
 	roots []string // the roots last guarded, for an unhook after the guard stopped
+	// rules are the worker's judgement, root's over the link; kept across guards.
+	rules *remoteRules
 }
 
 // pendingSetup is a setup on its way to Work's goroutine; done closes once it is in force, or
@@ -178,6 +184,13 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 			return nil, err
 		}
 		return w.session(q.ID), nil
+	case kindResolve:
+		var p claudehook.Payload
+		if err := json.Unmarshal(body, &p); err != nil {
+			return nil, err
+		}
+		out, differs := realpath.Resolve(p, filepath.EvalSymlinks, w.places().Get)
+		return judgement.Resolution{Payload: out, Differs: differs}, nil
 	case kindReceipt:
 		var r receiptNote
 		if err := json.Unmarshal(body, &r); err != nil {
@@ -191,6 +204,12 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown message %q", kind)
+}
+
+// places are the protected places by identity as the user sees them, from the latest setup.
+func (w *work) places() *realpath.Cache {
+	_, places := w.rules.current()
+	return places
 }
 
 func (w *work) collector() *collector.Collector {
@@ -217,6 +236,7 @@ func (w *work) session(id string) SessionState {
 // apply follows a setup from root: the one place a worker's configuration takes effect.
 func (w *work) apply(ctx context.Context, s Setup) {
 	w.level.Set(s.Config.LogLevel)
+	w.rules.set(s)
 	if !s.On {
 		roots := s.Config.SessionsRoots // the roots root last had guarded
 		if len(roots) == 0 {
@@ -230,7 +250,6 @@ func (w *work) apply(ctx context.Context, s Setup) {
 		return
 	}
 	if g := w.guard; g != nil && slices.Equal(g.roots, s.Config.SessionsRoots) {
-		g.rules.set(s)
 		g.col.SetConfig(s.Config, nil) // the collector first: leases and mode current before any hook changes
 		g.inj.SetConfig(s.Config)
 		return
@@ -243,8 +262,7 @@ func (w *work) apply(ctx context.Context, s Setup) {
 
 func (w *work) startGuard(ctx context.Context, s Setup) error {
 	h := remoteHealth{link: w.link}
-	rules := &remoteRules{link: w.link, now: w.opts.Now}
-	rules.set(s)
+	rules := w.rules
 	removals := session.NewRemovals(nil)
 	recorded := make(map[string]bool, len(s.Recorded))
 	for _, rid := range s.Recorded {
@@ -331,5 +349,3 @@ func (w *work) stats() {
 
 // stop tells root the last stats before the worker goes.
 func (w *work) stop() { w.stopGuard() }
-
-var _ = classifier.Verdict{}
