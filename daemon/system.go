@@ -103,7 +103,12 @@ func (h *hostCalls) call(ctx context.Context, p hostsocket.Peer, r hostsocket.Re
 		a.Off = true
 		return a
 	}
-	out, rec, err := h.callers.Answer(ctx, p.UID, r, hosthook.Serving{Snap: sv.snap, Failing: sv.failing, Stamp: sv.stamp}, started)
+	serving := hosthook.Serving{Snap: sv.snap, Failing: sv.failing, Stamp: sv.stamp}
+	answer := h.callers.Answer
+	if r.Oversized > 0 {
+		answer = h.callers.Oversized
+	}
+	out, rec, err := answer(ctx, p.UID, r, serving, started)
 	if err != nil {
 		a.Error = err.Error()
 		return a

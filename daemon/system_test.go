@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"encoding/json"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -12,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/privsep"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -137,5 +141,38 @@ func TestASystemDaemonOpensItsLogsToTheReadGroupAlone(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(m.dir, "root", "state")); fi.Mode().Perm() != 0o700 {
 		t.Errorf("the state folder is %v; the read group is for the logs only", fi.Mode().Perm())
+	}
+}
+
+// A request larger than the socket takes is refused without being read whole: in enforce a deny,
+// and a record under the caller naming the limit.
+func TestASystemDaemonRefusesAnOversizedRequestUnreadAndRecordsIt(t *testing.T) {
+	m := newMachine(t)
+	sock, logPath := m.system(t)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	me, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil {
+		t.Skip("this uid has no user entry:", err)
+	}
+	m.start(t)
+	listening(t, sock)
+	huge := `{"v":1,"kind":"call","payload":{"tool_name":"Write","tool_input":{"content":"` + strings.Repeat("x", 40<<20) + `"}}}`
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	go func() { c.Write([]byte(huge)); c.(*net.UnixConn).CloseWrite() }()
+	io.Copy(io.Discard, c) // the answer, or a reset: the record below is what counts
+	var recs []telemetry.Record
+	cbtest.WaitForf(t, func() bool {
+		recs, _ = telemetry.ReadFile(logPath)
+		return len(recs) >= 1
+	}, func() string { return "a record of the oversized call in " + logPath })
+	r := recs[0]
+	if r.Rule != ruleid.Oversized || r.Decision != claudehook.Deny || !r.Enforced || r.User != me.Username ||
+		r.Transport != telemetry.TransportSocket || !strings.Contains(r.Reason, strconv.Itoa(hostsocket.MaxRequest)) {
+		t.Errorf("record %+v; want an enforced deny under %s, rule %s, naming the limit", r, me.Username, ruleid.Oversized)
 	}
 }

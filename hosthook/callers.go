@@ -16,6 +16,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -96,6 +97,21 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	}
 	rec, out = j.Decide(ctx, r.Payload, started)
 	return out, rec, nil
+}
+
+// Oversized refuses the call r of the caller uid, larger than the socket takes and left
+// unread (r.Oversized says how much was read): denied in enforce, and recorded under the caller.
+func (c *Callers) Oversized(_ context.Context, uid uint32, r hostsocket.Request, sv Serving, started time.Time) ([]byte, *telemetry.Record, error) {
+	cl, err := c.callerOf(uid, sv)
+	if err != nil {
+		return nil, nil, err
+	}
+	call := judgement.Call{Door: judgement.Socket, RID: newRID(), Waiting: true, User: cl.name, Host: sv.Stamp.Host, RecordUser: true, Started: started}
+	reason := fmt.Sprintf("this tool call was blocked because its data (more than %d bytes) is larger than coworkbridge takes from a hook; it was not read", hostsocket.MaxRequest)
+	o := cl.judge.Refuse(call, ruleid.Oversized, reason)
+	rec := o.Record
+	rec.User = cl.name
+	return o.Output(), &rec, nil
 }
 
 // Policy is uid's policy under sv, as their own home makes it (their protected places, their

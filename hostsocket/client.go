@@ -22,12 +22,15 @@ func Call(path string, req Request, deadline time.Time) (Answer, error) {
 	if err != nil {
 		return Answer{}, fmt.Errorf("encode the request: %w", err)
 	}
-	if _, err := c.Write(data); err != nil {
-		return Answer{}, fmt.Errorf("send to coworkbridge's daemon: %w", err)
-	}
+	_, werr := c.Write(data)
 	_ = c.CloseWrite()
 	var a Answer
+	// A daemon that refused the request unread (too large) answered before closing: its answer
+	// is there to read even when the write failed.
 	if err := readJSON(c, maxAnswer, &a); err != nil {
+		if werr != nil {
+			return Answer{}, fmt.Errorf("send to coworkbridge's daemon: %w", werr)
+		}
 		return Answer{}, fmt.Errorf("read coworkbridge's daemon's answer: %w", err)
 	}
 	if a.Error != "" {

@@ -12,6 +12,9 @@ import (
 const Version = 1
 
 // MaxRequest bounds a request: a payload of up to 16 MiB (the hook's own limit) and its frame.
+// The largest tool input the CLI sends is a Write or Edit of what the model wrote in one turn:
+// some hundreds of kilobytes of text, a few megabytes at JSON's worst escaping; 16 MiB leaves
+// room for any of them and for a notebook's cells, and past it a call is refused, unread.
 const MaxRequest = 16<<20 + 64<<10
 
 // maxAnswer bounds an answer: a hook's output or a status.
@@ -33,6 +36,9 @@ type Request struct {
 	// ConfigDir and HostSession are the hook's CLAUDE_CONFIG_DIR and CLAUDE_CODE_HOST_SESSION_ID.
 	ConfigDir   string `json:"config_dir,omitempty"`
 	HostSession string `json:"host_session,omitempty"`
+	// Oversized, set by the server only, is how much it read of a request larger than
+	// MaxRequest before it stopped: the call is refused without being read whole.
+	Oversized int64 `json:"-"`
 }
 
 // Answer is the daemon's reply.
