@@ -282,6 +282,7 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 	errc := make(chan error, 1)
 	served := make(chan struct{})
 	go func() { defer close(served); errc <- srv.Run(sctx) }()
+	go d.userSockets(sctx, srv)
 	d.log.Info("serving host hooks", "socket", d.paths.Socket)
 	return errc, func() {
 		cancel()
@@ -289,6 +290,29 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 		close(d.hostRecs)
 		<-recorded
 	}, nil
+}
+
+// userSockets gives each user served a socket of their own beside the shared one, following the
+// users as they come and go at the rescan interval.
+func (d *Daemon) userSockets(ctx context.Context, srv *hostsocket.Server) {
+	for {
+		if us, err := d.users(); err == nil {
+			uids := make([]uint32, len(us))
+			for i, u := range us {
+				uids[i] = u.UID
+			}
+			srv.Users(uids)
+		}
+		every := 30 * time.Second
+		if sv := d.serving.Load(); sv != nil && sv.snap.Config.RescanInterval > 0 {
+			every = sv.snap.Config.RescanInterval
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }
 
 // hostRecordQueue bounds the host calls' records waiting for the writer; past it, a record goes

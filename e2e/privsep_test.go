@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -359,4 +360,89 @@ func TestSystemModeOneUsersAttacksStallNoOtherUserAndRootTouchesNoHome(t *testin
 	if byWorkers == 0 {
 		t.Error("the trace shows no worker at work in the homes: it cannot tell root's calls from the workers'")
 	}
+}
+
+// envFlood starts the test binary as a flooder of the socket it names (see flood).
+const envFlood = "COWORKBRIDGE_E2E_FLOOD"
+
+// flood attacks a system daemon's socket as the user it runs as, until killed: connections held
+// open saying nothing (a slowloris), connections made and dropped as fast as it can, and a
+// 200 MB request.
+func flood(sock string) {
+	big, err := net.Dial("unix", sock) // first, so that it holds one of the user's slots
+	if err == nil {
+		go func() {
+			chunk := []byte(`{"v":1,"kind":"call","payload":{"tool_name":"Write","tool_input":{"content":"` + strings.Repeat("x", 1<<20))
+			for range 200 {
+				if _, err := big.Write(chunk); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	var held []net.Conn
+	for range 300 {
+		if c, err := net.Dial("unix", sock); err == nil {
+			held = append(held, c)
+		}
+	}
+	for range 8 {
+		go func() {
+			for {
+				if c, err := net.Dial("unix", sock); err == nil {
+					c.Close()
+				}
+			}
+		}()
+	}
+	select {}
+}
+
+// A connect flood, a slowloris and a 200 MB request from one user deny none of another user's
+// host calls at the socket: each is answered as the policy says and recorded under that user;
+// the oversized request is refused unread and recorded under the attacker.
+func TestSystemModeOneUsersSocketFloodDeniesNoOtherUsersCalls(t *testing.T) {
+	m := newSystemMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"sessions_roots":["SESSIONS"]}`)
+	eve := m.addUser(t, "f")
+	self, err := os.Executable()
+	must(t, err)
+	floodBin := filepath.Join(m.base, "bin", "flood.test")
+	must(t, copyFile(self, floodBin, 0o755))
+	f := exec.Command(floodBin)
+	f.Env = []string{envFlood + "=" + m.sock}
+	f.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(eve.uid), Gid: uint32(eve.gid)}}
+	must(t, f.Start())
+	t.Cleanup(func() { f.Process.Kill(); f.Wait() })
+	time.Sleep(time.Second) // the flood under way
+
+	var turns [][]toolUse
+	for i := range 6 {
+		turns = append(turns, []toolUse{{Name: "Write", Input: map[string]any{"file_path": filepath.Join(m.outputs, fmt.Sprintf("ok%d.txt", i)), "content": "fine\n"}}})
+		turns = append(turns, []toolUse{{Name: "Bash", Input: map[string]any{"command": "git push --force origin main", "description": "push"}}})
+	}
+	res := streamToolResults(m.runAsUser(t, newFakeAPI(t, turns...)))
+	if len(res) != len(turns) {
+		t.Fatalf("%d results for %d calls", len(res), len(turns))
+	}
+	for i, r := range res {
+		if wantDeny := i%2 == 1; r.IsError != wantDeny || (wantDeny && !strings.Contains(r.Content, "bash.git-push-force")) {
+			t.Errorf("call %d of the other user under the flood answered %+v", i, r)
+		}
+	}
+	var mine, oversized int
+	cbtest.WaitForf(t, func() bool {
+		mine, oversized = 0, 0
+		for _, r := range m.records(t) {
+			switch {
+			case r.Transport == "host-socket" && r.User == m.name:
+				mine++
+			case r.Rule == "coworkbridge.oversized" && r.User == eve.name:
+				oversized++
+			}
+		}
+		return mine >= len(turns) && oversized >= 1
+	}, func() string {
+		return fmt.Sprintf("%d of %d calls recorded under %s, %d oversized requests under %s", mine, len(turns), m.name, oversized, eve.name)
+	})
 }

@@ -2,19 +2,21 @@ package hostsocket
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"syscall"
 	"time"
 )
 
 // Call sends req to the daemon at path and returns its answer, all before deadline.
 func Call(path string, req Request, deadline time.Time) (Answer, error) {
-	d := net.Dialer{Deadline: deadline}
-	conn, err := d.Dial("unix", path)
+	c, err := dial(path, deadline)
 	if err != nil {
 		return Answer{}, fmt.Errorf("reach coworkbridge's daemon at %s: %w", path, err)
 	}
-	c := conn.(*net.UnixConn)
 	defer c.Close()
 	_ = c.SetDeadline(deadline)
 	req.V = Version
@@ -37,4 +39,27 @@ func Call(path string, req Request, deadline time.Time) (Answer, error) {
 		return a, fmt.Errorf("coworkbridge's daemon: %s", a.Error)
 	}
 	return a, nil
+}
+
+// busyWait is the pause before connecting again to a socket whose backlog was full.
+const busyWait = 2 * time.Millisecond
+
+// dial connects to this user's own socket (UserPath), or where there is none the shared one at
+// path; a full backlog is tried again until deadline.
+func dial(path string, deadline time.Time) (*net.UnixConn, error) {
+	own := UserPath(path, uint32(os.Getuid()))
+	d := net.Dialer{Deadline: deadline}
+	for {
+		conn, err := d.Dial("unix", own)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+			conn, err = d.Dial("unix", path)
+		}
+		if err == nil {
+			return conn.(*net.UnixConn), nil
+		}
+		if !errors.Is(err, syscall.EAGAIN) || time.Now().Add(busyWait).After(deadline) {
+			return nil, err
+		}
+		time.Sleep(busyWait)
+	}
 }

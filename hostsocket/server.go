@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ const (
 	perUser      = 64
 	perUserBytes = 2*MaxRequest + 1<<20
 	readTimeout  = time.Second
+	readAll      = 10 * time.Second
 )
 
 // Server is the listening socket.
@@ -44,6 +46,88 @@ type Server struct {
 	bytes map[uint32]int64 // request bytes held, by caller
 	// refused counts connections closed at once for being over their user's limit, for the log.
 	refused map[uint32]int
+	// own are the users' own sockets (UserPath), each with its backlog; running is set by Run,
+	// which serves each one made before or after it started.
+	own     map[uint32]*net.UnixListener
+	running *runState
+}
+
+// runState is what Run gives the accept loops Users starts while it runs.
+type runState struct {
+	ctx context.Context
+	wg  *sync.WaitGroup
+}
+
+// UserPath is the socket of the user uid beside the shared one at path. A user's hooks connect
+// there first: the backlog of a socket only its user can reach cannot be filled by another
+// user's flood, of the shared socket or of their own.
+func UserPath(path string, uid uint32) string {
+	return filepath.Join(filepath.Dir(path), "users", strconv.FormatUint(uint64(uid), 10)+".sock")
+}
+
+// Users gives each of uids a socket of its own (UserPath: in a folder of root's, the socket
+// the user's, mode 0600, so that only that user can connect) and takes away those of users no
+// longer listed. The shared socket stays for everyone.
+func (s *Server) Users(uids []uint32) {
+	want := map[uint32]bool{}
+	for _, uid := range uids {
+		want[uid] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for uid, ln := range s.own {
+		if !want[uid] {
+			ln.Close()
+			_ = os.Remove(UserPath(s.path, uid))
+			delete(s.own, uid)
+		}
+	}
+	for uid := range want {
+		if s.own[uid] != nil {
+			continue
+		}
+		ln, err := listenOwn(UserPath(s.path, uid), uid)
+		if err != nil {
+			s.log.Warn("cannot make a user's own socket; their hooks use the shared one", "uid", uid, "err", err)
+			continue
+		}
+		s.own[uid] = ln
+		if r := s.running; r != nil {
+			r.wg.Go(func() { _ = s.accept(r.ctx, ln, &uid, r.wg) })
+		}
+	}
+}
+
+// listenOwn listens at path for uid alone.
+func listenOwn(path string, uid uint32) (*net.UnixListener, error) {
+	if err := socketFolder(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		_ = os.Remove(path) // a previous daemon's
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".new")
+	_ = os.Remove(tmp)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false)
+	// Root's folder, root's name: giving the socket to its user lets them connect (and chmod
+	// it, which lets no one else in: the peer's uid is checked).
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
+		err = os.Lchown(tmp, int(uid), -1)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("make %s the user's: %w", path, err)
+	}
+	return ln, nil
 }
 
 // Listen makes the socket's folder (root's, 0755: anyone may reach the socket, no one else may
@@ -80,7 +164,8 @@ func Listen(path string, h Handler, log *slog.Logger) (*Server, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	return &Server{path: path, ln: ln, h: h, log: log, users: map[uint32]int{}, bytes: map[uint32]int64{}, refused: map[uint32]int{}}, nil
+	return &Server{path: path, ln: ln, h: h, log: log, users: map[uint32]int{}, bytes: map[uint32]int64{}, refused: map[uint32]int{},
+		own: map[uint32]*net.UnixListener{}}, nil
 }
 
 // socketFolder makes dir, or checks the one there: a real folder of this process's user that
@@ -111,23 +196,46 @@ func socketFolder(dir string) error {
 // Path is where the server listens.
 func (s *Server) Path() string { return s.path }
 
-// Run serves connections until ctx is cancelled, then closes the socket and waits for the
+// Run serves connections until ctx is cancelled, then closes the sockets and waits for the
 // requests being served.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+	stop := context.AfterFunc(ctx, func() { s.closeAll() })
 	defer stop()
-	defer func() {
-		s.ln.Close()
-		os.Remove(s.path) // its name moved from where it was made: unlinking it is ours
-	}()
+	defer s.closeAll()
+	s.mu.Lock()
+	s.running = &runState{ctx: ctx, wg: &wg}
+	for uid, ln := range s.own {
+		wg.Go(func() { _ = s.accept(ctx, ln, &uid, &wg) })
+	}
+	s.mu.Unlock()
+	return s.accept(ctx, s.ln, nil, &wg)
+}
+
+// closeAll closes every socket and removes their names (moved from where they were made:
+// unlinking them is ours).
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ln.Close()
+	os.Remove(s.path)
+	for uid, ln := range s.own {
+		ln.Close()
+		os.Remove(UserPath(s.path, uid))
+	}
+	s.own = map[uint32]*net.UnixListener{}
+	s.running = nil
+}
+
+// accept serves ln's connections until it closes; only, when set, is the one uid it takes.
+func (s *Server) accept(ctx context.Context, ln *net.UnixListener, only *uint32, wg *sync.WaitGroup) error {
 	refusing := make(chan struct{}, refusers)
 	for {
-		c, err := s.ln.AcceptUnix()
+		c, err := ln.AcceptUnix()
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+			if ctx.Err() != nil || (only != nil && errors.Is(err, net.ErrClosed)) {
+				return nil // stopping, or the user's socket taken away
 			}
 			if errors.Is(err, net.ErrClosed) {
 				return fmt.Errorf("socket %s closed: %w", s.path, err)
@@ -140,6 +248,10 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			s.log.Warn("a host hook's connection has no peer credentials; refused", "err", err)
 			c.Close()
+			continue
+		}
+		if only != nil && p.UID != *only {
+			c.Close() // another user's, through a socket its owner opened to them
 			continue
 		}
 		if !s.enter(p.UID) {
@@ -165,7 +277,6 @@ func (s *Server) Run(ctx context.Context) error {
 
 func (s *Server) serve(ctx context.Context, c *net.UnixConn, p Peer) {
 	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(readTimeout))
 	data, held, err := s.read(c, p.UID)
 	defer s.release(p.UID, held)
 	var req Request
@@ -212,11 +323,19 @@ const readChunk = 64 << 10
 // gives up (errUserBytes). held is what was charged, for release.
 func (s *Server) read(c *net.UnixConn, uid uint32) (data []byte, held int64, err error) {
 	buf := make([]byte, readChunk)
+	last := time.Now().Add(readAll)
 	for {
 		if !s.charge(uid, readChunk) {
 			return nil, held, errUserBytes
 		}
 		held += readChunk
+		// Each read must bring something within readTimeout (a caller that says nothing holds
+		// its slot no longer), and the whole request come within readAll.
+		next := time.Now().Add(readTimeout)
+		if next.After(last) {
+			next = last
+		}
+		_ = c.SetReadDeadline(next)
 		n, rerr := c.Read(buf)
 		data = append(data, buf[:n]...)
 		if int64(len(data)) > MaxRequest {
