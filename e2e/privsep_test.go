@@ -381,10 +381,10 @@ func flood(sock string) {
 		}()
 	}
 	time.Sleep(100 * time.Millisecond)
-	var held []net.Conn
-	for range 300 {
+	held := make(chan net.Conn, 300) // kept open, saying nothing, until the process is killed
+	for range cap(held) {
 		if c, err := net.Dial("unix", sock); err == nil {
-			held = append(held, c)
+			held <- c
 		}
 	}
 	for range 8 {
