@@ -377,6 +377,12 @@ func (in *Installer) unhookSessions(t Target) (int, error) {
 		env.GOOS, env.Home = in.goos, t.Home
 		return unhookUser(env)
 	}
+	return unhookAs(t)
+}
+
+// unhookAs runs this binary's unhook as t, so that the settings files it rewrites stay t's and
+// root does none of t's file work.
+func unhookAs(t Target) (int, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 0, fmt.Errorf("find this binary: %w", err)

@@ -10,8 +10,8 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/privsep"
 )
 
 // SystemLabel names the LaunchDaemon and the systemd system unit of system mode.
@@ -112,17 +112,31 @@ func (in *Installer) UninstallSystem() error {
 	}
 	errs = append(errs, in.RemoveDropIn())
 	if !in.dryRun {
-		env, err := managedconfig.SystemEnv()
-		if err == nil {
-			env.System, env.Homes = true, managedconfig.UserHomes(in.goos)
-			paths, perr := env.Paths()
-			if perr == nil {
-				n := injector.UnhookAll(managedconfig.NewLoader(env, paths).Load().Config.SessionsRoots, nil)
-				fmt.Fprintf(in.out, "coworkbridge system daemon removed; hooks taken out of %d sessions\n", n)
-			}
-		}
+		n, err := in.unhookEveryUser()
+		errs = append(errs, err)
+		fmt.Fprintf(in.out, "coworkbridge system daemon removed; hooks taken out of %d sessions\n", n)
 	}
 	return errors.Join(errs...)
+}
+
+// unhookEveryUser takes our hooks out of the sessions of each user the daemon served, each as
+// that user (as the daemon's workers did their work): root rewrites no user's file.
+func (in *Installer) unhookEveryUser() (int, error) {
+	people, err := privsep.People(in.goos)
+	if err != nil {
+		return 0, fmt.Errorf("list the users whose sessions to unhook: %w", err)
+	}
+	total := 0
+	var errs []error
+	for _, u := range people {
+		n, err := unhookAs(Target{Name: u.Name, UID: int(u.UID), GID: int(u.GID), Home: u.Home})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		total += n
+	}
+	return total, errors.Join(errs...)
 }
 
 func (in *Installer) launchdSystemLoad() error {

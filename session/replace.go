@@ -69,10 +69,7 @@ func (s *Session) writeSynced(name string, data []byte, perm fs.FileMode) error 
 	if err != nil {
 		return err
 	}
-	err = s.give(f)
-	if err == nil {
-		_, err = f.Write(data)
-	}
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm) // the umask must not narrow or widen what the caller asked
 	}

@@ -97,31 +97,18 @@ type Session struct {
 	// retired are folders found replaced: closed with the handle, not at once, since another
 	// goroutine may be using one (at most maxRetired are kept).
 	retired []*os.Root
-	// owner is the session folder's owner when it is not this process's: a system-mode daemon
-	// (root) gives every file and folder it makes in a user's session to that user, so that
-	// the user's CLI and hooks can use them as if the user had made them.
-	owner *owner
 }
 
-type owner struct{ uid, gid int }
+// ErrNotOurs: the session folder belongs to another user than this process's. coworkbridge works
+// in a session only as the session's own user (in system mode, that user's worker), so that what
+// it makes there is the user's without a change of owner, and a link or a name swapped in can
+// hand nobody a file that was not already theirs.
+var ErrNotOurs = errors.New("the folder belongs to another user; coworkbridge works in a session only as its own user")
 
-// ownerOf is the owner new entries in a folder described by fi are given: nil when this process
-// makes them as that owner anyway, or cannot give them away (only root can).
-func ownerOf(fi fs.FileInfo) *owner {
+// ours reports whether fi, a session folder, is this process's user's.
+func ours(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	euid := os.Geteuid()
-	if !ok || euid != 0 || int(st.Uid) == euid {
-		return nil
-	}
-	return &owner{int(st.Uid), int(st.Gid)}
-}
-
-// give hands a file this handle just made, by its descriptor, to the session's owner.
-func (s *Session) give(f *os.File) error {
-	if s.owner == nil {
-		return nil
-	}
-	return f.Chown(s.owner.uid, s.owner.gid)
+	return !ok || int(st.Uid) == os.Geteuid()
 }
 
 const maxRetired = 64
@@ -147,6 +134,9 @@ func Open(dir string) (*Session, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("open session %s: %w", dir, ErrNotDir)
 	}
+	if !ours(fi) {
+		return nil, fmt.Errorf("open session %s: %w", dir, ErrNotOurs)
+	}
 	root, err := openRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", dir, err)
@@ -157,7 +147,7 @@ func Open(dir string) (*Session, error) {
 		root.Close()
 		return nil, fmt.Errorf("open session %s: %w", dir, ErrChanged)
 	}
-	return &Session{dir: dir, id: filepath.Base(dir), root: root, owner: ownerOf(fi)}, nil
+	return &Session{dir: dir, id: filepath.Base(dir), root: root}, nil
 }
 
 // OpenOwn is Open for a folder of the daemon's own state laid out like a session (a host
@@ -167,7 +157,7 @@ func Open(dir string) (*Session, error) {
 func OpenOwn(dir string) (*Session, error) {
 	s, err := Open(dir)
 	if err == nil {
-		s.own, s.owner = true, nil
+		s.own = true
 	}
 	return s, err
 }
@@ -455,11 +445,6 @@ func (s *Session) MkdirAll(name string, perm fs.FileMode) error {
 		}
 		err = up.Mkdir(parts[i-1], perm)
 		if err == nil {
-			if s.owner != nil { // made just now, in a folder held open: the name is this one
-				if err := up.Lchown(parts[i-1], s.owner.uid, s.owner.gid); err != nil {
-					return s.errorf("mkdir", dir, err)
-				}
-			}
 			continue
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -518,17 +503,13 @@ func (s *Session) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	return nil
 }
 
-// writeAtomically is renameio.WriteFile with the temporary file given to the session's owner
-// before it takes the name.
+// writeAtomically is renameio.WriteFile inside dir.
 func (s *Session) writeAtomically(dir *os.Root, base string, data []byte, perm fs.FileMode) error {
 	t, err := renameio.NewPendingFile(base, renameio.WithRoot(dir), renameio.WithStaticPermissions(perm))
 	if err != nil {
 		return err
 	}
 	defer t.Cleanup()
-	if err := s.give(t.File); err != nil {
-		return err
-	}
 	if _, err := t.Write(data); err != nil {
 		return err
 	}
@@ -576,8 +557,7 @@ func (s *Session) publish(name string, data []byte, perm fs.FileMode, mod time.T
 	if err != nil {
 		return s.errorf("publish", name, err)
 	}
-	err = s.give(f)
-	if err == nil && len(data) > 0 {
+	if len(data) > 0 {
 		_, err = f.Write(data)
 	}
 	if err == nil && !mod.IsZero() {
@@ -625,11 +605,6 @@ func (s *Session) createEmpty(name string, perm fs.FileMode) bool {
 	// O_EXCL: nothing at the name is followed or truncated, a link included.
 	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, perm)
 	if err != nil {
-		return false
-	}
-	if err := s.give(f); err != nil {
-		f.Close()
-		_ = dir.Remove(base)
 		return false
 	}
 	return f.Close() == nil
