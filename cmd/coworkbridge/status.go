@@ -277,6 +277,9 @@ func (v statusView) render(w io.Writer) {
 		fmt.Fprintf(w, "; not applied (observe): %d would-be denies, %d would-be asks", today.WouldDenies, today.WouldAsks)
 	}
 	fmt.Fprintln(w)
+	for _, wk := range s.Workers {
+		fmt.Fprintln(w, workerLine(wk))
+	}
 	switch r := s.Record; {
 	case r == nil:
 	case r.Head == "" && s.Totals.Events > 0:
@@ -304,6 +307,22 @@ func (v statusView) render(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  what to do: %s\n", wn.Action)
 	}
+}
+
+// workerLine is one user's worker of system mode, as status shows it.
+func workerLine(wk health.Worker) string {
+	state := fmt.Sprintf("running (pid %d)", wk.PID)
+	if !wk.Running {
+		state = "NOT RUNNING"
+	}
+	line := fmt.Sprintf("worker of %s (uid %d): %s, %d session(s), %d watches", wk.User, wk.UID, state, wk.Sessions, wk.Watches)
+	if wk.Starts > 1 {
+		line += fmt.Sprintf("; started %d times", wk.Starts)
+	}
+	if wk.LastError != "" {
+		line += "; last ended: " + wk.LastError
+	}
+	return line
 }
 
 func configLine(c health.ConfigState) string {

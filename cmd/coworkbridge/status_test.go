@@ -75,6 +75,18 @@ func switchedOff() *health.Snapshot {
 	return s
 }
 
+// withWorkers is root's view of system mode with two users' workers, one of which keeps ending.
+func withWorkers() *health.Snapshot {
+	s := fixtureSnapshot(false)
+	s.Workers = []health.Worker{
+		{User: "ada", UID: 501, PID: 433, Running: true, Starts: 1, Watches: 7, Sessions: 2},
+		{User: "ben", UID: 502, Running: false, Starts: 4, LastError: "it exited: exit status 1", Watches: 0, Sessions: 0},
+	}
+	s.Warnings = []health.Warning{{Code: health.CodeWorkerRestarted, Severity: health.SeverityError,
+		Message: health.CodeWorkerRestarted.Info().Title, Action: health.CodeWorkerRestarted.Info().Action}}
+	return s
+}
+
 // lockedDown is the fixture under the drop-in's lockdown.
 func lockedDown() *health.Snapshot {
 	s := fixtureSnapshot(false)
@@ -102,6 +114,8 @@ func TestStatusOutputAndExitCodes(t *testing.T) {
 		{"lockdown", statusView{GOOS: "darwin", Now: statusNow, Running: true, Snapshot: lockedDown()}, statusHealthy},
 		// System mode names its own service, the LaunchDaemon or the system unit, not a user's agent.
 		{"system-not-running", statusView{GOOS: "darwin", System: true, Now: statusNow, Running: false}, statusNotRunning},
+		// Root's view of system mode lists each user's worker, and says which one keeps ending.
+		{"system-workers", statusView{GOOS: "darwin", System: true, Now: statusNow, Running: true, Snapshot: withWorkers()}, statusWarning},
 		{"system-not-running-linux", statusView{GOOS: "linux", System: true, Now: statusNow, Running: false}, statusNotRunning},
 		{"system-stale-linux", statusView{GOOS: "linux", System: true, Now: statusNow.Add(time.Hour), Running: true, Snapshot: fixtureSnapshot(false), Stale: true}, statusWarning},
 	}
