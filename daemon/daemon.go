@@ -110,12 +110,13 @@ type Daemon struct {
 // daemon log, in health and as a record in the log itself.
 func (d *Daemon) recordTampered(tlog *telemetry.Log, mode managedconfig.Mode, problem string) {
 	d.log.Error("the decision log was changed behind the daemon's back", "code", health.CodeRecordTampered, "problem", problem)
-	d.health.Count("", health.CodeRecordTampered)
+	// The record first: whoever sees the count finds the record of it in the log.
 	err := tlog.Write(judgement.Tampered(time.Now(), mode, problem))
 	if err != nil {
 		d.health.Count("", health.CodeTelemetryFailed)
 		d.log.Warn("cannot record the tampering in the decision log", "code", health.CodeTelemetryFailed, "err", err)
 	}
+	d.health.Count("", health.CodeRecordTampered)
 }
 
 // recordHead checks the decision log's chain for the heartbeat and returns its head.
