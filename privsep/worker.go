@@ -317,11 +317,18 @@ func (w *work) guardDone() <-chan error {
 	return w.guard.done
 }
 
-// channelRoot is the worker's host channel folder: in system mode host hooks hand their calls
-// to root over the socket, so nothing comes in here, but the collector keeps a folder of its own.
-func (w *work) channelRoot() string {
-	env := managedconfig.Env{GOOS: w.opts.GOOS, Home: w.opts.Home}
-	p, _ := env.Paths() // checked in state
+// channelRoot is the worker's host channel folder.
+func (w *work) channelRoot() string { return ChannelRoot(w.opts.GOOS, w.opts.Home) }
+
+// ChannelRoot is where a worker keeps the host channels of its user (of home, on goos): in its
+// state folder under the user's, which the hooks a worker injects name. In system mode host
+// hooks hand their calls to root over the socket, but a session's own hook running on the Mac
+// finds its channel here.
+func ChannelRoot(goos, home string) string {
+	p, err := managedconfig.Env{GOOS: goos, Home: home}.Paths()
+	if err != nil {
+		return ""
+	}
 	return filepath.Join(p.StateDir, "system-worker", "channel")
 }
 

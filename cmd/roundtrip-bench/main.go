@@ -39,7 +39,8 @@ func main() {
 	calls := flag.Int("calls", 300, "hook calls per measurement")
 	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
 	profile := flag.String("cpuprofile", "", "write each daemon's CPU profile over the measured calls to this path, suffixed .<sessions>-<callers>-<design> (needs -bin built with -tags coworkbridge_dev)")
-	socket := flag.Bool("socket", os.Geteuid() == 0, "also measure system mode: hooks answered over the daemon's socket (needs root; uses the platform's socket path; with -bin, coworkbridge-hook must be beside it)")
+	socket := flag.Bool("socket", os.Geteuid() == 0, "also measure system mode: hooks answered over the daemon's socket, and VM-loop hooks answered by a user's worker (needs root and useradd: the sessions are a throw-away user's; uses the platform's socket path; with -bin, coworkbridge-hook must be beside it)")
+	users := flag.Int("users", 0, "instead, measure system mode's memory with this many users (throw-away, one live session each): the daemon's and its workers' resident memory (needs root and useradd)")
 	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
 	floor := flag.Bool("floor", false, "also measure the floor: the same hooks answered by a Go process that only watches, reads and renames (see floor.go)")
 	serve := flag.String("floor-serve", "", "internal: run as the floor (host or vm), the folders to serve on stdin")
@@ -47,6 +48,13 @@ func main() {
 	if *serve != "" {
 		if err := serveFloor(*serve); err != nil {
 			fmt.Fprintln(os.Stderr, "roundtrip-bench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *users > 0 {
+		if err := measureUsers(*bin, *users); err != nil {
+			fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
 			os.Exit(1)
 		}
 		return
@@ -79,6 +87,9 @@ type design struct {
 	// socket: system mode, as root: the hooks are `coworkbridge hook --system` in exec form (as
 	// the system drop-in runs them) and the daemon answers over its socket.
 	socket bool
+	// system: system mode, the sessions a throw-away user's, their hooks run as that user and
+	// answered (in the VM loop) by that user's worker.
+	system bool
 }
 
 // result is one measurement.
@@ -92,6 +103,9 @@ type result struct {
 	denies                int
 	// shP50 and hookP50: a bare `sh -c true` and the whole hook process, in pairs (socket only).
 	shP50, hookP50 time.Duration
+	// workersCPU and workersMB: system mode's workers' CPU per event and resident memory.
+	workersCPU time.Duration
+	workersMB  float64
 }
 
 func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm, floor, socket bool, profile string) error {
@@ -100,6 +114,15 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	var owner *machine.Owner
+	if socket {
+		o, cleanup, err := benchUser(tmp, "cbbench")
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		owner = o
+	}
 	if bin == "" {
 		bin = filepath.Join(tmp, "coworkbridge")
 		for out, pkg := range map[string]string{bin: "./cmd/coworkbridge", dropin.HookProgram(bin): "./cmd/coworkbridge-hook"} {
@@ -117,7 +140,7 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 	// through the session's spool.
 	designs := []design{{name: "fsnotify"}}
 	if socket {
-		designs = append(designs, design{name: "socket", socket: true})
+		designs = append(designs, design{name: "socket", socket: true, system: true})
 	}
 	if floor {
 		designs = append(designs, design{name: "floor", floor: true})
@@ -126,6 +149,9 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 		designs = append(designs, design{name: "fsnotify-vm", vm: true})
 		if floor {
 			designs = append(designs, design{name: "floor-vm", vm: true, floor: true})
+		}
+		if socket {
+			designs = append(designs, design{name: "system-vm", vm: true, system: true})
 		}
 	}
 	if poll > 0 {
@@ -138,7 +164,7 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 				if profile != "" {
 					env = append(env, fmt.Sprintf("COWORKBRIDGE_CPUPROFILE=%s.%d-%d-%s", profile, n, c, d.name))
 				}
-				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d, env)
+				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d, env, owner)
 				if err != nil {
 					return fmt.Errorf("%d sessions, %d callers, %s: %w", n, c, d.name, err)
 				}
@@ -154,11 +180,11 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 
 func report(rs []result) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sessions\tcallers\tdesign\tcalls\tp50 ms\tp95 ms\tp99 ms\tevents/s\tdaemon CPU µs/event\tpeak RSS MB\t")
+	fmt.Fprintln(tw, "sessions\tcallers\tdesign\tcalls\tp50 ms\tp95 ms\tp99 ms\tevents/s\tdaemon CPU µs/event\tpeak RSS MB\tworkers CPU µs/event\tworkers RSS MB\t")
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%s\t%s\t%s\t%.0f\t%d\t%.1f\t\n", r.sessions, r.conc, r.design, r.calls,
-			ms(r.p50), ms(r.p95), ms(r.p99), r.perSec, r.cpuPerEvent.Microseconds(), r.rssMB)
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%s\t%s\t%s\t%.0f\t%d\t%.1f\t%d\t%.1f\t\n", r.sessions, r.conc, r.design, r.calls,
+			ms(r.p50), ms(r.p95), ms(r.p99), r.perSec, r.cpuPerEvent.Microseconds(), r.rssMB, r.workersCPU.Microseconds(), r.workersMB)
 	}
 	tw.Flush()
 	same := func(a result, design func(string) bool) (result, bool) {
@@ -180,6 +206,12 @@ func report(rs []result) {
 			}
 		}
 		switch a.design {
+		case "system-vm":
+			if b, ok := same(a, func(d string) bool { return d == "fsnotify-vm" }); ok {
+				fmt.Printf("%d sessions, %d callers: system-vm (through a worker)/fsnotify-vm (per-user daemon): p50 %.2fx, p99 %.2fx, CPU per event (root and worker) %.2fx\n",
+					a.sessions, a.conc, float64(a.p50)/float64(b.p50), float64(a.p99)/float64(b.p99),
+					float64(a.cpuPerEvent+a.workersCPU)/float64(b.cpuPerEvent))
+			}
 		case "fsnotify-vm":
 			if b, ok := same(a, func(d string) bool { return strings.HasPrefix(d, "poll-") }); ok {
 				fmt.Printf("%d sessions, %d callers: %s/fsnotify p50 %.1fx, p99 %.1fx\n", a.sessions, a.conc, b.design,
@@ -215,7 +247,7 @@ func startDaemon(m *machine.Machine, bin string, ds design, extra []string) (dae
 	if poll > 0 {
 		env = append(env, "COWORKBRIDGE_SPOOL_POLL="+poll.String())
 	}
-	if ds.socket {
+	if ds.system {
 		d, err := m.StartSystem(bin, env...)
 		return daemon{d}, err
 	}
@@ -322,9 +354,12 @@ func (d daemon) stop() (peakRSS int64, err error) {
 	return peakRSS, err
 }
 
-func measure(bin, dir string, n, conc, calls int, ds design, env []string) (result, error) {
+func measure(bin, dir string, n, conc, calls int, ds design, env []string, owner *machine.Owner) (result, error) {
 	r := result{sessions: n, conc: conc, calls: calls}
 	m, err := machine.New(dir)
+	if ds.system {
+		m, err = machine.NewOwned(dir, owner)
+	}
 	if err != nil {
 		return r, err
 	}
@@ -336,7 +371,7 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 		}
 		sessions = append(sessions, s)
 	}
-	if ds.socket {
+	if ds.system {
 		if _, err := os.Lstat(systemSocket()); err == nil {
 			return r, fmt.Errorf("%s exists: a system daemon may be running here; stop it (or remove a stale socket) to measure", systemSocket())
 		}
@@ -359,7 +394,7 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 		}
 	}
 	call := func(s int, payload []byte) ([]byte, time.Duration, error) {
-		return machine.CallHook(sessions[s], hooks[s], payload)
+		return m.CallHook(sessions[s], hooks[s], payload)
 	}
 	if ds.socket {
 		if err := waitSocket(30 * time.Second); err != nil {
@@ -367,7 +402,7 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 			return r, err
 		}
 		call = func(s int, payload []byte) ([]byte, time.Duration, error) {
-			return machine.ExecHook(sessions[s], []string{dropin.HookProgram(bin), "--system"}, payload)
+			return m.ExecHook(sessions[s], []string{dropin.HookProgram(bin), "--system"}, payload)
 		}
 	}
 	var p responder = d
@@ -384,11 +419,12 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 	if slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "COWORKBRIDGE_CPUPROFILE=") }) {
 		d.Process().Process.Signal(syscall.SIGUSR1) // a development build's CPU profile starts here
 	}
-	cpu0 := p.cpu()
+	cpu0, wcpu0 := p.cpu(), childrenCPU(d.PID())
 	lat, denies, wall, err := load(len(sessions), call, conc, calls, !ds.floor)
-	cpu := p.cpu() - cpu0
-	if ds.socket {
-		defer os.Remove(filepath.Dir(systemSocket())) // the folder the daemon made, once empty
+	cpu, wcpu := p.cpu()-cpu0, childrenCPU(d.PID())-wcpu0
+	workersRSS := childrenRSS(d.PID())
+	if ds.system {
+		defer os.RemoveAll(filepath.Dir(systemSocket())) // the folders the daemon made
 	}
 	if err == nil && ds.socket && conc == 1 {
 		r.shP50, r.hookP50, err = processCost(func(payload []byte) ([]byte, time.Duration, error) { return call(0, payload) })
@@ -406,6 +442,8 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string) (resu
 	r.perSec = float64(len(lat)) / wall.Seconds()
 	r.cpuPerEvent = cpu / time.Duration(len(lat))
 	r.rssMB = float64(rss) / (1 << 20)
+	r.workersCPU = wcpu / time.Duration(len(lat))
+	r.workersMB = float64(workersRSS) / (1 << 20)
 	r.denies = denies
 	return r, nil
 }

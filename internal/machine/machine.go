@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/privsep"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
@@ -34,6 +36,31 @@ type Machine struct {
 	Sessions string // the sessions root
 	State    string
 	Logs     string // the decision log's folder
+	// Owner, when set, is the user whose sessions these are, for a system-mode daemon (root)
+	// whose worker runs as them: the sessions root is under their home and theirs, and hooks run
+	// as them.
+	Owner *Owner
+}
+
+// Owner is a user of the machine other than the one running it.
+type Owner struct {
+	UID, GID int
+	Home     string
+}
+
+// NewOwned lays out a machine in dir whose sessions are owner's, under owner's home (which must
+// exist and be theirs).
+func NewOwned(dir string, owner *Owner) (*Machine, error) {
+	m, err := New(dir)
+	if err != nil {
+		return nil, err
+	}
+	m.Owner = owner
+	m.Sessions = filepath.Join(owner.Home, "sessions-"+filepath.Base(dir))
+	if err := os.MkdirAll(m.Sessions, 0o700); err != nil {
+		return nil, fmt.Errorf("lay out the machine: %w", err)
+	}
+	return m, os.Chown(m.Sessions, owner.UID, owner.GID)
 }
 
 // New lays out a machine in dir, which should be empty.
@@ -98,31 +125,69 @@ func (m *Machine) NewSessionIn(account, org, id string) (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600); err != nil {
 		return "", fmt.Errorf("make session %s: %w", id, err)
 	}
+	if o := m.Owner; o != nil {
+		for _, p := range []string{filepath.Join(m.Sessions, account), filepath.Join(m.Sessions, account, org)} {
+			if err := os.Chown(p, o.UID, o.GID); err != nil {
+				return "", err
+			}
+		}
+		err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, o.UID, o.GID)
+		})
+		if err != nil {
+			return "", fmt.Errorf("give session %s to its owner: %w", id, err)
+		}
+	}
 	return dir, nil
 }
 
 // ExpectedHook is the hook command the daemon's injector writes into the session at dir under
-// the machine's managed.json now: the exact entry, not merely text carrying our marker.
+// the machine's managed.json now: the exact entry, not merely text carrying our marker. On a
+// machine with an Owner it is the entry the owner's worker writes (naming the worker's channel).
 func (m *Machine) ExpectedHook(dir string) (string, error) {
+	hooks, err := m.expectedHooks(dir)
+	if err != nil {
+		return "", err
+	}
+	return hooks[0], nil
+}
+
+// expectedHooks are the entries the daemon may write: on a machine with an Owner, the worker's
+// and (from a build before system mode had workers) root's own.
+func (m *Machine) expectedHooks(dir string) ([]string, error) {
 	vars := m.vars()
 	env := managedconfig.Env{GOOS: runtime.GOOS, Home: m.Dir, Getenv: func(k string) string { return vars[k] }}
 	paths, err := env.Paths()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	s := managedconfig.NewLoader(env, paths).Load()
 	if !s.Enabled() {
-		return "", fmt.Errorf("coworkbridge is not on in %s (%s)", m.Config, s.Origin)
+		return nil, fmt.Errorf("coworkbridge is not on in %s (%s)", m.Config, s.Origin)
 	}
-	channel := filepath.Join(session.ChannelDir(paths.ChannelRoot(), filepath.Base(dir)), filepath.FromSlash(session.BridgeDir))
-	e, err := hookentry.NewEntry(s.Config, channel)
-	return e.Command, err
+	roots := []string{paths.ChannelRoot()}
+	if m.Owner != nil {
+		roots = []string{privsep.ChannelRoot(runtime.GOOS, m.Owner.Home), paths.ChannelRoot()}
+	}
+	var hooks []string
+	for _, root := range roots {
+		channel := filepath.Join(session.ChannelDir(root, filepath.Base(dir)), filepath.FromSlash(session.BridgeDir))
+		e, err := hookentry.NewEntry(s.Config, channel)
+		if err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, e.Command)
+	}
+	return hooks, nil
 }
 
 // WaitHooked waits until the session carries exactly the daemon's current entry and, in enforce
 // mode, its lease; it returns the hook command.
 func (m *Machine) WaitHooked(dir string, within time.Duration) (string, error) {
-	want, err := m.ExpectedHook(dir)
+	want, err := m.expectedHooks(dir)
 	if err != nil {
 		return "", err
 	}
@@ -130,12 +195,12 @@ func (m *Machine) WaitHooked(dir string, within time.Duration) (string, error) {
 	for {
 		data, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
 		_, leaseErr := os.Stat(filepath.Join(dir, filepath.FromSlash(session.AliveFile)))
-		if hookentry.HookCommand(data) == want && (leaseErr == nil || !strings.Contains(want, "mode=enforce")) {
-			return want, nil
+		if got := hookentry.HookCommand(data); slices.Contains(want, got) && (leaseErr == nil || !strings.Contains(got, "mode=enforce")) {
+			return got, nil
 		}
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("session %s not hooked with the daemon's entry within %v (its hook %q, want %q; lease: %v)",
-				filepath.Base(dir), within, hookentry.HookCommand(data), want, leaseErr)
+				filepath.Base(dir), within, hookentry.HookCommand(data), want[0], leaseErr)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -165,10 +230,27 @@ func CallHook(dir, hook string, payload []byte) ([]byte, time.Duration, error) {
 	return runHook(dir, []string{"/bin/sh", "-c", hook}, payload)
 }
 
+// CallHook is the package's CallHook, run as the machine's owner when it has one.
+func (m *Machine) CallHook(dir, hook string, payload []byte) ([]byte, time.Duration, error) {
+	return runHookAs(m.Owner, dir, []string{"/bin/sh", "-c", hook}, payload)
+}
+
+// ExecHook is the package's ExecHook, run as the machine's owner when it has one.
+func (m *Machine) ExecHook(dir string, argv []string, payload []byte) ([]byte, time.Duration, error) {
+	return runHookAs(m.Owner, dir, argv, payload)
+}
+
 func runHook(dir string, argv []string, payload []byte) ([]byte, time.Duration, error) {
+	return runHookAs(nil, dir, argv, payload)
+}
+
+func runHookAs(o *Owner, dir string, argv []string, payload []byte) ([]byte, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), hookLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	if o != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.GID)}}
+	}
 	cmd.Dir = filepath.Join(dir, "outputs")
 	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
 	cmd.Stdin = bytes.NewReader(payload)

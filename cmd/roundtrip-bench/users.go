@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/machine"
+)
+
+// benchUser makes a throw-away user whose home is under dir, for system mode's sessions; cleanup
+// removes the user.
+func benchUser(dir, prefix string) (*machine.Owner, func(), error) {
+	name := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
+	home := filepath.Join(dir, "home-"+name)
+	if err := os.Chmod(dir, 0o755); err != nil { // the user reaches their home through it
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, nil, err
+	}
+	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", home, "--shell", "/bin/sh", name).CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("useradd %s (system mode's measurements need root and a throw-away user): %v: %s", name, err, out)
+	}
+	cleanup := func() { exec.Command("userdel", "-f", name).Run() }
+	u, err := user.Lookup(name)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(home, uid, gid); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return &machine.Owner{UID: uid, GID: gid, Home: home}, cleanup, nil
+}
+
+// children are the processes whose parent is pid (a system daemon's workers).
+func children(pid int) []int {
+	var out []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 || i+2 >= len(data) {
+			continue
+		}
+		f := strings.Fields(string(data[i+2:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// childrenCPU is the CPU time so far of pid's children.
+func childrenCPU(pid int) time.Duration {
+	var total time.Duration
+	for _, c := range children(pid) {
+		total += procCPU(c)
+	}
+	return total
+}
+
+// childrenRSS is the resident memory of pid's children now, in bytes.
+func childrenRSS(pid int) int64 {
+	var total int64
+	for _, c := range children(pid) {
+		total += procRSS(c)
+	}
+	return total
+}
+
+// procRSS is a process's resident memory now (VmRSS), in bytes.
+func procRSS(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) >= 2 && fields[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// measureUsers runs a system daemon serving n throw-away users, each with one live session, and
+// reports its resident memory and its workers' once every session is hooked and the daemon idle.
+func measureUsers(bin string, n int) error {
+	tmp, err := os.MkdirTemp("", "roundtrip-bench-users-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if bin == "" {
+		bin = filepath.Join(tmp, "coworkbridge")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/coworkbridge")
+		build.Env, build.Stderr = append(os.Environ(), "CGO_ENABLED=0"), os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
+		}
+	}
+	if _, err := os.Lstat(systemSocket()); err == nil {
+		return fmt.Errorf("%s exists: a system daemon may be running here; stop it to measure", systemSocket())
+	}
+	defer os.RemoveAll(filepath.Dir(systemSocket()))
+	m, err := machine.New(filepath.Join(tmp, "machine"))
+	if err != nil {
+		return err
+	}
+	var owners []*machine.Owner
+	var roots []string
+	for i := range n {
+		o, cleanup, err := benchUser(tmp, fmt.Sprintf("cbu%d-", i))
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		um, err := machine.NewOwned(filepath.Join(tmp, fmt.Sprintf("u%d", i)), o)
+		if err != nil {
+			return err
+		}
+		s, err := um.NewSession(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
+		if err != nil {
+			return err
+		}
+		owners, roots = append(owners, o), append(roots, filepath.Dir(filepath.Dir(filepath.Dir(s))))
+	}
+	quoted := make([]string, len(roots))
+	for i, r := range roots {
+		quoted[i] = strconv.Quote(r)
+	}
+	if err := m.WriteConfig(`{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn","sessions_roots":[` + strings.Join(quoted, ",") + `]}`); err != nil {
+		return err
+	}
+	d, err := m.StartSystem(bin, "COWORKBRIDGE_SESSIONS_ROOT=")
+	if err != nil {
+		return err
+	}
+	dd := daemon{d}
+	defer dd.stop()
+	deadline := time.Now().Add(60 * time.Second)
+	for len(children(d.PID())) < n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	dd.settle(30 * time.Second)
+	ws := children(d.PID())
+	fmt.Printf("system mode, %d users (one live session each): daemon RSS %.1f MB; %d workers, %.1f MB together (%.1f MB each)\n",
+		n, float64(procRSS(d.PID()))/(1<<20), len(ws), float64(childrenRSS(d.PID()))/(1<<20), float64(childrenRSS(d.PID()))/(1<<20)/float64(max(len(ws), 1)))
+	_ = owners
+	return nil
+}
