@@ -2,6 +2,7 @@ package privsep
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -198,4 +199,39 @@ func warningCodes(s health.Snapshot) []string {
 		out = append(out, string(w.Code))
 	}
 	return out
+}
+
+// A user no longer listed (removed from the Mac) has their worker stopped at the next rescan.
+func TestARemovedUsersWorkerStops(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	u, exe := nobody(t)
+	var mu sync.Mutex
+	listed := []User{u}
+	users := func() ([]User, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return listed, nil
+	}
+	s := &Supervisor{Exe: exe, Root: nopRoot{}, Users: users, Rescan: time.Second,
+		Log: slog.New(slog.DiscardHandler), Health: health.New(nil), MaxFrame: 1 << 20}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var pid int
+	cbtest.WaitForf(t, func() bool {
+		ws := s.Workers()
+		if len(ws) == 1 && ws[0].Running {
+			pid = ws[0].PID
+			return true
+		}
+		return false
+	}, func() string { return "the worker to start" })
+	mu.Lock()
+	listed = nil
+	mu.Unlock()
+	cbtest.WaitForf(t, func() bool { return len(s.Workers()) == 0 && procUID(pid) == -1 },
+		func() string { return fmt.Sprintf("the removed user's worker (pid %d) to stop", pid) })
 }

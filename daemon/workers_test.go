@@ -1,0 +1,69 @@
+package daemon
+
+import (
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/hosthook"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/privsep"
+	"github.com/coworkbridge/coworkbridge/telemetry"
+)
+
+// rootFor is a system daemon's side of its workers, for ada and bob, with a decision log.
+func rootFor(t *testing.T) (*rootSide, privsep.User, privsep.User, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ada := privsep.User{UID: 501, Name: "ada", Home: filepath.Join(dir, "Users", "ada")}
+	bob := privsep.User{UID: 502, Name: "bob", Home: filepath.Join(dir, "Users", "bob")}
+	logPath := filepath.Join(dir, "decisions.jsonl")
+	d := &Daemon{log: slog.New(slog.DiscardHandler), health: health.New(nil),
+		users: func() ([]privsep.User, error) { return []privsep.User{ada, bob}, nil }}
+	cfg := managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Enforce, HomeRoots: []string{"sessions"}}
+	d.workerPolicy.Store(&hosthook.Serving{Snap: managedconfig.Snapshot{Config: cfg}})
+	tlog := telemetry.Open(telemetry.Options{Path: logPath})
+	t.Cleanup(func() { tlog.Close() })
+	d.watching.Store(&guard{log: tlog})
+	return &rootSide{d: d}, ada, bob, logPath
+}
+
+// Whatever a worker says of who made its records, they name the user root started it as.
+func TestAWorkersRecordsNameItsUserWhateverItSays(t *testing.T) {
+	r, ada, _, logPath := rootFor(t)
+	if err := r.Record(ada, []telemetry.Record{{RID: "a1", Tool: "Bash", User: "bob"}, {RID: "a2", Tool: "Read"}}, true); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := telemetry.ReadFile(logPath)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("records %+v (%v)", recs, err)
+	}
+	for _, rec := range recs {
+		if rec.User != "ada" {
+			t.Errorf("record %s names %q, not the worker's user ada", rec.RID, rec.User)
+		}
+	}
+}
+
+// A worker counts only for sessions of its own user's: one it reports outside its user's roots
+// is not taken, nor are its notes about a session another user's worker reported.
+func TestAWorkerCountsOnlyForItsOwnUsersSessions(t *testing.T) {
+	r, ada, bob, _ := rootFor(t)
+	r.Health(bob, privsep.HealthNote{Op: "session_seen", ID: "local_b", Dir: filepath.Join(bob.Home, "sessions", "a", "o", "local_b")})
+	r.Health(ada, privsep.HealthNote{Op: "session_seen", ID: "local_x", Dir: filepath.Join(bob.Home, "sessions", "a", "o", "local_x")})
+	r.Health(ada, privsep.HealthNote{Op: "quarantined", ID: "local_b", Reason: "forged by ada"})
+	r.Health(ada, privsep.HealthNote{Op: "count", ID: "", Code: "no_such_code", N: 5})
+	s := r.d.health.Snapshot(false)
+	if len(s.Sessions) != 1 || s.Sessions[0].ID != "local_b" {
+		t.Fatalf("sessions %+v: want bob's only", s.Sessions)
+	}
+	if !s.Sessions[0].Quarantined.IsZero() {
+		t.Errorf("ada's worker quarantined bob's session: %+v", s.Sessions[0])
+	}
+	for code := range s.Totals.Counts {
+		if !code.Known() {
+			t.Errorf("a count of an unknown code was taken: %s", code)
+		}
+	}
+}
