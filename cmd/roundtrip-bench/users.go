@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,33 +14,9 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/machine"
 )
 
-// benchUser makes a throw-away user whose home is under dir, for system mode's sessions; cleanup
-// removes the user.
+// benchUser makes a throw-away user whose home is under dir, for system mode's sessions.
 func benchUser(dir, prefix string) (*machine.Owner, func(), error) {
-	name := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
-	home := filepath.Join(dir, "home-"+name)
-	if err := os.Chmod(dir, 0o755); err != nil { // the user reaches their home through it
-		return nil, nil, err
-	}
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return nil, nil, err
-	}
-	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", home, "--shell", "/bin/sh", name).CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("useradd %s (system mode's measurements need root and a throw-away user): %v: %s", name, err, out)
-	}
-	cleanup := func() { exec.Command("userdel", "-f", name).Run() }
-	u, err := user.Lookup(name)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(home, uid, gid); err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return &machine.Owner{UID: uid, GID: gid, Home: home}, cleanup, nil
+	return machine.MakeUser(dir, fmt.Sprintf("%s%d", prefix, os.Getpid()%100000))
 }
 
 // children are the processes whose parent is pid (a system daemon's workers).

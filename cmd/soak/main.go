@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ type options struct {
 	keep              bool
 	mode              string
 	bombMiB, capMiB   int
+	system            bool
 }
 
 func main() {
@@ -63,6 +65,7 @@ func main() {
 	flag.IntVar(&o.bombMiB, "bomb", 0, "MiB of tool calls with 8 MiB inputs and no results written into one session's transcript during the soak (the transcript bomb)")
 	flag.IntVar(&o.capMiB, "memcap", 0, "run the daemon with its address space capped at this many MiB (prlimit --as), 0 for none")
 	flag.StringVar(&o.mode, "mode", "enforce", "the daemon's mode: enforce (harmful calls must be denied) or observe (all are allowed and recorded)")
+	flag.BoolVar(&o.system, "system", false, "system mode (needs root and useradd): the root daemon, the sessions a throw-away user's, answered by that user's worker; a third of the calls through the socket (coworkbridge-hook --system); each SIGKILL is the root daemon's, its workers dying with it")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
@@ -82,13 +85,24 @@ func run(o options) error {
 	}
 	if o.bin == "" {
 		o.bin = filepath.Join(tmp, "coworkbridge")
-		build := exec.Command("go", "build", "-o", o.bin, "./cmd/coworkbridge")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
+		for out, pkg := range map[string]string{o.bin: "./cmd/coworkbridge", filepath.Join(tmp, "coworkbridge-hook"): "./cmd/coworkbridge-hook"} {
+			build := exec.Command("go", "build", "-o", out, pkg)
+			build.Stderr = os.Stderr
+			if err := build.Run(); err != nil {
+				return fmt.Errorf("build %s (run from the module root, or pass -bin): %w", pkg, err)
+			}
 		}
 	}
 	m, err := machine.New(tmp)
+	if o.system {
+		owner, cleanup, uerr := machine.MakeUser(tmp, fmt.Sprintf("cbsoak%d", os.Getpid()%100000))
+		if uerr != nil {
+			return uerr
+		}
+		defer cleanup()
+		m, err = machine.NewOwned(tmp, owner)
+		defer os.RemoveAll(systemSocketDir())
+	}
 	if err != nil {
 		return err
 	}
@@ -100,7 +114,7 @@ func run(o options) error {
 		}
 		o.bin = capped
 	}
-	h := &harness{Machine: m, dir: tmp, bin: o.bin, mode: o.mode}
+	h := &harness{Machine: m, dir: tmp, bin: o.bin, mode: o.mode, system: o.system}
 	if err := h.start(); err != nil {
 		return err
 	}
@@ -126,11 +140,20 @@ func run(o options) error {
 	return h.check()
 }
 
+// systemSocketDir is the folder of the platform's system socket, which a system daemon makes.
+func systemSocketDir() string {
+	if runtime.GOOS == "darwin" {
+		return "/var/run/coworkbridge"
+	}
+	return "/run/coworkbridge"
+}
+
 // harness runs one daemon (restarted after each kill) on one temporary tree.
 type harness struct {
 	*machine.Machine
 	dir, bin string
 	mode     string
+	system   bool
 	d        *machine.Daemon
 	mu       sync.Mutex
 	stopped  bool
@@ -164,7 +187,11 @@ func (h *harness) start() error {
 	if err := h.WriteConfig(cfg); err != nil {
 		return err
 	}
-	d, err := h.Start(h.bin, "COWORKBRIDGE_SESSION_BUDGET=100000000")
+	start := h.Start
+	if h.system {
+		start = h.StartSystem
+	}
+	d, err := start(h.bin, "COWORKBRIDGE_SESSION_BUDGET=100000000")
 	h.d = d
 	return err
 }
@@ -184,7 +211,10 @@ func (h *harness) stop() error {
 func (h *harness) pid() int { return h.d.PID() }
 
 func (h *harness) soak(o options) error {
-	type live struct{ dir, hook string }
+	type live struct {
+		dir, hook string
+		socket    bool // the call goes through the system daemon's socket
+	}
 	var ss []live
 	for i := range o.sessions {
 		dir, err := h.NewSession(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
@@ -202,6 +232,7 @@ func (h *harness) soak(o options) error {
 			c = strings.ReplaceAll(c, "/channel/", "/not-in-the-vm/")
 		}
 		ss[i].hook = c
+		ss[i].socket = h.system && i%3 == 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
 	defer cancel()
@@ -210,7 +241,7 @@ func (h *harness) soak(o options) error {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				s := ss[rand.IntN(len(ss))]
-				h.call(s.dir, s.hook)
+				h.call(s.dir, s.hook, s.socket)
 				time.Sleep(10 * time.Millisecond)
 			}
 		})
@@ -278,8 +309,13 @@ func (h *harness) bomb(ctx context.Context, dir string, mib int) {
 
 var notRunning = "is not running on this Mac"
 
-// call runs one hook with a harmless or a harmful command carrying a unique marker.
-func (h *harness) call(dir, hook string) {
+// daemonDown is what `coworkbridge-hook --system` answers when the daemon cannot be reached: the
+// call is denied there, and its event never handed over.
+var daemonDown = "daemon could not judge"
+
+// call runs one hook with a harmless or a harmful command carrying a unique marker: the session's
+// own hook, or (socket) the system drop-in's hook.
+func (h *harness) call(dir, hook string, socket bool) {
 	n := h.seq.Add(1)
 	marker := fmt.Sprintf("soak-%09d", n)
 	harmful := n%5 == 0
@@ -290,9 +326,15 @@ func (h *harness) call(dir, hook string) {
 	input, _ := json.Marshal(map[string]string{"command": command, "description": marker})
 	payload, _ := json.Marshal(map[string]any{"session_id": "soak", "cwd": "/sessions/soak/mnt/outputs",
 		"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": json.RawMessage(input)})
-	out, took, _ := machine.CallHook(dir, hook, payload)
+	var out []byte
+	var took time.Duration
+	if socket {
+		out, took, _ = h.ExecHook(dir, []string{filepath.Join(filepath.Dir(h.bin), "coworkbridge-hook"), "--system"}, payload)
+	} else {
+		out, took, _ = h.CallHook(dir, hook, payload)
+	}
 	c := &call{harmful: harmful, answer: string(out), duration: took}
-	c.handed = !strings.Contains(c.answer, notRunning)
+	c.handed = !strings.Contains(c.answer, notRunning) && !strings.Contains(c.answer, daemonDown)
 	h.calls.Store(marker, c)
 }
 

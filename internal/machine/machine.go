@@ -4,7 +4,7 @@
 // and stopped; and a session's hook run exactly as Claude Code runs it.
 //
 // It is not for deployments (the overrides it sets are development-only), it never touches a
-// folder outside its own, and it does not import testing: tests, the round-trip benchmark and the
+// folder outside its own (MakeUser aside, which adds a user), and it does not import testing: tests, the round-trip benchmark and the
 // soak harness alike turn its errors into failures.
 package machine
 
@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,6 +48,36 @@ type Machine struct {
 type Owner struct {
 	UID, GID int
 	Home     string
+}
+
+// MakeUser adds a throw-away user of the system (useradd: needs root) whose home is a new folder
+// under dir, which every user may then traverse; cleanup removes the user. It is the one thing
+// here that reaches outside dir: system mode's sessions must be another user's.
+func MakeUser(dir, name string) (o *Owner, cleanup func(), err error) {
+	home := filepath.Join(dir, "home-"+name)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, nil, err
+	}
+	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", home, "--shell", "/bin/sh", name).CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("useradd %s (system mode needs root and a throw-away user): %v: %s", name, err, out)
+	}
+	cleanup = func() { exec.Command("userdel", "-f", name).Run() }
+	u, err := user.Lookup(name)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	o = &Owner{Home: home}
+	o.UID, _ = strconv.Atoi(u.Uid)
+	o.GID, _ = strconv.Atoi(u.Gid)
+	if err := os.Chown(home, o.UID, o.GID); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return o, cleanup, nil
 }
 
 // NewOwned lays out a machine in dir whose sessions are owner's, under owner's home (which must
