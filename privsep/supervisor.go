@@ -369,7 +369,7 @@ func (w *worker) once(ctx context.Context) error {
 		}
 		w.send(st)
 	}
-	err = l.run(ctx, w.handle)
+	err = w.serve(ctx, l, cmd)
 	w.mu.Lock()
 	w.l = nil
 	w.mu.Unlock()
@@ -393,6 +393,30 @@ func (w *worker) once(ctx context.Context) error {
 		err = errors.New("it closed its link")
 	}
 	return err
+}
+
+// stopWait bounds how long a stopping daemon waits for a worker to finish its last pass (its
+// records written, its offsets kept) before it closes the link.
+const stopWait = 5 * time.Second
+
+// serve serves the worker's link until it ends; when ctx ends first (the daemon stopping), the
+// worker is asked to stop (SIGTERM) and served while it finishes its last pass, so that what it
+// read is recorded and not read again.
+func (w *worker) serve(ctx context.Context, l *link, cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	go func() { done <- l.run(context.Background(), w.handle) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(stopWait):
+		return fmt.Errorf("it did not stop within %v of being asked", stopWait)
+	}
 }
 
 // command is the worker's process: this program as the user (their uid, group and groups), the

@@ -71,7 +71,10 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	defer release()
 	w.offsets = offsets
 	done := make(chan error, 1)
-	go func() { done <- l.run(ctx, w.handle) }()
+	// The link outlives ctx: a worker asked to stop finishes its last pass through it (its
+	// records written by root, its offsets kept), and only then closes it.
+	go func() { done <- l.run(context.Background(), w.handle) }()
+	defer l.close(errClosed)
 	defer w.stop()
 	tick := time.NewTicker(statsEvery)
 	defer tick.Stop()
@@ -354,5 +357,5 @@ func (w *work) stats() {
 	_ = w.link.note(kindStats, st)
 }
 
-// stop tells root the last stats before the worker goes.
+// stop ends the guard, its last pass through the link still open.
 func (w *work) stop() { w.stopGuard() }
