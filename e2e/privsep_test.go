@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -241,13 +242,14 @@ func rootTouches(t *testing.T, trace string, homes ...string) (bad []string, wor
 // mode or content; the attacker, made after the daemon started, is served within a rescan; and
 // the root process itself makes, opens, chowns, renames or removes nothing under any home.
 func TestSystemModeOneUsersAttacksStallNoOtherUserAndRootTouchesNoHome(t *testing.T) {
-	m := newSystemMacTraced(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","rescan_interval":"2s","sessions_roots":["~/sessions","~/more"]}`)
+	m := newSystemMacTraced(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","rescan_interval":"2s","sessions_roots":["~/sessions","~/more","~/elsewhere"]}`)
 	m.waitHooked(t, m.session, "enforce")
 
 	decoy := filepath.Join(m.base, "decoy")
 	must(t, os.WriteFile(decoy, []byte("root's decoy\n"), 0o644))
-	eve := m.addUser(t, "x", "plain", "hardlink", "aliasbridge", "aliassettings", "fifos", "device")
+	eve := m.addUser(t, "x", "plain", "hardlink", "aliasbridge", "aliassettings", "fifos", "device", "fifosettings", "swapped")
 	plain, hard, aliasBridge, aliasSettings, fifos, device := eve.sessions[0], eve.sessions[1], eve.sessions[2], eve.sessions[3], eve.sessions[4], eve.sessions[5]
+	fifoSettings, swapped := eve.sessions[6], eve.sessions[7]
 	// Served within a rescan though made after the daemon started.
 	m.waitHooked(t, plain, "enforce")
 
@@ -301,7 +303,19 @@ func TestSystemModeOneUsersAttacksStallNoOtherUserAndRootTouchesNoHome(t *testin
 			asEve(p)
 		}
 	}
+	os.Remove(filepath.Join(fifoSettings, ".claude", "settings.json"))
+	must(t, syscall.Mkfifo(filepath.Join(fifoSettings, ".claude", "settings.json"), 0o666))
+	asEve(filepath.Join(fifoSettings, ".claude", "settings.json"))
+	// A sessions root that is itself a link to the other user's sessions.
+	must(t, os.Symlink(filepath.Join(m.home, "sessions"), filepath.Join(eve.home, "elsewhere")))
+	asEve(filepath.Join(eve.home, "elsewhere"))
+	// Every name the worker touches in one session swapped, in a loop, for a hard link to root's
+	// file, a link to the other user's same file, a link to /etc/passwd, a FIFO or a file, while
+	// the other user works.
+	stopSwapping := swapLoop(t, swapped, m.session, decoy, eve)
+	defer stopSwapping()
 	etc := treeOwners("/etc")
+	rootHome := treeOwners("/root", "/root/.cache", "/root/go", "/root/.npm", "/root/.config")
 	victimBefore := treeOwners(m.home)
 	decoyFi, err := os.Stat(decoy)
 	must(t, err)
@@ -339,9 +353,12 @@ func TestSystemModeOneUsersAttacksStallNoOtherUserAndRootTouchesNoHome(t *testin
 	if fi, err := os.Stat(decoy); err != nil || fi.Mode() != decoyFi.Mode() || fi.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Errorf("root's file changed owner or mode: %v %v", fi.Mode(), err)
 	}
-	for p, was := range etc {
-		if is := treeOwners(p)[p]; is != "" && is != was {
-			t.Errorf("%s changed: was %s, is %s", p, was, is)
+	stopSwapping()
+	for _, tree := range []map[string]string{etc, rootHome} {
+		for p, was := range tree {
+			if is := treeOwners(p)[p]; is != "" && is != was {
+				t.Errorf("%s changed: was %s, is %s", p, was, is)
+			}
 		}
 	}
 	for p, was := range victimBefore {
@@ -445,4 +462,51 @@ func TestSystemModeOneUsersSocketFloodDeniesNoOtherUsersCalls(t *testing.T) {
 	}, func() string {
 		return fmt.Sprintf("%d of %d calls recorded under %s, %d oversized requests under %s", mine, len(turns), m.name, oversized, eve.name)
 	})
+}
+
+// swapLoop swaps, until stopped, each name a worker touches in the attacker's session at dir for
+// a hard link to root's decoy, a link to the same name in the victim's session, a link to
+// /etc/passwd, a FIFO or a file of the attacker's; stop waits for the loop to end.
+func swapLoop(t *testing.T, dir, victim, decoy string, eve macUser) (stop func()) {
+	t.Helper()
+	names := []string{".claude/settings.json", ".claude/coworkbridge/events.jsonl", ".claude/coworkbridge/alive",
+		".claude/coworkbridge/staging", ".claude/coworkbridge/decisions", ".claude/projects"}
+	for _, d := range []string{".claude/coworkbridge"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+		os.Lchown(filepath.Join(dir, d), eve.uid, eve.gid)
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			for _, n := range names {
+				p := filepath.Join(dir, filepath.FromSlash(n))
+				os.RemoveAll(p)
+				switch i % 5 {
+				case 0:
+					os.Link(decoy, p) // root's own file: its owner stays root's
+				case 1:
+					os.Symlink(filepath.Join(victim, filepath.FromSlash(n)), p)
+					os.Lchown(p, eve.uid, eve.gid)
+				case 2:
+					os.Symlink("/etc/passwd", p)
+					os.Lchown(p, eve.uid, eve.gid)
+				case 3:
+					syscall.Mkfifo(p, 0o666)
+					os.Lchown(p, eve.uid, eve.gid)
+				case 4:
+					os.WriteFile(p, []byte("{}"), 0o644)
+					os.Lchown(p, eve.uid, eve.gid)
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); <-done }) }
 }

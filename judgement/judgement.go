@@ -90,9 +90,10 @@ type Call struct {
 }
 
 // Resolution is a call with its paths where the Mac's links take them; Differs says whether
-// that is not the call as written (which is then judged twice).
+// that is not the call as written (which is then judged twice). Payload is set only when it
+// differs.
 type Resolution struct {
-	Payload claudehook.Payload
+	Payload claudehook.Payload `json:",omitzero"`
 	Differs bool
 }
 
@@ -199,7 +200,12 @@ func (j Judge) evaluate(ctx context.Context, c Call) (v classifier.Verdict, fail
 	}()
 	resolve := j.resolve
 	if r := c.Resolved; r != nil {
-		resolve = func(claudehook.Payload) (claudehook.Payload, bool) { return r.Payload, r.Differs }
+		resolve = func(p claudehook.Payload) (claudehook.Payload, bool) {
+			if !r.Differs {
+				return p, false
+			}
+			return r.Payload, true
+		}
 	}
 	v = j.Rules.EvaluateResolved(ctx, c.Payload, c.Own, resolve)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && (v.Decision != claudehook.Deny || v.ObserveOnly) {

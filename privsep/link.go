@@ -1,6 +1,7 @@
 package privsep
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -69,9 +70,10 @@ func (l *link) close(err error) {
 func (l *link) run(ctx context.Context, h handler) error {
 	stop := context.AfterFunc(ctx, func() { l.close(ctx.Err()) })
 	defer stop()
+	r := bufio.NewReaderSize(l.c, 64<<10) // a frame's head and body in one read, most often
 	var head [4]byte
 	for {
-		if _, err := io.ReadFull(l.c, head[:]); err != nil {
+		if _, err := io.ReadFull(r, head[:]); err != nil {
 			l.close(errClosed)
 			return l.reason(err)
 		}
@@ -82,7 +84,7 @@ func (l *link) run(ctx context.Context, h handler) error {
 			return err
 		}
 		buf := make([]byte, n)
-		if _, err := io.ReadFull(l.c, buf); err != nil {
+		if _, err := io.ReadFull(r, buf); err != nil {
 			l.close(errClosed)
 			return l.reason(err)
 		}
@@ -94,6 +96,10 @@ func (l *link) run(ctx context.Context, h handler) error {
 		}
 		if f.Re {
 			l.deliver(f)
+			continue
+		}
+		if f.ID == 0 { // a note: counted or logged at once, in order, with no reply to wait for
+			l.serve(ctx, h, f)
 			continue
 		}
 		select {

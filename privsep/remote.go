@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
@@ -54,8 +55,7 @@ func (r *remoteRules) current() (managedconfig.Config, *realpath.Cache) {
 
 func (r *remoteRules) Decide(ctx context.Context, c judgement.Call) judgement.Outcome {
 	cfg, places := r.current()
-	p, differs := realpath.Resolve(c.Payload, filepath.EvalSymlinks, places.Get)
-	c.Resolved = &judgement.Resolution{Payload: p, Differs: differs}
+	c.Resolved = resolution(c.Payload, places)
 	d := decision{Call: c}
 	if c.FlowErr != nil {
 		d.Call.FlowErr, d.FlowErr = nil, c.FlowErr.Error()
@@ -78,6 +78,16 @@ func (r *remoteRules) Refuse(c judgement.Call, rule, reason string) judgement.Ou
 		return r.local(cfg).Refuse(c, rule, reason)
 	}
 	return o
+}
+
+// resolution is p where the Mac's links take its paths, as this process's user sees them: the
+// payload only when it differs, so that the usual call crosses the link once.
+func resolution(p claudehook.Payload, places *realpath.Cache) *judgement.Resolution {
+	out, differs := realpath.Resolve(p, filepath.EvalSymlinks, places.Get)
+	if !differs {
+		return &judgement.Resolution{}
+	}
+	return &judgement.Resolution{Payload: out, Differs: true}
 }
 
 // local is the judgement a worker can make alone: refusals only, with no policy to judge by.
@@ -149,10 +159,66 @@ func recordsChunk(cfg managedconfig.Config) int {
 	return int(min(max(cfg.MaxLineBytes, 1<<20), 64<<20)) + 1<<20
 }
 
-// remoteHealth tells root's health what the worker's collector and injector see.
-type remoteHealth struct{ link *link }
+// remoteHealth tells root's health what the worker's collector and injector see. Notes go in
+// batches (healthBatch): one message for many events, at most healthEvery late.
+type remoteHealth struct{ *healthQueue }
 
-func (h remoteHealth) send(n HealthNote) { _ = h.link.note(kindHealth, n) }
+// healthQueue holds the notes not yet sent.
+type healthQueue struct {
+	link    *link
+	mu      sync.Mutex
+	pending []HealthNote
+	kick    chan struct{}
+}
+
+// How health notes travel: up to healthBatch in one message, none waiting past healthEvery.
+const (
+	healthBatch = 256
+	healthEvery = 200 * time.Millisecond
+)
+
+func newHealthQueue(l *link) *healthQueue {
+	return &healthQueue{link: l, kick: make(chan struct{}, 1)}
+}
+
+func (q *healthQueue) send(n HealthNote) {
+	q.mu.Lock()
+	q.pending = append(q.pending, n)
+	full := len(q.pending) >= healthBatch
+	q.mu.Unlock()
+	if full {
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run sends the notes as they gather until ctx ends, then what is left.
+func (q *healthQueue) run(ctx context.Context) {
+	t := time.NewTicker(healthEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			q.flush()
+			return
+		case <-t.C:
+		case <-q.kick:
+		}
+		q.flush()
+	}
+}
+
+func (q *healthQueue) flush() {
+	q.mu.Lock()
+	batch := q.pending
+	q.pending = nil
+	q.mu.Unlock()
+	if len(batch) > 0 {
+		_ = q.link.note(kindHealth, batch)
+	}
+}
 
 func (h remoteHealth) Event(id string, d health.Decision, latency time.Duration) {
 	h.send(HealthNote{Op: "event", ID: id, Decision: d, Latency: latency})

@@ -484,9 +484,11 @@ func (w *worker) handle(ctx context.Context, kind string, body json.RawMessage) 
 		}
 		return nil, w.s.Root.Record(u, r.Records, r.Sync)
 	case kindHealth:
-		var n HealthNote
-		if err := json.Unmarshal(body, &n); err == nil {
-			w.s.Root.Health(u, n)
+		var ns []HealthNote
+		if err := json.Unmarshal(body, &ns); err == nil {
+			for _, n := range ns {
+				w.s.Root.Health(u, n)
+			}
 		}
 		return nil, nil
 	case kindLog:

@@ -20,7 +20,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
-	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -62,6 +61,7 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	w := &work{link: l, opts: opts, level: level, setups: make(chan pendingSetup, 1)}
 	w.rules = &remoteRules{link: l, now: opts.Now}
 	w.rules.set(Setup{})
+	w.health = newHealthQueue(l)
 	w.log = slog.New(&logHandler{link: l, level: level, fallback: opts.Stderr.Handler()})
 	release, offsets, err := w.state()
 	if err != nil {
@@ -70,11 +70,15 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	}
 	defer release()
 	w.offsets = offsets
+	hctx, stopHealth := context.WithCancel(context.Background())
+	healthDone := make(chan struct{})
+	go func() { defer close(healthDone); w.health.run(hctx) }()
 	done := make(chan error, 1)
 	// The link outlives ctx: a worker asked to stop finishes its last pass through it (its
 	// records written by root, its offsets kept), and only then closes it.
 	go func() { done <- l.run(context.Background(), w.handle) }()
 	defer l.close(errClosed)
+	defer func() { stopHealth(); <-healthDone }() // after the guard's last notes
 	defer w.stop()
 	tick := time.NewTicker(statsEvery)
 	defer tick.Stop()
@@ -113,6 +117,8 @@ type work struct {
 	roots []string // the roots last guarded, for an unhook after the guard stopped
 	// rules are the worker's judgement, root's over the link; kept across guards.
 	rules *remoteRules
+	// health carries what the guard's parts tell health to root, in batches.
+	health *healthQueue
 }
 
 // pendingSetup is a setup on its way to Work's goroutine; done closes once it is in force, or
@@ -192,8 +198,7 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, err
 		}
-		out, differs := realpath.Resolve(p, filepath.EvalSymlinks, w.places().Get)
-		return judgement.Resolution{Payload: out, Differs: differs}, nil
+		return resolution(p, w.places()), nil
 	case kindReceipt:
 		var r receiptNote
 		if err := json.Unmarshal(body, &r); err != nil {
@@ -264,7 +269,7 @@ func (w *work) apply(ctx context.Context, s Setup) {
 }
 
 func (w *work) startGuard(ctx context.Context, s Setup) error {
-	h := remoteHealth{link: w.link}
+	h := remoteHealth{w.health}
 	rules := w.rules
 	removals := session.NewRemovals(nil)
 	recorded := make(map[string]bool, len(s.Recorded))

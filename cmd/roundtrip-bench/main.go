@@ -40,6 +40,7 @@ func main() {
 	poll := flag.Duration("poll", 100*time.Millisecond, "polling period of the comparison run; 0 skips it")
 	profile := flag.String("cpuprofile", "", "write each daemon's CPU profile over the measured calls to this path, suffixed .<sessions>-<callers>-<design> (needs -bin built with -tags coworkbridge_dev)")
 	socket := flag.Bool("socket", os.Geteuid() == 0, "also measure system mode: hooks answered over the daemon's socket, and VM-loop hooks answered by a user's worker (needs root and useradd: the sessions are a throw-away user's; uses the platform's socket path; with -bin, coworkbridge-hook must be beside it)")
+	only := flag.String("only", "", "measure only these designs (comma-separated names, as the report prints them)")
 	users := flag.Int("users", 0, "instead, measure system mode's memory with this many users (throw-away, one live session each): the daemon's and its workers' resident memory (needs root and useradd)")
 	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
 	floor := flag.Bool("floor", false, "also measure the floor: the same hooks answered by a Go process that only watches, reads and renames (see floor.go)")
@@ -59,7 +60,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *floor, *socket, *profile); err != nil {
+	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *floor, *socket, *profile, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
 		os.Exit(1)
 	}
@@ -108,7 +109,7 @@ type result struct {
 	workersMB  float64
 }
 
-func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm, floor, socket bool, profile string) error {
+func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm, floor, socket bool, profile, only string) error {
 	tmp, err := os.MkdirTemp("", "roundtrip-bench-")
 	if err != nil {
 		return err
@@ -156,6 +157,10 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 	}
 	if poll > 0 {
 		designs = append(designs, design{name: "poll-" + poll.String() + "-vm", poll: poll, vm: true})
+	}
+	if only != "" {
+		names := strings.Split(only, ",")
+		designs = slices.DeleteFunc(designs, func(d design) bool { return !slices.Contains(names, d.name) })
 	}
 	for _, n := range sessionCounts {
 		for _, c := range concs {
