@@ -60,15 +60,21 @@ func childrenRSS(pid int) int64 {
 }
 
 // procRSS is a process's resident memory now (VmRSS), in bytes.
-func procRSS(pid int) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+func procRSS(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:") }
+
+// procPSS is a process's proportional share of resident memory (Pss): the pages it shares with
+// other processes (a binary's text, mapped by every worker) counted once among them, in bytes.
+func procPSS(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:") }
+
+func procField(path, key string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) >= 2 && fields[0] == "VmRSS:" {
+		if fields := strings.Fields(sc.Text()); len(fields) >= 2 && fields[0] == key {
 			kb, _ := strconv.ParseInt(fields[1], 10, 64)
 			return kb << 10
 		}
@@ -138,8 +144,14 @@ func measureUsers(bin string, n int) error {
 	time.Sleep(2 * time.Second)
 	dd.settle(30 * time.Second)
 	ws := children(d.PID())
-	fmt.Printf("system mode, %d users (one live session each): daemon RSS %.1f MB; %d workers, %.1f MB together (%.1f MB each)\n",
-		n, float64(procRSS(d.PID()))/(1<<20), len(ws), float64(childrenRSS(d.PID()))/(1<<20), float64(childrenRSS(d.PID()))/(1<<20)/float64(max(len(ws), 1)))
+	var pss int64
+	for _, w := range ws {
+		pss += procPSS(w)
+	}
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	fmt.Printf("system mode, %d users (one live session each): daemon RSS %.1f MB (PSS %.1f); %d workers, RSS %.1f MB together (%.1f each), PSS %.1f MB together (%.1f each)\n",
+		n, mb(procRSS(d.PID())), mb(procPSS(d.PID())), len(ws), mb(childrenRSS(d.PID())), mb(childrenRSS(d.PID()))/float64(max(len(ws), 1)),
+		mb(pss), mb(pss)/float64(max(len(ws), 1)))
 	_ = owners
 	return nil
 }
