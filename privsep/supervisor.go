@@ -238,11 +238,16 @@ func (s *Supervisor) worker(uid uint32) *worker {
 	return s.workers[uid]
 }
 
-// Stats sums what the workers last said of themselves.
+// Stats sums what the workers watch and follow, each asked now.
 func (s *Supervisor) Stats() Stats {
 	s.mu.Lock()
 	ws := s.listLocked()
 	s.mu.Unlock()
+	var all sync.WaitGroup
+	for _, w := range ws {
+		all.Go(w.refresh)
+	}
+	all.Wait()
 	var st Stats
 	for _, w := range ws {
 		w.mu.Lock()
@@ -253,8 +258,29 @@ func (s *Supervisor) Stats() Stats {
 	return st
 }
 
+// statsWait bounds how long a heartbeat waits for a worker to say what it watches; one that does
+// not answer in time is counted as it last said.
+const statsWait = 500 * time.Millisecond
+
+// refresh asks the worker what it watches and follows now.
+func (w *worker) refresh() {
+	l := w.current()
+	if l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statsWait)
+	defer cancel()
+	var st Stats
+	if err := l.call(ctx, kindStats, struct{}{}, &st); err == nil {
+		w.mu.Lock()
+		w.stats = st
+		w.mu.Unlock()
+	}
+}
+
 // Workers describes each worker, for status and the log.
 func (s *Supervisor) Workers() []health.Worker {
+	s.Stats() // each one's figures as of now
 	s.mu.Lock()
 	ws := s.listLocked()
 	s.mu.Unlock()

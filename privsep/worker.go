@@ -94,6 +94,7 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 		case p := <-w.setups:
 			w.apply(ctx, p.s)
 			close(p.done)
+			w.stats() // root's count of watches and sessions, at once rather than at the next tick
 		case err := <-w.guardDone():
 			w.log.Error("the session guard ended; root will start this worker again", "err", err)
 			return fmt.Errorf("session guard: %w", err)
@@ -187,6 +188,8 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		case <-ctx.Done():
 		}
 		return nil, nil
+	case kindStats: // root asks, for a heartbeat or status
+		return w.current(), nil
 	case kindSession:
 		var q sessionAsk
 		if err := json.Unmarshal(body, &q); err != nil {
@@ -351,7 +354,10 @@ func (w *work) owned(dir string) error {
 	return session.OwnedBelow(w.opts.Home, dir, os.Geteuid())
 }
 
-func (w *work) stats() {
+func (w *work) stats() { _ = w.link.note(kindStats, w.current()) }
+
+// current is what the worker watches and follows now.
+func (w *work) current() Stats {
 	w.mu.Lock()
 	g := w.guard
 	w.mu.Unlock()
@@ -359,7 +365,7 @@ func (w *work) stats() {
 	if g != nil {
 		st.Watches, st.Sessions = g.inj.Watches()+g.col.Watches(), g.col.Sessions()
 	}
-	_ = w.link.note(kindStats, st)
+	return st
 }
 
 // stop ends the guard, its last pass through the link still open.

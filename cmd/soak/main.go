@@ -358,7 +358,7 @@ func (h *harness) churnSessions(n int) error {
 			}
 		}
 		for j := range dirs {
-			if out, err := exec.Command("rm", "-rf", h.path("sessions", fmt.Sprintf("churn-acct%d", i+j))).CombinedOutput(); err != nil {
+			if out, err := exec.Command("rm", "-rf", filepath.Join(h.Sessions, fmt.Sprintf("churn-acct%d", i+j))).CombinedOutput(); err != nil {
 				return fmt.Errorf("churn: a deletion failed (undone under it?): %v %s", err, out)
 			}
 		}
