@@ -199,6 +199,26 @@ func (e Env) systemPaths() Paths {
 	return Paths{StateDir: "/var/lib/coworkbridge/state", LogDir: "/var/log/coworkbridge", Socket: hostsocket.DefaultPath(e.GOOS)}
 }
 
+// WorkerStateDir is where a system-mode worker of the user whose home is home (on goos) keeps its
+// state (offsets, flows, its lock, its host channels): a folder of its own under the user's
+// state folder, apart from a per-user daemon's.
+func WorkerStateDir(goos, home string) (string, error) {
+	p, err := Env{GOOS: goos, Home: home}.Paths()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(p.StateDir, "system-worker"), nil
+}
+
+// WorkerChannelRoot is the host channels' folder of the worker of home (see WorkerStateDir).
+func WorkerChannelRoot(goos, home string) string {
+	dir, err := WorkerStateDir(goos, home)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "channel")
+}
+
 // SystemSocket is where a system-mode daemon listens on this platform, development override
 // included: what `hook --system` connects to.
 func (e Env) SystemSocket() (string, error) {

@@ -144,12 +144,10 @@ type wguard struct {
 // second worker of the same user (a root restarted while the first lingers) waits its turn
 // rather than read the same spools.
 func (w *work) state() (release func(), offsets *spool.Store, err error) {
-	env := managedconfig.Env{GOOS: w.opts.GOOS, Home: w.opts.Home}
-	p, err := env.Paths()
+	dir, err := managedconfig.WorkerStateDir(w.opts.GOOS, w.opts.Home)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the user's folders: %w", err)
 	}
-	dir := filepath.Join(p.StateDir, "system-worker")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create the worker's state folder %s: %w", dir, err)
 	}
@@ -328,20 +326,10 @@ func (w *work) guardDone() <-chan error {
 	return w.guard.done
 }
 
-// channelRoot is the worker's host channel folder.
-func (w *work) channelRoot() string { return ChannelRoot(w.opts.GOOS, w.opts.Home) }
-
-// ChannelRoot is where a worker keeps the host channels of its user (of home, on goos): in its
-// state folder under the user's, which the hooks a worker injects name. In system mode host
-// hooks hand their calls to root over the socket, but a session's own hook running on the Mac
-// finds its channel here.
-func ChannelRoot(goos, home string) string {
-	p, err := managedconfig.Env{GOOS: goos, Home: home}.Paths()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(p.StateDir, "system-worker", "channel")
-}
+// channelRoot is the worker's host channels' folder: in system mode host hooks hand their
+// calls to root over the socket, but a session's own hook running on the Mac finds its channel
+// here.
+func (w *work) channelRoot() string { return managedconfig.WorkerChannelRoot(w.opts.GOOS, w.opts.Home) }
 
 // owned is the injector's check that a session folder under the user's home is the user's
 // own, every folder from the home down to it real and theirs: a link above the sessions root to

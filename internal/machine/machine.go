@@ -27,7 +27,6 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
-	"github.com/coworkbridge/coworkbridge/privsep"
 	"github.com/coworkbridge/coworkbridge/session"
 )
 
@@ -202,7 +201,7 @@ func (m *Machine) expectedHooks(dir string) ([]string, error) {
 	}
 	roots := []string{paths.ChannelRoot()}
 	if m.Owner != nil {
-		roots = []string{privsep.ChannelRoot(runtime.GOOS, m.Owner.Home), paths.ChannelRoot()}
+		roots = []string{managedconfig.WorkerChannelRoot(runtime.GOOS, m.Owner.Home), paths.ChannelRoot()}
 	}
 	var hooks []string
 	for _, root := range roots {
