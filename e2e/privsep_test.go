@@ -504,7 +504,7 @@ func swapLoop(t *testing.T, dir, victim, decoy string, eve macUser) (stop func()
 					os.Lchown(p, eve.uid, eve.gid)
 				}
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // each name a new thing ten times a second: the worker meets every kind
 		}
 	}()
 	var once sync.Once
