@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -137,15 +136,7 @@ func (m *systemMac) addUser(t *testing.T, suffix string, ids ...string) (u macUs
 	t.Helper()
 	u.name = m.name + suffix
 	u.home = filepath.Join(m.base, "home", u.name)
-	must(t, os.MkdirAll(u.home, 0o755))
-	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", u.home, "--shell", "/bin/sh", u.name).CombinedOutput(); err != nil {
-		t.Fatalf("useradd: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("userdel", "-f", u.name).Run() })
-	pw, err := user.Lookup(u.name)
-	must(t, err)
-	u.uid, _ = strconv.Atoi(pw.Uid)
-	u.gid, _ = strconv.Atoi(pw.Gid)
+	u.uid, u.gid = makeUser(t, u.name, u.home)
 	for _, id := range ids {
 		u.sessions = append(u.sessions, newCoworkSession(t, filepath.Join(u.home, "sessions"), id))
 	}

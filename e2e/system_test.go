@@ -53,15 +53,7 @@ func newSystemMacWith(t *testing.T, cfgJSON string, traced bool) *systemMac {
 	openPath(t, m.base)
 	m.name = fmt.Sprintf("cbe2e%08x", crc32.ChecksumIEEE([]byte(m.base))) // one per test: a user lingers while its processes do
 	m.home = filepath.Join(m.base, "home", m.name)
-	must(t, os.MkdirAll(m.home, 0o755))
-	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", m.home, "--shell", "/bin/sh", m.name).CombinedOutput(); err != nil {
-		t.Fatalf("useradd: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("userdel", "-f", m.name).Run() })
-	u, err := user.Lookup(m.name)
-	must(t, err)
-	m.uid, _ = strconv.Atoi(u.Uid)
-	m.gid, _ = strconv.Atoi(u.Gid)
+	m.uid, m.gid = makeUser(t, m.name, m.home)
 	sessions := filepath.Join(m.home, "sessions")
 	m.session = newCoworkSession(t, sessions, "system1")
 	m.outputs = filepath.Join(m.session, "outputs")
@@ -101,6 +93,22 @@ func newSystemMacTraced(t *testing.T, cfgJSON string) *systemMac {
 		t.Skip("strace is not installed")
 	}
 	return newSystemMacWith(t, cfgJSON, true)
+}
+
+// makeUser adds the unprivileged user name with home (made here), removed when the test ends,
+// and returns their uid and gid.
+func makeUser(t *testing.T, name, home string) (uid, gid int) {
+	t.Helper()
+	must(t, os.MkdirAll(home, 0o755))
+	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", home, "--shell", "/bin/sh", name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("userdel", "-f", name).Run() })
+	u, err := user.Lookup(name)
+	must(t, err)
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid
 }
 
 // openPath lets every user through the folders down to dir (t.TempDir's are root's, 0700).

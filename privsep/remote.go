@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -265,24 +266,13 @@ func (e sessionEvents) SettingsRepaired(id string, _ []string) {
 	e.Count(id, health.CodeSettingsRepaired)
 }
 func (e sessionEvents) SessionTampered(id string, what []string) {
-	e.col.Quarantine(id, joinWhat(what))
+	e.col.Quarantine(id, strings.Join(what, "; "))
 }
 func (e sessionEvents) SessionGone(id string) {
 	e.send(HealthNote{Op: "session_gone", ID: id})
 	e.col.Untrack(id)
 }
 func (e sessionEvents) Scanned(r health.ScanReport) { e.send(HealthNote{Op: "scanned", Scan: &r}) }
-
-func joinWhat(what []string) string {
-	out := ""
-	for i, w := range what {
-		if i > 0 {
-			out += "; "
-		}
-		out += w
-	}
-	return out
-}
 
 // logHandler sends a worker's log to root, which logs it under the user's name; with the link
 // down, to the worker's stderr, which root also reads.

@@ -160,15 +160,7 @@ func TestAWorkerRunsAsItsUserAndIsStartedAgainWhenItDies(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	var pid int
-	cbtest.WaitForf(t, func() bool {
-		ws := s.Workers()
-		if len(ws) == 1 && ws[0].Running {
-			pid = ws[0].PID
-			return true
-		}
-		return false
-	}, func() string { return "the worker to start" })
+	pid := waitRunning(t, s)
 	if uid := procUID(pid); uid != 65534 {
 		t.Fatalf("the worker runs as uid %d, want 65534", uid)
 	}
@@ -191,6 +183,20 @@ func TestAWorkerRunsAsItsUserAndIsStartedAgainWhenItDies(t *testing.T) {
 	if n := h.Snapshot(false); !strings.Contains(strings.Join(warningCodes(n), ","), string(health.CodeWorkerRestarted)) {
 		t.Errorf("the restart is not a warning: %v", warningCodes(n))
 	}
+}
+
+// waitRunning waits for s's one worker to run, and returns its pid.
+func waitRunning(t *testing.T, s *Supervisor) (pid int) {
+	t.Helper()
+	cbtest.WaitForf(t, func() bool {
+		ws := s.Workers()
+		if len(ws) == 1 && ws[0].Running {
+			pid = ws[0].PID
+			return true
+		}
+		return false
+	}, func() string { return "the worker to start" })
+	return pid
 }
 
 func warningCodes(s health.Snapshot) []string {
@@ -220,15 +226,7 @@ func TestARemovedUsersWorkerStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	var pid int
-	cbtest.WaitForf(t, func() bool {
-		ws := s.Workers()
-		if len(ws) == 1 && ws[0].Running {
-			pid = ws[0].PID
-			return true
-		}
-		return false
-	}, func() string { return "the worker to start" })
+	pid := waitRunning(t, s)
 	mu.Lock()
 	listed = nil
 	mu.Unlock()
