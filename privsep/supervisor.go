@@ -145,7 +145,7 @@ func (s *Supervisor) follow(ctx context.Context, running *sync.WaitGroup) {
 			w.cancel()
 		}
 		wctx, cancel := context.WithCancel(ctx)
-		w := &worker{s: s, user: u, cancel: cancel, changed: make(chan struct{}, 1)}
+		w := &worker{s: s, user: u, cancel: cancel}
 		s.workers[u.UID] = w
 		running.Go(func() { w.run(wctx) })
 	}
@@ -297,10 +297,9 @@ func (s *Supervisor) Workers() []health.Worker {
 
 // worker is root's side of one user's worker.
 type worker struct {
-	s       *Supervisor
-	user    User
-	cancel  context.CancelFunc
-	changed chan struct{}
+	s      *Supervisor
+	user   User
+	cancel context.CancelFunc
 
 	logs logBudget
 

@@ -106,7 +106,6 @@ func measureUsers(bin string, n int) error {
 	if err != nil {
 		return err
 	}
-	var owners []*machine.Owner
 	var roots []string
 	for i := range n {
 		o, cleanup, err := benchUser(tmp, fmt.Sprintf("cbu%d-", i))
@@ -122,7 +121,7 @@ func measureUsers(bin string, n int) error {
 		if err != nil {
 			return err
 		}
-		owners, roots = append(owners, o), append(roots, filepath.Dir(filepath.Dir(filepath.Dir(s))))
+		roots = append(roots, filepath.Dir(filepath.Dir(filepath.Dir(s))))
 	}
 	quoted := make([]string, len(roots))
 	for i, r := range roots {
@@ -152,6 +151,5 @@ func measureUsers(bin string, n int) error {
 	fmt.Printf("system mode, %d users (one live session each): daemon RSS %.1f MB (PSS %.1f); %d workers, RSS %.1f MB together (%.1f each), PSS %.1f MB together (%.1f each)\n",
 		n, mb(procRSS(d.PID())), mb(procPSS(d.PID())), len(ws), mb(childrenRSS(d.PID())), mb(childrenRSS(d.PID()))/float64(max(len(ws), 1)),
 		mb(pss), mb(pss)/float64(max(len(ws), 1)))
-	_ = owners
 	return nil
 }
