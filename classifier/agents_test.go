@@ -84,3 +84,68 @@ func TestAnAllowedAgentProgramMayStart(t *testing.T) {
 		t.Errorf("another agent passed: %s %s", v.Decision, v.RuleID)
 	}
 }
+
+// The shell's state carries from statement to statement: a nested Claude Code is judged with
+// the environment and the folder it will start with, whatever statement set them.
+func TestANestedAgentIsJudgedWithTheEnvironmentAndFolderEarlierStatementsLeft(t *testing.T) {
+	c := newTestClassifier(t, Policy{})
+	for _, tc := range []struct {
+		cmd, why string // why: a word the reason must hold; "" for a call that must pass
+	}{
+		{"export CLAUDE_CONFIG_DIR=$(mktemp -d); claude -p x", "CLAUDE_CONFIG_DIR"},
+		{"unset CLAUDE_CONFIG_DIR; claude -p x", "CLAUDE_CONFIG_DIR"},
+		{"CLAUDE_CONFIG_DIR=/tmp/c; claude -p x", "CLAUDE_CONFIG_DIR"},
+		{"declare -x CLAUDE_CODE_SIMPLE=1\nclaude -p x", "CLAUDE_CODE_SIMPLE"},
+		{"export HOME=/tmp/h && claude -p x", "HOME"},
+		{"X=/tmp/c; export CLAUDE_CONFIG_DIR=$X; sh -c 'claude -p x'", "CLAUDE_CONFIG_DIR"},
+		{"run() { claude -p x; }; unset CLAUDE_CONFIG_DIR; run", "CLAUDE_CONFIG_DIR"},
+		{"cd sub && claude -p x", "sub"},
+		{"cd \"$(mktemp -d)\" && claude -p x", "starts in"},
+		{"pushd /tmp/w; claude -p x", "/tmp/w"},
+		{"env -C sub claude -p x", "sub"},
+		{"script -qc 'claude -p x --setting-sources project,local --no-session-persistence' /dev/null", "--setting-sources"},
+		{"npx -y @anthropic-ai/claude-code@latest -p x", "fetches"},
+		{"bunx @anthropic-ai/claude-code -p x", "fetches"},
+		{`python3 -c "import subprocess; subprocess.run(['cl'+'aude', '-p', 'x', '--bare'])"`, "agent"},
+		// Look-alikes.
+		{"export FOO=1; claude -p x", ""},
+		{"export CLAUDE_CONFIG_DIR=/tmp/c; echo done", ""},
+		{"cd sub && claude --version", ""},
+		{"cd sub && make test; cd .. && claude -p x", ""}, // back in the call's own folder
+	} {
+		v := c.Evaluate(context.Background(), bashCall(tc.cmd))
+		switch {
+		case tc.why == "" && v.RuleID == "effect.nested-agent":
+			t.Errorf("%q: denied (%s)", tc.cmd, v.Reason)
+		case tc.why != "" && (v.Decision != claudehook.Deny || v.RuleID != "effect.nested-agent"):
+			t.Errorf("%q: %s %s (%s), want effect.nested-agent", tc.cmd, v.Decision, v.RuleID, v.Reason)
+		case tc.why != "" && !strings.Contains(v.Reason, tc.why):
+			t.Errorf("%q: the reason %q does not name %q", tc.cmd, v.Reason, tc.why)
+		}
+	}
+}
+
+// In Cowork's VM a nested Claude Code that would inherit the session's hook is refused: the hook
+// would come from a settings file the agent can rewrite while it starts. Help and version pass.
+func TestANestedClaudeInTheVMIsRefused(t *testing.T) {
+	c := newTestClassifier(t, Policy{})
+	for _, tc := range []struct {
+		cmd  string
+		deny bool
+	}{
+		{"claude -p 'run the tests'", true},
+		{"echo hi | claude", true},
+		{"claude --version", false},
+		{"claude mcp list", false},
+	} {
+		for _, tool := range []string{"Bash", "mcp__workspace__bash"} {
+			v := c.EvaluateCall(context.Background(), Call{Payload: payload(tool, map[string]any{"command": tc.cmd}), InVM: true})
+			if got := v.RuleID == "effect.nested-agent"; got != tc.deny {
+				t.Errorf("%s %q in the VM: %s %s (%s), want denied %v", tool, tc.cmd, v.Decision, v.RuleID, v.Reason, tc.deny)
+			}
+		}
+	}
+	if v := c.EvaluateCall(context.Background(), Call{Payload: bashCall("claude -p x")}); v.RuleID == "effect.nested-agent" {
+		t.Errorf("on the Mac, a plain nested claude inherits the managed guard: %s", v.Reason)
+	}
+}

@@ -253,6 +253,8 @@ type item struct {
 	secretOnly bool
 	// search: the path is where a search starts, which reaches every place below it.
 	search bool
+	// inVM: the call's shell runs in Cowork's VM (see Call.InVM).
+	inVM bool
 }
 
 // Evaluate judges one tool call from no session of Cowork's (EvaluateFrom). It never fails:
@@ -262,12 +264,25 @@ func (c *Classifier) Evaluate(ctx context.Context, p claudehook.Payload) Verdict
 }
 
 func (c *Classifier) evaluate(ctx context.Context, p claudehook.Payload, own string) Verdict {
+	return c.evaluateIn(ctx, p, own, machine{})
+}
+
+// machine is what a call's door read on the machine for it (see Call).
+type machine struct {
+	files map[string]string
+	inVM  bool
+}
+
+func (c *Classifier) evaluateIn(ctx context.Context, p claudehook.Payload, own string, m machine) Verdict {
 	if c.denyAll != "" {
 		return Verdict{Decision: claudehook.Deny, RuleID: ruleid.ConfigInvalid, Reason: c.denyAll}
 	}
-	items, v := c.items(p)
+	items, v := c.items(p, m.files)
 	if v.Decision != "" {
 		return v
+	}
+	for i := range items {
+		items[i].inVM = m.inVM
 	}
 	best := c.judgeItems(ctx, p, own, items)
 	best.Flow = c.facetsOf(p, items)
@@ -345,6 +360,13 @@ func describeMatch(it item, matched string) string {
 	if len(matched) > 200 {
 		matched = matched[:200] + "…"
 	}
+	if it.cmd != nil && it.cmd.From != "" {
+		return describeTarget(it, matched) + " (in " + it.cmd.From + ", which the command runs)"
+	}
+	return describeTarget(it, matched)
+}
+
+func describeTarget(it item, matched string) string {
 	switch it.target {
 	case TargetEdit:
 		return "writing " + matched + " is not allowed"
@@ -484,7 +506,7 @@ func normalisedTool(name string) string {
 
 // items turns a payload into the things rules are matched against. A verdict is returned
 // directly for input that cannot be understood.
-func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
+func (c *Classifier) items(p claudehook.Payload, files map[string]string) ([]item, Verdict) {
 	tool := normalisedTool(p.ToolName)
 	var in map[string]json.RawMessage
 	if len(p.ToolInput) > 0 && string(p.ToolInput) != "null" {
@@ -499,7 +521,7 @@ func (c *Classifier) items(p claudehook.Payload) ([]item, Verdict) {
 	}
 	switch tool {
 	case "Bash":
-		return c.bashItems(str("command"), p.Cwd), Verdict{}
+		return c.bashItems(str("command"), p.Cwd, files), Verdict{}
 	case "Write":
 		return c.writeItems(str("file_path"), str("content"), p.Cwd), Verdict{}
 	case "Edit":
@@ -610,9 +632,9 @@ func fileOperands(cmd *facts.Command) (read, written []string) {
 	return read, written
 }
 
-func (c *Classifier) bashItems(command, cwd string) []item {
+func (c *Classifier) bashItems(command, cwd string, files map[string]string) []item {
 	p, _ := c.parsers.Get().(*syntax.Parser)
-	an := facts.AnalyzeWith(command, p)
+	an := facts.AnalyzeWith(command, p, files)
 	if p := an.ReleaseParser(); p != nil {
 		c.parsers.Put(p)
 	}

@@ -38,7 +38,7 @@ func (c *Classifier) FlowOf(p claudehook.Payload) Facets {
 	if c.denyAll != "" {
 		return Facets{}
 	}
-	items, _ := c.items(p)
+	items, _ := c.items(p, nil)
 	return c.facetsOf(p, items)
 }
 

@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"context"
+	"encoding/json"
 	"path"
 	"strings"
 
@@ -107,23 +108,60 @@ func (c *Classifier) EvaluateFrom(ctx context.Context, p claudehook.Payload, own
 	return c.evaluate(ctx, p, facts.CanonPath(own, ""))
 }
 
-// EvaluateResolved is EvaluateFrom, and again on the call resolve gives (the call with its paths
-// where the machine's links take them, when that differs): the stricter verdict stands. The
-// classifier never reads the disk; its caller resolves.
-func (c *Classifier) EvaluateResolved(ctx context.Context, p claudehook.Payload, own string, resolve func(claudehook.Payload) (claudehook.Payload, bool)) Verdict {
-	v := c.EvaluateFrom(ctx, p, own)
-	if v.Decision == claudehook.Deny && !v.ObserveOnly {
+// Call is one tool call as the classifier judges it, with what its door worked out on the
+// machine: the classifier itself never reads the disk.
+type Call struct {
+	Payload claudehook.Payload
+	// Own is the calling session's folder: its files are not another session's. "" for a call
+	// from no session of Cowork's.
+	Own string
+	// Resolve gives the call with its paths where the machine's links take them, when that
+	// differs (the stricter verdict stands); nil judges the paths as written.
+	Resolve func(claudehook.Payload) (claudehook.Payload, bool)
+	// Files is the content of the files the call's shell command runs (see Runs), as the door
+	// read them as the user: "" for one that does not exist, no entry for one it could not read
+	// (which makes what runs unknown). nil: nothing was read, and files run are judged by name.
+	Files map[string]string
+	// InVM: the call's shell runs in Cowork's VM (the VM loop, or the host loop's shell tool),
+	// where a nested agent's guard would rest on a settings file the agent can rewrite.
+	InVM bool
+}
+
+// EvaluateCall judges call: as written, and again where Resolve takes its paths.
+func (c *Classifier) EvaluateCall(ctx context.Context, call Call) Verdict {
+	own, m := facts.CanonPath(call.Own, ""), machine{files: call.Files, inVM: call.InVM}
+	v := c.evaluateIn(ctx, call.Payload, own, m)
+	if v.Decision == claudehook.Deny && !v.ObserveOnly || call.Resolve == nil {
 		return v
 	}
-	r, ok := resolve(p)
+	r, ok := call.Resolve(call.Payload)
 	if !ok {
 		return v
 	}
-	if w := c.EvaluateFrom(ctx, r, own); severity(w) > severity(v) {
+	if w := c.evaluateIn(ctx, r, own, m); severity(w) > severity(v) {
 		w.Reason += " (the path is a link to it)"
 		return w
 	}
 	return v
+}
+
+// Runs are the files a shell call runs that files does not hold yet: what its door reads, as the
+// user, before it judges the call (Call.Files). A file read may name more; a door asks again
+// with what it read, within its own bounds.
+func Runs(p claudehook.Payload, files map[string]string) []string {
+	if normalisedTool(p.ToolName) != "Bash" {
+		return nil
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(p.ToolInput, &in) != nil {
+		return nil
+	}
+	if files == nil {
+		files = map[string]string{}
+	}
+	return facts.AnalyzeWith(in.Command, nil, files).Unread()
 }
 
 // guardPlace finds a path that is coworkbridge's own.

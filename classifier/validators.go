@@ -50,6 +50,7 @@ var validators = map[string]func(c *Classifier, it item) (string, bool){
 	"DotenvWrite":          dotenvWrite,
 	"ConfigSurfaceWrite":   configSurfaceWrite,
 	"NestedAgent":          nestedAgent,
+	"UnreadProgram":        unreadProgram,
 	"KillProtected":        killProtected,
 	"UnknownReach":         unknownReach,
 	"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
@@ -545,6 +546,18 @@ func guardTamper(_ *Classifier, it item) (string, bool) {
 	return "", false
 }
 
+// unreadProgram finds the files a command runs that its door could not read.
+func unreadProgram(_ *Classifier, it item) (string, bool) {
+	if it.cmd != nil || it.an == nil {
+		return "", false
+	}
+	unread := it.an.Unread()
+	if len(unread) == 0 {
+		return "", false
+	}
+	return "runs " + strings.Join(unread, ", ") + ", which could not be read", true
+}
+
 // analysisLimit finds commands built to exhaust the analyser (values doubled until they are
 // gigabytes): the part past the limit was never looked at.
 func analysisLimit(_ *Classifier, it item) (string, bool) {
@@ -711,8 +724,16 @@ var agentLine = lazyregexp.New(`^agent program=(\S+) (?:unguarded why="([^"]*)"|
 // judges, unless the admin allowed that agent program.
 func nestedAgent(c *Classifier, it item) (string, bool) {
 	m := agentLine().FindStringSubmatch(it.text)
-	if m == nil || m[2]+m[3] == "" || c.agents[strings.ToLower(m[1])] {
+	if m == nil || c.agents[strings.ToLower(m[1])] {
 		return "", false
+	}
+	if m[2]+m[3] == "" {
+		if !it.inVM {
+			return "", false
+		}
+		// In the VM, what carries the session's hook into it is the session's settings.json,
+		// which the agent can rewrite (and a process of its own keep rewriting) as it starts.
+		return "start the agent " + m[1] + " in Cowork's VM, where its guard would rest on a settings file the agent can rewrite", true
 	}
 	return "start the agent " + m[1] + ", whose tool calls escape this session's guard: " + m[2] + m[3], true
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/internal/runfile"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
@@ -212,6 +213,13 @@ func (j Judgement) Decide(ctx context.Context, data []byte, started time.Time) (
 				c.Flow = flow.Restore(note)
 			}
 		}
+	}
+	if j.Door == judgement.Hook { // this process is the user's: it reads what the call runs
+		r := runfile.Reader{Home: getenv(j.Env, "HOME"), VM: c.InVM()}
+		if inSession && r.VM {
+			r.Session = place.Dir
+		}
+		c.Read = r.Read
 	}
 	o := j.Judge.Decide(ctx, c)
 	if o.Receipt.ToolUseID != "" {

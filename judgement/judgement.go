@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -32,7 +34,7 @@ import (
 // Rules is the policy engine a judgement asks; *classifier.Classifier is the one that ships.
 // The boundary is real: a test puts a failing engine behind every door through it.
 type Rules interface {
-	EvaluateResolved(ctx context.Context, p claudehook.Payload, own string, resolve func(claudehook.Payload) (claudehook.Payload, bool)) classifier.Verdict
+	EvaluateCall(ctx context.Context, c classifier.Call) classifier.Verdict
 	WithFlow(v classifier.Verdict, st flow.State, f classifier.Facets, call, tool string) (classifier.Verdict, []string)
 	Effects(p claudehook.Payload) []string
 }
@@ -87,6 +89,15 @@ type Call struct {
 	// (a system-mode worker, as the user whose session it is, so that root reads nothing of the
 	// user's); nil: Judge.Links works it out.
 	Resolved *Resolution `json:",omitempty"`
+	// Read reads a file the call's shell command runs, as the user the call runs as (see
+	// ReadRuns); nil: none is read, and the files it runs are judged by name.
+	Read func(path string) (string, error) `json:"-"`
+}
+
+// InVM reports whether the call's shell runs in Cowork's VM: every call of the VM loop, and the
+// host loop's shell tool; a door reads the files such a call runs only as the VM sees them.
+func (c Call) InVM() bool {
+	return c.Door == Spool || c.Payload.ToolName == "mcp__workspace__bash"
 }
 
 // Resolution is a call with its paths where the Mac's links take them; Differs says whether
@@ -95,6 +106,8 @@ type Call struct {
 type Resolution struct {
 	Payload claudehook.Payload `json:",omitzero"`
 	Differs bool
+	// Files are the files the call runs, as the door read them (ReadRuns); nil: none read.
+	Files map[string]string `json:",omitempty"`
 }
 
 // Outcome is what the judgement decided, for the door to carry out.
@@ -198,16 +211,20 @@ func (j Judge) evaluate(ctx context.Context, c Call) (v classifier.Verdict, fail
 			v, failed = failure(fmt.Sprintf("the policy engine failed on it (%v)", r)), true
 		}
 	}()
-	resolve := j.resolve
+	call := classifier.Call{Payload: c.Payload, Own: c.Own, Resolve: j.resolve, InVM: c.InVM()}
 	if r := c.Resolved; r != nil {
-		resolve = func(p claudehook.Payload) (claudehook.Payload, bool) {
+		call.Resolve = func(p claudehook.Payload) (claudehook.Payload, bool) {
 			if !r.Differs {
 				return p, false
 			}
 			return r.Payload, true
 		}
+		call.Files = r.Files
 	}
-	v = j.Rules.EvaluateResolved(ctx, c.Payload, c.Own, resolve)
+	if call.Files == nil && c.Read != nil {
+		call.Files = ReadRuns(c.Payload, c.Read)
+	}
+	v = j.Rules.EvaluateCall(ctx, call)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && (v.Decision != claudehook.Deny || v.ObserveOnly) {
 		// An engine that saw its budget end and still let the call through did not judge it.
 		return failure(fmt.Sprintf("the policy engine did not decide within %s", cmp.Or(j.Budget, Budget))), true
@@ -228,6 +245,45 @@ func (j Judge) withFlow(v classifier.Verdict, st flow.State, f classifier.Facets
 func failure(why string) classifier.Verdict {
 	return classifier.Verdict{Decision: claudehook.Deny, RuleID: ruleid.ClassifierError,
 		Reason: "this tool call was blocked because " + why}
+}
+
+// Bounds on the files one call's judgement reads: rounds (a script that runs a script), files
+// and bytes. Past them, what is left is unread, and the call is asked about.
+const (
+	maxRunRounds = 3
+	maxRunFiles  = 16
+	maxRunBytes  = 1 << 20
+)
+
+// ReadRuns reads, with read, the files p's shell command runs (classifier.Runs), and those the
+// files read run in turn, within bounds. The paths are the command's, relative ones joined with
+// the call's folder. A file read fails to read is left out: unread, and asked about.
+func ReadRuns(p claudehook.Payload, read func(string) (string, error)) map[string]string {
+	files := map[string]string{}
+	total, tried := 0, map[string]bool{}
+	for round := 0; round < maxRunRounds; round++ {
+		runs := classifier.Runs(p, files)
+		progress := false
+		for _, name := range runs {
+			if tried[name] || len(tried) >= maxRunFiles || total >= maxRunBytes {
+				continue
+			}
+			tried[name] = true
+			at := name
+			if !strings.HasPrefix(at, "/") && !strings.HasPrefix(at, "~") {
+				at = path.Join(p.Cwd, at)
+			}
+			text, err := read(at)
+			if err != nil || total+len(text) > maxRunBytes {
+				continue
+			}
+			files[name], total, progress = text, total+len(text), true
+		}
+		if !progress {
+			break
+		}
+	}
+	return files
 }
 
 // resolve is the call with its paths where the Mac's links take them, when that differs.

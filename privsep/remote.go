@@ -56,7 +56,7 @@ func (r *remoteRules) current() (managedconfig.Config, *realpath.Cache) {
 
 func (r *remoteRules) Decide(ctx context.Context, c judgement.Call) judgement.Outcome {
 	cfg, places := r.current()
-	c.Resolved = resolution(c.Payload, places)
+	c.Resolved = resolution(c.Payload, places, c.Read)
 	d := decision{Call: c}
 	if c.FlowErr != nil {
 		d.Call.FlowErr, d.FlowErr = nil, c.FlowErr.Error()
@@ -81,14 +81,17 @@ func (r *remoteRules) Refuse(c judgement.Call, rule, reason string) judgement.Ou
 	return o
 }
 
-// resolution is p where the Mac's links take its paths, as this process's user sees them: the
-// payload only when it differs, so that the usual call crosses the link once.
-func resolution(p claudehook.Payload, places *realpath.Cache) *judgement.Resolution {
-	out, differs := realpath.Resolve(p, filepath.EvalSymlinks, places.Get)
-	if !differs {
-		return &judgement.Resolution{}
+// resolution is p where the Mac's links take its paths, and the files it runs, as this process's
+// user sees them: the payload only when it differs, so that the usual call crosses the link once.
+func resolution(p claudehook.Payload, places *realpath.Cache, read func(string) (string, error)) *judgement.Resolution {
+	r := &judgement.Resolution{}
+	if read != nil {
+		r.Files = judgement.ReadRuns(p, read) // as this worker's user, never root
 	}
-	return &judgement.Resolution{Payload: out, Differs: true}
+	if out, differs := realpath.Resolve(p, filepath.EvalSymlinks, places.Get); differs {
+		r.Payload, r.Differs = out, true
+	}
+	return r
 }
 
 // local is the judgement a worker can make alone: refusals only, with no policy to judge by.

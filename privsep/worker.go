@@ -20,6 +20,8 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/internal/runfile"
+	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -199,7 +201,10 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, err
 		}
-		return resolution(p, w.places()), nil
+		// A host hook's call: its shell runs on the Mac, or for the host loop's shell tool, in
+		// the VM, whose files this worker cannot see as the VM does (they are asked about).
+		read := runfile.Reader{Home: w.opts.Home, VM: judgement.Call{Door: judgement.Socket, Payload: p}.InVM()}.Read
+		return resolution(p, w.places(), read), nil
 	case kindReceipt:
 		var r receiptNote
 		if err := json.Unmarshal(body, &r); err != nil {

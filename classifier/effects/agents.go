@@ -130,7 +130,11 @@ func agentEffects(cmd *facts.Command) []Effect {
 	}
 	why := "it runs tools of its own, which no hook of this session judges"
 	if name == "claude" {
-		if why = claudeUnguarded(cmd, args); why == "" {
+		why = claudeUnguarded(cmd, args)
+		if _, runner := packageRunners[cmd.Name]; why == "" && runner {
+			why = cmd.Name + " fetches a Claude Code release at run time, which the guard has not vetted: settings keys it does not know are not held"
+		}
+		if why == "" {
 			return []Effect{New(EffectAgent, cmd.Name, "program", name, "inherits", "")}
 		}
 	}
@@ -140,7 +144,10 @@ func agentEffects(cmd *facts.Command) []Effect {
 // claudeUnguarded says which option or variable makes a nested Claude Code leave the session's
 // hook behind: "" when it reads the session's configuration as the session's own CLI does.
 func claudeUnguarded(cmd *facts.Command, args []string) string {
-	for _, a := range cmd.Assigns {
+	if d := cmd.Dir; d != "" && d != "." {
+		return "it starts in " + d + " and loads that folder's own configuration (hooks, MCP servers, skills), which the guard does not hold"
+	}
+	for _, a := range slices.Concat(cmd.Env, cmd.Assigns) {
 		name, value, _ := strings.Cut(a, "=")
 		switch name {
 		case "CLAUDE_CONFIG_DIR":
@@ -151,6 +158,8 @@ func claudeUnguarded(cmd *facts.Command, args []string) string {
 			}
 		case "CLAUDE_CODE_PLUGIN_DIRS":
 			return name + " loads plugins the session does not hold"
+		case "HOME", "XDG_CONFIG_HOME":
+			return name + " moves the configuration it reads, without the session's hook"
 		}
 	}
 	if cmd.ClearsEnv || slices.Contains(cmd.Unsets, "CLAUDE_CONFIG_DIR") {

@@ -159,7 +159,7 @@ func (a *Analysis) runDecoded(name, text string, w *walker, interp, shell bool) 
 		a.interp(name, text, w)
 	}
 	if shell {
-		a.shell(text, w.depth, w.vars)
+		a.shell(text, w.depth, w.scope())
 	}
 	w.depth--
 	return true

@@ -252,7 +252,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 	}
 	if shells[out.from] || interpreters[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
 		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && shells[out.from] {
-			w.a.shell(text, w.depth+1, w.vars)
+			w.a.shell(text, w.depth+1, w.scope())
 		} else if IsDownloader(cmd.Name) && len(w.a.Commands) < maxCommands {
 			// The shell reading the descriptor is the pipe's reader: recorded as such.
 			w.a.Commands = append(w.a.Commands, Command{Name: out.from, Upstream: []string{cmd.Name}, UpstreamCmds: []Command{*cmd}})
@@ -275,7 +275,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 		case src.Lit && interpreters[cmd.Name] != "":
 			w.a.interp(cmd.Name, src.Text, w)
 		case src.Lit:
-			w.a.shell(src.Text, w.depth+1, w.vars)
+			w.a.shell(src.Text, w.depth+1, w.scope())
 		case src.from != "":
 			cmd.Upstream = append(cmd.Upstream, src.from) // bash <&3 where 3 is <(curl …)
 		case src.Net != "":

@@ -211,7 +211,26 @@ func execStrings(cmd *Command) []string {
 			out = append(out, h.Values...)
 		}
 	}
+	if line := containerCommand(cmd); line != "" {
+		out = append(out, line)
+	}
 	switch cmd.Name {
+	case "script": // the BSD and macOS form: script [-q] FILE COMMAND…
+		if _, ok := FlagValue(cmd.Args, "-c"); !ok {
+			i := 0
+			for i < len(cmd.Args) && strings.HasPrefix(cmd.Args[i], "-") && cmd.Args[i] != "--" {
+				if cmd.Args[i] == "-t" || cmd.Args[i] == "-T" || cmd.Args[i] == "-E" {
+					i++ // the option's value
+				}
+				i++
+			}
+			if i < len(cmd.Args) && cmd.Args[i] == "--" {
+				i++
+			}
+			if i+1 < len(cmd.Args) {
+				out = append(out, quoteAll(cmd.Args[i+1:])) // after the typescript file
+			}
+		}
 	case "trap":
 		if ops := Operands(cmd.Args); len(ops) > 0 {
 			out = append(out, ops[0])
@@ -398,6 +417,7 @@ var wrapperOptsWithValue = map[string]map[string]bool{
 		"--delimiter": true, "--max-args": true, "--max-procs": true, "--max-lines": true, "--eof": true, "--arg-file": true, "--max-chars": true},
 	"stdbuf":      {"-i": true, "-o": true, "-e": true},
 	"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
+	"runuser":     {"-u": true, "--user": true, "-g": true, "--group": true, "-G": true, "--supp-group": true},
 	"nsenter":     {"-t": true, "--target": true},
 	"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
 	"strace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-E": true, "-u": true, "-a": true, "-O": true, "-S": true, "-P": true},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"reflect"
 	"slices"
@@ -46,6 +47,15 @@ type Command struct {
 	// env -u takes out of it.
 	ClearsEnv bool
 	Unsets    []string
+	// Env are the variables earlier statements set (NAME=value), which it inherits; Unsets also
+	// holds those earlier statements unset. Dir is the folder it starts in, relative to the
+	// call's, as cd or env -C left it: "" for the call's own, a value holding "$" for one only
+	// known at run time.
+	Env []string
+	Dir string
+	// From is the file the command was read from (a script, a Makefile, a package.json) that
+	// the call runs; "" for a command of the call's own text.
+	From      string
 	Wrappers  []string // sudo, env, timeout... in the order they appeared
 	PipedFrom string   // the command feeding its stdin through a pipe, if any
 	PipesTo   string   // the command its stdout feeds through a pipe, if any
@@ -101,6 +111,11 @@ type Analysis struct {
 	// literal text written to files (echo 'rm -rf /' > x.sh), analysed when a shell runs them.
 	Fetched map[string]string
 	Scripts map[string]string
+	// Files is the content of the files the command runs, as its caller read them at judge time
+	// (keyed by RunFile.Path; "" for a file that does not exist, which runs nothing); nil when
+	// nothing was read. Runs are the files the command runs, read or not (see runs.go).
+	Files map[string]string
+	Runs  []RunFile
 	// ForkBomb: a function that calls itself in the background or through a pipe, or a loop that
 	// never ends and starts a background job each time.
 	ForkBomb bool
@@ -215,16 +230,18 @@ func canonicalProgram(name string) string {
 }
 
 // Analyze parses a shell command string and reaches every simple command in it.
-func Analyze(src string) *Analysis { return AnalyzeWith(src, nil) }
+func Analyze(src string) *Analysis { return AnalyzeWith(src, nil, nil) }
 
-// AnalyzeWith is Analyze with a parser to reuse (nil: a new one); ReleaseParser hands it back.
-func AnalyzeWith(src string, p *syntax.Parser) *Analysis {
+// AnalyzeWith is Analyze with a parser to reuse (nil: a new one; ReleaseParser hands it back),
+// and the content of the files the command runs as the caller read them (see Analysis.Files).
+func AnalyzeWith(src string, p *syntax.Parser, files map[string]string) *Analysis {
 	a := &Analysis{parser: p}
 	if len(src) > maxCommandBytes {
 		a.Dynamic = append(a.Dynamic, "command longer than the analysis limit")
 		src = src[:maxCommandBytes]
 	}
-	a.shell(src, 0, nil)
+	a.Files = files
+	a.shell(src, 0, scope{})
 	return a
 }
 
@@ -234,6 +251,8 @@ type walker struct {
 	depth   int
 	folding int // substitutions being folded, nested
 	vars    map[string]string
+	st      *shellState
+	from    string
 	piped   map[*syntax.CallExpr]string
 	pipesTo map[*syntax.CallExpr]string
 	// pipeFrom maps a call to the call feeding its stdin.
@@ -278,7 +297,78 @@ func decoderSubst(cs *syntax.CmdSubst) bool {
 	return false
 }
 
-func (a *Analysis) shell(src string, depth int, vars map[string]string) {
+// scope is what a nested shell, or a function's body, starts with: the variables the shell
+// knows and what earlier statements did to the environment and the folder.
+type scope struct {
+	vars map[string]string
+	st   *shellState
+	from string // the file the code was read from, "" for the command's own text
+}
+
+func (w *walker) scope() scope { return scope{vars: w.vars, st: w.st, from: w.from} }
+
+// shellState is what statements leave to the programs that run after them: the variables put
+// into their environment or taken out of it, and the folder cd moved to. Any variable the shell
+// assigns counts as exported: what the environment already holds (CLAUDE_CONFIG_DIR in Cowork,
+// PATH everywhere) stays exported when a plain assignment changes it.
+type shellState struct {
+	env   []string        // names set, in the order first set
+	unset map[string]bool // names unset and not set again
+	// dir is where cd left the shell, relative to the call's folder: "" when it did not move; a
+	// value holding "$" is one only known at run time.
+	dir string
+}
+
+// setEnv notes that name is in the environment of what runs next.
+func (st *shellState) setEnv(name string) {
+	if !slices.Contains(st.env, name) {
+		st.env = append(st.env, name)
+	}
+	delete(st.unset, name)
+}
+
+// unsetEnv notes that name is out of the environment of what runs next.
+func (st *shellState) unsetEnv(name string) {
+	st.env = slices.DeleteFunc(st.env, func(n string) bool { return n == name })
+	if st.unset == nil {
+		st.unset = map[string]bool{}
+	}
+	st.unset[name] = true
+}
+
+// chdir moves the shell as cd does; an unknown target makes the folder unknown.
+func (st *shellState) chdir(to string) {
+	switch {
+	case to == "" || to == "~":
+		st.dir = "~"
+	case to == "-" || strings.Contains(st.dir, "$"):
+		st.dir = "$OLDPWD"
+	case strings.HasPrefix(to, "/") || strings.HasPrefix(to, "~") || strings.Contains(to, "$"):
+		st.dir = to
+	default:
+		st.dir = path.Join(st.dir, to)
+	}
+}
+
+// environ fills cmd's view of the shell's state: the variables set before it, those unset, and
+// the folder it starts in.
+func (w *walker) environ(cmd *Command) {
+	for _, name := range w.st.env {
+		cmd.Env = append(cmd.Env, name+"="+w.vars[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.st.unset)) {
+		if !slices.Contains(cmd.Unsets, name) {
+			cmd.Unsets = append(cmd.Unsets, name)
+		}
+	}
+	if cmd.Dir == "" {
+		cmd.Dir = w.st.dir
+	} else if !strings.HasPrefix(cmd.Dir, "/") && !strings.HasPrefix(cmd.Dir, "~") && !strings.Contains(cmd.Dir, "$") {
+		cmd.Dir = path.Join(w.st.dir, cmd.Dir) // env -C sub, after cd lib
+	}
+}
+
+func (a *Analysis) shell(src string, depth int, sc scope) {
 	if depth > maxDepth {
 		a.Dynamic = append(a.Dynamic, "nesting deeper than the analysis limit")
 		return
@@ -295,10 +385,13 @@ func (a *Analysis) shell(src string, depth int, vars map[string]string) {
 			return
 		}
 	}
-	if vars == nil {
-		vars = map[string]string{}
+	if sc.vars == nil {
+		sc.vars = map[string]string{}
 	}
-	w := &walker{a: a, depth: depth, vars: vars, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{},
+	if sc.st == nil {
+		sc.st = &shellState{}
+	}
+	w := &walker{a: a, depth: depth, vars: sc.vars, st: sc.st, from: sc.from, piped: map[*syntax.CallExpr]string{}, pipesTo: map[*syntax.CallExpr]string{},
 		pipeFrom: map[*syntax.CallExpr]*syntax.CallExpr{}, lastStmt: map[*syntax.CallExpr]*syntax.Stmt{},
 		stmtFDs: map[*syntax.Stmt]FDTable{}, cond: map[*syntax.CallExpr]bool{},
 		funcDecls: map[string]*syntax.Stmt{}, inFunc: map[*syntax.CallExpr]bool{}}
@@ -371,9 +464,7 @@ func (w *walker) visit(n syntax.Node) bool {
 			w.a.ForkBomb = true
 		}
 	case *syntax.DeclClause:
-		for _, as := range n.Args {
-			w.assign(as)
-		}
+		w.declare(n)
 	}
 	return true
 }
@@ -686,6 +777,28 @@ func printWord(wd *syntax.Word) string {
 	return b.String()
 }
 
+// declare is export, declare, local, readonly and typeset: each name given is set (with a value)
+// and in the environment of what runs next, but for export -n, which takes it out.
+func (w *walker) declare(d *syntax.DeclClause) {
+	unexport := false
+	for _, as := range d.Args {
+		if as.Name == nil && as.Value != nil { // a flag: export -n, declare -x
+			unexport = unexport || d.Variant.Value == "export" && strings.Contains(as.Value.Lit(), "n")
+		}
+	}
+	for _, as := range d.Args {
+		if as.Name == nil {
+			continue
+		}
+		w.assign(as)
+		if unexport {
+			w.st.unsetEnv(as.Name.Value)
+		} else {
+			w.st.setEnv(as.Name.Value)
+		}
+	}
+}
+
 func (w *walker) assign(as *syntax.Assign) {
 	if as.Name == nil || as.Value == nil {
 		return
@@ -839,6 +952,9 @@ func (w *walker) call(c *syntax.CallExpr) {
 	}
 	for _, as := range c.Assigns {
 		w.assign(as)
+		if len(c.Args) == 0 && as.Name != nil {
+			w.st.setEnv(as.Name.Value) // X=1 on its own: the programs after it may see it
+		}
 	}
 	if len(c.Args) == 0 {
 		return
@@ -862,6 +978,8 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if cmd.Name == "" {
 		return
 	}
+	w.environ(&cmd)
+	cmd.From = w.from
 	cmd.PipedFrom, cmd.PipesTo = w.piped[c], w.pipesTo[c]
 	cmd.FDs = fdsUsed(w.stmtFDs[w.stmtOf(c)], cmd.Args)
 	for _, wd := range c.Args[1:] {
@@ -920,6 +1038,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	w.defines(cmd)
 	w.readHere(cmd, w.stmtOf(c))
 	w.nested(cmd, w.stmtOf(c))
+	w.runs(cmd)
 	w.stdinCode(cmd, c)
 	w.throughFDs(&w.a.Commands[len(w.a.Commands)-1], c)
 	w.runsFetched(cmd)
@@ -983,7 +1102,7 @@ func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
 		return
 	}
 	if shell {
-		w.a.shell(text, w.depth+1, w.vars)
+		w.a.shell(text, w.depth+1, w.scope())
 	} else {
 		w.a.interp(cmd.Name, text, w)
 	}
@@ -1007,7 +1126,7 @@ func (w *walker) envCommands(cmd *Command) {
 				w.a.envSeen = map[string]bool{}
 			}
 			w.a.envSeen[v] = true // once: the nested commands inherit the same environment
-			w.a.shell(v, w.depth+1, w.vars)
+			w.a.shell(v, w.depth+1, w.scope())
 		}
 	}
 	if cmd.Name == "tar" || cmd.Name == "gtar" {
@@ -1056,6 +1175,19 @@ func (w *walker) defines(cmd Command) {
 	case "unset": // ${x:-default} then takes the default
 		for _, op := range Operands(cmd.Args) {
 			w.vars[op] = ""
+			w.st.unsetEnv(op)
+		}
+	case "cd", "pushd", "chdir":
+		w.st.chdir(strings.Join(Operands(cmd.Args), " ")) // in a branch too: it may move
+	case "popd":
+		w.st.dir = "$OLDPWD"
+	case "export": // export X=1 written so that the parser does not see a declaration (\export)
+		for _, a := range Operands(cmd.Args) {
+			name, value, ok := strings.Cut(a, "=")
+			if ok {
+				w.vars[name] = value
+			}
+			w.st.setEnv(name)
 		}
 	case "printf": // printf -v VAR FORMAT ARGS sets VAR
 		if len(cmd.Args) >= 3 && cmd.Args[0] == "-v" {
@@ -1123,7 +1255,7 @@ func (w *walker) defines(cmd Command) {
 		vars[strconv.Itoa(i+1)] = a
 	}
 	vars["@"], vars["*"] = strings.Join(cmd.Args, " "), strings.Join(cmd.Args, " ")
-	w.a.shell(body, w.depth+1, vars)
+	w.a.shell(body, w.depth+1, scope{vars: vars, st: w.st, from: w.from})
 }
 
 // stmtOf finds the statement of a call, for its heredoc.
@@ -1230,7 +1362,11 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 		"busybox", "toybox", // an applet runs as the program it is named after
 		"setsid", "unbuffer", "nsenter", "unshare", "systemd-run", "firejail", "proxychains", "proxychains4", "torsocks", "chronic",
 		"strace", "ltrace", "valgrind", "dtruss", "catchsegv", "eatmydata", "fakeroot", "nocache", "pv":
-	case "flock", "chroot", "taskset", "chrt", "sg", "runuser":
+	case "runuser":
+		if !slices.Contains(args, "-u") && !slices.Contains(args, "--user") {
+			return 0, false // runuser USER -c CMD: the command is -c's (see the capability table)
+		}
+	case "flock", "chroot", "taskset", "chrt", "sg":
 		// one operand (a lock file, a root, a CPU mask, a priority, a group, a user) comes first
 		i := 0
 		for i < len(args) && strings.HasPrefix(args[i], "-") {
@@ -1259,6 +1395,11 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 		case name == "env" && (a == "-u" || a == "--unset") && i+1 < len(args):
 			cmd.Unsets = append(cmd.Unsets, args[i+1])
 			i++
+		case name == "env" && (a == "-C" || a == "--chdir") && i+1 < len(args):
+			cmd.Dir = args[i+1]
+			i++
+		case name == "env" && strings.HasPrefix(a, "--chdir="):
+			cmd.Dir = strings.TrimPrefix(a, "--chdir=")
 		case name == "env" && strings.HasPrefix(a, "--unset="):
 			cmd.Unsets = append(cmd.Unsets, strings.TrimPrefix(a, "--unset="))
 		case strings.HasPrefix(a, "-") && len(a) > 1:
@@ -1280,29 +1421,29 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 	a := w.a
 	for _, s := range execStrings(&cmd) {
-		a.shell(s, w.depth+1, w.vars)
+		a.shell(s, w.depth+1, w.scope())
 	}
 	switch {
 	case shells[cmd.Name] && NoExec(&cmd):
 		// bash -n reads without running: nothing it is given runs
 	case shells[cmd.Name]:
 		if ops := Operands(cmd.Args); len(ops) > 0 && a.Scripts[ops[0]] != "" {
-			a.shell(a.Scripts[ops[0]], w.depth+1, w.vars) // echo 'rm -rf /' > x.sh; sh x.sh
+			a.shell(a.Scripts[ops[0]], w.depth+1, w.scope()) // echo 'rm -rf /' > x.sh; sh x.sh
 		}
 		if code, ok := FlagValue(cmd.Args, "-c"); ok {
 			if strings.Contains(code, "{}") {
 				a.Dynamic = append(a.Dynamic, cmd.Name+" -c with code a placeholder fills at run time")
 			}
-			a.shell(code, w.depth+1, w.vars)
+			a.shell(code, w.depth+1, w.scope())
 		} else if slices.Contains(cmd.Args, "-c") {
 			a.Dynamic = append(a.Dynamic, cmd.Name+" -c with its code only known at run time")
 		} else if st != nil {
 			if body, ok := heredoc(st); ok {
-				a.shell(body, w.depth+1, w.vars)
+				a.shell(body, w.depth+1, w.scope())
 			}
 		}
 	case cmd.Name == "eval":
-		a.shell(strings.Join(cmd.Args, " "), w.depth+1, w.vars)
+		a.shell(strings.Join(cmd.Args, " "), w.depth+1, w.scope())
 		if strings.Contains(strings.Join(cmd.Args, " "), "$") {
 			a.Dynamic = append(a.Dynamic, "eval of text only known at run time")
 		}
@@ -1322,7 +1463,7 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		}
 	case cmd.Name == "ssh":
 		if remote := sshCommand(cmd.Args); remote != "" {
-			a.shell(remote, w.depth+1, w.vars)
+			a.shell(remote, w.depth+1, w.scope())
 		}
 	case interpreters[cmd.Name] != "":
 		if code, ok := FlagValue(cmd.Args, interpreters[cmd.Name]); ok {
@@ -1427,7 +1568,37 @@ var shellCall = lazyregexp.New("(?:system|exec|execSync|spawn|spawnSync|popen|Po
 
 var quotedString = lazyregexp.New(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'`)
 
+// concatenated is two string literals joined by +, in one kind of quotes or the other: code
+// that spells a program's name in parts ('cl' + 'aude') runs the whole name.
+var concatenated = lazyregexp.New(`(?:'([^'\\\n]*)'|"([^"\\\n]*)")\s*\+\s*(?:'([^'\\\n]*)'|"([^"\\\n]*)")`)
+
+// joinLiterals writes each concatenation of literals as the one literal it makes, within bounds.
+func joinLiterals(code string) string {
+	if !strings.Contains(code, "+") {
+		return code
+	}
+	for range 64 {
+		next := concatenated().ReplaceAllStringFunc(code, func(m string) string {
+			g := concatenated().FindStringSubmatch(m)
+			joined := g[1] + g[2] + g[3] + g[4]
+			if !strings.Contains(joined, `"`) {
+				return `"` + joined + `"`
+			}
+			if !strings.Contains(joined, "'") {
+				return "'" + joined + "'"
+			}
+			return m
+		})
+		if next == code {
+			break
+		}
+		code = next
+	}
+	return code
+}
+
 func (a *Analysis) interp(name, code string, w *walker) {
+	code = joinLiterals(code)
 	a.Code = append(a.Code, Code{Interp: name, Text: code})
 	a.scanCode(name, code, w)
 	for _, m := range shellCall().FindAllStringSubmatch(code, -1) {
@@ -1437,10 +1608,10 @@ func (a *Analysis) interp(name, code string, w *walker) {
 			for _, q := range quotedString().FindAllStringSubmatch(arg, -1) {
 				parts = append(parts, q[1]+q[2])
 			}
-			a.shell(strings.Join(parts, " "), w.depth+1, w.vars)
+			a.shell(strings.Join(parts, " "), w.depth+1, w.scope())
 			continue
 		}
-		a.shell(unquote(arg), w.depth+1, w.vars)
+		a.shell(unquote(arg), w.depth+1, w.scope())
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/corpus"
+	"github.com/coworkbridge/coworkbridge/internal/runfile"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
@@ -100,8 +101,11 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 		fmt.Fprintln(sio.err, "coworkbridge check:", err)
 		return exitFail
 	}
+	myHome, _ := os.UserHomeDir()
 	v := judgement.Judge{Rules: c}.Decide(ctx, judgement.Call{Door: judgement.Offline, Payload: p,
-		Own: cmp.Or(*from, sessionHolding(used.Policy.Places, p.Cwd))}).Verdict
+		Own:  cmp.Or(*from, sessionHolding(used.Policy.Places, p.Cwd)),
+		Read: runfile.Reader{Home: myHome}.Read, // the scripts a command runs, as they are here
+	}).Verdict
 	held := heldBack(ctx, used, p, v)
 	shown := ""
 	if v.Decision != claudehook.Allow {

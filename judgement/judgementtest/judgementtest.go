@@ -15,7 +15,7 @@ import (
 // Panicking panics on every call it is asked to judge.
 type Panicking struct{}
 
-func (Panicking) EvaluateResolved(context.Context, claudehook.Payload, string, func(claudehook.Payload) (claudehook.Payload, bool)) classifier.Verdict {
+func (Panicking) EvaluateCall(context.Context, classifier.Call) classifier.Verdict {
 	panic("judgementtest: an engine that fails")
 }
 
@@ -29,7 +29,7 @@ func (Panicking) Effects(claudehook.Payload) []string { panic("judgementtest: an
 // that never decided.
 type Hanging struct{}
 
-func (Hanging) EvaluateResolved(ctx context.Context, _ claudehook.Payload, _ string, _ func(claudehook.Payload) (claudehook.Payload, bool)) classifier.Verdict {
+func (Hanging) EvaluateCall(ctx context.Context, _ classifier.Call) classifier.Verdict {
 	<-ctx.Done()
 	return classifier.Verdict{Decision: claudehook.Allow}
 }

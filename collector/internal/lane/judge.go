@@ -15,6 +15,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/runfile"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/ruleid"
@@ -94,6 +95,11 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	}
 	c := l.call(src, env.RID, waiting)
 	c.Payload, c.Flow, c.Quarantined = pl, l.FlowNow(), l.quarantined()
+	if c.InVM() {
+		c.Read = runfile.Reader{Session: src.s.Dir(), VM: true}.Read
+	} else {
+		c.Read = runfile.Reader{}.Read
+	}
 	j := p.Rules.Decide(ctx, c)
 	if j.Ran() {
 		l.takeFlow(j.Facets, cmp.Or(pl.ToolUseID, env.RID), pl.ToolName)
