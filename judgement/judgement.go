@@ -176,7 +176,7 @@ func (j Judge) Decide(ctx context.Context, c Call) Outcome {
 	o.Record = j.judged(c, o)
 	if c.Payload.ToolUseID != "" && c.Door.Waits() {
 		o.Receipt = claudehook.Receipt{V: 1, ToolUseID: c.Payload.ToolUseID, Tool: c.Payload.ToolName,
-			Denied: !o.Ran(), Fingerprint: transcript.FingerprintOf(c.Payload.ToolInput)}
+			Denied: !o.Ran(), Fingerprint: transcript.FingerprintIn(c.Payload.ToolInput, c.Payload.Cwd)}
 		if o.Ran() {
 			o.Receipt.Untrusted, o.Receipt.Private = facets.Untrusted, facets.Private
 		}

@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"path"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -31,7 +34,12 @@ func (f Fingerprint) Size() int64 {
 const wholeKey = "\x00whole"
 
 // FingerprintOf reads raw, a tool input, into its fingerprint.
-func FingerprintOf(raw json.RawMessage) Fingerprint {
+func FingerprintOf(raw json.RawMessage) Fingerprint { return FingerprintIn(raw, "") }
+
+// FingerprintIn is FingerprintOf for a call made in the folder cwd: a relative file path is
+// taken as Claude Code takes it, joined with cwd, so that the hook's absolute spelling and the
+// transcript's relative one are one input.
+func FingerprintIn(raw json.RawMessage, cwd string) Fingerprint {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(raw, &members) != nil || len(members) > maxFingerprintKeys {
 		return Fingerprint{wholeKey: hashValue(raw)}
@@ -41,10 +49,89 @@ func FingerprintOf(raw json.RawMessage) Fingerprint {
 		if len(k) > maxKeyBytes {
 			return Fingerprint{wholeKey: hashValue(raw)}
 		}
+		if pathMembers[k] {
+			v = absolute(v, cwd)
+			fp.addPath(k, v)
+		}
 		fp[k] = hashValue(v)
 	}
 	return fp
 }
+
+// pathMembers are the members that name a file. The model may write one relative to the
+// session's folder; Claude Code makes it absolute before its hooks see it, while its transcript
+// keeps it as written. Both spellings of one file are the same input.
+var pathMembers = map[string]bool{"file_path": true, "notebook_path": true}
+
+// Beside a path member's hash, a fingerprint keeps what lets a relative spelling match an
+// absolute one without keeping the path: for a relative path, its number of components
+// (relKey); for an absolute one, the hash of its last n components for each n (tailKey).
+const maxTail = 16
+
+func relKey(k string) string         { return "\x00rel:" + k }
+func tailKey(k string, n int) string { return "\x00tail:" + k + ":" + strconv.Itoa(n) }
+
+func (fp Fingerprint) addPath(k string, v json.RawMessage) {
+	var p string
+	if json.Unmarshal(v, &p) != nil || p == "" {
+		return
+	}
+	parts := strings.Split(path.Clean(p), "/")
+	if !strings.HasPrefix(p, "/") {
+		if len(parts) <= maxTail && !slices.Contains(parts, "..") {
+			fp[relKey(k)] = uint64(len(parts))
+			fp[relHashKey(k)] = hashString(strings.Join(parts, "/"))
+		}
+		return
+	}
+	for n := 1; n <= maxTail && n < len(parts); n++ {
+		fp[tailKey(k, n)] = hashString(strings.Join(parts[len(parts)-n:], "/"))
+	}
+}
+
+// absolute is a path member made absolute against cwd, when it is relative and cwd is known.
+func absolute(v json.RawMessage, cwd string) json.RawMessage {
+	var p string
+	if !strings.HasPrefix(cwd, "/") || json.Unmarshal(v, &p) != nil || p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") {
+		return v
+	}
+	abs, err := json.Marshal(path.Join(cwd, p))
+	if err != nil {
+		return v
+	}
+	return abs
+}
+
+func hashString(s string) uint64 {
+	sum := sha256.Sum256([]byte(s))
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// samePath reports whether member k names the same file in a and b: the same spelling, or one
+// relative spelling that is the other's absolute path's tail.
+func samePath(a, b Fingerprint, k string) bool {
+	if a[k] == b[k] {
+		return true
+	}
+	for _, pair := range [2][2]Fingerprint{{a, b}, {b, a}} {
+		rel, abs := pair[0], pair[1]
+		if n, ok := rel[relKey(k)]; ok {
+			if h, ok := abs[tailKey(k, int(n))]; ok && h == rel.relHash(k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// relHash is the hash of a relative path member as its tail would be hashed; the member's own
+// hash is of its JSON value, so the clean path is hashed again at fingerprinting (relHashKey).
+func (fp Fingerprint) relHash(k string) uint64 { return fp[relHashKey(k)] }
+
+func relHashKey(k string) string { return "\x00relhash:" + k }
+
+// internal reports a key kept beside the members, not a member.
+func internal(k string) bool { return strings.HasPrefix(k, "\x00") && k != wholeKey }
 
 // hashValue hashes the canonical form of a JSON value: decoded and encoded again, so that key
 // order, spacing and escapes do not count; raw bytes when it does not decode.
@@ -77,12 +164,20 @@ var defaults = map[uint64]bool{
 // has the value judged, and the judged input has no other member but ones holding a default.
 func Same(judged, ran Fingerprint) bool {
 	for k, h := range ran {
-		if jh, ok := judged[k]; !ok || jh != h {
+		switch jh, ok := judged[k]; {
+		case internal(k):
+		case !ok:
+			return false
+		case pathMembers[k]:
+			if !samePath(judged, ran, k) {
+				return false
+			}
+		case jh != h:
 			return false
 		}
 	}
 	for k, h := range judged {
-		if _, ok := ran[k]; !ok && !defaults[h] {
+		if _, ok := ran[k]; !ok && !internal(k) && !defaults[h] {
 			return false
 		}
 	}

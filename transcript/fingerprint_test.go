@@ -23,10 +23,36 @@ func TestSameComparesInputsByValueNotBySpelling(t *testing.T) {
 		{"numbers by value", `{"n":1.0}`, `{"n":1.0}`, true},
 		{"not objects", `"x"`, `"x"`, true},
 		{"not objects, different", `"x"`, `"y"`, false},
+		// Claude Code makes a relative file_path absolute before its hooks see it; its
+		// transcript keeps it as the model wrote it.
+		{"a relative path the hook saw made absolute", `{"file_path":"/sessions/s/mnt/outputs/notes/a.md","content":"x"}`, `{"file_path":"notes/a.md","content":"x"}`, true},
+		{"the same, ./ written", `{"file_path":"/sessions/s/mnt/outputs/a.md","content":"x"}`, `{"file_path":"./a.md","content":"x"}`, true},
+		{"an absolute path the transcript shows, a relative one judged", `{"notebook_path":"a.ipynb"}`, `{"notebook_path":"/w/a.ipynb"}`, true},
+		{"a relative path naming another file", `{"file_path":"/sessions/s/mnt/outputs/a.md","content":"x"}`, `{"file_path":"b.md","content":"x"}`, false},
+		{"a relative path climbing out, no folder known", `{"file_path":"/sessions/s/mnt/a.md","content":"x"}`, `{"file_path":"../a.md","content":"x"}`, false},
+		{"another content, the path alike", `{"file_path":"/w/a.md","content":"x"}`, `{"file_path":"a.md","content":"y"}`, false},
+		{"a path in another member is compared as written", `{"command":"/w/a.sh"}`, `{"command":"a.sh"}`, false},
 	}
 	for _, tt := range tests {
 		if got := Same(FingerprintOf(json.RawMessage(tt.judged)), FingerprintOf(json.RawMessage(tt.ran))); got != tt.want {
 			t.Errorf("%s: Same = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// With the call's folder known (the payload's cwd, the transcript line's), a relative path is
+// the file Claude Code makes of it, ../ included.
+func TestARelativePathIsTheFileTheCallsFolderMakesOfIt(t *testing.T) {
+	judged := FingerprintIn(json.RawMessage(`{"file_path":"/sessions/s/mnt/a.md","content":"x"}`), "/sessions/s/mnt/outputs")
+	for ran, want := range map[string]bool{
+		`{"file_path":"../a.md","content":"x"}`:                  true,
+		`{"file_path":"../outputs/../a.md","content":"x"}`:       true,
+		`{"file_path":"a.md","content":"x"}`:                     false,
+		`{"file_path":"/sessions/s/mnt/a.md","content":"x"}`:     true,
+		`{"file_path":"/sessions/s/mnt/a.md","content":"other"}`: false,
+	} {
+		if got := Same(judged, FingerprintIn(json.RawMessage(ran), "/sessions/s/mnt/outputs")); got != want {
+			t.Errorf("%s: Same = %v, want %v", ran, got, want)
 		}
 	}
 }

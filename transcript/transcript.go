@@ -32,6 +32,9 @@ type Item struct {
 	// Tool and Input are set on a Use.
 	Tool  string
 	Input json.RawMessage
+	// Cwd is the folder the line says the call was made in, against which Claude Code takes a
+	// relative path ("" when it says none).
+	Cwd string
 	// IsError is set on a Result that the CLI marked as an error: a refusal (by a hook or its own
 	// rules) or a tool that ran and failed; the two cannot be told apart reliably.
 	IsError bool
@@ -76,6 +79,7 @@ func neverRan(content json.RawMessage) bool {
 type line struct {
 	Type    string `json:"type"`
 	Version string `json:"version"`
+	Cwd     string `json:"cwd"`
 	Message struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
@@ -124,7 +128,7 @@ func parseBlocks(l line) []Item {
 	for _, b := range blocks {
 		switch {
 		case l.Type == "assistant" && b.Type == "tool_use" && validID(b.ID):
-			items = append(items, Item{Kind: Use, ToolUseID: b.ID, Tool: b.Name, Input: b.Input})
+			items = append(items, Item{Kind: Use, ToolUseID: b.ID, Tool: b.Name, Input: b.Input, Cwd: l.Cwd})
 		case l.Type == "user" && b.Type == "tool_result" && validID(b.ToolUseID):
 			items = append(items, Item{Kind: Result, ToolUseID: b.ToolUseID, IsError: b.IsError, NeverRan: b.IsError && neverRan(b.Content)})
 		}

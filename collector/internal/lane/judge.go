@@ -77,7 +77,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	if env.RID != "" && l.env.Replays.Take(env.RID) {
 		if pl, err := claudehook.ParsePayload(env.Event); err == nil {
 			// Judged before a crash: its call is still one the transcript will show.
-			l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Input: pl.ToolInput,
+			l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Input: pl.ToolInput, Cwd: pl.Cwd,
 				SelfReported: src.door == judgement.Spool}, l.env.Now())
 		}
 		return outcome{skip: true}
@@ -104,7 +104,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	if j.Ran() {
 		l.takeFlow(j.Facets, cmp.Or(pl.ToolUseID, env.RID), pl.ToolName)
 	}
-	l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: !j.Ran(), Input: pl.ToolInput,
+	l.recon.calls.Judged(ledger.Event{ToolUseID: pl.ToolUseID, Tool: pl.ToolName, RID: env.RID, Denied: !j.Ran(), Input: pl.ToolInput, Cwd: pl.Cwd,
 		SelfReported: src.door == judgement.Spool}, l.env.Now())
 	o := outcome{rec: j.Record, toolUseID: pl.ToolUseID, notable: j.Notable}
 	if waiting {

@@ -84,6 +84,8 @@ type Event struct {
 	// Denied: an enforced deny.
 	Denied bool
 	Input  json.RawMessage
+	// Cwd is the folder of the call (the payload's), against which a relative path is taken.
+	Cwd string
 	// Fingerprint stands for Input when only the fingerprint came (a host hook's receipt).
 	Fingerprint transcript.Fingerprint
 	// SelfReported: the event came through the session's spool, which the agent can write as
@@ -228,7 +230,7 @@ func (l *Ledger) Judged(ev Event, now time.Time) {
 	_, ran := l.pending[ev.ToolUseID]
 	fp := ev.Fingerprint
 	if fp == nil {
-		fp = transcript.FingerprintOf(ev.Input)
+		fp = transcript.FingerprintIn(ev.Input, ev.Cwd)
 	}
 	j := judged{Denied: ev.Denied, Spool: ev.SelfReported, At: now, Input: fp, Seen: used || ran}
 	if !j.Seen {
@@ -241,7 +243,7 @@ func (l *Ledger) Judged(ev Event, now time.Time) {
 func (l *Ledger) Take(it transcript.Item, now time.Time) []Finding {
 	switch it.Kind {
 	case transcript.Use:
-		l.putUse(it.ToolUseID, Use{ID: it.ToolUseID, Tool: cut(it.Tool), Preview: preview(it.Input), Input: transcript.FingerprintOf(it.Input)})
+		l.putUse(it.ToolUseID, Use{ID: it.ToolUseID, Tool: cut(it.Tool), Preview: preview(it.Input), Input: transcript.FingerprintIn(it.Input, it.Cwd)})
 		if j, ok := l.judged[it.ToolUseID]; ok && !j.Seen {
 			j.Seen, j.Tool, j.RID, j.Preview = true, "", "", nil
 			l.putJudged(it.ToolUseID, j) // smaller than before: always fits
