@@ -68,6 +68,8 @@ type Follower struct {
 	since time.Time
 	// passBytes is MaxPassBytes (smaller in tests).
 	passBytes int64
+	// moved are transcripts renamed to names no transcript has, followed there by identity.
+	moved map[string]bool
 }
 
 type followed struct {
@@ -118,7 +120,15 @@ const MaxPassBytes = 64 << 20
 // Follow reads what each transcript added since the last look and hands every complete line to
 // each, file by file in name order.
 func (f *Follower) Follow(d Dir, each func(name string, line []byte)) Report {
-	names, dirs, over := list(d)
+	names, dirs, others, over := list(d)
+	for name := range f.moved { // renamed away from .jsonl: followed under the name it has now
+		if slices.Contains(others, name) {
+			names = append(names, name)
+		} else {
+			delete(f.moved, name)
+		}
+	}
+	slices.Sort(names)
 	rep := Report{Dirs: dirs, Over: over, Files: len(names)}
 	known := f.pos.Names()
 	fresh := f.first && len(known) == 0
@@ -146,6 +156,16 @@ func (f *Follower) Follow(d Dir, each func(name string, line []byte)) Report {
 	rep.More = rep.More || left <= 0
 	for _, name := range f.pos.Names() {
 		if !slices.Contains(names, name) && !over {
+			if to := f.movedAway(d, name, others); to != "" {
+				// Read on where it went: a call written before the rename must not hide by it.
+				rep.Tampers = append(rep.Tampers, Tamper{name, "the transcript was renamed to " + to + " (the CLI never renames one); it is followed there"})
+				t, n := f.read(d, to, false, max(left, 1), each)
+				if t != "" {
+					rep.Tampers = append(rep.Tampers, Tamper{to, t})
+				}
+				rep.Read += n
+				continue
+			}
 			if st := f.files[name]; st == nil || !st.gone {
 				rep.Tampers = append(rep.Tampers, Tamper{name, "the transcript was removed or renamed"})
 				f.files[name] = &followed{gone: true}
@@ -154,6 +174,41 @@ func (f *Follower) Follow(d Dir, each func(name string, line []byte)) Report {
 		}
 	}
 	return rep
+}
+
+// movedAway finds the file a followed transcript became under a name no transcript has (x.jsonl
+// renamed to x.jsonl.old), by its identity: its position moves with it, and it is followed
+// there from now on.
+func (f *Follower) movedAway(d Dir, name string, others []string) string {
+	pos, ok := f.pos.Get(name)
+	if !ok {
+		return ""
+	}
+	for _, other := range others {
+		if _, known := f.pos.Get(other); known {
+			continue
+		}
+		fh, err := d.OpenSole(other, os.O_RDONLY)
+		if err != nil {
+			continue
+		}
+		fi, err := fh.Stat()
+		fh.Close()
+		if err != nil {
+			continue
+		}
+		if id, err := spool.IdentityOf(fi); err == nil && id == pos.ID {
+			f.pos.Forget(name)
+			f.pos.Set(other, pos)
+			f.files[other], f.files[name] = f.files[name], &followed{gone: true}
+			if f.moved == nil {
+				f.moved = map[string]bool{}
+			}
+			f.moved[other] = true
+			return other
+		}
+	}
+	return ""
 }
 
 // renamed finds the known transcript that a new name is: the same file under a name it no
@@ -283,9 +338,10 @@ func tail(r io.ReaderAt, off int64) uint64 {
 }
 
 // list finds the session's transcripts: every .jsonl file below Projects, to maxDepth, in name
-// order, and the folders that hold them. Links are never followed (ReadDir reports them as
+// order, the folders that hold them, and the other regular files there (a transcript renamed
+// away is one of them). Links are never followed (ReadDir reports them as
 // such, and they are skipped).
-func list(d Dir) (names, dirs []string, over bool) {
+func list(d Dir) (names, dirs, others []string, over bool) {
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
 		entries, err := d.ReadDir(dir, MaxFiles+1)
@@ -304,12 +360,14 @@ func list(d Dir) (names, dirs []string, over bool) {
 					continue
 				}
 				names = append(names, name)
+			case e.Type()&^fs.ModePerm == 0 && len(others) < MaxFiles:
+				others = append(others, name) // a file a transcript may have been renamed to
 			}
 		}
 	}
 	walk(Projects, 0)
 	slices.Sort(names)
-	return names, dirs, over
+	return names, dirs, others, over
 }
 
 // Check reports a transcript name that no CLI writes, "" for one it does: <slug>/<id>.jsonl or

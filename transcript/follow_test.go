@@ -168,3 +168,39 @@ func TestAHugeTranscriptIsReadInStepsThatSurviveARestart(t *testing.T) {
 		t.Errorf("read %d lines in steps, want the 10 once each in order", len(got))
 	}
 }
+
+// A transcript renamed to a name no transcript has (x.jsonl.old) is reported and followed there
+// by its identity: the call written just before the rename is read, and so is what comes after.
+// One removed is reported.
+func TestATranscriptRenamedAwayIsReportedAndFollowedByIdentity(t *testing.T) {
+	s, p := sessionWith(t)
+	pos := memPositions{}
+	f := NewFollower(pos, 1<<20, time.Now().Add(-time.Hour))
+	os.WriteFile(p, []byte("one\n"), 0o600)
+	if lines, _ := collect(f, s); !slices.Equal(lines, []string{"one"}) {
+		t.Fatalf("first look: %q", lines)
+	}
+	fh, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	fh.WriteString("the held call\n")
+	fh.Close()
+	if err := os.Rename(p, p+".old"); err != nil {
+		t.Fatal(err)
+	}
+	lines, rep := collect(f, s)
+	if !slices.Equal(lines, []string{"the held call"}) {
+		t.Fatalf("after the rename, read %q; want the line written before it", lines)
+	}
+	if len(rep.Tampers) == 0 || !strings.Contains(rep.Tampers[0].What, "renamed to") {
+		t.Fatalf("the rename was not reported: %+v", rep.Tampers)
+	}
+	fh, _ = os.OpenFile(p+".old", os.O_WRONLY|os.O_APPEND, 0)
+	fh.WriteString("later\n")
+	fh.Close()
+	if lines, rep = collect(f, s); !slices.Equal(lines, []string{"later"}) || len(rep.Tampers) != 0 {
+		t.Fatalf("followed under its new name: %q %+v", lines, rep.Tampers)
+	}
+	os.Remove(p + ".old")
+	if _, rep = collect(f, s); len(rep.Tampers) != 1 || !strings.Contains(rep.Tampers[0].What, "removed") {
+		t.Fatalf("the removal was not reported: %+v", rep.Tampers)
+	}
+}
