@@ -48,6 +48,38 @@ func (l List) MCPServer(name string) bool {
 	return l.admin["mcpServers"] || l.admin["mcpServers."+name]
 }
 
+// MCPServerEnv reports whether the definition of the MCP server named server may hand its
+// program the variable name: only one the admin named for it ("mcpServers.github.env.GITHUB_TOKEN",
+// or "mcpServers.github.env" for any), and never one that changes which program the server's
+// command runs or what that program loads (PATH, NODE_OPTIONS, LD_*, DYLD_*, PYTHON*...): an
+// allowed command with the agent's PATH is the agent's program.
+func (l List) MCPServerEnv(server, name string) bool {
+	if LaunchEnv(name) {
+		return false
+	}
+	return l.admin["mcpServers."+server+".env"] || l.admin["mcpServers."+server+".env."+name]
+}
+
+// LaunchEnv reports a variable that changes which program a command runs, or what code that
+// program loads before its own.
+func LaunchEnv(name string) bool {
+	u := strings.ToUpper(name)
+	if launchEnv[u] {
+		return true
+	}
+	for _, p := range []string{"LD_", "DYLD_", "PYTHON", "NPM_CONFIG_", "PERL5", "RUBY", "JAVA_", "_JAVA_", "JDK_JAVA_", "GIT_", "BUN_", "DENO_", "UV_", "PIP_"} {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var launchEnv = set("PATH", "NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "BASH_ENV", "ENV", "ZDOTDIR", "HOME",
+	"XDG_CONFIG_HOME", "SHELL", "PERLLIB", "PERLIO", "TCLLIBPATH", "LUA_PATH", "LUA_CPATH", "GEM_HOME", "GEM_PATH",
+	"BUNDLE_GEMFILE", "CLASSPATH", "GOFLAGS", "CARGO_HOME", "RUSTC_WRAPPER", "PROMPT_COMMAND", "IFS", "TMPDIR",
+	"COREPACK_NPM_REGISTRY", "YARN_RC_FILENAME", "NPX_CACHE", "PNPM_HOME", "VOLTA_HOME", "NVM_DIR", "ELECTRON_RUN_AS_NODE")
+
 // File reports whether the admin allows the configuration file name of a kind ("skills",
 // "agents", "commands", "outputStyles") to keep what it holds: "skills" allows every skill,
 // "skills.deploy" the skill deploy.

@@ -35,8 +35,8 @@ func hold(top *object, l allowlist.List) held {
 			holdHooks(top, v, l, &h)
 		case k == "env":
 			holdEnv(top, v, l, &h)
-		case k == "mcpServers" && !l.Key(k):
-			holdMembers(top, k, l.MCPServer, &h)
+		case k == "mcpServers":
+			holdServerDefs(top, k, l, &h)
 		case k == "disableAllHooks":
 			// false is harmless as it stands; true is held whatever an admin allowed, since it
 			// would switch our own hook off.
@@ -76,6 +76,49 @@ func holdMembers(top *object, key string, allow func(string) bool, h *held) {
 	if len(h.names) > n {
 		top.set(key, members.encode())
 	}
+}
+
+// holdServerDefs keeps, of the MCP server definitions at top[key], those the allow-list names (or
+// all, when it passes the key) and whose env hands their program nothing but what the admin named
+// for them (allowlist.MCPServerEnv): lockdown's drop-in admits a server by its command, which the
+// CLI compares without its env, so an allowed command with the agent's PATH or NODE_OPTIONS would
+// run the agent's code.
+func holdServerDefs(top *object, key string, l allowlist.List, h *held) {
+	v, _ := top.get(key)
+	defs, err := parseObject(v)
+	if err != nil {
+		top.del(key)
+		h.add(key)
+		return
+	}
+	n := len(h.names)
+	for _, name := range append([]string(nil), defs.keys...) {
+		if !l.Key(key) && !l.MCPServer(name) || !serverEnvAllowed(defs.vals[name], name, l) {
+			defs.del(name)
+			h.add(key + "." + name)
+		}
+	}
+	if len(h.names) > n {
+		top.set(key, defs.encode())
+	}
+}
+
+// serverEnvAllowed reports whether a server definition's env passes: every variable one the
+// admin named for the server, none that changes what its command runs. A definition that cannot
+// be read member by member does not pass.
+func serverEnvAllowed(def json.RawMessage, name string, l allowlist.List) bool {
+	var d struct {
+		Env map[string]json.RawMessage `json:"env"`
+	}
+	if json.Unmarshal(def, &d) != nil {
+		return false
+	}
+	for k := range d.Env {
+		if !l.MCPServerEnv(name, k) {
+			return false
+		}
+	}
+	return true
 }
 
 func holdHooks(top *object, v json.RawMessage, l allowlist.List, h *held) {
@@ -170,10 +213,10 @@ func WithoutAttempts(data []byte, l allowlist.List) ([]byte, []string, error) {
 // with projects every projects.<path>.mcpServers.
 func holdServers(top *object, projects bool, l allowlist.List) held {
 	var h held
-	if _, ok := top.get("mcpServers"); ok && !l.Key("mcpServers") {
-		holdMembers(top, "mcpServers", l.MCPServer, &h)
+	if _, ok := top.get("mcpServers"); ok {
+		holdServerDefs(top, "mcpServers", l, &h)
 	}
-	if !projects || l.Key("mcpServers") {
+	if !projects {
 		return h
 	}
 	v, ok := top.get("projects")
@@ -194,7 +237,7 @@ func holdServers(top *object, projects bool, l allowlist.List) held {
 			continue
 		}
 		m := len(h.names)
-		holdMembers(p, "mcpServers", l.MCPServer, &h)
+		holdServerDefs(p, "mcpServers", l, &h)
 		if len(h.names) > m {
 			ps.set(path, p.encode())
 		}

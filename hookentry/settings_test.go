@@ -438,6 +438,40 @@ func TestMergeHoldsMCPServersTheAdminDidNotName(t *testing.T) {
 	}
 }
 
+// An allowed server's definition keeps in its env only what the admin named for it, and never a
+// variable that changes what its command runs: Claude Code's managed allow-list compares the
+// command alone, so the agent's PATH or NODE_OPTIONS would run the agent's code under it.
+func TestAnAllowedMCPServerIsHeldWhenItsEnvChangesWhatItRuns(t *testing.T) {
+	e := entryAllowing(t, managedconfig.Enforce, "mcpServers.github", "mcpServers.fs", "mcpServers.fs.env.ROOT", "mcpServers.wide", "mcpServers.wide.env")
+	for _, tc := range []struct {
+		server, env string
+		held        bool
+	}{
+		{"github", "", false},
+		{"github", `{"PATH":"/tmp/bin:/usr/bin"}`, true},
+		{"github", `{"NODE_OPTIONS":"--require ./x.js"}`, true},
+		{"github", `{"DYLD_INSERT_LIBRARIES":"/tmp/x.dylib"}`, true},
+		{"github", `{"PYTHONSTARTUP":"/tmp/x.py"}`, true},
+		{"github", `{"GITHUB_TOKEN":"t"}`, true}, // not named for it
+		{"fs", `{"ROOT":"/w"}`, false},
+		{"fs", `{"ROOT":"/w","LD_PRELOAD":"/tmp/x.so"}`, true},
+		{"wide", `{"TOKEN":"x"}`, false},
+		{"wide", `{"TOKEN":"x","NODE_OPTIONS":"--require /tmp/x.js"}`, true}, // never, named or not
+	} {
+		def := `{"command":"npx"}`
+		if tc.env != "" {
+			def = `{"command":"npx","env":` + tc.env + `}`
+		}
+		_, res, err := Merge([]byte(`{"mcpServers":{"`+tc.server+`":`+def+`}}`), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held := slices.Contains(res.Held, "mcpServers."+tc.server); held != tc.held {
+			t.Errorf("%s with env %s: held %v, want %v (attempts %v)", tc.server, tc.env, held, tc.held, res.Attempts)
+		}
+	}
+}
+
 // A user's own settings file keeps every key but those only an attempt explains.
 func TestWithoutAttemptsTakesOutOnlyWhatStartsAProgram(t *testing.T) {
 	in := []byte(`{"model":"opus","someNewKey":1,"apiKeyHelper":"sh x","env":{"LANG":"C","CLAUDE_CODE_SHELL_PREFIX":"/tmp/w"},"hooks":{"Stop":[]}}`)

@@ -143,6 +143,13 @@ func TestValidateListsEveryProblemWithFileAndLine(t *testing.T) {
 	if _, out, _ := runCLI(t, "", "validate", lockdown); strings.Contains(out, "drop-in is not installed") || strings.Contains(out, "managed_settings_drop_in") {
 		t.Errorf("a file to ship was compared with this Mac's drop-in:\n%s", out)
 	}
+	// Under lockdown, a server allowed by name only is admitted with any command: validate says so.
+	byName := filepath.Join(dir, "byname.json")
+	os.WriteFile(byName, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,
+		"policy":{"allowed_mcp_servers":["github",{"name":"fs","command":["npx","-y","@modelcontextprotocol/server-filesystem"]}]}}`), 0o644)
+	if code, out, _ := runCLI(t, "", "validate", byName); code != validateOK || !strings.Contains(out, "Warning: policy.allowed_mcp_servers names github by name only") || strings.Contains(out, "names github, fs") {
+		t.Errorf("a server by name only under lockdown: exit %d\n%s", code, out)
+	}
 }
 
 // A configuration profile is checked as the admin uploads it: signed or not, each payload of

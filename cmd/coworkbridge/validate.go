@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
@@ -105,6 +106,21 @@ func validateProfile(file string, env managedconfig.Env, paths managedconfig.Pat
 	return validateOK
 }
 
+// serversByNameOnly are the allowed MCP servers given without a command or URL (Cowork's own
+// aside, which the drop-in names itself).
+func serversByNameOnly(p managedconfig.Policy) []string {
+	var out []string
+	if !p.RestrictMCPServers {
+		return nil
+	}
+	for _, s := range p.Servers() {
+		if len(s.Command) == 0 && s.URL == "" && !slices.Contains(dropin.CoworkServers, s.Name) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
 func orUnnamed(names []string) string {
 	var named []string
 	for _, n := range names {
@@ -149,6 +165,14 @@ func explainLockdown(sio stdio, cfg managedconfig.Config, installedHere bool) {
 	}
 	if len(cfg.AllowedSettings) > 0 {
 		fmt.Fprintf(sio.out, "Session settings may also keep: %s.\n", strings.Join(cfg.AllowedSettings, ", "))
+	}
+	if byName := serversByNameOnly(cfg.Policy); cfg.Lockdown && len(byName) > 0 {
+		fmt.Fprintf(sio.out, "Warning: policy.allowed_mcp_servers names %s by name only: under lockdown Claude Code admits a server of that\n", strings.Join(byName, ", "))
+		fmt.Fprintln(sio.out, "  name whatever it starts, so one the agent defines runs its own program. Give each its \"command\" (or \"url\").")
+	}
+	if cfg.Policy.RestrictMCPServers {
+		fmt.Fprintln(sio.out, "An MCP server's definition keeps in its env only variables named for it (\"mcpServers.NAME.env.VAR\"), never PATH,")
+		fmt.Fprintln(sio.out, "  NODE_OPTIONS, LD_*, DYLD_*, PYTHON* or their kin: Claude Code compares an allowed command without its env.")
 	}
 	if !installedHere {
 		return
