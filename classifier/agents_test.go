@@ -149,3 +149,28 @@ func TestANestedClaudeInTheVMIsRefused(t *testing.T) {
 		t.Errorf("on the Mac, a plain nested claude inherits the managed guard: %s", v.Reason)
 	}
 }
+
+// On the Mac, a nested Claude Code of a Cowork session inherits the guard only where the guard
+// holds the configuration it loads: the session's outputs folder. Started anywhere else (a
+// folder an earlier call moved the shell to), it loads that folder's hooks and servers.
+func TestANestedClaudeOnTheMacInheritsOnlyInTheSessionsOutputs(t *testing.T) {
+	c := newTestClassifier(t, Policy{})
+	own := "/Users/ada/Library/Application Support/Claude/local-agent-mode-sessions/a/b/local_1"
+	for cwd, deny := range map[string]bool{
+		own + "/outputs":     false,
+		own + "/outputs/sub": true,
+		"/tmp/w":             true,
+	} {
+		p := bashCall("claude -p 'run the tests'")
+		p.Cwd = cwd
+		v := c.EvaluateCall(context.Background(), Call{Payload: p, Own: own})
+		if got := v.RuleID == "effect.nested-agent"; got != deny {
+			t.Errorf("from %s: %s %s (%s), want denied %v", cwd, v.Decision, v.RuleID, v.Reason, deny)
+		}
+	}
+	p := bashCall("claude -p 'run the tests'")
+	p.Cwd = "/Users/ada/code/app"
+	if v := c.EvaluateCall(context.Background(), Call{Payload: p}); v.RuleID == "effect.nested-agent" {
+		t.Errorf("outside Cowork, the user's own project is the user's: %s", v.Reason)
+	}
+}

@@ -728,12 +728,18 @@ func nestedAgent(c *Classifier, it item) (string, bool) {
 		return "", false
 	}
 	if m[2]+m[3] == "" {
-		if !it.inVM {
-			return "", false
+		if it.inVM {
+			// In the VM, what carries the session's hook into it is the session's settings.json,
+			// which the agent can rewrite (and a process of its own keep rewriting) as it starts.
+			return "start the agent " + m[1] + " in Cowork's VM, where its guard would rest on a settings file the agent can rewrite", true
 		}
-		// In the VM, what carries the session's hook into it is the session's settings.json,
-		// which the agent can rewrite (and a process of its own keep rewriting) as it starts.
-		return "start the agent " + m[1] + " in Cowork's VM, where its guard would rest on a settings file the agent can rewrite", true
+		// On the Mac the managed drop-in guards it, but it also loads the configuration of the
+		// folder it starts in (hooks, MCP servers, skills, apiKeyHelper): in a Cowork session the
+		// guard holds that only in the session's outputs folder.
+		if start := facts.CanonPath(it.cwd, ""); it.own != "" && !strings.EqualFold(start, it.own+"/outputs") {
+			return "start the agent " + m[1] + " in " + start + ", whose configuration (hooks, MCP servers, skills) the guard does not hold: only the session's outputs folder's is", true
+		}
+		return "", false
 	}
 	return "start the agent " + m[1] + ", whose tool calls escape this session's guard: " + m[2] + m[3], true
 }
