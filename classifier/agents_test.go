@@ -148,6 +148,10 @@ func TestANestedClaudeInTheVMIsRefused(t *testing.T) {
 	if v := c.EvaluateCall(context.Background(), Call{Payload: bashCall("claude -p x")}); v.RuleID == "effect.nested-agent" {
 		t.Errorf("on the Mac, a plain nested claude inherits the managed guard: %s", v.Reason)
 	}
+	v := c.EvaluateCall(context.Background(), Call{Payload: bashCall("claude -p x"), SessionGuarded: true})
+	if v.RuleID != "effect.nested-agent" || !strings.Contains(v.Reason, "session's settings file") {
+		t.Errorf("a call the session's own hook handed over starts a claude guarded by a file the agent can rewrite: %s %s", v.RuleID, v.Reason)
+	}
 }
 
 // On the Mac, a nested Claude Code of a Cowork session inherits the guard only where the guard

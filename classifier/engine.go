@@ -253,8 +253,8 @@ type item struct {
 	secretOnly bool
 	// search: the path is where a search starts, which reaches every place below it.
 	search bool
-	// inVM: the call's shell runs in Cowork's VM (see Call.InVM).
-	inVM bool
+	// inVM and sessionGuarded: see Call.
+	inVM, sessionGuarded bool
 }
 
 // Evaluate judges one tool call from no session of Cowork's (EvaluateFrom). It never fails:
@@ -269,8 +269,9 @@ func (c *Classifier) evaluate(ctx context.Context, p claudehook.Payload, own str
 
 // machine is what a call's door read on the machine for it (see Call).
 type machine struct {
-	files map[string]string
-	inVM  bool
+	files          map[string]string
+	inVM           bool
+	sessionGuarded bool
 }
 
 func (c *Classifier) evaluateIn(ctx context.Context, p claudehook.Payload, own string, m machine) Verdict {
@@ -282,7 +283,7 @@ func (c *Classifier) evaluateIn(ctx context.Context, p claudehook.Payload, own s
 		return v
 	}
 	for i := range items {
-		items[i].inVM = m.inVM
+		items[i].inVM, items[i].sessionGuarded = m.inVM, m.sessionGuarded
 	}
 	best := c.judgeItems(ctx, p, own, items)
 	best.Flow = c.facetsOf(p, items)

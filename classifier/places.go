@@ -125,11 +125,15 @@ type Call struct {
 	// InVM: the call's shell runs in Cowork's VM (the VM loop, or the host loop's shell tool),
 	// where a nested agent's guard would rest on a settings file the agent can rewrite.
 	InVM bool
+	// SessionGuarded: the call came through the session's own hook (its spool or host channel),
+	// not the managed drop-in's, so that a nested Claude Code it starts would be guarded only by
+	// the session's settings file, which the agent can rewrite as it starts.
+	SessionGuarded bool
 }
 
 // EvaluateCall judges call: as written, and again where Resolve takes its paths.
 func (c *Classifier) EvaluateCall(ctx context.Context, call Call) Verdict {
-	own, m := facts.CanonPath(call.Own, ""), machine{files: call.Files, inVM: call.InVM}
+	own, m := facts.CanonPath(call.Own, ""), machine{files: call.Files, inVM: call.InVM, sessionGuarded: call.SessionGuarded}
 	v := c.evaluateIn(ctx, call.Payload, own, m)
 	if v.Decision == claudehook.Deny && !v.ObserveOnly || call.Resolve == nil {
 		return v

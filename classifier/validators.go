@@ -733,6 +733,9 @@ func nestedAgent(c *Classifier, it item) (string, bool) {
 			// which the agent can rewrite (and a process of its own keep rewriting) as it starts.
 			return "start the agent " + m[1] + " in Cowork's VM, where its guard would rest on a settings file the agent can rewrite", true
 		}
+		if it.sessionGuarded {
+			return "start the agent " + m[1] + ", whose guard would rest on the session's settings file, which the agent can rewrite as it starts (only the managed drop-in's hook carries the guard into a nested agent)", true
+		}
 		// On the Mac the managed drop-in guards it, but it also loads the configuration of the
 		// folder it starts in (hooks, MCP servers, skills, apiKeyHelper): in a Cowork session the
 		// guard holds that only in the session's outputs folder.

@@ -211,7 +211,8 @@ func (j Judge) evaluate(ctx context.Context, c Call) (v classifier.Verdict, fail
 			v, failed = failure(fmt.Sprintf("the policy engine failed on it (%v)", r)), true
 		}
 	}()
-	call := classifier.Call{Payload: c.Payload, Own: c.Own, Resolve: j.resolve, InVM: c.InVM()}
+	call := classifier.Call{Payload: c.Payload, Own: c.Own, Resolve: j.resolve, InVM: c.InVM(),
+		SessionGuarded: c.Door == Spool || c.Door == Channel}
 	if r := c.Resolved; r != nil {
 		call.Resolve = func(p claudehook.Payload) (claudehook.Payload, bool) {
 			if !r.Differs {
