@@ -165,7 +165,7 @@ func Runs(p claudehook.Payload, files map[string]string) []string {
 	if files == nil {
 		files = map[string]string{}
 	}
-	return facts.AnalyzeWith(in.Command, nil, files).Unread()
+	return facts.AnalyzeWith(in.Command, nil, files).ToRead()
 }
 
 // guardPlace finds a path that is coworkbridge's own.

@@ -252,7 +252,7 @@ func failure(why string) classifier.Verdict {
 // and bytes. Past them, what is left is unread, and the call is asked about.
 const (
 	maxRunRounds = 3
-	maxRunFiles  = 16
+	maxRunFiles  = 32
 	maxRunBytes  = 1 << 20
 )
 

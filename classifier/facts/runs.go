@@ -23,6 +23,9 @@ const (
 	RunExe     RunKind = "exe"     // ./f: its first line names its interpreter, else a shell runs it
 	RunMake    RunKind = "make"    // make T: the Makefile's recipes for T and what T needs
 	RunPackage RunKind = "package" // npm run T: package.json's scripts T, preT and postT
+	// RunGitConfig: git T reads the repository's configuration, which may run commands for T
+	// and move its hooks (see git.go).
+	RunGitConfig RunKind = "git-config"
 )
 
 // RunFile is a file a command runs.
@@ -35,6 +38,9 @@ type RunFile struct {
 	Interp  string   // for RunInterp: the interpreter
 	Targets []string // for RunMake and RunPackage: what is run ("" for make's default goal)
 	Args    []string // for RunShell: its positional parameters
+	// Optional: most commands that run it find none (a repository's hooks and configuration),
+	// so one that cannot be read is not asked about (see Unread).
+	Optional bool
 }
 
 // Limits on what the files a command runs add to its analysis.
@@ -47,14 +53,25 @@ const (
 )
 
 // Unread are the files the command runs that its caller could not read (Files holds no entry
-// for them); nil when the caller read nothing at all (Files nil), which judges by name only.
+// for them), optional ones aside; nil when the caller read nothing at all (Files nil), which
+// judges by name only.
 func (a *Analysis) Unread() []string {
+	return a.unread(false)
+}
+
+// ToRead are the files the command runs that Files holds no entry for, optional ones included:
+// what a caller reads.
+func (a *Analysis) ToRead() []string {
+	return a.unread(true)
+}
+
+func (a *Analysis) unread(optional bool) []string {
 	if a.Files == nil {
 		return nil
 	}
 	var out []string
 	for _, r := range a.Runs {
-		if _, ok := a.Files[r.Path]; !ok && !slices.Contains(out, r.Path) {
+		if _, ok := a.Files[r.Path]; !ok && (optional || !r.Optional) && !slices.Contains(out, r.Path) {
 			out = append(out, r.Path)
 		}
 	}
@@ -99,6 +116,8 @@ func (w *walker) run(cmd Command, r RunFile) {
 		for _, line := range PackageScripts(text, r.Targets) {
 			w.a.shell(line, w.depth+1, w.scope())
 		}
+	case RunGitConfig:
+		w.gitConfigRuns(r, text)
 	}
 }
 
@@ -189,6 +208,8 @@ func (w *walker) runs(cmd Command) {
 		}
 		dir, file, targets := makeArgs(cmd.Args)
 		w.run(Command{Dir: joinDir(cmd.Dir, dir)}, RunFile{Path: file, Kind: RunMake, Targets: targets})
+	case cmd.Name == "git":
+		w.gitRuns(cmd)
 	default:
 		if dir, targets, ok := packageRun(cmd); ok {
 			w.run(Command{Dir: joinDir(cmd.Dir, dir)}, RunFile{Path: "package.json", Kind: RunPackage, Targets: targets})

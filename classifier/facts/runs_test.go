@@ -144,3 +144,28 @@ func FuzzRunFile(f *testing.F) {
 		}
 	})
 }
+
+// A repository's configuration: the alias asked for, the commands its keys run, hooksPath.
+func TestGitConfigCommandsAreWhatGitRunsForTheSubcommand(t *testing.T) {
+	cfg := "# comment\n[core]\n\tfsmonitor = true\n\thooksPath = \"/tmp/h\" ; moved\n\tsshCommand = ssh -i ~/.ssh/k\n" +
+		"[alias]\n\tst = status -sb\n\tboom = !sh -c 'echo \\\"hi\\\"' \\\n   --extra\n" +
+		"[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n"
+	cmds, hooks := GitConfigCommands(cfg, "st")
+	if hooks != "/tmp/h" || !slices.Equal(cmds, []string{"ssh -i ~/.ssh/k", "git status -sb", "git-lfs clean -- %f"}) {
+		t.Errorf("st: %q, hooks %q", cmds, hooks)
+	}
+	if cmds, _ := GitConfigCommands(cfg, "boom"); !slices.Contains(cmds, `sh -c 'echo "hi"'    --extra`) {
+		t.Errorf("boom: %q", cmds)
+	}
+}
+
+func FuzzGitConfig(f *testing.F) {
+	f.Add("[alias]\n\tx = !rm -rf ~\n[core]\n\thooksPath = h\n", "x")
+	f.Add("[a \"b\"] c = \"d\\\n", "c")
+	f.Fuzz(func(t *testing.T, text, sub string) {
+		cmds, _ := GitConfigCommands(text, sub)
+		if len(cmds) > maxGitConfigLines {
+			t.Fatalf("%d commands from %d bytes", len(cmds), len(text))
+		}
+	})
+}
