@@ -270,6 +270,7 @@ func (c *Classifier) evaluate(ctx context.Context, p claudehook.Payload, own str
 // machine is what a call's door read on the machine for it (see Call).
 type machine struct {
 	files          map[string]string
+	read           func(string) (string, error)
 	inVM           bool
 	sessionGuarded bool
 }
@@ -278,7 +279,7 @@ func (c *Classifier) evaluateIn(ctx context.Context, p claudehook.Payload, own s
 	if c.denyAll != "" {
 		return Verdict{Decision: claudehook.Deny, RuleID: ruleid.ConfigInvalid, Reason: c.denyAll}
 	}
-	items, v := c.items(p, m.files)
+	items, v := c.items(p, m)
 	if v.Decision != "" {
 		return v
 	}
@@ -507,7 +508,7 @@ func normalisedTool(name string) string {
 
 // items turns a payload into the things rules are matched against. A verdict is returned
 // directly for input that cannot be understood.
-func (c *Classifier) items(p claudehook.Payload, files map[string]string) ([]item, Verdict) {
+func (c *Classifier) items(p claudehook.Payload, m machine) ([]item, Verdict) {
 	tool := normalisedTool(p.ToolName)
 	var in map[string]json.RawMessage
 	if len(p.ToolInput) > 0 && string(p.ToolInput) != "null" {
@@ -522,7 +523,7 @@ func (c *Classifier) items(p claudehook.Payload, files map[string]string) ([]ite
 	}
 	switch tool {
 	case "Bash":
-		return c.bashItems(str("command"), p.Cwd, files), Verdict{}
+		return c.bashItems(str("command"), p.Cwd, m), Verdict{}
 	case "Write":
 		return c.writeItems(str("file_path"), str("content"), p.Cwd), Verdict{}
 	case "Edit":
@@ -633,9 +634,16 @@ func fileOperands(cmd *facts.Command) (read, written []string) {
 	return read, written
 }
 
-func (c *Classifier) bashItems(command, cwd string, files map[string]string) []item {
+func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 	p, _ := c.parsers.Get().(*syntax.Parser)
+	files := m.files
+	if m.read != nil {
+		files = map[string]string{} // read below, only when the command runs files
+	}
 	an := facts.AnalyzeWith(command, p, files)
+	if m.read != nil && len(an.ToRead()) > 0 {
+		_, an = readRounds(command, cwd, an, an.ReleaseParser(), m.read)
+	}
 	if p := an.ReleaseParser(); p != nil {
 		c.parsers.Put(p)
 	}

@@ -38,7 +38,7 @@ func (c *Classifier) FlowOf(p claudehook.Payload) Facets {
 	if c.denyAll != "" {
 		return Facets{}
 	}
-	items, _ := c.items(p, nil)
+	items, _ := c.items(p, machine{})
 	return c.facetsOf(p, items)
 }
 

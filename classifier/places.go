@@ -8,6 +8,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
@@ -118,10 +119,13 @@ type Call struct {
 	// Resolve gives the call with its paths where the machine's links take them, when that
 	// differs (the stricter verdict stands); nil judges the paths as written.
 	Resolve func(claudehook.Payload) (claudehook.Payload, bool)
-	// Files is the content of the files the call's shell command runs (see Runs), as the door
-	// read them as the user: "" for one that does not exist, no entry for one it could not read
-	// (which makes what runs unknown). nil: nothing was read, and files run are judged by name.
+	// Files is the content of the files the call's shell command runs, as the door read them as
+	// the user (ReadRuns): "" for one that does not exist, no entry for one it could not read
+	// (which makes what runs unknown). Read, when Files is nil, is how the classifier has them
+	// read itself (the door's reader, as the user). Both nil: nothing is read, and files run are
+	// judged by name.
 	Files map[string]string
+	Read  func(path string) (string, error)
 	// InVM: the call's shell runs in Cowork's VM (the VM loop, or the host loop's shell tool),
 	// where a nested agent's guard would rest on a settings file the agent can rewrite.
 	InVM bool
@@ -134,6 +138,9 @@ type Call struct {
 // EvaluateCall judges call: as written, and again where Resolve takes its paths.
 func (c *Classifier) EvaluateCall(ctx context.Context, call Call) Verdict {
 	own, m := facts.CanonPath(call.Own, ""), machine{files: call.Files, inVM: call.InVM, sessionGuarded: call.SessionGuarded}
+	if m.files == nil && call.Read != nil {
+		m.read = call.Read
+	}
 	v := c.evaluateIn(ctx, call.Payload, own, m)
 	if v.Decision == claudehook.Deny && !v.ObserveOnly || call.Resolve == nil {
 		return v
@@ -149,10 +156,19 @@ func (c *Classifier) EvaluateCall(ctx context.Context, call Call) Verdict {
 	return v
 }
 
-// Runs are the files a shell call runs that files does not hold yet: what its door reads, as the
-// user, before it judges the call (Call.Files). A file read may name more; a door asks again
-// with what it read, within its own bounds.
-func Runs(p claudehook.Payload, files map[string]string) []string {
+// Bounds on the files one call's judgement reads: rounds (a script that runs a script), files
+// and bytes. Past them, what is left is unread, and the call is asked about.
+const (
+	maxRunRounds = 3
+	maxRunFiles  = 32
+	maxRunBytes  = 1 << 20
+)
+
+// ReadRuns reads, with read, the files p's shell command runs, and those the files read run in
+// turn, within bounds: what a door that cannot judge (a system-mode worker) hands with the call
+// to the process that does. The paths are the command's; relative ones are read joined with the
+// call's folder. A file read fails on is left out: unread, and asked about.
+func ReadRuns(p claudehook.Payload, read func(string) (string, error)) map[string]string {
 	if normalisedTool(p.ToolName) != "Bash" {
 		return nil
 	}
@@ -162,10 +178,43 @@ func Runs(p claudehook.Payload, files map[string]string) []string {
 	if json.Unmarshal(p.ToolInput, &in) != nil {
 		return nil
 	}
+	files, _ := readRounds(in.Command, p.Cwd, facts.AnalyzeWith(in.Command, nil, map[string]string{}), nil, read)
+	return files
+}
+
+// readRounds reads, with read, what an (analysed with the files read so far) says the command
+// runs, and analyses it again with them, round by round within bounds; it returns the files and
+// the last analysis. A command that runs no file is analysed once.
+func readRounds(command, cwd string, an *facts.Analysis, parser *syntax.Parser, read func(string) (string, error)) (map[string]string, *facts.Analysis) {
+	files := an.Files
 	if files == nil {
 		files = map[string]string{}
 	}
-	return facts.AnalyzeWith(in.Command, nil, files).ToRead()
+	total, tried := 0, map[string]bool{}
+	for round := 0; round < maxRunRounds; round++ {
+		progress := false
+		for _, name := range an.ToRead() {
+			if tried[name] || len(tried) >= maxRunFiles || total >= maxRunBytes {
+				continue
+			}
+			tried[name] = true
+			at := name
+			if !strings.HasPrefix(at, "/") && !strings.HasPrefix(at, "~") {
+				at = path.Join(cwd, at)
+			}
+			text, err := read(at)
+			if err != nil || total+len(text) > maxRunBytes {
+				continue
+			}
+			files[name], total, progress = text, total+len(text), true
+		}
+		if !progress {
+			break
+		}
+		an = facts.AnalyzeWith(command, parser, files)
+	}
+	an.Files = files // what could not be read stays unread
+	return files, an
 }
 
 // guardPlace finds a path that is coworkbridge's own.

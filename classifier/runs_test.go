@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -69,23 +70,38 @@ func TestAFileACommandRunsIsJudgedByWhatItHolds(t *testing.T) {
 	}
 }
 
-// Runs names what a door must read, and again what the files it read run in turn.
-func TestRunsNamesTheFilesToReadRoundByRound(t *testing.T) {
+// The door's reader is asked for what the command runs, round by round (a script that runs a
+// script), relative paths joined with the call's folder; a command that runs no file asks for
+// none.
+func TestReadRunsAsksForEachFileRoundByRound(t *testing.T) {
+	disk := map[string]string{"/w/tools/a.sh": "bash b.sh", "/w/lib/Makefile": "", "/w/tools/bin/x": "\x7fELF", "/w/tools/b.sh": "echo b"}
+	var asked []string
+	read := func(p string) (string, error) {
+		asked = append(asked, p)
+		if s, ok := disk[p]; ok {
+			return s, nil
+		}
+		return "", errors.New("unreadable")
+	}
 	p := bashCall("cd tools && bash a.sh && make -C ../lib && ./bin/x")
-	got := Runs(p, nil)
-	want := []string{"tools/a.sh", "lib/Makefile", "tools/bin/x"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("Runs = %q, want %q", got, want)
+	p.Cwd = "/w"
+	files := ReadRuns(p, read)
+	want := []string{"/w/tools/a.sh", "/w/lib/Makefile", "/w/tools/bin/x", "/w/tools/b.sh"}
+	if !slices.Equal(asked, want) || files["tools/b.sh"] != "echo b" {
+		t.Fatalf("asked for %q (want %q), files %q", asked, want, files)
 	}
-	files := map[string]string{"tools/a.sh": "bash b.sh", "lib/Makefile": "", "tools/bin/x": "\x7fELF"}
-	if got := Runs(p, files); !slices.Equal(got, []string{"tools/b.sh"}) {
-		t.Fatalf("after the first round, Runs = %q, want tools/b.sh", got)
+	asked = nil
+	if ReadRuns(bashCall("ls -la && /usr/bin/env python3 -c 'print(1)'"), read); len(asked) != 0 {
+		t.Fatalf("a command that runs no file of its own: asked for %q", asked)
 	}
-	if got := Runs(bashCall("ls -la && /usr/bin/env python3 -c 'print(1)'"), nil); len(got) != 0 {
-		t.Fatalf("a command that runs no file of its own: Runs = %q", got)
+	if ReadRuns(payload("Read", map[string]any{"file_path": "/x"}), read); len(asked) != 0 {
+		t.Fatalf("a Read runs nothing: asked for %q", asked)
 	}
-	if got := Runs(payload("Read", map[string]any{"file_path": "/x"}), nil); len(got) != 0 {
-		t.Fatalf("a Read runs nothing: %q", got)
+	// The classifier asks the reader itself, with the same result.
+	c := newTestClassifier(t, Policy{})
+	disk["/w/tools/b.sh"] = "rm -rf ~"
+	if v := c.EvaluateCall(context.Background(), Call{Payload: p, Read: read}); v.RuleID != "bash.rm-critical" {
+		t.Fatalf("with a reader: %s %s", v.RuleID, v.Reason)
 	}
 }
 

@@ -17,8 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -90,7 +88,7 @@ type Call struct {
 	// user's); nil: Judge.Links works it out.
 	Resolved *Resolution `json:",omitempty"`
 	// Read reads a file the call's shell command runs, as the user the call runs as (see
-	// ReadRuns); nil: none is read, and the files it runs are judged by name.
+	// classifier.ReadRuns); nil: none is read, and the files it runs are judged by name.
 	Read func(path string) (string, error) `json:"-"`
 }
 
@@ -106,7 +104,8 @@ func (c Call) InVM() bool {
 type Resolution struct {
 	Payload claudehook.Payload `json:",omitzero"`
 	Differs bool
-	// Files are the files the call runs, as the door read them (ReadRuns); nil: none read.
+	// Files are the files the call runs, as the door read them (classifier.ReadRuns); nil:
+	// none read.
 	Files map[string]string `json:",omitempty"`
 }
 
@@ -222,8 +221,8 @@ func (j Judge) evaluate(ctx context.Context, c Call) (v classifier.Verdict, fail
 		}
 		call.Files = r.Files
 	}
-	if call.Files == nil && c.Read != nil {
-		call.Files = ReadRuns(c.Payload, c.Read)
+	if call.Files == nil {
+		call.Read = c.Read
 	}
 	v = j.Rules.EvaluateCall(ctx, call)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && (v.Decision != claudehook.Deny || v.ObserveOnly) {
@@ -246,45 +245,6 @@ func (j Judge) withFlow(v classifier.Verdict, st flow.State, f classifier.Facets
 func failure(why string) classifier.Verdict {
 	return classifier.Verdict{Decision: claudehook.Deny, RuleID: ruleid.ClassifierError,
 		Reason: "this tool call was blocked because " + why}
-}
-
-// Bounds on the files one call's judgement reads: rounds (a script that runs a script), files
-// and bytes. Past them, what is left is unread, and the call is asked about.
-const (
-	maxRunRounds = 3
-	maxRunFiles  = 32
-	maxRunBytes  = 1 << 20
-)
-
-// ReadRuns reads, with read, the files p's shell command runs (classifier.Runs), and those the
-// files read run in turn, within bounds. The paths are the command's, relative ones joined with
-// the call's folder. A file read fails to read is left out: unread, and asked about.
-func ReadRuns(p claudehook.Payload, read func(string) (string, error)) map[string]string {
-	files := map[string]string{}
-	total, tried := 0, map[string]bool{}
-	for round := 0; round < maxRunRounds; round++ {
-		runs := classifier.Runs(p, files)
-		progress := false
-		for _, name := range runs {
-			if tried[name] || len(tried) >= maxRunFiles || total >= maxRunBytes {
-				continue
-			}
-			tried[name] = true
-			at := name
-			if !strings.HasPrefix(at, "/") && !strings.HasPrefix(at, "~") {
-				at = path.Join(p.Cwd, at)
-			}
-			text, err := read(at)
-			if err != nil || total+len(text) > maxRunBytes {
-				continue
-			}
-			files[name], total, progress = text, total+len(text), true
-		}
-		if !progress {
-			break
-		}
-	}
-	return files
 }
 
 // resolve is the call with its paths where the Mac's links take them, when that differs.

@@ -222,6 +222,37 @@ func TestALinkIsJudgedWhereItLeads(t *testing.T) {
 	}
 }
 
+// A script the call runs is judged by what the door's reader finds in it; the files a worker
+// read and handed over (Resolved.Files) stand in for the reader; and whether a nested claude is
+// refused depends on the door that handed the call over.
+func TestWhatACallRunsIsJudgedAsTheDoorReadsIt(t *testing.T) {
+	j := judge(t, managedconfig.Enforce, nil)
+	read := func(p string) (string, error) {
+		if p == "/home/u/project/run.sh" {
+			return "rm -rf ~\n", nil
+		}
+		return "", errors.New("unreadable")
+	}
+	c := judgement.Call{Door: judgement.Hook, Payload: bash("bash run.sh", "toolu_1"), Waiting: true, Read: read}
+	if o := j.Decide(context.Background(), c); o.Verdict.RuleID != "bash.rm-critical" || !strings.Contains(o.Verdict.Reason, "run.sh") {
+		t.Errorf("a script that removes the home: %+v", o.Verdict)
+	}
+	c.Read, c.Resolved = nil, &judgement.Resolution{Files: map[string]string{"run.sh": "go test ./..."}}
+	if o := j.Decide(context.Background(), c); o.Verdict.Decision != claudehook.Allow {
+		t.Errorf("the worker's harmless copy: %+v", o.Verdict)
+	}
+	c.Resolved = &judgement.Resolution{Files: map[string]string{}}
+	if o := j.Decide(context.Background(), c); o.Verdict.RuleID != "bash.unread-program" {
+		t.Errorf("a script no one could read: %+v", o.Verdict)
+	}
+	for door, refused := range map[judgement.Door]bool{judgement.Hook: false, judgement.Socket: false, judgement.Channel: true, judgement.Spool: true} {
+		c := judgement.Call{Door: door, Payload: bash("claude -p 'fix the tests'", "toolu_2"), Waiting: true}
+		if o := j.Decide(context.Background(), c); (o.Verdict.RuleID == "effect.nested-agent") != refused {
+			t.Errorf("a nested claude through the %s door: %+v, want refused %v", door, o.Verdict, refused)
+		}
+	}
+}
+
 func TestRefuse(t *testing.T) {
 	for _, tc := range []struct {
 		mode    managedconfig.Mode

@@ -86,7 +86,7 @@ func (r *remoteRules) Refuse(c judgement.Call, rule, reason string) judgement.Ou
 func resolution(p claudehook.Payload, places *realpath.Cache, read func(string) (string, error)) *judgement.Resolution {
 	r := &judgement.Resolution{}
 	if read != nil {
-		r.Files = judgement.ReadRuns(p, read) // as this worker's user, never root
+		r.Files = classifier.ReadRuns(p, read) // as this worker's user, never root
 	}
 	if out, differs := realpath.Resolve(p, filepath.EvalSymlinks, places.Get); differs {
 		r.Payload, r.Differs = out, true
