@@ -3,6 +3,7 @@ package judgement_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/internal/runfile"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -46,6 +48,37 @@ func BenchmarkDecideBash(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
+}
+
+// BenchmarkDecideBashReading is BenchmarkDecideBash with the door's reader, in a project that
+// has a repository configuration and a package.json: what reading the files a call runs (git's
+// configuration and hooks, npm's scripts) adds to a call, most of them missing files.
+func BenchmarkDecideBashReading(b *testing.B) {
+	cls := rules(b)
+	dir := b.TempDir()
+	for name, text := range map[string]string{".git/config": "[core]\n\tbare = false\n", "package.json": `{"scripts":{"test":"go test ./..."}}`} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	places := &realpath.Cache{For: 10 * time.Second, Places: cls.PlacePaths}
+	j := judgement.Judge{Cfg: managedconfig.Config{Mode: managedconfig.Enforce, CoworkEnabled: true}, Rules: cls,
+		Links: filepath.EvalSymlinks, Places: places.Get}
+	calls := make([]judgement.Call, len(benchMix))
+	for i, c := range benchMix {
+		p := bash(c, "toolu_b")
+		p.Cwd = dir
+		calls[i] = judgement.Call{Door: judgement.Hook, Payload: p, RID: "0123456789abcdef0123456789abcdef",
+			Session: "local_a", Waiting: true, Started: time.Now(), Read: runfile.Reader{Home: dir}.Read}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		_ = j.Decide(ctx, calls[i%len(calls)]).Output()
+	}
 }
 
 // BenchmarkDecideWrite is a file tool's call with an absolute path, which is also judged where the
