@@ -46,6 +46,10 @@ func TestANestedAgentInheritsTheGuardOrDoesNotStart(t *testing.T) {
 from claude_agent_sdk import query'`, "SDK"},
 		{`node -e 'const { query } = require("@anthropic-ai/claude-agent-sdk")'`, "SDK"},
 		{`python3 -c 'import subprocess; subprocess.run(["gemini", "-p", "x"])'`, "gemini"},
+		{`python3 -c 'from smolagents import CodeAgent'`, "smolagents"},
+		{`python3 -c 'from interpreter import interpreter; interpreter.chat("x")'`, "interpreter"},
+		{`python3 -c 'from aider.coders import Coder'`, "aider"},
+		{`node -e 'import("@google/gemini-cli-core")'`, "gemini-cli-core"},
 		// Look-alikes.
 		{"claude -p 'run the tests'", ""},
 		{"claude -p x --setting-sources user,project", ""},
@@ -61,6 +65,8 @@ from claude_agent_sdk import query'`, "SDK"},
 		{`python3 -c '# we could use claude_agent_sdk here one day
 print(1)'`, ""},
 		{`python3 -c 'import subprocess; subprocess.run(["claude", "-p", "x"])'`, ""},
+		{`python3 -c 'from interpreters import pool'`, ""},
+		{`python3 -c 'import openai; openai.chat.completions.create(model="x", messages=[])'`, ""},
 	} {
 		v := c.Evaluate(context.Background(), bashCall(tc.cmd))
 		switch {

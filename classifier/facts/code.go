@@ -252,7 +252,11 @@ func containsAny(s string, words ...string) bool {
 
 // codeAgentSDK is an import of an agent SDK, in Python or JavaScript (a comment mentioning one is
 // no import: lines are looked at one by one, comments skipped).
-var codeAgentSDK = lazyregexp.New(`^(?:from\s+(claude_agent_sdk|claude_code_sdk)\b|import\s+(claude_agent_sdk|claude_code_sdk)\b|.*(?:\brequire\s*\(|\bfrom\s|\bimport\s*\(?)\s*['"](@anthropic-ai/claude-agent-sdk|@anthropic-ai/claude-code|@openai/codex-sdk)['"])`)
+//
+// Besides Anthropic's and OpenAI's Codex SDK, the libraries whose agents run code or shell
+// commands on the machine they run on by design: smolagents' code agents, Open Interpreter, aider
+// as a library, the Gemini and Qwen CLIs' cores.
+var codeAgentSDK = lazyregexp.New(`^(?:from\s+(claude_agent_sdk|claude_code_sdk|smolagents|interpreter|aider\.coders|aider)\b|import\s+(claude_agent_sdk|claude_code_sdk|smolagents|interpreter)\b|.*(?:\brequire\s*\(|\bfrom\s|\bimport\s*\(?)\s*['"](@anthropic-ai/claude-agent-sdk|@anthropic-ai/claude-code|@openai/codex-sdk|@google/gemini-cli-core|@qwen-code/qwen-code-core|@openai/codex)['"])`)
 
 // codeAgentSpawn is an agent program spawned by code: the program, the first string handed to a
 // process-starting call.
@@ -264,7 +268,7 @@ var codeClaudeUnguarded = lazyregexp.New(`--setting-sources|--settings\b|--mcp-c
 
 // codeAgents finds the agents interpreter code starts.
 func codeAgents(name, code string) []CodeAct {
-	if !containsAny(code, "claude", "codex", "gemini", "qwen", "cursor-agent", "copilot", "aider", "goose", "opencode", "amp", "crush") {
+	if !containsAny(code, "claude", "codex", "gemini", "qwen", "cursor-agent", "copilot", "aider", "goose", "opencode", "amp", "crush", "smolagents", "interpreter") {
 		return nil
 	}
 	var acts []CodeAct
