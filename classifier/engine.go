@@ -634,6 +634,40 @@ func fileOperands(cmd *facts.Command) (read, written []string) {
 	return read, written
 }
 
+// unpackedInto is the folder an archive is unpacked into, or a repository cloned into, when the
+// command names one: tar -x -C DIR, unzip -d DIR, 7z x -oDIR, git clone URL DIR.
+func unpackedInto(cmd *facts.Command) string {
+	switch cmd.Name {
+	case "tar", "gtar", "bsdtar":
+		extract := false
+		for i, a := range cmd.Args {
+			bundle := strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") || i == 0 && !strings.HasPrefix(a, "-")
+			if a == "--extract" || a == "--get" || bundle && strings.ContainsRune(a, 'x') {
+				extract = true
+			}
+		}
+		if v := facts.OptionValues(cmd.Args, "-C", "--directory", "--cd"); extract && len(v) > 0 {
+			return v[len(v)-1]
+		}
+	case "unzip":
+		if v := facts.OptionValues(cmd.Args, "-d"); len(v) > 0 {
+			return v[len(v)-1]
+		}
+	case "7z", "7za", "7zz", "7zr":
+		for _, a := range cmd.Args {
+			if d, ok := strings.CutPrefix(a, "-o"); ok && d != "" {
+				return d
+			}
+		}
+	case "git":
+		ops := facts.Operands(cmd.Args)
+		if len(ops) >= 3 && ops[0] == "clone" {
+			return ops[len(ops)-1]
+		}
+	}
+	return ""
+}
+
 func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 	p, _ := c.parsers.Get().(*syntax.Parser)
 	files := m.files
@@ -710,6 +744,10 @@ func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 			if facts.LooksLikePath(a) || moved {
 				items = append(items, item{target: TargetEdit, text: facts.CanonPath(strings.TrimPrefix(a, "of="), cwd)})
 			}
+		}
+		if dest := unpackedInto(cmd); dest != "" {
+			// What lands there is the archive's, unseen: anything in the folder may be written.
+			items = append(items, item{target: TargetEdit, text: facts.CanonPath(dest, cwd)})
 		}
 	}
 	for target, text := range an.Scripts { // echo '…' >> CLAUDE.md, cat <<EOF > AGENTS.md

@@ -33,6 +33,12 @@ func TestGuardTamperingIsRefusedWhateverTheSpelling(t *testing.T) {
 		bashCall(`ruby -e 'File.write("../.claude/settings.json", "{}")'`),
 		bashCall(`echo '{"disableAllHooks": true}' > /tmp/x && cp /tmp/x ~/.claude/settings.json`),
 		bashCall(`mkfifo ../.claude/coworkbridge/alive`),
+		bashCall(`tar xf cfg.tar -C ../.claude`),
+		bashCall(`tar -x -f cfg.tgz --directory=sub/.claude`),
+		bashCall(`unzip -o cfg.zip -d .claude/`),
+		bashCall(`7z x cfg.7z -o../.claude`),
+		bashCall(`git clone https://x.example/cfg ../.claude`),
+		bashCall(`python3 -c "open('../.claude/set' + 'tings.local.json', 'w').write('{}')"`),
 		bashCall(`pkill -f coworkbridge-hook`),
 		bashCall(`killall sh`),
 		bashCall(`kill -9 $(pgrep -f coworkbridge)`),
@@ -54,6 +60,10 @@ func TestOrdinaryWorkNearTheClaudeFolderIsNotTamper(t *testing.T) {
 		write("/sessions/x/mnt/outputs/app/settings.json", `{"theme":"dark"}`),
 		bashCall("kill 1234"),
 		bashCall("npm run build"),
+		bashCall("tar xzf vendor.tgz -C build"),
+		bashCall("tar czf backup.tgz -C ../.claude projects"), // packing reads it
+		bashCall("unzip -o site.zip -d dist"),
+		bashCall("git clone https://github.com/x/y.git y"),
 	} {
 		if v := c.Evaluate(context.Background(), p); v.Decision == claudehook.Deny {
 			t.Errorf("%s %s: denied by %s", p.ToolName, p.ToolInput, v.RuleID)

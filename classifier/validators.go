@@ -543,6 +543,11 @@ func guardTamper(_ *Classifier, it item) (string, bool) {
 			}
 		}
 	}
+	if it.cmd != nil { // an archive unpacked, a repository cloned, into a .claude folder
+		if d := unpackedInto(it.cmd); path.Base(strings.ToLower(strings.TrimRight(d, "/"))) == ".claude" {
+			return it.cmd.Line(), true
+		}
+	}
 	return "", false
 }
 
