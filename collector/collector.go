@@ -72,6 +72,8 @@ type Options struct {
 	// Host and User fill the {host} and {user} of an admin's help URL (managed.json's
 	// block_message) in what a denied call is told.
 	Host, User string
+	// Home is the user's home folder: where ~ leads in the files a call on the Mac runs.
+	Home string
 	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); empty for none.
 	ChannelRoot string
 	// QuarantineFor is how long a session stays quarantined after the last attempt to disable or
@@ -225,7 +227,7 @@ func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Co
 		queue: make(chan *entry, opts.MaxSessions),
 		env: &lane.Env{Log: opts.Logger, Health: opts.Health, Sink: opts.Sink, Offsets: opts.Offsets,
 			Replays: lane.NewReplays(opts.Recorded), Now: opts.Now, Removals: opts.Removals,
-			Leases: &lane.Leases{}, Outage: &lane.Outage{}, Host: opts.Host, User: opts.User,
+			Leases: &lane.Leases{}, Outage: &lane.Outage{}, Host: opts.Host, User: opts.User, Home: opts.Home,
 			Limits: lane.Limits{BatchLines: opts.BatchLines, RotateBytes: opts.RotateBytes, RotateIdle: opts.RotateIdle,
 				RotateGrace: opts.RotateGrace, SessionBytes: opts.SessionBytes, BudgetRecords: opts.BudgetRecords,
 				BudgetBytes: opts.BudgetBytes, QuarantineFor: opts.QuarantineFor, ReconcileGrace: opts.ReconcileGrace,

@@ -477,7 +477,7 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	col := collector.New(cfg, cls, collector.Options{
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
 		Poll: d.spoolPoll(), ChannelRoot: d.paths.ChannelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
-		ForgedAfter: d.forgedAfter(), Host: d.stamp.Host, User: d.stamp.User,
+		ForgedAfter: d.forgedAfter(), Host: d.stamp.Host, User: d.stamp.User, Home: d.env.Home,
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
 		ChannelRoot: d.paths.ChannelRoot(), Removals: removals})

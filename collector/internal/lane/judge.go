@@ -98,7 +98,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	if c.InVM() {
 		c.Read = runfile.Reader{Session: src.s.Dir(), VM: true}.Read
 	} else {
-		c.Read = runfile.Reader{}.Read
+		c.Read = runfile.Reader{Home: l.env.Home}.Read
 	}
 	j := p.Rules.Decide(ctx, c)
 	if j.Ran() {

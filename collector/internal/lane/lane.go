@@ -89,6 +89,8 @@ type Env struct {
 	Kept atomic.Int32
 	// Host and User fill the {host} and {user} of an admin's notice.
 	Host, User string
+	// Home is the user's home folder: where ~ leads in the files a call on the Mac runs.
+	Home string
 }
 
 // Rules judges a lane's calls and reads its instruction files: Local in a daemon that compiled
