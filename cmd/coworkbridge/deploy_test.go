@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,9 +88,17 @@ func TestTheExampleProfileConfiguresAndLocksTheAgent(t *testing.T) {
 	if cfg, err := managedconfig.Parse(js, "profile", env, paths); err != nil || !cfg.CoworkEnabled {
 		t.Errorf("the profile's settings: %v (enabled %v)", err, cfg.CoworkEnabled)
 	}
+	// Both ways of installing are managed login items: the per-user agent and system mode's
+	// LaunchDaemon.
 	rules, _ := loginItems["Rules"].([]any)
-	if len(rules) != 1 || rules[0].(map[string]any)["RuleType"] != "Label" || rules[0].(map[string]any)["RuleValue"] != installer.Label {
-		t.Errorf("login item rules %v, want the label %s", rules, installer.Label)
+	var labels []string
+	for _, r := range rules {
+		if r, ok := r.(map[string]any); ok && r["RuleType"] == "Label" {
+			labels = append(labels, fmt.Sprint(r["RuleValue"]))
+		}
+	}
+	if !slices.Equal(labels, []string{installer.Label, installer.SystemLabel}) {
+		t.Errorf("login item labels %q, want %s and %s", labels, installer.Label, installer.SystemLabel)
 	}
 }
 
