@@ -377,17 +377,21 @@ func (in *Installer) unhookSessions(t Target) (int, error) {
 		env.GOOS, env.Home = in.goos, t.Home
 		return unhookUser(env)
 	}
-	return unhookAs(t)
+	return unhookAs(t, false)
 }
 
 // unhookAs runs this binary's unhook as t, so that the settings files it rewrites stay t's and
-// root does none of t's file work.
-func unhookAs(t Target) (int, error) {
+// root does none of t's file work; with purge it also removes t's system-mode worker state.
+func unhookAs(t Target, purge bool) (int, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 0, fmt.Errorf("find this binary: %w", err)
 	}
-	cmd := exec.Command(self, "unhook", "--quiet-count")
+	args := []string{"unhook", "--quiet-count"}
+	if purge {
+		args = append(args, "--purge-worker-state")
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Env = []string{"HOME=" + t.Home, "PATH=/usr/bin:/bin"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(t.UID), Gid: uint32(t.GID)}}

@@ -95,7 +95,7 @@ func (in *Installer) InstallSystem(cfg managedconfig.Config) error {
 
 // UninstallSystem stops and removes the root daemon and the drop-in, then takes our hooks out
 // of every user's sessions (the daemon would otherwise have put them back).
-func (in *Installer) UninstallSystem() error {
+func (in *Installer) UninstallSystem(purge bool) error {
 	if os.Geteuid() != 0 && !in.dryRun {
 		return errors.New("uninstall --system needs root")
 	}
@@ -111,17 +111,46 @@ func (in *Installer) UninstallSystem() error {
 		errs = append(errs, fmt.Errorf("remove %s: %w", in.systemUnitPath(), err))
 	}
 	errs = append(errs, in.RemoveDropIn())
-	if !in.dryRun {
-		n, err := in.unhookEveryUser()
+	if in.dryRun {
+		fmt.Fprintf(in.out, "%s unhook%s   # as each user\n", shellQuote([]string{in.exe}), map[bool]string{true: " --purge-worker-state"}[purge])
+	} else {
+		n, err := in.unhookEveryUser(purge)
 		errs = append(errs, err)
 		fmt.Fprintf(in.out, "coworkbridge system daemon removed; hooks taken out of %d sessions\n", n)
+	}
+	return errors.Join(append(errs, in.purgeSystem(purge))...)
+}
+
+// purgeSystem removes, with purge, the system daemon's logs and state (root's own folders; each
+// user's worker state went with their unhook, as them); without, it says where they were kept.
+func (in *Installer) purgeSystem(purge bool) error {
+	sys, err := managedconfig.Env{GOOS: in.goos, System: true, Getenv: func(string) string { return "" }}.Paths()
+	if err != nil {
+		return err
+	}
+	if !purge {
+		fmt.Fprintf(in.out, "logs kept in %s, state in %s (--purge removes them, and each user's worker state)\n", sys.LogDir, sys.StateDir)
+		return nil
+	}
+	var errs []error
+	for _, d := range []string{sys.StateDir, sys.DropDir, sys.LogDir} {
+		if in.dryRun {
+			fmt.Fprintf(in.out, "rm -rf %q\n", d)
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
+		}
+	}
+	if !in.dryRun && len(errs) == 0 {
+		fmt.Fprintf(in.out, "logs and state purged (%s, %s)\n", sys.LogDir, sys.StateDir)
 	}
 	return errors.Join(errs...)
 }
 
 // unhookEveryUser takes our hooks out of the sessions of each user the daemon served, each as
 // that user (as the daemon's workers did their work): root rewrites no user's file.
-func (in *Installer) unhookEveryUser() (int, error) {
+func (in *Installer) unhookEveryUser(purge bool) (int, error) {
 	people, err := privsep.People(in.goos)
 	if err != nil {
 		return 0, fmt.Errorf("list the users whose sessions to unhook: %w", err)
@@ -129,7 +158,7 @@ func (in *Installer) unhookEveryUser() (int, error) {
 	total := 0
 	var errs []error
 	for _, u := range people {
-		n, err := unhookAs(Target{Name: u.Name, UID: int(u.UID), GID: int(u.GID), Home: u.Home})
+		n, err := unhookAs(Target{Name: u.Name, UID: int(u.UID), GID: int(u.GID), Home: u.Home}, purge)
 		if err != nil {
 			errs = append(errs, err)
 			continue

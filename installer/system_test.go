@@ -76,3 +76,26 @@ func TestSystemInstallNeedsRoot(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// uninstall --system says where the logs and state were kept, and with --purge removes them:
+// root's own folders by root, each user's worker state by that user's unhook.
+func TestASystemUninstallSaysWhatItKeptAndPurgesOnlyWhenAsked(t *testing.T) {
+	for _, goos := range []string{"darwin", "linux"} {
+		for _, purge := range []bool{false, true} {
+			var out bytes.Buffer
+			in := testInstaller(goos, &fakeRunner{}, &out, filepath.Join(t.TempDir(), "managed-settings.d"))
+			in.dryRun, in.systemUnitDir = true, systemUnitDir(goos)
+			if err := in.UninstallSystem(purge); err != nil {
+				t.Fatal(err)
+			}
+			text := out.String()
+			logs := map[string]string{"darwin": "/Library/Logs/CoworkBridge", "linux": "/var/log/coworkbridge"}[goos]
+			switch {
+			case purge && (!strings.Contains(text, `rm -rf "`+logs+`"`) || !strings.Contains(text, "unhook --purge-worker-state")):
+				t.Errorf("%s --purge does not remove the logs and the workers' state:\n%s", goos, text)
+			case !purge && (strings.Contains(text, "rm -rf \""+logs) || !strings.Contains(text, "logs kept in "+logs)):
+				t.Errorf("%s without --purge does not say what it kept:\n%s", goos, text)
+			}
+		}
+	}
+}

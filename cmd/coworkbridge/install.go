@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/installer"
@@ -55,7 +56,7 @@ func installCmd(args []string, sio stdio, install bool) int {
 			fmt.Fprintf(sio.err, "coworkbridge %s: --system serves every user; it takes no --system-wide or --user\n", name)
 			return exitUsage
 		}
-		return installSystem(in, install, name, sio)
+		return installSystem(in, install, *purge, name, sio)
 	}
 	// The drop-in is machine-wide: a Mac with nobody at the console (pre-staged at the login
 	// window) still gets it, and the per-user part is reported as deferred.
@@ -109,9 +110,10 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func cmdUnhook(_ context.Context, args []string, sio stdio) int {
-	fs := newFlags("unhook", "[--quiet-count]", "Removes coworkbridge's hooks from every Cowork session of this user, as uninstall does right\n"+
+	fs := newFlags("unhook", "[--quiet-count] [--purge-worker-state]", "Removes coworkbridge's hooks from every Cowork session of this user, as uninstall does right\n"+
 		"after it stops the agent. The daemon puts them back while it runs, so stop it first.", sio)
 	quiet := fs.Bool("quiet-count", false, "print only the number of sessions changed (for uninstall run as root)")
+	purgeWorker := fs.Bool("purge-worker-state", false, "also remove this user's system-mode worker state (for uninstall --system --purge, run as root)")
 	if code, done := fs.parse(args); done {
 		return code
 	}
@@ -122,6 +124,12 @@ func cmdUnhook(_ context.Context, args []string, sio stdio) int {
 	env, err := managedconfig.SystemEnv()
 	if err == nil {
 		n, err = installer.Unhook(env)
+	}
+	if err == nil && *purgeWorker {
+		var dir string
+		if dir, err = managedconfig.WorkerStateDir(env.GOOS, env.Home); err == nil {
+			err = os.RemoveAll(dir)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge unhook:", err)
@@ -136,7 +144,7 @@ func cmdUnhook(_ context.Context, args []string, sio stdio) int {
 }
 
 // installSystem installs or removes system mode.
-func installSystem(in *installer.Installer, install bool, name string, sio stdio) int {
+func installSystem(in *installer.Installer, install, purge bool, name string, sio stdio) int {
 	var err error
 	if install {
 		var cfg managedconfig.Config
@@ -144,7 +152,7 @@ func installSystem(in *installer.Installer, install bool, name string, sio stdio
 			err = in.InstallSystem(cfg)
 		}
 	} else {
-		err = in.UninstallSystem()
+		err = in.UninstallSystem(purge)
 	}
 	if err != nil {
 		fmt.Fprintf(sio.err, "coworkbridge %s --system: %v\n", name, err)
