@@ -71,6 +71,9 @@ type Installer struct {
 	// unhook removes our hooks from every session of a user and returns how many it changed;
 	// nil: unhookSessions.
 	unhook func(t Target) (int, error)
+	// systemdRuns reports whether systemd is this Linux machine's init (nil: sd_booted's test,
+	// /run/systemd/system exists).
+	systemdRuns func() bool
 }
 
 // New is an installer for this machine running binary (this one when "") that reports to out;

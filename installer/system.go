@@ -72,6 +72,10 @@ func (in *Installer) InstallSystem(cfg managedconfig.Config) error {
 		}
 		fmt.Fprintf(in.out, "warning: "+why+"\n", hook)
 	}
+	if in.goos != "darwin" && !in.dryRun && !in.systemd() {
+		return errors.New("install --system needs systemd as this machine's init (/run/systemd/system is missing), so nothing was installed; " +
+			"use the per-user agent (coworkbridge install), or run `coworkbridge run --system` as root under this machine's own service manager")
+	}
 	def := systemUnitFor(in.exe)
 	if in.goos == "darwin" {
 		def = systemPlistFor(in.exe)
@@ -87,10 +91,26 @@ func (in *Installer) InstallSystem(cfg managedconfig.Config) error {
 	} else {
 		err = in.systemdSystemLoad()
 	}
+	if err != nil && !in.dryRun {
+		// Nothing half-done: a definition the service manager would not start goes again.
+		if rmErr := os.Remove(in.systemUnitPath()); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			return fmt.Errorf("%w; and removing %s again failed: %v", err, in.systemUnitPath(), rmErr)
+		}
+		return fmt.Errorf("%w; %s was removed again, and nothing is installed", err, in.systemUnitPath())
+	}
 	if err != nil {
 		return err
 	}
 	return in.WriteDropIn(cfg)
+}
+
+// systemd reports whether systemd is this machine's init, as sd_booted(3) tells.
+func (in *Installer) systemd() bool {
+	if in.systemdRuns != nil {
+		return in.systemdRuns()
+	}
+	fi, err := os.Lstat("/run/systemd/system")
+	return err == nil && fi.IsDir()
 }
 
 // UninstallSystem stops and removes the root daemon and the drop-in, then takes our hooks out

@@ -99,3 +99,46 @@ func TestASystemUninstallSaysWhatItKeptAndPurgesOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// install --system leaves nothing half-done: on Linux without systemd it says so and writes
+// nothing; when the service manager will not start the daemon, the definition goes again.
+func TestASystemInstallThatCannotStartLeavesNothingBehind(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("install --system needs root")
+	}
+	bin := filepath.Join(t.TempDir(), "coworkbridge")
+	for _, p := range []string{bin, filepath.Join(filepath.Dir(bin), "coworkbridge-hook")} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, goos, fail, want string
+		systemd             bool
+	}{
+		{"linux without systemd", "linux", "", "needs systemd", false},
+		{"systemd refuses to start it", "linux", "systemctl enable", "nothing is installed", true},
+		{"launchd refuses to load it", "darwin", "launchctl bootstrap", "nothing is installed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &fakeRunner{fail: map[string]bool{}}
+			if tc.fail != "" {
+				r.fail[tc.fail] = true
+			}
+			managed := filepath.Join(t.TempDir(), "managed-settings.d")
+			in := testInstaller(tc.goos, r, &bytes.Buffer{}, managed)
+			in.exe, in.systemUnitDir = bin, t.TempDir()
+			in.systemdRuns = func() bool { return tc.systemd }
+			err := in.InstallSystem(managedconfig.Config{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error saying %q", err, tc.want)
+			}
+			if _, err := os.Stat(in.systemUnitPath()); err == nil {
+				t.Errorf("%s was left behind", in.systemUnitPath())
+			}
+			if _, err := os.Stat(filepath.Join(managed, dropin.Name)); err == nil {
+				t.Error("the drop-in was written for a daemon that does not run")
+			}
+		})
+	}
+}
