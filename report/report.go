@@ -465,7 +465,7 @@ func (in Integrity) Summary() string {
 	case len(in.MissingHeads) > 0:
 		return fmt.Sprintf("%s: the chain does not hold the published head %s: records from there on were rewritten or cut", in.Log, in.MissingHeads[0])
 	}
-	s := fmt.Sprintf("%s: chain whole, %d records", in.Log, in.Records)
+	s := fmt.Sprintf("%s: chain whole, %d record%s", in.Log, in.Records, map[bool]string{true: "", false: "s"}[in.Records == 1])
 	if in.Unchained > 0 {
 		s += fmt.Sprintf(" (and %d from before the chain)", in.Unchained)
 	}

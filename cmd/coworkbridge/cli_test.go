@@ -37,7 +37,18 @@ func TestEverySubcommandHasASynopsisAndHelpExitsZero(t *testing.T) {
 			if code != exitOK || !strings.Contains(out, want) {
 				t.Errorf("%s %s: exit %d, stdout %q, stderr %q", c.name, h, code, out, errs)
 			}
+			// A flag's line is its name and at most the kind of its value: the flag package
+			// takes a back-quoted word of the usage text for the value's name.
+			for line := range strings.Lines(out) {
+				if f := strings.Fields(line); strings.HasPrefix(line, "  --") && len(f) > 2 {
+					t.Errorf("%s %s: the flag line %q names a value that is not one", c.name, h, strings.TrimSpace(line))
+				}
+			}
 		}
+	}
+	// uninstall says what it removes, not what install installs.
+	if _, out, _ := runCLI(t, "", "uninstall", "-h"); strings.Contains(out, "Installs") || strings.Contains(out, "the drop-in whose hook talks to it") {
+		t.Errorf("uninstall -h repeats install's text:\n%s", out)
 	}
 }
 

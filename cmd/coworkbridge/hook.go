@@ -14,7 +14,7 @@ func cmdHook(_ context.Context, args []string, sio stdio) int {
 	fs := newFlags("hook", "< PAYLOAD.json", "A Claude Code PreToolUse hook for sessions on this Mac: classifies the call with\n"+
 		"the managed policy, records it, and prints a deny or ask (nothing for no objection).\n"+
 		"`coworkbridge install --managed-settings` registers it for every Claude Code session.", sio)
-	system := fs.Bool("system", false, "hand the call to the system-mode daemon over its socket (the drop-in of `install --system`)")
+	system := fs.Bool("system", false, "hand the call to the system-mode daemon over its socket (the drop-in of 'install --system')")
 	if code, done := fs.parse(args); done {
 		return code
 	}

@@ -23,8 +23,13 @@ func installCmd(args []string, sio stdio, install bool) int {
 		about = "Removes coworkbridge's hooks from every session of the user first (so that no enforce hook is left\n" +
 			"to deny every call), then stops and removes the agent. Logs and state are kept unless --purge."
 	}
-	about += "\nWith --system (root; the MDM package's post-install): system mode instead, a root daemon for every\n" +
-		"user (a LaunchDaemon; a systemd system unit on Linux) and the drop-in whose hook talks to it."
+	if install {
+		about += "\nWith --system (root; the MDM package's post-install): system mode instead, a root daemon for every\n" +
+			"user (a LaunchDaemon; a systemd system unit on Linux) and the drop-in whose hook talks to it."
+	} else {
+		about += "\nWith --system (root): removes system mode instead: the root daemon, its drop-in, and our hooks from\n" +
+			"every user's sessions (as each user); with --purge also its logs and state, and each user's worker state."
+	}
 	fs := newFlags(name, "[--dry-run] [--system | --system-wide [--user NAME]...] [--managed-settings] [--binary PATH]"+map[bool]string{true: "", false: " [--purge]"}[install], about, sio)
 	system := fs.Bool("system", false, "system mode: the root daemon serving every user, and its drop-in (needs root)")
 	dry := fs.Bool("dry-run", false, "print the files and commands instead of acting")
@@ -32,7 +37,7 @@ func installCmd(args []string, sio stdio, install bool) int {
 	var users stringList
 	fs.Var(&users, "user", "with --system-wide: a user to act for (repeatable); default: the console user")
 	managed := fs.Bool("managed-settings", false, "also "+map[bool]string{true: "write", false: "remove"}[install]+
-		" the Claude Code managed-settings drop-in that runs `coworkbridge hook` for sessions on this Mac (needs root)")
+		" the Claude Code managed-settings drop-in that runs 'coworkbridge hook' for sessions on this Mac (needs root)")
 	binary := fs.String("binary", "", "the installed coworkbridge binary the agent runs (default: this one)")
 	var purge *bool
 	if !install {

@@ -63,6 +63,12 @@ func cmdReport(ctx context.Context, args []string, sio stdio) int {
 			rp.Invalid, strings.Join(fs.Args(), ", "))
 		return exitFail
 	}
+	if rp.Records == 0 && len(fs.Args()) > 0 {
+		// REFERENCE: a file in which no line is a record is an error, an empty one included.
+		fmt.Fprintf(sio.err, "coworkbridge report: %s holds no decision-log records (empty): is it the right file, and has the daemon recorded anything yet?\n",
+			strings.Join(fs.Args(), ", "))
+		return exitFail
+	}
 	code := exitOK
 	if !rp.Whole() {
 		code = exitFail

@@ -120,12 +120,18 @@ func TestReportChecksThePublishedHeadAndReadsTheRetainedLog(t *testing.T) {
 	}
 }
 
-// A file with no record in it is a wrong file, not a quiet fleet: report says so and fails.
+// A file with no record in it, an empty one included, is a wrong file, not a quiet fleet: report
+// says so and fails.
 func TestReportOfAFileWithNoRecordFails(t *testing.T) {
 	garbage := filepath.Join(t.TempDir(), "notes.txt")
 	os.WriteFile(garbage, []byte("hello\nthis is not a log\n{\"half\n"), 0o600)
 	code, _, errOut := runCLI(t, "", "report", garbage)
 	if code != exitFail || !strings.Contains(errOut, "none of the 3 lines read is a decision-log record") {
 		t.Errorf("exit %d: %s", code, errOut)
+	}
+	empty := filepath.Join(t.TempDir(), "decisions.jsonl")
+	os.WriteFile(empty, nil, 0o600)
+	if code, _, errOut := runCLI(t, "", "report", empty); code != exitFail || !strings.Contains(errOut, "holds no decision-log records (empty)") {
+		t.Errorf("an empty file: exit %d: %s", code, errOut)
 	}
 }

@@ -271,10 +271,11 @@ func (v statusView) render(w io.Writer) {
 	if today.Date != v.Now.Format(time.DateOnly) {
 		today = health.Today{}
 	}
-	fmt.Fprintf(w, "today: %d denies, %d asks, %d events", today.Denies, today.Asks, today.Events)
+	fmt.Fprintf(w, "today: %s, %s, %s", counted(today.Denies, "deny", "denies"), counted(today.Asks, "ask", "asks"), counted(today.Events, "event", "events"))
 	if today.WouldDenies+today.WouldAsks > 0 {
 		// Objections observe only recorded: kept apart, whichever mode is in force now.
-		fmt.Fprintf(w, "; not applied (observe): %d would-be denies, %d would-be asks", today.WouldDenies, today.WouldAsks)
+		fmt.Fprintf(w, "; not applied (observe): %s, %s", counted(today.WouldDenies, "would-be deny", "would-be denies"),
+			counted(today.WouldAsks, "would-be ask", "would-be asks"))
 	}
 	fmt.Fprintln(w)
 	for _, wk := range s.Workers {
@@ -317,7 +318,7 @@ func workerLine(wk health.Worker) string {
 	}
 	line := fmt.Sprintf("worker of %s (uid %d): %s, %d session(s), %d watches", wk.User, wk.UID, state, wk.Sessions, wk.Watches)
 	if wk.Starts > 1 {
-		line += fmt.Sprintf("; started %d times", wk.Starts)
+		line += "; started " + counted(wk.Starts, "time", "times")
 	}
 	if wk.LastError != "" {
 		line += "; last ended: " + wk.LastError

@@ -205,6 +205,14 @@ func explainLockdown(sio stdio, cfg managedconfig.Config, installedHere bool) {
 	fmt.Fprintf(sio.out, "%s: %v\n", health.CodeManagedSettings, errors.Join(probs...))
 }
 
+// counted is n with the noun that fits it: 1 ask, 2 asks, 0 asks.
+func counted[N ~int | ~int64 | ~uint64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprint(n) + " " + many
+}
+
 func plural(n int) string {
 	if n == 1 {
 		return ""
