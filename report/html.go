@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"math"
 	"strings"
 )
 
@@ -46,24 +45,18 @@ func segmentsOf(c *Counts) []segment {
 	return []segment{{Class: "deny", Value: c.Deny}, {Class: "wdeny", Value: c.WouldDeny}, {Class: "ask", Value: c.Ask}, {Class: "wask", Value: c.WouldAsk}}
 }
 
-// niceMax rounds the largest value up to 1, 2 or 5 times a power of ten, so that the axis has
-// round ticks: niceMax(37) is 50, ticked at 0, 10, ... 50.
+// niceMax is the top of a count axis for a largest value v, and its step: the smallest step of 1,
+// 2 or 5 times a power of ten that spans v in at most six, the top the first step at or past v, so
+// that the axis ends within one step of the largest bar: niceMax(37) is 40 by 10.
 func niceMax(v int64) (top int64, step int64) {
-	if v < 1 {
-		v = 1
-	}
-	p := int64(math.Pow(10, math.Floor(math.Log10(float64(v)))))
-	for _, m := range []int64{1, 2, 5, 10} {
-		if m*p >= v {
-			top = m * p
-			break
+	v = max(v, 1)
+	for p := int64(1); ; p *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if step = m * p; (v+step-1)/step <= 6 {
+				return (v + step - 1) / step * step, step
+			}
 		}
 	}
-	step = top / 5
-	if step == 0 {
-		step = 1
-	}
-	return top, step
 }
 
 // dayChart stacks each day's objections in a column, with a count axis on the left.
