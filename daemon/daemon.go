@@ -253,6 +253,10 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 	if env.System {
 		d.callers = &hosthook.Callers{Env: env, Paths: paths, Session: d.hostSession, Resolve: d.resolveAsUser}
 	}
+	// Today's counts go on across a restart: the last health.json holds them.
+	if prev, err := health.ReadSnapshot(paths.HealthFile()); err == nil {
+		d.health.Resume(prev.Today)
+	}
 	return d, nil
 }
 

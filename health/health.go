@@ -398,6 +398,16 @@ const (
 	WouldDeny Decision = "would-deny"
 )
 
+// Resume carries on today's counts from a previous run's snapshot (health.json), when they are
+// today's: a restart does not set the day's denies and asks back to nothing.
+func (h *Health) Resume(prev Today) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if prev.Date == h.now().Format(time.DateOnly) && h.today.Events == 0 {
+		h.today = prev
+	}
+}
+
 // eventKick is how often events alone make health.json be written again.
 const eventKick = 5 * time.Second
 

@@ -552,3 +552,18 @@ func TestTheLastEventsOfABurstReachTheSnapshotWithinAFewSeconds(t *testing.T) {
 		}
 	})
 }
+
+// A restarted daemon carries on today's counts from the last health.json, and only today's.
+func TestTodaysCountsGoOnAcrossARestart(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.Local)
+	h := New(func() time.Time { return now })
+	h.Resume(Today{Date: "2026-11-28", Events: 9, Denies: 3})
+	if got := h.Snapshot(false).Today; got.Events != 0 {
+		t.Fatalf("yesterday's counts were carried on: %+v", got)
+	}
+	h.Resume(Today{Date: "2026-11-29", Events: 5, Denies: 2, Asks: 1})
+	h.Event("s", Deny, 0)
+	if got := h.Snapshot(false).Today; got.Events != 6 || got.Denies != 3 || got.Asks != 1 {
+		t.Fatalf("today after a restart: %+v, want 6 events, 3 denies, 1 ask", got)
+	}
+}
