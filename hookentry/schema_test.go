@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 
 	refschema "github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -177,4 +178,23 @@ func propertyNamesKey(schemaURL string) (string, bool) {
 // sameKeys: the reference validator reports in no particular order.
 func sameKeys(a, b []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
+// managed.json's allowed_settings knows Claude Code's hook events by managedconfig.HookEvents:
+// exactly the events of the pinned release's settings schema.
+func TestManagedConfigKnowsTheSchemasHookEvents(t *testing.T) {
+	var doc struct {
+		Properties struct {
+			Hooks struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"hooks"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(settingsSchemaJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	events := slices.Sorted(maps.Keys(doc.Properties.Hooks.Properties))
+	if !slices.Equal(events, slices.Sorted(slices.Values(managedconfig.HookEvents))) {
+		t.Errorf("managedconfig.HookEvents %q, the schema's %q", managedconfig.HookEvents, events)
+	}
 }

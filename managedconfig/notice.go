@@ -175,7 +175,9 @@ func (p *parser) helpURL(field, s string) bool {
 	switch {
 	case err != nil:
 		p.addf(field, "not a URL: %v", err)
-	case u.Scheme != "https" && u.Scheme != "http":
+	case u.Scheme == "http":
+		p.addf(field, "%q is http://: the link carries the rule, session, user and host in the clear; use https://", s)
+	case u.Scheme != "https":
 		p.addf(field, "%q: want an https:// address of a page users can open", s)
 	case u.Host == "":
 		p.addf(field, "%q has no host", s)

@@ -51,6 +51,7 @@ func TestBlockMessageProblemsAreEachNamed(t *testing.T) {
 	tests := []struct{ name, value, field, want string }{
 		{"unknown placeholder", `{"help_url": "https://x.example/{rul}"}`, "block_message.help_url", "{rul} is not a placeholder"},
 		{"not a web address", `{"help_url": "file:///etc/passwd"}`, "block_message.help_url", "want an https:// address"},
+		{"in the clear", `{"help_url": "http://it.example.com/ai?u={user}"}`, "block_message.help_url", "use https://"},
 		{"no host", `{"help_url": "https:///x"}`, "block_message.help_url", "has no host"},
 		{"empty text", `{"text": "  "}`, "block_message.text", "empty"},
 		{"text too long", `{"text": "` + strings.Repeat("a", 600) + `"}`, "block_message.text", "keep it under 500"},

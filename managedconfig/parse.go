@@ -491,6 +491,14 @@ func (p *parser) minimumVersion(field string, raw json.RawMessage) {
 // mcpServerName is what Claude Code's managed allowedMcpServers accepts as a server name.
 var mcpServerName = lazyregexp.New(`^[a-zA-Z0-9_-]+$`)
 
+// HookEvents are the hook events of Claude Code's settings (the pinned release's schema; a test
+// holds the two alike): allowed_settings may name one as "hooks.<event>".
+var HookEvents = []string{"ConfigChange", "CwdChanged", "DirectoryAdded", "Elicitation", "ElicitationResult", "FileChanged",
+	"InstructionsLoaded", "MessageDisplay", "Notification", "PermissionDenied", "PermissionRequest", "PostCompact",
+	"PostToolBatch", "PostToolUse", "PostToolUseFailure", "PreCompact", "PreToolUse", "SessionEnd", "SessionStart", "Setup",
+	"Stop", "StopFailure", "SubagentStart", "SubagentStop", "TaskCompleted", "TaskCreated", "TeammateIdle",
+	"UserPromptExpansion", "UserPromptSubmit", "WorktreeCreate", "WorktreeRemove"}
+
 // settingName is one name in allowed_settings: a settings key, or a key and one member of it.
 var settingName = lazyregexp.New(`^[A-Za-z$][A-Za-z0-9_]*(\.[A-Za-z0-9_.:@/-]+)?$`)
 
@@ -500,8 +508,18 @@ func (p *parser) allowedSettings(field string, raw json.RawMessage) {
 		return
 	}
 	for i, n := range names {
+		f := fmt.Sprintf("%s[%d]", field, i)
 		if !settingName().MatchString(n) {
-			p.addf(fmt.Sprintf("%s[%d]", field, i), "%q is not a settings name; use a key (\"statusLine\") or a key and one member (\"env.HTTPS_PROXY\", \"hooks.Stop\", \"mcpServers.github\")", n)
+			p.addf(f, "%q is not a settings name; use a key (\"statusLine\") or a key and one member (\"env.HTTPS_PROXY\", \"hooks.Stop\", \"mcpServers.github\")", n)
+			ok = false
+			continue
+		}
+		if event, isHook := strings.CutPrefix(n, "hooks."); isHook && !slices.Contains(HookEvents, event) {
+			msg := fmt.Sprintf("%q names no hook event of Claude Code's", n)
+			if near, found := spelling.Suggest(event, HookEvents); found {
+				msg += fmt.Sprintf(" (did you mean \"hooks.%s\"?)", near)
+			}
+			p.addf(f, "%s", msg)
 			ok = false
 		}
 	}

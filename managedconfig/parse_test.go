@@ -345,6 +345,7 @@ func TestLockdownFieldsAreReadAndCheckedForWhatTheDropInCanCarry(t *testing.T) {
 	for _, bad := range []string{
 		`{"version":1,"required_minimum_version":"latest"}`,
 		`{"version":1,"allowed_settings":["has space"]}`,
+		`{"version":1,"allowed_settings":["hooks.Stopp"]}`,
 		`{"version":1,"lockdown":"yes"}`,
 		`{"version":1,"lockdown":true,"policy":{"allowed_mcp_servers":["my server"]}}`,
 	} {
