@@ -114,7 +114,7 @@ func TestASystemInstallThatCannotStartLeavesNothingBehind(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, goos, fail, want string
-		systemd             bool
+		systemd                bool
 	}{
 		{"linux without systemd", "linux", "", "needs systemd", false},
 		{"systemd refuses to start it", "linux", "systemctl enable", "nothing is installed", true},
