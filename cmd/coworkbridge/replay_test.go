@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -154,5 +155,23 @@ func TestReportWithACandidateShowsWhatItWouldChange(t *testing.T) {
 	errb.Reset()
 	if code := dispatch(context.Background(), []string{"report", "--candidate", bad, log}, stdio{out: &out, err: &errb}); code != exitFail || !strings.Contains(errb.String(), "mdoe") {
 		t.Errorf("an invalid candidate: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// REFERENCE's replay example says what the replay prints: its counts are the command's.
+func TestTheReferencesReplayCountsAreWhatTheReplayPrints(t *testing.T) {
+	ref, err := os.ReadFile("../../deploy/REFERENCE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := regexp.MustCompile(`the replay shows (\d+) asks becoming allows[^)]*\), and (\d+) denies becoming asks`).FindSubmatch(ref)
+	if claim == nil {
+		t.Fatal("REFERENCE.md no longer says what the example replay shows")
+	}
+	_, out, errs := runCLI(t, "", "check", "--replay", "../../deploy/examples/decisions.sample.jsonl", "--config", "../../deploy/examples/candidate.json")
+	for _, c := range []struct{ line, want string }{{"ask → allow: ", string(claim[1])}, {"deny → ask: ", string(claim[2])}} {
+		if !strings.Contains(out, "\n"+c.line+c.want+"\n") {
+			t.Errorf("REFERENCE.md says %s%s; the replay printed:\n%s%s", c.line, c.want, out, errs)
+		}
 	}
 }
