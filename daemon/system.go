@@ -33,14 +33,36 @@ type serving struct {
 
 // systemFolders makes root's folders for system mode, or tightens the ones there: the state and
 // the logs 0700, the drop folder sticky and writable by all (as /tmp), so that a hook can leave
-// a record and remove only its own.
+// a record and remove only its own, and its parent passable by all (0711) to reach it.
 func systemFolders(p managedconfig.Paths) error {
 	for _, dir := range []string{p.StateDir, p.LogDir} {
 		if err := ownedFolder(dir, 0o700); err != nil {
 			return err
 		}
 	}
-	return ownedFolder(p.DropDir, 0o1733|fs.ModeSticky)
+	if err := ownedFolder(p.DropDir, 0o1733|fs.ModeSticky); err != nil {
+		return err
+	}
+	return traversable(filepath.Dir(p.DropDir))
+}
+
+// traversable lets every user pass through dir, root's, to the drop folder in it (MkdirAll made it
+// 0700 beside the state): it adds the search bits for group and others and nothing else, so
+// that a folder already open (/var/lib) stays as it is and nobody may list or write it.
+func traversable(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || ok && int(st.Uid) != os.Geteuid() {
+		return nil // not ours to change: its owner decides who passes
+	}
+	if want := fi.Mode().Perm() | 0o011; want != fi.Mode().Perm() {
+		if err := os.Chmod(dir, want); err != nil {
+			return fmt.Errorf("let users reach %s's drop folder: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // ownedFolder makes dir with mode, or checks that the one there is a real folder of this

@@ -176,3 +176,26 @@ func TestASystemDaemonRefusesAnOversizedRequestUnreadAndRecordsIt(t *testing.T) 
 		t.Errorf("record %+v; want an enforced deny under %s, rule %s, naming the limit", r, me.Username, ruleid.Oversized)
 	}
 }
+
+// Every user's hook can reach the drop folder: its parent, made 0700 beside the state, lets
+// users pass (never list or write), and the state and logs stay root's alone.
+func TestEveryUserCanReachTheDropFolderAndNothingElse(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "coworkbridge")
+	p := managedconfig.Paths{StateDir: filepath.Join(base, "state"), LogDir: filepath.Join(base, "logs"), DropDir: filepath.Join(base, "dropbox")}
+	if err := systemFolders(p); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]fs.FileMode{base: 0o711, p.StateDir: 0o700, p.LogDir: 0o700, p.DropDir: 0o1733} {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fi.Mode().Perm()
+		if fi.Mode()&fs.ModeSticky != 0 {
+			got |= 0o1000
+		}
+		if got != want {
+			t.Errorf("%s: mode %o, want %o", dir, got, want)
+		}
+	}
+}
