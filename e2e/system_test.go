@@ -418,3 +418,33 @@ func TestSystemModeEnforceJudgesThroughTheSocketAndFailsClosedWithoutTheDaemon(t
 		t.Errorf("with the daemon stopped: %+v", res)
 	}
 }
+
+// In observe, a call made while the system daemon is down is let run and leaves its record in
+// the drop folder, which the daemon imports when it is back: even where root's folder was made
+// 0700 around it, as a fresh machine makes it.
+func TestSystemModeObserveLeavesARecordWhileTheDaemonIsDown(t *testing.T) {
+	m := newSystemMac(t, `{"version":1,"cowork_enabled":true,"mode":"observe","lockdown":true,"sessions_roots":["SESSIONS"]}`)
+	m.stop()
+	must(t, os.Chmod(m.rootDir, 0o700))
+	m.start(t) // tightens its folders again, and lets users reach the drop folder
+	m.stop()
+	later := filepath.Join(m.outputs, "later.txt")
+	run := m.runAsUser(t, newFakeAPI(t, []toolUse{{Name: "Write", Input: map[string]any{"file_path": later, "content": "x"}}}))
+	if res := streamToolResults(run); len(res) != 1 || res[0].IsError {
+		t.Fatalf("in observe with the daemon down: %+v", res)
+	}
+	m.start(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, r := range m.records(t) {
+			if r.Transport == telemetry.TransportDropped && r.Tool == "Write" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(filepath.Join(m.rootDir, "dropbox"))
+			t.Fatalf("no dropped record of the call was imported (dropbox holds %d entries)", len(entries))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
