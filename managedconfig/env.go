@@ -39,6 +39,10 @@ type Env struct {
 	Homes []string
 }
 
+// MacExecutable is where the package puts coworkbridge on a Mac (deploy/pkg): the program a
+// Mac's map names when it is previewed from another machine.
+const MacExecutable = "/Library/Application Support/CoworkBridge/bin/coworkbridge"
+
 // SystemEnv describes the running process.
 func SystemEnv() (Env, error) {
 	home, err := os.UserHomeDir()

@@ -211,6 +211,8 @@ func previewed(platform, home string) (managedconfig.Env, error) {
 	case "", env.GOOS:
 	case "darwin", "linux":
 		env.GOOS = platform
+		// The program is where that platform's package puts it, not this machine's binary.
+		env.Executable = map[string]string{"darwin": managedconfig.MacExecutable}[platform]
 		if home == "" && platform == "darwin" {
 			home = "/Users/" + cmp.Or(filepath.Base(env.Home), "user")
 		}

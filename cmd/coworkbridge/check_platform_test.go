@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
 
 // check --platform darwin --home judges with the map a Mac with that home has, from any machine:
@@ -65,5 +69,28 @@ func TestCheckJudgesWithTheMapOfTheMacItIsToldOf(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "", "check", "--platform", "windows", "--bash", "ls"); code != exitUsage {
 		t.Errorf("--platform windows: exit %d (%s), want a usage error", code, errs)
+	}
+}
+
+// A Mac previewed from another machine names coworkbridge's program where the package puts it on
+// a Mac (the postinstall scripts say so too), not this machine's binary.
+func TestAMacPreviewNamesTheMacsProgramNotThisMachines(t *testing.T) {
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	_, out, errs := runCLI(t, "", "check", "--places", "--platform", "darwin", "--home", "/Users/alice")
+	if !strings.Contains(out, managedconfig.MacExecutable+"\n") {
+		t.Errorf("the preview does not name %s:\n%s%s", managedconfig.MacExecutable, out, errs)
+	}
+	if exe, err := os.Executable(); err == nil && strings.Contains(out, exe) {
+		t.Errorf("the preview names this machine's binary %s:\n%s", exe, out)
+	}
+	for _, script := range []string{"../../deploy/pkg/scripts/postinstall", "../../deploy/pkg/scripts-system/postinstall"} {
+		b, err := os.ReadFile(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Dir(managedconfig.MacExecutable)
+		if !strings.Contains(string(b), `"`+managedconfig.MacExecutable+`"`) && !strings.Contains(string(b), `DIR="`+dir+`"`) {
+			t.Errorf("%s does not install coworkbridge at %s", script, managedconfig.MacExecutable)
+		}
 	}
 }
