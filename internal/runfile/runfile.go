@@ -6,6 +6,7 @@
 package runfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -109,15 +110,30 @@ func readOpened(p string, f *os.File, err error) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("read %s: not a regular file (%s)", p, fi.Mode().Type())
 	}
-	if fi.Size() > facts.MaxRunFileBytes {
-		return "", fmt.Errorf("read %s: %d bytes, more than the %d judged", p, fi.Size(), facts.MaxRunFileBytes)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, facts.MaxRunFileBytes+1))
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", p, err)
 	}
 	if len(b) > facts.MaxRunFileBytes {
-		return "", fmt.Errorf("read %s: grew past the %d bytes judged", p, facts.MaxRunFileBytes)
+		if compiled(b) {
+			return string(b[:headBytes]), nil // a program built, judged by its name: its head says so
+		}
+		return "", fmt.Errorf("read %s: more than the %d bytes judged", p, facts.MaxRunFileBytes)
 	}
 	return string(b), nil
+}
+
+// headBytes is how much of a file tells a compiled program from a script.
+const headBytes = 512
+
+// compiled reports a file that is a compiled program, not text: an ELF or Mach-O header, or a NUL
+// in its first bytes (no script has one).
+func compiled(b []byte) bool {
+	head := b[:min(len(b), headBytes)]
+	for _, magic := range []string{"\x7fELF", "\xcf\xfa\xed\xfe", "\xce\xfa\xed\xfe", "\xca\xfe\xba\xbe"} {
+		if strings.HasPrefix(string(head), magic) {
+			return true
+		}
+	}
+	return bytes.IndexByte(head, 0) >= 0
 }

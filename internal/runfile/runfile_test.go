@@ -36,6 +36,7 @@ func TestAFileIsReadWhereTheCallsShellFindsItOrNotAtAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(sess, "outputs/big.sh"), strings.Repeat("#", facts.MaxRunFileBytes+1))
+	write(t, filepath.Join(sess, "outputs/app"), "\x7fELF\x02\x01\x01\x00"+strings.Repeat("\x00", facts.MaxRunFileBytes))
 	mac := Reader{Home: home}
 	vm := Reader{Session: sess, VM: true}
 	for _, tc := range []struct {
@@ -55,7 +56,8 @@ func TestAFileIsReadWhereTheCallsShellFindsItOrNotAtAll(t *testing.T) {
 		{"a folder of the user's mounted beside the session's", vm, "/sessions/brave-x/mnt/project/run.sh", "", true},
 		{"a link out of the session", vm, "/sessions/brave-x/mnt/outputs/link.sh", "", true},
 		{"a FIFO, without waiting on it", vm, "/sessions/brave-x/mnt/outputs/fifo.sh", "", true},
-		{"a file too large to judge", vm, "/sessions/brave-x/mnt/outputs/big.sh", "", true},
+		{"a script too large to judge", vm, "/sessions/brave-x/mnt/outputs/big.sh", "", true},
+		{"a large compiled program: its head", vm, "/sessions/brave-x/mnt/outputs/app", ("\x7fELF\x02\x01\x01\x00" + strings.Repeat("\x00", 512))[:512], false},
 		{"a folder only the VM has", vm, "/tmp/run.sh", "", true},
 		{"a Mac path for a shell in the VM", vm, filepath.Join(home, "bin/x.sh"), "", true},
 		{"climbing out of the mount", vm, "/sessions/brave-x/mnt/../../etc/passwd", "", true},
