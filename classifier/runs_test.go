@@ -38,8 +38,9 @@ func TestAFileACommandRunsIsJudgedByWhatItHolds(t *testing.T) {
 		{"a compiled program is judged by name", "./app", map[string]string{"./app": "\x7fELF\x02\x01\x01\x00rm -rf ~"}, ""},
 		{"a script in the folder cd moved to", "cd scripts && bash run.sh", map[string]string{"scripts/run.sh": "rm -rf ~"}, "bash.rm-critical"},
 		{"make's target and what it needs", "make deploy", map[string]string{"Makefile": makefile}, "bash.download-to-shell"},
-		{"make's other targets are not run", "make build", map[string]string{"Makefile": makefile}, ""},
-		{"make's default goal", "make", map[string]string{"Makefile": makefile}, ""},
+		{"make's other targets are not run", "make build", map[string]string{"Makefile": makefile, "makefile": "", "GNUmakefile": ""}, ""},
+		{"make's default goal", "make", map[string]string{"Makefile": makefile, "makefile": "", "GNUmakefile": ""}, ""},
+		{"make's lower-case makefile", "make deploy", map[string]string{"makefile": makefile, "Makefile": "", "GNUmakefile": ""}, "bash.download-to-shell"},
 		{"make -C another folder", "make -C sub deploy", map[string]string{"sub/Makefile": makefile}, "bash.download-to-shell"},
 		{"make -f another file", "make -f build.mk deploy", map[string]string{"build.mk": makefile}, "bash.download-to-shell"},
 		{"a Makefile that cannot be read", "make test", map[string]string{}, "bash.unread-program"},
@@ -86,7 +87,7 @@ func TestReadRunsAsksForEachFileRoundByRound(t *testing.T) {
 	p := bashCall("cd tools && bash a.sh && make -C ../lib && ./bin/x")
 	p.Cwd = "/w"
 	files := ReadRuns(p, read)
-	want := []string{"/w/tools/a.sh", "/w/lib/Makefile", "/w/tools/bin/x", "/w/tools/b.sh"}
+	want := []string{"/w/tools/a.sh", "/w/lib/GNUmakefile", "/w/lib/makefile", "/w/lib/Makefile", "/w/tools/bin/x", "/w/tools/b.sh"}
 	if !slices.Equal(asked, want) || files["tools/b.sh"] != "echo b" {
 		t.Fatalf("asked for %q (want %q), files %q", asked, want, files)
 	}

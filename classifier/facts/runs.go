@@ -207,7 +207,13 @@ func (w *walker) runs(cmd Command) {
 			return
 		}
 		dir, file, targets := makeArgs(cmd.Args)
-		w.run(Command{Dir: joinDir(cmd.Dir, dir)}, RunFile{Path: file, Kind: RunMake, Targets: targets})
+		files := []string{file}
+		if file == "" { // make looks for these in turn; each read is judged (one that is missing runs nothing)
+			files = []string{"GNUmakefile", "makefile", "Makefile"}
+		}
+		for _, f := range files {
+			w.run(Command{Dir: joinDir(cmd.Dir, dir)}, RunFile{Path: f, Kind: RunMake, Targets: targets})
+		}
 	case cmd.Name == "git":
 		w.gitRuns(cmd)
 	default:
@@ -268,10 +274,10 @@ func interpFile(cmd Command) string {
 	return ""
 }
 
-// makeArgs reads make's command line: the folder it runs in (-C), its makefile (-f), and the
-// targets (none: the default goal). Variable assignments on the command line are not targets.
+// makeArgs reads make's command line: the folder it runs in (-C), its makefile (-f; "" for the
+// ones make looks for), and the targets (none: the default goal). Variable assignments on the
+// command line are not targets.
 func makeArgs(args []string) (dir, file string, targets []string) {
-	file = "Makefile"
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		next := func() string {

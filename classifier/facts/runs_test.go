@@ -66,7 +66,8 @@ func TestEachWayOfRunningAFileNamesIt(t *testing.T) {
 		{"python3 -u tool.py --flag", []string{"tool.py"}},
 		{"node --require ./hook.js app.js", []string{"app.js"}},
 		{"deno run main.ts", []string{"main.ts"}},
-		{"./configure && make", []string{"./configure", "Makefile"}},
+		{"./configure && make", []string{"./configure", "GNUmakefile", "makefile", "Makefile"}},
+		{"make -f build.mk", []string{"build.mk"}},
 		{"cd a; cd b && ./x", []string{"a/b/x"}},
 		{"nohup bash job.sh &", []string{"job.sh"}},
 		{"npm run build", []string{"package.json"}},
@@ -76,7 +77,7 @@ func TestEachWayOfRunningAFileNamesIt(t *testing.T) {
 		{"python3 -c 'print(1)'", nil},
 		{"echo 'rm -rf ~' > x.sh; bash x.sh", nil}, // written in the same command: read from it
 		{"/usr/bin/make --version", nil},
-		{"/usr/bin/make -j 4 all", []string{"Makefile"}},
+		{"/usr/bin/make -j 4 all", []string{"GNUmakefile", "makefile", "Makefile"}},
 		{"/bin/ls", nil},
 		{"npm install lodash", nil},
 		{"bun test", nil},
