@@ -612,7 +612,8 @@ func (d *Daemon) startHeartbeat(ctx context.Context, started time.Time) {
 	b := &heartbeat{interval: interval, cancel: cancel, done: make(chan error, 1)}
 	opts := health.HeartbeatOptions{
 		Interval: interval, Path: d.paths.HealthFile(),
-		Logger: d.log.With("component", "health"), Kick: d.kick, Watches: d.watches,
+		// The host and user, so that a fleet's store can tell whose guard is not healthy.
+		Logger: d.log.With("component", "health", "host", d.stamp.Host, "user", d.stamp.User), Kick: d.kick, Watches: d.watches,
 		Daemon: health.DaemonInfo{PID: os.Getpid(), Version: d.version, StartedAt: started},
 		Check:  d.checkDropIn, Record: d.recordHead,
 	}

@@ -136,7 +136,8 @@ func TestTheRealDaemonsRecordsAndHeartbeatsArriveThroughTheCollector(t *testing.
 		}
 		checkMapped(t, l, byBody[l])
 	}
-	if beat.attrs["coworkbridge.healthy"] == nil || beat.attrs["coworkbridge.sessions_hooked"] == nil || !strings.HasPrefix(fmt.Sprint(beat.attrs["coworkbridge.mode"]), "observe") {
+	if beat.attrs["coworkbridge.healthy"] == nil || beat.attrs["coworkbridge.sessions_hooked"] == nil || !strings.HasPrefix(fmt.Sprint(beat.attrs["coworkbridge.mode"]), "observe") ||
+		beat.resource["host.name"] == nil || beat.resource["host.name"] == "" {
 		t.Errorf("a real heartbeat arrived mapped as %v", beat.attrs)
 	}
 }

@@ -203,7 +203,7 @@ func TestTheShippedCollectorConfigurationDeliversEveryRecordMappedAndWhole(t *te
 			}
 			if written%50 == 0 {
 				beats++
-				fmt.Fprintf(daemonLog, `{"time":%q,"level":"INFO","msg":"heartbeat","component":"health","healthy":true,"warnings":0,"mode":"enforce","sessions_live":3,"sessions_hooked":3,"record_head":"%032x"}`+"\n",
+				fmt.Fprintf(daemonLog, `{"time":%q,"level":"INFO","msg":"heartbeat","component":"health","host":"mac-7","user":"ada","healthy":true,"warnings":0,"mode":"enforce","sessions_live":3,"sessions_hooked":3,"record_head":"%032x"}`+"\n",
 					time.Now().UTC().Format(time.RFC3339Nano), written)
 				fmt.Fprintf(daemonLog, `{"time":%q,"level":"INFO","msg":"session hooked","session":"local_0001"}`+"\n", time.Now().UTC().Format(time.RFC3339Nano))
 			}
@@ -266,7 +266,7 @@ func TestTheShippedCollectorConfigurationDeliversEveryRecordMappedAndWhole(t *te
 	for _, r := range s.records() {
 		if r.attrs["event.name"] == "coworkbridge.heartbeat" {
 			heartbeats++
-			if r.attrs["coworkbridge.healthy"] != true || r.resource["service.name"] != "coworkbridge" {
+			if r.attrs["coworkbridge.healthy"] != true || r.resource["service.name"] != "coworkbridge" || r.resource["host.name"] != "mac-7" || r.resource["user.name"] != "ada" {
 				t.Errorf("heartbeat mapped as %v / %v", r.attrs, r.resource)
 			}
 			continue
@@ -331,7 +331,10 @@ func checkMapped(t *testing.T, line string, r received) {
 	if _, left := r.attrs["record"]; left {
 		t.Errorf("record %s: the parsed record was left in the attributes", rec.RID)
 	}
-	for k, v := range map[string]any{"service.name": "coworkbridge", "service.version": rec.Version, "host.name": rec.Host, "user.name": rec.User} {
+	if _, clash := r.resource["service.version"]; clash {
+		t.Errorf("record %s: coworkbridge's version in service.version, where Claude Code's own events keep the CLI's", rec.RID)
+	}
+	for k, v := range map[string]any{"service.name": "coworkbridge", "coworkbridge.version": rec.Version, "host.name": rec.Host, "user.name": rec.User} {
 		if r.resource[k] != v {
 			t.Errorf("record %s: resource %s = %v, want %v", rec.RID, k, r.resource[k], v)
 		}
