@@ -64,10 +64,10 @@ func (l List) MCPServerEnv(server, name string) bool {
 // program loads before its own.
 func LaunchEnv(name string) bool {
 	u := strings.ToUpper(name)
-	if launchEnv[u] {
+	if loaderEnv(u) || launchEnv[u] {
 		return true
 	}
-	for _, p := range []string{"LD_", "DYLD_", "PYTHON", "NPM_CONFIG_", "PERL5", "RUBY", "JAVA_", "_JAVA_", "JDK_JAVA_", "GIT_", "BUN_", "DENO_", "UV_", "PIP_"} {
+	for _, p := range []string{"PYTHON", "NPM_CONFIG_", "PERL5", "RUBY", "JAVA_", "_JAVA_", "JDK_JAVA_", "GIT_", "BUN_", "DENO_", "UV_", "PIP_"} {
 		if strings.HasPrefix(u, p) {
 			return true
 		}
@@ -75,10 +75,20 @@ func LaunchEnv(name string) bool {
 	return false
 }
 
-var launchEnv = set("PATH", "NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "BASH_ENV", "ENV", "ZDOTDIR", "HOME",
-	"XDG_CONFIG_HOME", "SHELL", "PERLLIB", "PERLIO", "TCLLIBPATH", "LUA_PATH", "LUA_CPATH", "GEM_HOME", "GEM_PATH",
-	"BUNDLE_GEMFILE", "CLASSPATH", "GOFLAGS", "CARGO_HOME", "RUSTC_WRAPPER", "PROMPT_COMMAND", "IFS", "TMPDIR",
+// launchEnv are LaunchEnv's names beyond loaderEnv's: language runtimes' and package managers'.
+var launchEnv = set("XDG_CONFIG_HOME", "PERLLIB", "PERLIO", "TCLLIBPATH", "LUA_PATH", "LUA_CPATH", "GEM_HOME", "GEM_PATH",
+	"BUNDLE_GEMFILE", "CLASSPATH", "GOFLAGS", "CARGO_HOME", "RUSTC_WRAPPER",
 	"COREPACK_NPM_REGISTRY", "YARN_RC_FILENAME", "NPX_CACHE", "PNPM_HOME", "VOLTA_HOME", "NVM_DIR", "ELECTRON_RUN_AS_NODE")
+
+// loaderEnv reports (for an upper-cased name) a variable that decides which program a shell
+// runs or what a program loads before its own code: held in any settings' env (dangerousEnv),
+// and never handed to an allowed MCP server (LaunchEnv).
+func loaderEnv(u string) bool {
+	return loaderNames[u] || strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_")
+}
+
+var loaderNames = set("PATH", "IFS", "ENV", "BASH_ENV", "PROMPT_COMMAND", "ZDOTDIR", "HOME", "SHELL", "TMPDIR",
+	"NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS")
 
 // File reports whether the admin allows the configuration file name of a kind ("skills",
 // "agents", "commands", "outputStyles") to keep what it holds: "skills" allows every skill,
@@ -123,22 +133,20 @@ var dangerousKeys = set(
 // it looks for code, whether hooks run at all, or which server the CLI talks to.
 func dangerousEnv(k string) bool {
 	u := strings.ToUpper(k)
-	return dangerousEnvNames[u] || strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_") ||
+	return dangerousEnvNames[u] || loaderEnv(u) ||
 		strings.HasPrefix(u, "BASH_FUNC_") || strings.Contains(k, "%%") ||
 		strings.HasPrefix(u, "ANTHROPIC_") && (strings.HasSuffix(u, "_URL") || strings.Contains(u, "HELPER")) ||
 		strings.HasPrefix(u, "OTEL_") || strings.HasPrefix(u, "CLAUDE_CODE_PLUGIN")
 }
 
 var dangerousEnvNames = set(
-	"PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "CDPATH", "GLOBIGNORE",
-	"PROMPT_COMMAND", "ZDOTDIR", "HOME", "SHELL", "TMPDIR", "GCONV_PATH", "LOCPATH", "NLSPATH",
-	"HOSTALIASES", "RESOLV_HOST_CONF", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP",
-	"PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB",
+	"SHELLOPTS", "BASHOPTS", "PS4", "CDPATH", "GLOBIGNORE", "GCONV_PATH", "LOCPATH", "NLSPATH",
+	"HOSTALIASES", "RESOLV_HOST_CONF", "PYTHONPATH", "PYTHONSTARTUP", "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB",
 	"CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SHELL_PREFIX", "CLAUDE_CODE_SHELL",
 	"CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
 	"CLAUDE_CODE_SKIP_BEDROCK_AUTH", "CLAUDE_CODE_SKIP_VERTEX_AUTH", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
 	"USE_BUILTIN_RIPGREP", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-	"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_TLS_REJECT_UNAUTHORIZED",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_TLS_REJECT_UNAUTHORIZED",
 	"CLAUDE_CODE_CLIENT_CERT", "CLAUDE_CODE_CLIENT_KEY", "EDITOR", "VISUAL",
 )
 
