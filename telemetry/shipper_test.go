@@ -159,10 +159,13 @@ func TestRsyslogShipsEveryRecordAcrossRotationsAndRestarts(t *testing.T) {
 	conf := shipperConfig(t, work, logPath, collector.port())
 
 	written := 0
-	write := func(n int, pace time.Duration) { // one daemon run: open the log, write n records, close it
+	const poll = 1500 * time.Millisecond // a poll and a half of rsyslog.conf's PollingInterval
+	// write is one daemon run: it opens the log, writes n records in bursts of burst records
+	// with pause after each, and closes it.
+	write := func(n, burst int, pause time.Duration) {
 		l := Open(Options{Path: logPath, MaxFileBytes: 48 << 10, MaxFiles: 50, Stamp: Stamp{Host: "mac-17", User: "ada"}})
 		defer l.Close()
-		for range n {
+		for i := range n {
 			written++
 			in, _ := json.Marshal(map[string]string{"command": fmt.Sprintf("echo %d %s", written, strings.Repeat("x", 300))})
 			rec := Record{TS: time.Now(), RID: fmt.Sprintf("%032x", written), Session: "local_a", Agent: "cowork",
@@ -170,7 +173,9 @@ func TestRsyslogShipsEveryRecordAcrossRotationsAndRestarts(t *testing.T) {
 			if err := l.Write(rec); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(pace)
+			if (i+1)%burst == 0 {
+				time.Sleep(pause)
+			}
 		}
 	}
 	distinct := func() int {
@@ -190,16 +195,20 @@ func TestRsyslogShipsEveryRecordAcrossRotationsAndRestarts(t *testing.T) {
 	}
 
 	r := startRsyslog(t, bin, conf, work)
-	write(300, 0) // several rotations in a burst while rsyslog follows
-	write(200, 0) // the daemon restarted
+	// A file holds 77 records. Bursts of 70 a poll and a half apart rotate once per burst at most:
+	// rsyslog's polling imfile is not held to several rotations within one poll (see the
+	// README: under load it lost a whole renamed file that way), a pace of 48 KiB/s that the
+	// default 50 MB files would need 50 MB/s of records to reach.
+	write(300, 70, poll) // rotations in bursts while rsyslog follows
+	write(200, 70, poll) // the daemon restarted
 	waitAll(r)
 	r.stop(t)
-	write(100, 0) // records written while the shipper is down, short of a rotation
+	write(60, 60, 0) // records written while the shipper is down, short of a rotation
 	r = startRsyslog(t, bin, conf, work)
-	write(300, 0)
-	write(250, 10*time.Millisecond) // a rotation every poll or so: each renamed file is finished, not read again
+	write(300, 70, poll)
+	write(250, 1, 15*time.Millisecond) // a steady pace, a rotation every poll or so: each renamed file is finished, not read again
 	waitAll(r)
-	time.Sleep(1500 * time.Millisecond) // a poll and a half: a late duplicate is counted too
+	time.Sleep(poll) // a late duplicate is counted too
 	r.stop(t)
 
 	var want []string
