@@ -89,6 +89,12 @@ func Content(h Hook, cfg managedconfig.Config, sc *hookentry.Schema) ([]byte, er
 		// own folder, would start a program at every shell call after the hooks judged it
 		// (verified with CLI 2.1.332; empty means unset to both the CLI and bash).
 		doc["env"] = PinnedEnv
+		if cfg.ForceRemoteSettingsRefresh {
+			// A cached copy of the organisation's server-managed settings (remote-settings.json)
+			// takes the managed tier from this drop-in when a fetch fails; with this key such a
+			// CLI refuses to start instead (verified with CLI 2.1.332: docs/CLAUDE-CODE-FACTS.md).
+			doc["forceRemoteSettingsRefresh"] = true
+		}
 		if cfg.Policy.RestrictMCPServers {
 			doc["allowedMcpServers"] = mcpList(cfg.Policy.Servers())
 			// Only this list counts: a user or project allowedMcpServers cannot widen it.

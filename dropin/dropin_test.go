@@ -39,6 +39,7 @@ type doc struct {
 	AllowManagedMcpServersOnly bool                `json:"allowManagedMcpServersOnly"`
 	DisableSkillShellExecution bool                `json:"disableSkillShellExecution"`
 	Env                        map[string]string   `json:"env"`
+	ForceRemoteSettingsRefresh bool                `json:"forceRemoteSettingsRefresh"`
 }
 
 func parse(t *testing.T, data []byte) doc {
@@ -97,6 +98,20 @@ func TestUnderLockdownOnlyManagedHooksRunAndSettingsChangesAreJudged(t *testing.
 	}
 	if !d.AllowManagedMcpServersOnly || !d.DisableSkillShellExecution {
 		t.Errorf("allowManagedMcpServersOnly %v, disableSkillShellExecution %v: want both", d.AllowManagedMcpServersOnly, d.DisableSkillShellExecution)
+	}
+}
+
+// forceRemoteSettingsRefresh is the admin's choice, made under lockdown: it stops every CLI that
+// cannot fetch the organisation's settings, so it is never written unasked.
+func TestTheDropInForcesAFreshFetchOfServerSettingsOnlyWhenAsked(t *testing.T) {
+	for _, cfg := range []managedconfig.Config{{}, {Lockdown: true}, {Lockdown: true, ForceRemoteSettingsRefresh: true}} {
+		data, err := Content(Hook{Exe: exe}, cfg, schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := parse(t, data).ForceRemoteSettingsRefresh; got != cfg.ForceRemoteSettingsRefresh {
+			t.Errorf("%+v: forceRemoteSettingsRefresh %v", cfg, got)
+		}
 	}
 }
 

@@ -54,6 +54,12 @@ type Config struct {
 	// (allowManagedHooksOnly), to allow only the policy's MCP servers, and to run the host hook on
 	// settings changes (ConfigChange); the host hook then judges every call itself.
 	Lockdown bool
+	// ForceRemoteSettingsRefresh (lockdown only) writes forceRemoteSettingsRefresh into the
+	// drop-in: a CLI eligible for the organisation's server-managed settings refuses to start
+	// unless it fetched them fresh, so a cached copy (remote-settings.json) can never stand in
+	// for them and push the drop-in out of the managed tier. The cost: no such CLI starts while
+	// the settings server cannot be reached.
+	ForceRemoteSettingsRefresh bool
 	// RequiredMinimumVersion, when set, is written into the drop-in: Claude Code older than it
 	// refuses to start (one that predates onFailure cannot fail closed for us).
 	RequiredMinimumVersion string

@@ -91,19 +91,22 @@ func (p *parser) parse(data []byte) {
 		return
 	}
 	fields := map[string]func(string, json.RawMessage){
-		"version":                  p.version,
-		"cowork_enabled":           func(f string, r json.RawMessage) { p.boolean(f, r, &p.cfg.CoworkEnabled) },
-		"mode":                     func(f string, r json.RawMessage) { p.mode(f, r, &p.cfg.Mode) },
-		"sessions_roots":           p.sessionsRoots,
-		"hook_timeout":             func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.HookTimeout, maxHookTimeout, true) },
-		"decision_timeout":         func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.DecisionTimeout, maxHookTimeout, true) },
-		"heartbeat_interval":       func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.HeartbeatInterval, maxHeartbeat, false) },
-		"rescan_interval":          func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.RescanInterval, maxRescan, false) },
-		"max_line_bytes":           p.maxLineBytes,
-		"policy":                   p.policy,
-		"telemetry":                p.telemetry,
-		"log_level":                p.logLevel,
-		"lockdown":                 func(f string, r json.RawMessage) { p.boolean(f, r, &p.cfg.Lockdown) },
+		"version":            p.version,
+		"cowork_enabled":     func(f string, r json.RawMessage) { p.boolean(f, r, &p.cfg.CoworkEnabled) },
+		"mode":               func(f string, r json.RawMessage) { p.mode(f, r, &p.cfg.Mode) },
+		"sessions_roots":     p.sessionsRoots,
+		"hook_timeout":       func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.HookTimeout, maxHookTimeout, true) },
+		"decision_timeout":   func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.DecisionTimeout, maxHookTimeout, true) },
+		"heartbeat_interval": func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.HeartbeatInterval, maxHeartbeat, false) },
+		"rescan_interval":    func(f string, r json.RawMessage) { p.duration(f, r, &p.cfg.RescanInterval, maxRescan, false) },
+		"max_line_bytes":     p.maxLineBytes,
+		"policy":             p.policy,
+		"telemetry":          p.telemetry,
+		"log_level":          p.logLevel,
+		"lockdown":           func(f string, r json.RawMessage) { p.boolean(f, r, &p.cfg.Lockdown) },
+		"force_remote_settings_refresh": func(f string, r json.RawMessage) {
+			p.boolean(f, r, &p.cfg.ForceRemoteSettingsRefresh)
+		},
 		"required_minimum_version": p.minimumVersion,
 		"allowed_settings":         p.allowedSettings,
 		"block_message":            p.blockMessage,
@@ -146,6 +149,9 @@ func (p *parser) eachMember(prefix string, members []member, fields map[string]f
 
 func (p *parser) crossChecks() {
 	c := &p.cfg
+	if c.ForceRemoteSettingsRefresh && !c.Lockdown {
+		p.addf("force_remote_settings_refresh", "takes effect only with \"lockdown\": true (it keeps the drop-in's lockdown in the managed tier); set lockdown too, or remove this field")
+	}
 	if c.Lockdown && c.Policy.RestrictMCPServers {
 		for i, n := range c.Policy.AllowedMCPServers {
 			if !mcpServerName().MatchString(n) {

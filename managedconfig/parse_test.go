@@ -334,12 +334,12 @@ func FuzzParse(f *testing.F) {
 func TestLockdownFieldsAreReadAndCheckedForWhatTheDropInCanCarry(t *testing.T) {
 	env := testEnv(nil)
 	paths := mustPaths(t, env)
-	cfg, err := Parse([]byte(`{"version":1,"lockdown":true,"required_minimum_version":"2.1.329",
+	cfg, err := Parse([]byte(`{"version":1,"lockdown":true,"required_minimum_version":"2.1.329","force_remote_settings_refresh":true,
 		"allowed_settings":["statusLine","env.HTTPS_PROXY","hooks.Stop"],"policy":{"allowed_mcp_servers":["github"]}}`), "m", env, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Lockdown || cfg.RequiredMinimumVersion != "2.1.329" || len(cfg.AllowedSettings) != 3 {
+	if !cfg.Lockdown || cfg.RequiredMinimumVersion != "2.1.329" || len(cfg.AllowedSettings) != 3 || !cfg.ForceRemoteSettingsRefresh {
 		t.Errorf("read %+v", cfg)
 	}
 	for _, bad := range []string{
@@ -347,6 +347,8 @@ func TestLockdownFieldsAreReadAndCheckedForWhatTheDropInCanCarry(t *testing.T) {
 		`{"version":1,"allowed_settings":["has space"]}`,
 		`{"version":1,"allowed_settings":["hooks.Stopp"]}`,
 		`{"version":1,"lockdown":"yes"}`,
+		`{"version":1,"force_remote_settings_refresh":true}`,
+		`{"version":1,"lockdown":true,"force_remote_settings_refresh":"yes"}`,
 		`{"version":1,"lockdown":true,"policy":{"allowed_mcp_servers":["my server"]}}`,
 	} {
 		if _, err := Parse([]byte(bad), "m", env, paths); err == nil {
