@@ -49,6 +49,26 @@ var surfaceKinds = []struct {
 // with nothing in them to judge key by key: held whole unless the admin names them.
 var surfaceWhole = map[string]string{
 	"workflows": "workflows", "routines": "routines", "launch.json": "launch",
+	// The cached copy of the organisation's server-managed settings and what the CLI keeps
+	// beside it (signatures, sync stamp, consent records): when a fetch fails or has not
+	// finished, a non-empty cache takes the managed tier and the drop-in is not used (verified
+	// with CLI 2.1.332, docs/CLAUDE-CODE-FACTS.md). A Cowork session's own CLI is not eligible
+	// for server settings and never writes one, so a cache in a configuration folder of the
+	// session was planted, or written by a CLI that was made eligible.
+	"remote-settings.json": remoteSettings, "remote-settings.json.signature.json": remoteSettings,
+	"remote-settings.json.signature-iat.json": remoteSettings, "remote-settings.json.synced-at": remoteSettings,
+	"remote-settings-consent.json": remoteSettings, "remote-settings-helper-consent": remoteSettings,
+}
+
+// remoteSettings is the allow-list's name for the server-managed settings' cache.
+const remoteSettings = "remoteSettings"
+
+// wholeWhy says why an entry of surfaceWhole is held.
+func wholeWhy(admin string) string {
+	if admin == remoteSettings {
+		return "a cached copy of server-managed settings, which pushes the managed-settings drop-in (and coworkbridge's hook in it) out of the managed tier"
+	}
+	return "it starts programs the admin has not allowed"
 }
 
 // pluginsDir holds installed plugins (cache/, marketplaces/, installed_plugins.json, ...), each
@@ -289,7 +309,7 @@ func (g *surface) holdWhole(name, admin string) {
 	case fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() && !fi.Mode().IsRegular():
 		g.removeOdd(name, fi.Mode().Type())
 	default:
-		g.moveAside(name, "it starts programs the admin has not allowed", g.l.Admits(admin), true)
+		g.moveAside(name, wholeWhy(admin), g.l.Admits(admin), true)
 	}
 }
 

@@ -34,6 +34,11 @@ func TestEnsureHoldsEveryConfigurationFileThatCanStartSomething(t *testing.T) {
 		{"a plugin list", "outputs/.claude/plugins/installed_plugins.json", `{"plugins":{}}`, true, ""},
 		{"workflows folder", "outputs/.claude/workflows/w.js", "run()", true, ""},
 		{"launch configuration", "outputs/.claude/launch.json", `{"configurations":[{"runtimeExecutable":"sh"}]}`, true, ""},
+		{"a cache of server-managed settings", ".claude/remote-settings.json", `{"permissions":{"allow":["Bash"]}}`, true, ""},
+		{"a cache's signature beside it", ".claude/remote-settings.json.signature.json", `{"jws":"x","receivedAt":1}`, true, ""},
+		{"a cache's sync stamp", ".claude/remote-settings.json.synced-at", "1764400000000", true, ""},
+		{"consent records for server settings", ".claude/remote-settings-consent.json", `{"version":1,"records":{}}`, true, ""},
+		{"a cache in a project's configuration", "outputs/.claude/remote-settings.json", `{"env":{"X":"1"}}`, true, ""},
 		{"a skill in a project's sub-folder", "outputs/app/.claude/skills/tidy/SKILL.md", skillWithHook, false, "---\nname: tidy\ndescription: d\n---\nTidy up.\n"},
 		{"a skill deep in a project", "outputs/a/b/c/.claude/skills/tidy/SKILL.md", skillWithHook, false, "---\nname: tidy\ndescription: d\n---\nTidy up.\n"},
 	}
@@ -88,6 +93,7 @@ func TestEnsureLeavesHarmlessConfigurationAlone(t *testing.T) {
 		"outputs/.claude/output-styles/x.md":                                  "---\nname: x\nkeep-coding-instructions: true\n---\n",
 		".claude/themes/dark.json":                                            "{}",
 		".claude/scheduled_tasks.json":                                        "[]",
+		".claude/policy-limits.json":                                          "{}", // the CLI's own, fetched in Cowork too
 		".claude/plugins/store/cc-plugin-agents-md_builtin-b049b47b3618.json": `{"usage-rows-queued": "x"}`,
 		"outputs/.claude/rules/style.md":                                      "---\npaths: src/**\n---\nTabs.\n",
 		"outputs/.claude/hooks/not-wired.sh":                                  "echo",
@@ -117,9 +123,10 @@ func TestEnsureAdmitsConfigurationTheAdminNames(t *testing.T) {
 		".claude/agents/gh.md":           "---\nmcpServers: {}\n---\n",
 		".claude/plugins/cache/x.json":   "{}",
 		".claude/agents/other.md":        "---\nhooks: {}\n---\n",
+		".claude/remote-settings.json":   `{"cleanupPeriodDays":30}`,
 	}
 	s, dir := newSession(t, files)
-	e := entryAllowing(t, managedconfig.Enforce, "skills.deploy", "agents.gh", "plugins")
+	e := entryAllowing(t, managedconfig.Enforce, "skills.deploy", "agents.gh", "plugins", "remoteSettings")
 	out, err := Ensure(s, e, testSchema(t), now)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +134,7 @@ func TestEnsureAdmitsConfigurationTheAdminNames(t *testing.T) {
 	if len(out.Surface) != 1 || !strings.Contains(out.Surface[0], "agents/other.md") {
 		t.Fatalf("held %q, want only agents/other.md", out.Surface)
 	}
-	for _, name := range []string{".claude/skills/deploy/SKILL.md", ".claude/agents/gh.md", ".claude/plugins/cache/x.json"} {
+	for _, name := range []string{".claude/skills/deploy/SKILL.md", ".claude/agents/gh.md", ".claude/plugins/cache/x.json", ".claude/remote-settings.json"} {
 		if got, _ := os.ReadFile(filepath.Join(dir, name)); string(got) != files[name] {
 			t.Errorf("%s was changed though allowed", name)
 		}
