@@ -20,6 +20,10 @@ type Receipt struct {
 	// flow), each "" when nothing; a call denied takes in and reads nothing.
 	Untrusted string `json:"untrusted,omitempty"`
 	Private   string `json:"private,omitempty"`
+	// Aside: the managed-settings drop-in's hook saw the call and left it to the session's own
+	// hook, which reports it (without lockdown). It judged nothing; the receipt only says that
+	// the drop-in is in force for the session, which Claude Code runs first.
+	Aside bool `json:"aside,omitempty"`
 }
 
 // MaxReceipt bounds a receipt file: a fingerprint holds at most 64 members.

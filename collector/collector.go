@@ -100,6 +100,10 @@ type Options struct {
 	// in a session, neither our folder nor the lease is put back there. Default: the collector's
 	// own record.
 	Removals *session.Removals
+	// DropIn is the path of the managed-settings drop-in installed on this Mac ("" for none to
+	// expect): while a file is there, every call of a session on the Mac must reach its hook
+	// before the session's own, and one that does not is reported (drop_in_overridden).
+	DropIn string
 }
 
 func (o *Options) defaults() {
@@ -228,6 +232,7 @@ func New(cfg managedconfig.Config, cls *classifier.Classifier, opts Options) *Co
 		env: &lane.Env{Log: opts.Logger, Health: opts.Health, Sink: opts.Sink, Offsets: opts.Offsets,
 			Replays: lane.NewReplays(opts.Recorded), Now: opts.Now, Removals: opts.Removals,
 			Leases: &lane.Leases{}, Outage: &lane.Outage{}, Host: opts.Host, User: opts.User, Home: opts.Home,
+			DropIn: installed(opts.DropIn, opts.Now),
 			Limits: lane.Limits{BatchLines: opts.BatchLines, RotateBytes: opts.RotateBytes, RotateIdle: opts.RotateIdle,
 				RotateGrace: opts.RotateGrace, SessionBytes: opts.SessionBytes, BudgetRecords: opts.BudgetRecords,
 				BudgetBytes: opts.BudgetBytes, QuarantineFor: opts.QuarantineFor, ReconcileGrace: opts.ReconcileGrace,
@@ -526,4 +531,28 @@ func (r *takenRIDs) has(rid string) bool {
 		}
 	}
 	return false
+}
+
+// installedFor is how long the answer of installed stands: the drop-in is installed or removed
+// by an admin, rarely, and the lanes ask for every call on the Mac.
+const installedFor = 30 * time.Second
+
+// installed reports whether a plain file is at path, looking at most once per installedFor;
+// nil for no path. Safe for concurrent use by the lanes.
+func installed(path string, now func() time.Time) func() bool {
+	if path == "" {
+		return nil
+	}
+	var mu sync.Mutex
+	var at time.Time
+	var ok bool
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if t := now(); at.IsZero() || t.Sub(at) > installedFor {
+			fi, err := os.Stat(path)
+			at, ok = t, err == nil && fi.Mode().IsRegular()
+		}
+		return ok
+	}
 }

@@ -9,12 +9,14 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -238,7 +240,7 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 		log.Error("spool offsets unreadable; events still in the spools will be read again (duplicates are skipped by request id)", "err", err)
 	}
 	if opts.DropInDir == "" {
-		opts.DropInDir = dropin.Dir(runtime.GOOS)
+		opts.DropInDir = cmp.Or(env.DropInDirOverride(), dropin.Dir(runtime.GOOS))
 	}
 	if opts.Executable == "" {
 		opts.Executable = executable()
@@ -482,6 +484,7 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
 		Poll: d.spoolPoll(), ChannelRoot: d.paths.ChannelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
 		ForgedAfter: d.forgedAfter(), Host: d.stamp.Host, User: d.stamp.User, Home: d.env.Home,
+		DropIn: filepath.Join(d.dropDir, dropin.Name),
 	})
 	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
 		ChannelRoot: d.paths.ChannelRoot(), Removals: removals})

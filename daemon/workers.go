@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
+	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/privsep"
@@ -241,7 +242,7 @@ func (d *Daemon) homes() []string {
 func (d *Daemon) setupFor(on, unhook bool, t workerTuning) func(privsep.User) privsep.Setup {
 	host := d.stamp.Host
 	return func(u privsep.User) privsep.Setup {
-		st := privsep.Setup{On: on, Unhook: unhook, Host: host, User: u.Name,
+		st := privsep.Setup{On: on, Unhook: unhook, Host: host, User: u.Name, DropIn: filepath.Join(d.dropDir, dropin.Name),
 			BudgetRecords: t.budget, ForgedAfter: t.forgedAfter, SpoolPoll: t.poll}
 		j, cls, err := d.policyOf(u)
 		if err != nil {

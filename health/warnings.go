@@ -171,6 +171,8 @@ func countedMessage(info CodeInfo, n uint64) string {
 		return fmt.Sprintf("%d time(s) a decision or the alive lease could not be written into a session", n)
 	case CodeTelemetryFailed:
 		return fmt.Sprintf("%d decision log write(s) failed", n)
+	case CodeDropInOverridden:
+		return fmt.Sprintf("%d call(s) on the Mac reached the session's own hook but never the managed-settings drop-in's, which Claude Code runs first: the drop-in and lockdown are not in force there (server-managed settings, or a cached copy of them, took their place)", n)
 	}
 	return fmt.Sprintf("%d time(s): %s", n, info.Title)
 }

@@ -55,3 +55,20 @@ func leaveReceipt(ch *session.Session, r claudehook.Receipt) {
 	_ = ch.MkdirAll(session.ReceiptsDir, 0o700)
 	_ = ch.Publish(session.ReceiptsDir+"/"+newRID()+".json", data, 0o600)
 }
+
+// standAside leaves the receipt of a call this hook left to the session's own hook: the daemon
+// then knows the drop-in is in force there. A call that reaches the session's hook with no such
+// receipt means something else took the managed tier (server-managed settings, or a cached copy
+// of them). Nothing is left for a payload it cannot read: the session's hook reports that one.
+func standAside(env managedconfig.Env, cfg managedconfig.Config, root string, data []byte) {
+	p, err := claudehook.ParsePayload(data)
+	if err != nil || p.ToolUseID == "" {
+		return
+	}
+	ch := channel(env, cfg, root)
+	if ch == nil {
+		return
+	}
+	defer ch.Close()
+	leaveReceipt(ch, claudehook.Receipt{V: 1, ToolUseID: p.ToolUseID, Tool: p.ToolName, Aside: true, Fingerprint: map[string]uint64{}})
+}

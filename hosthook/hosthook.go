@@ -117,6 +117,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	// guard of every call. Without it, a Cowork session whose settings carry exactly our current
 	// entry reports to the daemon, and is not recorded twice.
 	if !cfg.Lockdown && guardedBySessionHook(getenv(env, "CLAUDE_CONFIG_DIR"), cfg, paths.ChannelRoot()) {
+		standAside(env, cfg, paths.ChannelRoot(), data)
 		return nil
 	}
 	cls, err := classifierFor(snap)

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
 )
 
 // mac is a user's machine in a temporary folder, its environment naming managed.json, the state
@@ -144,6 +146,36 @@ func TestTheHookStandsAsideOnlyForARealSessionReachedThroughRealFolders(t *testi
 				t.Errorf("stood aside %v (%q), want %v", got, out, tt.standAside)
 			}
 		})
+	}
+}
+
+// Standing aside, the hook still tells the daemon it saw the call (an aside receipt, judging
+// nothing): a host-loop call that reaches the session's hook without one means the drop-in was
+// not in force (server-managed settings took the managed tier).
+func TestStandingAsideLeavesAReceiptThatTheDropInSawTheCall(t *testing.T) {
+	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	claude := m.sessionWithOurEntry(t, m.sessions, "local_s1")
+	receipts := filepath.Join(m.state, "channel", "local_s1", filepath.FromSlash(session.ReceiptsDir))
+	payload := `{"tool_use_id":"toolu_01","tool_name":"Bash","tool_input":{"command":"git push --force"}}`
+	if out := Answer(strings.NewReader(payload), m.options(true, "CLAUDE_CONFIG_DIR", claude)); len(out) != 0 {
+		t.Fatalf("did not stand aside: %s", out)
+	}
+	if _, err := os.Stat(receipts); err == nil {
+		t.Fatal("a receipt was left in a channel the daemon never made")
+	}
+	os.MkdirAll(filepath.Join(m.state, "channel", "local_s1"), 0o700)
+	Answer(strings.NewReader(payload), m.options(true, "CLAUDE_CONFIG_DIR", claude))
+	names, _ := os.ReadDir(receipts)
+	if len(names) != 1 {
+		t.Fatalf("receipts %v, want one", names)
+	}
+	data, _ := os.ReadFile(filepath.Join(receipts, names[0].Name()))
+	r, err := claudehook.ParseReceipt(data)
+	if err != nil || !r.Aside || r.ToolUseID != "toolu_01" || r.Denied {
+		t.Errorf("receipt %+v %v: want an aside receipt of toolu_01", r, err)
+	}
+	if log, _ := os.ReadFile(filepath.Join(m.home, "logs", "decisions.jsonl")); len(log) != 0 {
+		t.Errorf("standing aside recorded the call: %s", log)
 	}
 }
 

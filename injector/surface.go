@@ -27,9 +27,8 @@ import (
 // (allowlist.List.File).
 var surfaceLevels = []string{session.ClaudeDir, projectClaudeDir}
 
-// HeldDir is where held configuration goes: inside coworkbridge's folder, which no CLI reads
-// skills, agents or commands from.
-const HeldDir = session.BridgeDir + "/held"
+// HeldDir is where held configuration goes (session.HeldDir).
+const HeldDir = session.HeldDir
 
 // surfaceKinds are the folders of markdown files and the kind of frontmatter each holds; deep
 // ones are read through their sub-folders (commands/ops/deploy.md is the command ops:deploy).

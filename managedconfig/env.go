@@ -20,6 +20,9 @@ const (
 	EnvLogDir        = "COWORKBRIDGE_LOG_DIR"
 	// EnvSocket is the system-mode socket's path (Paths.Socket).
 	EnvSocket = "COWORKBRIDGE_SOCKET"
+	// EnvDropInDir is the Claude Code managed-settings folder the daemon expects the drop-in in
+	// (the tests' own /etc/claude-code lives in a mount namespace of the CLI's).
+	EnvDropInDir = "COWORKBRIDGE_DROPIN_DIR"
 )
 
 // Env is everything outside the file that the configuration depends on: the platform, the user's
@@ -79,13 +82,16 @@ func (e Env) WithoutOverrides() Env {
 // Overrides lists the development overrides set in this environment, for the daemon's start-up log.
 func (e Env) Overrides() []string {
 	var set []string
-	for _, k := range []string{EnvManagedConfig, EnvSessionsRoot, EnvStateDir, EnvLogDir, EnvSocket} {
+	for _, k := range []string{EnvManagedConfig, EnvSessionsRoot, EnvStateDir, EnvLogDir, EnvSocket, EnvDropInDir} {
 		if e.getenv(k) != "" {
 			set = append(set, k)
 		}
 	}
 	return set
 }
+
+// DropInDirOverride is the managed-settings folder EnvDropInDir names, "" when unset.
+func (e Env) DropInDirOverride() string { return e.getenv(EnvDropInDir) }
 
 // systemConfigPath is where MDM delivers managed.json on this platform.
 func (e Env) systemConfigPath() string {

@@ -43,6 +43,9 @@ type Setup struct {
 	Recorded []string
 	// Host and User fill the admin's notice; User is the name root knows the worker's uid by.
 	Host, User string
+	// DropIn is the path of the managed-settings drop-in (collector.Options.DropIn): root's
+	// folder, readable by every user.
+	DropIn string
 	// BudgetRecords, ForgedAfter and SpoolPoll are the tests' overrides root was started with
 	// (0: the deployment's values).
 	BudgetRecords int

@@ -286,6 +286,7 @@ func (w *work) startGuard(ctx context.Context, s Setup) error {
 		Logger: w.log.With("component", "collector"), Health: h, Sink: remoteSink{link: w.link, max: recordsChunk(s.Config)},
 		Offsets: w.offsets, Rules: rules, Recorded: recorded, Poll: s.SpoolPoll, ChannelRoot: w.channelRoot(),
 		BudgetRecords: s.BudgetRecords, Removals: removals, ForgedAfter: s.ForgedAfter, Host: s.Host, User: s.User, Home: w.opts.Home,
+		DropIn: s.DropIn,
 	})
 	inj, err := injector.New(s.Config, injector.Options{Logger: w.log.With("component", "injector"),
 		Recorder: sessionEvents{remoteHealth: h, col: col}, ChannelRoot: w.channelRoot(), Removals: removals, Owned: w.owned})

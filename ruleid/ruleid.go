@@ -45,6 +45,9 @@ const (
 	// SettingsChange and SettingsUnreadable: a settings change judged under lockdown.
 	SettingsChange     = "coworkbridge.settings-change"
 	SettingsUnreadable = "coworkbridge.settings-unreadable"
+	// DropInOverridden: a call on the Mac reached the session's hook but not the managed-settings
+	// drop-in's, which Claude Code runs first; something else holds the managed tier.
+	DropInOverridden = "coworkbridge.drop-in-overridden"
 )
 
 // Flood: a summary of the records a session's decision-log budget left out.
@@ -54,7 +57,7 @@ const Flood = "coworkbridge.flood"
 func All() []string {
 	return []string{Malformed, Oversized, ClassifierError, DuplicateRID, Quarantine, ConfigInvalid, Hook,
 		ForgedDecision, PlantedLease, PlantedSpool, Unguarded, ForgedEvent, Unconfirmed, TranscriptTampered,
-		RecordTampered, SettingsChange, SettingsUnreadable, Flood}
+		RecordTampered, SettingsChange, SettingsUnreadable, DropInOverridden, Flood}
 }
 
 // IsGuard reports whether id is one of coworkbridge's own rules rather than a policy's.

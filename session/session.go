@@ -44,6 +44,9 @@ const (
 	// judged itself (under lockdown the session's own hook does not run), so that reconciliation
 	// counts the call as guarded.
 	ReceiptsDir = ".claude/coworkbridge/receipts"
+	// HeldDir, in a session, is where the injector keeps aside what it held of the CLI's
+	// configuration: inside coworkbridge's folder, which no CLI reads skills, agents or commands from.
+	HeldDir = BridgeDir + "/held"
 	// QuarantineFile, in a host channel, says until when the session is quarantined: the host
 	// hook refuses every call of the session until then.
 	QuarantineFile = ".claude/coworkbridge/quarantine"

@@ -93,6 +93,9 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	if err != nil {
 		return l.fault(src, p, env.RID, waiting, ruleid.Malformed, "this tool call was blocked because coworkbridge could not read it ("+err.Error()+")", started)
 	}
+	if src.channel() {
+		l.tier.hostCall(pl.ToolUseID, pl.ToolName, l.env.Now())
+	}
 	c := l.call(src, env.RID, waiting)
 	c.Payload, c.Flow, c.Quarantined = pl, l.FlowNow(), l.quarantined()
 	if c.InVM() {

@@ -91,6 +91,9 @@ type Env struct {
 	Host, User string
 	// Home is the user's home folder: where ~ leads in the files a call on the Mac runs.
 	Home string
+	// DropIn reports whether a managed-settings drop-in is installed on this Mac, so that every
+	// session's calls on the Mac must reach its hook (nil: none is).
+	DropIn func() bool
 }
 
 // Rules judges a lane's calls and reads its instruction files: Local in a daemon that compiled
@@ -229,6 +232,8 @@ type Lane struct {
 	flood flood.Window
 	// overflow are records the budget left out, until a transcript shows their call.
 	overflow heldRecords
+	// tier watches whether the session's calls on the Mac reach the drop-in.
+	tier tier
 	// rids are the request ids recorded lately, to catch a line reusing one.
 	rids     plants.RIDs
 	failures int       // consecutive decision-log failures, for the retry backoff

@@ -53,6 +53,10 @@ func (d *socketDoor) take() []claudehook.Receipt {
 // takeReceipt feeds the ledger a call judged outside the lane, and the session's flow what it
 // took in and read.
 func (l *Lane) takeReceipt(r claudehook.Receipt, now time.Time) {
+	l.tier.saw(r.ToolUseID, now)
+	if r.Aside {
+		return // judged by the session's own hook, whose event the ledger takes
+	}
 	l.recon.calls.Judged(ledger.Event{ToolUseID: r.ToolUseID, Tool: r.Tool, Denied: r.Denied,
 		Fingerprint: transcript.Fingerprint(r.Fingerprint)}, now)
 	if !r.Denied {

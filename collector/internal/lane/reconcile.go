@@ -94,6 +94,7 @@ func (l *Lane) reconcile(s *session.Session, p *Policy, force bool) {
 		l.takeReceipt(r, now)
 	}
 	l.channel.takeReceipts(now)
+	l.checkTier(s, p, now)
 	var found []ledger.Finding
 	var late []telemetry.Record
 	rep := r.follow.Follow(s, func(name string, line []byte) {
