@@ -126,6 +126,7 @@ func lastLines(s string, n int) string {
 type cliRun struct {
 	Records []map[string]any
 	Stderr  string
+	Stdout  string
 	Elapsed time.Duration
 }
 
@@ -174,6 +175,16 @@ func runCLIAt(t testing.TB, version string, api *fakeAPI, sessionDir string, ext
 
 func runCLIWith(t testing.TB, version string, api *fakeAPI, sessionDir string, vm *vmView, cliArgs, wrapper []string, extraEnv ...string) cliRun {
 	t.Helper()
+	run, err := tryCLIWith(t, version, api, sessionDir, vm, cliArgs, wrapper, extraEnv...)
+	if err != nil {
+		t.Fatalf("claude exited with %v\nstderr: %s\nstdout: %.2000s", err, run.Stderr, run.Stdout)
+	}
+	return run
+}
+
+// tryCLIWith is runCLIWith for a run that may fail: the CLI's error is returned, not fatal.
+func tryCLIWith(t testing.TB, version string, api *fakeAPI, sessionDir string, vm *vmView, cliArgs, wrapper []string, extraEnv ...string) (cliRun, error) {
+	t.Helper()
 	bin := claudeBinaryAt(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -211,7 +222,7 @@ exec "$@"`
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	run := cliRun{Stderr: stderr.String(), Elapsed: time.Since(start)}
+	run := cliRun{Stderr: stderr.String(), Stdout: stdout.String(), Elapsed: time.Since(start)}
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -220,10 +231,7 @@ exec "$@"`
 			run.Records = append(run.Records, rec)
 		}
 	}
-	if err != nil {
-		t.Fatalf("claude exited with %v\nstderr: %s\nstdout: %.2000s", err, stderr.String(), stdout.String())
-	}
-	return run
+	return run, err
 }
 
 // newCoworkSession builds <root>/acct/org/local_<id>/ with .claude/settings.json = {} and the

@@ -81,6 +81,18 @@ func (m *managedMachine) runAt(t *testing.T, version string, api *fakeAPI, sessi
 	return runCLIWith(t, version, api, session, nil, nil, []string{"unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, env...)
 }
 
+// try is run for a start that may fail: the CLI's error is returned, not fatal.
+func (m *managedMachine) try(t *testing.T, api *fakeAPI, session string, extraEnv ...string) (cliRun, error) {
+	t.Helper()
+	work := filepath.Join(m.base, "overlay-work")
+	os.RemoveAll(work)
+	os.MkdirAll(work, 0o755)
+	wrap := `mount -t overlay coworkbridge-e2e-etc -o lowerdir=/etc,upperdir="$UPPER",workdir="$WORK" /etc && exec "$@"`
+	env := append([]string{"UPPER=" + m.upper, "WORK=" + work, "COWORKBRIDGE_MANAGED_CONFIG=" + m.config,
+		"COWORKBRIDGE_STATE_DIR=" + filepath.Join(m.base, "state"), "COWORKBRIDGE_LOG_DIR=" + m.logDir}, extraEnv...)
+	return tryCLIWith(t, cliVersion, api, session, nil, nil, []string{"unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, env...)
+}
+
 // exec runs a command on the machine m stands for (its /etc/claude-code in place) and returns
 // what it printed.
 func (m *managedMachine) exec(t *testing.T, args ...string) string {
