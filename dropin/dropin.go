@@ -2,7 +2,8 @@
 // Claude Code on the machine whatever its session's settings say, that runs `coworkbridge hook`
 // before each tool call. It builds the drop-in for a configuration (and, under the admin's
 // lockdown, the controls only managed settings have), checks it against the settings schema, writes
-// it as root, and checks the one installed.
+// it as root, and checks the one installed. The same content is what an organisation's console
+// settings must carry (Console, CheckConsole): where those reach a CLI, the drop-in is not used.
 //
 // It does not decide whether to install (the installer does), and never writes anything else: a
 // managed file the CLI cannot read stops every Claude Code session on the machine, so nothing

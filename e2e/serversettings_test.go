@@ -66,9 +66,9 @@ func TestServerManagedSettingsFactsWithTheRealCLI(t *testing.T) {
 			mark := filepath.Join(session, "outputs", "mark")
 			api := newFakeAPI(t, droppedMark(mark))
 			var env []string
+			h := newAnthropicHost(t, api)
+			h.settings(tt.status, "")
 			if tt.eligible {
-				h := newAnthropicHost(t, api)
-				h.settings(tt.status, "")
 				env = h.env()
 			}
 			if tt.entrypoint != "" {
@@ -82,6 +82,10 @@ func TestServerManagedSettingsFactsWithTheRealCLI(t *testing.T) {
 			run, err := m.try(t, api, session, env...)
 			_, marked := os.Stat(mark)
 			ran := len(m.log()) > before
+			// Eligible, the CLI asks the settings server; as Cowork's local agent it does not.
+			if asked, want := h.count("/api/claude_code/settings") > 0, tt.eligible && tt.entrypoint == ""; asked != want {
+				t.Errorf("the CLI asked the settings server: %v, want %v", asked, want)
+			}
 			switch {
 			case tt.refusesToStart:
 				if err == nil || !strings.Contains(run.Stderr, "requires remote managed settings") || marked == nil {

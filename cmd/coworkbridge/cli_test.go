@@ -399,3 +399,43 @@ func TestValidateReadsWithinTheBoundWhateverItIsGiven(t *testing.T) {
 		}
 	}
 }
+
+// An organisation that sets Claude Code settings in the admin console gets the JSON that keeps
+// coworkbridge in force there, and validate --console tells a merge that kept it from one that
+// lost it: the hook left out, or lockdown undone.
+func TestConsoleSettingsPrintWhatTheConsoleMustCarryAndValidateChecksTheMerge(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("COWORKBRIDGE_STATE_DIR", filepath.Join(dir, "state"))
+	cfg := filepath.Join(dir, "managed.json")
+	os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`), 0o644)
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", cfg)
+	code, out, notes := runCLI(t, "", "console-settings", "--exe", "/opt/cb/bin/coworkbridge")
+	if code != exitOK || !strings.Contains(out, `"command": "/opt/cb/bin/coworkbridge"`) || !strings.Contains(out, `"allowManagedHooksOnly": true`) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(notes, "note: MCP server definitions cannot be delivered") || !strings.Contains(notes, "refuses every tool call") {
+		t.Errorf("the notes do not say what the console cannot carry and what it costs:\n%s", notes)
+	}
+	good := filepath.Join(dir, "console.json")
+	org := strings.Replace(out, "{", `{"cleanupPeriodDays": 30,`, 1)
+	os.WriteFile(good, []byte(org), 0o644)
+	if code, out, errs := runCLI(t, "", "validate", "--console", good); code != validateOK || !strings.Contains(out, "carries coworkbridge's hook (/opt/cb/bin/coworkbridge) with lockdown") {
+		t.Errorf("a good merge: exit %d:\n%s%s", code, out, errs)
+	}
+	for name, edit := range map[string]func(string) string{
+		"no lockdown": func(s string) string {
+			return strings.Replace(s, `"allowManagedHooksOnly": true`, `"allowManagedHooksOnly": false`, 1)
+		},
+		"no hook":    func(s string) string { return strings.ReplaceAll(s, "/opt/cb/bin/coworkbridge", "/opt/org/audit") },
+		"shell form": func(s string) string { return strings.Replace(s, `"onFailure": "block"`, `"onFailure": "allow"`, -1) },
+	} {
+		bad := filepath.Join(dir, "bad.json")
+		os.WriteFile(bad, []byte(edit(org)), 0o644)
+		if code, out, _ := runCLI(t, "", "validate", "--console", bad); code != validateInvalid || !strings.Contains(out, "is invalid") {
+			t.Errorf("%s: exit %d:\n%s", name, code, out)
+		}
+	}
+	if code, _, errs := runCLI(t, "", "console-settings", "--exe", "coworkbridge"); code != exitUsage || !strings.Contains(errs, "absolute path") {
+		t.Errorf("a relative --exe: exit %d, %s", code, errs)
+	}
+}

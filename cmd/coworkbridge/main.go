@@ -46,6 +46,7 @@ func commands() []command {
 		{"check", "classify one tool call, or score the classifier on a labelled corpus", cmdCheck},
 		{"validate", "check a managed.json or a configuration profile and its whole policy, listing every problem (exit 0/1)", cmdValidate},
 		{"rules", "list every rule of the policy in force (id, verdict, mode, source), or explain one", cmdRules},
+		{"console-settings", "print the Claude Code settings that carry coworkbridge's hook in the Claude.ai admin console", cmdConsoleSettings},
 		{"report", "summarise decision logs for a rollout (tables, --json, or --html with charts)", cmdReport},
 		{"version", "print the version", cmdVersion},
 		{"help", "list the commands", cmdHelp},

@@ -25,15 +25,24 @@ const (
 )
 
 func cmdValidate(_ context.Context, args []string, sio stdio) int {
-	fs := newFlags("validate", "[FILE]", "Checks a managed.json, or a configuration profile (.mobileconfig, XML or signed, each payload\n"+
+	fs := newFlags("validate", "[--console SETTINGS] [FILE]", "Checks a managed.json, or a configuration profile (.mobileconfig, XML or signed, each payload\n"+
 		"of type com.coworkbridge.agent; .plist for managed preferences), and the whole policy it names (rule files, disabled_rules, rule_modes,\n"+
 		"rules_dirs) and lists every problem with its file, line and what to do. Without FILE, the\n"+
 		"managed.json this Mac uses. Nothing is written. Exit status: 0 valid, 1 invalid, 64 usage.", sio)
+	console := fs.String("console", "", "check this file of Claude Code settings for the Claude.ai admin console against what FILE asks\nthe drop-in to carry (see console-settings)")
 	if code, done := fs.parse(args); done {
 		return code
 	}
 	if fs.NArg() > 1 {
 		return fs.usageError("validate takes at most one file, got %d", fs.NArg())
+	}
+	if *console != "" {
+		cfg, err := consoleConfig(fs.Arg(0))
+		if err != nil {
+			fmt.Fprintln(sio.err, "coworkbridge validate:", err)
+			return validateInvalid
+		}
+		return validateConsole(*console, cfg, sio)
 	}
 	env, err := managedconfig.SystemEnv()
 	if err != nil {
