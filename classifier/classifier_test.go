@@ -310,6 +310,18 @@ SQL`), true},
 	{"read.secrets", read("/home/ada/.ssh/id_ed25519"), true},
 	{"read.secrets", bashCall("cat $HOME/.aws/credentials"), true},
 	{"read.secrets", read("/Users/ada/project/README.md"), false},
+	// A glob in a folder, as the shell or the file tool expands it, names what it can reach.
+	{"read.secrets", bashCall("cat ~/.ss?/notes"), true},
+	{"read.secrets", bashCall("cat ~/.[s]sh/notes"), true},
+	{"read.secrets", bashCall("cat ~/Lib*/Key*/login*"), true},
+	{"read.secrets", bashCall("head ~/.a?s/cred*"), true},
+	{"read.secrets", read("/Users/ada/.config/*/hosts.yml"), true},
+	{"read.secrets", bashCall("cat ~/*/config"), false}, // a wildcard names no hidden folder
+	{"read.secrets", bashCall("cat ~/.netr?"), true},
+	{"read.secrets", bashCall("cat src/*/main.go"), false},
+	// A process's folders in /proc are the folders they stand for.
+	{"read.secrets", bashCall("cd ~/proj && cat /proc/self/cwd/../.ssh/notes"), true},
+	{"read.secrets", bashCall("cat /proc/self/root/home/ada/.aws/credentials"), true},
 	{"read.dotenv", read("../.env"), true},
 	{"read.dotenv", read(".env.sample"), false},
 	{"read.dotenv", read(".env"), false}, // the project's own: read.dotenv-project asks

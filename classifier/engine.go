@@ -140,6 +140,9 @@ type Classifier struct {
 	// allocation of an analysis, and fewer allocations is a shorter tail of latencies.
 	parsers sync.Pool
 	places  []place
+	// globPaths caches, by expression, the places each path rule names (patternPaths), listed
+	// the first time a globbed path meets the rule.
+	globPaths sync.Map
 	// find finds effects with the policy's idea of a secret, made once: a method value made per
 	// call is an allocation per call.
 	find effects.Finder
@@ -417,6 +420,12 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 					matched = it.text[loc[0]:loc[1]]
 				}
 				break
+			}
+			if (it.target == TargetRead || it.target == TargetEdit) && globbed(it.text) {
+				if place := globNames(it.text, c.patternPaths(re.src), it.target == TargetRead); place != "" {
+					matched = it.text + " (can name " + place + ")"
+					break
+				}
 			}
 		}
 		if matched == "" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // LooksLikePath reports an argument written as a path (with a / or ~, starting with a dot, or
@@ -76,6 +78,7 @@ func CanonPath(p, cwd string) string {
 	if p == "" {
 		return ""
 	}
+	p = procAlias(p, cwd)
 	switch {
 	case strings.HasPrefix(p, "~"): // ~, ~/x, ~ada/x
 	case strings.HasPrefix(p, "/"), strings.HasPrefix(p, "$"):
@@ -99,4 +102,30 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// procFolder is a process's working or root folder in Linux's /proc: /proc/self/cwd/../.ssh is
+// the folder above the caller's working folder, which cleaning the name as written would lose
+// (/proc/self/.ssh).
+var procFolder = lazyregexp.New(`^/proc/(?:self|thread-self|[0-9]+)/(cwd|root)(/.*)?$`)
+
+// procAlias is p with a /proc working folder written as the folder cwd (a process of the same
+// call starts there), and a /proc root folder as /. Without cwd, a working folder is left
+// unknown: its path is written as cwd is, relative.
+func procAlias(p, cwd string) string {
+	if !strings.HasPrefix(p, "/proc/") {
+		return p
+	}
+	m := procFolder().FindStringSubmatch(p)
+	if m == nil {
+		return p
+	}
+	rest := strings.TrimPrefix(m[2], "/")
+	if m[1] == "root" {
+		return "/" + rest
+	}
+	if cwd == "" {
+		return "./" + rest
+	}
+	return cwd + "/" + rest
 }

@@ -52,3 +52,24 @@ func TestCanonPathFoldsTheMacsOtherNamesForAFolder(t *testing.T) {
 		}
 	}
 }
+
+// A process's working folder in /proc is the folder the process starts in, and its root is /:
+// cleaning the name as written would lose the folder (/proc/self/cwd/.. is not /proc/self).
+func TestCanonPathReadsAProcessFolderAsTheFolderItStandsFor(t *testing.T) {
+	for in, want := range map[string]string{
+		"/proc/self/cwd/../.ssh/notes":   "~/.ssh/notes",
+		"/proc/thread-self/cwd/x":        "~/proj/x",
+		"/proc/4242/cwd":                 "~/proj",
+		"/proc/self/root/etc/hosts":      "/etc/hosts",
+		"/proc/self/root/Users/ada/.aws": "~/.aws",
+		"/proc/self/status":              "/proc/self/status",
+		"/proc/self/cwdx/y":              "/proc/self/cwdx/y",
+	} {
+		if got := CanonPath(in, "/Users/ada/proj"); got != want {
+			t.Errorf("CanonPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := CanonPath("/proc/self/cwd/a", ""); got != "a" {
+		t.Errorf("with no folder known: %q, want it relative", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
 
@@ -30,6 +31,16 @@ const maxDepth = 64
 type Identities struct {
 	places map[fileID]string
 	stat   func(string) (fs.FileInfo, error)
+	// linked indexes the files inside the places that have more than one name, built when a
+	// path first names such a file: a hard link made anywhere (an outputs folder) to a file in a
+	// protected place is that file.
+	linked *linkIndex
+}
+
+// linkIndex is the hard-linked files of the protected places, by identity.
+type linkIndex struct {
+	once  sync.Once
+	files map[fileID]string
 }
 
 // Identify looks up each of paths (following links: a place reached through its link is still
@@ -38,7 +49,7 @@ func Identify(paths []string, stat func(string) (fs.FileInfo, error)) Identities
 	if stat == nil {
 		stat = os.Stat
 	}
-	ids := Identities{places: map[fileID]string{}, stat: stat}
+	ids := Identities{places: map[fileID]string{}, stat: stat, linked: &linkIndex{}}
 	for _, p := range paths {
 		if !filepath.IsAbs(p) {
 			continue
@@ -62,6 +73,9 @@ func (ids Identities) Place(path string) (string, bool) {
 		return path, false
 	}
 	path = filepath.Clean(path)
+	if p, ok := ids.hardLinked(path); ok {
+		return p, p != path
+	}
 	rest := ""
 	for dir, depth := path, 0; depth < maxDepth; dir, depth = filepath.Dir(dir), depth+1 {
 		if fi, err := ids.stat(dir); err == nil {
@@ -155,4 +169,74 @@ func WithEntries(paths, folders []string) []string {
 		}
 	}
 	return out
+}
+
+// Bounds of the search for hard-linked files in the protected places: how deep below each place,
+// and how many entries in all. A protected file past them, hard-linked elsewhere, is reached
+// under the other name unseen (THREATS.md 9a).
+const (
+	linkDepth   = 4
+	linkEntries = 4096
+)
+
+// hardLinked is the protected file path is another name of: a plain file with more than one
+// name whose identity is a file's inside a protected place.
+func (ids Identities) hardLinked(path string) (string, bool) {
+	fi, err := ids.stat(path)
+	if err != nil || !fi.Mode().IsRegular() || links(fi) < 2 || ids.linked == nil {
+		return "", false
+	}
+	id, ok := idOf(fi)
+	if !ok {
+		return "", false
+	}
+	ids.linked.once.Do(func() { ids.linked.files = ids.linkedFiles() })
+	p, ok := ids.linked.files[id]
+	return p, ok && ids.still(p, id)
+}
+
+// linkedFiles walks the protected places that are folders, through real folders only, and keeps
+// each plain file that has more than one name.
+func (ids Identities) linkedFiles() map[fileID]string {
+	out := map[fileID]string{}
+	seen := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		f, err := openDir(dir)
+		if err != nil {
+			return
+		}
+		entries, _ := f.ReadDir(maxEntries)
+		f.Close()
+		for _, e := range entries {
+			if seen++; seen > linkEntries {
+				return
+			}
+			name := filepath.Join(dir, e.Name())
+			switch {
+			case e.Type().IsDir() && depth < linkDepth:
+				walk(name, depth+1)
+			case e.Type().IsRegular():
+				if fi, err := e.Info(); err == nil && links(fi) > 1 {
+					if id, ok := idOf(fi); ok {
+						out[id] = name
+					}
+				}
+			}
+		}
+	}
+	for _, place := range ids.places {
+		if fi, err := os.Lstat(place); err == nil && fi.IsDir() {
+			walk(place, 0)
+		}
+	}
+	return out
+}
+
+// links is how many names a file has (1 when it cannot be told).
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink) //nolint:unconvert // its width differs by platform
+	}
+	return 1
 }

@@ -50,6 +50,38 @@ func TestAHardLinkToAGuardedFileIsThatFile(t *testing.T) {
 	}
 }
 
+// A hard link made in a working folder to a file anywhere below a protected folder (not only
+// coworkbridge's own files) is that file; a file with several names that no protected place
+// holds (a package manager's store) stays what it is.
+func TestAHardLinkToAFileInsideAProtectedFolderIsThatFile(t *testing.T) {
+	dir := t.TempDir()
+	ssh := filepath.Join(dir, "home", ".ssh")
+	os.MkdirAll(filepath.Join(ssh, "keys"), 0o700)
+	secret := filepath.Join(ssh, "keys", "notes")
+	os.WriteFile(secret, []byte("secret"), 0o600)
+	outputs := filepath.Join(dir, "outputs")
+	store := filepath.Join(dir, "store")
+	os.MkdirAll(outputs, 0o700)
+	os.MkdirAll(store, 0o700)
+	if err := os.Link(secret, filepath.Join(outputs, "hard.txt")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	os.WriteFile(filepath.Join(store, "index.js"), []byte("x"), 0o600)
+	os.Link(filepath.Join(store, "index.js"), filepath.Join(outputs, "index.js"))
+	ids := Of([]string{ssh}, nil, nil)
+	if got, ok := ids.Place(filepath.Join(outputs, "hard.txt")); !ok || got != secret {
+		t.Errorf("Place(hard.txt) = %q %v, want %s", got, ok, secret)
+	}
+	if got, ok := ids.Place(filepath.Join(outputs, "index.js")); ok {
+		t.Errorf("a hard-linked file no protected place holds was placed at %s", got)
+	}
+	// Once the protected file is gone, its old identity names nothing.
+	os.Remove(secret)
+	if got, ok := ids.Place(filepath.Join(outputs, "hard.txt")); ok {
+		t.Errorf("a file whose protected twin was removed was placed at %s", got)
+	}
+}
+
 // fakeStat gives paths the identities a test says, as a second mount or a firmlink would.
 type fakeStat map[string]uint64
 

@@ -1,0 +1,169 @@
+package classifier
+
+import (
+	"regexp/syntax"
+	"slices"
+	"strings"
+)
+
+// A path rule is a regular expression over the path a call names, written for paths as they are
+// spelt. A shell expands a glob in any component before the reader opens it (cat ~/.ss?/notes,
+// ~/Lib*/Key*/login*), and a file tool's glob does the same, so a globbed path is also judged by
+// what it can name: the places a path pattern names from its start (~/.ssh, ~/Library/Keychains)
+// are listed once from the expression itself, and a glob that can name one of them, or something
+// inside it, matches the rule.
+
+// maxPatternPaths bounds the places listed for one pattern; a pattern that names more is judged
+// as written only.
+const maxPatternPaths = 256
+
+// patternPaths is the places expr names, listed once per classifier.
+func (c *Classifier) patternPaths(expr string) []string {
+	if v, ok := c.globPaths.Load(expr); ok {
+		return v.([]string)
+	}
+	paths := patternPaths(expr)
+	c.globPaths.Store(expr, paths)
+	return paths
+}
+
+// patternPaths lists, for one expression anchored at the start (^~/…, ^/…), the paths it names;
+// none for another.
+func patternPaths(expr string) []string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText && re.Sub[0].Op != syntax.OpBeginLine {
+		return nil
+	}
+	e := enumerator{max: maxPatternPaths}
+	outs, _ := e.strings(&syntax.Regexp{Op: syntax.OpConcat, Sub: re.Sub[1:]}, []string{""})
+	var paths []string
+	seen := map[string]bool{}
+	for _, s := range outs {
+		s = strings.TrimRight(s, "/")
+		if (strings.HasPrefix(s, "~/") || strings.HasPrefix(s, "/")) && len(s) > 2 && !seen[s] {
+			seen[s] = true
+			paths = append(paths, s)
+		}
+	}
+	return paths
+}
+
+// enumerator lists the strings an expression matches, up to the first part whose strings
+// cannot be listed (a repetition, a wide class): what it returns are then prefixes of the
+// matches, which is what a folder is.
+type enumerator struct{ max int }
+
+// strings extends each of prefixes by what re matches; ok is false when re's strings could not
+// all be listed, and the prefixes returned stop where they could not.
+func (e *enumerator) strings(re *syntax.Regexp, prefixes []string) (out []string, ok bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpEndText, syntax.OpEndLine, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return prefixes, true
+	case syntax.OpLiteral:
+		lit := string(re.Rune)
+		if re.Flags&syntax.FoldCase != 0 {
+			lit = strings.ToLower(lit)
+		}
+		return e.each(prefixes, []string{lit}), true
+	case syntax.OpCharClass:
+		var alts []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if alts = append(alts, strings.ToLower(string(r))); len(alts) > 8 {
+					return prefixes, false
+				}
+			}
+		}
+		return e.each(prefixes, alts), true
+	case syntax.OpCapture:
+		return e.strings(re.Sub[0], prefixes)
+	case syntax.OpQuest:
+		with, ok := e.strings(re.Sub[0], prefixes)
+		return e.union(prefixes, with), ok
+	case syntax.OpConcat:
+		cur := prefixes
+		for _, sub := range re.Sub {
+			next, ok := e.strings(sub, cur)
+			if !ok {
+				return next, false
+			}
+			cur = next
+		}
+		return cur, true
+	case syntax.OpAlternate:
+		var all []string
+		complete := true
+		for _, sub := range re.Sub {
+			got, ok := e.strings(sub, prefixes)
+			complete = complete && ok
+			all = e.union(all, got)
+		}
+		return all, complete
+	}
+	return prefixes, false
+}
+
+// each is every prefix followed by every suffix, within the bound.
+func (e *enumerator) each(prefixes, suffixes []string) []string {
+	var out []string
+	for _, p := range prefixes {
+		for _, s := range suffixes {
+			if len(out) >= e.max {
+				return out
+			}
+			out = append(out, p+s)
+		}
+	}
+	return out
+}
+
+func (e *enumerator) union(a, b []string) []string {
+	for _, s := range b {
+		if len(a) >= e.max {
+			break
+		}
+		a = append(a, s)
+	}
+	return a
+}
+
+// globNames is the first place of paths that the glob pattern p can name, or something inside;
+// "" for none. As a shell's (and Python's) glob, a wildcard does not name a hidden folder unless
+// its segment starts with a dot too: ~/*/config is not ~/.ssh/config. A glob in the last name
+// alone is left to the expressions (~/.aws/cred* meets them as written), but for exactly a place
+// the expression names (~/.netr? is ~/.netrc), when lastName.
+func globNames(p string, paths []string, lastName bool) string {
+	ps := segments(p)
+	if slices.Contains(ps, "**") {
+		return "" // a search through every folder below: the map's searches judge those
+	}
+	inFolder := globbed(strings.Join(ps[:len(ps)-1], "/"))
+	if !inFolder && !lastName {
+		return ""
+	}
+	for _, place := range paths {
+		ds := segments(place)
+		if !inFolder && len(ds) != len(ps) {
+			continue
+		}
+		if inside, _ := globReaches(p, place); inside && !hiddenSkipped(ps, ds) {
+			return place
+		}
+	}
+	return ""
+}
+
+// hiddenSkipped reports whether a wildcard segment of ps would have to name a hidden segment of
+// ds without a leading dot of its own.
+func hiddenSkipped(ps, ds []string) bool {
+	for i := 0; i < len(ps) && i < len(ds); i++ {
+		if strings.HasPrefix(ds[i], ".") && !strings.HasPrefix(ps[i], ".") {
+			return true
+		}
+	}
+	return false
+}
