@@ -276,6 +276,7 @@ type machine struct {
 	read           func(string) (string, error)
 	inVM           bool
 	sessionGuarded bool
+	where          func(string) (string, bool)
 }
 
 func (c *Classifier) evaluateIn(ctx context.Context, p claudehook.Payload, own string, m machine) Verdict {
@@ -285,6 +286,9 @@ func (c *Classifier) evaluateIn(ctx context.Context, p claudehook.Payload, own s
 	items, v := c.items(p, m)
 	if v.Decision != "" {
 		return v
+	}
+	if m.where != nil && normalisedTool(p.ToolName) == "Bash" {
+		items = linkedItems(items, m.where)
 	}
 	for i := range items {
 		items[i].inVM, items[i].sessionGuarded = m.inVM, m.sessionGuarded

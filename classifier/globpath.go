@@ -2,6 +2,8 @@ package classifier
 
 import (
 	"regexp/syntax"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"slices"
 	"strings"
 )
@@ -166,4 +168,29 @@ func hiddenSkipped(ps, ds []string) bool {
 		}
 	}
 	return false
+}
+
+// maxLinked bounds the paths of one command looked up on the machine.
+const maxLinked = 64
+
+// linkedItems adds, for each path a shell command reads or writes that the machine's links or
+// the protected places' identities take elsewhere (k/notes where k is a link to ~/.ssh, a hard
+// link to a protected file), the same item at that place.
+func linkedItems(items []item, where func(string) (string, bool)) []item {
+	n, looked := len(items), 0
+	for i := 0; i < n && looked < maxLinked; i++ {
+		it := items[i]
+		if it.target != TargetRead && it.target != TargetEdit || globbed(it.text) ||
+			!strings.HasPrefix(it.text, "/") && !strings.HasPrefix(it.text, "~/") {
+			continue
+		}
+		looked++
+		if r, ok := where(it.text); ok {
+			if c := facts.CanonPath(r, ""); c != it.text {
+				it.text = c
+				items = append(items, it)
+			}
+		}
+	}
+	return items
 }

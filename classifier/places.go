@@ -133,11 +133,15 @@ type Call struct {
 	// not the managed drop-in's, so that a nested Claude Code it starts would be guarded only by
 	// the session's settings file, which the agent can rewrite as it starts.
 	SessionGuarded bool
+	// Where, for a shell that runs on this machine, is where its links and the protected places'
+	// identities take a path a command names (written as the map writes paths: ~/x or /x), and
+	// whether that is elsewhere: such a path is judged both ways. nil: as written only.
+	Where func(path string) (string, bool)
 }
 
 // EvaluateCall judges call: as written, and again where Resolve takes its paths.
 func (c *Classifier) EvaluateCall(ctx context.Context, call Call) Verdict {
-	own, m := facts.CanonPath(call.Own, ""), machine{files: call.Files, inVM: call.InVM, sessionGuarded: call.SessionGuarded}
+	own, m := facts.CanonPath(call.Own, ""), machine{files: call.Files, inVM: call.InVM, sessionGuarded: call.SessionGuarded, where: call.Where}
 	if m.files == nil && call.Read != nil {
 		m.read = call.Read
 	}

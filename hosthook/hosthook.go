@@ -14,6 +14,7 @@ package hosthook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -221,6 +222,11 @@ func (j Judgement) Decide(ctx context.Context, data []byte, started time.Time) (
 			r.Session = place.Dir
 		}
 		c.Read = r.Read
+		if !c.InVM() && j.Judge.Links != nil {
+			// A shell on the Mac follows the Mac's links: the paths its command names are
+			// judged where they lead too.
+			c.Where = realpath.Where(cmp.Or(getenv(j.Env, "HOME"), j.Env.Home), j.Judge.Links, j.Judge.Places)
+		}
 	}
 	o := j.Judge.Decide(ctx, c)
 	if o.Receipt.ToolUseID != "" {

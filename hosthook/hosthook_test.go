@@ -236,3 +236,27 @@ func BenchmarkAnswer(b *testing.B) {
 		})
 	}
 }
+
+// A shell on the Mac follows the Mac's links: a command that names a protected file through a
+// link in its folder (k/notes, k a link to ~/.ssh) is judged where the link leads.
+func TestAShellCommandThroughALinkIsJudgedWhereItLeads(t *testing.T) {
+	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	ssh := filepath.Join(m.home, ".ssh")
+	proj := filepath.Join(m.home, "proj")
+	os.MkdirAll(ssh, 0o700)
+	os.MkdirAll(proj, 0o700)
+	os.WriteFile(filepath.Join(ssh, "notes"), []byte("secret"), 0o600)
+	if err := os.Symlink(ssh, filepath.Join(proj, "k")); err != nil {
+		t.Fatal(err)
+	}
+	call := func(cmd string) string {
+		in, _ := json.Marshal(map[string]any{"tool_name": "Bash", "tool_input": map[string]string{"command": cmd}, "cwd": proj})
+		return answer(Answer(strings.NewReader(string(in)), m.options(true, "HOME", m.home)))
+	}
+	if got := call("cat k/notes"); got != "deny" {
+		t.Errorf("cat k/notes through the link: %q, want deny", got)
+	}
+	if got := call("cat README.md"); got != "" {
+		t.Errorf("a file of the folder's own: %q, want no objection", got)
+	}
+}

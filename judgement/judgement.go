@@ -90,6 +90,10 @@ type Call struct {
 	// Read reads a file the call's shell command runs, as the user the call runs as (see
 	// classifier.ReadRuns); nil: none is read, and the files it runs are judged by name.
 	Read func(path string) (string, error) `json:"-"`
+	// Where is where the Mac's links and the protected places' identities take a path the call's
+	// shell command names, for a shell that runs on this machine (classifier.Call.Where); nil:
+	// the command's paths are judged as written.
+	Where func(path string) (string, bool) `json:"-"`
 }
 
 // InVM reports whether the call's shell runs in Cowork's VM: every call of the VM loop, and the
@@ -211,7 +215,7 @@ func (j Judge) evaluate(ctx context.Context, c Call) (v classifier.Verdict, fail
 		}
 	}()
 	call := classifier.Call{Payload: c.Payload, Own: c.Own, Resolve: j.resolve, InVM: c.InVM(),
-		SessionGuarded: c.Door == Spool || c.Door == Channel}
+		SessionGuarded: c.Door == Spool || c.Door == Channel, Where: c.Where}
 	if r := c.Resolved; r != nil {
 		call.Resolve = func(p claudehook.Payload) (claudehook.Payload, bool) {
 			if !r.Differs {

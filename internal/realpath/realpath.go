@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
@@ -81,5 +82,39 @@ func Path(path string, eval func(string) (string, error)) string {
 			return path
 		}
 		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
+
+// Where is, for a shell running on this machine as the user whose home is home, where links and
+// the protected places by identity take a path a command names (~/x or /x): the path, and whether
+// that is elsewhere. places is asked only when a path is looked up.
+func Where(home string, eval func(string) (string, error), places func() Identities) func(string) (string, bool) {
+	var ids *Identities
+	return func(p string) (string, bool) {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok {
+			if home == "" {
+				return p, false
+			}
+			p = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(p) {
+			return p, false
+		}
+		p = filepath.Clean(p)
+		r := Path(p, eval)
+		if places != nil {
+			if ids == nil {
+				i := places()
+				ids = &i
+			}
+			r, _ = ids.Place(r)
+		}
+		if r == p {
+			return r, false
+		}
+		if rest, ok := strings.CutPrefix(r, filepath.Clean(home)+"/"); ok && home != "" {
+			return "~/" + rest, true // the home as the map writes it, whatever its folder
+		}
+		return r, true
 	}
 }

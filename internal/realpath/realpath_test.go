@@ -69,3 +69,31 @@ func FuzzCall(f *testing.F) {
 		}
 	})
 }
+
+// A shell on the Mac follows links: a path a command names through a link to a protected folder
+// is that folder's, written from the home as the map writes it; a path no link moves is not.
+func TestWhereTakesAShellPathWhereTheLinksLead(t *testing.T) {
+	home := t.TempDir()
+	ssh := filepath.Join(home, ".ssh")
+	os.MkdirAll(ssh, 0o700)
+	os.WriteFile(filepath.Join(ssh, "notes"), []byte("x"), 0o600)
+	proj := filepath.Join(home, "proj")
+	os.MkdirAll(proj, 0o700)
+	if err := os.Symlink(ssh, filepath.Join(proj, "k")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(proj, "own.txt"), []byte("x"), 0o600)
+	where := Where(home, filepath.EvalSymlinks, func() Identities { return Of([]string{ssh}, nil, nil) })
+	if got, ok := where("~/proj/k/notes"); !ok || got != "~/.ssh/notes" {
+		t.Errorf("through the link: %q %v, want ~/.ssh/notes", got, ok)
+	}
+	if got, ok := where(filepath.Join(proj, "k", "new")); !ok || got != "~/.ssh/new" {
+		t.Errorf("a file to be written through the link: %q %v", got, ok)
+	}
+	if got, ok := where("~/proj/own.txt"); ok {
+		t.Errorf("a path no link moves was moved to %q", got)
+	}
+	if _, ok := Where("", filepath.EvalSymlinks, nil)("~/proj/k/notes"); ok {
+		t.Error("with no home known, ~ was expanded")
+	}
+}
