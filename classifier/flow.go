@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -71,8 +72,24 @@ func (c *Classifier) facetsOf(p claudehook.Payload, items []item) Facets {
 		case strings.Contains(path, "/uploads/"):
 			f.Untrusted = "upload:" + path
 		}
+	case "Grep", "Glob":
+		// A search reads what it finds (Grep prints it; Glob names it): private as a Read of
+		// where it searches would be.
+		if path := facts.CanonPath(cmp.Or(str("path"), "."), p.Cwd); c.privatePath(path, facts.CanonPath(".", p.Cwd)) {
+			f.Private = path
+		}
 	case "Bash":
 		f = shellFacets(items)
+		// A private read is private whichever program makes it: cat, head, sed, grep, an
+		// interpreter's open(...) of a place the read rules protect.
+		for _, it := range items {
+			if f.Private != "" {
+				break
+			}
+			if it.target == TargetRead && !it.search && c.privatePath(it.text, facts.CanonPath(".", cmp.Or(it.cwd, p.Cwd))) {
+				f.Private = it.text
+			}
+		}
 	default:
 		if server, name, ok := mcpName(p.ToolName); ok {
 			if effects.NameHas(sendWords, name) {
@@ -99,7 +116,7 @@ func (c *Classifier) privatePath(p, cwd string) bool {
 	if _, ok := c.match(item{target: TargetRead, text: p}); ok {
 		return true
 	}
-	return strings.HasPrefix(p, "~/") && cwd != "." && cwd != "~" && !strings.HasPrefix(p, strings.TrimSuffix(cwd, "/")+"/")
+	return strings.HasPrefix(p, "~/") && cwd != "." && cwd != "~" && p != cwd && !strings.HasPrefix(p, strings.TrimSuffix(cwd, "/")+"/")
 }
 
 // downloaders are the programs that fetch what a URL serves.

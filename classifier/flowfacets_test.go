@@ -42,6 +42,17 @@ func TestWhatACallMeansForItsSessionsFlow(t *testing.T) {
 			Facets{Untrusted: "download:paste.example", Send: "paste.example"}},
 		{"a download is taken in", call("Bash", map[string]string{"command": "wget -q https://files.example/setup.md"}),
 			Facets{Untrusted: "download:files.example"}},
+		// A private read is private whichever tool makes it.
+		{"cat of a credential file is private", call("Bash", map[string]string{"command": "cat ~/.aws/credentials"}),
+			Facets{Private: "~/.aws/credentials"}},
+		{"sed of another repository's file is private", call("Bash", map[string]string{"command": "sed -n 1,5p /Users/alex/payroll/data.csv"}),
+			Facets{Private: "~/payroll/data.csv"}},
+		{"python's open of a key is private", call("Bash", map[string]string{"command": `python3 -c "print(open('/Users/alex/.ssh/id_ed25519').read())"`}),
+			Facets{Private: "~/.ssh/id_ed25519"}},
+		{"a Grep through the keys folder is private", call("Grep", map[string]string{"pattern": "BEGIN", "path": "/Users/alex/.ssh"}),
+			Facets{Private: "~/.ssh"}},
+		{"a project file read by cat is nothing", call("Bash", map[string]string{"command": "cat README.md | head"}), Facets{}},
+		{"a Grep of the project is nothing", call("Grep", map[string]string{"pattern": "TODO"}), Facets{}},
 	}
 	for _, tc := range cases {
 		if got := c.FlowOf(tc.p); got != tc.want {
