@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 
 	"github.com/coworkbridge/coworkbridge/classifier/effects"
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
@@ -96,6 +99,11 @@ func (c *Classifier) facetsOf(p claudehook.Payload, items []item) Facets {
 				f.Send = "mcp:" + server
 			} else {
 				f.Untrusted = "mcp:" + server
+				if argsCarryData(p.ToolInput) {
+					// A read of the connector's whose arguments carry data sends them to its
+					// server all the same (search_issues(query=<a key>)).
+					f.Send = "mcp:" + server
+				}
 			}
 		}
 	}
@@ -123,10 +131,112 @@ func (c *Classifier) privatePath(p, cwd string) bool {
 var downloaders = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "aria2c": true, "xh": true, "fetch": true}
 
 // carriesData reports whether a URL carries data out beyond naming a page: a query or a
-// fragment (a page's address alone is what reading documentation looks like).
+// fragment, or a path segment or subdomain that looks like encoded data (a page's address alone
+// is what reading documentation looks like; https://x.example/ZXhmaWx0cmF0ZWQ is not).
 func carriesData(raw string) bool {
 	u, err := url.Parse(strings.TrimSpace(raw))
-	return err == nil && (u.RawQuery != "" || u.Fragment != "")
+	if err != nil {
+		return false
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return true
+	}
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		if dataLike(seg) {
+			return true
+		}
+	}
+	return dataHost(u.Hostname())
+}
+
+// dataHost reports a host name one of whose labels below the domain looks like encoded data:
+// what a DNS lookup or a URL's subdomain carries out.
+func dataHost(host string) bool {
+	labels := strings.Split(host, ".")
+	for i, l := range labels {
+		if i < len(labels)-2 && dataLike(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// dataLike reports a token that looks like data encoded to travel in a name: 16 characters or
+// more of base64, hex or percent-encoding, with digits among the letters (words and slugs of
+// documentation have none, or separators).
+func dataLike(s string) bool {
+	if len(s) < 16 {
+		return false
+	}
+	digits, letters := 0, 0
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+			letters++
+		case r == '+' || r == '=' || r == '%' || r == '_':
+		default:
+			return false // '-' and '.': words of a slug
+		}
+	}
+	return digits >= 2 && letters >= 2
+}
+
+// netSenders are programs that reach another machine with what their arguments say: the
+// destination is the first host named.
+var netSenders = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
+	"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "ssh": true, "scp": true, "sftp": true,
+	"ftp": true, "tftp": true, "ping": true, "ping6": true, "dig": true, "nslookup": true, "host": true, "drill": true,
+	"whois": true, "traceroute": true}
+
+// publishers are the subcommands that send a package or commits to a registry or remote.
+var publishers = map[string]string{"npm": "publish", "yarn": "publish", "pnpm": "publish", "bun": "publish",
+	"twine": "upload", "gem": "push", "cargo": "publish", "poetry": "publish", "docker": "push", "podman": "push", "git": "push"}
+
+// netCode is interpreter code that opens a connection: its data may go wherever the code says.
+var netCode = lazyregexp.New(`urllib|requests\.|http\.client|httpx|aiohttp|socket\.|smtplib|ftplib|fetch\(|https?\.(get|request)|net\.connect|XMLHttpRequest|Net::HTTP|open-uri|LWP::|IO::Socket|dns\.resolver|gethostbyname|getaddrinfo`)
+
+// sendOf is where a shell command can send data, by what it can do rather than how it is
+// spelled: a network program whose URL, name or header carries data (a plain download of a page
+// sends nothing), a DNS lookup of a name that carries data, git push and package publishing,
+// and interpreter code that opens a connection. "" for none.
+func sendOf(cmd *facts.Command) string {
+	name := cmd.Name
+	if sub, ok := publishers[name]; ok {
+		for _, a := range cmd.Args {
+			if a == sub {
+				return name + ":" + sub
+			}
+		}
+	}
+	if netSenders[name] {
+		for i, a := range cmd.Args {
+			switch {
+			case strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://"):
+				if carriesData(a) {
+					return hostOfURL(a)
+				}
+			case (a == "-H" || a == "--header") && i+1 < len(cmd.Args):
+				if _, v, ok := strings.Cut(cmd.Args[i+1], ":"); ok && dataLike(strings.TrimSpace(v)) {
+					return name + ":header"
+				}
+			case !strings.HasPrefix(a, "-") && strings.Contains(a, ".") && dataHost(a):
+				return "dns:" + a
+			}
+		}
+		if facts.IsRawSender(name) || name == "ssh" || name == "scp" || name == "sftp" || name == "ftp" || name == "tftp" {
+			return name // a connection whose data is not in its arguments
+		}
+	}
+	if facts.InterpreterFlag(name) != "" {
+		for _, a := range cmd.Args {
+			if netCode().MatchString(a) {
+				return name + ":network"
+			}
+		}
+	}
+	return ""
 }
 
 // shellFacets reads a shell command's items: a downloader's URL (content taken in), a send
@@ -134,6 +244,9 @@ func carriesData(raw string) bool {
 func shellFacets(items []item) Facets {
 	var f Facets
 	for _, it := range items {
+		if it.target == TargetBash && it.cmd != nil && f.Send == "" {
+			f.Send = sendOf(it.cmd)
+		}
 		switch {
 		case it.target == TargetBash && it.cmd != nil && downloaders[it.cmd.Name] && f.Untrusted == "":
 			for _, a := range it.cmd.Args {
@@ -206,4 +319,36 @@ func rank(v Verdict) int {
 		r--
 	}
 	return r
+}
+
+// argsCarryData reports a call's arguments holding a token that looks like encoded data (see
+// dataLike), at any depth.
+func argsCarryData(input json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(input, &v) != nil {
+		return false
+	}
+	var walk func(any, int) bool
+	walk = func(v any, depth int) bool {
+		switch x := v.(type) {
+		case string:
+			return slices.ContainsFunc(strings.FieldsFunc(x, func(r rune) bool {
+				return r == ' ' || r == ',' || r == ':' || r == ';' || r == '"' || r == '\'' || r == '\n'
+			}), dataLike)
+		case map[string]any:
+			for _, e := range x {
+				if depth < 8 && walk(e, depth+1) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if depth < 8 && walk(e, depth+1) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v, 0)
 }
