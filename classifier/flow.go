@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
@@ -322,33 +321,26 @@ func rank(v Verdict) int {
 }
 
 // argsCarryData reports a call's arguments holding a token that looks like encoded data (see
-// dataLike), at any depth.
+// dataLike). It scans the arguments' JSON as it is, without decoding it: a run of the
+// characters encoded data is made of, between any others (quotes, spaces, punctuation).
 func argsCarryData(input json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(input, &v) != nil {
-		return false
-	}
-	var walk func(any, int) bool
-	walk = func(v any, depth int) bool {
-		switch x := v.(type) {
-		case string:
-			return slices.ContainsFunc(strings.FieldsFunc(x, func(r rune) bool {
-				return r == ' ' || r == ',' || r == ':' || r == ';' || r == '"' || r == '\'' || r == '\n'
-			}), dataLike)
-		case map[string]any:
-			for _, e := range x {
-				if depth < 8 && walk(e, depth+1) {
-					return true
-				}
+	start := -1
+	for i := 0; i <= len(input); i++ {
+		if i < len(input) && dataChar(input[i]) {
+			if start < 0 {
+				start = i
 			}
-		case []any:
-			for _, e := range x {
-				if depth < 8 && walk(e, depth+1) {
-					return true
-				}
-			}
+			continue
 		}
-		return false
+		if start >= 0 && i-start >= 16 && dataLike(string(input[start:i])) {
+			return true
+		}
+		start = -1
 	}
-	return walk(v, 0)
+	return false
+}
+
+// dataChar is a character of base64, hex or percent-encoding.
+func dataChar(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '+' || b == '=' || b == '%' || b == '_'
 }
