@@ -137,7 +137,6 @@ func TestAttackAStaleServerSettingsCacheIsHeldAndAnOverriddenDropInIsReported(t 
 			mark := filepath.Join(dir, "outputs", "mark")
 			api := newFakeAPI(t, droppedMark(mark))
 			h := newAnthropicHost(t, api)
-			started := time.Now()
 			run := m.run(t, api, dir, append(h.env(), onTheDaemon...)...)
 			if _, err := os.Stat(mark); err == nil {
 				t.Fatalf("the denied call ran: %+v", streamToolResults(run))
@@ -160,7 +159,7 @@ func TestAttackAStaleServerSettingsCacheIsHeldAndAnOverriddenDropInIsReported(t 
 						found = &recs[i]
 					}
 				}
-				if !admitted && time.Since(started) > 8*time.Second {
+				if !admitted && time.Until(deadline) < 7*time.Second {
 					break
 				}
 				time.Sleep(100 * time.Millisecond)
@@ -176,7 +175,13 @@ func TestAttackAStaleServerSettingsCacheIsHeldAndAnOverriddenDropInIsReported(t 
 			if !admitted {
 				return
 			}
-			t.Logf("the record, %s after the CLI started: %s", found.TS.Sub(started).Round(100*time.Millisecond), found.Reason)
+			recs, _ := telemetry.ReadFile(d.logPath)
+			for _, r := range recs {
+				if r.ToolUseID == "toolu_001" && r.Rule != ruleid.DropInOverridden {
+					t.Logf("the finding came %s after the call's own record", found.TS.Sub(r.TS).Round(10*time.Millisecond))
+				}
+			}
+			t.Logf("the record: %s", found.Reason)
 			var out []byte
 			var err error
 			for range 50 { // status reads what the daemon publishes as it goes
