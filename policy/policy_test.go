@@ -84,3 +84,32 @@ func TestTheClassifierKnowsEveryOwnerOfAPlace(t *testing.T) {
 		}
 	}
 }
+
+// A user's check or rules, while managed.json is broken, judges with the last good copy a
+// system-mode daemon runs on, where the user can read it (where only root can, the error says to
+// run the command with sudo: not testable as root).
+func TestAUsersCommandUsesTheSystemDaemonsLastGoodCopy(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	os.MkdirAll(state, 0o700)
+	managed := filepath.Join(dir, "managed.json")
+	vars := map[string]string{managedconfig.EnvManagedConfig: managed, managedconfig.EnvStateDir: state}
+	env := managedconfig.Env{GOOS: "linux", Home: filepath.Join(dir, "home"), Getenv: func(k string) string { return vars[k] }}
+	sys := env
+	sys.System = true
+	paths, err := sys.Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(paths.LastGoodFile(), []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o600)
+	os.WriteFile(managed, []byte(`{"version":1,"mode":`), 0o644)
+	s := managedconfig.Snapshot{Origin: managedconfig.OriginInvalid, Path: managed}
+	got, note := systemLastGood(env, s)
+	if got.Origin != managedconfig.OriginLastGood || got.Config.Mode != managedconfig.Enforce || note != "" {
+		t.Errorf("snapshot %+v, note %q: want the system daemon's last good copy", got.Origin, note)
+	}
+	os.Remove(paths.LastGoodFile())
+	if got, _ := systemLastGood(env, s); got.Origin != managedconfig.OriginInvalid {
+		t.Errorf("with no last good copy: %v, want the broken file's own state", got.Origin)
+	}
+}

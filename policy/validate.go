@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,10 +233,14 @@ type InUse struct {
 // Used is InForce with the configuration it came from named.
 func Used(env managedconfig.Env, paths managedconfig.Paths) (InUse, error) {
 	s := managedconfig.NewLoader(env, paths).Load()
+	sysNote := ""
+	if s.Origin == managedconfig.OriginInvalid && !env.System {
+		s, sysNote = systemLastGood(env, s)
+	}
 	u := InUse{Path: s.Path, Origin: s.Origin, Hash: s.ShortHash(), Policy: s.Config.Policy, Mode: s.Config.Mode, Enabled: s.Config.CoworkEnabled}
 	switch s.Origin {
 	case managedconfig.OriginInvalid:
-		return u, fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)", s.Problem, s.Path)
+		return u, fmt.Errorf("%v\nwhat to do: fix the file ('coworkbridge validate %s' lists every problem)%s", s.Problem, s.Path, sysNote)
 	case managedconfig.OriginLastGood:
 		u.Note = fmt.Sprintf("%s is invalid; checking with the last good copy the daemon runs on (%v)", s.Path, s.Problem)
 	}
@@ -248,6 +254,28 @@ func Used(env managedconfig.Env, paths managedconfig.Paths) (InUse, error) {
 	}
 	u.Classifier = c
 	return u, nil
+}
+
+// systemLastGood is, for a user's broken managed.json, the last good copy a system-mode daemon
+// runs on, when this process can read it; otherwise s, with a note saying how to judge with it
+// when only root can.
+func systemLastGood(env managedconfig.Env, s managedconfig.Snapshot) (managedconfig.Snapshot, string) {
+	sys := env
+	sys.System = true
+	paths, err := sys.Paths()
+	if err != nil {
+		return s, ""
+	}
+	switch _, err := os.Stat(paths.LastGoodFile()); {
+	case errors.Is(err, fs.ErrPermission):
+		return s, fmt.Sprintf("\nthe system daemon runs on its last good copy (%s), which only root can read: run the command with sudo to judge with it", paths.LastGoodFile())
+	case err != nil:
+		return s, ""
+	}
+	if got := managedconfig.NewLoader(sys, paths).Load(); got.Origin == managedconfig.OriginLastGood {
+		return got, ""
+	}
+	return s, ""
 }
 
 // Unrestrained compiles p with every rule on and in enforce: what the policy would decide had
