@@ -439,3 +439,19 @@ func TestConsoleSettingsPrintWhatTheConsoleMustCarryAndValidateChecksTheMerge(t 
 		t.Errorf("a relative --exe: exit %d, %s", code, errs)
 	}
 }
+
+// A read_group that names no group of the machine is valid (the file may be checked elsewhere)
+// but said: on a Mac without the group, the logs stay root's alone.
+func TestValidateWarnsOfAReadGroupThisMachineDoesNotHave(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("COWORKBRIDGE_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(dir, "none.json"))
+	for group, warned := range map[string]bool{"cbnosuchgroup42": true, "root": false} {
+		file := filepath.Join(dir, group+".json")
+		os.WriteFile(file, []byte(`{"version":1,"cowork_enabled":true,"telemetry":{"read_group":"`+group+`"}}`), 0o644)
+		code, out, _ := runCLI(t, "", "validate", file)
+		if code != validateOK || strings.Contains(out, "Warning: telemetry.read_group") != warned {
+			t.Errorf("%s: exit %d, warned %v:\n%s", group, code, !warned, out)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -78,7 +79,20 @@ func cmdValidate(_ context.Context, args []string, sio stdio) int {
 	state := configState(cfg)
 	fmt.Fprintf(sio.out, "%s is valid: coworkbridge %s, %d rule folder%s.\n", file, state, len(cfg.Policy.RulesDirs), plural(len(cfg.Policy.RulesDirs)))
 	explainLockdown(sio, cfg, thisMacs(env, file))
+	warnReadGroup(sio, cfg)
 	return validateOK
+}
+
+// warnReadGroup says when telemetry.read_group names no group of this machine: a Mac without it
+// keeps the logs root's alone (the daemon says so too), which a typo makes happen everywhere.
+func warnReadGroup(sio stdio, cfg managedconfig.Config) {
+	g := cfg.Telemetry.ReadGroup
+	if g == "" {
+		return
+	}
+	if _, err := user.LookupGroup(g); err != nil {
+		fmt.Fprintf(sio.out, "Warning: telemetry.read_group names %q, which is no group of this machine: where it is missing, the system daemon keeps the logs root's alone.\n", g)
+	}
 }
 
 // validateProfile checks a configuration profile as the admin uploads it to the MDM: the
@@ -112,6 +126,7 @@ func validateProfile(file string, env managedconfig.Env, paths managedconfig.Pat
 		fmt.Fprintf(sio.out, "Its other payloads (%s) are macOS's to check.\n", strings.Join(mc.Others, ", "))
 	}
 	explainLockdown(sio, r.Config, thisMacs(env, file))
+	warnReadGroup(sio, r.Config)
 	return validateOK
 }
 
