@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -101,26 +102,12 @@ func checkConsoleHooks(got, ours any) []error {
 // ConsoleHook is the coworkbridge hook the console settings in data run before each call: the
 // program a PreToolUse hook names, when its name is coworkbridge's or its hook program's.
 func ConsoleHook(data []byte) (Hook, bool) {
-	var doc struct {
-		Hooks struct {
-			PreToolUse []struct {
-				Hooks []struct {
-					Command string `json:"command"`
-				} `json:"hooks"`
-			} `json:"PreToolUse"`
-		} `json:"hooks"`
-	}
-	if json.Unmarshal(data, &doc) != nil {
-		return Hook{}, false
-	}
-	for _, g := range doc.Hooks.PreToolUse {
-		for _, h := range g.Hooks {
-			switch filepath.Base(h.Command) {
-			case "coworkbridge":
-				return Hook{Exe: h.Command}, filepath.IsAbs(h.Command)
-			case "coworkbridge-hook":
-				return Hook{Exe: filepath.Join(filepath.Dir(h.Command), "coworkbridge"), System: true}, filepath.IsAbs(h.Command)
-			}
+	for _, cmd := range claudehook.PreToolUseCommands(data) {
+		switch filepath.Base(cmd) {
+		case "coworkbridge":
+			return Hook{Exe: cmd}, filepath.IsAbs(cmd)
+		case "coworkbridge-hook":
+			return Hook{Exe: filepath.Join(filepath.Dir(cmd), "coworkbridge"), System: true}, filepath.IsAbs(cmd)
 		}
 	}
 	return Hook{}, false

@@ -72,17 +72,20 @@ func (m *managedMachine) run(t *testing.T, api *fakeAPI, session string, extraEn
 // runAt is run with the CLI of another release.
 func (m *managedMachine) runAt(t *testing.T, version string, api *fakeAPI, session string, extraEnv ...string) cliRun {
 	t.Helper()
-	work := filepath.Join(m.base, "overlay-work")
-	os.RemoveAll(work)
-	os.MkdirAll(work, 0o755)
-	wrap := `mount -t overlay coworkbridge-e2e-etc -o lowerdir=/etc,upperdir="$UPPER",workdir="$WORK" /etc && exec "$@"`
-	env := append([]string{"UPPER=" + m.upper, "WORK=" + work, "COWORKBRIDGE_MANAGED_CONFIG=" + m.config,
-		"COWORKBRIDGE_STATE_DIR=" + filepath.Join(m.base, "state"), "COWORKBRIDGE_LOG_DIR=" + m.logDir}, extraEnv...)
-	return runCLIWith(t, version, api, session, nil, nil, []string{"unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, env...)
+	run, err := m.tryAt(t, version, api, session, extraEnv...)
+	if err != nil {
+		t.Fatalf("claude exited with %v\nstderr: %s\nstdout: %.2000s", err, run.Stderr, run.Stdout)
+	}
+	return run
 }
 
 // try is run for a start that may fail: the CLI's error is returned, not fatal.
 func (m *managedMachine) try(t *testing.T, api *fakeAPI, session string, extraEnv ...string) (cliRun, error) {
+	t.Helper()
+	return m.tryAt(t, cliVersion, api, session, extraEnv...)
+}
+
+func (m *managedMachine) tryAt(t *testing.T, version string, api *fakeAPI, session string, extraEnv ...string) (cliRun, error) {
 	t.Helper()
 	work := filepath.Join(m.base, "overlay-work")
 	os.RemoveAll(work)
@@ -90,7 +93,7 @@ func (m *managedMachine) try(t *testing.T, api *fakeAPI, session string, extraEn
 	wrap := `mount -t overlay coworkbridge-e2e-etc -o lowerdir=/etc,upperdir="$UPPER",workdir="$WORK" /etc && exec "$@"`
 	env := append([]string{"UPPER=" + m.upper, "WORK=" + work, "COWORKBRIDGE_MANAGED_CONFIG=" + m.config,
 		"COWORKBRIDGE_STATE_DIR=" + filepath.Join(m.base, "state"), "COWORKBRIDGE_LOG_DIR=" + m.logDir}, extraEnv...)
-	return tryCLIWith(t, cliVersion, api, session, nil, nil, []string{"unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, env...)
+	return tryCLIWith(t, version, api, session, nil, nil, []string{"unshare", "-m", "--propagation", "private", "sh", "-c", wrap, "sh"}, env...)
 }
 
 // exec runs a command on the machine m stands for (its /etc/claude-code in place) and returns
