@@ -40,6 +40,9 @@ type Outcome struct {
 	// output styles, plugins and the like), and SurfaceAttempts the part of it that can start
 	// something (see guardSurface).
 	Surface, SurfaceAttempts []string
+	// Nested lists what was held of the settings and MCP servers in folders below outputs/ (see
+	// guardNested): repairs, never attempts.
+	Nested []string
 	// Running: the session's CLI had already started (it has a transcript folder), so a hook written
 	// for the first time now is unverified until an event arrives.
 	Running bool
@@ -54,6 +57,7 @@ func (o Outcome) Repairs() []string {
 	r = append(r, o.Project...)
 	r = append(r, o.MCP...)
 	r = append(r, o.Surface...)
+	r = append(r, o.Nested...)
 	if o.Replaced != "" {
 		r = append(r, "replaced a "+o.Replaced+" at settings.json")
 	}
@@ -166,7 +170,11 @@ func ensure(s *session.Session, e hookentry.Entry, sc *hookentry.Schema, now tim
 	if out.MCP, out.MCPAttempts, merr = guardMCP(s, e.Allowed, now); merr != nil {
 		return out, merr
 	}
-	if out.Surface, out.SurfaceAttempts, merr = guardSurface(s, e.Allowed, now); merr != nil {
+	nc := findNested(s)
+	if out.Nested, merr = guardNested(s, nc, e.Allowed, now); merr != nil {
+		return out, merr
+	}
+	if out.Surface, out.SurfaceAttempts, merr = guardSurface(s, e.Allowed, now, nc.levels); merr != nil {
 		return out, merr
 	}
 	data, perm, err := readSettings(s, &out, now)

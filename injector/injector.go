@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -155,6 +156,8 @@ type tracked struct {
 	// an idle daemon's work.
 	quiet    []session.Stamp
 	quietGen uint64
+	// outputsWatched: the folders below outputs/ watched when last counted (see watchOutputs).
+	outputsWatched int
 }
 
 // A session whose settings need our entry restored this many times within fightWindow is
@@ -344,8 +347,116 @@ func (in *Injector) watchSession(dir string) bool {
 		in.watch(outputs)
 		in.watch(filepath.Join(dir, filepath.FromSlash(projectClaudeDir)))
 	}
-	in.watchSurface(dir)
+	in.watchSurface(dir, in.watchOutputs(dir))
 	return a && b
+}
+
+// maxOutputsWatches bounds the folders watched below one session's outputs/; past it, a
+// configuration unpacked deeper waits for the rescan. kqueue holds a descriptor per entry of a
+// watched folder, so the bound is kept well below the session's share of MaxWatches.
+const maxOutputsWatches = 48
+
+// watchOutputs watches the folders below outputs/, breadth first, through real folders only and
+// not into dependencies or git's own, so that a .claude folder or .mcp.json unpacked or cloned
+// anywhere there is held as it appears rather than at the rescan (a skill there is loaded once
+// the agent reads a file beside it). Each folder is watched before it is listed, so an entry
+// made in between is seen either way. It returns the nested .claude folders it met.
+func (in *Injector) watchOutputs(dir string) (nested []string) {
+	outputs := filepath.Join(dir, "outputs")
+	nested, n := in.watchTree(outputs, outputs, maxOutputsWatches)
+	if t := in.live[dir]; t != nil {
+		t.outputsWatched = n
+	}
+	return nested
+}
+
+// watchTree watches top and the folders below it, breadth first, at most budget of them, and
+// returns the .claude folders it met (other than outputs') and how many folders it watched.
+func (in *Injector) watchTree(outputs, top string, budget int) (nested []string, n int) {
+	queue := []string{top}
+	for len(queue) > 0 && n < budget {
+		folder := queue[0]
+		queue = queue[1:]
+		if !in.watch(folder) {
+			continue
+		}
+		n++
+		entries, _ := readFolderN(folder, maxSurfaceEntries*4)
+		for _, e := range entries {
+			name := filepath.Join(folder, e.Name())
+			switch {
+			case !e.IsDir() || e.Type()&fs.ModeSymlink != 0:
+			case e.Name() == session.ClaudeDir:
+				if folder != outputs {
+					nested = append(nested, name)
+				}
+			case e.Name() == "node_modules" || e.Name() == ".git":
+			default:
+				queue = append(queue, name)
+			}
+		}
+	}
+	return nested, n
+}
+
+// outputsFolderMade follows a folder made below outputs/ (a tar or git clone there makes many):
+// its tree is watched within what is left of the session's bound, and a configuration found in
+// it is held at once.
+func (in *Injector) outputsFolderMade(p session.Place, name string) {
+	t := in.live[p.Dir]
+	if t == nil || t.outputsWatched >= maxOutputsWatches {
+		return
+	}
+	for part := range strings.SplitSeq(p.Rel, "/") {
+		if part == "node_modules" || part == ".git" {
+			return
+		}
+	}
+	outputs := filepath.Join(p.Dir, "outputs")
+	nested, n := in.watchTree(outputs, name, maxOutputsWatches-t.outputsWatched)
+	t.outputsWatched += n
+	if len(nested) > 0 || hasMCPFile(name) {
+		in.watchSurface(p.Dir, nested)
+		in.ensure(p.Dir, p.ID(), reasonChange)
+	}
+}
+
+// isFolder reports whether name is a folder, not a link to one.
+func isFolder(name string) bool {
+	fi, err := os.Lstat(name)
+	return err == nil && fi.IsDir()
+}
+
+// hasMCPFile reports whether dir holds a .mcp.json.
+func hasMCPFile(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, mcpFileName))
+	return err == nil
+}
+
+// readFolderN lists at most n entries of dir, in the order the file system gives them.
+func readFolderN(dir string, n int) ([]fs.DirEntry, error) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(n)
+}
+
+// nestedEntry reports whether rel (a session-relative name) is a configuration a CLI started in a
+// folder below outputs/ would load, or lies in one: a .claude folder other than the project
+// level's, or a .mcp.json other than outputs/.mcp.json.
+func nestedEntry(rel string) bool {
+	rest, ok := strings.CutPrefix(rel, "outputs/")
+	if !ok || !strings.Contains(rest, "/") {
+		return false
+	}
+	for part := range strings.SplitSeq(rest, "/") {
+		if part == session.ClaudeDir {
+			return true
+		}
+	}
+	return path.Base(rest) == mcpFileName
 }
 
 // maxSurfaceWatches bounds the configuration folders watched in one session; past it, a change
@@ -355,7 +466,7 @@ const maxSurfaceWatches = 32
 // watchSurface watches the configuration folders that exist in a session (skills and each skill,
 // agents, commands and their sub-folders), so a file planted there by a helper program, not a
 // judged call, is held at once rather than at the rescan.
-func (in *Injector) watchSurface(dir string) {
+func (in *Injector) watchSurface(dir string, nested []string) {
 	n := 0
 	var walk func(folder string, depth int)
 	walk = func(folder string, depth int) {
@@ -380,6 +491,13 @@ func (in *Injector) watchSurface(dir string) {
 	for _, level := range surfaceLevels {
 		for _, k := range surfaceKinds {
 			walk(filepath.Join(dir, filepath.FromSlash(level), k.dir), 0)
+		}
+	}
+	for _, level := range nested {
+		if in.watch(level) {
+			for _, k := range surfaceKinds {
+				walk(filepath.Join(level, k.dir), 0)
+			}
 		}
 	}
 }
@@ -527,7 +645,9 @@ func (in *Injector) handle(ev fswatch.Event) bool {
 			in.watchSession(p.Dir)
 			in.ensure(p.Dir, p.ID(), reasonChange)
 		}
-	case surfaceEntry(p.Rel) && !ev.Has(fswatch.Remove):
+	case strings.HasPrefix(p.Rel, "outputs/") && ev.Has(fswatch.Create) && !nestedEntry(p.Rel) && !surfaceEntry(p.Rel) && isFolder(name):
+		in.outputsFolderMade(p, name)
+	case (surfaceEntry(p.Rel) || nestedEntry(p.Rel)) && !ev.Has(fswatch.Remove):
 		if _, known := in.live[p.Dir]; known {
 			in.watchSession(p.Dir)
 			in.ensure(p.Dir, p.ID(), reasonChange)

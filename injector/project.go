@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/allowlist"
@@ -98,4 +99,51 @@ func putHeld(s *session.Session, name string, data, out []byte, perm fs.FileMode
 		return fmt.Errorf("%w: %w", errAside, err)
 	}
 	return s.Replace(name, out, perm)
+}
+
+// mcpFileName is the file a CLI reads project MCP servers from, in the folder it starts in.
+const mcpFileName = ".mcp.json"
+
+// files lists the settings and MCP files of nc that exist or may appear.
+func (nc nestedConfig) files() []string {
+	names := slices.Clone(nc.mcp)
+	for _, level := range nc.levels {
+		names = append(names, level+"/settings.json", level+"/settings.local.json")
+	}
+	return names
+}
+
+// guardNested holds the settings and MCP servers of the configuration nested below outputs/ to
+// the allow-list, as the project level's are, and removes links standing at their names. No CLI
+// of the session loads them: its own reads only skills from there (guardSurface holds those), and
+// a nested CLI started in such a folder is refused by the classifier. They are held because a
+// program-starting key with no managed switch (apiKeyHelper, a status line, hooks) must not wait
+// in the session for a CLI the classifier did not recognise; finding one is a repair, not an
+// attempt on the guard: a project the agent unpacks or clones may carry its own.
+func guardNested(s *session.Session, nc nestedConfig, l allowlist.List, now time.Time) ([]string, error) {
+	var found []string
+	var first error
+	keep := func(f []string, err error) {
+		found = append(found, f...)
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, name := range nc.links {
+		if err := s.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			keep(nil, fmt.Errorf("remove link %s: %w", name, err))
+			continue
+		}
+		keep([]string{name + " was a link (removed)"}, nil)
+	}
+	for _, level := range nc.levels {
+		for _, name := range []string{level + "/settings.json", level + "/settings.local.json"} {
+			keep(guardProjectFile(s, name, l, now))
+		}
+	}
+	for _, name := range nc.mcp {
+		f, _, err := guardMCPFile(s, name, false, l, now)
+		keep(f, err)
+	}
+	return found, first
 }

@@ -98,11 +98,9 @@ type surface struct {
 	err      error    // the first hold that could not be made
 }
 
-// guardSurface holds the configuration beyond settings in both of the session's levels.
-func guardSurface(s *session.Session, l allowlist.List, now time.Time) (found, attempts []string, err error) {
-	// Past the bound, deeper .claude folders go unjudged (THREATS.md); the classifier still
-	// refuses a tool call's write into any of them.
-	nested, _ := nestedLevels(s)
+// guardSurface holds the configuration beyond settings in both of the session's levels and in
+// the .claude folders nested below outputs/ (found by findNested).
+func guardSurface(s *session.Session, l allowlist.List, now time.Time, nested []string) (found, attempts []string, err error) {
 	g := &surface{s: s, l: l, now: now, levels: append(slices.Clone(surfaceLevels), nested...)}
 	return g.run()
 }
@@ -115,27 +113,44 @@ const (
 	maxNestedDepth = 8
 )
 
-// nestedLevels finds the .claude folders below outputs/ other than outputs/.claude, through real
-// folders only, skipping what holds no project's configuration (dependencies, git's own). over
-// is set when the bound cut the search short.
-func nestedLevels(s *session.Session) (levels []string, over bool) {
+// nestedConfig is the configuration below outputs/ that a CLI started in a folder there would
+// load: its .claude folders and .mcp.json files (outputs/.claude and outputs/.mcp.json, the
+// project level, aside), and links standing at either name.
+type nestedConfig struct {
+	levels []string
+	mcp    []string
+	links  []string
+	over   bool // the bound cut the search short
+}
+
+// findNested searches below outputs/ through real folders only, skipping what holds no
+// project's configuration (dependencies, git's own). Past the bound, deeper configuration goes
+// unjudged (THREATS.md); the classifier still refuses a tool call's write into any of it.
+func findNested(s *session.Session) nestedConfig {
+	var nc nestedConfig
 	queue := []string{"outputs"}
 	listed := 0
 	for depth := 0; len(queue) > 0 && depth < maxNestedDepth; depth++ {
 		var next []string
 		for _, dir := range queue {
 			if listed++; listed > maxNestedDirs {
-				return levels, true
+				nc.over = true
+				return nc
 			}
 			entries, _ := s.ReadDir(dir, maxSurfaceEntries*4)
 			for _, e := range entries {
 				name := dir + "/" + e.Name()
+				configName := e.Name() == session.ClaudeDir || e.Name() == mcpFileName
 				switch {
+				case depth == 0 && configName:
+					// The project level: guardProject and guardMCP hold it.
+				case configName && e.Type()&fs.ModeSymlink != 0:
+					nc.links = append(nc.links, name)
+				case e.Name() == mcpFileName:
+					nc.mcp = append(nc.mcp, name)
 				case !e.IsDir() || e.Type()&fs.ModeSymlink != 0:
 				case e.Name() == session.ClaudeDir:
-					if depth > 0 {
-						levels = append(levels, name)
-					}
+					nc.levels = append(nc.levels, name)
 				case e.Name() == "node_modules" || e.Name() == ".git":
 				default:
 					next = append(next, name)
@@ -144,7 +159,7 @@ func nestedLevels(s *session.Session) (levels []string, over bool) {
 		}
 		queue = next
 	}
-	return levels, false
+	return nc
 }
 
 // JudgeSurface says what the daemon would hold of the configuration folders levels (relative to
@@ -419,8 +434,11 @@ func (g *surface) fail(err error) {
 // folder's times). It reads names, not contents, and stops after maxSurfaceEntries entries.
 func surfaceStamps(s *session.Session) []session.Stamp {
 	var out []session.Stamp
-	nested, _ := nestedLevels(s)
-	for _, level := range append(slices.Clone(surfaceLevels), nested...) {
+	nc := findNested(s)
+	for _, name := range nc.files() {
+		out = stampTree(s, name, out, maxSurfaceDepth)
+	}
+	for _, level := range append(slices.Clone(surfaceLevels), nc.levels...) {
 		names, _ := s.ReadDirNames(level, maxSurfaceEntries)
 		for _, n := range names {
 			if surfaceWhole[n] != "" || n == pluginsDir || isKindDir(n) {
