@@ -50,6 +50,13 @@ from claude_agent_sdk import query'`, "SDK"},
 		{`python3 -c 'from interpreter import interpreter; interpreter.chat("x")'`, "interpreter"},
 		{`python3 -c 'from aider.coders import Coder'`, "aider"},
 		{`node -e 'import("@google/gemini-cli-core")'`, "gemini-cli-core"},
+		// A name spelled in parts is the whole name: joined by +, side by side, reversed, joined
+		// from a list.
+		{`node -e 'require("child_process").spawn("co" + "dex", ["exec", "x"])'`, "codex"},
+		{`python3 -c 'import subprocess; subprocess.run(["co" "dex", "exec", "x"])'`, "codex"},
+		{`python3 -c 'import subprocess; subprocess.run(["xedoc"[::-1], "exec", "x"])'`, "codex"},
+		{`python3 -c 'import subprocess; subprocess.run(["".join(["co", "dex"]), "exec", "x"])'`, "codex"},
+		{`node -e 'require("child_process").spawn(["co", "dex"].join(""), ["exec", "x"])'`, "codex"},
 		// Look-alikes.
 		{"claude -p 'run the tests'", ""},
 		{"claude -p x --setting-sources user,project", ""},
@@ -66,6 +73,8 @@ from claude_agent_sdk import query'`, "SDK"},
 print(1)'`, ""},
 		{`python3 -c 'import subprocess; subprocess.run(["claude", "-p", "x"])'`, ""},
 		{`python3 -c 'from interpreters import pool'`, ""},
+		{`python3 -c 'import os; os.system("echo '"'"'co'"'"' '"'"'dex'"'"'")'`, ""},
+		{`python3 -c 'print("co" "dex is a word")'`, ""},
 		{`python3 -c 'import openai; openai.chat.completions.create(model="x", messages=[])'`, ""},
 	} {
 		v := c.Evaluate(context.Background(), bashCall(tc.cmd))

@@ -1,6 +1,9 @@
 package facts
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestPrintfAndEscapes(t *testing.T) {
 	for _, tt := range []struct {
@@ -31,6 +34,24 @@ func FuzzFold(f *testing.F) {
 		a := Analyze(cmd)
 		if a.expanded > maxExpandBytes+maxValueBytes*2 {
 			t.Fatalf("expansion unbounded: %d bytes", a.expanded)
+		}
+	})
+}
+
+// Code handed to an interpreter is the agent's text: folding its literals never panics, never
+// grows it, and leaves code with nothing to fold as it was.
+func FuzzJoinLiterals(f *testing.F) {
+	for _, s := range []string{`["cl" "aude", "-p"]`, `"edualc"[::-1]`, `"".join(["a", 'b'])`, `['a','b'].join("")`,
+		`'a' + "b" + 'c'`, `os.system("echo 'a' 'b'")`, `("'" "\"")`, `print(1)`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, code string) {
+		out := joinLiterals(code)
+		if len(out) > len(code) {
+			t.Fatalf("joinLiterals(%q) = %q, longer", code, out)
+		}
+		if !strings.ContainsAny(code, `'"`) && out != code {
+			t.Fatalf("joinLiterals(%q) = %q, with no literal to fold", code, out)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -1572,22 +1573,59 @@ var quotedString = lazyregexp.New(`"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'`)
 // that spells a program's name in parts ('cl' + 'aude') runs the whole name.
 var concatenated = lazyregexp.New(`(?:'([^'\\\n]*)'|"([^"\\\n]*)")\s*\+\s*(?:'([^'\\\n]*)'|"([^"\\\n]*)")`)
 
-// joinLiterals writes each concatenation of literals as the one literal it makes, within bounds.
+// adjacentLiterals are literals written side by side, which Python and Ruby join ("cl" "aude"):
+// only as a whole argument or value (after an opening bracket, a comma or =, up to a closing one
+// or a comma), so that quotes inside another literal ("echo 'a' 'b'") are left as they are.
+var adjacentLiterals = lazyregexp.New(`([(\[,=]\s*)((?:(?:'[^'\\\n]*'|"[^"\\\n]*")[ \t]+)+(?:'[^'\\\n]*'|"[^"\\\n]*"))(\s*[)\],])`)
+
+// reversedLiteral is a literal reversed by a slice ('edualc'[::-1]); joinedList a list of
+// literals joined with nothing ("".join(['cl', 'aude']), ['cl', 'aude'].join('')).
+var (
+	reversedLiteral = lazyregexp.New(`(?:'([^'\\\n]*)'|"([^"\\\n]*)")\[::-1\]`)
+	joinedList      = lazyregexp.New(`(?:''|"")\.join\(\s*[\[(]((?:\s*(?:'[^'\\\n]*'|"[^"\\\n]*")\s*,?)+)[\])]\s*\)|\[((?:\s*(?:'[^'\\\n]*'|"[^"\\\n]*")\s*,?)+)\]\.join\(\s*(?:''|"")\s*\)`)
+)
+
+// joinLiterals writes each literal that code builds from literals (joined, concatenated,
+// reversed) as the one literal it makes, within bounds.
 func joinLiterals(code string) string {
+	if strings.Contains(code, "[::-1]") {
+		code = reversedLiteral().ReplaceAllStringFunc(code, func(m string) string {
+			g := reversedLiteral().FindStringSubmatch(m)
+			if !utf8.ValidString(g[1] + g[2]) {
+				return m
+			}
+			r := []rune(g[1] + g[2])
+			slices.Reverse(r)
+			return quoteLiteral(string(r), m)
+		})
+	}
+	if strings.Contains(code, ".join(") {
+		code = joinedList().ReplaceAllStringFunc(code, func(m string) string {
+			g := joinedList().FindStringSubmatch(m)
+			var b strings.Builder
+			for _, q := range quotedString().FindAllStringSubmatch(g[1]+g[2], -1) {
+				b.WriteString(q[1] + q[2])
+			}
+			return quoteLiteral(b.String(), m)
+		})
+	}
+	if strings.ContainsAny(code, " \t") {
+		code = adjacentLiterals().ReplaceAllStringFunc(code, func(m string) string {
+			g := adjacentLiterals().FindStringSubmatch(m)
+			var b strings.Builder
+			for _, q := range quotedString().FindAllStringSubmatch(g[2], -1) {
+				b.WriteString(q[1] + q[2])
+			}
+			return g[1] + quoteLiteral(b.String(), g[2]) + g[3]
+		})
+	}
 	if !strings.Contains(code, "+") {
 		return code
 	}
 	for range 64 {
 		next := concatenated().ReplaceAllStringFunc(code, func(m string) string {
 			g := concatenated().FindStringSubmatch(m)
-			joined := g[1] + g[2] + g[3] + g[4]
-			if !strings.Contains(joined, `"`) {
-				return `"` + joined + `"`
-			}
-			if !strings.Contains(joined, "'") {
-				return "'" + joined + "'"
-			}
-			return m
+			return quoteLiteral(g[1]+g[2]+g[3]+g[4], m)
 		})
 		if next == code {
 			break
@@ -1595,6 +1633,18 @@ func joinLiterals(code string) string {
 		code = next
 	}
 	return code
+}
+
+// quoteLiteral writes s as one literal, in whichever quotes it holds none of; else the code as
+// it was (orig).
+func quoteLiteral(s, orig string) string {
+	if !strings.Contains(s, `"`) {
+		return `"` + s + `"`
+	}
+	if !strings.Contains(s, "'") {
+		return "'" + s + "'"
+	}
+	return orig
 }
 
 func (a *Analysis) interp(name, code string, w *walker) {
