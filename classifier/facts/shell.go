@@ -1579,7 +1579,7 @@ var concatenated = lazyregexp.New(`(?:'([^'\\\n]*)'|"([^"\\\n]*)")\s*\+\s*(?:'([
 var adjacentLiterals = lazyregexp.New(`([(\[,=]\s*)((?:(?:'[^'\\\n]*'|"[^"\\\n]*")[ \t]+)+(?:'[^'\\\n]*'|"[^"\\\n]*"))(\s*[)\],])`)
 
 // reversedLiteral is a literal reversed by a slice ('edualc'[::-1]); joinedList a list of
-// literals joined with nothing ("".join(['cl', 'aude']), ['cl', 'aude'].join(”)).
+// literals joined with nothing ("".join(['cl', 'aude']), ['cl', 'aude'].join("")).
 var (
 	reversedLiteral = lazyregexp.New(`(?:'([^'\\\n]*)'|"([^"\\\n]*)")\[::-1\]`)
 	joinedList      = lazyregexp.New(`(?:''|"")\.join\(\s*[\[(]((?:\s*(?:'[^'\\\n]*'|"[^"\\\n]*")\s*,?)+)[\])]\s*\)|\[((?:\s*(?:'[^'\\\n]*'|"[^"\\\n]*")\s*,?)+)\]\.join\(\s*(?:''|"")\s*\)`)
