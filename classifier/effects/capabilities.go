@@ -83,11 +83,16 @@ func (f Finder) capabilityEffects(cmd *facts.Command, cwd string, an *facts.Anal
 func execEffect(by, value, cwd string, an *facts.Analysis) Effect {
 	e := New(EffectExec, by, "runs", value)
 	first, _, _ := strings.Cut(strings.TrimSpace(strings.Trim(value, `'"`)), " ")
-	p := facts.CanonPath(first, cwd)
+	// A name with no slash is looked up on PATH, not in the folder the command runs in: echo run
+	// from a session in a temporary folder is not a file planted there.
+	p := ""
+	if strings.Contains(first, "/") {
+		p = facts.CanonPath(first, cwd)
+	}
 	switch {
 	case givesShell(value):
 		e.Attrs = append(e.Attrs, [2]string{"shell", ""})
-	case Throwaway(p) || an != nil && an.Scripts[p] != "":
+	case p != "" && (Throwaway(p) || an != nil && an.Scripts[p] != ""):
 		e.Attrs = append(e.Attrs, [2]string{"planted", ""})
 	}
 	return e
