@@ -9,12 +9,13 @@ import (
 )
 
 // What the shell will run, with the real CLI, on the Mac and behind the simulated VM boundary:
-// a script the session wrote and then ran, a Makefile's recipe, a Python program that builds
-// claude's name and starts it, and a nested claude whose configuration folder an earlier
-// statement changed are each refused before they run; the same programs used harmlessly (make
-// test, npm run build, script -q of echo) run. The script is written with a relative file_path, which the CLI makes absolute
-// before its hooks see it and keeps relative in its transcript: reconciliation takes both for
-// the one file, so the session is never reported unguarded or quarantined for it.
+// a script the session wrote and then ran, a Makefile's recipe, a package.json script, a command
+// run through script -c, a Python program that builds claude's name and starts it, and a nested
+// claude whose configuration folder an earlier statement changed are each refused before they
+// run; the same programs used harmlessly (make test, npm run build, script -q of echo) run. The
+// script is written with a relative file_path, which the CLI makes absolute before its hooks see
+// it and keeps relative in its transcript: reconciliation takes both for the one file, so the
+// session is never reported unguarded or quarantined for it.
 func TestAttackWhatTheShellWillRunIsJudgedByWhatItRuns(t *testing.T) {
 	claudeBinary(t)
 	for _, inVM := range []bool{false, true} {
