@@ -92,7 +92,10 @@ type Daemon struct {
 	stamp telemetry.Stamp
 	// dropIn is what the installed drop-in is checked against; set by Run's goroutine, read by
 	// the heartbeat's.
-	dropIn       atomic.Pointer[dropInWant]
+	dropIn atomic.Pointer[dropInWant]
+	// importing serialises imports of the drop folders (Run's loop, the heartbeat's goroutine),
+	// so that no dropped file is read by both and logged twice.
+	importing    sync.Mutex
 	dropDir, exe string
 	// serving is what host calls over the socket are judged under (system mode).
 	serving atomic.Pointer[serving]
@@ -290,6 +293,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopSocket() // before the guard stops: the host calls' records go to its log
+	// A hook leaves its record in the drop folder when the log is due to rotate (the daemon's
+	// to do) or its lock is held: imported soon, not only at the next heartbeat.
+	imports := time.NewTicker(dropImportInterval)
+	defer imports.Stop()
 	changes := make(chan managedconfig.Snapshot)
 	watchDone := make(chan error, 1)
 	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Logger: d.log}
@@ -315,6 +322,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.stopHeartbeat()
 				d.startHeartbeat(ctx, started)
 			}
+		case <-imports.C:
+			d.importDropped()
 		case <-usr1:
 			select {
 			case d.kick <- struct{}{}:
@@ -459,7 +468,7 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	gid, share := d.logReaders(cfg.Telemetry)
 	tlog = telemetry.Open(telemetry.Options{Path: cfg.Telemetry.Path, MaxFileBytes: int64(cfg.Telemetry.MaxFileMB) << 20,
 		MaxFiles: cfg.Telemetry.MaxFiles, Redact: cfg.Telemetry.Redact, Inputs: cfg.Telemetry.Inputs, Stamp: d.stamp,
-		GroupRead: share, ReadGID: gid,
+		GroupRead: share, ReadGID: gid, Mode: string(cfg.Mode), RetainMinAge: time.Duration(cfg.Telemetry.RetainedMinDays) * 24 * time.Hour,
 		OnBreak: func(problem string) { d.recordTampered(tlog, cfg.Mode, problem) }})
 	if _, _, err := tlog.Check(); err != nil { // marks where the chain ends now
 		d.log.Warn("cannot read the end of the decision log's chain", "code", health.CodeTelemetryFailed, "err", err)

@@ -216,6 +216,9 @@ func (d *Daemon) dropHostRecord(rec telemetry.Record) {
 	d.log.Error("a host call's record could not be written or kept", "code", health.CodeTelemetryFailed, "rid", rec.RID)
 }
 
+// dropImportInterval is how often the drop folders are looked at besides each heartbeat.
+const dropImportInterval = 10 * time.Second
+
 // importDropped moves the records hooks dropped into the decision log: the system drop folder's
 // (each under the user owning its file) and the state's own.
 func (d *Daemon) importDropped() {
@@ -223,6 +226,8 @@ func (d *Daemon) importDropped() {
 	if g == nil {
 		return
 	}
+	d.importing.Lock()
+	defer d.importing.Unlock()
 	for _, dir := range []string{d.paths.DropDir, filepath.Join(d.paths.StateDir, "dropped")} {
 		im, err := g.log.ImportDropped(dir, userName)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -263,13 +263,14 @@ func classifierFor(snap managedconfig.Snapshot) (*classifier.Classifier, error) 
 type recorder func(rec telemetry.Record, stamp telemetry.Stamp)
 
 // local appends to the decision log; a record it cannot write there (the lock held past the
-// wait, the disk full) goes to the drop folder, where the daemon imports it. A failure does not
+// wait, the disk full, a rotation due, which is the daemon's to make) goes to the drop folder,
+// where the daemon imports it. A failure does not
 // change the verdict: refusing every call on a full disk would stop all work without making
 // anything safer.
 func local(t managedconfig.Telemetry, paths managedconfig.Paths) recorder {
 	return func(rec telemetry.Record, stamp telemetry.Stamp) {
 		log := telemetry.Open(telemetry.Options{Path: t.Path, MaxFileBytes: int64(t.MaxFileMB) << 20,
-			MaxFiles: t.MaxFiles, Redact: t.Redact, Inputs: t.Inputs, Stamp: stamp})
+			MaxFiles: t.MaxFiles, Redact: t.Redact, Inputs: t.Inputs, Stamp: stamp, NoRotate: true})
 		defer log.Close()
 		if err := log.Write(rec); err != nil {
 			drop(paths.DropDir, rec, stamp)

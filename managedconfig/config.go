@@ -135,6 +135,9 @@ type Telemetry struct {
 	// ReadGroup, in system mode, is the group whose members may read the logs (an admin group):
 	// the log folder 0750 and its files 0640, that group's. "": root alone.
 	ReadGroup string
+	// RetainedMinDays is how long a denial, ask or finding stays in the retained log at the least
+	// (the log outgrows its bound rather than drop one younger, up to four times); 0: by size only.
+	RetainedMinDays int
 }
 
 // Defaults returns the configuration that applies to every field the file leaves out.
@@ -156,6 +159,8 @@ func Defaults(env Env, paths Paths) Config {
 			MaxFiles:  5,
 			Redact:    true,
 			Inputs:    "all",
+			// A month: long enough for a security team's monthly review to find every deny.
+			RetainedMinDays: 30,
 		},
 		LogLevel: slog.LevelInfo,
 	}

@@ -574,9 +574,10 @@ func (p *parser) telemetry(field string, raw json.RawMessage) {
 			}
 			t.Path = abs
 		},
-		"max_file_mb": func(f string, r json.RawMessage) { p.intRange(f, r, &t.MaxFileMB, 1, maxFileMB) },
-		"max_files":   func(f string, r json.RawMessage) { p.intRange(f, r, &t.MaxFiles, 1, maxFiles) },
-		"redact":      func(f string, r json.RawMessage) { p.boolean(f, r, &t.Redact) },
+		"max_file_mb":       func(f string, r json.RawMessage) { p.intRange(f, r, &t.MaxFileMB, 1, maxFileMB) },
+		"max_files":         func(f string, r json.RawMessage) { p.intRange(f, r, &t.MaxFiles, 1, maxFiles) },
+		"retained_min_days": func(f string, r json.RawMessage) { p.intRange(f, r, &t.RetainedMinDays, 0, 3650) },
+		"redact":            func(f string, r json.RawMessage) { p.boolean(f, r, &t.Redact) },
 		"read_group": func(f string, r json.RawMessage) {
 			s, ok := p.str(f, r)
 			if !ok {

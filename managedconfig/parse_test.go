@@ -39,7 +39,7 @@ func TestParseMinimalFileGetsEveryDefault(t *testing.T) {
 		MaxLineBytes: 4 << 20,
 		Telemetry: Telemetry{
 			Path:      "/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl",
-			MaxFileMB: 50, MaxFiles: 5, Redact: true, Inputs: "all",
+			MaxFileMB: 50, MaxFiles: 5, Redact: true, Inputs: "all", RetainedMinDays: 30,
 		},
 		LogLevel: slog.LevelInfo,
 	}
@@ -69,7 +69,7 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 	    "allowed_mcp_servers": [],
 	    "quarantine_on_injection": true
 	  },
-	  "telemetry": {"path": "/var/log/cb/decisions.jsonl", "max_file_mb": 10, "max_files": 3, "redact": false, "inputs": "metadata", "read_group": "admin"},
+	  "telemetry": {"path": "/var/log/cb/decisions.jsonl", "max_file_mb": 10, "max_files": 3, "redact": false, "inputs": "metadata", "read_group": "admin", "retained_min_days": 90},
 	  "log_level": "debug"
 	}`
 	cfg, err := Parse([]byte(data), "managed.json", env, mustPaths(t, env))
@@ -94,7 +94,7 @@ func TestParseFullFileSetsEveryField(t *testing.T) {
 			MCPServers:            []MCPServer{},
 			QuarantineOnInjection: true,
 		},
-		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false, Inputs: "metadata", ReadGroup: "admin"},
+		Telemetry: Telemetry{Path: "/var/log/cb/decisions.jsonl", MaxFileMB: 10, MaxFiles: 3, Redact: false, Inputs: "metadata", ReadGroup: "admin", RetainedMinDays: 90},
 		LogLevel:  slog.LevelDebug,
 	}
 	cfg.Policy.Places = nil // TestThePlacesFollowTheFoldersTheConfigurationNames

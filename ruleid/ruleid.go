@@ -53,11 +53,14 @@ const (
 // Flood: a summary of the records a session's decision-log budget left out.
 const Flood = "coworkbridge.flood"
 
+// Evicted: what a rotation of the decision log dropped of one session over its share of the log.
+const Evicted = "coworkbridge.evicted"
+
 // All is every id of this package, for the tests and the reference that list them.
 func All() []string {
 	return []string{Malformed, Oversized, ClassifierError, DuplicateRID, Quarantine, ConfigInvalid, Hook,
 		ForgedDecision, PlantedLease, PlantedSpool, Unguarded, ForgedEvent, Unconfirmed, TranscriptTampered,
-		RecordTampered, SettingsChange, SettingsUnreadable, DropInOverridden, Flood}
+		RecordTampered, SettingsChange, SettingsUnreadable, DropInOverridden, Flood, Evicted}
 }
 
 // IsGuard reports whether id is one of coworkbridge's own rules rather than a policy's.

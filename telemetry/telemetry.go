@@ -153,7 +153,24 @@ type Options struct {
 	// wrote last was cut, changed, or its file removed (see Check). It is called with no lock
 	// held, so it may write to the log.
 	OnBreak func(problem string)
+	// RetainMinAge is how long a record of the retained log is kept at the least: its oldest file
+	// is not dropped while it holds a younger one (up to four times MaxFiles files). Zero: the
+	// retained log rotates by size alone.
+	RetainMinAge time.Duration
+	// Mode is the configuration's mode, carried by the records the log writes of itself (what
+	// a rotation evicted); "observe" when empty.
+	Mode string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// NoRotate is for a writer of one record per process (a hook): a write that would rotate the
+	// log fails with ErrRotationDue instead, for the caller to leave the record to the daemon,
+	// which rotates. A rotation reads what each session holds of the log, which a process per
+	// tool call must not pay for.
+	NoRotate bool
 }
+
+// ErrRotationDue: the write would rotate the log, and this writer does not (Options.NoRotate).
+var ErrRotationDue = errors.New("the decision log is due to rotate, which this writer leaves to the daemon")
 
 // Log is the decision log. Its methods are safe for concurrent use.
 type Log struct {
@@ -171,6 +188,14 @@ type Log struct {
 	broken string
 	buf    []byte // see scratch
 	closed bool   // Check on a closed log (a heartbeat racing a config change) opens nothing
+	shares shareCache
+}
+
+func (l *Log) now() time.Time {
+	if l.opts.Now != nil {
+		return l.opts.Now()
+	}
+	return time.Now()
 }
 
 // Open returns a Log; the file is opened on the first write, so a log folder that is missing or
@@ -286,9 +311,14 @@ func (l *Log) appendLocked(lines [][]byte) error {
 		size += int64(len(line) + len(prevPrefix) + 2*hashLen + 2)
 	}
 	if l.opts.MaxFileBytes > 0 && l.fi.Size() > 0 && l.fi.Size()+size > l.opts.MaxFileBytes {
-		if err := l.rotate(); err != nil {
+		if l.opts.NoRotate {
+			return ErrRotationDue
+		}
+		notices, err := l.rotate()
+		if err != nil {
 			return err
 		}
+		lines = append(notices, lines...)
 	}
 	if l.torn {
 		if err := l.mend(); err != nil {
@@ -493,17 +523,17 @@ func (l *Log) noteBreak(what string) {
 // rotate shifts path -> path.1 -> path.2 ... (the caller holds the inter-process lock, so another
 // process cannot have rotated in between), then opens a fresh file. The records of the oldest
 // file that are kept apart (see Retained) move to the retained log before it is dropped.
-func (l *Log) rotate() error {
+func (l *Log) rotate() (notices [][]byte, err error) {
 	p := l.opts.Path
 	last := l.opts.MaxFiles - 1
 	drop := p
 	if last >= 1 {
 		drop = p + "." + strconv.Itoa(last)
 	}
-	if err := l.retain(drop); err != nil {
-		return fmt.Errorf("rotate: keep the notable records of %s: %w", drop, err)
+	evicted, lostYoung, err := l.retain(drop)
+	if err != nil {
+		return nil, fmt.Errorf("rotate: keep the notable records of %s: %w", drop, err)
 	}
-	var err error
 	if last < 1 {
 		err = os.Remove(p)
 	} else {
@@ -514,11 +544,14 @@ func (l *Log) rotate() error {
 		err = os.Rename(p, p+".1")
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("rotate: %w", err)
+		return nil, fmt.Errorf("rotate: %w", err)
 	}
 	l.f.Close()
 	l.f = nil
-	return l.current()
+	if err := l.current(); err != nil {
+		return nil, err
+	}
+	return l.evictionNotices(evicted, lostYoung), nil
 }
 
 // Sync flushes what has been written to stable storage, so that spool offsets committed after it

@@ -192,7 +192,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(writerEnv); spec != "" {
 		path, n, _ := strings.Cut(spec, "|")
 		count, _ := strconv.Atoi(n)
-		l := Open(Options{Path: path, MaxFileBytes: 64 << 10, MaxFiles: 1000, Redact: true})
+		l := Open(Options{Path: path, MaxFileBytes: 64 << 10, MaxFiles: 1000, Redact: true, LockWait: concurrentLockWait})
 		for i := range count {
 			if err := l.Write(Record{RID: fmt.Sprintf("proc-%d", i), Input: json.RawMessage(`{"command":"echo from a hook process"}`)}); err != nil {
 				fmt.Fprintln(os.Stderr, err)
@@ -217,7 +217,7 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l := Open(Options{Path: path, MaxFileBytes: 64 << 10, MaxFiles: 1000, Redact: true})
+	l := Open(Options{Path: path, MaxFileBytes: 64 << 10, MaxFiles: 1000, Redact: true, LockWait: concurrentLockWait})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -384,3 +384,8 @@ func TestRedactHidesASecretBrokenAcrossLines(t *testing.T) {
 		t.Errorf("ordinary lines, read together, changed:\n%s", got)
 	}
 }
+
+// concurrentLockWait is the lock wait of the concurrent writers' test: what it checks is that
+// every record arrives once and whole, not how long nine writers wait on a loaded machine (at the
+// default 250 ms it failed 2 runs in 6 beside another test run).
+const concurrentLockWait = 10 * time.Second
