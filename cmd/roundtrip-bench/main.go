@@ -5,6 +5,9 @@
 // resident memory, then runs the same load with the spool watcher switched off (polling every
 // 100 ms, the design the watcher replaced) and prints the ratio.
 //
+// With -flood N, one more session's spool takes N forged lines a second while each measurement
+// runs: the other sessions' round trip beside a hostile agent flooding its own spool.
+//
 // It is a benchmark harness, not part of the product:
 //
 //	go run ./cmd/roundtrip-bench -sessions 1,10,100,1000 -concurrency 1,8 -calls 300
@@ -45,6 +48,7 @@ func main() {
 	vm := flag.Bool("vm", true, "also measure hooks as Cowork's VM runs them: the host channel out of sight, events through the session's spool")
 	floor := flag.Bool("floor", false, "also measure the floor: the same hooks answered by a Go process that only watches, reads and renames (see floor.go)")
 	serve := flag.String("floor-serve", "", "internal: run as the floor (host or vm), the folders to serve on stdin")
+	flood := flag.Int("flood", 0, "forged spool lines a second that one more session (not called) appends while each measurement runs, as a hostile agent flooding its own spool; 0: none")
 	flag.Parse()
 	if *serve != "" {
 		if err := serveFloor(*serve); err != nil {
@@ -60,7 +64,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *floor, *socket, *profile, *only); err != nil {
+	if err := run(*bin, ints(*sessions), ints(*conc), *calls, *poll, *vm, *floor, *socket, *profile, *only, *flood); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
 		os.Exit(1)
 	}
@@ -109,7 +113,7 @@ type result struct {
 	workersMB  float64
 }
 
-func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm, floor, socket bool, profile, only string) error {
+func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, vm, floor, socket bool, profile, only string, flood int) error {
 	tmp, err := os.MkdirTemp("", "roundtrip-bench-")
 	if err != nil {
 		return err
@@ -169,7 +173,7 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 				if profile != "" {
 					env = append(env, fmt.Sprintf("COWORKBRIDGE_CPUPROFILE=%s.%d-%d-%s", profile, n, c, d.name))
 				}
-				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d, env, owner)
+				r, err := measure(bin, filepath.Join(tmp, fmt.Sprintf("%d-%d-%s", n, c, d.name)), n, c, calls, d, env, owner, flood)
 				if err != nil {
 					return fmt.Errorf("%d sessions, %d callers, %s: %w", n, c, d.name, err)
 				}
@@ -359,7 +363,7 @@ func (d daemon) stop() (peakRSS int64, err error) {
 	return peakRSS, err
 }
 
-func measure(bin, dir string, n, conc, calls int, ds design, env []string, owner *machine.Owner) (result, error) {
+func measure(bin, dir string, n, conc, calls int, ds design, env []string, owner *machine.Owner, flood int) (result, error) {
 	r := result{sessions: n, conc: conc, calls: calls}
 	m, err := machine.New(dir)
 	if ds.system {
@@ -375,6 +379,12 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string, owner
 			return r, err
 		}
 		sessions = append(sessions, s)
+	}
+	var flooder string
+	if flood > 0 {
+		if flooder, err = m.NewSession("f100d000-0000-4000-8000-000000000000"); err != nil {
+			return r, err
+		}
 	}
 	if ds.system {
 		if _, err := os.Lstat(systemSocket()); err == nil {
@@ -392,6 +402,14 @@ func measure(bin, dir string, n, conc, calls int, ds design, env []string, owner
 			d.stop()
 			return r, fmt.Errorf("%w (daemon log: %s)", err, m.DaemonLog())
 		}
+	}
+	if flooder != "" {
+		if _, err := m.WaitHooked(flooder, time.Until(deadline)); err != nil {
+			d.stop()
+			return r, err
+		}
+		stopFlood := floodSpool(filepath.Join(flooder, session.SpoolFile), flood)
+		defer stopFlood()
 	}
 	if ds.vm {
 		for i, h := range hooks {
