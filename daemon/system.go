@@ -251,7 +251,8 @@ func userName(uid uint32) string {
 }
 
 // statusFor is the health snapshot as the user uid may see it: root sees all; another user only
-// the sessions under their home, and no other user's counts.
+// the sessions under their home, the counts and warnings of those, and no other user's path
+// (health.Snapshot.Scoped).
 func (d *Daemon) statusFor(uid uint32) health.Snapshot {
 	s := d.health.Snapshot(false)
 	started := d.started.Load()
@@ -275,20 +276,13 @@ func (d *Daemon) statusFor(uid uint32) health.Snapshot {
 			s.Workers = append(s.Workers, w)
 		}
 	}
-	u, err := lookupUID(uid)
 	home := ""
-	if err == nil {
-		home = u.HomeDir
+	if u, err := lookupUID(uid); err == nil && filepath.IsAbs(u.HomeDir) && u.HomeDir != "/" {
+		home = filepath.Clean(u.HomeDir)
 	}
-	own := s.Sessions[:0:0]
-	for _, ss := range s.Sessions {
-		if home != "" && strings.HasPrefix(ss.Dir, home+string(filepath.Separator)) {
-			own = append(own, ss)
-		}
-	}
-	s.Sessions = own
-	s.Record = nil
-	return s
+	return s.Scoped(func(path string) bool {
+		return home != "" && strings.HasPrefix(filepath.Clean(path), home+string(filepath.Separator))
+	})
 }
 
 // listen starts the host hooks' socket in system mode, and the writer of their records; the

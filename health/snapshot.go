@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -103,6 +104,21 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 	}
 	s.Totals.Counts = maps.Clone(h.totals.Counts)
 	s.Scan.MissingRoots, s.Scan.Unrecognised = listed(s.Scan.MissingRoots), listed(s.Scan.Unrecognised)
+	s.count()
+	if s.Today.Date != now.Format(time.DateOnly) {
+		s.Today = Today{Date: now.Format(time.DateOnly)}
+	}
+	s.Daemon.Watches = h.scan.Watches
+	s.Daemon.LatencyP50Ms, s.Daemon.LatencyP99Ms, s.Daemon.LatencySamples = percentiles(h.win.latencies)
+	if rotate {
+		h.win = window{sessions: map[Code][]string{}}
+	}
+	return s
+}
+
+// count fills Counts and CLIVersions from Sessions.
+func (s *Snapshot) count() {
+	s.Counts, s.CLIVersions = Counts{}, nil
 	for _, se := range s.Sessions {
 		s.Counts.Tracked++
 		if !se.Gone.IsZero() {
@@ -125,15 +141,73 @@ func (h *Health) Snapshot(rotate bool) Snapshot {
 		}
 	}
 	slices.SortFunc(s.CLIVersions, compareVersions)
-	if s.Today.Date != now.Format(time.DateOnly) {
-		s.Today = Today{Date: now.Format(time.DateOnly)}
+}
+
+// Scoped is the snapshot as one user of a shared machine may see it (system mode): only the
+// sessions whose folders mine reports as the user's, their counts and totals, the warnings that
+// concern them or the machine as a whole, and no other user's path anywhere. Figures the daemon
+// keeps only machine-wide (would-be denials, today's counts, sessions not tracked, the decision
+// log's head) are left out rather than shown as the user's.
+func (s Snapshot) Scoped(mine func(path string) bool) Snapshot {
+	ids := map[string]bool{}
+	own := s.Sessions[:0:0]
+	for _, se := range s.Sessions {
+		if mine(se.Dir) {
+			own = append(own, se)
+			ids[se.ID] = true
+		}
 	}
-	s.Daemon.Watches = h.scan.Watches
-	s.Daemon.LatencyP50Ms, s.Daemon.LatencyP99Ms, s.Daemon.LatencySamples = percentiles(h.win.latencies)
-	if rotate {
-		h.win = window{sessions: map[Code][]string{}}
+	s.Sessions = own
+	s.count()
+	s.Totals = Totals{}
+	for _, se := range own {
+		s.Totals.Events += se.Events
+		s.Totals.Denies += se.Denies
+		s.Totals.Asks += se.Asks
+		s.Totals.Tampering += se.Tampering
+		for c, n := range se.Counts {
+			if s.Totals.Counts == nil {
+				s.Totals.Counts = map[Code]uint64{}
+			}
+			s.Totals.Counts[c] += n
+		}
 	}
+	s.Today = Today{Date: s.Today.Date}
+	s.Record = nil
+	keepPaths := func(paths []string) []string { return slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return !mine(p) }) }
+	s.Scan.Roots, s.Scan.MissingRoots = keepPaths(s.Scan.Roots), keepPaths(s.Scan.MissingRoots)
+	s.Scan.Unrecognised, s.Scan.LowSpace = keepPaths(s.Scan.Unrecognised), keepPaths(s.Scan.LowSpace)
+	s.Scan.Sessions, s.Scan.Live = s.Counts.Tracked, s.Counts.Live
+	var ws []Warning
+	for _, w := range s.Warnings {
+		if len(w.Sessions) > 0 {
+			w.Sessions = slices.DeleteFunc(slices.Clone(w.Sessions), func(id string) bool { return !ids[id] })
+			if len(w.Sessions) == 0 {
+				continue // about other users' sessions alone
+			}
+		}
+		w.Message = hidePaths(w.Code, w.Message, mine)
+		ws = append(ws, w)
+	}
+	s.Warnings = ws
 	return s
+}
+
+// hidePaths returns msg, or, when it names an absolute path mine does not report as the user's,
+// the code's title: a path of another user's (under "/Users/bob/Library/Application Support/...",
+// spaces and all) is not cut out of a message reliably, so no part of it is shown.
+func hidePaths(code Code, msg string, mine func(path string) bool) string {
+	for i := 0; i < len(msg); i++ {
+		if msg[i] != '/' || i > 0 && !strings.ContainsRune(" (\"'=,:[", rune(msg[i-1])) {
+			continue
+		}
+		end := i + strings.IndexAny(msg[i:]+" ", " ,;)\"'\n")
+		if !mine(msg[i:end]) {
+			return code.Info().Title + " (where, only an administrator may see: it names another user's files)"
+		}
+		i = end
+	}
+	return msg
 }
 
 func percentiles(lat []time.Duration) (p50, p99 float64, n int) {
