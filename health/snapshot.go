@@ -174,7 +174,9 @@ func (s Snapshot) Scoped(mine func(path string) bool) Snapshot {
 	}
 	s.Today = Today{Date: s.Today.Date}
 	s.Record = nil
-	keepPaths := func(paths []string) []string { return slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return !mine(p) }) }
+	keepPaths := func(paths []string) []string {
+		return slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return !mine(p) })
+	}
 	s.Scan.Roots, s.Scan.MissingRoots = keepPaths(s.Scan.Roots), keepPaths(s.Scan.MissingRoots)
 	s.Scan.Unrecognised, s.Scan.LowSpace = keepPaths(s.Scan.Unrecognised), keepPaths(s.Scan.LowSpace)
 	s.Scan.Sessions, s.Scan.Live = s.Counts.Tracked, s.Counts.Live
