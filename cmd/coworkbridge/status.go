@@ -115,17 +115,13 @@ func systemStatus(now time.Time) (statusView, bool) {
 	return v, true
 }
 
-// forHome is s as the user whose home it is may see it: the sessions under the home, and no
-// machine-wide record head (the daemon's own filter for a user who asks over the socket).
+// forHome is s as the user whose home is home sees it (health.Snapshot.Scoped).
 func forHome(s health.Snapshot, home string) *health.Snapshot {
-	own := s.Sessions[:0:0]
-	for _, ss := range s.Sessions {
-		if strings.HasPrefix(ss.Dir, home+string(filepath.Separator)) {
-			own = append(own, ss)
-		}
-	}
-	s.Sessions, s.Record = own, nil
-	return &s
+	home = filepath.Clean(home)
+	scoped := s.Scoped(func(path string) bool {
+		return strings.HasPrefix(filepath.Clean(path), home+string(filepath.Separator))
+	})
+	return &scoped
 }
 
 // statusEnv is the environment of the user whose daemon status asks: the caller's, or (for a
