@@ -15,7 +15,7 @@ import (
 )
 
 // SystemLabel names the LaunchDaemon and the systemd system unit of system mode.
-const SystemLabel = "com.coworkbridge.daemon"
+const SystemLabel = managedconfig.DaemonLabel
 
 // SystemRestartCommand is how an admin starts (or, kill, restarts) system mode's daemon.
 func SystemRestartCommand(goos string, kill bool) string {

@@ -8,6 +8,9 @@ import (
 // AgentLabel names coworkbridge's LaunchAgent (and its systemd unit elsewhere).
 const AgentLabel = "com.coworkbridge.agent"
 
+// DaemonLabel names system mode's LaunchDaemon (and its systemd system unit elsewhere).
+const DaemonLabel = "com.coworkbridge.daemon"
+
 // Owners of the places on the Mac the policy protects files by.
 const (
 	// OwnerGuard is coworkbridge itself: its state and host channels, logs, binary, LaunchAgent,
@@ -52,6 +55,7 @@ func places(env Env, paths Paths, cfg Config) []Place {
 			Place{Path: "/Library/Application Support/CoworkBridge", Owner: OwnerGuard, What: "coworkbridge's managed configuration"},
 			Place{Path: home("Library", "LaunchAgents", AgentLabel+".plist"), Owner: OwnerGuard, What: "coworkbridge's LaunchAgent"},
 			Place{Path: "/Library/LaunchAgents/" + AgentLabel + ".plist", Owner: OwnerGuard, What: "coworkbridge's LaunchAgent"},
+			Place{Path: "/Library/LaunchDaemons/" + DaemonLabel + ".plist", Owner: OwnerGuard, What: "coworkbridge's LaunchDaemon (system mode)"},
 			Place{Path: "/Library/Application Support/ClaudeCode", Owner: OwnerManaged, What: "Claude Code's managed settings"},
 			Place{Path: home("Library", "Application Support", "Claude"), Owner: OwnerApp, What: "the Claude app's data"},
 			Place{Path: home("Library", "Application Support", "Claude-3p"), Owner: OwnerApp, What: "the Claude app's data"},
@@ -60,6 +64,7 @@ func places(env Env, paths Paths, cfg Config) []Place {
 	} else {
 		out = append(out,
 			Place{Path: home(".config", "systemd", "user", AgentLabel+".service"), Owner: OwnerGuard, What: "coworkbridge's user service"},
+			Place{Path: "/etc/systemd/system/" + DaemonLabel + ".service", Owner: OwnerGuard, What: "coworkbridge's system service (system mode)"},
 			Place{Path: "/etc/claude-code", Owner: OwnerManaged, What: "Claude Code's managed settings"},
 		)
 	}

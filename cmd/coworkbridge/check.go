@@ -9,12 +9,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/corpus"
+	"github.com/coworkbridge/coworkbridge/installer"
 	"github.com/coworkbridge/coworkbridge/internal/runfile"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -45,12 +47,17 @@ func cmdCheck(ctx context.Context, args []string, sio stdio) int {
 	listPlaces := fs.Bool("places", false, "list the map of the Mac the file rules protect: coworkbridge's files, the sessions, the Claude app's and Claude Code's configuration")
 	platform := fs.String("platform", "", "judge with the map of this platform (darwin, linux) instead of this machine's: a Mac's map previewed anywhere")
 	home := fs.String("home", "", "judge with the map of a user whose home is this folder (default: yours; /Users/<you> with --platform darwin elsewhere)")
+	system := fs.Bool("system", false, "judge with system mode's map (root's folders, every user's sessions): the default on a system-mode install; with --platform, a preview of one")
 	if code, done := fs.parse(args); done {
 		return code
 	}
 	machine, err := previewed(*platform, *home)
 	if err != nil {
 		return fs.usageError("%v", err)
+	}
+	if *system || *platform == "" && installer.SystemInstalled(runtime.GOOS) {
+		// The map system mode's daemon judges with: its folders are root's, not the user's.
+		machine.System, machine.Homes = true, managedconfig.UserHomes(machine.GOOS)
 	}
 	if *listPlaces {
 		return checkPlaces(machine, *asJSON, sio)

@@ -94,3 +94,24 @@ func TestAMacPreviewNamesTheMacsProgramNotThisMachines(t *testing.T) {
 		}
 	}
 }
+
+// System mode's map is root's folders, not the user's: what its daemon judges with, and what
+// check lists on a system-mode install (or, with --system, in a preview of one).
+func TestTheMapOfASystemModeMacIsRootsFolders(t *testing.T) {
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	_, user, _ := runCLI(t, "", "check", "--places", "--platform", "darwin", "--home", "/Users/alice")
+	_, system, errs := runCLI(t, "", "check", "--places", "--platform", "darwin", "--home", "/Users/alice", "--system")
+	for _, tc := range []struct {
+		out, has, hasNot string
+	}{
+		{system, "/Library/Application Support/CoworkBridge/state\n", "/Users/alice/Library/Application Support/CoworkBridge\n"},
+		{system, "/Library/Logs/CoworkBridge/decisions.jsonl*\n", "/Users/alice/Library/Logs/CoworkBridge"},
+		{user, "/Users/alice/Library/Application Support/CoworkBridge\n", "/Library/Application Support/CoworkBridge/state\n"},
+		{system, "/Library/LaunchDaemons/" + managedconfig.DaemonLabel + ".plist\n", ""},
+		{user, "/Library/LaunchDaemons/" + managedconfig.DaemonLabel + ".plist\n", ""},
+	} {
+		if !strings.Contains(tc.out, tc.has) || tc.hasNot != "" && strings.Contains(tc.out, tc.hasNot) {
+			t.Errorf("want %q and not %q in:\n%s%s", tc.has, tc.hasNot, tc.out, errs)
+		}
+	}
+}
