@@ -312,7 +312,7 @@ func (in *Injector) scanOnce(full bool) {
 		seen[f.Dir] = true
 		report.Live++
 		_, known := in.live[f.Dir]
-		if !in.watchSession(f.Dir) {
+		if !in.watchSessionTree(f.Dir, full || !known) {
 			report.WatchLimited++
 		}
 		if full || !known {
@@ -338,7 +338,11 @@ func (in *Injector) scanOnce(full bool) {
 
 // watchSession watches a session folder (for .claude to appear) and its .claude (for settings
 // changes). It reports false when the watch limit left the session to the rescan.
-func (in *Injector) watchSession(dir string) bool {
+func (in *Injector) watchSession(dir string) bool { return in.watchSessionTree(dir, true) }
+
+// watchSessionTree is watchSession; without deep, the folders below outputs/ are not walked
+// again (a structural rescan: their own events keep them watched, and the full rescan walks them).
+func (in *Injector) watchSessionTree(dir string, deep bool) bool {
 	a := in.watch(dir)
 	b := in.watch(filepath.Join(dir, session.ClaudeDir))
 	// The project level, where it exists: an attempt there is undone at once, not at the rescan.
@@ -347,7 +351,11 @@ func (in *Injector) watchSession(dir string) bool {
 		in.watch(outputs)
 		in.watch(filepath.Join(dir, filepath.FromSlash(projectClaudeDir)))
 	}
-	in.watchSurface(dir, in.watchOutputs(dir))
+	var nested []string
+	if deep {
+		nested = in.watchOutputs(dir)
+	}
+	in.watchSurface(dir, nested)
 	return a && b
 }
 
