@@ -398,7 +398,7 @@ func (in *Injector) watchTree(outputs, top string, budget int) (nested []string,
 				if folder != outputs {
 					nested = append(nested, name)
 				}
-			case e.Name() == "node_modules" || e.Name() == ".git":
+			case holdsNoConfig(e.Name()):
 			default:
 				queue = append(queue, name)
 			}
@@ -416,7 +416,7 @@ func (in *Injector) outputsFolderMade(p session.Place, name string) {
 		return
 	}
 	for part := range strings.SplitSeq(p.Rel, "/") {
-		if part == "node_modules" || part == ".git" {
+		if holdsNoConfig(part) {
 			return
 		}
 	}
@@ -441,7 +441,8 @@ func hasMCPFile(dir string) bool {
 	return err == nil
 }
 
-// readFolderN lists at most n entries of dir, in the order the file system gives them.
+// readFolderN is readFolder of at most n entries (all when n <= 0), in the order the file
+// system gives them.
 func readFolderN(dir string, n int) ([]fs.DirEntry, error) {
 	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -938,12 +939,7 @@ func (nopRecorder) Scanned(health.ScanReport)         {}
 // readFolder lists a folder of a session: never through a link, and never opening a FIFO swapped
 // in since the look (an open that would block the injector until a writer came).
 func readFolder(dir string) ([]fs.DirEntry, error) {
-	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	entries, err := f.ReadDir(-1)
+	entries, err := readFolderN(dir, -1)
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
 }

@@ -113,6 +113,10 @@ const (
 	maxNestedDepth = 8
 )
 
+// holdsNoConfig reports a folder whose tree holds no project's configuration: dependencies and
+// git's own, which the search below outputs/ and its watches leave out.
+func holdsNoConfig(name string) bool { return name == "node_modules" || name == ".git" }
+
 // nestedConfig is the configuration below outputs/ that a CLI started in a folder there would
 // load: its .claude folders and .mcp.json files (outputs/.claude and outputs/.mcp.json, the
 // project level, aside), and links standing at either name.
@@ -151,7 +155,7 @@ func findNested(s *session.Session) nestedConfig {
 				case !e.IsDir() || e.Type()&fs.ModeSymlink != 0:
 				case e.Name() == session.ClaudeDir:
 					nc.levels = append(nc.levels, name)
-				case e.Name() == "node_modules" || e.Name() == ".git":
+				case holdsNoConfig(e.Name()):
 				default:
 					next = append(next, name)
 				}
