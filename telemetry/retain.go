@@ -298,10 +298,11 @@ func (c *chainFile) rotate() error {
 	}
 	for ; n >= last; n-- {
 		oldest := c.path + "." + strconv.Itoa(n)
-		if n+1 <= c.maxIndex() && c.young(oldest) {
+		young := c.young(oldest)
+		if young && n+1 <= c.maxIndex() {
 			break // kept: the chain grows past its bound
 		}
-		if n+1 > c.maxIndex() && c.young(oldest) {
+		if young {
 			c.lostYoung += countLines(oldest)
 		}
 		_ = os.Remove(oldest)
