@@ -131,14 +131,19 @@ type collector struct {
 	out bytes.Buffer
 }
 
-func startCollector(t *testing.T, logs, storage, endpoint string) *collector {
+// startCollector starts the shipped configuration on logs. Claude Code's events are taken on a
+// port of the system's choosing unless env names one (CLAUDE_CODE_OTLP_LISTEN), and the Mac is
+// "test-mac" unless env names it (COWORKBRIDGE_HOST).
+func startCollector(t *testing.T, logs, storage, endpoint string, env ...string) *collector {
 	t.Helper()
 	config, err := filepath.Abs(filepath.Join("..", "..", "deploy", "shipping", "otelcol", "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &collector{cmd: exec.Command(collectorBin, "--config", config)}
-	c.cmd.Env = append(os.Environ(), "COWORKBRIDGE_LOGS="+logs, "OTELCOL_STORAGE="+storage, "OTLP_ENDPOINT="+endpoint)
+	c.cmd.Env = append(os.Environ(), "COWORKBRIDGE_LOGS="+logs, "OTELCOL_STORAGE="+storage, "OTLP_ENDPOINT="+endpoint,
+		"CLAUDE_CODE_OTLP_LISTEN=127.0.0.1:0", "COWORKBRIDGE_HOST=test-mac")
+	c.cmd.Env = append(c.cmd.Env, env...)
 	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

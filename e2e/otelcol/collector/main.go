@@ -1,6 +1,6 @@
 // Command collector is an OpenTelemetry Collector with exactly the components
-// deploy/shipping/otelcol/ uses (the filelog receiver, the file storage extension, the
-// batch processor, the OTLP/HTTP exporter) and an OTLP receiver, built for the shipping tests:
+// deploy/shipping/otelcol/ uses (the filelog and OTLP receivers, the file storage extension, the
+// resource and batch processors, the OTLP/HTTP exporter), built for the shipping tests:
 // coworkbridge's own module links none of it. It is not a distribution to deploy (use the
 // contrib one) and adds nothing of its own to the components.
 package main
@@ -9,6 +9,7 @@ import (
 	"log"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/resourceprocessor"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/filelogreceiver"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
@@ -31,7 +32,7 @@ func components() (otelcol.Factories, error) {
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](filelogreceiver.NewFactory(), otlpreceiver.NewFactory()); err != nil {
 		return f, err
 	}
-	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](batchprocessor.NewFactory()); err != nil {
+	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](batchprocessor.NewFactory(), resourceprocessor.NewFactory()); err != nil {
 		return f, err
 	}
 	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](otlphttpexporter.NewFactory()); err != nil {
