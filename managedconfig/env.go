@@ -3,6 +3,7 @@ package managedconfig
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -116,14 +117,26 @@ func (e Env) ConfigCandidates() []string {
 }
 
 // ExistingConfig is the first of ConfigCandidates that exists: the file this user's daemon reads;
-// "" when there is none.
-func (e Env) ExistingConfig() string {
+// "" when there is none. A candidate that exists but cannot be examined is returned with the
+// error, so that it is reported rather than skipped; so is a link whose target is gone: removing
+// the file is how an admin switches coworkbridge off, and a dangling link is no such decision (it
+// would otherwise switch enforce off in silence). The daemon's loader and validate both ask here,
+// so that they agree on which file is in use.
+func (e Env) ExistingConfig() (string, error) {
 	for _, c := range e.ConfigCandidates() {
-		if _, err := os.Stat(c); err == nil {
-			return c
+		_, err := os.Stat(c)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return c, fmt.Errorf("examine %s: %w", c, err)
+		}
+		if fi, lerr := os.Lstat(c); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(c)
+			return c, fmt.Errorf("%s is a link to %s, which does not exist: restore the file, or remove the link to switch coworkbridge off", c, target)
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // Paths are the daemon's own folders: trusted, outside every session.

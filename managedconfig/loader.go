@@ -109,7 +109,7 @@ func (l *Loader) Load() Snapshot {
 	if cfg, err := Parse([]byte(`{"version":1}`), "the defaults", l.env, l.paths); err == nil {
 		off.Config = cfg // the defaults as this process sees them (development overrides included)
 	}
-	path, err := l.locate()
+	path, err := l.env.ExistingConfig()
 	if path == "" && err == nil {
 		return off
 	}
@@ -176,27 +176,6 @@ func IntentOf(data []byte) Mode {
 		return Enforce
 	}
 	return Observe
-}
-
-// locate returns the first candidate that exists. A candidate that exists but cannot be examined
-// is returned with the error, so that it is reported rather than skipped; so is a link whose
-// target is gone: removing the file is how an admin switches coworkbridge off, and a dangling
-// link is no such decision (it would otherwise switch enforce off in silence).
-func (l *Loader) locate() (string, error) {
-	for _, c := range l.env.ConfigCandidates() {
-		_, err := os.Stat(c)
-		if err == nil {
-			return c, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return c, fmt.Errorf("examine %s: %w", c, err)
-		}
-		if fi, lerr := os.Lstat(c); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			target, _ := os.Readlink(c)
-			return c, fmt.Errorf("%s is a link to %s, which does not exist: restore the file, or remove the link to switch coworkbridge off", c, target)
-		}
-	}
-	return "", nil
 }
 
 func (l *Loader) saveLastGood(data []byte) error {

@@ -276,6 +276,36 @@ func TestValidateSaysWhatADaemonDoesWithTheInvalidFileHere(t *testing.T) {
 	}
 }
 
+// validate, asked about the file this Mac uses, agrees with the daemon on a managed.json that is
+// a link to nothing: the daemon reports config_invalid and keeps its last valid copy, so validate
+// says invalid and names the link, never "off".
+func TestValidateOfThisMacsDanglingLinkSaysInvalidAsTheDaemonDoes(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	os.MkdirAll(state, 0o700)
+	os.WriteFile(filepath.Join(state, "managed.last-good.json"), []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o600)
+	link := filepath.Join(dir, "managed.json")
+	os.Symlink(filepath.Join(dir, "gone.json"), link)
+	t.Setenv("COWORKBRIDGE_STATE_DIR", state)
+	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", link)
+	code, out, errs := runCLI(t, "", "validate")
+	if code != validateInvalid || !strings.Contains(out, link+" is invalid") || !strings.Contains(out, "gone.json, which does not exist") ||
+		!strings.Contains(out, "keeps running on its last valid copy") || strings.Contains(out+errs, "is off") {
+		t.Errorf("validate of a dangling link: exit %d\n%s%s", code, out, errs)
+	}
+	env, err := managedconfig.SystemEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := env.Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap := managedconfig.NewDaemonLoader(env, paths).Load(); snap.Origin != managedconfig.OriginLastGood || snap.Problem == nil {
+		t.Errorf("the daemon's loader, given the same link: origin %s, problem %v", snap.Origin, snap.Problem)
+	}
+}
+
 // check with a candidate managed.json never replaces the last-good copy a running enforce
 // deployment falls back on, and an invalid file with no good copy is an error, not a silent
 // fallback to the built-in rules.

@@ -70,7 +70,9 @@ func consoleConfig(file string) (managedconfig.Config, error) {
 		return managedconfig.Config{}, err
 	}
 	if file == "" {
-		if file = env.ExistingConfig(); file == "" {
+		if file, err = env.ExistingConfig(); err != nil {
+			return managedconfig.Config{}, err
+		} else if file == "" {
 			return managedconfig.Config{}, fmt.Errorf("no managed.json on this Mac (looked at %s); name one with --config", strings.Join(env.ConfigCandidates(), ", "))
 		}
 	}

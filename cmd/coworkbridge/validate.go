@@ -57,11 +57,17 @@ func cmdValidate(_ context.Context, args []string, sio stdio) int {
 	}
 	file := fs.Arg(0)
 	if file == "" {
-		if file = env.ExistingConfig(); file == "" {
+		inUse, err := env.ExistingConfig()
+		switch {
+		case err != nil: // the daemon reports config_invalid here, and keeps its last valid copy
+			fmt.Fprintf(sio.out, "%s is invalid (1 problem):\n  %v\n%s\n", inUse, err, invalidConsequence(nil, paths))
+			return validateInvalid
+		case inUse == "":
 			fmt.Fprintf(sio.err, "coworkbridge validate: no managed.json on this Mac (looked at %s), so coworkbridge is off; name a file to check one\n",
 				strings.Join(env.ConfigCandidates(), ", "))
 			return validateInvalid
 		}
+		file = inUse
 	}
 	if managedconfig.IsMobileconfig(file) {
 		return validateProfile(file, env, paths, sio)
@@ -168,8 +174,8 @@ func configState(cfg managedconfig.Config) string {
 // thisMacs reports whether file is the configuration this Mac runs on: only then is this Mac's
 // drop-in compared with it (a file checked before it ships says nothing of the workstation).
 func thisMacs(env managedconfig.Env, file string) bool {
-	inUse := env.ExistingConfig()
-	if inUse == "" {
+	inUse, err := env.ExistingConfig()
+	if err != nil || inUse == "" {
 		return false
 	}
 	a, errA := filepath.Abs(inUse)
