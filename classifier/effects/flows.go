@@ -35,6 +35,7 @@ type Flow struct {
 	tainted []string          // paths (files or folders) holding a secret the line put there
 	known   map[string]bool   // secret's answers so far
 	stems   []string          // p such that p.<suffix> holds a secret (gzip -k p, -S suffix)
+	dumps   []string          // files holding a database's or secret store's dump the line wrote
 }
 
 // maxTainted bounds what one command line can taint.
@@ -117,6 +118,14 @@ func (f *Flow) step(c *facts.Command) {
 	carries := f.outputSecret(c) || f.stdinSecret(c)
 	if out, ok := c.FD("1"); ok && out.File != "" && carries {
 		f.taint(out.File) // cat key > blob
+	}
+	if out, ok := c.FD("1"); ok && out.File != "" && out.File != "-" && (dumps(c) || f.stdinDump(c)) && len(f.dumps) < maxTainted {
+		f.dumps = append(f.dumps, facts.CanonPath(out.File, f.cwd)) // pg_dump db > d.sql; curl -T d.sql
+	}
+	if dumps(c) && len(f.dumps) < maxTainted {
+		for _, o := range facts.OptionValues(c.Args, "-f", "--file", "--result-file", "-r") { // pg_dump -f, mysqldump -r
+			f.dumps = append(f.dumps, facts.CanonPath(o, f.cwd))
+		}
 	}
 	ops := facts.Operands(c.Args)
 	switch c.Name {
@@ -237,6 +246,28 @@ func (f *Flow) searchesForCredentials(c *facts.Command, ops []string) bool {
 		return a == "--recursive" || a == "--dereference-recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR")
 	})
 	return recursive
+}
+
+// stdinDump reports whether a dump reaches the command's standard input, through the pipeline
+// or a redirection from a file the line dumped into.
+func (f *Flow) stdinDump(c *facts.Command) bool {
+	if in, ok := c.FD("0"); ok && in.File != "" && f.dumped(in.File) {
+		return true
+	}
+	for i := range c.UpstreamCmds {
+		u := &c.UpstreamCmds[i]
+		if dumps(u) || slices.ContainsFunc(facts.Operands(u.Args), f.dumped) && contentReaders[u.Name] {
+			return true
+		}
+	}
+	return false
+}
+
+// dumped reports a file this command line dumped a database or secret store into (or a
+// compressed copy of one: d.sql.gz).
+func (f *Flow) dumped(p string) bool {
+	cp := facts.CanonPath(p, f.cwd)
+	return slices.ContainsFunc(f.dumps, func(d string) bool { return cp == d || strings.HasPrefix(cp, d+".") })
 }
 
 // stdinSecret reports whether what reaches the command's standard input holds a secret: through
