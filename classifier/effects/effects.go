@@ -504,17 +504,25 @@ var keyFile = lazyregexp.New(`(?i)\.(pem|key|p12|pfx|jks|keystore|p8|ppk|kdbx|as
 // gitEffects: configuration keys that run commands, set with git config or git -c.
 func gitEffects(cmd *facts.Command) []Effect {
 	var out []Effect
+	// A stored command line is judged by what it runs (the analysis reads it as shell, see
+	// facts.gitStoredCommands); this flags only what that reading cannot see through: a shell or
+	// interpreter handed the line, a program planted in a temporary or hidden folder, a hooks
+	// folder outside the repository, a monitor program.
 	check := func(key, value string) {
 		key = strings.ToLower(key)
-		always, known := gitExecKeys[key]
-		execs := known && (always || strings.ContainsAny(value, "|;&$`()<> ") || strings.HasPrefix(value, "!"))
-		for _, p := range gitExecKeyPrefixes {
-			if strings.HasPrefix(key, p) && (p != "alias." || strings.HasPrefix(strings.TrimSpace(value), "!")) &&
-				(p == "alias." || strings.HasSuffix(key, ".clean") || strings.HasSuffix(key, ".smudge") ||
-					strings.HasSuffix(key, ".process") || strings.HasSuffix(key, ".command") || strings.HasSuffix(key, ".driver") ||
-					strings.HasSuffix(key, ".cmd") || strings.HasSuffix(key, ".textconv") || p == "pager.") {
-				execs = true
-			}
+		v := strings.TrimSpace(value)
+		var execs bool
+		switch {
+		case key == "core.hookspath":
+			execs = v == "" || path.IsAbs(v) || strings.HasPrefix(v, "~") || strings.HasPrefix(v, "$") || slices.Contains(strings.Split(v, "/"), "..")
+		case key == "core.fsmonitor":
+			execs = v != "true" && v != "false"
+		case key == "credential.helper":
+			execs = strings.HasPrefix(v, "!") // an inline helper is handed every credential git asks for
+		case facts.GitCommandValue(key, v):
+			line := strings.TrimPrefix(v, "!")
+			first, _, _ := strings.Cut(strings.Trim(line, `'"`), " ")
+			execs = givesShell(line) || strings.Contains(first, "/") && Throwaway(facts.CanonPath(first, ""))
 		}
 		if execs {
 			out = append(out, New(EffectConfig, "git", "key", key, "exec", "", "value", value))

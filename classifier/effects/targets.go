@@ -153,9 +153,14 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string) []Effect {
 		for _, pa := range handed {
 			whole[pa.Value] = true
 		}
+		stored := facts.StoredCommands(cmd)
 		for _, pa := range EmbeddedPaths(cmd) {
 			// The code of a known interpreter is analysed as code, which judges its reads
-			// (read.secrets); a start-up file it names is judged here.
+			// (read.secrets); a start-up file it names is judged here. So is a command line
+			// stored for later (git config core.sshCommand 'ssh -i KEY'): its paths are its own.
+			if slices.ContainsFunc(stored, func(line string) bool { return strings.Contains(line, pa.Value) }) {
+				continue
+			}
 			if !whole[pa.Value] && (facts.InterpreterFlag(cmd.Name) == "" || persistLocation().MatchString(facts.CanonPath(pa.Value, cwd))) {
 				handed = append(handed, pa)
 			}

@@ -127,20 +127,6 @@ var backupDeletes = []subcommand{
 	{prog: "vssadmin", words: []string{"delete"}, what: "shadow copies"},
 }
 
-// gitExecKeys are git configuration keys whose value git runs as a command. true: whatever the
-// value (a hooks folder, a monitor); false: when the value is a command line rather than a plain
-// program name (core.editor=vim is an editor, core.editor='sh -c ...' is not).
-var gitExecKeys = map[string]bool{
-	"core.fsmonitor": true, "core.hookspath": true, "uploadpack.packobjectshook": true,
-	"core.sshcommand": false, "core.pager": false, "core.editor": false, "core.askpass": false,
-	"sequence.editor": false, "diff.external": false, "gpg.program": false, "gpg.ssh.program": false,
-	"credential.helper": false, "core.gitproxy": false,
-}
-
-// gitExecKeyPrefixes are key families that run commands: aliases starting with "!", filter
-// drivers, diff and merge drivers.
-var gitExecKeyPrefixes = []string{"alias.", "filter.", "diff.", "merge.", "pager.", "difftool.", "mergetool."}
-
 // installers take a package from a source they name; a URL, a git repository or another index
 // runs code no reviewer has seen.
 var installers = map[string][]string{

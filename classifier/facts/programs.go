@@ -214,6 +214,7 @@ func execStrings(cmd *Command) []string {
 	if line := containerCommand(cmd); line != "" {
 		out = append(out, line)
 	}
+	out = append(out, StoredCommands(cmd)...)
 	switch cmd.Name {
 	case "script": // the BSD and macOS form: script [-q] FILE COMMAND…
 		if _, ok := FlagValue(cmd.Args, "-c"); !ok {
