@@ -249,8 +249,14 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 		opts.Executable = executable()
 	}
 	if opts.Users == nil {
-		goos := env.GOOS
-		opts.Users = func() ([]privsep.User, error) { return privsep.People(goos) }
+		goos, under := env.GOOS, env.PeopleUnder()
+		opts.Users = func() ([]privsep.User, error) {
+			people, err := privsep.People(goos)
+			if under != "" {
+				people = slices.DeleteFunc(people, func(u privsep.User) bool { return !strings.HasPrefix(u.Home, under+"/") })
+			}
+			return people, err
+		}
 	}
 	d := &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, release: release, env: env, paths: paths,
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,

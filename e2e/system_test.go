@@ -160,8 +160,11 @@ func (m *systemMac) writeDropIn(t *testing.T, cfgJSON string) {
 
 // overrides are the development overrides of this Mac, for the daemon and the hook alike.
 func (m *systemMac) overrides() []string {
+	// The people under this Mac's home folder only: another test's Mac on this host (or another
+	// go test of the project beside this one) has users of its own, served by its own daemon.
 	return []string{managedconfig.EnvManagedConfig + "=" + m.config, managedconfig.EnvStateDir + "=" + m.state,
-		managedconfig.EnvLogDir + "=" + m.logs, managedconfig.EnvSocket + "=" + m.sock}
+		managedconfig.EnvLogDir + "=" + m.logs, managedconfig.EnvSocket + "=" + m.sock,
+		managedconfig.EnvPeopleUnder + "=" + filepath.Join(m.base, "home")}
 }
 
 func (m *systemMac) start(t *testing.T) {

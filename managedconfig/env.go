@@ -24,6 +24,9 @@ const (
 	// EnvDropInDir is the Claude Code managed-settings folder the daemon expects the drop-in in
 	// (the tests' own /etc/claude-code lives in a mount namespace of the CLI's).
 	EnvDropInDir = "COWORKBRIDGE_DROPIN_DIR"
+	// EnvPeopleUnder limits the people a system-mode daemon serves to those whose home is inside
+	// this folder, so that several test machines' daemons on one host each serve their own.
+	EnvPeopleUnder = "COWORKBRIDGE_PEOPLE_UNDER"
 )
 
 // Env is everything outside the file that the configuration depends on: the platform, the user's
@@ -83,13 +86,16 @@ func (e Env) WithoutOverrides() Env {
 // Overrides lists the development overrides set in this environment, for the daemon's start-up log.
 func (e Env) Overrides() []string {
 	var set []string
-	for _, k := range []string{EnvManagedConfig, EnvSessionsRoot, EnvStateDir, EnvLogDir, EnvSocket, EnvDropInDir} {
+	for _, k := range []string{EnvManagedConfig, EnvSessionsRoot, EnvStateDir, EnvLogDir, EnvSocket, EnvDropInDir, EnvPeopleUnder} {
 		if e.getenv(k) != "" {
 			set = append(set, k)
 		}
 	}
 	return set
 }
+
+// PeopleUnder is the folder EnvPeopleUnder names, "" when unset (every person of the machine).
+func (e Env) PeopleUnder() string { return e.getenv(EnvPeopleUnder) }
 
 // DropInDirOverride is the managed-settings folder EnvDropInDir names, "" when unset.
 func (e Env) DropInDirOverride() string { return e.getenv(EnvDropInDir) }
