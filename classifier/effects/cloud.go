@@ -1,6 +1,7 @@
 package effects
 
 import (
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -428,3 +429,46 @@ func dumps(c *facts.Command) bool {
 	}
 	return false
 }
+
+// packageConfigEffects: npm, yarn and pnpm settings that make every later script or node run
+// start a program: script-shell, shell, node-options that load code (--require, --import,
+// --loader), and the programs npm starts (git, editor, browser).
+func packageConfigEffects(cmd *facts.Command) []Effect {
+	switch cmd.Name {
+	case "npm", "yarn", "pnpm":
+	default:
+		return nil
+	}
+	// The raw words: a value may itself start with a dash (node-options --require x.js).
+	i := slices.Index(cmd.Args, "config")
+	if i < 0 || i+2 >= len(cmd.Args) || cmd.Args[i+1] != "set" {
+		return nil
+	}
+	rest := slices.DeleteFunc(slices.Clone(cmd.Args[i+2:]), func(a string) bool { return a == "-g" || a == "--global" || a == "--location=user" || a == "--location=global" })
+	if len(rest) == 0 {
+		return nil
+	}
+	key, value := rest[0], strings.Join(rest[1:], " ")
+	if k, v, ok := strings.Cut(key, "="); ok {
+		key, value = k, v
+	}
+	key = strings.ToLower(strings.TrimPrefix(key, "--"))
+	var execs bool
+	switch key {
+	case "script-shell", "shell", "git", "editor", "browser", "viewer":
+		first, _, _ := strings.Cut(strings.Trim(value, `'"`), " ")
+		execs = strings.Contains(first, "/") && (Throwaway(facts.CanonPath(first, "")) || !knownShells[path.Base(first)]) ||
+			!strings.Contains(first, "/") && key == "script-shell" && !knownShells[first]
+	case "node-options", "nodeoptions":
+		execs = nodeLoads().MatchString(value)
+	}
+	if !execs {
+		return nil
+	}
+	return []Effect{New(EffectConfig, cmd.Name, "key", cmd.Name+"."+key, "exec", "", "value", value)}
+}
+
+var knownShells = facts.SetOf("sh", "bash", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd", "cmd.exe", "code", "vim", "nvim", "nano", "emacs", "git", "open")
+
+// nodeLoads: node options that load code before the program: --require, -r, --import, --loader.
+var nodeLoads = lazyregexp.New(`(^|\s)(--require|-r|--import|--loader|--experimental-loader)(\s|=)`)

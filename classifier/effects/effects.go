@@ -149,6 +149,7 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 	out = append(out, serviceEffects(cmd)...)
 	out = append(out, containerEffects(cmd, cwd)...)
 	out = append(out, cloudEffects(cmd)...)
+	out = append(out, packageConfigEffects(cmd)...)
 	out = append(out, redirectEffects(cmd)...)
 	out = append(out, runnerEffects(cmd)...)
 	out = append(out, dnsEffects(cmd)...)

@@ -36,7 +36,8 @@ var persistLocation = lazyregexp.New(`(?i)` +
 	`|(^|/)\.ssh/(authorized_keys[^/]*|rc)$` +
 	`|(^|/)\.git/hooks/|(^|/)\.git/config$|(^|/)\.gitconfig$|(^|/)\.config/git/config$` +
 	`|(^|/)\.vscode/(tasks|settings|launch)\.json$|(^|/)\.claude/(settings[^/]*\.json$|hooks/)|(^|/)\.mcp\.json$` +
-	`|(^|/)\.cursor/(mcp|settings)\.json$`)
+	`|(^|/)\.cursor/(mcp|settings)\.json$` +
+	`|(^|/)(site|dist)-packages/([^/]+\.pth|sitecustomize\.py|usercustomize\.py)$|(^|/)\.(irbrc|pryrc|gemrc|perldb|pdbrc|pythonrc\.py)$`)
 
 // readsContent reports whether a names-only program is given an option with which it reads a
 // file's content after all (file -f LIST, -fLIST, --files-from=LIST).
