@@ -444,7 +444,9 @@ func packageConfigEffects(cmd *facts.Command) []Effect {
 	if i < 0 || i+2 >= len(cmd.Args) || cmd.Args[i+1] != "set" {
 		return nil
 	}
-	rest := slices.DeleteFunc(slices.Clone(cmd.Args[i+2:]), func(a string) bool { return a == "-g" || a == "--global" || a == "--location=user" || a == "--location=global" })
+	rest := slices.DeleteFunc(slices.Clone(cmd.Args[i+2:]), func(a string) bool {
+		return a == "-g" || a == "--global" || a == "--location=user" || a == "--location=global"
+	})
 	if len(rest) == 0 {
 		return nil
 	}
