@@ -77,32 +77,40 @@ var hookProgram struct {
 	err  error
 }
 
-// The host-side hook, registered as an ordinary command hook (as the managed-settings drop-in
-// does), is obeyed by the real CLI: a dangerous call is refused before it runs, a harmless one
-// proceeds under the CLI's own permission rules.
-func TestRealCLIObeysTheHostHook(t *testing.T) {
+// hostHookedProject is a project whose .claude/settings.json runs the host hook on every call,
+// under an enforce managed.json: its folder, the log folder the hook records into, and the
+// environment the CLI is run with.
+func hostHookedProject(t *testing.T) (dir, logDir string, env []string) {
+	t.Helper()
 	claudeBinary(t)
 	bin := buildCoworkbridge(t)
 	base := t.TempDir()
 	cfg := filepath.Join(base, "managed.json")
 	os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o600)
-	dir := filepath.Join(base, "project")
+	dir = filepath.Join(base, "project")
 	for _, d := range []string{".claude", "outputs"} {
 		os.MkdirAll(filepath.Join(dir, d), 0o755)
 	}
 	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 		"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": "'" + bin + "' hook", "timeout": 30}}}}}})
 	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), settings, 0o644)
+	logDir = filepath.Join(base, "logs")
+	return dir, logDir, []string{"COWORKBRIDGE_MANAGED_CONFIG=" + cfg, "COWORKBRIDGE_STATE_DIR=" + filepath.Join(base, "state"),
+		"COWORKBRIDGE_LOG_DIR=" + logDir}
+}
 
+// The host-side hook, registered as an ordinary command hook (as the managed-settings drop-in
+// does), is obeyed by the real CLI: a dangerous call is refused before it runs, a harmless one
+// proceeds under the CLI's own permission rules.
+func TestRealCLIObeysTheHostHook(t *testing.T) {
+	dir, logDir, env := hostHookedProject(t)
 	pwned := filepath.Join(dir, "outputs", "pwned")
 	ok := filepath.Join(dir, "outputs", "ok.txt")
 	api := newFakeAPI(t,
 		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "touch " + pwned + " && git push --force origin main", "description": "push"}}},
 		[]toolUse{{Name: "Write", Input: map[string]any{"file_path": ok, "content": "fine\n"}}},
 	)
-	logDir := filepath.Join(base, "logs")
-	run := runCLI(t, api, dir, "COWORKBRIDGE_MANAGED_CONFIG="+cfg, "COWORKBRIDGE_STATE_DIR="+filepath.Join(base, "state"),
-		"COWORKBRIDGE_LOG_DIR="+logDir)
+	run := runCLI(t, api, dir, env...)
 
 	if _, err := os.Stat(pwned); err == nil {
 		t.Error("the denied command ran")

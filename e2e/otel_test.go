@@ -130,28 +130,14 @@ func (s *otlpSink) logs(t *testing.T) []otlpLog {
 // them), the CLI names its version service.version (so coworkbridge's version needs a name of its
 // own), and its events carry no host.name (so the Mac's collector must add it).
 func TestTheCLIsOwnEventsNameTheCallsCoworkbridgeRecords(t *testing.T) {
-	claudeBinary(t)
-	bin := buildCoworkbridge(t)
-	base := t.TempDir()
-	cfg := filepath.Join(base, "managed.json")
-	os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o600)
-	dir := filepath.Join(base, "project")
-	for _, d := range []string{".claude", "outputs"} {
-		os.MkdirAll(filepath.Join(dir, d), 0o755)
-	}
-	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-		"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": "'" + bin + "' hook", "timeout": 30}}}}}})
-	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), settings, 0o644)
+	dir, logDir, env := hostHookedProject(t)
 	api := newFakeAPI(t,
 		[]toolUse{{Name: "Bash", Input: map[string]any{"command": "git push --force origin main", "description": "push"}}},
 		[]toolUse{{Name: "Write", Input: map[string]any{"file_path": filepath.Join(dir, "outputs", "ok.txt"), "content": "fine\n"}}},
 	)
 	sink := newOTLPSink(t)
-	logDir := filepath.Join(base, "logs")
-	runCLI(t, api, dir, "COWORKBRIDGE_MANAGED_CONFIG="+cfg, "COWORKBRIDGE_STATE_DIR="+filepath.Join(base, "state"),
-		"COWORKBRIDGE_LOG_DIR="+logDir,
-		"DISABLE_TELEMETRY=", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_LOGS_EXPORTER=otlp", "OTEL_METRICS_EXPORTER=none",
-		"OTEL_EXPORTER_OTLP_PROTOCOL=http/json", "OTEL_EXPORTER_OTLP_ENDPOINT="+sink.srv.URL, "OTEL_LOGS_EXPORT_INTERVAL=200")
+	runCLI(t, api, dir, append(env, "DISABLE_TELEMETRY=", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_LOGS_EXPORTER=otlp", "OTEL_METRICS_EXPORTER=none",
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/json", "OTEL_EXPORTER_OTLP_ENDPOINT="+sink.srv.URL, "OTEL_LOGS_EXPORT_INTERVAL=200")...)
 
 	records := map[string]map[string]any{} // by tool_use_id
 	f, err := os.Open(filepath.Join(logDir, "decisions.jsonl"))
