@@ -336,19 +336,15 @@ func (a cloudAction) matches(cmd *facts.Command) bool {
 	}
 	ops := facts.Operands(cmd.Args)
 	// Global options come before the service (aws --profile prod iam …): the words may start
-	// anywhere among the first operands, consecutive from there.
-	found := false
-	for i := 0; i+len(a.words) <= len(ops) && i <= 3 && !found; i++ {
-		found = true
-		for j, w := range a.words {
-			if !strings.EqualFold(ops[i+j], w) {
-				found = false
-				break
-			}
-		}
+	// anywhere among the first operands, consecutive from there. A single word (gcloud projects|
+	// organizations|folders … add-iam-policy-binding) may stand anywhere.
+	limit := 3
+	if len(a.words) == 1 {
+		limit = len(ops)
 	}
-	if !found && len(a.words) == 1 { // gcloud projects|organizations|folders … add-iam-policy-binding
-		found = slices.Contains(ops, a.words[0])
+	found := false
+	for i := 0; i <= limit && i+len(a.words) <= len(ops) && !found; i++ {
+		found = slices.EqualFunc(ops[i:i+len(a.words)], a.words, strings.EqualFold)
 	}
 	return found && (a.test == nil || a.test(cmd))
 }

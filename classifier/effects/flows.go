@@ -116,13 +116,15 @@ func (f *Flow) taint(p string) {
 // step marks where one command puts a secret it reads.
 func (f *Flow) step(c *facts.Command) {
 	carries := f.outputSecret(c) || f.stdinSecret(c)
-	if out, ok := c.FD("1"); ok && out.File != "" && carries {
+	out, hasOut := c.FD("1")
+	if hasOut && out.File != "" && carries {
 		f.taint(out.File) // cat key > blob
 	}
-	if out, ok := c.FD("1"); ok && out.File != "" && out.File != "-" && (dumps(c) || f.stdinDump(c)) && len(f.dumps) < maxTainted {
+	dumping := dumps(c)
+	if hasOut && out.File != "" && out.File != "-" && (dumping || f.stdinDump(c)) && len(f.dumps) < maxTainted {
 		f.dumps = append(f.dumps, facts.CanonPath(out.File, f.cwd)) // pg_dump db > d.sql; curl -T d.sql
 	}
-	if dumps(c) && len(f.dumps) < maxTainted {
+	if dumping && len(f.dumps) < maxTainted {
 		for _, o := range facts.OptionValues(c.Args, "-f", "--file", "--result-file", "-r") { // pg_dump -f, mysqldump -r
 			f.dumps = append(f.dumps, facts.CanonPath(o, f.cwd))
 		}
