@@ -61,6 +61,9 @@ func (c *Classifier) Catalog() []RuleInfo {
 		for _, re := range r.Unless {
 			ri.Unless = append(ri.Unless, re.String())
 		}
+		if r.UnlessOrdinary {
+			ri.Unless = append(ri.Unless, "content that is an ordinary configuration of its kind")
+		}
 		out = append(out, ri)
 	}
 	return out

@@ -257,19 +257,27 @@ var ruleCases = []ruleCase{
 	{"path.secrets", write("/root/.ssh/authorized_keys", "ssh-ed25519 AAAA"), true},
 	{"path.secrets", write("/Users/ada/.aws/credentials", ""), true},
 	{"path.secrets", write("/Users/ada/project/ssh/notes.md", ""), false},
+	{"path.secrets", write("/Users/ada/.ssh/config", "Host gh\n  HostName github.com\n  User git\n  IdentityFile ~/.ssh/id_ed25519\n"), false}, // ordinary
+	{"path.secrets", write("/Users/ada/.ssh/config", "Host *\n  LocalCommand true\n"), true},
 	{"path.dotenv", write(".env.local", "X=1"), true},
 	{"path.dotenv", write(".env.example", "X="), false},
 	{"path.dotenv", edit(".env", "PORT=3000", "NODE_OPTIONS=--require /tmp/x.js"), true},
 	{"path.dotenv", edit("../other/.env", "", "X=1"), true},
 	{"path.dotenv", edit(".env", "PORT=3000", "PORT=3001"), false},
-	{"path.shell-startup", write("/home/ada/.zshrc", "alias x=y"), true},
+	{"path.shell-startup", write("/home/ada/.zshrc", "source /tmp/x.sh"), true},
+	{"path.shell-startup", write("/home/ada/.zshrc", "export PATH=\"$HOME/.local/bin:$PATH\""), false}, // ordinary
+	{"path.shell-startup", write("/home/ada/.zshrc", "export PATH=\"/tmp/x:$PATH\""), true},
 	{"path.shell-startup", write("docs/zshrc-tips.md", ""), false},
 	{"path.agent-and-tool-config", write(".git/hooks/pre-commit", "#!/bin/sh"), true},
 	{"path.agent-and-tool-config", write(".claude/hooks/pre.sh", "#!/bin/sh"), true},
 	{"path.agent-and-tool-config", write(".claude/commands/deploy.md", "Run make deploy."), false}, // instructions: judged by content
 	{"path.agent-and-tool-config", write("src/git/hooks.go", ""), false},
+	{"path.agent-and-tool-config", write(".vscode/settings.json", `{"editor.tabSize": 2, "files.exclude": {"**/dist": true}}`), false}, // ordinary
+	{"path.agent-and-tool-config", write(".vscode/settings.json", `{"terminal.integrated.profiles.osx": {"x": {"path": "/tmp/sh"}}}`), true},
+	{"path.agent-and-tool-config", write(".cursor/mcp.json", `{"mcpServers": {"db": {"command": "npx", "args": ["-y", "db-mcp"]}}}`), true},
 	{"path.persistence", write("~/Library/LaunchAgents/com.x.plist", ""), true},
 	{"path.persistence", write("docs/LaunchAgents.md", ""), false},
+	{"path.persistence", write("~/.config/systemd/user/sync.service", "[Service]\nExecStart=/usr/bin/true\n"), true},
 	{"path.git-internals", write("/Users/ada/project/.git/refs/heads/main", "0000"), true},
 	{"path.git-internals", write("/Users/ada/project/.github/refs.md", ""), false},
 	{"path.system", write("/etc/hosts", "127.0.0.1 x"), true},

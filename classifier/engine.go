@@ -258,6 +258,11 @@ type item struct {
 	search bool
 	// inVM and sessionGuarded: see Call.
 	inVM, sessionGuarded bool
+	// ordinary: an edit item whose content is an ordinary configuration of its kind (see
+	// Rule.UnlessOrdinary).
+	ordinary bool
+	// storedIn: the item is a command the file written here stores for later.
+	storedIn string
 }
 
 // Evaluate judges one tool call from no session of Cowork's (EvaluateFrom). It never fails:
@@ -369,7 +374,10 @@ func describeMatch(it item, matched string) string {
 	if len(matched) > 200 {
 		matched = matched[:200] + "…"
 	}
-	if it.cmd != nil && it.cmd.From != "" {
+	switch {
+	case it.storedIn != "":
+		return describeTarget(it, matched) + " (stored in " + it.storedIn + ", which runs it later)"
+	case it.cmd != nil && it.cmd.From != "":
 		return describeTarget(it, matched) + " (in " + it.cmd.From + ", which the command runs)"
 	}
 	return describeTarget(it, matched)
@@ -440,6 +448,9 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 		if re.find(it.text) != nil {
 			return "", false
 		}
+	}
+	if r.UnlessOrdinary && it.ordinary {
+		return "", false
 	}
 	return matched, true
 }
@@ -538,19 +549,22 @@ func (c *Classifier) items(p claudehook.Payload, m machine) ([]item, Verdict) {
 	case "Bash":
 		return c.bashItems(str("command"), p.Cwd, m), Verdict{}
 	case "Write":
-		return c.writeItems(str("file_path"), str("content"), p.Cwd), Verdict{}
+		return c.writeItems(str("file_path"), str("content"), p.Cwd, m), Verdict{}
 	case "Edit":
-		return c.writeItems(str("file_path"), str("new_string"), p.Cwd), Verdict{}
+		return c.writeItems(str("file_path"), str("new_string"), p.Cwd, m), Verdict{}
 	case "NotebookEdit":
-		return c.writeItems(str("notebook_path"), str("new_source"), p.Cwd), Verdict{}
+		return c.writeItems(str("notebook_path"), str("new_source"), p.Cwd, m), Verdict{}
 	case "MultiEdit":
 		var edits []struct {
 			NewString string `json:"new_string"`
 		}
 		json.Unmarshal(in["edits"], &edits)
-		items := c.writeItems(str("file_path"), "", p.Cwd)
-		for _, e := range edits {
-			items = append(items, c.writeItems(str("file_path"), e.NewString, p.Cwd)...)
+		if len(edits) == 0 {
+			return c.writeItems(str("file_path"), "", p.Cwd, m), Verdict{}
+		}
+		var items []item
+		for _, e := range edits { // each edit's own item judges the path
+			items = append(items, c.writeItems(str("file_path"), e.NewString, p.Cwd, m)...)
 		}
 		return items, Verdict{}
 	case "Read":
@@ -588,13 +602,53 @@ func mcpName(tool string) (server, name string, ok bool) {
 	return server, name, ok
 }
 
-func (c *Classifier) writeItems(file, content, cwd string) []item {
+func (c *Classifier) writeItems(file, content, cwd string, m machine) []item {
 	p := facts.CanonPath(file, cwd)
-	items := []item{{target: TargetEdit, text: p, content: content}}
+	stored, ordinary := c.configItems(p, content, cwd, m)
+	items := []item{{target: TargetEdit, text: p, content: content, ordinary: ordinary}}
 	if content != "" && instructionFile(p) {
 		items = append(items, item{target: TargetContent, text: content})
 	}
-	return items
+	return append(items, stored...)
+}
+
+// writtenItems are the items of a file a command writes (target as the command names it, p
+// canonical): the path, and what a configuration file is given when the command's text for it is
+// all known (literal) text.
+func (c *Classifier) writtenItems(an *facts.Analysis, target, p, cwd string, m machine, literal bool) []item {
+	var content string
+	if text, ok := an.WrittenText(target); ok && literal {
+		content = text
+	}
+	stored, ordinary := c.configItems(p, content, cwd, m)
+	return append([]item{{target: TargetEdit, text: p, content: content, ordinary: ordinary}}, stored...)
+}
+
+// configItems judges what a configuration file written with content stores for later
+// (facts.ReadConfigFile): its commands as the commands they are, a container spec's grants of
+// the host, an agent's rules as instructions. ordinary reports content whose every entry is
+// ordinary for its kind, which the path's own rules then let pass (Rule.UnlessOrdinary).
+func (c *Classifier) configItems(p, content, cwd string, m machine) (items []item, ordinary bool) {
+	if content == "" {
+		return nil, false
+	}
+	cf, ok := facts.ReadConfigFile(p, content)
+	if !ok {
+		return nil, false
+	}
+	for _, line := range cf.Commands {
+		for _, it := range c.bashItems(line, cwd, m) {
+			it.storedIn = p
+			items = append(items, it)
+		}
+	}
+	for _, e := range effects.SpecEffects(cf.Kind, content, cwd) {
+		items = append(items, item{target: TargetEffect, text: e.String(), storedIn: p})
+	}
+	if cf.Kind == facts.ConfigAgentRules {
+		items = append(items, item{target: TargetContent, text: content})
+	}
+	return items, cf.Ordinary()
 }
 
 var instructionPath = lazyregexp.New(`(?i)(^|/)(claude\.md|claude\.local\.md|agents\.md|gemini\.md|\.cursorrules|\.windsurfrules|copilot-instructions\.md)$|(^|/)\.claude/|(^|/)memor(y|ies)/`)
@@ -755,7 +809,8 @@ func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 		}
 		for _, a := range written {
 			if facts.LooksLikePath(a) || moved {
-				items = append(items, item{target: TargetEdit, text: facts.CanonPath(strings.TrimPrefix(a, "of="), cwd)})
+				p := facts.CanonPath(strings.TrimPrefix(a, "of="), cwd)
+				items = append(items, c.writtenItems(an, a, p, cwd, m, cmd.Name == "tee")...)
 			}
 		}
 		if dest := unpackedInto(cmd); dest != "" {
@@ -790,9 +845,9 @@ func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 		items = append(items, item{target: TargetBash, text: code.Interp + " -c " + code.Text, an: an, cwd: cwd})
 	}
 	for _, w := range an.Writes {
-		items = append(items, item{target: TargetEdit, text: facts.CanonPath(w, cwd)})
+		items = append(items, c.writtenItems(an, w, facts.CanonPath(w, cwd), cwd, m, true)...)
 		for _, d := range visited {
-			items = append(items, item{target: TargetEdit, text: facts.CanonPath(w, d)})
+			items = append(items, c.writtenItems(an, w, facts.CanonPath(w, d), d, m, true)...)
 		}
 	}
 	for _, r := range an.Reads {

@@ -44,7 +44,10 @@ type Rule struct {
 	Validator string
 	// Unless patterns exempt a match: RE2 has no lookahead, so look-alikes are named here.
 	Unless []Pattern
-	Nudge  string
+	// UnlessOrdinary exempts a write whose content coworkbridge reads as an ordinary
+	// configuration of its kind (facts.ReadConfigFile): an ssh host, a PATH line, a tab width.
+	UnlessOrdinary bool
+	Nudge          string
 	// Doc is the comment written right above the rule, for admins reading it in `rules`.
 	Doc  string
 	File string
@@ -167,6 +170,12 @@ func (p *ruleParser) parseLine(raw string) error {
 		return nil
 	case "unless":
 		return p.pattern(&p.cur.Unless, rest)
+	case "unless_ordinary":
+		if rest != "" || p.target != TargetEdit {
+			return p.errorf("unless_ordinary takes no value and belongs to edit rules")
+		}
+		p.cur.UnlessOrdinary = true
+		return nil
 	case "match_base_command_not_in":
 		if !p.lists[rest] {
 			return p.errorf("unknown list %q for match_base_command_not_in; known: %s", rest, keys(p.lists))
@@ -192,7 +201,7 @@ func (p *ruleParser) parseLine(raw string) error {
 		p.cur.Nudge = s
 		return nil
 	}
-	return p.errorf("unknown keyword %q; expected match, match_any, unless, match_base_command_not_in, validator or nudge", keyword)
+	return p.errorf("unknown keyword %q; expected match, match_any, unless, unless_ordinary, match_base_command_not_in, validator or nudge", keyword)
 }
 
 func (p *ruleParser) header(line string) error {

@@ -960,7 +960,7 @@ func (f Finder) Effects(an *facts.Analysis, cwd string) []Effect {
 // ProgramEffects are what one command does: by the tables of what programs do, by the paths it
 // is handed, and by the capabilities its arguments use.
 func (f Finder) ProgramEffects(cmd *facts.Command, cwd string, fl *Flow, an *facts.Analysis) []Effect {
-	out := append(commandEffects(cmd, cwd, fl), f.openEffects(cmd, cwd)...)
+	out := append(commandEffects(cmd, cwd, fl), f.openEffects(cmd, cwd, an)...)
 	return append(out, f.capabilityEffects(cmd, cwd, an)...)
 }
 

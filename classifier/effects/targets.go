@@ -143,7 +143,7 @@ type HandedPath struct{ Value, Opt string }
 // openEffects are the effects of the paths a command is handed: a secret, whatever the program
 // (but those that only look at names, and a key's own consumer); a persistence location, unless
 // the program is known to only read.
-func (f Finder) openEffects(cmd *facts.Command, cwd string) []Effect {
+func (f Finder) openEffects(cmd *facts.Command, cwd string, an *facts.Analysis) []Effect {
 	if cmd.Name == "" || namesOnly[cmd.Name] && !readsContent(cmd) {
 		return nil
 	}
@@ -174,11 +174,25 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string) []Effect {
 			// the known readers' files are judged by the read rules, option by option (bashItems)
 		case f.secretStore(p) && !consumes(cmd.Name, pa.Opt):
 			out = append(out, New(EffectOpen, cmd.Name, "path", p, "secret", ""))
-		case persistLocation().MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name]:
+		case persistLocation().MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name] && !ordinaryTee(cmd, an, pa.Value, p):
 			out = append(out, New(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
 		}
 	}
 	return out
+}
+
+// ordinaryTee reports tee appending known text that is an ordinary configuration of the file's
+// kind (a PATH line to ~/.zshrc): the write rules judge it as such (facts.ReadConfigFile).
+func ordinaryTee(cmd *facts.Command, an *facts.Analysis, target, p string) bool {
+	if cmd.Name != "tee" || an == nil {
+		return false
+	}
+	text, ok := an.WrittenText(target)
+	if !ok {
+		return false
+	}
+	cf, ok := facts.ReadConfigFile(p, text)
+	return ok && cf.Ordinary()
 }
 
 // consumes reports whether a program uses a key through this option as its owner meant.

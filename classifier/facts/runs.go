@@ -26,6 +26,9 @@ const (
 	// RunGitConfig: git T reads the repository's configuration, which may run commands for T
 	// and move its hooks (see git.go).
 	RunGitConfig RunKind = "git-config"
+	// RunEnvrc: direnv allow trusts a folder's .envrc, which direnv then runs in every shell that
+	// enters the folder; its own functions read as what they do (see readEnvrc).
+	RunEnvrc RunKind = "envrc"
 )
 
 // RunFile is a file a command runs.
@@ -118,6 +121,9 @@ func (w *walker) run(cmd Command, r RunFile) {
 		}
 	case RunGitConfig:
 		w.gitConfigRuns(r, text)
+	case RunEnvrc:
+		f, _ := readEnvrc(text, r.Path)
+		w.shellFile(f.Commands[0], nil)
 	}
 }
 
@@ -216,11 +222,36 @@ func (w *walker) runs(cmd Command) {
 		}
 	case cmd.Name == "git":
 		w.gitRuns(cmd)
+	case cmd.Name == "direnv":
+		if f := envrcOf(ops); f != "" && w.a.Scripts[f] == "" && w.a.Fetched[f] == "" {
+			w.run(cmd, RunFile{Path: f, Kind: RunEnvrc})
+		}
 	default:
 		if dir, targets, ok := packageRun(cmd); ok {
 			w.run(Command{Dir: joinDir(cmd.Dir, dir)}, RunFile{Path: "package.json", Kind: RunPackage, Targets: targets})
 		}
 	}
+}
+
+// envrcOf is the .envrc that direnv allow (permit, grant) or direnv exec trusts or runs: the
+// folder's, or the file named.
+func envrcOf(ops []string) string {
+	if len(ops) == 0 {
+		return ""
+	}
+	dir := "."
+	switch ops[0] {
+	case "allow", "permit", "grant", "exec":
+		if len(ops) > 1 {
+			dir = ops[1]
+		}
+	default:
+		return ""
+	}
+	if b := path.Base(dir); b == ".envrc" || b == ".env" {
+		return dir
+	}
+	return path.Join(dir, ".envrc")
 }
 
 // hasShortFlag reports a combined short flag holding c before the first operand (bash -ec).

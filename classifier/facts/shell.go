@@ -112,6 +112,9 @@ type Analysis struct {
 	// literal text written to files (echo 'rm -rf /' > x.sh), analysed when a shell runs them.
 	Fetched map[string]string
 	Scripts map[string]string
+	// Opaque are files a redirection writes text to that the analysis does not know (cat x >> f):
+	// what Scripts holds for them is not all they are given (see WrittenText).
+	Opaque map[string]bool
 	// Files is the content of the files the command runs, as its caller read them at judge time
 	// (keyed by RunFile.Path; "" for a file that does not exist, which runs nothing); nil when
 	// nothing was read. Runs are the files the command runs, read or not (see runs.go).
@@ -832,7 +835,12 @@ func (w *walker) redirects(st *syntax.Stmt) {
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut:
 			if !strings.HasPrefix(target, "/dev/") && !isFD(target) {
-				w.noteWritten(st, target)
+				if !w.noteWritten(st, target) {
+					if w.a.Opaque == nil {
+						w.a.Opaque = map[string]bool{}
+					}
+					w.a.Opaque[target] = true
+				}
 				w.a.Writes = append(w.a.Writes, target)
 			}
 		case syntax.RdrIn:
@@ -842,18 +850,18 @@ func (w *walker) redirects(st *syntax.Stmt) {
 }
 
 // noteWritten remembers what a redirection writes to a file when it is known: a download or a
-// decoded blob (its source), or literal text (the text).
-func (w *walker) noteWritten(st *syntax.Stmt, target string) {
+// decoded blob (its source), or literal text (the text); it reports whether the text is known.
+func (w *walker) noteWritten(st *syntax.Stmt, target string) bool {
 	c, ok := st.Cmd.(*syntax.CallExpr)
 	if !ok || len(c.Args) == 0 {
-		return
+		return false
 	}
 	if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok {
 		if w.a.Scripts == nil {
 			w.a.Scripts = map[string]string{}
 		}
 		w.a.Scripts[target] += text // >> appends; > then >> in one line writes both
-		return
+		return true
 	}
 	name := w.callName(c)
 	if IsDownloader(name) {
@@ -862,6 +870,14 @@ func (w *walker) noteWritten(st *syntax.Stmt, target string) {
 		}
 		w.a.Fetched[target] = name
 	}
+	return false
+}
+
+// WrittenText is all the text the command's redirections write to target, when every one of them
+// is known literal text.
+func (a *Analysis) WrittenText(target string) (string, bool) {
+	text, ok := a.Scripts[target]
+	return text, ok && !a.Opaque[target]
 }
 
 // teeWrites records what tee writes to its files when the command line makes it: a here-string,
@@ -876,6 +892,12 @@ func (w *walker) teeWrites(cmd Command, c *syntax.CallExpr) {
 		text, ok = w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]})
 	}
 	if !ok {
+		for _, op := range Operands(cmd.Args) {
+			if w.a.Opaque == nil {
+				w.a.Opaque = map[string]bool{}
+			}
+			w.a.Opaque[op] = true
+		}
 		return
 	}
 	for _, op := range Operands(cmd.Args) {

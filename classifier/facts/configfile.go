@@ -1,0 +1,157 @@
+package facts
+
+import (
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+)
+
+// Configuration files store commands for later, as git settings do: an editor's tasks, a dev
+// container's set-up commands, a direnv .envrc, a desktop entry's Exec line, a systemd unit, a
+// crontab. ReadConfigFile reads what such a file holds from the content being written, so that
+// the commands are judged as the commands they are, and so that a file holding only ordinary
+// entries (an ssh host, a PATH line, an editor's tab width) is not refused for its name.
+
+// ConfigFile is what a configuration file being written holds.
+type ConfigFile struct {
+	// Kind names the format: one of the Config* constants.
+	Kind string
+	// Commands are the command lines the file makes a program run later, as shell.
+	Commands []string
+	// Unordinary names the entries that are more than ordinary for the kind (an ssh
+	// ProxyCommand, a setting that names a program, an MCP server for another agent): while
+	// there is one, the rules on the file's path stand.
+	Unordinary []string
+}
+
+// Ordinary reports a file whose every entry is ordinary for its kind.
+func (f ConfigFile) Ordinary() bool { return len(f.Unordinary) == 0 }
+
+// The kinds of configuration file ReadConfigFile knows.
+const (
+	ConfigDirenv       = "direnv"        // .envrc: shell, run by direnv on entering the folder once allowed
+	ConfigShellRC      = "shell-rc"      // .zshrc and kin: shell, run by every new shell
+	ConfigSSH          = "ssh-config"    // ~/.ssh/config
+	ConfigKnownHosts   = "known-hosts"   // ~/.ssh/known_hosts
+	ConfigEditor       = "editor-config" // .vscode/, .cursor/ JSON settings
+	ConfigEditorTasks  = "editor-tasks"  // .vscode/tasks.json
+	ConfigEditorLaunch = "editor-launch" // .vscode/launch.json
+	ConfigAgentMCP     = "agent-mcp"     // another agent's MCP servers: .vscode/mcp.json, .cursor/mcp.json
+	ConfigAgentHooks   = "agent-hooks"   // .cursor/hooks.json
+	ConfigAgentRules   = "agent-rules"   // .cursor/rules/: prose an agent reads, judged as instructions
+	ConfigDevcontainer = "devcontainer"  // devcontainer.json
+	ConfigDesktopEntry = "desktop-entry" // *.desktop
+	ConfigSystemdUnit  = "systemd-unit"  // *.service, *.socket
+	ConfigCrontab      = "crontab"       // crontab files
+	ConfigPodSpec      = "pod-spec"      // Kubernetes manifests: a container's grants (see effects)
+	ConfigCompose      = "compose"       // docker compose files: a container's grants (see effects)
+	ConfigUnparsed     = "unparsed"      // a known kind whose content did not parse: nothing is ordinary
+	maxConfigFileBytes = MaxRunFileBytes // a larger file is not read, and so not ordinary
+)
+
+var shellRCName = lazyregexp.New(`(?i)(^|/)\.(bashrc|bash_profile|bash_login|profile|zshrc|zshenv|zprofile|zlogin)$`)
+
+// ReadConfigFile reads the configuration a file at p (canonical, see CanonPath) holds once
+// content is written there; false for a file of no kind it knows.
+func ReadConfigFile(p, content string) (ConfigFile, bool) {
+	kind := configKind(p, content)
+	if kind == "" {
+		return ConfigFile{}, false
+	}
+	if len(content) > maxConfigFileBytes {
+		return ConfigFile{Kind: ConfigUnparsed, Unordinary: []string{"a file larger than " + strconv.Itoa(maxConfigFileBytes) + " bytes"}}, true
+	}
+	f, ok := configReaders[kind](content, p)
+	if !ok {
+		return ConfigFile{Kind: ConfigUnparsed, Unordinary: []string{"content that does not parse as " + kind}}, true
+	}
+	f.Kind = kind
+	return f, true
+}
+
+var configReaders = map[string]func(content, p string) (ConfigFile, bool){
+	ConfigDirenv:       readEnvrc,
+	ConfigShellRC:      readShellRC,
+	ConfigSSH:          readSSHConfig,
+	ConfigKnownHosts:   readKnownHosts,
+	ConfigEditor:       readEditorSettings,
+	ConfigEditorTasks:  readEditorTasks,
+	ConfigEditorLaunch: readEditorLaunch,
+	ConfigAgentMCP:     readAgentMCP,
+	ConfigAgentHooks:   readAgentHooks,
+	ConfigAgentRules:   func(string, string) (ConfigFile, bool) { return ConfigFile{}, true },
+	ConfigDevcontainer: readDevcontainer,
+	ConfigDesktopEntry: readDesktopEntry,
+	ConfigSystemdUnit:  readSystemdUnit,
+	ConfigCrontab:      readCrontab,
+	ConfigPodSpec:      func(string, string) (ConfigFile, bool) { return ConfigFile{}, true },
+	ConfigCompose:      func(string, string) (ConfigFile, bool) { return ConfigFile{}, true },
+}
+
+var (
+	podSpecPath  = lazyregexp.New(`(?i)\.(ya?ml|json)$`)
+	podSpecText  = lazyregexp.New(`(?m)^\s*"?apiVersion"?\s*:[\s\S]*^\s*"?kind"?\s*:|(?m)^\s*"?kind"?\s*:[\s\S]*^\s*"?apiVersion"?\s*:`)
+	composePath  = lazyregexp.New(`(?i)(^|/)(docker-)?compose[^/]*\.ya?ml$`)
+	crontabPath  = lazyregexp.New(`(?i)(^|/)(crontab|[^/]+\.crontab|[^/]+\.cron)$|^/(private/)?etc/cron\.d/|^/(private/)?var/(spool/cron|at)/`)
+	editorFolder = lazyregexp.New(`(^|/)\.(vscode|cursor|windsurf)/`)
+)
+
+func configKind(p, content string) string {
+	base := path.Base(p)
+	switch {
+	case base == ".envrc":
+		return ConfigDirenv
+	case shellRCName().MatchString(p):
+		return ConfigShellRC
+	case p == "~/.ssh/config" || strings.HasPrefix(p, "~/.ssh/config.d/"):
+		return ConfigSSH
+	case p == "~/.ssh/known_hosts" || p == "~/.ssh/known_hosts2":
+		return ConfigKnownHosts
+	case strings.Contains(p, "/.cursor/rules/") || strings.HasPrefix(p, ".cursor/rules/"):
+		return ConfigAgentRules
+	case editorFolder().MatchString(p):
+		return editorKind(p, base)
+	case base == "devcontainer.json" || base == ".devcontainer.json":
+		return ConfigDevcontainer
+	case strings.HasSuffix(base, ".desktop"):
+		return ConfigDesktopEntry
+	case strings.HasSuffix(base, ".service") || strings.HasSuffix(base, ".socket"):
+		return ConfigSystemdUnit
+	case crontabPath().MatchString(p):
+		return ConfigCrontab
+	case composePath().MatchString(p):
+		return ConfigCompose
+	case podSpecPath().MatchString(p) && len(content) <= maxConfigFileBytes && podSpecText().MatchString(content):
+		return ConfigPodSpec
+	}
+	return ""
+}
+
+// editorKind: the files of an editor's or agent's project folder, by name; any other JSON there
+// is read as settings, and any other file is no kind known (the path's rules stand).
+func editorKind(p, base string) string {
+	dir := path.Base(path.Dir(p))
+	switch {
+	case base == "tasks.json":
+		return ConfigEditorTasks
+	case base == "launch.json":
+		return ConfigEditorLaunch
+	case base == "mcp.json":
+		return ConfigAgentMCP
+	case base == "hooks.json" && dir == ".cursor":
+		return ConfigAgentHooks
+	case strings.HasSuffix(base, ".json") && (dir == ".vscode" || dir == ".cursor" || dir == ".windsurf"):
+		return ConfigEditor
+	}
+	return ""
+}
+
+// unordinaryIf appends what to f.Unordinary when cond holds.
+func (f *ConfigFile) unordinaryIf(cond bool, what string) {
+	if cond && !slices.Contains(f.Unordinary, what) {
+		f.Unordinary = append(f.Unordinary, what)
+	}
+}
