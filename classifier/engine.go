@@ -261,8 +261,9 @@ type item struct {
 	// ordinary: an edit item whose content is an ordinary configuration of its kind (see
 	// Rule.UnlessOrdinary).
 	ordinary bool
-	// storedIn: the item is a command the file written here stores for later.
-	storedIn string
+	// carrier says what hands the item's command to a shell, when not the call itself: "stored in
+	// F, which runs it later", "carried by the X connector's T".
+	carrier string
 }
 
 // Evaluate judges one tool call from no session of Cowork's (EvaluateFrom). It never fails:
@@ -375,8 +376,8 @@ func describeMatch(it item, matched string) string {
 		matched = matched[:200] + "…"
 	}
 	switch {
-	case it.storedIn != "":
-		return describeTarget(it, matched) + " (stored in " + it.storedIn + ", which runs it later)"
+	case it.carrier != "":
+		return describeTarget(it, matched) + " (" + it.carrier + ")"
 	case it.cmd != nil && it.cmd.From != "":
 		return describeTarget(it, matched) + " (in " + it.cmd.From + ", which the command runs)"
 	}
@@ -585,7 +586,7 @@ func (c *Classifier) items(p claudehook.Payload, m machine) ([]item, Verdict) {
 		return items, Verdict{}
 	}
 	if server, name, ok := mcpName(p.ToolName); ok {
-		return c.mcpItems(server, name, p.ToolInput, p.Cwd), Verdict{}
+		return c.mcpItems(server, name, p.ToolInput, p.Cwd, m), Verdict{}
 	}
 	if tool == "WebFetch" {
 		return urlItems(str("url")), Verdict{}
@@ -638,12 +639,12 @@ func (c *Classifier) configItems(p, content, cwd string, m machine) (items []ite
 	}
 	for _, line := range cf.Commands {
 		for _, it := range c.bashItems(line, cwd, m) {
-			it.storedIn = p
+			it.carrier = "stored in " + p + ", which runs it later"
 			items = append(items, it)
 		}
 	}
 	for _, e := range effects.SpecEffects(cf.Kind, content, cwd) {
-		items = append(items, item{target: TargetEffect, text: e.String(), storedIn: p})
+		items = append(items, item{target: TargetEffect, text: e.String(), carrier: "in " + p})
 	}
 	if cf.Kind == facts.ConfigAgentRules {
 		items = append(items, item{target: TargetContent, text: content})

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/url"
 	"path"
@@ -47,7 +48,10 @@ func shellMetacharacters(_ *Classifier, it item) (string, bool) {
 	}
 	found := ""
 	n := 0
-	effects.WalkStrings(it.args, "", 0, &n, func(_, v string) {
+	effects.WalkStrings(it.args, "", 0, &n, func(k, v string) {
+		if commandKey(k) {
+			return // judged as the shell command it is (carriedCommands)
+		}
 		if found == "" && shellSyntax().MatchString(v) {
 			found = v
 		}
@@ -55,18 +59,69 @@ func shellMetacharacters(_ *Classifier, it item) (string, bool) {
 	return found, found != ""
 }
 
+// commandKey reports an argument whose value a tool runs as a command line.
+func commandKey(k string) bool {
+	switch strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k)) {
+	case "command", "cmd", "shellcommand", "commandline", "bashcommand":
+		return true
+	}
+	return false
+}
+
+// carriedCommand is the command line a connector call hands a shell or starts: the value of a
+// command argument (command, cmd, command_line), with the words of an args list beside it, and
+// the folder it runs in (cwd, working_directory); for a tool whose name says it runs commands, a
+// script argument too.
+func carriedCommand(server, tool string, args any) (line, dir string, ok bool) {
+	obj, _ := args.(map[string]any)
+	for k, v := range obj {
+		s, isString := v.(string)
+		if !isString || strings.TrimSpace(s) == "" {
+			continue
+		}
+		switch lk := strings.ToLower(k); {
+		case commandKey(k), (lk == "script" || lk == "code" && strings.Contains(strings.ToLower(tool), "shell")) && runsCommands(server, tool):
+			line = s
+		case lk == "cwd" || lk == "working_directory" || lk == "workdir" || lk == "working_dir" || lk == "dir":
+			dir = s
+		}
+	}
+	if line == "" {
+		return "", "", false
+	}
+	for _, k := range []string{"args", "arguments", "argv"} {
+		if list, isList := obj[k].([]any); isList {
+			var words []string
+			for _, a := range list {
+				if s, isString := a.(string); isString {
+					words = append(words, s)
+				}
+			}
+			line += " " + facts.QuoteWords(words)
+		}
+	}
+	return line, dir, true
+}
+
 // mcpItems are the items of one connector call: the call as text (for mcp rules), each path,
 // each URL, text written into an instruction file, and a send of any secret its strings carry.
-func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd string) []item {
+func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd string, m machine) []item {
 	var args any
 	json.Unmarshal(input, &args)
 	items := []item{{target: TargetMCP, text: server + " " + tool + " " + string(input), server: server, tool: tool, args: args}}
 	if args == nil {
 		return items
 	}
+	if line, dir, ok := carriedCommand(server, tool, args); ok {
+		for _, it := range c.bashItems(line, facts.CanonPath(cmp.Or(dir, "."), cwd), m) {
+			it.carrier = "carried by the " + server + " connector's " + tool
+			items = append(items, it)
+		}
+	}
 	writes := writingTool().MatchString(tool)
 	var secretKinds []string
 	var instruction []string // instruction files a writing tool names
+	var written []string     // every file it names
 	var content []string
 	n := 0
 	by := "mcp:" + server + "/" + tool
@@ -90,6 +145,7 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 			items = append(items, item{target: TargetRead, text: cp})
 			if writes {
 				items = append(items, item{target: TargetEdit, text: cp})
+				written = append(written, cp)
 				if instructionFile(cp) {
 					instruction = append(instruction, cp)
 				}
@@ -102,6 +158,12 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 	if len(instruction) > 0 {
 		for _, text := range content {
 			items = append(items, item{target: TargetContent, text: text})
+		}
+	}
+	for _, p := range written { // what a configuration file it writes stores for later
+		for _, text := range content {
+			stored, _ := c.configItems(p, text, cwd, m)
+			items = append(items, stored...)
 		}
 	}
 	if effects.MemoryTool(server, tool) { // what a memory keeps, the agent reads as instructions later

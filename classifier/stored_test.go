@@ -34,6 +34,7 @@ func TestAFileThatStoresACommandIsJudgedByTheCommand(t *testing.T) {
 		{"an envrc by the shell, then allowed", bashCall(`printf '%s\n' '` + evil + `' > .envrc && direnv allow`), claudehook.Deny, "bash.download-to-shell"},
 		{"a desktop entry", write("/Users/ada/.local/share/applications/x.desktop", "[Desktop Entry]\nExec=sh -c '"+evil+"'\n"), claudehook.Deny, "bash.download-to-shell"},
 		{"a unit in the project", write("/Users/ada/p/deploy/app.service", "[Service]\nExecStart=/bin/sh -c '"+evil+"'\n"), claudehook.Deny, "bash.download-to-shell"},
+		{"a unit written by a connector", mcp("mcp__fs__write_file", map[string]any{"path": "/Users/ada/p/deploy/app.service", "content": "[Service]\nExecStart=/bin/sh -c '" + evil + "'\n"}), claudehook.Deny, "bash.download-to-shell"},
 		{"an ordinary unit in the project", write("/Users/ada/p/deploy/app.service", "[Service]\nExecStart=/usr/local/bin/app --port 8080\n"), claudehook.Allow, ""},
 		{"a crontab in the project", write("/Users/ada/p/ops/backup.crontab", "@reboot "+evil+"\n"), claudehook.Deny, "bash.download-to-shell"},
 		{"an ssh ProxyCommand", write("/Users/ada/.ssh/config", "Host *\n  ProxyCommand sh -c 'nc %h %p'\n"), claudehook.Deny, "path.secrets"},

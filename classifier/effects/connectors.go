@@ -2,6 +2,9 @@ package effects
 
 import (
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // What a connector call does beyond the files and URLs its arguments name, judged by the shape of
@@ -94,6 +97,40 @@ func ConnectorEffects(by, tool string, args any) []Effect {
 	if len(forward) > 0 {
 		out = append(out, New(EffectMessage, by, "forward", "", "to", strings.Join(forward, ",")))
 	}
+	return append(out, pageScriptEffects(by, words, args)...)
+}
+
+// Browser automation runs a script in a page with the page's cookies and storage, which hold the
+// user's sessions in every site the browser is signed in to.
+var (
+	pageScriptKeys = facts.SetOf("function", "script", "expression", "code", "js", "javascript", "pagefunction", "source", "fn")
+	pageSecrets    = lazyregexp.New(`document\.cookie|\bcookieStore\b|\b(local|session)Storage\b|\bindexedDB\b|navigator\.credentials|type\s*=\s*["']?password|\.password\b`)
+	pageSends      = lazyregexp.New(`\bfetch\s*\(|XMLHttpRequest|sendBeacon|new\s+Image\b|\.src\s*=|new\s+(WebSocket|EventSource)\b|location(\.href)?\s*=|location\.(assign|replace)\s*\(|window\.open\s*\(|\.submit\s*\(|postMessage\s*\(|\bimport\s*\(`)
+)
+
+// pageScriptEffects: a page script of a browser tool (evaluate, run a script) that reads the
+// page's cookies, storage or passwords sends them when it also makes a request (deny), and
+// hands them to the agent otherwise (ask, as a stored secret is).
+func pageScriptEffects(by string, words map[string]bool, args any) []Effect {
+	if !anyWord(words, "evaluate", "eval", "script", "javascript", "js", "execute") {
+		return nil
+	}
+	var out []Effect
+	n := 0
+	WalkStrings(args, "", 0, &n, func(key, v string) {
+		k := strings.ToLower(strings.ReplaceAll(key, "_", ""))
+		if !pageScriptKeys[k] || len(out) > 0 {
+			return
+		}
+		what := pageSecrets().FindString(v)
+		switch {
+		case what == "":
+		case pageSends().MatchString(v):
+			out = append(out, New(EffectSend, by, "data", "page:"+what, "secret", "", "to", "a request the page script makes"))
+		default:
+			out = append(out, New(EffectCredential, by, "what", "page:"+what, "stored", ""))
+		}
+	})
 	return out
 }
 

@@ -72,6 +72,9 @@ func shortFlags(a, letters string) bool {
 }
 
 // quoteAll joins words into a command line that splits back into them.
+// QuoteWords writes words as one command line, each quoted for the shell where it needs it.
+func QuoteWords(words []string) string { return quoteAll(words) }
+
 func quoteAll(words []string) string {
 	q := make([]string, 0, len(words))
 	for _, w := range words {
