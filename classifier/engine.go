@@ -254,8 +254,10 @@ type item struct {
 	own     string   // the calling session's folder (CanonPath), "" for none
 	// secretOnly asks whether a path holds secrets: who owns it (Policy.Places) is not asked.
 	secretOnly bool
-	// search: the path is where a search starts, which reaches every place below it.
-	search bool
+	// search: the path is where a search starts, which reaches every place below it; namesOnly:
+	// the search lists names and reads no file (find -name, Glob), so it reaches no place's
+	// content below it.
+	search, namesOnly bool
 	// inVM and sessionGuarded: see Call.
 	inVM, sessionGuarded bool
 	// ordinary: an edit item whose content is an ordinary configuration of its kind (see
@@ -574,10 +576,10 @@ func (c *Classifier) items(p claudehook.Payload, m machine) ([]item, Verdict) {
 		// Where the search starts (its path, or the working folder) reaches all below it; a
 		// pattern with a folder in it is judged from there.
 		root := facts.CanonPath(cmp.Or(str("path"), "."), p.Cwd)
-		items := []item{{target: TargetRead, text: root, search: root != "."}}
+		items := []item{{target: TargetRead, text: root, search: root != ".", namesOnly: tool == "Glob"}}
 		for _, k := range []string{"pattern", "glob"} {
 			if v := str(k); strings.Contains(v, "/") {
-				items = append(items, item{target: TargetRead, text: facts.CanonPath(v, root)})
+				items = append(items, item{target: TargetRead, text: facts.CanonPath(v, root), namesOnly: tool == "Glob"})
 			}
 		}
 		if e, ok := c.find.KeySearch(tool, str("pattern"), str("glob"), str("path"), p.Cwd); ok {
@@ -771,7 +773,7 @@ func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 				if cmd.Name == "chmod" || cmd.Name == "chown" || cmd.Name == "chgrp" {
 					t = TargetEdit
 				}
-				searches = append(searches, item{target: t, text: r, search: true})
+				searches = append(searches, item{target: t, text: r, search: true, namesOnly: t == TargetRead && listsNames(cmd, an)})
 			}
 		}
 		line := cmd.Line()

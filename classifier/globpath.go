@@ -1,11 +1,12 @@
 package classifier
 
 import (
+	"path"
 	"regexp/syntax"
-
-	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/classifier/facts"
 )
 
 // A path rule is a regular expression over the path a call names, written for paths as they are
@@ -193,4 +194,13 @@ func linkedItems(items []item, where func(string) (string, bool)) []item {
 		}
 	}
 	return items
+}
+
+// globBase is the folder a pattern's literal part names: where a listing by it starts.
+func globBase(p string) string {
+	i := strings.IndexAny(p, "*?[{")
+	if i < 0 {
+		return p
+	}
+	return path.Dir(p[:i] + "x")
 }

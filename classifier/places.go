@@ -83,8 +83,14 @@ func (pl place) reachedBy(it item) bool {
 	if it.search && it.text == "/" {
 		return false // the whole disk: asked about (read.search-disk), not refused
 	}
+	if it.namesOnly && !pl.contains(it.text) {
+		return false // a search by name from above the place lists names and reads nothing there
+	}
 	if globbed(it.text) {
 		inside, above := globReaches(it.text, pl.canon)
+		if it.namesOnly { // a pattern that lists names reaches a place only by starting inside it
+			return inside && pl.contains(globBase(it.text))
+		}
 		return inside || above && it.search
 	}
 	return pl.contains(it.text) || it.search && under(pl.canon, it.text, false)
@@ -250,7 +256,7 @@ func otherSession(c *Classifier, it item) (string, bool) {
 		if pl.contains(it.text) {
 			return it.text + " (another session's folder)", true
 		}
-		if under(pl.canon, it.text, false) && c.inApp(it.text) || pl.reachedBy(it) {
+		if under(pl.canon, it.text, false) && c.inApp(it.text) && !it.namesOnly || pl.reachedBy(it) {
 			return it.text + " (holds other sessions' folders)", true
 		}
 	}

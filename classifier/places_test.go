@@ -16,6 +16,9 @@ func TestASessionReachesItsOwnFolderAndNothingTheMapProtects(t *testing.T) {
 	glob := func(path, pattern string) claudehook.Payload {
 		return payload("Glob", map[string]any{"path": path, "pattern": pattern})
 	}
+	grepIn := func(path string) claudehook.Payload {
+		return payload("Grep", map[string]any{"path": path, "pattern": "token"})
+	}
 	tests := []struct {
 		name string
 		call claudehook.Payload
@@ -27,8 +30,16 @@ func TestASessionReachesItsOwnFolderAndNothingTheMapProtects(t *testing.T) {
 		{"another session's memory", write(other+"/.claude/projects/p/memory/MEMORY.md", "x"), "path.other-session"},
 		{"another session, spelt in another case", read(testSessions + "/O/O/LOCAL_B/outputs/x"), "read.other-session"},
 		{"another session's metadata", read(testSessions + "/o/o/local_b.json"), "read.other-session"},
-		{"a search of the app's folder", glob("/Users/ada/Library/Application Support/Claude", "**/*.jsonl"), "read.other-session"},
-		{"a search of the home folder", glob("/Users/ada", "**/*.md"), "read.guard-files"},
+		{"a search of the app's folder", grepIn("/Users/ada/Library/Application Support/Claude"), "read.other-session"},
+		{"a search of the home folder", grepIn("/Users/ada"), "read.guard-files"},
+		{"a search of the home folder by name", glob("/Users/ada", "**/*.md"), ""},
+		{"a search of the app's folder by name", glob("/Users/ada/Library/Application Support/Claude", "**/*.jsonl"), ""},
+		{"a search by name with find", bashIn(`find ~ -iname "*invoice*" -type f 2>/dev/null | sort | head -20`, "/Users/ada/src/app"), ""},
+		{"a search by name that reads what it finds", bashIn(`find ~ -name "*.jsonl" -exec cat {} +`, "/Users/ada/src/app"), "read.guard-files"},
+		{"a search by name handed to xargs", bashIn(`find ~ -name "*.jsonl" | xargs grep rid`, "/Users/ada/src/app"), "read.guard-files"},
+		{"a search by name read in a loop", bashIn(`find ~ -name "*.jsonl" | while read f; do cat "$f"; done`, "/Users/ada/src/app"), "read.guard-files"},
+		{"a search by name in a substitution", bashIn(`cat $(find ~ -name "decisions.jsonl")`, "/Users/ada/src/app"), "read.guard-files"},
+		{"a search by name of another session's folder itself", glob(other, "**/*"), "read.other-session"},
 		{"a search of a project in the home folder", glob("/Users/ada/src/app", "**/*.md"), ""},
 		{"the decision log", read("/Users/ada/Library/Logs/CoworkBridge/decisions.jsonl"), "read.guard-files"},
 		{"a healthy health.json", write("/Users/ada/Library/Application Support/CoworkBridge/health.json", "{}"), "path.guard-files"},
@@ -93,7 +104,8 @@ func TestEverySpellingOfAProtectedPlaceIsRefusedAndItsLookAlikesPass(t *testing.
 		{"Grep at ~/Library/Logs", grep("/Users/ada/Library/Logs"), "read.guard-files"},
 		{"Grep at Application Support", grep("/Users/ada/Library/Application Support"), "read.guard-files"},
 		{"Grep with no path, started in the home", payloadIn("Grep", map[string]any{"pattern": "rid"}, "/Users/ada"), "read.guard-files"},
-		{"find at the home", sh("find ~ -name '*.jsonl'"), "read.guard-files"},
+		{"find at the home, handed to grep", sh("find ~ -name '*.jsonl' -print0 | xargs -0 grep -l rid"), "read.guard-files"},
+		{"find at the home, by name only", sh("find ~ -name '*.jsonl'"), ""},
 		{"find -exec at ~/Library", sh("find ~/Library -name '*.jsonl' -exec cat {} +"), "read.guard-files"},
 		{"grep -r at ~/Library", sh("grep -r rid ~/Library"), "read.guard-files"},
 		{"rg at the home", sh("rg secret ~"), "read.guard-files"},

@@ -46,7 +46,9 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 	if facts.InterpreterFlag(cmd.Name) != "" || facts.IsShell(cmd.Name) {
 		return cmd.Name + " runs code in a language this organisation has not listed", true
 	}
-	if exe := facts.CanonPath(cmd.Exe, it.cwd); cmd.Exe != "" && (effects.Throwaway(exe) || outsideProject(exe, it.project)) {
+	// A script outside the project (a vendor's CLI in Downloads) that was read is judged by what it
+	// runs; one left unread, or a compiled program, is whatever the file there is.
+	if exe := facts.CanonPath(cmd.Exe, it.cwd); cmd.Exe != "" && (effects.Throwaway(exe) || outsideProject(exe, it.project) && (it.an == nil || !it.an.ReadScript(cmd))) {
 		return cmd.Name + " runs from " + exe, true
 	}
 	for _, a := range cmd.Args {

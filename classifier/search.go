@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
@@ -48,6 +49,41 @@ func searchRoots(cmd *facts.Command) []string {
 		return tarRoots(cmd.Args)
 	}
 	return nil
+}
+
+// findActions are find's and fd's actions that do more than print a name: run a program on
+// each file, delete it, or write a listing elsewhere.
+var findActions = facts.SetOf("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
+	"-x", "--exec", "-X", "--exec-batch")
+
+// nameFilters take a search's list of names and read no file of it.
+var nameFilters = facts.SetOf("head", "tail", "sort", "uniq", "wc", "grep", "egrep", "fgrep", "rg", "cut", "tr", "column", "nl", "less", "more", "cat")
+
+// listsNames reports a search that only lists names: find, fd, tree, du or ls -R without an action
+// that runs a program or deletes, in a command whose every other part only filters or prints
+// that list (sort, head, grep), none through xargs: a loop, a substitution or a program handed
+// the names could read the files they name.
+func listsNames(cmd *facts.Command, an *facts.Analysis) bool {
+	lister := func(c facts.Command) bool {
+		switch c.Name {
+		case "find", "fd", "fdfind", "tree", "du", "ls":
+			return !slices.ContainsFunc(c.Args, func(a string) bool { return findActions[a] })
+		}
+		return false
+	}
+	filter := func(c facts.Command) bool {
+		return nameFilters[c.Name] && !slices.Contains(c.Wrappers, "xargs") && !(c.Name == "cat" && len(facts.Operands(c.Args)) > 0)
+	}
+	if !lister(*cmd) || len(an.Dynamic) > 0 || len(an.Code) > 0 {
+		return false
+	}
+	for _, c := range an.Commands {
+		if c.Dynamic || c.Function || !lister(c) && !filter(c) ||
+			slices.ContainsFunc(c.Args, func(a string) bool { return strings.ContainsAny(a, "$`") }) {
+			return false
+		}
+	}
+	return true
 }
 
 // recursiveFlag reports a short option bundle holding one of short, or one of long.

@@ -81,6 +81,23 @@ func (a *Analysis) unread(optional bool) []string {
 	return out
 }
 
+// ReadScript reports whether the program cmd runs by its path is a script the caller read and
+// the analysis read in turn (its commands are judged as the rest are): not a compiled program,
+// not a file left unread.
+func (a *Analysis) ReadScript(cmd *Command) bool {
+	if cmd.Exe == "" {
+		return false
+	}
+	text := a.Files[joinDir(cmd.Dir, cmd.Exe)]
+	switch interp := shebang(text); {
+	case text == "" || interp == "binary":
+		return false
+	case interp == "" || shells[interp] || interpreters[interp] != "":
+		return true
+	}
+	return false
+}
+
 // run notes that cmd runs the file r and, when the caller read it, analyses its content.
 func (w *walker) run(cmd Command, r RunFile) {
 	r.Path = joinDir(cmd.Dir, r.Path)
