@@ -645,7 +645,7 @@ func (c *Classifier) configItems(p, content, cwd string, m machine) (items []ite
 			items = append(items, it)
 		}
 	}
-	for _, e := range effects.SpecEffects(cf.Kind, content, cwd) {
+	for _, e := range effects.SpecEffects(cf.Kind, p, content, cwd) {
 		items = append(items, item{target: TargetEffect, text: e.String(), carrier: "in " + p})
 	}
 	if cf.Kind == facts.ConfigAgentRules {

@@ -981,6 +981,9 @@ func AnalysisEffects(an *facts.Analysis, cwd string, fl *Flow) []Effect {
 			out = append(out, SQLEffects(code.Interp, sql)...)
 		}
 	}
+	for _, s := range an.Specs {
+		out = append(out, SpecEffects(s.Kind, s.Path, s.Text, cwd)...)
+	}
 	return out
 }
 

@@ -11,10 +11,11 @@ import (
 // compose up): what it takes of the host is read from the file as it is written, and judged as
 // the same grants on a command line are (effect.container-escape).
 
-// SpecEffects are the effects of writing a configuration file of kind (facts.Config*) with
-// content: a pod spec's or a compose file's grants of the host.
-func SpecEffects(kind, content, cwd string) []Effect {
+// SpecEffects are the effects of a container spec of kind (facts.Config*) with content, written
+// or started from (by names the file): a pod spec's or a compose file's grants of the host.
+func SpecEffects(kind, by, content, cwd string) []Effect {
 	var attrs []string
+	content = withoutYAMLComments(content)
 	switch kind {
 	case facts.ConfigPodSpec:
 		attrs = specGrants(content)
@@ -24,7 +25,7 @@ func SpecEffects(kind, content, cwd string) []Effect {
 	if len(attrs) == 0 {
 		return nil
 	}
-	return []Effect{New(EffectContainer, kind, attrs...)}
+	return []Effect{New(EffectContainer, by, attrs...)}
 }
 
 var composeHostNS = lazyregexp.New(`(?m)^\s*(pid|ipc|uts|userns_mode|network_mode|cgroup)\s*:\s*["']?host["']?\s*$`)
@@ -118,6 +119,19 @@ func yamlLists(text string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// withoutYAMLComments is text with its comments removed, line by line: a commented-out
+// "privileged: true" grants nothing.
+func withoutYAMLComments(text string) string {
+	if !strings.Contains(text, "#") {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = stripYAMLComment(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func stripYAMLComment(l string) string {

@@ -26,6 +26,9 @@ const (
 	// RunGitConfig: git T reads the repository's configuration, which may run commands for T
 	// and move its hooks (see git.go).
 	RunGitConfig RunKind = "git-config"
+	// RunSpec: kubectl apply -f, docker compose up: a container spec whose grants of the host the
+	// effects read (Analysis.Specs); Interp holds its kind (ConfigPodSpec, ConfigCompose).
+	RunSpec RunKind = "spec"
 	// RunEnvrc: direnv allow trusts a folder's .envrc, which direnv then runs in every shell that
 	// enters the folder; its own functions read as what they do (see readEnvrc).
 	RunEnvrc RunKind = "envrc"
@@ -141,6 +144,8 @@ func (w *walker) run(cmd Command, r RunFile) {
 	case RunEnvrc:
 		f, _ := readEnvrc(text, r.Path)
 		w.shellFile(f.Commands[0], nil)
+	case RunSpec:
+		w.a.Specs = append(w.a.Specs, Spec{Kind: r.Interp, Path: r.Path, Text: text})
 	}
 }
 
@@ -239,6 +244,12 @@ func (w *walker) runs(cmd Command) {
 		}
 	case cmd.Name == "git":
 		w.gitRuns(cmd)
+	case cmd.Name == "kubectl" || cmd.Name == "oc" || containerRuntimes[cmd.Name] || cmd.Name == "docker-compose" || cmd.Name == "podman-compose":
+		for _, r := range specRuns(cmd, ops) {
+			if w.a.Scripts[r.Path] == "" {
+				w.run(cmd, r)
+			}
+		}
 	case cmd.Name == "direnv":
 		if f := envrcOf(ops); f != "" && w.a.Scripts[f] == "" && w.a.Fetched[f] == "" {
 			w.run(cmd, RunFile{Path: f, Kind: RunEnvrc})
@@ -248,6 +259,47 @@ func (w *walker) runs(cmd Command) {
 			w.run(Command{Dir: joinDir(cmd.Dir, dir)}, RunFile{Path: "package.json", Kind: RunPackage, Targets: targets})
 		}
 	}
+}
+
+// Spec is a container spec a command starts containers from, as its caller read it.
+type Spec struct{ Kind, Path, Text string }
+
+// composeFiles are the files docker compose reads when none is named, in its order.
+var composeFiles = []string{"compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml"}
+
+// specRuns are the spec files a command starts containers from: kubectl apply, create or replace
+// -f FILE (not a folder, a URL or standard input), and docker compose up, run or create with its
+// -f files or the default ones.
+func specRuns(cmd Command, ops []string) []RunFile {
+	var out []RunFile
+	files := append(OptionValues(cmd.Args, "-f"), OptionValues(cmd.Args, "--filename")...)
+	switch {
+	case cmd.Name == "kubectl" || cmd.Name == "oc":
+		if len(ops) == 0 || ops[0] != "apply" && ops[0] != "create" && ops[0] != "replace" && ops[0] != "run" {
+			return nil
+		}
+		for _, f := range files {
+			if f != "-" && !strings.Contains(f, "://") {
+				out = append(out, RunFile{Path: f, Kind: RunSpec, Interp: ConfigPodSpec, Optional: true})
+			}
+		}
+	default:
+		compose := cmd.Name == "docker-compose" || cmd.Name == "podman-compose" || len(ops) > 0 && ops[0] == "compose"
+		if !compose || !slices.ContainsFunc(ops, func(o string) bool { return o == "up" || o == "run" || o == "create" || o == "start" }) {
+			return nil
+		}
+		files = append(files, OptionValues(cmd.Args, "--file")...)
+		optional := len(files) == 0
+		if optional {
+			files = composeFiles
+		}
+		for _, f := range files {
+			if f != "-" {
+				out = append(out, RunFile{Path: f, Kind: RunSpec, Interp: ConfigCompose, Optional: optional})
+			}
+		}
+	}
+	return out
 }
 
 // envrcOf is the .envrc that direnv allow (permit, grant) or direnv exec trusts or runs: the

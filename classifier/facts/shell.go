@@ -120,6 +120,8 @@ type Analysis struct {
 	// nothing was read. Runs are the files the command runs, read or not (see runs.go).
 	Files map[string]string
 	Runs  []RunFile
+	// Specs are the container specs the command starts containers from, as read (see specRuns).
+	Specs []Spec
 	// ForkBomb: a function that calls itself in the background or through a pipe, or a loop that
 	// never ends and starts a background job each time.
 	ForkBomb bool
