@@ -52,7 +52,8 @@ const (
 	maxConfigFileBytes = MaxRunFileBytes // a larger file is not read, and so not ordinary
 )
 
-var shellRCName = lazyregexp.New(`(?i)(^|/)\.(bashrc|bash_profile|bash_login|profile|zshrc|zshenv|zprofile|zlogin)$`)
+// shellRCNames are the shells' start-up files ReadConfigFile reads (lower-cased base names).
+var shellRCNames = SetOf(".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin")
 
 // ReadConfigFile reads the configuration a file at p (canonical, see CanonPath) holds once
 // content is written there; false for a file of no kind it knows.
@@ -91,28 +92,27 @@ var configReaders = map[string]func(content, p string) (ConfigFile, bool){
 	ConfigCompose:      func(string, string) (ConfigFile, bool) { return ConfigFile{}, true },
 }
 
-var (
-	podSpecPath  = lazyregexp.New(`(?i)\.(ya?ml|json)$`)
-	podSpecText  = lazyregexp.New(`(?m)^\s*"?apiVersion"?\s*:[\s\S]*^\s*"?kind"?\s*:|(?m)^\s*"?kind"?\s*:[\s\S]*^\s*"?apiVersion"?\s*:`)
-	composePath  = lazyregexp.New(`(?i)(^|/)(docker-)?compose[^/]*\.ya?ml$`)
-	crontabPath  = lazyregexp.New(`(?i)(^|/)(crontab|[^/]+\.crontab|[^/]+\.cron)$|^/(private/)?etc/cron\.d/|^/(private/)?var/(spool/cron|at)/`)
-	editorFolder = lazyregexp.New(`(^|/)\.(vscode|cursor|windsurf)/`)
-)
+// podSpecText: a manifest names its API version and kind (read only once both words are there).
+var podSpecText = lazyregexp.New(`(?m)^\s*"?apiVersion"?\s*:[\s\S]*^\s*"?kind"?\s*:|(?m)^\s*"?kind"?\s*:[\s\S]*^\s*"?apiVersion"?\s*:`)
 
+// configKind is the kind of configuration file at p, by its name (and, for a manifest, its
+// content). String tests, not patterns: it runs for every write, in the host hook's process too.
 func configKind(p, content string) string {
 	base := path.Base(p)
+	lower := strings.ToLower(base)
+	slashed := "/" + p
 	switch {
 	case base == ".envrc":
 		return ConfigDirenv
-	case shellRCName().MatchString(p):
+	case shellRCNames[lower]:
 		return ConfigShellRC
 	case p == "~/.ssh/config" || strings.HasPrefix(p, "~/.ssh/config.d/"):
 		return ConfigSSH
 	case p == "~/.ssh/known_hosts" || p == "~/.ssh/known_hosts2":
 		return ConfigKnownHosts
-	case strings.Contains(p, "/.cursor/rules/") || strings.HasPrefix(p, ".cursor/rules/"):
+	case strings.Contains(slashed, "/.cursor/rules/"):
 		return ConfigAgentRules
-	case editorFolder().MatchString(p):
+	case strings.Contains(slashed, "/.vscode/") || strings.Contains(slashed, "/.cursor/") || strings.Contains(slashed, "/.windsurf/"):
 		return editorKind(p, base)
 	case base == "devcontainer.json" || base == ".devcontainer.json":
 		return ConfigDevcontainer
@@ -120,14 +120,28 @@ func configKind(p, content string) string {
 		return ConfigDesktopEntry
 	case strings.HasSuffix(base, ".service") || strings.HasSuffix(base, ".socket"):
 		return ConfigSystemdUnit
-	case crontabPath().MatchString(p):
+	case crontabFile(p, lower):
 		return ConfigCrontab
-	case composePath().MatchString(p):
+	case (strings.HasPrefix(lower, "compose") || strings.HasPrefix(lower, "docker-compose")) && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")):
 		return ConfigCompose
-	case podSpecPath().MatchString(p) && len(content) <= maxConfigFileBytes && podSpecText().MatchString(content):
+	case (strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".json")) &&
+		len(content) <= maxConfigFileBytes && strings.Contains(content, "apiVersion") && strings.Contains(content, "kind") && podSpecText().MatchString(content):
 		return ConfigPodSpec
 	}
 	return ""
+}
+
+// crontabFile: a crontab by name (crontab, *.crontab, *.cron) or by the system's folders for them.
+func crontabFile(p, lower string) bool {
+	if lower == "crontab" || strings.HasSuffix(lower, ".crontab") || strings.HasSuffix(lower, ".cron") {
+		return true
+	}
+	for _, dir := range []string{"/etc/cron.d/", "/private/etc/cron.d/", "/var/spool/cron/", "/private/var/spool/cron/", "/var/at/", "/private/var/at/", "/usr/lib/cron/tabs/"} {
+		if strings.HasPrefix(p, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // editorKind: the files of an editor's or agent's project folder, by name; any other JSON there
