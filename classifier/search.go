@@ -51,13 +51,24 @@ func searchRoots(cmd *facts.Command) []string {
 	return nil
 }
 
-// findActions are find's and fd's actions that do more than print a name: run a program on
+// findAction reports find's and fd's actions that do more than print a name: run a program on
 // each file, delete it, or write a listing elsewhere.
-var findActions = facts.SetOf("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
-	"-x", "--exec", "-X", "--exec-batch")
+func findAction(a string) bool {
+	switch a {
+	case "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-x", "--exec", "-X", "--exec-batch":
+		return true
+	}
+	return false
+}
 
-// nameFilters take a search's list of names and read no file of it.
-var nameFilters = facts.SetOf("head", "tail", "sort", "uniq", "wc", "grep", "egrep", "fgrep", "rg", "cut", "tr", "column", "nl", "less", "more", "cat")
+// nameFilter reports programs that take a search's list of names and read no file of it.
+func nameFilter(name string) bool {
+	switch name {
+	case "head", "tail", "sort", "uniq", "wc", "grep", "egrep", "fgrep", "rg", "cut", "tr", "column", "nl", "less", "more", "cat":
+		return true
+	}
+	return false
+}
 
 // listsNames reports a search that only lists names: find, fd, tree, du or ls -R without an action
 // that runs a program or deletes, in a command whose every other part only filters or prints
@@ -67,12 +78,12 @@ func listsNames(cmd *facts.Command, an *facts.Analysis) bool {
 	lister := func(c facts.Command) bool {
 		switch c.Name {
 		case "find", "fd", "fdfind", "tree", "du", "ls":
-			return !slices.ContainsFunc(c.Args, func(a string) bool { return findActions[a] })
+			return !slices.ContainsFunc(c.Args, findAction)
 		}
 		return false
 	}
 	filter := func(c facts.Command) bool {
-		return nameFilters[c.Name] && !slices.Contains(c.Wrappers, "xargs") && !(c.Name == "cat" && len(facts.Operands(c.Args)) > 0)
+		return nameFilter(c.Name) && !slices.Contains(c.Wrappers, "xargs") && !(c.Name == "cat" && len(facts.Operands(c.Args)) > 0)
 	}
 	if !lister(*cmd) || len(an.Dynamic) > 0 || len(an.Code) > 0 {
 		return false

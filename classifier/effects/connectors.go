@@ -3,7 +3,6 @@ package effects
 import (
 	"strings"
 
-	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
@@ -103,10 +102,18 @@ func ConnectorEffects(by, tool string, args any) []Effect {
 // Browser automation runs a script in a page with the page's cookies and storage, which hold the
 // user's sessions in every site the browser is signed in to.
 var (
-	pageScriptKeys = facts.SetOf("function", "script", "expression", "code", "js", "javascript", "pagefunction", "source", "fn")
 	pageSecrets    = lazyregexp.New(`document\.cookie|\bcookieStore\b|\b(local|session)Storage\b|\bindexedDB\b|navigator\.credentials|type\s*=\s*["']?password|\.password\b`)
 	pageSends      = lazyregexp.New(`\bfetch\s*\(|XMLHttpRequest|sendBeacon|new\s+Image\b|\.src\s*=|new\s+(WebSocket|EventSource)\b|location(\.href)?\s*=|location\.(assign|replace)\s*\(|window\.open\s*\(|\.submit\s*\(|postMessage\s*\(|\bimport\s*\(`)
 )
+
+// pageScriptKey reports an argument (lower-cased, without _) that holds a page script.
+func pageScriptKey(k string) bool {
+	switch k {
+	case "function", "script", "expression", "code", "js", "javascript", "pagefunction", "source", "fn":
+		return true
+	}
+	return false
+}
 
 // pageScriptEffects: a page script of a browser tool (evaluate, run a script) that reads the
 // page's cookies, storage or passwords sends them when it also makes a request (deny), and
@@ -119,7 +126,7 @@ func pageScriptEffects(by string, words map[string]bool, args any) []Effect {
 	n := 0
 	WalkStrings(args, "", 0, &n, func(key, v string) {
 		k := strings.ToLower(strings.ReplaceAll(key, "_", ""))
-		if !pageScriptKeys[k] || len(out) > 0 {
+		if !pageScriptKey(k) || len(out) > 0 {
 			return
 		}
 		what := pageSecrets().FindString(v)

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Configuration files store commands for later, as git settings do: an editor's tasks, a dev
@@ -52,8 +50,14 @@ const (
 	maxConfigFileBytes = MaxRunFileBytes // a larger file is not read, and so not ordinary
 )
 
-// shellRCNames are the shells' start-up files ReadConfigFile reads (lower-cased base names).
-var shellRCNames = SetOf(".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin")
+// shellRCName reports the shells' start-up files ReadConfigFile reads (lower-cased base names).
+func shellRCName(lower string) bool {
+	switch lower {
+	case ".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin":
+		return true
+	}
+	return false
+}
 
 // ReadConfigFile reads the configuration a file at p (canonical, see CanonPath) holds once
 // content is written there; false for a file of no kind it knows.
@@ -65,7 +69,7 @@ func ReadConfigFile(p, content string) (ConfigFile, bool) {
 	if len(content) > maxConfigFileBytes {
 		return ConfigFile{Kind: ConfigUnparsed, Unordinary: []string{"a file larger than " + strconv.Itoa(maxConfigFileBytes) + " bytes"}}, true
 	}
-	f, ok := configReaders[kind](content, p)
+	f, ok := configReader(kind)(content, p)
 	if !ok {
 		return ConfigFile{Kind: ConfigUnparsed, Unordinary: []string{"content that does not parse as " + kind}}, true
 	}
@@ -73,27 +77,41 @@ func ReadConfigFile(p, content string) (ConfigFile, bool) {
 	return f, true
 }
 
-var configReaders = map[string]func(content, p string) (ConfigFile, bool){
-	ConfigDirenv:       readEnvrc,
-	ConfigShellRC:      readShellRC,
-	ConfigSSH:          readSSHConfig,
-	ConfigKnownHosts:   readKnownHosts,
-	ConfigEditor:       readEditorSettings,
-	ConfigEditorTasks:  readEditorTasks,
-	ConfigEditorLaunch: readEditorLaunch,
-	ConfigAgentMCP:     readAgentMCP,
-	ConfigAgentHooks:   readAgentHooks,
-	ConfigAgentRules:   func(string, string) (ConfigFile, bool) { return ConfigFile{}, true },
-	ConfigDevcontainer: readDevcontainer,
-	ConfigDesktopEntry: readDesktopEntry,
-	ConfigSystemdUnit:  readSystemdUnit,
-	ConfigCrontab:      readCrontab,
-	ConfigPodSpec:      func(string, string) (ConfigFile, bool) { return ConfigFile{}, true },
-	ConfigCompose:      func(string, string) (ConfigFile, bool) { return ConfigFile{}, true },
+// configReader is the reader of a kind.
+func configReader(kind string) func(content, p string) (ConfigFile, bool) {
+	switch kind {
+	case ConfigDirenv:
+		return readEnvrc
+	case ConfigShellRC:
+		return readShellRC
+	case ConfigSSH:
+		return readSSHConfig
+	case ConfigKnownHosts:
+		return readKnownHosts
+	case ConfigEditor:
+		return readEditorSettings
+	case ConfigEditorTasks:
+		return readEditorTasks
+	case ConfigEditorLaunch:
+		return readEditorLaunch
+	case ConfigAgentMCP:
+		return readAgentMCP
+	case ConfigAgentHooks:
+		return readAgentHooks
+	case ConfigDevcontainer:
+		return readDevcontainer
+	case ConfigDesktopEntry:
+		return readDesktopEntry
+	case ConfigSystemdUnit:
+		return readSystemdUnit
+	case ConfigCrontab:
+		return readCrontab
+	}
+	// prose (agent rules) and container specs: read elsewhere (the content rules, effects)
+	return func(string, string) (ConfigFile, bool) { return ConfigFile{}, true }
 }
 
 // podSpecText: a manifest names its API version and kind (read only once both words are there).
-var podSpecText = lazyregexp.New(`(?m)^\s*"?apiVersion"?\s*:[\s\S]*^\s*"?kind"?\s*:|(?m)^\s*"?kind"?\s*:[\s\S]*^\s*"?apiVersion"?\s*:`)
 
 // configKind is the kind of configuration file at p, by its name (and, for a manifest, its
 // content). String tests, not patterns: it runs for every write, in the host hook's process too.
@@ -104,7 +122,7 @@ func configKind(p, content string) string {
 	switch {
 	case base == ".envrc":
 		return ConfigDirenv
-	case shellRCNames[lower]:
+	case shellRCName(lower):
 		return ConfigShellRC
 	case p == "~/.ssh/config" || strings.HasPrefix(p, "~/.ssh/config.d/"):
 		return ConfigSSH
@@ -125,7 +143,7 @@ func configKind(p, content string) string {
 	case (strings.HasPrefix(lower, "compose") || strings.HasPrefix(lower, "docker-compose")) && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")):
 		return ConfigCompose
 	case (strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".json")) &&
-		len(content) <= maxConfigFileBytes && strings.Contains(content, "apiVersion") && strings.Contains(content, "kind") && podSpecText().MatchString(content):
+		len(content) <= maxConfigFileBytes && strings.Contains(content, "apiVersion") && strings.Contains(content, "kind") && configPatterns().podSpecText.MatchString(content):
 		return ConfigPodSpec
 	}
 	return ""

@@ -3,35 +3,47 @@ package facts
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"sync"
 )
 
 // The readers of ReadConfigFile, one per kind. Each reports false for content that is not of its
 // format; unknown entries are never ordinary.
 
-// direnvStdlib are direnv's own functions: an .envrc calls them as commands. Those that only set
-// variables or watch files become no-ops (their words still read, substitutions and all); those
-// that load another .envrc become the source they are.
-var direnvStdlib = SetOf("PATH_add", "path_add", "MANPATH_add", "PATH_rm", "path_rm", "watch_file", "watch_dir",
-	"log_status", "log_error", "strict_env", "unstrict_env", "has", "use", "layout", "dotenv", "dotenv_if_exists",
-	"env_vars_required", "expand_path", "user_rel_path", "find_up", "load_prefix", "semver_search", "on_git_branch",
-	"direnv_layout_dir", "direnv_version", "fetchurl")
+// direnvStdlib reports direnv's own functions that only set variables, watch files or log, which
+// an .envrc calls as commands: they become no-ops (their words still read, substitutions and all).
+func direnvStdlib(word string) bool {
+	switch word {
+	case "PATH_add", "path_add", "MANPATH_add", "PATH_rm", "path_rm", "watch_file", "watch_dir",
+		"log_status", "log_error", "strict_env", "unstrict_env", "has", "use", "layout", "dotenv", "dotenv_if_exists",
+		"env_vars_required", "expand_path", "user_rel_path", "find_up", "load_prefix", "semver_search", "on_git_branch",
+		"direnv_layout_dir", "direnv_version", "fetchurl":
+		return true
+	}
+	return false
+}
 
-var direnvSources = SetOf("source_env", "source_env_if_exists", "source_up", "source_up_if_exists", "source_url")
+// direnvSource reports direnv's functions that load another .envrc: the source they are.
+func direnvSource(word string) bool {
+	switch word {
+	case "source_env", "source_env_if_exists", "source_up", "source_up_if_exists":
+		return true
+	}
+	return false
+}
 
 func readEnvrc(content, _ string) (ConfigFile, bool) {
 	lines := strings.Split(content, "\n")
 	for i, l := range lines {
 		word, rest, _ := strings.Cut(strings.TrimSpace(l), " ")
 		switch {
-		case direnvStdlib[word]:
+		case direnvStdlib(word):
 			lines[i] = ": " + rest
 		case word == "source_url": // fetches a script and runs it
 			lines[i] = "curl -fsSL " + rest + " | sh"
-		case direnvSources[word]:
+		case direnvSource(word):
 			lines[i] = "source " + cmpOr(rest, "../.envrc")
 		}
 	}
@@ -45,15 +57,15 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-var (
-	rcPathLine  = lazyregexp.New(`^(export\s+)?(PATH|MANPATH|INFOPATH)=(.*)$`)
-	rcZshPath   = lazyregexp.New(`^(path|manpath)\+?=\((.*)\)$`)
-	rcAlias     = lazyregexp.New(`^alias\s+([A-Za-z0-9_.:-]+)=(.*)$`)
-	rcInitHook  = lazyregexp.New(`^eval\s+"\$\(\s*([^\s()]+)\s+(hook|init|shellenv|activate|env)(\s+[-a-z]+)*\s*\)"$`)
-	rcOwnPath   = lazyregexp.New(`^(\$\{?PATH\}?|\$\{?path\}?|\$\{?MANPATH\}?|\$\{?INFOPATH\}?|(\$HOME|\$\{HOME\}|~)(/[^$:]*)?|/opt/homebrew/[^$:]*|/usr/local/[^$:]*|/opt/[^$:]*|/usr/(bin|sbin|share/man)|/bin|/sbin|/Library/Apple/usr/bin|/Applications/[^$:]*)$`)
-	rcTempPath  = lazyregexp.New(`(^|/)(tmp|var/tmp|private/tmp|private/var/folders|var/folders|dev/shm)(/|$)|(^|/)\.\.?(/|$)`)
-	rcHookTools = SetOf("direnv", "brew", "starship", "zoxide", "pyenv", "rbenv", "nodenv", "goenv", "mise", "rtx", "fnm")
-)
+// rcHookTool reports an environment manager whose shell hook (eval "$(direnv hook zsh)") an rc
+// file may run.
+func rcHookTool(name string) bool {
+	switch name {
+	case "direnv", "brew", "starship", "zoxide", "pyenv", "rbenv", "nodenv", "goenv", "mise", "rtx", "fnm":
+		return true
+	}
+	return false
+}
 
 // readShellRC: a shell's start-up file is ordinary while every line only extends PATH with the
 // user's own or the system's folders, aliases a command (the alias's body is judged as the
@@ -65,17 +77,17 @@ func readShellRC(content, _ string) (ConfigFile, bool) {
 		l = strings.TrimSpace(l)
 		switch {
 		case l == "" || strings.HasPrefix(l, "#"):
-		case rcPathLine().MatchString(l):
-			f.unordinaryIf(!ownPathList(rcPathLine().FindStringSubmatch(l)[3], ":"), l)
-		case rcZshPath().MatchString(l):
-			f.unordinaryIf(!ownPathList(rcZshPath().FindStringSubmatch(l)[2], " "), l)
+		case configPatterns().rcPathLine.MatchString(l):
+			f.unordinaryIf(!ownPathList(configPatterns().rcPathLine.FindStringSubmatch(l)[3], ":"), l)
+		case configPatterns().rcZshPath.MatchString(l):
+			f.unordinaryIf(!ownPathList(configPatterns().rcZshPath.FindStringSubmatch(l)[2], " "), l)
 		case l == "export PATH" || l == "typeset -U path" || l == "typeset -U PATH path":
-		case rcAlias().MatchString(l):
-			body := unquoteWord(rcAlias().FindStringSubmatch(l)[2])
+		case configPatterns().rcAlias.MatchString(l):
+			body := unquoteWord(configPatterns().rcAlias.FindStringSubmatch(l)[2])
 			f.unordinaryIf(body == "", l)
 			f.Commands = append(f.Commands, body)
-		case rcInitHook().MatchString(l):
-			f.unordinaryIf(!rcHookTools[path.Base(rcInitHook().FindStringSubmatch(l)[1])], l)
+		case configPatterns().rcInitHook.MatchString(l):
+			f.unordinaryIf(!rcHookTool(path.Base(configPatterns().rcInitHook.FindStringSubmatch(l)[1])), l)
 		default:
 			f.unordinaryIf(true, l)
 		}
@@ -95,7 +107,7 @@ func ownPathList(v, sep string) bool {
 		if d == "" {
 			continue
 		}
-		if !rcOwnPath().MatchString(d) || rcTempPath().MatchString(d) {
+		if !configPatterns().rcOwnPath.MatchString(d) || configPatterns().rcTempPath.MatchString(d) {
 			return false
 		}
 	}
@@ -113,29 +125,34 @@ func unquoteWord(s string) string {
 	return s
 }
 
-// sshOrdinary are ssh_config keywords that only say where and as whom to connect and how to
-// keep the connection; a value test where the value matters.
-var sshOrdinary = map[string]func(v string) bool{
-	"host": anyValue, "hostname": anyValue, "user": anyValue, "port": anyValue, "proxyjump": anyValue,
-	"identitiesonly": anyValue, "addkeystoagent": anyValue, "usekeychain": anyValue, "compression": anyValue,
-	"serveraliveinterval": anyValue, "serveralivecountmax": anyValue, "connecttimeout": anyValue,
-	"tcpkeepalive": anyValue, "preferredauthentications": anyValue, "pubkeyauthentication": anyValue,
-	"passwordauthentication": anyValue, "kbdinteractiveauthentication": anyValue, "hostkeyalgorithms": anyValue,
-	"pubkeyacceptedalgorithms": anyValue, "pubkeyacceptedkeytypes": anyValue, "kexalgorithms": anyValue,
-	"ciphers": anyValue, "macs": anyValue, "loglevel": anyValue, "hashknownhosts": anyValue,
-	"updatehostkeys": anyValue, "visualhostkey": anyValue, "controlmaster": anyValue, "controlpersist": anyValue,
-	"canonicalizehostname": anyValue, "canonicaldomains": anyValue, "addressfamily": anyValue, "batchmode": anyValue,
-	"identityfile": sshOwnFile, "certificatefile": sshOwnFile, "userknownhostsfile": sshOwnFile, "controlpath": sshOwnFile,
-	"forwardagent":          func(v string) bool { return strings.EqualFold(v, "no") },
-	"forwardx11":            func(v string) bool { return strings.EqualFold(v, "no") },
-	"stricthostkeychecking": func(v string) bool { return !strings.EqualFold(v, "no") && !strings.EqualFold(v, "off") },
-	"match":                 func(v string) bool { return !strings.Contains(strings.ToLower(v), "exec") },
+// sshOrdinary reports whether an ssh_config keyword (lower-cased) with its value only says where
+// and as whom to connect and how to keep the connection; known is false for a keyword it does
+// not list.
+func sshOrdinary(key, v string) (ordinary, known bool) {
+	switch key {
+	case "host", "hostname", "user", "port", "proxyjump", "identitiesonly", "addkeystoagent", "usekeychain", "compression",
+		"serveraliveinterval", "serveralivecountmax", "connecttimeout", "tcpkeepalive", "preferredauthentications",
+		"pubkeyauthentication", "passwordauthentication", "kbdinteractiveauthentication", "hostkeyalgorithms",
+		"pubkeyacceptedalgorithms", "pubkeyacceptedkeytypes", "kexalgorithms", "ciphers", "macs", "loglevel",
+		"hashknownhosts", "updatehostkeys", "visualhostkey", "controlmaster", "controlpersist", "canonicalizehostname",
+		"canonicaldomains", "addressfamily", "batchmode":
+		return true, true
+	case "identityfile", "certificatefile", "userknownhostsfile", "controlpath":
+		return sshOwnFile(v), true
+	case "forwardagent", "forwardx11":
+		return strings.EqualFold(v, "no"), true
+	case "stricthostkeychecking":
+		return !strings.EqualFold(v, "no") && !strings.EqualFold(v, "off"), true
+	case "match":
+		return !strings.Contains(strings.ToLower(v), "exec"), true
+	}
+	return false, false
 }
 
-// sshCommands are the keywords whose value ssh runs as a command line on the local machine.
-var sshCommands = SetOf("proxycommand", "localcommand", "knownhostscommand")
-
-func anyValue(string) bool { return true }
+// sshRunsCommand reports the keywords whose value ssh runs as a command line on the local machine.
+func sshRunsCommand(key string) bool {
+	return key == "proxycommand" || key == "localcommand" || key == "knownhostscommand"
+}
 
 // sshOwnFile: a file in the user's own ssh folder.
 func sshOwnFile(v string) bool {
@@ -153,7 +170,7 @@ func readSSHConfig(content, _ string) (ConfigFile, bool) {
 		key, value := sshKeyword(l)
 		lk := strings.ToLower(key)
 		switch {
-		case sshCommands[lk]:
+		case sshRunsCommand(lk):
 			f.Commands = append(f.Commands, value)
 			f.unordinaryIf(true, key)
 		case lk == "match" && strings.Contains(strings.ToLower(value), "exec"):
@@ -161,10 +178,14 @@ func readSSHConfig(content, _ string) (ConfigFile, bool) {
 				f.Commands = append(f.Commands, unquoteWord(strings.TrimSpace(cmd)))
 			}
 			f.unordinaryIf(true, "Match exec")
-		case sshOrdinary[lk] != nil:
-			f.unordinaryIf(!sshOrdinary[lk](value), key+" "+value)
 		default:
-			f.unordinaryIf(true, key)
+			ordinary, known := sshOrdinary(lk, value)
+			switch {
+			case !known:
+				f.unordinaryIf(true, key)
+			case !ordinary:
+				f.unordinaryIf(true, key+" "+value)
+			}
 		}
 	}
 	return f, true
@@ -179,8 +200,6 @@ func sshKeyword(l string) (string, string) {
 	return l[:i], strings.TrimSpace(strings.TrimLeft(l[i:], " \t="))
 }
 
-var knownHostKey = lazyregexp.New(`^(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+)$`)
-
 // readKnownHosts: host keys are ordinary; a marker (@cert-authority trusts a CA for every host
 // it signs, @revoked) is not.
 func readKnownHosts(content, _ string) (ConfigFile, bool) {
@@ -194,14 +213,13 @@ func readKnownHosts(content, _ string) (ConfigFile, bool) {
 			f.unordinaryIf(true, fields[0])
 			continue
 		}
-		f.unordinaryIf(len(fields) < 3 || !knownHostKey().MatchString(fields[1]), "a line that is not a host key")
+		f.unordinaryIf(len(fields) < 3 || !configPatterns().knownHostKey.MatchString(fields[1]), "a line that is not a host key")
 	}
 	return f, true
 }
 
 // editorProgramKey: a setting's name that names a program, a shell, its arguments or environment,
 // or a guard of an agent (auto-approval, workspace trust, MCP): a segment of the dotted name.
-var editorProgramKey = lazyregexp.New(`(?i)path|exec|interpreter|command|cmd|binary|program|runtime|shell|server|tsdk|^home$|^env$|args|hook|script|mcp|trust|approve|proxy|preload|require|loader|plugin|automatic`)
 
 // readEditorSettings: settings are ordinary unless one names a program to run or switches a
 // guard; each such setting is named.
@@ -213,7 +231,7 @@ func readEditorSettings(content, _ string) (ConfigFile, bool) {
 	var f ConfigFile
 	walkKeys("", v, func(key string) {
 		for seg := range strings.SplitSeq(key, ".") {
-			if !strings.ContainsAny(seg, "*/[") && editorProgramKey().MatchString(seg) {
+			if !strings.ContainsAny(seg, "*/[") && configPatterns().editorProgramKey.MatchString(seg) {
 				f.unordinaryIf(true, key)
 				return
 			}
@@ -245,10 +263,9 @@ func walkKeys(prefix string, v any, fn func(string)) {
 
 // editorVar replaces an editor's variables in a task's command line with what they stand for,
 // as far as the analysis needs: the project folder, an environment variable.
-var editorVar = lazyregexp.New(`\$\{(workspaceFolder|workspaceRoot|cwd|fileWorkspaceFolder|env:([A-Za-z_][A-Za-z0-9_]*))\}`)
 
 func editorLine(s string) string {
-	return editorVar().ReplaceAllStringFunc(s, func(m string) string {
+	return configPatterns().editorVar.ReplaceAllStringFunc(s, func(m string) string {
 		if name, ok := strings.CutPrefix(m, "${env:"); ok {
 			return "$" + strings.TrimSuffix(name, "}")
 		}
@@ -522,14 +539,12 @@ func devcontainerRun(v map[string]any) string {
 	return quoteAll(append(append([]string{"docker", "run"}, args...), "devcontainer"))
 }
 
-var desktopFieldCode = lazyregexp.New(`%[fFuUdDnNickvm]`)
-
 // readDesktopEntry: the Exec lines of a desktop entry and its actions, field codes removed.
 func readDesktopEntry(content, _ string) (ConfigFile, bool) {
 	var f ConfigFile
 	for l := range strings.SplitSeq(content, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Exec="); ok {
-			v = strings.ReplaceAll(desktopFieldCode().ReplaceAllString(v, ""), "%%", "%")
+			v = strings.ReplaceAll(configPatterns().desktopFieldCode.ReplaceAllString(v, ""), "%%", "%")
 			if v = strings.TrimSpace(v); v != "" {
 				f.Commands = append(f.Commands, v)
 			}
@@ -538,14 +553,21 @@ func readDesktopEntry(content, _ string) (ConfigFile, bool) {
 	return f, true
 }
 
-var systemdExec = SetOf("ExecStart", "ExecStartPre", "ExecStartPost", "ExecReload", "ExecStop", "ExecStopPost", "ExecCondition")
+// systemdExec reports a unit's keys whose value systemd runs.
+func systemdExec(key string) bool {
+	switch key {
+	case "ExecStart", "ExecStartPre", "ExecStartPost", "ExecReload", "ExecStop", "ExecStopPost", "ExecCondition":
+		return true
+	}
+	return false
+}
 
 // readSystemdUnit: the Exec* lines of a unit, their prefixes (@ - : + !) removed.
 func readSystemdUnit(content, _ string) (ConfigFile, bool) {
 	var f ConfigFile
 	for l := range strings.SplitSeq(content, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
-		if !ok || !systemdExec[strings.TrimSpace(k)] {
+		if !ok || !systemdExec(strings.TrimSpace(k)) {
 			continue
 		}
 		v = strings.TrimLeft(strings.TrimSpace(v), "@-:+!")
@@ -556,7 +578,14 @@ func readSystemdUnit(content, _ string) (ConfigFile, bool) {
 	return f, true
 }
 
-var cronSpecial = SetOf("@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+// cronSpecial reports the schedules cron writes as one word.
+func cronSpecial(w string) bool {
+	switch w {
+	case "@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly":
+		return true
+	}
+	return false
+}
 
 // readCrontab: each entry's command, after its schedule (and, in the system's crontabs, its
 // user); variable lines are skipped.
@@ -570,7 +599,7 @@ func readCrontab(content, p string) (ConfigFile, bool) {
 		}
 		fields := strings.Fields(l)
 		skip := 5
-		if cronSpecial[fields[0]] {
+		if cronSpecial(fields[0]) {
 			skip = 1
 		}
 		if system {
@@ -587,4 +616,36 @@ func readCrontab(content, p string) (ConfigFile, bool) {
 func cronVariable(l string) bool {
 	k, _, ok := strings.Cut(l, "=")
 	return ok && validName(strings.TrimSpace(k))
+}
+
+// configPatterns are the readers' patterns, compiled together when a configuration file is first
+// read: one lazy value at package init, not one per pattern.
+var configPatterns = sync.OnceValue(func() *configRE {
+	return &configRE{
+		rcPathLine:       regexp.MustCompile(`^(export\s+)?(PATH|MANPATH|INFOPATH)=(.*)$`),
+		rcZshPath:        regexp.MustCompile(`^(path|manpath)\+?=\((.*)\)$`),
+		rcAlias:          regexp.MustCompile(`^alias\s+([A-Za-z0-9_.:-]+)=(.*)$`),
+		rcInitHook:       regexp.MustCompile(`^eval\s+"\$\(\s*([^\s()]+)\s+(hook|init|shellenv|activate|env)(\s+[-a-z]+)*\s*\)"$`),
+		rcOwnPath:        regexp.MustCompile(`^(\$\{?PATH\}?|\$\{?path\}?|\$\{?MANPATH\}?|\$\{?INFOPATH\}?|(\$HOME|\$\{HOME\}|~)(/[^$:]*)?|/opt/homebrew/[^$:]*|/usr/local/[^$:]*|/opt/[^$:]*|/usr/(bin|sbin|share/man)|/bin|/sbin|/Library/Apple/usr/bin|/Applications/[^$:]*)$`),
+		rcTempPath:       regexp.MustCompile(`(^|/)(tmp|var/tmp|private/tmp|private/var/folders|var/folders|dev/shm)(/|$)|(^|/)\.\.?(/|$)`),
+		knownHostKey:     regexp.MustCompile(`^(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+)$`),
+		editorProgramKey: regexp.MustCompile(`(?i)path|exec|interpreter|command|cmd|binary|program|runtime|shell|server|tsdk|^home$|^env$|args|hook|script|mcp|trust|approve|proxy|preload|require|loader|plugin|automatic`),
+		editorVar:        regexp.MustCompile(`\$\{(workspaceFolder|workspaceRoot|cwd|fileWorkspaceFolder|env:([A-Za-z_][A-Za-z0-9_]*))\}`),
+		desktopFieldCode: regexp.MustCompile(`%[fFuUdDnNickvm]`),
+		podSpecText:      regexp.MustCompile(`(?m)^\s*"?apiVersion"?\s*:[\s\S]*^\s*"?kind"?\s*:|(?m)^\s*"?kind"?\s*:[\s\S]*^\s*"?apiVersion"?\s*:`),
+	}
+})
+
+type configRE struct {
+	rcPathLine       *regexp.Regexp
+	rcZshPath        *regexp.Regexp
+	rcAlias          *regexp.Regexp
+	rcInitHook       *regexp.Regexp
+	rcOwnPath        *regexp.Regexp
+	rcTempPath       *regexp.Regexp
+	knownHostKey     *regexp.Regexp
+	editorProgramKey *regexp.Regexp
+	editorVar        *regexp.Regexp
+	desktopFieldCode *regexp.Regexp
+	podSpecText      *regexp.Regexp
 }
