@@ -102,8 +102,8 @@ func ConnectorEffects(by, tool string, args any) []Effect {
 // Browser automation runs a script in a page with the page's cookies and storage, which hold the
 // user's sessions in every site the browser is signed in to.
 var (
-	pageSecrets    = lazyregexp.New(`document\.cookie|\bcookieStore\b|\b(local|session)Storage\b|\bindexedDB\b|navigator\.credentials|type\s*=\s*["']?password|\.password\b`)
-	pageSends      = lazyregexp.New(`\bfetch\s*\(|XMLHttpRequest|sendBeacon|new\s+Image\b|\.src\s*=|new\s+(WebSocket|EventSource)\b|location(\.href)?\s*=|location\.(assign|replace)\s*\(|window\.open\s*\(|\.submit\s*\(|postMessage\s*\(|\bimport\s*\(`)
+	pageSecrets = lazyregexp.New(`document\.cookie|\bcookieStore\b|\b(local|session)Storage\b|\bindexedDB\b|navigator\.credentials|type\s*=\s*["']?password|\.password\b`)
+	pageSends   = lazyregexp.New(`\bfetch\s*\(|XMLHttpRequest|sendBeacon|new\s+Image\b|\.src\s*=|new\s+(WebSocket|EventSource)\b|location(\.href)?\s*=|location\.(assign|replace)\s*\(|window\.open\s*\(|\.submit\s*\(|postMessage\s*\(|\bimport\s*\(`)
 )
 
 // pageScriptKey reports an argument (lower-cased, without _) that holds a page script.
