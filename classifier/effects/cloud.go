@@ -74,16 +74,21 @@ func startsContainer(cmd *facts.Command) bool {
 	return false
 }
 
-func hostGrants(cmd *facts.Command, args []string, cwd string) []Effect {
-	var attrs []string
-	add := func(k, v string) {
-		for i := 0; i < len(attrs); i += 2 {
-			if attrs[i] == k && attrs[i+1] == v {
-				return
-			}
+// grants are a container effect's attributes, each key and value once.
+type grants []string
+
+func (g *grants) add(k, v string) {
+	for i := 0; i < len(*g); i += 2 {
+		if (*g)[i] == k && (*g)[i+1] == v {
+			return
 		}
-		attrs = append(attrs, k, v)
 	}
+	*g = append(*g, k, v)
+}
+
+func hostGrants(cmd *facts.Command, args []string, cwd string) []Effect {
+	var attrs grants
+	add := attrs.add
 	for i, a := range args {
 		if a == "--" {
 			break

@@ -33,15 +33,8 @@ var composeHostNS = lazyregexp.New(`(?m)^\s*(pid|ipc|uts|userns_mode|network_mod
 // composeGrants reads a compose file's services for the host they are given: privileged, host
 // namespaces, capabilities, devices, unconfined profiles and bind mounts of the host's folders.
 func composeGrants(text, cwd string) []string {
-	var attrs []string
-	add := func(k, v string) {
-		for i := 0; i < len(attrs); i += 2 {
-			if attrs[i] == k && attrs[i+1] == v {
-				return
-			}
-		}
-		attrs = append(attrs, k, v)
-	}
+	var attrs grants
+	add := attrs.add
 	if specPrivileged().MatchString(text) {
 		add("privileged", "")
 	}
