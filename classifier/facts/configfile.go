@@ -46,6 +46,9 @@ const (
 	ConfigCrontab      = "crontab"       // crontab files
 	ConfigPodSpec      = "pod-spec"      // Kubernetes manifests: a container's grants (see effects)
 	ConfigCompose      = "compose"       // docker compose files: a container's grants (see effects)
+	ConfigHookScript   = "hook-script"   // .husky/, .githooks/: a script git runs through core.hooksPath
+	ConfigPreCommit    = "pre-commit"    // .pre-commit-config.yaml: its local hooks' entries
+	ConfigPackageRC    = "package-rc"    // a project's .npmrc and .yarnrc.yml: what runs scripts, what node loads
 	ConfigUnparsed     = "unparsed"      // a known kind whose content did not parse: nothing is ordinary
 	maxConfigFileBytes = MaxRunFileBytes // a larger file is not read, and so not ordinary
 )
@@ -106,6 +109,12 @@ func configReader(kind string) func(content, p string) (ConfigFile, bool) {
 		return readSystemdUnit
 	case ConfigCrontab:
 		return readCrontab
+	case ConfigHookScript:
+		return func(content, _ string) (ConfigFile, bool) { return ConfigFile{Commands: []string{content}}, true }
+	case ConfigPreCommit:
+		return readPreCommit
+	case ConfigPackageRC:
+		return readPackageRC
 	}
 	// prose (agent rules) and container specs: read elsewhere (the content rules, effects)
 	return func(string, string) (ConfigFile, bool) { return ConfigFile{}, true }
@@ -140,6 +149,12 @@ func configKind(p, content string) string {
 		return ConfigSystemdUnit
 	case crontabFile(p, lower):
 		return ConfigCrontab
+	case hookScript(slashed):
+		return ConfigHookScript
+	case lower == ".pre-commit-config.yaml" || lower == ".pre-commit-config.yml":
+		return ConfigPreCommit
+	case lower == ".npmrc" || lower == ".yarnrc.yml" || lower == ".yarnrc" || lower == ".pnpmrc":
+		return ConfigPackageRC
 	case (strings.HasPrefix(lower, "compose") || strings.HasPrefix(lower, "docker-compose")) && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")):
 		return ConfigCompose
 	case (strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".json")) &&
@@ -147,6 +162,18 @@ func configKind(p, content string) string {
 		return ConfigPodSpec
 	}
 	return ""
+}
+
+// hookScript: a file of a project's hooks folder that git runs once core.hooksPath points there
+// (husky's, or .githooks), not husky's own helper folder.
+func hookScript(slashed string) bool {
+	for _, dir := range []string{"/.husky/", "/.githooks/", "/.git-hooks/"} {
+		if i := strings.LastIndex(slashed, dir); i >= 0 {
+			rest := slashed[i+len(dir):]
+			return rest != "" && !strings.HasPrefix(rest, "_/") && !strings.Contains(rest, "/")
+		}
+	}
+	return false
 }
 
 // crontabFile: a crontab by name (crontab, *.crontab, *.cron) or by the system's folders for them.

@@ -60,11 +60,22 @@ func TestReadConfigFileFindsTheCommandsAFileStoresAndWhatIsNotOrdinary(t *testin
 		{"the system's crontab names a user", "/etc/cron.d/x", "* * * * * root id\n", ConfigCrontab, []string{"id"}, true},
 		{"a pod spec", "k8s/pod.yaml", "apiVersion: v1\nkind: Pod\n", ConfigPodSpec, nil, true},
 		{"a compose file", "compose.yaml", "services: {}\n", ConfigCompose, nil, true},
+		{"a husky hook is a script", "web/.husky/pre-commit", "npx lint-staged\n", ConfigHookScript, []string{"npx lint-staged\n"}, true},
+		{"husky's own helper is not a hook", "web/.husky/_/husky.sh", "x", "", nil, true},
+		{"a local pre-commit hook's entry", ".pre-commit-config.yaml", "repos:\n- repo: local\n  hooks:\n  - id: x\n    entry: ./scripts/check.sh --fast\n    language: system\n", ConfigPreCommit, []string{"./scripts/check.sh --fast"}, true},
+		{"npm's node options", ".npmrc", "registry=https://registry.npmjs.org/\nnode-options=--require /tmp/h.js\n", ConfigPackageRC, []string{"NODE_OPTIONS='--require /tmp/h.js' :"}, true},
+		{"yarn's own program", ".yarnrc.yml", "yarnPath: .yarn/releases/yarn-4.1.0.cjs\n", ConfigPackageRC, []string{".yarn/releases/yarn-4.1.0.cjs"}, true},
 		{"settings that do not parse", ".vscode/settings.json", "{nope", ConfigUnparsed, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, ok := ReadConfigFile(tt.path, tt.content)
+			if tt.kind == "" {
+				if ok {
+					t.Fatalf("ReadConfigFile(%q) = %+v, want no kind", tt.path, f)
+				}
+				return
+			}
 			if !ok {
 				t.Fatalf("ReadConfigFile(%q) knows no kind, want %s", tt.path, tt.kind)
 			}

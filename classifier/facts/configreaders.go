@@ -114,6 +114,14 @@ func ownPathList(v, sep string) bool {
 	return true
 }
 
+// unquoteScalar removes the quotes around a whole value ('…' or "…"), and leaves any other as is.
+func unquoteScalar(s string) string {
+	if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
 // unquoteWord undoes one level of shell quoting around a whole word ('…' or "…").
 func unquoteWord(s string) string {
 	if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
@@ -609,6 +617,48 @@ func readCrontab(content, p string) (ConfigFile, bool) {
 			return ConfigFile{}, false
 		}
 		f.Commands = append(f.Commands, strings.Join(fields[skip:], " "))
+	}
+	return f, true
+}
+
+// readPreCommit: the entries of a pre-commit configuration's hooks, which pre-commit runs at each
+// commit: a local hook's entry is a command line of the project's or the system's.
+func readPreCommit(content, _ string) (ConfigFile, bool) {
+	var f ConfigFile
+	for l := range strings.SplitSeq(content, "\n") {
+		t := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))
+		if v, ok := strings.CutPrefix(t, "entry:"); ok {
+			if v = unquoteScalar(strings.TrimSpace(v)); v != "" {
+				f.Commands = append(f.Commands, v)
+			}
+		}
+	}
+	return f, true
+}
+
+// readPackageRC: a package manager's project settings that choose the shell its scripts run in,
+// the program it runs as itself (yarnPath) or what node loads (node-options, written as the
+// variable it becomes, for the rules on variables that load code).
+func readPackageRC(content, _ string) (ConfigFile, bool) {
+	var f ConfigFile
+	for l := range strings.SplitSeq(content, "\n") {
+		l = strings.TrimSpace(l)
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			k, v, ok = strings.Cut(l, ":") // .yarnrc.yml
+		}
+		if !ok || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";") {
+			continue
+		}
+		k, v = strings.ToLower(strings.TrimSpace(k)), unquoteScalar(strings.TrimSpace(v))
+		switch k {
+		case "node-options", "nodeoptions":
+			f.Commands = append(f.Commands, "NODE_OPTIONS="+quoteAll([]string{v})+" :")
+		case "script-shell", "shell", "git", "editor", "yarnpath", "yarn-path":
+			if v != "" {
+				f.Commands = append(f.Commands, quoteAll([]string{v}))
+			}
+		}
 	}
 	return f, true
 }
