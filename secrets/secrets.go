@@ -119,7 +119,7 @@ type hintRef struct {
 var allRules = sync.OnceValue(func() *ruleSet {
 	rs := &ruleSet{}
 	var context []rule
-	for _, r := range gitleaksRules {
+	for _, r := range gitleaksRules() {
 		r.shared = true
 		if slices.Contains(gitleaksContext, r.kind) {
 			context = append(context, r)
@@ -373,7 +373,7 @@ func (r rule) holds(s string, m []int, start, end int) bool {
 	if r.entropy > 0 && entropy(secret) <= r.entropy {
 		return false
 	}
-	if r.shared && slices.ContainsFunc(gitleaksAllow, func(a allowlist) bool { return a.allows(s, m, secret) }) {
+	if r.shared && slices.ContainsFunc(gitleaksAllow(), func(a allowlist) bool { return a.allows(s, m, secret) }) {
 		return false
 	}
 	return !slices.ContainsFunc(r.allow, func(a allowlist) bool { return a.allows(s, m, secret) })
