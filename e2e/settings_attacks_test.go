@@ -221,7 +221,11 @@ func TestAttackRestartingRemovalBurst(t *testing.T) {
 		t.Errorf("tool results %+v", res)
 	}
 	t.Logf("disableAllHooks stood in %d of %d samples (%.1f%%)", switchedOff, samples, 100*share)
-	if share > 0.2 {
+	// Repairs held off by the removals would leave the switch standing through every burst: 2 s
+	// of each 2.6 s, over 75% of the samples. Healthy repairs leave it about 5% on an idle machine
+	// and up to 20% with two race-enabled test runs and benchmarks beside it (measured); half
+	// tells the two apart on any machine.
+	if share > 0.5 {
 		t.Errorf("disableAllHooks stood in %.0f%% of the samples; the repair was held off", 100*share)
 	}
 	d.waitHooked(t, dir, "enforce")
