@@ -10,10 +10,37 @@ package lazyregexp
 import (
 	"regexp"
 	"sync"
+	"sync/atomic"
 )
 
-// New is the expression src, compiled on first use; it panics then if src does not compile.
-// src must be a constant string (the test that compiles them reads the source).
+// New is the expression src, compiled on first use; it panics then, and at every use after, if
+// src does not compile. src must be a constant string (the test that compiles them reads the
+// source).
 func New(src string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(src) })
+	l := &lazy{src: src}
+	return l.get // two allocations at package init, where sync.OnceValue makes three
+}
+
+// lazy is one expression and its compiled form once made.
+type lazy struct {
+	src  string
+	re   atomic.Pointer[regexp.Regexp]
+	once sync.Once
+	bad  any // what compiling src panicked with
+}
+
+func (l *lazy) get() *regexp.Regexp {
+	if re := l.re.Load(); re != nil {
+		return re
+	}
+	l.once.Do(l.compile)
+	if l.bad != nil {
+		panic(l.bad)
+	}
+	return l.re.Load()
+}
+
+func (l *lazy) compile() {
+	defer func() { l.bad = recover() }()
+	l.re.Store(regexp.MustCompile(l.src))
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
@@ -83,4 +84,33 @@ func constString(e ast.Expr) (string, bool) {
 		return constString(e.X)
 	}
 	return "", false
+}
+
+func TestABadExpressionPanicsAtEveryUse(t *testing.T) {
+	re := New(`(`)
+	for i := range 2 {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("use %d of a bad expression did not panic", i+1)
+				}
+			}()
+			re()
+		}()
+	}
+}
+
+func TestAnExpressionIsCompiledOnceAcrossGoroutines(t *testing.T) {
+	re := New(`^b+$`)
+	var wg sync.WaitGroup
+	got := make([]*regexp.Regexp, 8)
+	for i := range got {
+		wg.Go(func() { got[i] = re() })
+	}
+	wg.Wait()
+	for _, r := range got {
+		if r != got[0] || !r.MatchString("bb") {
+			t.Fatal("goroutines saw different or wrong expressions")
+		}
+	}
 }
