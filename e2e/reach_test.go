@@ -75,7 +75,9 @@ func TestAttackOtherNamesAndSearchesReachNeitherCoworkbridgeNorAnotherSession(t 
 	tests := []reachAttack{
 		// The CLI offers Grep and Glob only where it finds ripgrep; without them an agent
 		// searches through Bash, as here. The units judge the Grep and Glob tools the same way.
-		{"find at the folder above coworkbridge's and the sessions", bash("find " + d.m.Dir + " -name '*.jsonl'"), "read.guard-files", ""},
+		// A search that only lists names reaches nothing there (the units hold that); one that reads
+		// what it finds does.
+		{"find -exec at the folder above coworkbridge's and the sessions", bash("find " + d.m.Dir + " -name '*.jsonl' -exec grep -l rid {} +"), "read.guard-files", ""},
 		{"grep -r at the folder above that", bash("grep -rl rid " + filepath.Dir(d.m.Dir)), "read.guard-files", ""},
 		{"grep -r at the logs' folder", bash("grep -r rid " + logs), "read.guard-files", ""},
 		{"rg at the sessions root", bash("rg -l plan " + d.root), "read.other-session", ""},
