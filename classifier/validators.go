@@ -371,24 +371,12 @@ func redirectOutsideProject(_ *Classifier, it item) (string, bool) {
 	for _, w := range it.an.Writes {
 		p := facts.CanonPath(w, it.cwd)
 		if slices.ContainsFunc(roots, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") }) ||
-			effects.TempPath(p) || strings.HasPrefix(p, "$") || ordinaryConfig(it.an, w, p) {
+			effects.TempPath(p) || strings.HasPrefix(p, "$") || it.an.WritesOrdinaryConfig(w, p) {
 			continue
 		}
 		return w, true
 	}
 	return "", false
-}
-
-// ordinaryConfig reports a file the command gives only known text that is an ordinary
-// configuration of its kind (a PATH line for ~/.zshrc): its commands are judged as commands, and
-// the write itself is the user's ordinary set-up.
-func ordinaryConfig(an *facts.Analysis, target, p string) bool {
-	text, ok := an.WrittenText(target)
-	if !ok {
-		return false
-	}
-	cf, ok := facts.ReadConfigFile(p, text)
-	return ok && cf.Ordinary()
 }
 
 // noProject are working folders that hold more than a project: the disk, homes, a home's

@@ -184,15 +184,7 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string, an *facts.Analysis) 
 // ordinaryTee reports tee appending known text that is an ordinary configuration of the file's
 // kind (a PATH line to ~/.zshrc): the write rules judge it as such (facts.ReadConfigFile).
 func ordinaryTee(cmd *facts.Command, an *facts.Analysis, target, p string) bool {
-	if cmd.Name != "tee" || an == nil {
-		return false
-	}
-	text, ok := an.WrittenText(target)
-	if !ok {
-		return false
-	}
-	cf, ok := facts.ReadConfigFile(p, text)
-	return ok && cf.Ordinary()
+	return cmd.Name == "tee" && an != nil && an.WritesOrdinaryConfig(target, p)
 }
 
 // consumes reports whether a program uses a key through this option as its owner meant.

@@ -2,8 +2,10 @@ package facts
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -352,13 +354,8 @@ func commandWords(v any) string {
 // envAssigns writes an environment object as the shell's assignments before a command, so that
 // the rules on variables that load code judge them.
 func envAssigns(env map[string]any) string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if !validName(k) {
 			continue
 		}
@@ -428,7 +425,7 @@ func readAgentMCP(content, _ string) (ConfigFile, bool) {
 	}
 	var f ConfigFile
 	for _, key := range []string{"servers", "mcpServers"} {
-		names := sortedKeys(asMap(v[key]))
+		names := slices.Sorted(maps.Keys(asMap(v[key])))
 		for _, name := range names {
 			srv := asMap(asMap(v[key])[name])
 			f.unordinaryIf(true, "MCP server "+name)
@@ -446,15 +443,6 @@ func readAgentMCP(content, _ string) (ConfigFile, bool) {
 	return f, true
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // readAgentHooks: an agent's hooks run at its every step, as a guard would; never ordinary.
 func readAgentHooks(content, _ string) (ConfigFile, bool) {
 	v, ok := parseConfigJSON(content)
@@ -463,7 +451,7 @@ func readAgentHooks(content, _ string) (ConfigFile, bool) {
 	}
 	var f ConfigFile
 	hooks := asMap(v["hooks"])
-	for _, event := range sortedKeys(hooks) {
+	for _, event := range slices.Sorted(maps.Keys(hooks)) {
 		f.unordinaryIf(true, "a hook on "+event)
 		for _, h := range asSlice(hooks[event]) {
 			if line := commandWords(asMap(h)["command"]); line != "" {
@@ -489,7 +477,7 @@ func readDevcontainer(content, _ string) (ConfigFile, bool) {
 	for _, k := range devcontainerCommands {
 		switch c := v[k].(type) {
 		case map[string]any: // parallel commands, by name
-			for _, name := range sortedKeys(c) {
+			for _, name := range slices.Sorted(maps.Keys(c)) {
 				if line := commandWords(c[name]); line != "" {
 					f.Commands = append(f.Commands, line)
 				}

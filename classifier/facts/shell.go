@@ -882,6 +882,18 @@ func (a *Analysis) WrittenText(target string) (string, bool) {
 	return text, ok && !a.Opaque[target]
 }
 
+// WritesOrdinaryConfig reports a file (target as the command names it, p canonical) that the
+// command gives only known text, which is an ordinary configuration of its kind (a PATH line for
+// ~/.zshrc; see ReadConfigFile).
+func (a *Analysis) WritesOrdinaryConfig(target, p string) bool {
+	text, ok := a.WrittenText(target)
+	if !ok {
+		return false
+	}
+	cf, ok := ReadConfigFile(p, text)
+	return ok && cf.Ordinary()
+}
+
 // teeWrites records what tee writes to its files when the command line makes it: a here-string,
 // a heredoc, or a pipeline of literals (echo … | tee -a CLAUDE.md).
 func (w *walker) teeWrites(cmd Command, c *syntax.CallExpr) {
