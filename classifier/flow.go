@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
@@ -20,13 +21,34 @@ import (
 const TargetFlow Target = "flow"
 
 // Facets is what one call means for a session's flow, each "" when it does not apply: the
-// untrusted content it takes in (its source), the private data it reads (what), and where it
-// sends data.
+// untrusted content it takes in (its source), the private data it reads (what), and where it can
+// send data: any call that reaches outside, whatever it looks like it carries.
 type Facets struct {
 	Untrusted string
 	Private   string
 	Send      string
+	// Via says how a send's data would travel (see the Via constants).
+	Via string
+	// Encoded: Text holds a token that looks like encoded data (see dataLike).
+	Encoded bool
+	// Text is what of the call a send's data would travel in (URLs, names, header values,
+	// literal bodies, a connector's arguments), for the session's prints to be looked for in.
+	Text string
 }
+
+// How a send's data travels.
+const (
+	// ViaText: only in the call's own text, literally (a URL, a host name, a header): what the
+	// session read is there to be found, or was not sent.
+	ViaText = "text"
+	// ViaFree: in free text the agent writes (a comment, a request body): found when copied, but
+	// it can be put in other words, so a send of it is judged by its shape until the session's
+	// private read is seen.
+	ViaFree = "free"
+	// ViaElsewhere: from outside the call's text (a file uploaded, standard input, a push, a
+	// raw connection, code that computes what it sends): it may carry anything.
+	ViaElsewhere = "elsewhere"
+)
 
 // sendWords are the words of a connector tool's name that make a call a send: it writes
 // somewhere others read.
@@ -61,9 +83,7 @@ func (c *Classifier) facetsOf(p claudehook.Payload, items []item) Facets {
 		u := str("url")
 		host := hostOfURL(u)
 		f.Untrusted = "web:" + host
-		if carriesData(u) {
-			f.Send = host // a fetch whose URL carries data sends it
-		}
+		f.Send, f.Via, f.Encoded, f.Text = host, ViaText, carriesData(u), u // its URL goes out
 	case "WebSearch":
 		f.Untrusted = "web:search"
 	case "Read":
@@ -94,26 +114,28 @@ func (c *Classifier) facetsOf(p claudehook.Payload, items []item) Facets {
 		}
 	default:
 		if server, name, ok := mcpName(p.ToolName); ok {
+			// Every call sends its arguments to the connector's server: a write in words the
+			// agent chooses, a read in the query it names (search_issues(query=<a key>)).
+			f.Send, f.Via, f.Text = "mcp:"+server, ViaText, string(p.ToolInput[:min(len(p.ToolInput), maxFlowText)])
 			if effects.NameHas(sendWords, name) {
-				f.Send = "mcp:" + server
+				f.Via = ViaFree
 			} else {
 				f.Untrusted = "mcp:" + server
-				if argsCarryData(p.ToolInput) {
-					// A read of the connector's whose arguments carry data sends them to its
-					// server all the same (search_issues(query=<a key>)).
-					f.Send = "mcp:" + server
-				}
+				f.Encoded = argsCarryData(p.ToolInput)
 			}
 		}
 	}
 	if c.trusted(f.Untrusted) {
 		f.Untrusted = ""
 	}
-	if c.trusted(f.Send) {
-		f.Send = ""
+	if f.Send == "" || c.trusted(f.Send) {
+		f.Send, f.Via, f.Encoded, f.Text = "", "", false, ""
 	}
 	return f
 }
+
+// maxFlowText bounds Facets.Text: the session's prints are looked for in this much of a call.
+const maxFlowText = 64 << 10
 
 // privatePath reports whether reading p reads private data: a place a read rule protects (denied
 // or asked about: a project's .env the user lets the agent read is private all the same), or a
@@ -174,7 +196,7 @@ func dataLike(s string) bool {
 			digits++
 		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
 			letters++
-		case r == '+' || r == '=' || r == '%' || r == '_':
+		case r == '+' || r == '=' || r == '%' || r == '_' || r == '/':
 		default:
 			return false // '-' and '.': words of a slug
 		}
@@ -196,55 +218,108 @@ var publishers = map[string]string{"npm": "publish", "yarn": "publish", "pnpm": 
 // netCode is interpreter code that opens a connection: its data may go wherever the code says.
 var netCode = lazyregexp.New(`urllib|requests\.|http\.client|httpx|aiohttp|socket\.|smtplib|ftplib|fetch\(|https?\.(get|request)|net\.connect|XMLHttpRequest|Net::HTTP|open-uri|LWP::|IO::Socket|dns\.resolver|gethostbyname|getaddrinfo`)
 
+// send is where one command can send data, and how (see Facets).
+type send struct {
+	dest, via string
+	encoded   bool
+	text      []string
+}
+
 // sendOf is where a shell command can send data, by what it can do rather than how it is
-// spelled: a network program whose URL, name or header carries data (a plain download of a page
-// sends nothing), a DNS lookup of a name that carries data, git push and package publishing,
-// and interpreter code that opens a connection. "" for none.
-func sendOf(cmd *facts.Command) string {
+// spelled: a network program reaching a URL or a host (what its URL, name, headers and literal
+// body carry), git push and package publishing, raw connections, and interpreter code that opens
+// a connection. Its dest is "" for none.
+func sendOf(cmd *facts.Command) send {
 	name := cmd.Name
-	if sub, ok := publishers[name]; ok {
-		for _, a := range cmd.Args {
-			if a == sub {
-				return name + ":" + sub
-			}
-		}
+	if sub, ok := publishers[name]; ok && slices.Contains(cmd.Args, sub) {
+		return send{dest: name + ":" + sub, via: ViaElsewhere}
 	}
 	if netSenders[name] {
-		for i, a := range cmd.Args {
-			switch {
-			case strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://"):
-				if carriesData(a) {
-					return hostOfURL(a)
-				}
-			case (a == "-H" || a == "--header") && i+1 < len(cmd.Args):
-				if _, v, ok := strings.Cut(cmd.Args[i+1], ":"); ok && dataLike(strings.TrimSpace(v)) {
-					return name + ":header"
-				}
-			case !strings.HasPrefix(a, "-") && strings.Contains(a, ".") && dataHost(a):
-				return "dns:" + a
-			}
-		}
-		if facts.IsRawSender(name) || name == "ssh" || name == "scp" || name == "sftp" || name == "ftp" || name == "tftp" {
-			return name // a connection whose data is not in its arguments
-		}
+		return netSend(cmd)
 	}
 	if facts.InterpreterFlag(name) != "" {
 		for _, a := range cmd.Args {
 			if netCode().MatchString(a) {
-				return name + ":network"
+				return send{dest: name + ":network", via: ViaElsewhere}
 			}
 		}
 	}
-	return ""
+	return send{}
 }
 
-// shellFacets reads a shell command's items: a downloader's URL (content taken in), a send
-// effect (its destination), a secret opened or a credential printed (private data read).
+// bodyFlags are a network program's options whose value is what it sends.
+var bodyFlags = map[string]bool{"-d": true, "--data": true, "--data-raw": true, "--data-binary": true, "--data-ascii": true,
+	"--data-urlencode": true, "--json": true, "-F": true, "--form": true, "--form-string": true, "-T": true,
+	"--upload-file": true, "--post-data": true, "--post-file": true, "--body-data": true, "--body-file": true}
+
+// netSend reads a network program's arguments: the first URL or host is the destination; URLs,
+// names and header values are text a send is found in, a literal body is free text, and a body
+// from a file or standard input, or a raw connection, sends from elsewhere.
+func netSend(cmd *facts.Command) send {
+	s := send{via: ViaText}
+	name := "" // a host named, the destination when no URL is
+	for i := 0; i < len(cmd.Args); i++ {
+		a, next := cmd.Args[i], ""
+		if i+1 < len(cmd.Args) {
+			next = cmd.Args[i+1]
+		}
+		switch {
+		case strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://"):
+			s.dest = cmp.Or(s.dest, hostOfURL(a))
+			s.encoded = s.encoded || carriesData(a)
+			s.text = append(s.text, a)
+		case a == "-H" || a == "--header":
+			if _, v, ok := strings.Cut(next, ":"); ok {
+				s.encoded = s.encoded || dataLike(strings.TrimSpace(v))
+				s.text = append(s.text, v)
+			}
+			i++
+		case bodyFlags[a] || strings.HasPrefix(a, "--") && bodyFlags[strings.SplitN(a, "=", 2)[0]]:
+			v := next
+			if k, val, ok := strings.Cut(a, "="); ok && bodyFlags[k] {
+				v = val
+			} else {
+				i++
+			}
+			if strings.Contains(v, "@") || v == "-" || a == "-T" || a == "--upload-file" || strings.HasSuffix(strings.SplitN(a, "=", 2)[0], "-file") {
+				s.via = ViaElsewhere
+			} else if s.via == ViaText {
+				s.via = ViaFree
+			}
+			s.text = append(s.text, v)
+		case !strings.HasPrefix(a, "-") && strings.Contains(a, ".") && !strings.Contains(a, "/"):
+			name = cmp.Or(name, "dns:"+a) // a host it looks up or connects to
+			s.encoded = s.encoded || dataHost(a)
+			s.text = append(s.text, a)
+		}
+	}
+	s.dest = cmp.Or(s.dest, name)
+	if facts.IsRawSender(cmd.Name) || cmd.Name == "ssh" || cmd.Name == "scp" || cmd.Name == "sftp" || cmd.Name == "ftp" || cmd.Name == "tftp" || cmd.Name == "telnet" {
+		s.dest, s.via = cmp.Or(s.dest, cmd.Name), ViaElsewhere // a connection whose data is not in its arguments
+	}
+	if s.dest == "" {
+		return send{}
+	}
+	return s
+}
+
+// shellFacets reads a shell command's items: a downloader's URL (content taken in), what each
+// command can send and where, a secret opened or a credential printed (private data read).
 func shellFacets(items []item) Facets {
 	var f Facets
+	var text []string
+	merge := func(s send) {
+		if s.dest == "" {
+			return
+		}
+		f.Send = cmp.Or(f.Send, s.dest)
+		f.Encoded = f.Encoded || s.encoded
+		f.Via = strongerVia(f.Via, s.via)
+		text = append(text, s.text...)
+	}
 	for _, it := range items {
-		if it.target == TargetBash && it.cmd != nil && f.Send == "" {
-			f.Send = sendOf(it.cmd)
+		if it.target == TargetBash && it.cmd != nil {
+			merge(sendOf(it.cmd))
 		}
 		switch {
 		case it.target == TargetBash && it.cmd != nil && downloaders[it.cmd.Name] && f.Untrusted == "":
@@ -256,18 +331,58 @@ func shellFacets(items []item) Facets {
 			}
 		case it.target != TargetEffect:
 		case strings.HasPrefix(it.text, "send "):
-			for _, kv := range strings.Fields(it.text) {
-				if to, ok := strings.CutPrefix(kv, "to="); ok && f.Send == "" {
-					f.Send = hostOfURL(strings.Trim(to, `"`))
-				}
-			}
+			merge(sendEffect(it.text))
 		case strings.HasPrefix(it.text, "credential"):
 			f.Private = it.text
 		case strings.HasPrefix(it.text, "open ") && strings.Contains(it.text, " secret"):
 			f.Private = it.text
 		}
 	}
+	if f.Send != "" {
+		f.Text = strings.Join(text, "\n")
+		f.Text = f.Text[:min(len(f.Text), maxFlowText)]
+	}
 	return f
+}
+
+// sendEffect reads a send effect ("send data=<what> ... to=<where>"): data from a file or
+// standard input comes from elsewhere; a literal value is free text.
+func sendEffect(text string) send {
+	s := send{via: ViaElsewhere}
+	switch data := effectAttr(text, "data"); {
+	case strings.HasPrefix(data, "url:"):
+		s.via = ViaText // found in the URL, which the command's own facets hold
+	case data != "" && data != "stdin" && !strings.HasPrefix(data, "stdin:") && !strings.HasPrefix(data, "file:"):
+		s.via, s.text = ViaFree, []string{data}
+	}
+	if to := effectAttr(text, "to"); to != "" {
+		s.dest = hostOfURL(to)
+	}
+	return s
+}
+
+// effectAttr is the value of an effect's key=value attribute, a quoted one unquoted.
+func effectAttr(text, key string) string {
+	i := strings.Index(text, " "+key+"=")
+	if i < 0 {
+		return ""
+	}
+	v := text[i+len(key)+2:]
+	if strings.HasPrefix(v, `"`) {
+		v, _, _ = strings.Cut(v[1:], `"`)
+		return v
+	}
+	v, _, _ = strings.Cut(v, " ")
+	return v
+}
+
+// strongerVia is the way of the two that may carry more: elsewhere over free over text.
+func strongerVia(a, b string) string {
+	order := map[string]int{"": 0, ViaText: 1, ViaFree: 2, ViaElsewhere: 3}
+	if order[b] > order[a] {
+		return b
+	}
+	return a
 }
 
 // trusted reports whether a source or destination ("web:host", "mcp:server", a host) is one the
@@ -276,7 +391,7 @@ func (c *Classifier) trusted(what string) bool {
 	if what == "" {
 		return false
 	}
-	name := strings.TrimPrefix(what, "web:")
+	name := strings.TrimPrefix(strings.TrimPrefix(what, "web:"), "dns:")
 	for _, t := range c.policy.TrustedSources {
 		if strings.EqualFold(t, name) || strings.EqualFold(t, what) || strings.HasSuffix(strings.ToLower(name), "."+strings.ToLower(t)) {
 			return true
@@ -298,7 +413,7 @@ func (c *Classifier) JudgeFlow(line string) (Verdict, bool) {
 // flow a rule found (the untrusted content taken in, the private data read, this send), for the
 // record; the reason names them too.
 func (c *Classifier) WithFlow(v Verdict, st flow.State, f Facets, call, tool string) (_ Verdict, flowed []string) {
-	fv, ok := c.JudgeFlow(st.Line(f.Send))
+	fv, ok := c.JudgeFlow(st.Line(f.Send, Carried(st, f)))
 	if !ok {
 		return v, nil
 	}
@@ -308,6 +423,30 @@ func (c *Classifier) WithFlow(v Verdict, st flow.State, f Facets, call, tool str
 		return fv, flowed
 	}
 	return v, flowed
+}
+
+// Carried says what a send f may carry out of the session st, for its flow line: "read" when
+// its text holds data the session read (see flow.State.Carries); "unknown" when its data comes
+// from elsewhere, or is free text while the session's private read is not yet seen; "encoded"
+// when its text holds an encoded-looking token while that read is not yet seen; "none" when
+// what the session read is known and the call carries none of it. "" for a call that sends
+// nothing.
+func Carried(st flow.State, f Facets) string {
+	switch {
+	case f.Send == "":
+		return ""
+	case st.Private != nil && st.Carries(f.Text):
+		return "read"
+	case f.Via == ViaElsewhere:
+		return "unknown"
+	case st.Knows():
+		return "none"
+	case f.Via == ViaFree:
+		return "unknown"
+	case f.Encoded:
+		return "encoded"
+	}
+	return "none"
 }
 
 // rank orders verdicts by strictness: an applied deny over an ask over an allow, and anything

@@ -18,6 +18,9 @@ import (
 // positions, under the folder's path (see collector's lane, which writes it).
 func NoteKey(sessionDir string) string { return sessionDir + "#f" }
 
+// maxNote bounds a note read back: two marks and maxPrints prints.
+const maxNote = 8 << 10
+
 // maxWhat bounds what a mark keeps of a source or a path.
 const maxWhat = 160
 
@@ -27,12 +30,18 @@ type Mark struct {
 	Tool string    `json:"tool"`
 	What string    `json:"what"` // the source taken in, or what was read
 	At   time.Time `json:"at"`
+	// Seen: what the call read has been taken in as prints (a private read's result, from the
+	// transcript); until then a send is judged by its shape alone.
+	Seen bool `json:"seen,omitempty"`
 }
 
 // State is a session's flow.
 type State struct {
 	Untrusted *Mark `json:"untrusted,omitempty"`
 	Private   *Mark `json:"private,omitempty"`
+	// Prints are what the session's private reads held, as hashes (see Learn): base64 of
+	// little-endian uint32s, decoded only when a send is judged.
+	Prints string `json:"prints,omitempty"`
 }
 
 // Take notes what a judged call took in and read (each "" when nothing); a call that was not
@@ -46,9 +55,9 @@ func (s *State) Take(untrusted, private, call, tool string, at time.Time) {
 	}
 }
 
-// Line is the flow line of a call that sends to dest (see classifier.TargetFlow): "" for a call
-// that sends nothing.
-func (s *State) Line(dest string) string {
+// Line is the flow line of a call that sends to dest (see classifier.TargetFlow), carrying what
+// carries says (classifier.Carried): "" for a call that sends nothing.
+func (s *State) Line(dest, carries string) string {
 	if dest == "" {
 		return ""
 	}
@@ -59,6 +68,9 @@ func (s *State) Line(dest string) string {
 	}
 	if s.Untrusted != nil {
 		b.WriteString(" untrusted=" + word(s.Untrusted.Call+":"+s.Untrusted.What))
+	}
+	if carries != "" {
+		b.WriteString(" carries=" + word(carries))
 	}
 	return b.String()
 }
@@ -87,7 +99,7 @@ func (s *State) Marshal() []byte {
 // Restore reads a note Marshal wrote; anything else leaves the state empty.
 func Restore(note []byte) State {
 	var s State
-	if len(note) == 0 || len(note) > 4<<10 || json.Unmarshal(note, &s) != nil {
+	if len(note) == 0 || len(note) > maxNote || json.Unmarshal(note, &s) != nil {
 		return State{}
 	}
 	for _, m := range []*Mark{s.Untrusted, s.Private} {

@@ -42,7 +42,19 @@ type Item struct {
 	// see it: its input failed the tool's schema, the tool does not exist, or its execution was
 	// discarded (CLI 2.1.332's own words). Nothing else says a call with no judgement did not run.
 	NeverRan bool
+	// Content is a Result's content as the line holds it (valid only while the line is: a
+	// Follower's callback); Text reads it.
+	Content json.RawMessage
 }
+
+// Text is what a Result showed the model, as text (its text parts joined), at most MaxResultText
+// bytes: what a call read, for the session's flow (package flow). Decoded only when asked: most
+// results are never read this way.
+func (it Item) Text() string { return resultText(it.Content) }
+
+// MaxResultText bounds the text kept of one result: a read's secrets sit in its first lines, and
+// a result can hold a whole file.
+const MaxResultText = 64 << 10
 
 // beforeHooks are how the CLI's results begin when a call stopped before the PreToolUse hooks.
 var beforeHooks = []string{
@@ -52,20 +64,36 @@ var beforeHooks = []string{
 	"InputValidationError",
 }
 
-// neverRan reports whether an error result's content is one of beforeHooks.
-func neverRan(content json.RawMessage) bool {
-	text := ""
+// resultText is a result's content as text: a string, or its text parts joined by newlines
+// (images and other parts are left out), cut at MaxResultText.
+func resultText(content json.RawMessage) string {
 	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s[:min(len(s), MaxResultText)]
+	}
 	var parts []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	switch {
-	case json.Unmarshal(content, &s) == nil:
-		text = s
-	case json.Unmarshal(content, &parts) == nil && len(parts) > 0 && parts[0].Type == "text":
-		text = parts[0].Text
+	if json.Unmarshal(content, &parts) != nil {
+		return ""
 	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" || b.Len() >= MaxResultText {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.Text[:min(len(p.Text), MaxResultText-b.Len())])
+	}
+	return b.String()
+}
+
+// neverRan reports whether an error result's content is one of beforeHooks.
+func neverRan(content json.RawMessage) bool {
+	text := resultText(content)
 	for _, p := range beforeHooks {
 		if strings.HasPrefix(strings.TrimSpace(text), p) {
 			return true
@@ -130,7 +158,8 @@ func parseBlocks(l line) []Item {
 		case l.Type == "assistant" && b.Type == "tool_use" && validID(b.ID):
 			items = append(items, Item{Kind: Use, ToolUseID: b.ID, Tool: b.Name, Input: b.Input, Cwd: l.Cwd})
 		case l.Type == "user" && b.Type == "tool_result" && validID(b.ToolUseID):
-			items = append(items, Item{Kind: Result, ToolUseID: b.ToolUseID, IsError: b.IsError, NeverRan: b.IsError && neverRan(b.Content)})
+			items = append(items, Item{Kind: Result, ToolUseID: b.ToolUseID, IsError: b.IsError, NeverRan: b.IsError && neverRan(b.Content),
+				Content: b.Content})
 		}
 	}
 	return items
