@@ -222,12 +222,19 @@ func variants(text string, depth int) []string {
 }
 
 // encodedRuns are text's runs of base64 or hex characters long enough to hold a print once
-// decoded.
+// decoded; a run with slashes (base64's, or a path's) also gives its pieces.
 func encodedRuns(text string) []string {
-	return slicesFilter(strings.FieldsFunc(text, func(r rune) bool {
+	var out []string
+	for _, r := range strings.FieldsFunc(text, func(r rune) bool {
 		// '=' ends a run: padding is not needed to decode, and key=value is not data.
 		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '+' || r == '/' || r == '-' || r == '_')
-	}), func(s string) bool { return len(s) >= 12 })
+	}) {
+		out = append(out, r)
+		if strings.Contains(r, "/") {
+			out = append(out, strings.Split(r, "/")...)
+		}
+	}
+	return slicesFilter(out, func(s string) bool { return len(s) >= 12 })
 }
 
 // decodings are what run decodes to as hex, and as base64 (standard or URL alphabet, padded or

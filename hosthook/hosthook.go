@@ -35,6 +35,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
+	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
 // maxPayload bounds what the hook reads from stdin when no config says otherwise.
@@ -213,6 +214,7 @@ func (j Judgement) Decide(ctx context.Context, data []byte, started time.Time) (
 			var note []byte
 			if note, c.FlowErr = j.FlowNote(place.Dir); c.FlowErr == nil {
 				c.Flow = flow.Restore(note)
+				c.Learn = learnPending(p.TranscriptPath)
 			}
 		}
 	}
@@ -323,6 +325,38 @@ func getenv(env managedconfig.Env, key string) string {
 	}
 	return env.Getenv(key)
 }
+
+// learnPending is a judgement's Learn (see judgement.Call) in the user's own hook: it reads the
+// end of the transcript the CLI names until the latest private read's result is there, for at
+// most learnWait (the CLI writes it while this hook runs; the daemon, which notes it in the
+// flow, reads transcripts within a second). This process is the user's, and the transcript the
+// CLI's, on the Mac.
+func learnPending(transcriptPath string) func(flow.State) flow.State {
+	return func(st flow.State) flow.State {
+		if transcriptPath == "" {
+			return st
+		}
+		deadline := time.Now().Add(learnWait)
+		for {
+			text, found, err := transcript.ResultIn(transcriptPath, st.Private.Call, pendingTail)
+			if found {
+				st.Learn(st.Private.Call, text)
+				return st
+			}
+			if err != nil || !time.Now().Before(deadline) {
+				return st
+			}
+			time.Sleep(learnPoll)
+		}
+	}
+}
+
+// pendingTail is how much of a transcript's end learnPending reads: the read's result is among
+// the last lines, since the call being judged was made right after it.
+const pendingTail = 512 << 10
+
+// learnWait and learnPoll: see the lane's, which these follow.
+const learnWait, learnPoll = time.Second, 20 * time.Millisecond
 
 // readFlowNote reads a session's flow from the daemon's offsets store (read only: the daemon
 // writes it).

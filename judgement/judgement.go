@@ -71,6 +71,10 @@ type Call struct {
 	// read (the call is judged without it, and a send's record says so).
 	Flow    flow.State
 	FlowErr error
+	// Learn, when set, brings Flow up to date with what the session's latest private read
+	// showed (its result in the transcript), for a call that sends while that read is not yet
+	// seen. It may wait a little: the CLI writes a result while the next call's hooks run.
+	Learn func(flow.State) flow.State
 	// Quarantined is why the session is quarantined; "" when it is not.
 	Quarantined string
 	// CLIVersion is the session's Claude Code version, when known.
@@ -158,7 +162,11 @@ func (j Judge) Decide(ctx context.Context, c Call) Outcome {
 	if c.Door.Waits() || flowCall == "" {
 		flowCall = cmp.Or(c.Payload.ToolUseID, "this call") // a host hook's rid is its own, named nowhere else
 	}
-	v, flowed := j.withFlow(v, c.Flow, facets, flowCall, c.Payload.ToolName)
+	st := c.Flow
+	if facets.Send != "" && c.Learn != nil && st.Private != nil && !st.Private.Seen {
+		st = c.Learn(st)
+	}
+	v, flowed := j.withFlow(v, st, facets, flowCall, c.Payload.ToolName)
 	if c.FlowErr != nil && facets.Send != "" {
 		flowed = append(flowed, "judged without the session's flow: "+c.FlowErr.Error())
 	}

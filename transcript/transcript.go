@@ -9,8 +9,14 @@
 package transcript
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
@@ -166,3 +172,45 @@ func parseBlocks(l line) []Item {
 }
 
 func validID(id string) bool { return id != "" && len(id) <= maxID }
+
+// ResultIn looks for the result of the call toolUseID in the last tail bytes of the transcript at
+// path, for a judgement that needs it before a follower has read it: the text the call showed,
+// and whether a result was found (an error result is found, holding no text). The file is read
+// as a transcript is everywhere: never through a link, never from anything but a regular file.
+func ResultIn(path, toolUseID string, tail int64) (text string, found bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", false, fmt.Errorf("open transcript %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", false, fmt.Errorf("stat transcript %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", false, fmt.Errorf("transcript %s is not a regular file", path)
+	}
+	off := max(0, fi.Size()-tail)
+	data := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(data, off); err != nil && !errors.Is(err, io.EOF) {
+		return "", false, fmt.Errorf("read transcript %s: %w", path, err)
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	if off > 0 {
+		lines = lines[1:] // the first is a part of a line
+	}
+	for _, line := range lines {
+		if !bytes.Contains(line, []byte(toolUseID)) {
+			continue // most lines: not parsed at all
+		}
+		for _, it := range Parse(line) {
+			if it.Kind == Result && it.ToolUseID == toolUseID {
+				if it.IsError {
+					return "", true, nil
+				}
+				return it.Text(), true, nil
+			}
+		}
+	}
+	return "", false, nil
+}

@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -122,5 +125,37 @@ func TestAnErrorResultFromBeforeTheHooksIsToldApart(t *testing.T) {
 		if len(items) != 1 || items[0].NeverRan != c.want {
 			t.Errorf("%s: items %+v, want NeverRan %v", name, items, c.want)
 		}
+	}
+}
+
+func TestResultInFindsACallsResultAtTheTranscriptsEnd(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.jsonl")
+	lines := strings.Repeat(`{"type":"user","message":{"content":"padding padding padding"}}`+"\n", 200) +
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_read","content":[{"type":"text","text":"KEY=sk-test-0123456789"}]}]}}` + "\n" +
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_fail","content":"Error: no such file","is_error":true}]}}` + "\n"
+	if err := os.WriteFile(p, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if text, found, err := ResultIn(p, "toolu_read", 1024); err != nil || !found || text != "KEY=sk-test-0123456789" {
+		t.Fatalf("the read's result: %q %v %v", text, found, err)
+	}
+	if text, found, err := ResultIn(p, "toolu_fail", 1024); err != nil || !found || text != "" {
+		t.Fatalf("an error result: %q %v %v", text, found, err)
+	}
+	if _, found, _ := ResultIn(p, "toolu_none", 1024); found {
+		t.Fatal("a result for a call the transcript does not show")
+	}
+	link := filepath.Join(dir, "link.jsonl")
+	os.Symlink(p, link)
+	if _, _, err := ResultIn(link, "toolu_read", 1024); err == nil {
+		t.Fatal("read through a link")
+	}
+	fifo := filepath.Join(dir, "fifo.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ResultIn(fifo, "toolu_read", 1024); err == nil {
+		t.Fatal("read from a FIFO")
 	}
 }

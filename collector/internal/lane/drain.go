@@ -41,6 +41,8 @@ func (l *Lane) pass(ctx context.Context, w Work) {
 		return
 	}
 	defer done()
+	l.open = s // for a judgement that must read the transcripts first (see learnPending)
+	defer func() { l.open = nil }()
 	// One look at each folder per pass: a folder the agent replaces meanwhile is followed from
 	// the next pass on, which the watch on the folder above, or the rescan, starts.
 	defer s.Hold()()

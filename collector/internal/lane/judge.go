@@ -22,6 +22,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
 	"github.com/coworkbridge/coworkbridge/telemetry"
+	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
 // outcome is one line's result, counted once its record is in the decision log.
@@ -97,7 +98,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 		l.tier.hostCall(pl.ToolUseID, pl.ToolName, l.env.Now())
 	}
 	c := l.call(src, env.RID, waiting)
-	c.Payload, c.Flow, c.Quarantined = pl, l.FlowNow(), l.quarantined()
+	c.Payload, c.Flow, c.Quarantined, c.Learn = pl, l.FlowNow(), l.quarantined(), l.learnPending(p)
 	if c.InVM() {
 		c.Read = runfile.Reader{Session: src.s.Dir(), VM: true}.Read
 	} else {
@@ -224,6 +225,56 @@ func (l *Lane) takeFlow(f classifier.Facets, call, tool string) {
 	l.env.Offsets.SetNote(flow.NoteKey(l.dir), note)
 	l.res.Commit = true
 }
+
+// learnFlow takes in what the session's latest private read showed the model, from its result
+// in a transcript, so that a send is judged by whether it carries that (flow.State.Learn).
+// A read that failed read nothing: it is seen, holding nothing.
+func (l *Lane) learnFlow(it transcript.Item) {
+	if it.Kind != transcript.Result {
+		return
+	}
+	text := ""
+	if !it.IsError {
+		text = it.Text()
+	}
+	l.flowMu.Lock()
+	l.loadFlowLocked()
+	var note []byte
+	learnt := l.flow.Private != nil && l.flow.Private.Call == it.ToolUseID && l.flow.Learn(it.ToolUseID, text)
+	if learnt {
+		note = l.flow.Marshal()
+	}
+	l.flowMu.Unlock()
+	if learnt {
+		l.env.Offsets.SetNote(flow.NoteKey(l.dir), note)
+		l.res.Commit = true
+	}
+}
+
+// learnPending is a judgement's Learn (see judgement.Call): it reads the session's transcripts
+// until the latest private read's result is there, for at most learnWait. The CLI writes that
+// result while the next call's hooks run, so a send judged at once would find it missing and
+// be judged by its shape alone.
+func (l *Lane) learnPending(p *Policy) func(flow.State) flow.State {
+	return func(st flow.State) flow.State {
+		if l.open == nil {
+			return st
+		}
+		deadline := l.env.Now().Add(learnWait)
+		for {
+			l.reconcile(l.open, p, true)
+			if cur := l.FlowNow(); cur.Knows() || !l.env.Now().Before(deadline) {
+				return cur
+			}
+			time.Sleep(learnPoll)
+		}
+	}
+}
+
+// learnWait bounds how long a send waits for the session's latest private read to be seen;
+// learnPoll is how often the transcripts are read meanwhile. The CLI 2.1.332 wrote the result
+// within half a second of the next call's hook starting, in every run tried.
+const learnWait, learnPoll = time.Second, 20 * time.Millisecond
 
 func (l *Lane) loadFlowLocked() {
 	if !l.flowReady {

@@ -209,6 +209,8 @@ type Lane struct {
 	flowMu    sync.Mutex
 	flow      flow.State
 	flowReady bool
+	// open is the session folder during a pass, nil outside one.
+	open *session.Session
 	// socket takes the receipts of the session's calls a system daemon judged (HostJudged).
 	socket socketDoor
 	// plants tells our writes in the bridge folder from the agent's; its own lock (the watcher

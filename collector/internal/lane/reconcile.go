@@ -105,6 +105,7 @@ func (l *Lane) reconcile(s *session.Session, p *Policy, force bool) {
 		}
 		for _, it := range items {
 			found = append(found, r.calls.Take(it, now)...)
+			l.learnFlow(it)
 			if it.Kind != transcript.Use {
 				continue
 			}
