@@ -74,7 +74,7 @@ type Call struct {
 	// Learn, when set, brings Flow up to date with what the session's latest private read
 	// showed (its result in the transcript), for a call that sends while that read is not yet
 	// seen. It may wait a little: the CLI writes a result while the next call's hooks run.
-	Learn func(flow.State) flow.State
+	Learn func(flow.State) flow.State `json:"-"`
 	// Quarantined is why the session is quarantined; "" when it is not.
 	Quarantined string
 	// CLIVersion is the session's Claude Code version, when known.

@@ -57,6 +57,11 @@ func (r *remoteRules) current() (managedconfig.Config, *realpath.Cache) {
 func (r *remoteRules) Decide(ctx context.Context, c judgement.Call) judgement.Outcome {
 	cfg, places := r.current()
 	c.Resolved = resolution(c.Payload, places, c.Read)
+	if c.Learn != nil && c.Flow.Private != nil && !c.Flow.Private.Seen {
+		// Root cannot read the user's transcripts, and whether the call sends is root's to
+		// say: the worker brings the flow up to date before any call after a private read.
+		c.Flow = c.Learn(c.Flow)
+	}
 	d := decision{Call: c}
 	if c.FlowErr != nil {
 		d.Call.FlowErr, d.FlowErr = nil, c.FlowErr.Error()
