@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/claudehook"
 )
 
 // A path rule is a regular expression over the path a call names, written for paths as they are
@@ -181,8 +182,7 @@ func linkedItems(items []item, where func(string) (string, bool)) []item {
 	n, looked := len(items), 0
 	for i := 0; i < n && looked < maxLinked; i++ {
 		it := items[i]
-		if it.target != TargetRead && it.target != TargetEdit || globbed(it.text) ||
-			!strings.HasPrefix(it.text, "/") && !strings.HasPrefix(it.text, "~/") {
+		if !linkable(it) {
 			continue
 		}
 		looked++
@@ -194,6 +194,35 @@ func linkedItems(items []item, where func(string) (string, bool)) []item {
 		}
 	}
 	return items
+}
+
+// linkable reports an item whose path a shell on the Mac would follow links along: a read or
+// a write of an absolute path, not a pattern.
+func linkable(it item) bool {
+	return (it.target == TargetRead || it.target == TargetEdit) && !globbed(it.text) &&
+		(strings.HasPrefix(it.text, "/") || strings.HasPrefix(it.text, "~/"))
+}
+
+// LinkPaths are the paths of a shell command that Call.Where is asked about, in the same order
+// and bound: for a door that works out where they lead in another process (a system daemon
+// asks the user's worker, who sees the user's links) and hands the answers back as a table.
+// Nil for a call that is not a shell command. What a command names does not depend on the
+// policy: any classifier gives the same.
+func (c *Classifier) LinkPaths(p claudehook.Payload) []string {
+	if normalisedTool(p.ToolName) != "Bash" || c.denyAll != "" {
+		return nil
+	}
+	items, _ := c.items(p, machine{})
+	var out []string
+	for _, it := range items {
+		if len(out) == maxLinked {
+			break
+		}
+		if linkable(it) {
+			out = append(out, it.text)
+		}
+	}
+	return out
 }
 
 // globBase is the folder a pattern's literal part names: where a listing by it starts.

@@ -115,6 +115,10 @@ type Resolution struct {
 	// Files are the files the call runs, as the door read them (classifier.ReadRuns); nil:
 	// none read.
 	Files map[string]string `json:",omitempty"`
+	// Where is where the Mac's links take the paths the call's shell command names
+	// (classifier.LinkPaths), as the user sees them: only those that lead elsewhere. A door
+	// that cannot follow the user's links itself (a system daemon) judges the command with it.
+	Where map[string]string `json:",omitempty"`
 }
 
 // Outcome is what the judgement decided, for the door to carry out.
@@ -232,6 +236,9 @@ func (j Judge) evaluate(ctx context.Context, c Call) (v classifier.Verdict, fail
 			return r.Payload, true
 		}
 		call.Files = r.Files
+		if call.Where == nil && r.Where != nil {
+			call.Where = func(p string) (string, bool) { w, ok := r.Where[p]; return w, ok }
+		}
 	}
 	if call.Files == nil {
 		call.Read = c.Read

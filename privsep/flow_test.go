@@ -3,9 +3,13 @@ package privsep
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/judgement"
@@ -58,5 +62,48 @@ func TestAWorkerLearnsThePrivateReadBeforeRootJudgesASend(t *testing.T) {
 	}
 	if learnt != 2 {
 		t.Errorf("learnt %d times, want once per call", learnt)
+	}
+}
+
+// A host call's shell command on the Mac, in system mode: the worker follows the user's links
+// for the paths it names, and root judges the command with where they lead (a link in the
+// project to the keys folder is the keys folder). A path that is no link is not in the table.
+func TestTheWorkerTellsRootWhereTheUsersLinksTakeAShellCommandsPaths(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".ssh", "notes"), []byte("x"), 0o600)
+	os.MkdirAll(filepath.Join(home, "proj"), 0o755)
+	os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(home, "proj", "k"))
+	os.WriteFile(filepath.Join(home, "proj", "plain.txt"), []byte("x"), 0o644)
+	rules := &remoteRules{now: time.Now}
+	rules.set(Setup{})
+	w := &work{opts: WorkerOptions{Home: home}, rules: rules, linker: sync.OnceValue(func() *classifier.Classifier {
+		cls, _ := classifier.New(classifier.Policy{})
+		return cls
+	})}
+	payload := func(cmd string) claudehook.Payload {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		return claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: filepath.Join(home, "proj")}
+	}
+	linked := payload("cat " + filepath.Join(home, "proj", "k", "notes"))
+	where := w.where(linked)
+	if where[filepath.Join(home, "proj", "k", "notes")] != "~/.ssh/notes" {
+		t.Fatalf("where the link leads: %v", where)
+	}
+	if got := w.where(payload("cat " + filepath.Join(home, "proj", "plain.txt"))); len(got) != 0 {
+		t.Fatalf("a plain file's path is in the table: %v", got)
+	}
+	cls, err := policy.Compile(managedconfig.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := judgement.Judge{Cfg: managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Enforce}, Rules: cls}
+	call := judgement.Call{Door: judgement.Socket, Payload: linked, Waiting: true}
+	if o := j.Decide(context.Background(), call); o.Verdict.Decision != claudehook.Allow {
+		t.Fatalf("judged as written, the command was already refused (%s): the test shows nothing", o.Verdict.RuleID)
+	}
+	call.Resolved = &judgement.Resolution{Where: where}
+	if o := j.Decide(context.Background(), call); o.Verdict.Decision == claudehook.Allow {
+		t.Fatalf("the command reading the keys through a link was allowed with the worker's table: %+v", o.Verdict)
 	}
 }

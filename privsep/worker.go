@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/injector"
@@ -60,7 +61,11 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	}
 	l := newLink(conn, workerFrame, 4)
 	level := new(slog.LevelVar)
-	w := &work{link: l, opts: opts, level: level, setups: make(chan pendingSetup, 1)}
+	w := &work{link: l, opts: opts, level: level, setups: make(chan pendingSetup, 1),
+		linker: sync.OnceValue(func() *classifier.Classifier {
+			cls, _ := classifier.New(classifier.Policy{})
+			return cls
+		})}
 	w.rules = &remoteRules{link: l, now: opts.Now}
 	w.rules.set(Setup{})
 	w.health = newHealthQueue(l)
@@ -122,6 +127,8 @@ type work struct {
 	rules *remoteRules
 	// health carries what the guard's parts tell health to root, in batches.
 	health *healthQueue
+	// linker reads the paths a command names (see where); made on first use.
+	linker func() *classifier.Classifier
 }
 
 // pendingSetup is a setup on its way to Work's goroutine; done closes once it is in force, or
@@ -203,8 +210,13 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		}
 		// A host hook's call: its shell runs on the Mac, or for the host loop's shell tool, in
 		// the VM, whose files this worker cannot see as the VM does (they are asked about).
-		read := runfile.Reader{Home: w.opts.Home, VM: judgement.Call{Door: judgement.Socket, Payload: p}.InVM()}.Read
-		return resolution(p, w.places(), read), nil
+		inVM := judgement.Call{Door: judgement.Socket, Payload: p}.InVM()
+		read := runfile.Reader{Home: w.opts.Home, VM: inVM}.Read
+		r := resolution(p, w.places(), read)
+		if !inVM {
+			r.Where = w.where(p)
+		}
+		return r, nil
 	case kindReceipt:
 		var r receiptNote
 		if err := json.Unmarshal(body, &r); err != nil {
@@ -218,6 +230,27 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown message %q", kind)
+}
+
+// where is where the user's links take the paths a shell command on the Mac names
+// (judgement.Resolution.Where): root judges the command, this worker follows the links as the
+// user. What a command names is read by a classifier of the default policy, made once.
+func (w *work) where(p claudehook.Payload) map[string]string {
+	cls := w.linker()
+	if cls == nil {
+		return nil
+	}
+	at := realpath.Where(w.opts.Home, filepath.EvalSymlinks, w.places().Get)
+	var out map[string]string
+	for _, path := range cls.LinkPaths(p) {
+		if r, ok := at(path); ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[path] = r
+		}
+	}
+	return out
 }
 
 // places are the protected places by identity as the user sees them, from the latest setup.
