@@ -295,8 +295,11 @@ func (c *Classifier) evaluateIn(ctx context.Context, p claudehook.Payload, own s
 	if v.Decision != "" {
 		return v
 	}
-	if m.where != nil && normalisedTool(p.ToolName) == "Bash" {
-		items = linkedItems(items, m.where)
+	// A shell's paths follow the machine's links (a file tool's are resolved by Call.Resolve);
+	// in the VM, where a file tool's path is the VM's, only a second name of a protected file is
+	// known, and it is known for every tool.
+	if m.where != nil && (normalisedTool(p.ToolName) == "Bash" || m.inVM) {
+		items = linkedItems(items, p.Cwd, m.where)
 	}
 	for i := range items {
 		items[i].inVM, items[i].sessionGuarded = m.inVM, m.sessionGuarded

@@ -1,11 +1,13 @@
 package classifier
 
 import (
+	"cmp"
 	"path"
 	"regexp/syntax"
 	"slices"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/classifier/effects"
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 )
@@ -178,17 +180,12 @@ const maxLinked = 64
 // linkedItems adds, for each path a shell command reads or writes that the machine's links or
 // the protected places' identities take elsewhere (k/notes where k is a link to ~/.ssh, a hard
 // link to a protected file), the same item at that place.
-func linkedItems(items []item, where func(string) (string, bool)) []item {
-	n, looked := len(items), 0
-	for i := 0; i < n && looked < maxLinked; i++ {
-		it := items[i]
-		if !linkable(it) {
-			continue
-		}
-		looked++
-		if r, ok := where(it.text); ok {
-			if c := facts.CanonPath(r, ""); c != it.text {
-				it.text = c
+func linkedItems(items []item, cwd string, where func(string) (string, bool)) []item {
+	for _, c := range linkCandidates(items, cwd) {
+		if r, ok := where(c.at); ok {
+			if canon := facts.CanonPath(r, ""); canon != c.it.text {
+				it := c.it
+				it.text = canon
 				items = append(items, it)
 			}
 		}
@@ -196,11 +193,50 @@ func linkedItems(items []item, where func(string) (string, bool)) []item {
 	return items
 }
 
-// linkable reports an item whose path a shell on the Mac would follow links along: a read or
-// a write of an absolute path, not a pattern.
-func linkable(it item) bool {
-	return (it.target == TargetRead || it.target == TargetEdit) && !globbed(it.text) &&
-		(strings.HasPrefix(it.text, "/") || strings.HasPrefix(it.text, "~/"))
+// linkCandidate is a path a shell on the Mac would follow links along (at: absolute, or from ~),
+// and the item it stands for.
+type linkCandidate struct {
+	at string
+	it item
+}
+
+// linkCandidates are the reads and writes of items a shell on the Mac reaches by a path, at most
+// maxLinked: absolute ones, and the bare names a reading program is given (cat notes, where notes
+// is a link or a second name of a protected file), made absolute from the folder the command
+// runs in (cwd, or the item's own after a cd). A pattern is left to the pattern rules.
+func linkCandidates(items []item, cwd string) []linkCandidate {
+	var out []linkCandidate
+	seen := map[string]bool{}
+	add := func(it item, p string) {
+		if len(out) >= maxLinked || globbed(p) {
+			return
+		}
+		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~/") {
+			dir := cmp.Or(it.cwd, cwd)
+			if !strings.HasPrefix(dir, "/") && !strings.HasPrefix(dir, "~/") {
+				return
+			}
+			p = path.Join(dir, p)
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, linkCandidate{at: p, it: it})
+		}
+	}
+	for _, it := range items {
+		switch {
+		case it.target == TargetRead || it.target == TargetEdit:
+			add(it, it.text)
+		case it.target == TargetBash && it.cmd != nil && effects.IsReader(it.cmd.Name):
+			read, _ := fileOperands(it.cmd)
+			for _, a := range read {
+				if !strings.Contains(a, "/") && !strings.HasPrefix(a, "-") {
+					add(item{target: TargetRead, text: a, cwd: it.cwd}, a)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // LinkPaths are the paths of a shell command that Call.Where is asked about, in the same order
@@ -214,13 +250,8 @@ func (c *Classifier) LinkPaths(p claudehook.Payload) []string {
 	}
 	items, _ := c.items(p, machine{})
 	var out []string
-	for _, it := range items {
-		if len(out) == maxLinked {
-			break
-		}
-		if linkable(it) {
-			out = append(out, it.text)
-		}
+	for _, cand := range linkCandidates(items, p.Cwd) {
+		out = append(out, cand.at)
 	}
 	return out
 }

@@ -59,3 +59,46 @@ func TestAShellPathIsJudgedWhereTheMachinesLinksLead(t *testing.T) {
 		t.Errorf("through the link: %+v, want read.secrets naming ~/.ssh/notes", v)
 	}
 }
+
+// A bare name a reading program is given is a path in the folder the command runs in: where the
+// machine's links, or a second name of a protected file, take it is judged too (cat hard.txt,
+// where hard.txt is a hard link to a key). LinkPaths lists, for a door in another process, the
+// same paths Where is asked about; in the VM, a file tool's path is asked about as well.
+func TestABareNameReadIsJudgedWhereItLeadsAndLinkPathsListsWhatWhereIsAsked(t *testing.T) {
+	c := newTestClassifier(t, Policy{})
+	bash := func(cmd, cwd string) claudehook.Payload {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		return claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: cwd}
+	}
+	var asked []string
+	where := func(path string) (string, bool) {
+		asked = append(asked, path)
+		if path == "/Users/ada/proj/hard.txt" || path == "/sessions/s/mnt/outputs/hard.txt" {
+			return "/Users/ada/.ssh/notes", true
+		}
+		return path, false
+	}
+	p := bash("cat hard.txt README.md && cd sub && head -n 3 notes", "/Users/ada/proj")
+	if v := c.EvaluateCall(context.Background(), Call{Payload: p}); v.Decision != claudehook.Allow {
+		t.Fatalf("as written: %+v, want allow", v)
+	}
+	v := c.EvaluateCall(context.Background(), Call{Payload: p, Where: where})
+	if v.Decision != claudehook.Deny || v.RuleID != "read.secrets" {
+		t.Errorf("a bare name that is a second name of a key: %+v", v)
+	}
+	want := []string{"/Users/ada/proj/hard.txt", "/Users/ada/proj/README.md", "~/proj/sub/notes"}
+	if got := c.LinkPaths(p); !slices.Equal(got, want) {
+		t.Errorf("LinkPaths = %q, want %q", got, want)
+	}
+	if !slices.Equal(asked, want) {
+		t.Errorf("Where was asked %q, LinkPaths lists %q", asked, want)
+	}
+	in, _ := json.Marshal(map[string]string{"file_path": "/sessions/s/mnt/outputs/hard.txt"})
+	read := claudehook.Payload{ToolName: "Read", ToolInput: in, Cwd: "/sessions/s/mnt/outputs"}
+	if v := c.EvaluateCall(context.Background(), Call{Payload: read, Where: where, InVM: true}); v.Decision != claudehook.Deny {
+		t.Errorf("a Read in the VM of a second name of a key: %+v", v)
+	}
+	if got := c.LinkPaths(read); got != nil {
+		t.Errorf("LinkPaths of a file tool: %q (its door resolves it)", got)
+	}
+}

@@ -51,6 +51,7 @@ func compilePlaces(ps []Place) []place {
 // coworkbridge's own folders and the sessions roots: for a caller that compares what a call
 // reaches by identity (the classifier itself never looks at the disk).
 func (c *Classifier) PlacePaths() (all, guard, sessions []string) {
+	all = c.SecretFolders()
 	for _, pl := range c.places {
 		all = append(all, pl.Path)
 		switch pl.Owner {
@@ -62,6 +63,31 @@ func (c *Classifier) PlacePaths() (all, guard, sessions []string) {
 	}
 	return all, guard, sessions
 }
+
+// SecretFolders are the folders the read rules protect, as their expressions name them from
+// their start (~/.ssh, ~/.aws, ~/Library/Keychains; see patternPaths): a second name of one of
+// them, or a hard link to a file inside, is that folder or that file (package realpath, given
+// the home for ~/).
+func (c *Classifier) SecretFolders() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range c.rules[TargetRead] {
+		for _, re := range r.Patterns {
+			for _, p := range c.patternPaths(re.src) {
+				if strings.HasPrefix(p, "~/") && !broadFolders[p] && !seen[p] {
+					seen[p] = true
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// broadFolders are where a read rule's expression stops being listable while most of what lies
+// below is no secret (~/.config/gh/hosts.yml is; the rest of ~/.config is not): searching them
+// for a file's other names would spend the search's bound on them.
+var broadFolders = map[string]bool{"~/Library": true, "~/.config": true, "~/.local": true, "~/.local/share": true}
 
 // contains reports whether path p (canonical) is the place or lies inside it. A Mac's disk does
 // not tell case apart, so neither does this.

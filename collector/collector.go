@@ -247,7 +247,7 @@ func (c *Collector) policy(cfg managedconfig.Config, cls *classifier.Classifier)
 	if c.opts.Rules != nil {
 		return lane.NewPolicy(cfg, c.opts.Rules)
 	}
-	return lane.NewPolicy(cfg, lane.Local(cfg, cls, c.opts.Now))
+	return lane.NewPolicy(cfg, lane.Local(cfg, cls, c.opts.Now, c.opts.Home))
 }
 
 // SetConfig puts a new configuration and classifier in force; the next line judged uses them.

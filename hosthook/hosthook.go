@@ -126,7 +126,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 	if err != nil && cls == nil {
 		return failureWith(enforce, "the policy in managed.json cannot be used (config_invalid): "+err.Error(), notices)
 	}
-	j := Judgement{Judge: judgeFor(cfg, cls, opts.Now), Env: env, ChannelRoot: paths.ChannelRoot(), Stamp: stamp,
+	j := Judgement{Judge: judgeFor(cfg, cls, opts.Now, cmp.Or(getenv(env, "HOME"), env.Home)), Env: env, ChannelRoot: paths.ChannelRoot(), Stamp: stamp,
 		Door: judgement.Hook, FlowNote: func(dir string) ([]byte, error) { return readFlowNote(paths.OffsetsFile(), dir) }}
 	rec, out := j.Decide(context.Background(), data, started)
 	if rec != nil {
@@ -172,9 +172,13 @@ type SessionState struct {
 
 // judgeFor is the judgement of the policy cls for a hook on this Mac: its paths also judged
 // where the Mac's links take them, the protected places known by identity.
-func judgeFor(cfg managedconfig.Config, cls *classifier.Classifier, now func() time.Time) judgement.Judge {
+// home is the user's, where the secret folders the read rules name are.
+func judgeFor(cfg managedconfig.Config, cls *classifier.Classifier, now func() time.Time, home string) judgement.Judge {
 	return judgement.Judge{Cfg: cfg, Rules: cls, Links: filepath.EvalSymlinks, Now: now,
-		Places: func() realpath.Identities { return realpath.Of(cls.PlacePaths()) }}
+		Places: func() realpath.Identities {
+			all, guard, sessions := cls.PlacePaths()
+			return realpath.Of(realpath.InHome(all, home), guard, sessions)
+		}}
 }
 
 // Decide judges the call whose payload is data and returns its record (nil when there is none to

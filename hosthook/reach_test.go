@@ -45,7 +45,7 @@ func TestAWriteThroughALinkIsJudgedWhereTheLinkLeads(t *testing.T) {
 		t.Fatalf("ownSession = %q, want %q", got, own)
 	}
 	judge := func(p claudehook.Payload) classifier.Verdict {
-		return judgeFor(managedconfig.Config{}, cls, nil).Decide(context.Background(), judgement.Call{Door: judgement.Hook, Payload: p, Own: own}).Verdict
+		return judgeFor(managedconfig.Config{}, cls, nil, "").Decide(context.Background(), judgement.Call{Door: judgement.Hook, Payload: p, Own: own}).Verdict
 	}
 	v := judge(write(filepath.Join(own, "outputs", "notes", "events.jsonl")))
 	if v.Decision != claudehook.Deny || v.RuleID != "path.guard-files" {

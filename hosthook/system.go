@@ -1,6 +1,7 @@
 package hosthook
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -99,7 +100,7 @@ func alone(env managedconfig.Env, system managedconfig.Paths, opts Options, star
 	if err != nil && cls == nil {
 		return nil // observe: nothing to block, and nothing judged to record
 	}
-	j := Judgement{Judge: judgeFor(cfg, cls, opts.Now), Env: env, Stamp: stamp, Door: judgement.Hook, Note: "judged by the hook alone: " + why}
+	j := Judgement{Judge: judgeFor(cfg, cls, opts.Now, cmp.Or(getenv(env, "HOME"), env.Home)), Env: env, Stamp: stamp, Door: judgement.Hook, Note: "judged by the hook alone: " + why}
 	rec, out := j.Decide(context.Background(), data, started)
 	if rec != nil {
 		dropped(*rec, stamp)

@@ -17,12 +17,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
+	"github.com/coworkbridge/coworkbridge/internal/runfile"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/ruleid"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -75,6 +77,9 @@ type Call struct {
 	// showed (its result in the transcript), for a call that sends while that read is not yet
 	// seen. It may wait a little: the CLI writes a result while the next call's hooks run.
 	Learn func(flow.State) flow.State `json:"-"`
+	// Home is the home of the user whose shell runs the call on the Mac, for the paths its
+	// command names from ~ (see Judge.where); "" where none applies.
+	Home string `json:"-"`
 	// Quarantined is why the session is quarantined; "" when it is not.
 	Quarantined string
 	// CLIVersion is the session's Claude Code version, when known.
@@ -243,6 +248,9 @@ func (j Judge) evaluate(ctx context.Context, c Call) (v classifier.Verdict, fail
 	if call.Files == nil {
 		call.Read = c.Read
 	}
+	if call.Where == nil && j.Links != nil {
+		call.Where = j.where(c)
+	}
 	v = j.Rules.EvaluateCall(ctx, call)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && (v.Decision != claudehook.Deny || v.ObserveOnly) {
 		// An engine that saw its budget end and still let the call through did not judge it.
@@ -264,6 +272,31 @@ func (j Judge) withFlow(v classifier.Verdict, st flow.State, f classifier.Facets
 func failure(why string) classifier.Verdict {
 	return classifier.Verdict{Decision: claudehook.Deny, RuleID: ruleid.ClassifierError,
 		Reason: "this tool call was blocked because " + why}
+}
+
+// where is, for a shell command a door in this process judges, where the paths it names lead
+// by identity (classifier.Call.Where): for a shell on the Mac, its links and the protected
+// places' identities, from the user's home; for a shell in the VM, a file of the session's
+// folder that is a hard link to a protected file (the VM sees the same file through its
+// mount, while its links are its own). nil when neither applies.
+func (j Judge) where(c Call) func(string) (string, bool) {
+	places := j.Places
+	if places == nil {
+		places = func() realpath.Identities { return realpath.Identities{} }
+	}
+	switch {
+	case c.InVM() && c.Own != "":
+		return func(p string) (string, bool) {
+			rel, ok := runfile.GuestPath(p)
+			if !ok || rel == "" {
+				return p, false
+			}
+			return realpath.HardLinked(filepath.Join(c.Own, rel), places)
+		}
+	case !c.InVM() && c.Home != "":
+		return realpath.Where(c.Home, j.Links, places)
+	}
+	return nil
 }
 
 // resolve is the call with its paths where the Mac's links take them, when that differs.

@@ -34,8 +34,10 @@ type remoteRules struct {
 	now  func() time.Time
 	mu   sync.Mutex
 	cfg  managedconfig.Config
-	// places are the protected places by identity, as the user sees them.
+	// places are the protected places by identity, as the user sees them; home is the user's,
+	// where the secret folders the read rules name are.
 	places *realpath.Cache
+	home   string
 }
 
 var _ collector.Rules = (*remoteRules)(nil)
@@ -45,7 +47,7 @@ func (r *remoteRules) set(s Setup) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cfg = s.Config
-	r.places = &realpath.Cache{For: identitiesFor, Now: r.now, Places: func() (all, guard, sessions []string) { return pl[0], pl[1], pl[2] }}
+	r.places = &realpath.Cache{For: identitiesFor, Now: r.now, Places: func() (all, guard, sessions []string) { return pl[0], pl[1], pl[2] }, Home: r.home}
 }
 
 func (r *remoteRules) current() (managedconfig.Config, *realpath.Cache) {

@@ -66,7 +66,7 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 			cls, _ := classifier.New(classifier.Policy{})
 			return cls
 		})}
-	w.rules = &remoteRules{link: l, now: opts.Now}
+	w.rules = &remoteRules{link: l, now: opts.Now, home: opts.Home}
 	w.rules.set(Setup{})
 	w.health = newHealthQueue(l)
 	w.log = slog.New(&logHandler{link: l, level: level, fallback: opts.Stderr.Handler()})

@@ -1,6 +1,8 @@
 package realpath
 
 import (
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,12 +15,29 @@ type Cache struct {
 	// For is how long the identities are trusted; Now the clock (nil: time.Now).
 	For time.Duration
 	Now func() time.Time
-	// Places are the policy's places (the classifier's PlacePaths).
+	// Places are the policy's places (the classifier's PlacePaths); Home is what ~/ in them
+	// stands for (the user's home; "": places written so are left out).
 	Places func() (all, guard, sessions []string)
+	Home   string
 
 	mu sync.Mutex
 	at time.Time
 	of *Identities
+}
+
+// InHome is paths with ~/ written as home; without a home, such paths are left out.
+func InHome(paths []string, home string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok {
+			if home == "" {
+				continue
+			}
+			p = filepath.Join(home, rest)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Get is the places by identity, taken again when older than For (or the clock went back).
@@ -30,7 +49,8 @@ func (c *Cache) Get() Identities {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.of == nil || now.Sub(c.at) > c.For || now.Before(c.at) {
-		ids := Of(c.Places())
+		all, guard, sessions := c.Places()
+		ids := Of(InHome(all, c.Home), guard, sessions)
 		c.at, c.of = now, &ids
 	}
 	return *c.of

@@ -1,9 +1,13 @@
 package realpath
 
 import (
+	"cmp"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -35,13 +39,19 @@ type Identities struct {
 	// path first names such a file: a hard link made anywhere (an outputs folder) to a file in a
 	// protected place is that file.
 	linked *linkIndex
+	// sessions are the sessions roots: a name inside one is a session's, which the calling
+	// session may own.
+	sessions []string
 }
 
 // linkIndex is the hard-linked files of the protected places, by identity.
 type linkIndex struct {
 	once  sync.Once
-	files map[fileID]string
+	files map[fileID][]string
 }
+
+// maxNames bounds the names kept of one hard-linked file.
+const maxNames = 8
 
 // Identify looks up each of paths (following links: a place reached through its link is still
 // the place) and remembers those that exist. stat nil: os.Stat.
@@ -109,7 +119,11 @@ func (ids Identities) still(place string, id fileID) bool {
 // Of is the identities of a policy's places: all of them, what lies directly in guard's folders
 // (see WithEntries), and the session folders below each of sessions (see SessionFolders).
 func Of(all, guard, sessions []string) Identities {
-	return Identify(append(WithEntries(all, guard), SessionFolders(sessions)...), nil)
+	ids := Identify(append(WithEntries(all, guard), SessionFolders(sessions)...), nil)
+	for _, s := range sessions {
+		ids.sessions = append(ids.sessions, filepath.Clean(s))
+	}
+	return ids
 }
 
 // sessionDepth is how far below a sessions root a session's folder lies (account, organisation,
@@ -180,7 +194,10 @@ const (
 )
 
 // hardLinked is the protected file path is another name of: a plain file with more than one
-// name whose identity is a file's inside a protected place.
+// name whose identity is a file's inside a protected place. A name outside the sessions roots (a
+// secret folder, coworkbridge's own) is preferred; a name inside one (a session's, perhaps the
+// caller's own) is given only for a path that is itself inside one, so that a protected file
+// named through a link is never renamed to the calling session's hard link to it.
 func (ids Identities) hardLinked(path string) (string, bool) {
 	fi, err := ids.stat(path)
 	if err != nil || !fi.Mode().IsRegular() || links(fi) < 2 || ids.linked == nil {
@@ -191,14 +208,51 @@ func (ids Identities) hardLinked(path string) (string, bool) {
 		return "", false
 	}
 	ids.linked.once.Do(func() { ids.linked.files = ids.linkedFiles() })
-	p, ok := ids.linked.files[id]
-	return p, ok && ids.still(p, id)
+	names := ids.linked.files[id]
+	for _, n := range names {
+		if n != path && !ids.inSessions(n) && ids.still(n, id) {
+			return n, true
+		}
+	}
+	if !ids.inSessions(path) {
+		return "", false
+	}
+	for _, n := range names {
+		if n != path && ids.still(n, id) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// HardLinked is the protected file path is another name of (see Identities.Place), for a path
+// named where no link is followed on this machine (a VM's view of a session's folder: its links
+// are the VM's): path itself, and every folder above it, must be no link.
+func HardLinked(path string, places func() Identities) (string, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || links(fi) < 2 {
+		return "", false
+	}
+	if real, err := filepath.EvalSymlinks(path); err != nil || real != filepath.Clean(path) {
+		return "", false
+	}
+	return places().hardLinked(path)
+}
+
+// inSessions reports whether p lies in a sessions root.
+func (ids Identities) inSessions(p string) bool {
+	for _, root := range ids.sessions {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // linkedFiles walks the protected places that are folders, through real folders only, and keeps
 // each plain file that has more than one name.
-func (ids Identities) linkedFiles() map[fileID]string {
-	out := map[fileID]string{}
+func (ids Identities) linkedFiles() map[fileID][]string {
+	out := map[fileID][]string{}
 	seen := 0
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
@@ -218,19 +272,32 @@ func (ids Identities) linkedFiles() map[fileID]string {
 				walk(name, depth+1)
 			case e.Type().IsRegular():
 				if fi, err := e.Info(); err == nil && links(fi) > 1 {
-					if id, ok := idOf(fi); ok {
-						out[id] = name
+					if id, ok := idOf(fi); ok && len(out[id]) < maxNames {
+						out[id] = append(out[id], name)
 					}
 				}
 			}
 		}
 	}
-	for _, place := range ids.places {
+	// The secret and guard folders first: the bound on entries is shared, and the sessions
+	// roots can hold many.
+	places := slices.Collect(maps.Values(ids.places))
+	slices.SortFunc(places, func(a, b string) int {
+		return cmp.Or(cmp.Compare(b2i(ids.inSessions(a)), b2i(ids.inSessions(b))), cmp.Compare(a, b))
+	})
+	for _, place := range places {
 		if fi, err := os.Lstat(place); err == nil && fi.IsDir() {
 			walk(place, 0)
 		}
 	}
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // links is how many names a file has (1 when it cannot be told).

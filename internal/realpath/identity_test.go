@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -217,5 +218,54 @@ func TestAFileGivenAReplacedPlacesInodeIsNotThatPlace(t *testing.T) {
 	st["/s/outputs/notes.md"] = 40 // the freed one, reused
 	if got, ok := ids.Place("/s/outputs/notes.md"); ok {
 		t.Errorf("Place = %q: a reused inode was taken for the place", got)
+	}
+}
+
+// A protected file with a second name inside the sessions root (the calling session's own hard
+// link to it) keeps its own name: it is never renamed to the session's file, which would let a
+// read through a link to the protected file pass as a read of the session's own. The session's
+// name, named, is the protected file; two names inside the sessions root are each other.
+func TestAProtectedFileIsNeverRenamedToASessionsHardLinkToIt(t *testing.T) {
+	dir := t.TempDir()
+	ssh := filepath.Join(dir, "home", ".ssh")
+	sessions := filepath.Join(dir, "sessions")
+	outputs := filepath.Join(sessions, "acct", "org", "local_a", "outputs")
+	other := filepath.Join(sessions, "acct", "org", "local_b", "outputs")
+	for _, d := range []string{ssh, outputs, other} {
+		os.MkdirAll(d, 0o700)
+	}
+	secret := filepath.Join(ssh, "notes")
+	os.WriteFile(secret, []byte("secret"), 0o600)
+	if err := os.Link(secret, filepath.Join(outputs, "hard.txt")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	os.WriteFile(filepath.Join(other, "plan.md"), []byte("b"), 0o600)
+	os.Link(filepath.Join(other, "plan.md"), filepath.Join(outputs, "plan.md"))
+	ids := Of([]string{ssh, sessions}, nil, []string{sessions})
+	if got, ok := ids.Place(secret); ok {
+		t.Errorf("the protected file was renamed to %s", got)
+	}
+	if got, ok := ids.Place(filepath.Join(outputs, "hard.txt")); !ok || got != secret {
+		t.Errorf("the session's hard link: %q %v, want %s", got, ok, secret)
+	}
+	if got, ok := ids.Place(filepath.Join(outputs, "plan.md")); !ok || got != filepath.Join(other, "plan.md") {
+		t.Errorf("a hard link to another session's file: %q %v", got, ok)
+	}
+	if got, ok := HardLinked(filepath.Join(outputs, "hard.txt"), func() Identities { return ids }); !ok || got != secret {
+		t.Errorf("HardLinked, as the VM's view is looked at: %q %v", got, ok)
+	}
+	os.Symlink(outputs, filepath.Join(dir, "via"))
+	if got, ok := HardLinked(filepath.Join(dir, "via", "hard.txt"), func() Identities { return ids }); ok {
+		t.Errorf("HardLinked followed a link the VM would not: %s", got)
+	}
+}
+
+func TestInHomeWritesTildePathsInTheHomeAndLeavesThemOutWithoutOne(t *testing.T) {
+	in := []string{"~/.ssh", "/etc/ssh", "~/.aws"}
+	if got := InHome(in, "/home/ada"); !slices.Equal(got, []string{"/home/ada/.ssh", "/etc/ssh", "/home/ada/.aws"}) {
+		t.Errorf("InHome = %q", got)
+	}
+	if got := InHome(in, ""); !slices.Equal(got, []string{"/etc/ssh"}) {
+		t.Errorf("InHome without a home = %q", got)
 	}
 }

@@ -78,7 +78,10 @@ func (r Reader) readGuest(p, rel string) (string, error) {
 	return readOpened(p, f, err)
 }
 
-// guestPath is p below a session's folder as the VM sees it (/sessions/<name>/mnt/<rel>).
+// GuestPath is p below a session's folder as the VM sees it (/sessions/<name>/mnt/<rel>): rel,
+// and whether p is such a path ("" for the mount itself).
+func GuestPath(p string) (rel string, ok bool) { return guestPath(p) }
+
 func guestPath(p string) (rel string, ok bool) {
 	rest, ok := strings.CutPrefix(path.Clean(p), "/sessions/")
 	if !ok {

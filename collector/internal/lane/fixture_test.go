@@ -117,7 +117,7 @@ func newLane(t testing.TB, mode managedconfig.Mode) *laneFixture {
 			ReconcileGrace: 5 * time.Second, ForgedAfter: time.Minute}}
 	cfg := managedconfig.Config{Mode: mode, CoworkEnabled: true, HookTimeout: 30 * time.Second,
 		DecisionTimeout: 10 * time.Second, RescanInterval: time.Hour, MaxLineBytes: 4096}
-	f.pol = NewPolicy(cfg, Local(cfg, cls, f.clock.Now))
+	f.pol = NewPolicy(cfg, Local(cfg, cls, f.clock.Now, ""))
 	f.lane = New(f.env, dir, "")
 	t.Cleanup(f.lane.Release)
 	return f

@@ -102,7 +102,7 @@ func (l *Lane) judge(ctx context.Context, src source, p *Policy, line spool.Line
 	if c.InVM() {
 		c.Read = runfile.Reader{Session: src.s.Dir(), VM: true}.Read
 	} else {
-		c.Read = runfile.Reader{Home: l.env.Home}.Read
+		c.Read, c.Home = runfile.Reader{Home: l.env.Home}.Read, l.env.Home
 	}
 	j := p.Rules.Decide(ctx, c)
 	if j.Ran() {
