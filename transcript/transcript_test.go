@@ -93,6 +93,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]}}`))
 	f.Add([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":false}]}}`))
 	f.Add([]byte(`{"type":"user","version":"2.1.329","message":{"content":"hi"}}`))
+	f.Add([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"a"},{"type":"image"},{"type":"text","text":"b"}]}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		items, version := ParseLine(data)
 		if _, ok := claudehook.ParseVersion(version); version != "" && !ok {
@@ -101,6 +102,19 @@ func FuzzParse(f *testing.F) {
 		for _, it := range items {
 			if it.ToolUseID == "" || len(it.ToolUseID) > maxID || (it.Kind != Use && it.Kind != Result) {
 				t.Fatalf("item %+v", it)
+			}
+			if text := it.Text(); len(text) > MaxResultText+1 {
+				t.Fatalf("a result's text of %d bytes, over %d", len(text), MaxResultText)
+			}
+		}
+		// The same line at a transcript's end, as a judgement looks for a result there.
+		p := filepath.Join(t.TempDir(), "s.jsonl")
+		if err := os.WriteFile(p, append([]byte("partial line\n"), data...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if _, _, err := ResultIn(p, it.ToolUseID, int64(len(data))+1); err != nil {
+				t.Fatalf("ResultIn: %v", err)
 			}
 		}
 	})
