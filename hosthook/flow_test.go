@@ -23,18 +23,7 @@ func TestTheHostHookJudgesASendByTheSessionsFlow(t *testing.T) {
 	if out := Answer(strings.NewReader(send), opts); len(out) != 0 {
 		t.Fatalf("a send in a session with no flow: %s", out)
 	}
-	// The daemon's note: the session took in a page and read a key.
-	var st flow.State
-	st.Take("web:issues.example", "", "toolu_page", "WebFetch", time.Now())
-	st.Take("", "~/.aws/credentials", "toolu_key", "Read", time.Now())
-	store, err := spool.OpenStore(filepath.Join(m.state, "offsets.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.SetNote(flow.NoteKey(filepath.Dir(configDir)), st.Marshal())
-	if err := store.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	pageThenKey(t, m, configDir)
 	out := Answer(strings.NewReader(send), opts)
 	if answer(out) != "ask" || !strings.Contains(string(out), "toolu_page") || !strings.Contains(string(out), "toolu_key") {
 		t.Fatalf("the send after the flow: %s", out)
@@ -60,17 +49,7 @@ func TestTheHostHookJudgesASendByWhatThePrivateReadShowedInTheTranscript(t *test
 	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`)
 	configDir, _ := m.coworkSession(t, "local_t")
 	opts := m.options(true, "CLAUDE_CONFIG_DIR", configDir)
-	var st flow.State
-	st.Take("web:issues.example", "", "toolu_page", "WebFetch", time.Now())
-	st.Take("", "~/.aws/credentials", "toolu_key", "Read", time.Now())
-	store, err := spool.OpenStore(filepath.Join(m.state, "offsets.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.SetNote(flow.NoteKey(filepath.Dir(configDir)), st.Marshal())
-	if err := store.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	pageThenKey(t, m, configDir)
 	const key = "zx-test-7Qm2Xv9Lp4Tz0123456789"
 	for _, c := range []struct {
 		name, url string
@@ -94,5 +73,22 @@ func TestTheHostHookJudgesASendByWhatThePrivateReadShowedInTheTranscript(t *test
 				t.Fatalf("asked %v, want %v: %s", got, c.asked, out)
 			}
 		})
+	}
+}
+
+// pageThenKey leaves the daemon's note of the session's flow: it took in a page (toolu_page),
+// then read a key (toolu_key), whose result is not yet seen.
+func pageThenKey(t *testing.T, m *mac, configDir string) {
+	t.Helper()
+	var st flow.State
+	st.Take("web:issues.example", "", "toolu_page", "WebFetch", time.Now())
+	st.Take("", "~/.aws/credentials", "toolu_key", "Read", time.Now())
+	store, err := spool.OpenStore(filepath.Join(m.state, "offsets.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.SetNote(flow.NoteKey(filepath.Dir(configDir)), st.Marshal())
+	if err := store.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }

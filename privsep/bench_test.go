@@ -40,16 +40,10 @@ func BenchmarkDecideInProcess(b *testing.B) {
 // socket pair, links followed on the worker's side, and its record sent back to be written:
 // the privilege separation's cost per VM-loop call.
 func BenchmarkDecideThroughTheLink(b *testing.B) {
-	a, w := pair(b)
 	r := &judgingRoot{judge: benchJudge(b)}
-	root := &worker{s: &Supervisor{Root: r}, user: User{Name: "ada"}}
-	lr, lw := newLink(a, 64<<20, 8), newLink(w, 64<<20, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go lr.run(ctx, root.handle)
-	go lw.run(ctx, func(context.Context, string, json.RawMessage) (any, error) { return nil, nil })
-	rules := &remoteRules{link: lw, now: time.Now}
-	rules.set(Setup{})
+	rules, lw := overTheLink(ctx, b, r)
 	sink := remoteSink{link: lw, max: 1 << 20}
 	c := benchCall()
 	for b.Loop() {
@@ -61,4 +55,17 @@ func BenchmarkDecideThroughTheLink(b *testing.B) {
 		r.recs = r.recs[:0]
 		r.mu.Unlock()
 	}
+}
+
+// overTheLink is a worker's judgement asked of root r over a socket pair, as in system mode; the
+// link runs until ctx ends.
+func overTheLink(ctx context.Context, tb testing.TB, r *judgingRoot) (*remoteRules, *link) {
+	a, w := pair(tb)
+	root := &worker{s: &Supervisor{Root: r}, user: User{Name: "ada"}}
+	lr, lw := newLink(a, 64<<20, 8), newLink(w, 64<<20, 4)
+	go lr.run(ctx, root.handle)
+	go lw.run(ctx, func(context.Context, string, json.RawMessage) (any, error) { return nil, nil })
+	rules := &remoteRules{link: lw, now: time.Now}
+	rules.set(Setup{})
+	return rules, lw
 }

@@ -24,16 +24,10 @@ func TestAWorkerLearnsThePrivateReadBeforeRootJudgesASend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, w := pair(t)
 	r := &judgingRoot{judge: judgement.Judge{Cfg: managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Enforce}, Rules: cls}}
-	root := &worker{s: &Supervisor{Root: r}, user: User{Name: "ada"}}
-	lr, lw := newLink(a, 64<<20, 8), newLink(w, 64<<20, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go lr.run(ctx, root.handle)
-	go lw.run(ctx, func(context.Context, string, json.RawMessage) (any, error) { return nil, nil })
-	rules := &remoteRules{link: lw, now: time.Now}
-	rules.set(Setup{})
+	rules, _ := overTheLink(ctx, t, r)
 
 	const key = "zx-test-7Qm2Xv9Lp4Tz0123456789"
 	var st flow.State
