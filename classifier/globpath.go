@@ -206,7 +206,6 @@ type linkCandidate struct {
 // runs in (cwd, or the item's own after a cd). A pattern is left to the pattern rules.
 func linkCandidates(items []item, cwd string) []linkCandidate {
 	var out []linkCandidate
-	seen := map[string]bool{}
 	add := func(it item, p string) {
 		if len(out) >= maxLinked || globbed(p) {
 			return
@@ -218,8 +217,7 @@ func linkCandidates(items []item, cwd string) []linkCandidate {
 			}
 			p = path.Join(dir, p)
 		}
-		if !seen[p] {
-			seen[p] = true
+		if !slices.ContainsFunc(out, func(c linkCandidate) bool { return c.at == p }) { // a few: no map
 			out = append(out, linkCandidate{at: p, it: it})
 		}
 	}

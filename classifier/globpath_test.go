@@ -102,3 +102,17 @@ func TestABareNameReadIsJudgedWhereItLeadsAndLinkPathsListsWhatWhereIsAsked(t *t
 		t.Errorf("LinkPaths of a file tool: %q (its door resolves it)", got)
 	}
 }
+
+func TestSecretFoldersAreTheReadRulesFoldersAndNoBroadOnes(t *testing.T) {
+	got := newTestClassifier(t, Policy{}).SecretFolders()
+	for _, want := range []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.netrc"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s is not among %q", want, got)
+		}
+	}
+	for _, broad := range []string{"~/.config", "~/Library", "~"} {
+		if slices.Contains(got, broad) {
+			t.Errorf("%s, too broad to search, is among %q", broad, got)
+		}
+	}
+}

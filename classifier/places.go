@@ -51,7 +51,6 @@ func compilePlaces(ps []Place) []place {
 // coworkbridge's own folders and the sessions roots: for a caller that compares what a call
 // reaches by identity (the classifier itself never looks at the disk).
 func (c *Classifier) PlacePaths() (all, guard, sessions []string) {
-	all = c.SecretFolders()
 	for _, pl := range c.places {
 		all = append(all, pl.Path)
 		switch pl.Owner {
@@ -67,8 +66,21 @@ func (c *Classifier) PlacePaths() (all, guard, sessions []string) {
 // SecretFolders are the folders the read rules protect, as their expressions name them from
 // their start (~/.ssh, ~/.aws, ~/Library/Keychains; see patternPaths): a second name of one of
 // them, or a hard link to a file inside, is that folder or that file (package realpath, given
-// the home for ~/).
+// the home for ~/). Listing them reads the rules' expressions, which a hook's process has not
+// parsed: it is done once, and only when a file with several names is looked up.
 func (c *Classifier) SecretFolders() []string {
+	if v, ok := c.globPaths.Load(secretFoldersKey); ok {
+		return v.([]string)
+	}
+	out := c.secretFolders()
+	c.globPaths.Store(secretFoldersKey, out)
+	return out
+}
+
+// secretFoldersKey keeps SecretFolders beside the patterns' paths: no expression is this.
+const secretFoldersKey = "\x00secret folders"
+
+func (c *Classifier) secretFolders() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range c.rules[TargetRead] {

@@ -253,6 +253,7 @@ func (d *Daemon) setupFor(on, unhook bool, t workerTuning) func(privsep.User) pr
 		st.Config = j.Cfg
 		st.Config.SessionsRoots, st.Config.HomeRoots = d.rootsOf(u), nil
 		st.Places[0], st.Places[1], st.Places[2] = cls.PlacePaths()
+		st.Secrets = cls.SecretFolders()
 		return st
 	}
 }

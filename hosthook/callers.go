@@ -156,7 +156,7 @@ func (c *Callers) callerOf(uid uint32, sv Serving) (*caller, error) {
 	if err != nil && cls == nil {
 		return nil, fmt.Errorf("compile the policy for %s: %w", u.Username, err)
 	}
-	places := &realpath.Cache{For: identitiesFor, Places: cls.PlacePaths, Home: u.HomeDir}
+	places := &realpath.Cache{For: identitiesFor, Places: cls.PlacePaths, Secrets: cls.SecretFolders, Home: u.HomeDir}
 	cl.cls = cls
 	cl.judge = judgement.Judge{Cfg: cl.cfg, Rules: cls, Links: filepath.EvalSymlinks, Places: places.Get}
 	if c.Resolve != nil { // the caller's worker follows the links, as the caller

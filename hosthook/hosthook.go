@@ -176,8 +176,11 @@ type SessionState struct {
 func judgeFor(cfg managedconfig.Config, cls *classifier.Classifier, now func() time.Time, home string) judgement.Judge {
 	return judgement.Judge{Cfg: cfg, Rules: cls, Links: filepath.EvalSymlinks, Now: now,
 		Places: func() realpath.Identities {
-			all, guard, sessions := cls.PlacePaths()
-			return realpath.Of(realpath.InHome(all, home), guard, sessions)
+			ids := realpath.Of(cls.PlacePaths())
+			if home == "" {
+				return ids
+			}
+			return ids.WithSecrets(func() []string { return realpath.InHome(cls.SecretFolders(), home) })
 		}}
 }
 

@@ -47,7 +47,9 @@ func (r *remoteRules) set(s Setup) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cfg = s.Config
-	r.places = &realpath.Cache{For: identitiesFor, Now: r.now, Places: func() (all, guard, sessions []string) { return pl[0], pl[1], pl[2] }, Home: r.home}
+	secrets := s.Secrets
+	r.places = &realpath.Cache{For: identitiesFor, Now: r.now, Places: func() (all, guard, sessions []string) { return pl[0], pl[1], pl[2] },
+		Secrets: func() []string { return secrets }, Home: r.home}
 }
 
 func (r *remoteRules) current() (managedconfig.Config, *realpath.Cache) {

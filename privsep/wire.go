@@ -38,6 +38,9 @@ type Setup struct {
 	// Places are the protected places' paths (all, the guard's, the sessions'), for the worker
 	// to know them by identity when it works out where a call's links lead.
 	Places [3][]string
+	// Secrets are the folders the read rules protect (~/.ssh), searched for a file's other
+	// names in the user's home.
+	Secrets []string `json:",omitempty"`
 	// Recorded are request ids of this user's already in the decision log: a spool line
 	// replayed after a crash is skipped, not recorded twice.
 	Recorded []string

@@ -15,10 +15,12 @@ type Cache struct {
 	// For is how long the identities are trusted; Now the clock (nil: time.Now).
 	For time.Duration
 	Now func() time.Time
-	// Places are the policy's places (the classifier's PlacePaths); Home is what ~/ in them
-	// stands for (the user's home; "": places written so are left out).
-	Places func() (all, guard, sessions []string)
-	Home   string
+	// Places are the policy's places (the classifier's PlacePaths). Secrets are the folders
+	// also searched for a file's other names (the classifier's SecretFolders), and Home what ~/
+	// in them stands for (the user's home; "": none is searched).
+	Places  func() (all, guard, sessions []string)
+	Secrets func() []string
+	Home    string
 
 	mu sync.Mutex
 	at time.Time
@@ -49,8 +51,11 @@ func (c *Cache) Get() Identities {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.of == nil || now.Sub(c.at) > c.For || now.Before(c.at) {
-		all, guard, sessions := c.Places()
-		ids := Of(InHome(all, c.Home), guard, sessions)
+		ids := Of(c.Places())
+		if c.Secrets != nil && c.Home != "" {
+			secrets, home := c.Secrets, c.Home
+			ids = ids.WithSecrets(func() []string { return InHome(secrets(), home) })
+		}
 		c.at, c.of = now, &ids
 	}
 	return *c.of

@@ -42,6 +42,17 @@ type Identities struct {
 	// sessions are the sessions roots: a name inside one is a session's, which the calling
 	// session may own.
 	sessions []string
+	// secrets, when set, are more folders searched for a file's other names (the read rules'
+	// folders, see WithSecrets), asked only when a file with several names is looked up.
+	secrets func() []string
+}
+
+// WithSecrets is ids that also search the folders secrets gives (absolute; asked once, when a
+// file with several names is first looked up) for a file's other names: a hard link to a key is
+// the key.
+func (ids Identities) WithSecrets(secrets func() []string) Identities {
+	ids.secrets = secrets
+	return ids
 }
 
 // linkIndex is the hard-linked files of the protected places, by identity.
@@ -281,8 +292,12 @@ func (ids Identities) linkedFiles() map[fileID][]string {
 	}
 	// The secret and guard folders first: the bound on entries is shared, and the sessions
 	// roots can hold many.
-	places := slices.Collect(maps.Values(ids.places))
-	slices.SortFunc(places, func(a, b string) int {
+	var places []string
+	if ids.secrets != nil {
+		places = ids.secrets()
+	}
+	places = append(places, slices.Collect(maps.Values(ids.places))...)
+	slices.SortStableFunc(places, func(a, b string) int {
 		return cmp.Or(cmp.Compare(b2i(ids.inSessions(a)), b2i(ids.inSessions(b))), cmp.Compare(a, b))
 	})
 	for _, place := range places {

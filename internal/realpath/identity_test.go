@@ -241,7 +241,7 @@ func TestAProtectedFileIsNeverRenamedToASessionsHardLinkToIt(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(other, "plan.md"), []byte("b"), 0o600)
 	os.Link(filepath.Join(other, "plan.md"), filepath.Join(outputs, "plan.md"))
-	ids := Of([]string{ssh, sessions}, nil, []string{sessions})
+	ids := Of([]string{sessions}, nil, []string{sessions}).WithSecrets(func() []string { return []string{ssh} })
 	if got, ok := ids.Place(secret); ok {
 		t.Errorf("the protected file was renamed to %s", got)
 	}

@@ -124,7 +124,7 @@ func NewPolicy(cfg managedconfig.Config, rules Rules) *Policy {
 // protected places' identities, and the Mac's links are followed here. home is the user's: where
 // the secret folders the read rules name (~/.ssh) are.
 func Local(cfg managedconfig.Config, cls *classifier.Classifier, now func() time.Time, home string) Rules {
-	places := &realpath.Cache{For: identitiesFor, Now: now, Places: cls.PlacePaths, Home: home}
+	places := &realpath.Cache{For: identitiesFor, Now: now, Places: cls.PlacePaths, Secrets: cls.SecretFolders, Home: home}
 	return local{Judge: judgement.Judge{Cfg: cfg, Rules: cls, Links: filepath.EvalSymlinks, Places: places.Get, Now: now}, cls: cls}
 }
 
