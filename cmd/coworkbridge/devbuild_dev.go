@@ -3,9 +3,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"syscall"
@@ -20,8 +23,58 @@ const devBuild = true
 // once the daemon has settled).
 const envCPUProfile = "COWORKBRIDGE_CPUPROFILE"
 
-// startProfile arms the daemon's CPU profile when envCPUProfile asks for one; stop ends it.
+// envHeapProfile names the files a development build's daemon writes a heap profile to, one at
+// each SIGUSR1, after a collection: <path>.1, <path>.2, … (cmd/soak -heapprofile sets it and
+// signals at each of its samples, so that what a churn leaves held is named by what holds it).
+const envHeapProfile = "COWORKBRIDGE_HEAPPROFILE"
+
+// startProfile arms the daemon's CPU profile when envCPUProfile asks for one, and its heap
+// profiles when envHeapProfile does; stop ends them.
 func startProfile(log *slog.Logger) (stop func()) {
+	stopHeap := heapProfiles(log)
+	stopCPU := cpuProfile(log)
+	return func() { stopCPU(); stopHeap() }
+}
+
+// heapProfiles writes a heap profile at each SIGUSR1 while the daemon runs.
+func heapProfiles(log *slog.Logger) (stop func()) {
+	path := os.Getenv(envHeapProfile)
+	if path == "" {
+		return func() {}
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; ; n++ {
+			if _, ok := <-usr1; !ok {
+				return
+			}
+			runtime.GC() // the profile's in-use figures are as of the last collection
+			name := fmt.Sprintf("%s.%d", path, n)
+			tmp := name + ".tmp"
+			out, err := os.Create(tmp)
+			if err == nil {
+				err = errors.Join(pprof.Lookup("heap").WriteTo(out, 0), out.Close())
+			}
+			if err == nil {
+				err = os.Rename(tmp, name) // whole when it appears: the harness waits for it
+			}
+			if err != nil {
+				log.Warn("cannot write the heap profile "+envHeapProfile+" asks for", "path", name, "err", err)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(usr1)
+		close(usr1)
+		<-done
+	}
+}
+
+// cpuProfile arms the daemon's CPU profile when envCPUProfile asks for one.
+func cpuProfile(log *slog.Logger) (stop func()) {
 	path := os.Getenv(envCPUProfile)
 	if path == "" {
 		return func() {}

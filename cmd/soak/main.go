@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -36,6 +37,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/internal/machine"
@@ -51,6 +53,8 @@ type options struct {
 	mode              string
 	bombMiB, capMiB   int
 	system            bool
+	heapProfile       string
+	settle            time.Duration
 }
 
 func main() {
@@ -65,6 +69,8 @@ func main() {
 	flag.IntVar(&o.bombMiB, "bomb", 0, "MiB of tool calls with 8 MiB inputs and no results written into one session's transcript during the soak (the transcript bomb)")
 	flag.IntVar(&o.capMiB, "memcap", 0, "run the daemon with its address space capped at this many MiB (prlimit --as), 0 for none")
 	flag.StringVar(&o.mode, "mode", "enforce", "the daemon's mode: enforce (harmful calls must be denied) or observe (all are allowed and recorded)")
+	flag.StringVar(&o.heapProfile, "heapprofile", "", "write the daemon's heap profile at each sample to this path, suffixed .<phase> (go tool pprof -sample_index=inuse_space); builds the daemon with -tags coworkbridge_dev, which a -bin must have been built with too")
+	flag.DurationVar(&o.settle, "settle", 3*time.Second, "how long after the churn its sample is taken (memory returned after churn is judged 60 s after it)")
 	flag.BoolVar(&o.system, "system", false, "system mode (needs root and useradd): the root daemon, the sessions a throw-away user's, answered by that user's worker; a third of the calls through the socket (coworkbridge-hook --system); each SIGKILL is the root daemon's, its workers dying with it")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -86,7 +92,11 @@ func run(o options) error {
 	if o.bin == "" {
 		o.bin = filepath.Join(tmp, "coworkbridge")
 		for out, pkg := range map[string]string{o.bin: "./cmd/coworkbridge", filepath.Join(tmp, "coworkbridge-hook"): "./cmd/coworkbridge-hook"} {
-			build := exec.Command("go", "build", "-o", out, pkg)
+			args := []string{"build", "-o", out}
+			if o.heapProfile != "" {
+				args = append(args, "-tags", "coworkbridge_dev")
+			}
+			build := exec.Command("go", append(args, pkg)...)
 			build.Stderr = os.Stderr
 			if err := build.Run(); err != nil {
 				return fmt.Errorf("build %s (run from the module root, or pass -bin): %w", pkg, err)
@@ -114,7 +124,7 @@ func run(o options) error {
 		}
 		o.bin = capped
 	}
-	h := &harness{Machine: m, dir: tmp, bin: o.bin, mode: o.mode, system: o.system}
+	h := &harness{Machine: m, dir: tmp, bin: o.bin, mode: o.mode, system: o.system, heapTo: o.heapProfile}
 	if err := h.start(); err != nil {
 		return err
 	}
@@ -131,7 +141,7 @@ func run(o options) error {
 		if err := h.churnSessions(o.churn); err != nil {
 			return err
 		}
-		time.Sleep(3 * time.Second) // a heartbeat (1 s here) and the deleted trees' events
+		time.Sleep(o.settle) // at least a heartbeat (1 s here) and the deleted trees' events
 		h.sample("after churn")
 	}
 	if err := h.stop(); err != nil {
@@ -157,6 +167,9 @@ type harness struct {
 	d        *machine.Daemon
 	mu       sync.Mutex
 	stopped  bool
+
+	// heapTo, when set, is where each sample's heap profile of the daemon goes (.<phase>).
+	heapTo string
 
 	seq     atomic.Int64
 	kills   int
@@ -191,7 +204,11 @@ func (h *harness) start() error {
 	if h.system {
 		start = h.StartSystem
 	}
-	d, err := start(h.bin, "COWORKBRIDGE_SESSION_BUDGET=100000000")
+	env := []string{"COWORKBRIDGE_SESSION_BUDGET=100000000"}
+	if h.heapTo != "" {
+		env = append(env, "COWORKBRIDGE_HEAPPROFILE="+filepath.Join(h.dir, "heap"))
+	}
+	d, err := start(h.bin, env...)
 	h.d = d
 	return err
 }
@@ -367,6 +384,27 @@ func (h *harness) churnSessions(n int) error {
 	return nil
 }
 
+// heapProfile asks the daemon for a heap profile (SIGUSR1 in a development build) and keeps it
+// as <heapTo>.<phase>. In system mode it is the root daemon's: its workers are processes of
+// their own.
+func (h *harness) heapProfile(pid int, phase string) error {
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		return fmt.Errorf("signal the daemon: %w", err)
+	}
+	to := h.heapTo + "." + strings.ReplaceAll(phase, " ", "-")
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		written, _ := filepath.Glob(filepath.Join(h.dir, "heap.*[0-9]")) // never a .tmp
+		if len(written) > 0 {
+			if err := os.Rename(written[0], to); err != nil {
+				return err
+			}
+			fmt.Fprintln(os.Stderr, "heap profile:", to)
+			return nil
+		}
+	}
+	return errors.New("none written within 10 s: was the daemon built with -tags coworkbridge_dev?")
+}
+
 func (h *harness) sample(phase string) {
 	pid := h.pid()
 	s := sample{phase: phase}
@@ -405,6 +443,11 @@ func (h *harness) sample(phase string) {
 		}
 	}
 	h.samples = append(h.samples, s)
+	if h.heapTo != "" {
+		if err := h.heapProfile(pid, phase); err != nil {
+			fmt.Fprintln(os.Stderr, "heap profile:", err)
+		}
+	}
 	fmt.Fprintf(os.Stderr, "%-11s rss %6.1f MB  fds %4d  inotify watches %5d (daemon's count %5d)  health.json %7d B, %d gone sessions kept\n",
 		phase, float64(s.rssKB)/1024, s.fds, s.kernelWatch, s.daemonWatches, s.healthBytes, s.goneKept)
 }
