@@ -344,13 +344,13 @@ func learnPending(transcriptPath string) func(flow.State) flow.State {
 			return st
 		}
 		deadline := time.Now().Add(learnWait)
-		for {
+		for tries := 1; ; tries++ {
 			text, found, err := transcript.ResultIn(transcriptPath, st.Private.Call, pendingTail)
 			if found {
 				st.Learn(st.Private.Call, text)
 				return st
 			}
-			if err != nil || !time.Now().Before(deadline) {
+			if err != nil || !time.Now().Before(deadline) || tries > int(learnWait/learnPoll) {
 				return st
 			}
 			time.Sleep(learnPoll)

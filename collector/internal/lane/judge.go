@@ -261,9 +261,10 @@ func (l *Lane) learnPending(p *Policy) func(flow.State) flow.State {
 			return st
 		}
 		deadline := l.env.Now().Add(learnWait)
-		for {
+		for tries := 1; ; tries++ {
 			l.reconcile(l.open, p, true)
-			if cur := l.FlowNow(); cur.Knows() || !l.env.Now().Before(deadline) {
+			// The lane's clock may be a test's that stands still: the tries bound the wait too.
+			if cur := l.FlowNow(); cur.Knows() || !l.env.Now().Before(deadline) || tries > int(learnWait/learnPoll) {
 				return cur
 			}
 			time.Sleep(learnPoll)
