@@ -1,8 +1,9 @@
 // Package flow keeps what one session has taken in and read, so that a call that sends data out
 // is judged by what came before it: the untrusted content the session took in last (a web page, a
 // connector's result, a file in uploads/) and the private data it read last (a secret place, a
-// credential), each with the call that brought it. The state is two marks, whatever the length
-// of the session, and persists as a small note.
+// credential), each with the call that brought it, and prints of what the private reads showed
+// (see Learn), so that a send is judged by whether it carries any of it. The state is two marks
+// and at most maxPrints prints, whatever the length of the session, and persists as a small note.
 //
 // It does not classify calls (package classifier says what a call takes in, reads and sends) and
 // decides nothing: it writes the line the flow rules match.

@@ -10,16 +10,15 @@ import (
 
 // What a session read is kept as prints: hashes of short runs of its distinctive tokens, chosen
 // by winnowing, so that a later call can be asked whether it carries any of it without the data
-// itself being kept anywhere. Any run of printMatch characters of a token that a call carries,
-// as it was read or decoded from base64, hex or percent-encoding, holds one of the token's prints.
+// itself being kept anywhere. Any run of printK+printW-1 characters (11) of a token that a call
+// carries, as it was read or decoded from base64, hex or percent-encoding, holds one of the
+// token's prints: it spans a whole window, whose least hash was kept.
 const (
 	printK = 8 // characters one print hashes
 	// printW is how many consecutive k-grams one print is chosen from, in a short token; long
 	// tokens (a key's armoured lines) are thinned more, since a send of them carries long runs.
 	printW, printWLong = 4, 16
 	longToken          = 32
-	// printMatch is the shortest run of a short token certain to be found.
-	printMatch = printK + printW - 1
 	// maxPrints bounds what a session keeps (4 bytes each, in its note): a key file or a
 	// credentials file whole, and the first part of a larger read.
 	maxPrints = 768
