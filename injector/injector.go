@@ -822,6 +822,9 @@ func (in *Injector) ensure(dir, id string, why reason) {
 			in.report(t, out, why)
 			return
 		}
+		// What was held before the failure stays held, and an attempt among it is recorded
+		// now: the next pass finds the plant gone and would never know it was there.
+		in.recordActs(t, out, why)
 		if errors.Is(err, ErrVanished) {
 			// Gone between the look and the read: the same first sign of a removal.
 			in.missing[dir] = in.opts.Now()
@@ -847,6 +850,18 @@ func (in *Injector) entryFor(id string) (hookentry.Entry, error) {
 }
 
 func (in *Injector) report(t *tracked, out Outcome, why reason) {
+	in.recordActs(t, out, why)
+	unverified := out.Wrote && out.Merge.Added && out.Running && !t.hooked
+	if out.Wrote {
+		in.log.Info("session hooked", "session", t.id, "mode", string(in.entry.Mode), "unverified", unverified)
+	}
+	t.hooked = true
+	in.opts.Recorder.SessionHooked(t.id, unverified)
+}
+
+// recordActs logs and records what a pass repaired and what of it only an attempt on the guard
+// explains, whether or not the pass went on to hook the session.
+func (in *Injector) recordActs(t *tracked, out Outcome, why reason) {
 	repairs := out.Repairs()
 	if t.hooked && out.Merge.Added {
 		repairs = append(repairs, "restored our removed entry")
@@ -870,12 +885,6 @@ func (in *Injector) report(t *tracked, out Outcome, why reason) {
 		in.log.Warn("attempt on the guard in a session", "code", health.CodeSessionTampered, "session", t.id, "what", tampering)
 		in.opts.Recorder.SessionTampered(t.id, tampering)
 	}
-	unverified := out.Wrote && out.Merge.Added && out.Running && !t.hooked
-	if out.Wrote {
-		in.log.Info("session hooked", "session", t.id, "mode", string(in.entry.Mode), "unverified", unverified)
-	}
-	t.hooked = true
-	in.opts.Recorder.SessionHooked(t.id, unverified)
 }
 
 // Watches is the number of folders currently watched, for health; safe from any goroutine.
