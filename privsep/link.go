@@ -46,13 +46,61 @@ type link struct {
 	once    sync.Once
 	err     error
 	// serving bounds the requests from the other end served at once; past it, reading waits,
-	// so that a flood from one end stalls its own link and nothing else.
-	serving chan struct{}
+	// so that a flood from one end stalls its own link and nothing else. Records have slots of
+	// their own (bulk): a decision a hook waits for never queues behind a slow write of the
+	// decision log, which every user's records share.
+	serving, bulk pool
+	// notes are served in order, apart from the reading, which a slow note would otherwise hold.
+	notes chan frame
 }
+
+// pool bounds the requests of a kind served at once (running) and those let in, running or
+// waiting to (admitted): past that, reading waits.
+type pool struct{ admitted, running chan struct{} }
+
+func newPool(admitted, running int) pool {
+	return pool{admitted: make(chan struct{}, admitted), running: make(chan struct{}, running)}
+}
+
+// Bounds of what waits to be served: notes, and records, which wait apart so that a slow write
+// does not stop the reading of the next decision.
+const (
+	noteQueue    = 1024
+	recordsQueue = 256
+)
 
 func newLink(c net.Conn, maxFrame, concurrent int) *link {
 	return &link{c: c, max: maxFrame, pending: map[uint64]chan frame{}, closed: make(chan struct{}),
-		serving: make(chan struct{}, concurrent)}
+		serving: newPool(concurrent, concurrent), bulk: newPool(recordsQueue, concurrent),
+		notes: make(chan frame, noteQueue)}
+}
+
+// poolOf is the pool a request of kind is served from.
+func (l *link) poolOf(kind string) pool {
+	if kind == kindRecords {
+		return l.bulk
+	}
+	return l.serving
+}
+
+// admit lets f in to p's pool and serves it once a slot is free; false: the link closed first.
+func (l *link) admit(ctx context.Context, h handler, p pool, f frame) bool {
+	select {
+	case p.admitted <- struct{}{}:
+	case <-l.closed:
+		return false
+	}
+	go func() {
+		defer func() { <-p.admitted }()
+		select {
+		case p.running <- struct{}{}:
+		case <-l.closed:
+			return
+		}
+		defer func() { <-p.running }()
+		l.serve(ctx, h, f)
+	}()
+	return true
 }
 
 // errClosed: the link is down (the other end exited, or broke the protocol).
@@ -70,6 +118,14 @@ func (l *link) close(err error) {
 func (l *link) run(ctx context.Context, h handler) error {
 	stop := context.AfterFunc(ctx, func() { l.close(ctx.Err()) })
 	defer stop()
+	notesDone := make(chan struct{})
+	go func() {
+		defer close(notesDone)
+		for f := range l.notes {
+			l.serve(ctx, h, f)
+		}
+	}()
+	defer func() { close(l.notes); <-notesDone }() // what was read is served, in order
 	r := bufio.NewReaderSize(l.c, 64<<10) // a frame's head and body in one read, most often
 	var head [4]byte
 	for {
@@ -98,19 +154,17 @@ func (l *link) run(ctx context.Context, h handler) error {
 			l.deliver(f)
 			continue
 		}
-		if f.ID == 0 { // a note: counted or logged at once, in order, with no reply to wait for
-			l.serve(ctx, h, f)
+		if f.ID == 0 { // a note: counted or logged in order, with no reply to wait for
+			select {
+			case l.notes <- f:
+			case <-l.closed:
+				return l.reason(nil)
+			}
 			continue
 		}
-		select {
-		case l.serving <- struct{}{}:
-		case <-l.closed:
+		if !l.admit(ctx, h, l.poolOf(f.Kind), f) {
 			return l.reason(nil)
 		}
-		go func() {
-			defer func() { <-l.serving }()
-			l.serve(ctx, h, f)
-		}()
 	}
 }
 

@@ -151,3 +151,37 @@ func FuzzLinkFrames(f *testing.F) {
 		}
 	})
 }
+
+// A decision never waits behind bookkeeping: with every records slot held by a write that does
+// not end, and the notes stuck behind a slow one, a decide request is still read and answered.
+func TestADecisionIsAnsweredWhileRecordsAndNotesAreStuck(t *testing.T) {
+	a, b := pair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	stuck := func(ctx context.Context, kind string, body json.RawMessage) (any, error) {
+		if kind == kindRecords || kind == kindHealth {
+			<-release
+		}
+		return echo(ctx, kind, body)
+	}
+	const slots = 2
+	worker, root := newLink(a, 1<<20, slots), newLink(b, 1<<20, slots)
+	go worker.run(ctx, echo)
+	go root.run(ctx, stuck)
+	for range slots + 2 {
+		go worker.call(ctx, kindRecords, records{}, nil)
+	}
+	for range noteQueue / 2 {
+		if err := worker.note(kindHealth, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	callCtx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	var out string
+	if err := worker.call(callCtx, kindDecide, "ls", &out); err != nil || out != "ls" {
+		t.Fatalf("the decision was not answered: %q, %v", out, err)
+	}
+}
