@@ -126,7 +126,7 @@ func (l *link) run(ctx context.Context, h handler) error {
 		}
 	}()
 	defer func() { close(l.notes); <-notesDone }() // what was read is served, in order
-	r := bufio.NewReaderSize(l.c, 64<<10) // a frame's head and body in one read, most often
+	r := bufio.NewReaderSize(l.c, 64<<10)          // a frame's head and body in one read, most often
 	var head [4]byte
 	for {
 		if _, err := io.ReadFull(r, head[:]); err != nil {
