@@ -125,8 +125,9 @@ func (l *link) run(ctx context.Context, h handler) error {
 			l.serve(ctx, h, f)
 		}
 	}()
-	defer func() { close(l.notes); <-notesDone }() // what was read is served, in order
-	r := bufio.NewReaderSize(l.c, 64<<10)          // a frame's head and body in one read, most often
+	// What was read is served, in order, before run returns.
+	defer func() { close(l.notes); <-notesDone }()
+	r := bufio.NewReaderSize(l.c, 64<<10) // a frame's head and body in one read, most often
 	var head [4]byte
 	for {
 		if _, err := io.ReadFull(r, head[:]); err != nil {
