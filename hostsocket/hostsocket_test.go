@@ -1,6 +1,7 @@
 package hostsocket
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -207,4 +208,38 @@ func TestTheSocketIsThereOnlyWhileItListens(t *testing.T) {
 	if _, err := os.Lstat(path); !os.IsNotExist(err) {
 		t.Errorf("the socket outlived its server: %v", err)
 	}
+}
+
+// Users runs at every rescan: a user's socket that cannot be made is logged once, not at each,
+// and its making later is logged too.
+func TestAUsersSocketThatCannotBeMadeIsLoggedOnceAndItsRecovery(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a socket to another user needs root")
+	}
+	path := filepath.Join(t.TempDir(), "run", "hook.sock")
+	var logs bytes.Buffer
+	s, err := Listen(path, &echo{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.ln.Close()
+	users := filepath.Join(filepath.Dir(path), "users")
+	if err := os.WriteFile(users, nil, 0o600); err != nil { // a file where the folder goes
+		t.Fatal(err)
+	}
+	for range 3 {
+		s.Users([]uint32{4242})
+	}
+	if n := strings.Count(logs.String(), "cannot make a user's own socket"); n != 1 {
+		t.Errorf("logged %d times for three passes:\n%s", n, logs.String())
+	}
+	os.Remove(users)
+	s.Users([]uint32{4242})
+	if !strings.Contains(logs.String(), "made at last") {
+		t.Errorf("the recovery was not logged:\n%s", logs.String())
+	}
+	if _, err := os.Stat(UserPath(path, 4242)); err != nil {
+		t.Errorf("the user's socket was not made: %v", err)
+	}
+	s.Users(nil)
 }

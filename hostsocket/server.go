@@ -50,6 +50,9 @@ type Server struct {
 	// which serves each one made before or after it started.
 	own     map[uint32]*net.UnixListener
 	running *runState
+	// ownFailed is why a user's own socket could not be made, last time: Users runs at every
+	// rescan, and the log says it once, and again when the reason changes or it is made.
+	ownFailed map[uint32]string
 }
 
 // runState is what Run gives the accept loops Users starts while it runs.
@@ -88,8 +91,15 @@ func (s *Server) Users(uids []uint32) {
 		}
 		ln, err := listenOwn(UserPath(s.path, uid), uid)
 		if err != nil {
-			s.log.Warn("cannot make a user's own socket; their hooks use the shared one", "uid", uid, "err", err)
+			if s.ownFailed[uid] != err.Error() {
+				s.log.Warn("cannot make a user's own socket; their hooks use the shared one", "uid", uid, "err", err)
+				s.ownFailed[uid] = err.Error()
+			}
 			continue
+		}
+		if _, failed := s.ownFailed[uid]; failed {
+			s.log.Info("a user's own socket is made at last", "uid", uid)
+			delete(s.ownFailed, uid)
 		}
 		s.own[uid] = ln
 		if r := s.running; r != nil {
@@ -165,7 +175,7 @@ func Listen(path string, h Handler, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	return &Server{path: path, ln: ln, h: h, log: log, users: map[uint32]int{}, bytes: map[uint32]int64{}, refused: map[uint32]int{},
-		own: map[uint32]*net.UnixListener{}}, nil
+		own: map[uint32]*net.UnixListener{}, ownFailed: map[uint32]string{}}, nil
 }
 
 // socketFolder makes dir, or checks the one there: a real folder of this process's user that
