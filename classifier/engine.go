@@ -470,7 +470,7 @@ func expandNudge(n string, it item) string {
 	if n == "" {
 		return ""
 	}
-	return nudgeVar().ReplaceAllStringFunc(n, func(v string) string {
+	return nudgeVar.ReplaceAllStringFunc(n, func(v string) string {
 		switch v[1 : len(v)-1] {
 		case "command", "file_path":
 			return it.text
@@ -660,7 +660,7 @@ func (c *Classifier) configItems(p, content, cwd string, m machine) (items []ite
 var instructionPath = lazyregexp.New(`(?i)(^|/)(claude\.md|claude\.local\.md|agents\.md|gemini\.md|\.cursorrules|\.windsurfrules|copilot-instructions\.md)$|(^|/)\.claude/|(^|/)memor(y|ies)/`)
 
 // instructionFile reports whether a path is read by agents as instructions or memory.
-func instructionFile(p string) bool { return instructionPath().MatchString(p) }
+func instructionFile(p string) bool { return instructionPath.MatchString(p) }
 
 // a link to a secret, or a copy, exposes it
 
@@ -829,7 +829,7 @@ func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 		if instructionFile(p) {
 			items = append(items, item{target: TargetContent, text: text})
 		}
-		if manifestPath().MatchString(p) { // echo '{"scripts":{"postinstall":…}}' > package.json
+		if manifestPath.MatchString(p) { // echo '{"scripts":{"postinstall":…}}' > package.json
 			items = append(items, item{target: TargetEdit, text: p, content: text})
 		}
 	}

@@ -239,7 +239,7 @@ func sendOf(cmd *facts.Command) send {
 	}
 	if facts.InterpreterFlag(name) != "" {
 		for _, a := range cmd.Args {
-			if netCode().MatchString(a) {
+			if netCode.MatchString(a) {
 				return send{dest: name + ":network", via: ViaElsewhere}
 			}
 		}

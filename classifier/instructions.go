@@ -3,7 +3,7 @@ package classifier
 import (
 	"context"
 	"encoding/json"
-	"regexp"
+
 	"slices"
 	"strings"
 
@@ -61,7 +61,7 @@ var (
 	runColonLine  = lazyregexp.New(`(?im)\b(?:run|execute)(?:[ \t]+(?:this|the following|the command))?[ \t]*:[ \t]*([^\x60\n]+)$`)
 	fetchPipeLine = lazyregexp.New("(?i)\\b((?:curl|wget)\\s[^\\n`]*\\|\\s*(?:sudo\\s+)?(?:ba|z|da|k)?sh\\b(?:\\s+-[\\w-]+)*)")
 	promptPrefix  = lazyregexp.New(`(?m)^[ \t]*\$[ \t]+`)
-	embeddedForms = []func() *regexp.Regexp{fencedBlock, inlineCode, promptLine, runColonLine, fetchPipeLine}
+	embeddedForms = []*lazyregexp.Regexp{fencedBlock, inlineCode, promptLine, runColonLine, fetchPipeLine}
 )
 
 // prohibition is a line that forbids what follows it ("Never run `rm -rf ~`", "Do not use …
@@ -86,7 +86,7 @@ func warnedAgainst(text string, at int) bool {
 			before = before[i+len(end):]
 		}
 	}
-	return prohibition().MatchString(before) && !unforbidden().MatchString(before)
+	return prohibition.MatchString(before) && !unforbidden.MatchString(before)
 }
 
 // embeddedCommands are the commands instruction text marks for running, at most
@@ -94,11 +94,11 @@ func warnedAgainst(text string, at int) bool {
 func embeddedCommands(text string) []string {
 	var out []string
 	for _, form := range embeddedForms {
-		for _, m := range form().FindAllStringSubmatchIndex(text, maxEmbeddedCommands) {
+		for _, m := range form.FindAllStringSubmatchIndex(text, maxEmbeddedCommands) {
 			if warnedAgainst(text, m[0]) {
 				continue
 			}
-			cmd := strings.TrimSpace(promptPrefix().ReplaceAllString(text[m[2]:m[3]], ""))
+			cmd := strings.TrimSpace(promptPrefix.ReplaceAllString(text[m[2]:m[3]], ""))
 			if cmd == "" || len(cmd) > maxEmbeddedCommand || slices.ContainsFunc(out, func(o string) bool { return strings.Contains(o, cmd) }) {
 				continue
 			}

@@ -85,7 +85,7 @@ func killProtected(_ *Classifier, it item) (string, bool) {
 // can be told to fold. A pattern that does not compile, or is only known at run time, could be
 // anything.
 func matchesProtected(pattern string, regex bool) bool {
-	if pattern == "" || runTimeValue().MatchString(pattern) {
+	if pattern == "" || runTimeValue.MatchString(pattern) {
 		return true
 	}
 	if !regex {

@@ -193,7 +193,7 @@ func (p *ruleParser) parseLine(raw string) error {
 		if err != nil {
 			return p.errorf("nudge wants one double-quoted string, got %s", rest)
 		}
-		for _, m := range nudgeVar().FindAllStringSubmatch(s, -1) {
+		for _, m := range nudgeVar.FindAllStringSubmatch(s, -1) {
 			if !nudgeVars[m[1]] {
 				return p.errorf("nudge names {%s}, which is not a variable; known: %s", m[1], keys(nudgeVars))
 			}

@@ -52,7 +52,7 @@ func shellMetacharacters(_ *Classifier, it item) (string, bool) {
 		if commandKey(k) {
 			return // judged as the shell command it is (carriedCommands)
 		}
-		if found == "" && shellSyntax().MatchString(v) {
+		if found == "" && shellSyntax.MatchString(v) {
 			found = v
 		}
 	})
@@ -118,7 +118,7 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 			items = append(items, it)
 		}
 	}
-	writes := writingTool().MatchString(tool)
+	writes := writingTool.MatchString(tool)
 	var secretKinds []string
 	var instruction []string // instruction files a writing tool names
 	var written []string     // every file it names
@@ -151,7 +151,7 @@ func (c *Classifier) mcpItems(server, tool string, input json.RawMessage, cwd st
 				}
 			}
 		}
-		if writes && contentKeys().MatchString(key) {
+		if writes && contentKeys.MatchString(key) {
 			content = append(content, v)
 		}
 	})
@@ -197,7 +197,7 @@ func pathArg(key, v string) (string, bool) {
 	if v == "" || len(v) > 4096 || strings.ContainsAny(v, "\n\x00") || strings.Contains(v, "://") {
 		return "", false
 	}
-	if pathKeys().MatchString(key) {
+	if pathKeys.MatchString(key) {
 		return v, true
 	}
 	if strings.ContainsAny(v, " \t") {

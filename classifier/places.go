@@ -329,7 +329,7 @@ var memoryPath = lazyregexp.New(`(?i)^~/\.claude/projects/([^/]+)/memory(/|$)`)
 
 // memoryProject is the project slug of a memory path.
 func memoryProject(p string) (string, bool) {
-	m := memoryPath().FindStringSubmatch(p)
+	m := memoryPath.FindStringSubmatch(p)
 	if m == nil {
 		return "", false
 	}

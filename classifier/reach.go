@@ -56,12 +56,12 @@ func unknownReach(_ *Classifier, it item) (string, bool) {
 		if _, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
 			v = value
 		}
-		if networkArg().MatchString(v) || isAddress(v) {
+		if networkArg.MatchString(v) || isAddress(v) {
 			return cmd.Name + " reaches " + v, true
 		}
 	}
 	for _, pa := range append(effects.PathValues(cmd), effects.EmbeddedPaths(cmd)...) {
-		if p := facts.CanonPath(pa.Value, it.cwd); sensitiveArea().MatchString(p) && !harmlessArea().MatchString(p) && !inProject(p, it.project) {
+		if p := facts.CanonPath(pa.Value, it.cwd); sensitiveArea.MatchString(p) && !harmlessArea.MatchString(p) && !inProject(p, it.project) {
 			return cmd.Name + " is handed " + p, true
 		}
 	}
@@ -84,5 +84,5 @@ var programFolders = lazyregexp.New(`^(/usr/(local/)?s?bin|/s?bin|/opt/homebrew/
 // outsideProject reports a program run by a path that is neither in the project nor among the
 // installed programs (/opt/tools/x, ~/Downloads/x): it is whatever the file there is.
 func outsideProject(exe string, project []string) bool {
-	return (strings.HasPrefix(exe, "/") || strings.HasPrefix(exe, "~")) && !inProject(exe, project) && !programFolders().MatchString(exe)
+	return (strings.HasPrefix(exe, "/") || strings.HasPrefix(exe, "~")) && !inProject(exe, project) && !programFolders.MatchString(exe)
 }

@@ -2,7 +2,7 @@ package classifier
 
 import (
 	"path"
-	"regexp"
+
 	"slices"
 	"strings"
 	"sync"
@@ -126,16 +126,16 @@ func recursiveDelete(it item, critical bool) (string, bool) {
 			}
 			continue
 		}
-		if runRoot().MatchString(p) {
+		if runRoot.MatchString(p) {
 			if critical {
 				return cmd.Line(), true // the running system's sockets and locks
 			}
 			continue
 		}
-		if effects.TempPath(p) && !tempRoot().MatchString(p) && !strings.Contains(t, "..") {
+		if effects.TempPath(p) && !tempRoot.MatchString(p) && !strings.Contains(t, "..") {
 			continue // inside a temporary folder; the folder itself (rm -rf /tmp) is asked about
 		}
-		if !critical && regenerated().MatchString(t) && !strings.Contains(t, "..") && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
+		if !critical && regenerated.MatchString(t) && !strings.Contains(t, "..") && !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
 			continue // a build's output or a cache in the project: the next build makes it again
 		}
 		if effects.CriticalPath(p) == critical {
@@ -259,7 +259,7 @@ var searchPaths = map[string]bool{"PATH": true, "LD_LIBRARY_PATH": true, "DYLD_L
 
 // optionLoaders carry a program's options, some of which load code (node --require X, java
 // -javaagent:X) or open a debugger to the network (--inspect).
-var optionLoaders = map[string]func() *regexp.Regexp{
+var optionLoaders = map[string]*lazyregexp.Regexp{
 	"NODE_OPTIONS":      lazyregexp.New(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)[=\s]+(\S+)|--inspect`),
 	"JAVA_TOOL_OPTIONS": javaAgents,
 	"_JAVA_OPTIONS":     javaAgents,
@@ -285,7 +285,7 @@ func loadsCode(name, value, cwd string) bool {
 			}
 		}
 	case optionLoaders[name] != nil:
-		for _, m := range optionLoaders[name]().FindAllStringSubmatch(value, -1) {
+		for _, m := range optionLoaders[name].FindAllStringSubmatch(value, -1) {
 			mod := m[len(m)-1]
 			if mod == "" || strings.HasPrefix(mod, "/") || strings.HasPrefix(mod, "~") || strings.HasPrefix(mod, "..") || strings.Contains(mod, "$") {
 				return true // --inspect, or a module outside the project
@@ -471,9 +471,9 @@ var (
 // by its own rules.
 func projectRoots(cwd string) []string {
 	roots := []string{cwd}
-	if m := sessionMounts().FindString(cwd); m != "" {
+	if m := sessionMounts.FindString(cwd); m != "" {
 		roots = append(roots, m)
-	} else if hostOutputs().MatchString(cwd) {
+	} else if hostOutputs.MatchString(cwd) {
 		roots = append(roots, path.Dir(cwd))
 	}
 	return roots
@@ -597,7 +597,7 @@ func unparseable(_ *Classifier, it item) (string, bool) {
 		return "", false
 	case it.an.ParseError != nil:
 		return it.an.ParseError.Error(), true
-	case it.an.Repaired != "" && unfinishedExpansion().MatchString(it.text):
+	case it.an.Repaired != "" && unfinishedExpansion.MatchString(it.text):
 		// Read only after a repair, and the error is an expansion left open ($((, $(, ${, a
 		// backquote): bash reads those across what follows, where the parser gave up.
 		return it.an.Repaired, true
@@ -646,14 +646,14 @@ var dependencyText = lazyregexp.New(`(?im)(dependencies|devDependencies|optional
 // manifestDependencies finds edits to the dependency parts of package manifests: a new
 // dependency or install script is how a supply-chain attack enters a project.
 func manifestDependencies(_ *Classifier, it item) (string, bool) {
-	if !manifestPath().MatchString(it.text) {
+	if !manifestPath.MatchString(it.text) {
 		return "", false
 	}
 	base := it.text[strings.LastIndex(it.text, "/")+1:]
 	if base == "go.mod" || strings.HasPrefix(base, "requirements") || base == "Gemfile" || base == "Pipfile" {
 		return it.text, true // nothing but dependencies in these
 	}
-	if m := dependencyText().FindString(it.content); m != "" {
+	if m := dependencyText.FindString(it.content); m != "" {
 		return it.text, true
 	}
 	return "", false
@@ -700,7 +700,7 @@ var surfaceKinds = map[string]frontmatter.Kind{
 // scripts and notes, which run only through judged calls. The daemon holds whatever gets past
 // (a helper program's write); this refusal is the first line.
 func configSurfaceWrite(_ *Classifier, it item) (string, bool) {
-	m := configSurface().FindStringSubmatch(it.text)
+	m := configSurface.FindStringSubmatch(it.text)
 	if m == nil {
 		return "", false
 	}
@@ -728,7 +728,7 @@ var agentLine = lazyregexp.New(`^agent program=(\S+) (?:unguarded why="([^"]*)"|
 // nestedAgent finds an agent started by the agent that runs tool calls no hook of the session
 // judges, unless the admin allowed that agent program.
 func nestedAgent(c *Classifier, it item) (string, bool) {
-	m := agentLine().FindStringSubmatch(it.text)
+	m := agentLine.FindStringSubmatch(it.text)
 	if m == nil || c.agents[strings.ToLower(m[1])] {
 		return "", false
 	}

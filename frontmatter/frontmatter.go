@@ -16,8 +16,9 @@ package frontmatter
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // Kind is the kind of configuration file the CLI reads a frontmatter from; the harmless keys
@@ -181,7 +182,7 @@ func closingLine(after []byte) bool {
 
 // inlineShell matches the CLI's inline commands: !`cmd` after a blank or a line start, and
 // fenced ```! blocks. Anything that looks like either counts, quoted or not.
-var inlineShell = regexp.MustCompile("(?m)(^|\\s)!`|```!")
+var inlineShell = lazyregexp.New("(?m)(^|\\s)!`|```!")
 
 // InlineShell reports whether a skill or command file runs shell commands when it is used.
 func InlineShell(data []byte) bool { return inlineShell.Match(data) }

@@ -2,8 +2,9 @@ package frontmatter
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // entry is one top-level key of a frontmatter: its name, its inline value as written, and the
@@ -24,9 +25,9 @@ const (
 )
 
 var (
-	keyLine     = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+(.*))?$`)
-	blockHeader = regexp.MustCompile(`^[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ ]+#.*)?$`)
-	blockIndent = regexp.MustCompile(`^[|>][+-]?([1-9])`)
+	keyLine     = lazyregexp.New(`^([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+(.*))?$`)
+	blockHeader = lazyregexp.New(`^[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ ]+#.*)?$`)
+	blockIndent = lazyregexp.New(`^[|>][+-]?([1-9])`)
 )
 
 // parse reads text (a frontmatter's YAML) as the subset this package accepts, or says why not.

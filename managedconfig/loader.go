@@ -172,7 +172,7 @@ var (
 // names mode enforce and does not switch coworkbridge off, Observe otherwise. It is read from
 // the raw bytes, since the file is broken, and only ever used to choose how to fail.
 func IntentOf(data []byte) Mode {
-	if saysEnforce().Match(data) && !saysDisabled().Match(data) {
+	if saysEnforce.Match(data) && !saysDisabled.Match(data) {
 		return Enforce
 	}
 	return Observe

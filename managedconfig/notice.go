@@ -92,7 +92,7 @@ func (n Notices) Frame(f NoticeFacts) (before, after string) {
 
 func fillURL(tmpl string, f NoticeFacts) string {
 	vals := map[string]string{"rule": f.Rule, "rid": f.RID, "decision": f.Decision, "session": f.Session, "user": f.User, "host": f.Host}
-	return noticeVar().ReplaceAllStringFunc(tmpl, func(m string) string {
+	return noticeVar.ReplaceAllStringFunc(tmpl, func(m string) string {
 		return url.QueryEscape(vals[m[1:len(m)-1]])
 	})
 }
@@ -135,7 +135,7 @@ func (p *parser) noticeRules(field string, raw json.RawMessage) {
 	rules := map[string]Notice{}
 	for _, m := range members {
 		f := field + "." + m.key
-		if !ruleID().MatchString(m.key) {
+		if !ruleID.MatchString(m.key) {
 			p.addf(f, "%q is not a rule id (lower-case letters, digits, '.', '_' and '-')", m.key)
 			continue
 		}
@@ -165,7 +165,7 @@ func (p *parser) noticeText(field, s string) bool {
 }
 
 func (p *parser) helpURL(field, s string) bool {
-	for _, m := range noticeVar().FindAllStringSubmatch(s, -1) {
+	for _, m := range noticeVar.FindAllStringSubmatch(s, -1) {
 		if !slices.Contains(noticeVars(), m[1]) {
 			p.addf(field, "{%s} is not a placeholder; use %s", m[1], "{"+strings.Join(noticeVars(), "}, {")+"}")
 			return false

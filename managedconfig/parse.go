@@ -154,7 +154,7 @@ func (p *parser) crossChecks() {
 	}
 	if c.Lockdown && c.Policy.RestrictMCPServers {
 		for i, n := range c.Policy.AllowedMCPServers {
-			if !mcpServerName().MatchString(n) {
+			if !mcpServerName.MatchString(n) {
 				p.addf(fmt.Sprintf("policy.allowed_mcp_servers[%d]", i), "%q cannot be named in Claude Code's managed allowedMcpServers, which lockdown writes (letters, digits, '_' and '-' only)", n)
 			}
 		}
@@ -355,7 +355,7 @@ func (p *parser) ruleIDs(field string, raw json.RawMessage) []string {
 		return nil
 	}
 	for i, id := range ids {
-		if !ruleID().MatchString(id) {
+		if !ruleID.MatchString(id) {
 			p.addf(fmt.Sprintf("%s[%d]", field, i), "%q is not a rule id (lower-case letters, digits, '.', '_' and '-')", id)
 		}
 	}
@@ -487,7 +487,7 @@ func (p *parser) minimumVersion(field string, raw json.RawMessage) {
 	if !ok {
 		return
 	}
-	if !claudeVersion().MatchString(s) {
+	if !claudeVersion.MatchString(s) {
 		p.addf(field, "%q is not a Claude Code version; write it like \"2.1.329\"", s)
 		return
 	}
@@ -515,7 +515,7 @@ func (p *parser) allowedSettings(field string, raw json.RawMessage) {
 	}
 	for i, n := range names {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if !settingName().MatchString(n) {
+		if !settingName.MatchString(n) {
 			p.addf(f, "%q is not a settings name; use a key (\"statusLine\") or a key and one member (\"env.HTTPS_PROXY\", \"hooks.Stop\", \"mcpServers.github\")", n)
 			ok = false
 			continue
@@ -542,7 +542,7 @@ func (p *parser) ruleModes(field string, raw json.RawMessage) {
 	modes := make(map[string]Mode, len(members))
 	for _, m := range members {
 		f := field + "." + m.key
-		if !ruleID().MatchString(m.key) {
+		if !ruleID.MatchString(m.key) {
 			p.addf(f, "%q is not a rule id (lower-case letters, digits, '.', '_' and '-')", m.key)
 			continue
 		}
@@ -583,7 +583,7 @@ func (p *parser) telemetry(field string, raw json.RawMessage) {
 			if !ok {
 				return
 			}
-			if !groupName().MatchString(s) {
+			if !groupName.MatchString(s) {
 				p.addf(f, "%q is not a group name (letters, digits, _ . -; at most 32)", s)
 				return
 			}

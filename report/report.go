@@ -288,7 +288,7 @@ func (rp *Report) addLine(line []byte) {
 			Decision: string(r.Decision), Enforced: r.Enforced, Calls: r.Flow})
 	}
 	if r.Rule == "bash.unknown-executable" {
-		if m := quoted().FindStringSubmatch(r.Reason); m != nil {
+		if m := quoted.FindStringSubmatch(r.Reason); m != nil {
 			k := m[1]
 			if _, ok := rp.Programs[k]; !ok && len(rp.Programs) >= maxKeys {
 				k = Other

@@ -9,7 +9,7 @@ package secrets
 import (
 	"cmp"
 	"math"
-	"regexp"
+
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +17,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
-type lazy = func() *regexp.Regexp
+type lazy = *lazyregexp.Regexp
 
 // A rule finds one kind of secret. group is the submatch that holds the secret itself, so that
 // context such as "Bearer " or "PASSWORD=" stays readable; 0 follows gitleaks: the first
@@ -292,7 +292,7 @@ func (rs *ruleSet) find(s string, hits []hit) []hit {
 		}
 		r := &rs.rules[prio] // not copied for every rule passed over
 		for _, w := range r.windows(lower) {
-			for _, m := range r.re().FindAllStringSubmatchIndex(s[w[0]:w[1]], -1) {
+			for _, m := range r.re.FindAllStringSubmatchIndex(s[w[0]:w[1]], -1) {
 				for i := range m {
 					if m[i] >= 0 {
 						m[i] += w[0]
@@ -387,7 +387,7 @@ func (a allowlist) allows(s string, m []int, secret string) bool {
 	case "line":
 		target = lineAround(s, m[0], m[1])
 	}
-	regex := slices.ContainsFunc(a.regexes, func(re lazy) bool { return re().MatchString(target) })
+	regex := slices.ContainsFunc(a.regexes, func(re lazy) bool { return re.MatchString(target) })
 	stop := false
 	if len(a.stopwords) > 0 {
 		lower := asciiLower(secret)

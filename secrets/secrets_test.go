@@ -158,8 +158,8 @@ func TestEveryRuleFindsASecretDrawnFromItsShapeAndSplitByQuotes(t *testing.T) {
 
 func drawSample(r rule) (corpusRow, bool) {
 	for seed := range uint64(300) {
-		text := withHint(r, sample(r.re(), seed))
-		m := r.re().FindStringSubmatchIndex(text)
+		text := withHint(r, sample(r.re.Regexp(), seed))
+		m := r.re.FindStringSubmatchIndex(text)
 		if m == nil || !r.wouldFind(text) {
 			continue
 		}
@@ -239,7 +239,7 @@ func withHint(r rule, text string) string {
 // wouldFind reports whether the rule by itself, past its entropy floor and allowlists, finds
 // something in text: the sampler draws strings the expression matches, not all secrets.
 func (r rule) wouldFind(text string) bool {
-	for _, m := range r.re().FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
 		if start, end := r.secret(m); end > start && r.holds(text, m, start, end) {
 			return true
 		}

@@ -9,9 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"syscall"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
 // A drop folder takes the records a hook could not put in the log itself: the log's lock was
@@ -31,7 +32,7 @@ const (
 	maxDropFiles = 1000
 )
 
-var dropName = regexp.MustCompile(`^[0-9a-f]{32}\.json$`)
+var dropName = lazyregexp.New(`^[0-9a-f]{32}\.json$`)
 
 // Drop writes rec into dir as its own file, for a daemon to import into the log.
 func Drop(dir string, rec Record) error {

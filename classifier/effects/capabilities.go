@@ -52,7 +52,7 @@ func (f Finder) capabilityEffects(cmd *facts.Command, cwd string, an *facts.Anal
 		case facts.CapLibrary:
 			for _, v := range h.Values {
 				e := New(EffectLoadLibrary, cmd.Name, "path", v)
-				if p := facts.CanonPath(v, cwd); tempPath().MatchString(p) || hiddenPath().MatchString(p) || an != nil && an.Scripts[p] != "" {
+				if p := facts.CanonPath(v, cwd); tempPath.MatchString(p) || hiddenPath.MatchString(p) || an != nil && an.Scripts[p] != "" {
 					e.Attrs = append(e.Attrs, [2]string{"planted", ""})
 				}
 				out = append(out, e)
@@ -100,7 +100,7 @@ func execEffect(by, value, cwd string, an *facts.Analysis) Effect {
 
 // Throwaway reports a path in a temporary or hidden folder: where a dropped file goes unseen.
 func Throwaway(p string) bool {
-	return tempPath().MatchString(p) || hiddenPath().MatchString(p) || strings.HasPrefix(p, "/dev/shm/")
+	return tempPath.MatchString(p) || hiddenPath.MatchString(p) || strings.HasPrefix(p, "/dev/shm/")
 }
 
 // hiddenPath is a path through a hidden folder outside the project's own tools (.git, .venv...).
@@ -116,7 +116,7 @@ func (f Finder) pathEffects(by, p string, write bool) []Effect {
 			e.Attrs = append(e.Attrs, [2]string{"write", ""})
 		}
 		return []Effect{e}
-	case write && persistLocation().MatchString(p):
+	case write && persistLocation.MatchString(p):
 		return []Effect{New(EffectOpen, by, "path", p, "persist-location", "", "write", "")}
 	}
 	return nil
@@ -126,7 +126,7 @@ func (f Finder) pathEffects(by, p string, write bool) []Effect {
 func serviceStop(cmd *facts.Command) Effect {
 	name := strings.Join(facts.Operands(cmd.Args), " ")
 	e := New(EffectServiceStop, cmd.Name, "service", name)
-	if defenceServices().MatchString(name) {
+	if defenceServices.MatchString(name) {
 		e.Attrs = append(e.Attrs, [2]string{"defence", ""})
 	}
 	return e

@@ -2,7 +2,7 @@ package effects
 
 import (
 	"path"
-	"regexp"
+
 	"slices"
 	"strings"
 
@@ -123,7 +123,7 @@ func hostGrants(cmd *facts.Command, args []string, cwd string) []Effect {
 				add("unconfined", v)
 			}
 		case "--device":
-			if d, _, _ := strings.Cut(next(), ":"); rawDevice().MatchString(d) {
+			if d, _, _ := strings.Cut(next(), ":"); rawDevice.MatchString(d) {
 				add("device", d)
 			}
 		case "-v", "--volume":
@@ -153,9 +153,9 @@ func mountGrant(src, cwd string, add func(k, v string)) {
 	switch {
 	case p == "/" || p == "/private" || p == "/host":
 		add("host-root", "")
-	case containerSocket().MatchString(p):
+	case containerSocket.MatchString(p):
 		add("docker-socket", p)
-	case hostSystem().MatchString(p):
+	case hostSystem.MatchString(p):
 		add("host-system", p)
 	case p == "~" || p == "/Users" || p == "/home":
 		add("host-home", p)
@@ -202,16 +202,16 @@ var (
 // specGrants reads a pod spec (JSON or YAML) for what it takes of the node.
 func specGrants(spec string) []string {
 	var attrs []string
-	if specPrivileged().MatchString(spec) {
+	if specPrivileged.MatchString(spec) {
 		attrs = append(attrs, "privileged", "")
 	}
-	if m := specHostNS().FindStringSubmatch(spec); m != nil {
+	if m := specHostNS.FindStringSubmatch(spec); m != nil {
 		attrs = append(attrs, "host-namespace", strings.ToLower(m[1]))
 	}
-	if specHostPath().MatchString(spec) {
+	if specHostPath.MatchString(spec) {
 		attrs = append(attrs, "host-path", "")
 	}
-	if m := specCaps().FindStringSubmatch(spec); m != nil {
+	if m := specCaps.FindStringSubmatch(spec); m != nil {
 		attrs = append(attrs, "cap", strings.ToUpper(m[1]))
 	}
 	return attrs
@@ -226,8 +226,8 @@ type cloudAction struct {
 	what  string
 }
 
-func argsMatch(re func() *regexp.Regexp) func(*facts.Command) bool {
-	return func(c *facts.Command) bool { return re().MatchString(strings.Join(c.Args, " ")) }
+func argsMatch(re *lazyregexp.Regexp) func(*facts.Command) bool {
+	return func(c *facts.Command) bool { return re.MatchString(strings.Join(c.Args, " ")) }
 }
 
 var (
@@ -463,7 +463,7 @@ func packageConfigEffects(cmd *facts.Command) []Effect {
 		execs = strings.Contains(first, "/") && (Throwaway(facts.CanonPath(first, "")) || !knownShells[path.Base(first)]) ||
 			!strings.Contains(first, "/") && key == "script-shell" && !knownShells[first]
 	case "node-options", "nodeoptions":
-		execs = nodeLoads().MatchString(value)
+		execs = nodeLoads.MatchString(value)
 	}
 	if !execs {
 		return nil

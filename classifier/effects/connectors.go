@@ -129,10 +129,10 @@ func pageScriptEffects(by string, words map[string]bool, args any) []Effect {
 		if !pageScriptKey(k) || len(out) > 0 {
 			return
 		}
-		what := pageSecrets().FindString(v)
+		what := pageSecrets.FindString(v)
 		switch {
 		case what == "":
-		case pageSends().MatchString(v):
+		case pageSends.MatchString(v):
 			out = append(out, New(EffectSend, by, "data", "page:"+what, "secret", "", "to", "a request the page script makes"))
 		default:
 			out = append(out, New(EffectCredential, by, "what", "page:"+what, "stored", ""))

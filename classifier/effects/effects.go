@@ -118,7 +118,7 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		ops := facts.Operands(cmd.Args)
 		if len(ops) >= 1 && fl.searchesForCredentials(cmd, ops) {
 			for _, where := range append(ops[1:], facts.OptionValues(cmd.Args, "-r", "-R")...) {
-				if root := facts.CanonPath(where, cwd); keyRoot(root) && keyMaterial().MatchString(strings.Join(cmd.Args, " ")) {
+				if root := facts.CanonPath(where, cwd); keyRoot(root) && keyMaterial.MatchString(strings.Join(cmd.Args, " ")) {
 					out = append(out, New(EffectCredential, cmd.Name, "what", "a search for key material in "+root))
 					break
 				}
@@ -242,7 +242,7 @@ func removals(cmd *facts.Command, cwd string) []Effect {
 			if recursive {
 				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
 			}
-			if vcsInternals().MatchString(p) {
+			if vcsInternals.MatchString(p) {
 				e.Attrs = append(e.Attrs, [2]string{"vcs", ""})
 			}
 			out = append(out, e)
@@ -276,7 +276,7 @@ func movesAway(cmd *facts.Command, cwd string) []Effect {
 	}
 	var out []Effect
 	for _, t := range targets {
-		if p := facts.CanonPath(t, cwd); criticalPath().MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
+		if p := facts.CanonPath(t, cwd); criticalPath.MatchString(p) && p != "." && p != ".." && !strings.HasPrefix(p, "./") {
 			if cwdP := facts.CanonPath(cwd, ""); p == cwdP || strings.HasPrefix(p, cwdP+"/") {
 				continue // the project's own folders
 			}
@@ -303,7 +303,7 @@ func permissionEffects(cmd *facts.Command, cwd string) []Effect {
 	}
 	for _, t := range ops {
 		p := facts.CanonPath(t, cwd)
-		if !criticalPath().MatchString(p) || p == "." || p == ".." {
+		if !criticalPath.MatchString(p) || p == "." || p == ".." {
 			continue
 		}
 		e := New(EffectPermissions, cmd.Name, "target", p, "critical", "")
@@ -381,7 +381,7 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 			} else if upstreamTree(cmd, cwd) {
 				e.Attrs = append(e.Attrs, [2]string{"tree", ""})
 			}
-		case secretVar().MatchString(data):
+		case secretVar.MatchString(data):
 			e.Attrs = append(e.Attrs, [2]string{"secret", ""})
 		}
 		if dest != "" {
@@ -472,7 +472,7 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		}
 		local := slices.Contains(cmd.Args, "--force-local") // host:name is a local file then
 		for _, f := range files {
-			if !local && remoteSpec().MatchString(f) && !strings.Contains(f, "://") {
+			if !local && remoteSpec.MatchString(f) && !strings.Contains(f, "://") {
 				dest = f
 				sources := slices.DeleteFunc(facts.Operands(cmd.Args), func(o string) bool { return o == f })
 				for _, src := range sources {
@@ -486,10 +486,10 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 	}
 	if cmd.Name == "scp" || cmd.Name == "rsync" || cmd.Name == "sftp" {
 		ops := facts.Operands(cmd.Args)
-		if n := len(ops); n >= 2 && remoteSpec().MatchString(ops[n-1]) {
+		if n := len(ops); n >= 2 && remoteSpec.MatchString(ops[n-1]) {
 			dest = ops[n-1]
 			for _, src := range ops[:n-1] {
-				if !remoteSpec().MatchString(src) {
+				if !remoteSpec.MatchString(src) {
 					add("file:"+src, true)
 				}
 			}
@@ -595,7 +595,7 @@ func findDeletes(cmd *facts.Command, cwd string) []Effect {
 		}
 		p := facts.CanonPath(a, cwd)
 		e := New(EffectDelete, "find", "target", p, "recursive", "")
-		if criticalPath().MatchString(p) && !filtered {
+		if criticalPath.MatchString(p) && !filtered {
 			e.Attrs = append(e.Attrs, [2]string{"critical", ""}) // everything below it goes
 		}
 		out = append(out, e)
@@ -619,7 +619,7 @@ func installEffects(cmd *facts.Command, subs []string) []Effect {
 		out = append(out, New(EffectInstall, cmd.Name, "from", v, "index", ""))
 	}
 	for _, p := range ops[1:] {
-		if gitSource().MatchString(p) {
+		if gitSource.MatchString(p) {
 			out = append(out, New(EffectInstall, cmd.Name, "from", p))
 		}
 	}
@@ -673,7 +673,7 @@ func fetchedFiles(cmds []facts.Command, cwd string) map[string]string {
 		switch c.Name {
 		case "scp", "rsync": // copied from a remote host, or a download copied on
 			ops := facts.Operands(c.Args)
-			if len(ops) == 2 && remoteSpec().MatchString(ops[0]) && !remoteSpec().MatchString(ops[1]) {
+			if len(ops) == 2 && remoteSpec.MatchString(ops[0]) && !remoteSpec.MatchString(ops[1]) {
 				files[facts.CanonPath(ops[1], cwd)] = ops[0]
 			} else if len(ops) == 2 {
 				if src, ok := files[facts.CanonPath(ops[0], cwd)]; ok {
@@ -997,7 +997,7 @@ var keyFileGlob = lazyregexp.New(`(?i)(id_(rsa|dsa|ecdsa|ed25519)|\.pem|\.key|\.
 // keyRoot reports a folder a search for key material must not sweep: the home folder, the
 // disk, the folders of homes, or a folder named for secrets.
 func keyRoot(root string) bool {
-	return root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir().MatchString(root)
+	return root == "~" || root == "/" || root == "/Users" || root == "/home" || secretDir.MatchString(root)
 }
 
 // KeySearch finds a Grep for key material, or a Glob for key files, over the home folder, the
@@ -1011,8 +1011,8 @@ func (f Finder) KeySearch(tool, pattern, glob, where, cwd string) (Effect, bool)
 	switch {
 	case !broad:
 		return Effect{}, false
-	case tool == "Grep" && keyMaterial().MatchString(pattern):
-	case tool == "Glob" && keyFileGlob().MatchString(pattern+" "+glob):
+	case tool == "Grep" && keyMaterial.MatchString(pattern):
+	case tool == "Glob" && keyFileGlob.MatchString(pattern+" "+glob):
 	default:
 		return Effect{}, false
 	}
@@ -1030,7 +1030,7 @@ func codeEffect(ce facts.CodeAct, cwd string) Effect {
 			if ce.Tree {
 				e.Attrs = append(e.Attrs, [2]string{"recursive", ""})
 			}
-			if criticalPath().MatchString(p) {
+			if criticalPath.MatchString(p) {
 				e.Attrs = append(e.Attrs, [2]string{"critical", ""})
 			}
 		}

@@ -75,7 +75,7 @@ func (f *Flow) secretIn(c *facts.Command, p string) bool {
 		return f.secret(p)
 	}
 	cp := facts.CanonPath(p, f.cwd)
-	return f.named(cp) || keyFile().MatchString(cp) || secretFileName().MatchString(path.Base(cp)) || slices.Contains(f.tainted, cp)
+	return f.named(cp) || keyFile.MatchString(cp) || secretFileName.MatchString(path.Base(cp)) || slices.Contains(f.tainted, cp)
 }
 
 func noRecursion(c *facts.Command) bool {
@@ -90,7 +90,7 @@ func noRecursion(c *facts.Command) bool {
 
 func (f *Flow) judge(p string) bool {
 	cp := facts.CanonPath(p, f.cwd)
-	if f.named(cp) || keyFile().MatchString(cp) || secretFileName().MatchString(path.Base(cp)) || secretDir().MatchString(strings.TrimRight(p, "/*")) || secretDir().MatchString(cp) {
+	if f.named(cp) || keyFile.MatchString(cp) || secretFileName.MatchString(path.Base(cp)) || secretDir.MatchString(strings.TrimRight(p, "/*")) || secretDir.MatchString(cp) {
 		return true
 	}
 	for _, t := range f.tainted {
@@ -132,7 +132,7 @@ func (f *Flow) step(c *facts.Command) {
 	ops := facts.Operands(c.Args)
 	switch c.Name {
 	case "cp", "mv", "ln", "link", "install", "ditto", "rsync":
-		if len(ops) >= 2 && !remoteSpec().MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
+		if len(ops) >= 2 && !remoteSpec.MatchString(ops[len(ops)-1]) && slices.ContainsFunc(ops[:len(ops)-1], f.secret) {
 			f.taint(ops[len(ops)-1])
 		}
 	case "tee":
@@ -241,7 +241,7 @@ func (f *Flow) searchesForCredentials(c *facts.Command, ops []string) bool {
 	if slices.ContainsFunc(files, f.secret) {
 		return true
 	}
-	if !slices.ContainsFunc(patterns, credentialPattern().MatchString) {
+	if !slices.ContainsFunc(patterns, credentialPattern.MatchString) {
 		return false
 	}
 	recursive := c.Name != "grep" && c.Name != "egrep" && c.Name != "fgrep" || slices.ContainsFunc(c.Args, func(a string) bool {

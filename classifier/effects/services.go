@@ -1,7 +1,6 @@
 package effects
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
@@ -27,10 +26,10 @@ var (
 func automationEffects(cmd *facts.Command) []Effect {
 	text := strings.Join(cmd.Args, "\n")
 	var out []Effect
-	if automationExec().MatchString(text) {
+	if automationExec.MatchString(text) {
 		out = append(out, New(EffectExec, cmd.Name, "via", "automation", "what", "a command typed or run by another application"))
 	}
-	if automationPhish().MatchString(text) {
+	if automationPhish.MatchString(text) {
 		out = append(out, New(EffectCredential, cmd.Name, "what", "a password asked in a dialog", "phish", ""))
 	}
 	return out
@@ -53,7 +52,7 @@ var serviceDestroy = []subcommand{
 
 // railsDestroy are Rails' tasks that drop a database's data; Rails refuses them on a protected
 // environment unless DISABLE_DATABASE_ENVIRONMENT_CHECK is set, which is the tell.
-var railsDestroy = regexp.MustCompile(`^db:(drop|reset|purge|schema:load|structure:load|truncate_all|seed:replant)(:|$)`)
+var railsDestroy = lazyregexp.New(`^db:(drop|reset|purge|schema:load|structure:load|truncate_all|seed:replant)(:|$)`)
 
 // serviceEffects finds a database or service destroyed by its own administration tool.
 func serviceEffects(cmd *facts.Command) []Effect {
@@ -174,7 +173,7 @@ func assignedRedirect(a string) string {
 	}
 	switch {
 	case name == "GOFLAGS":
-		if goflagsExec().MatchString(value) {
+		if goflagsExec.MatchString(value) {
 			return name
 		}
 	case name == "GOPROXY" && (value == "https://proxy.golang.org,direct" || value == "https://proxy.golang.org"):
@@ -221,7 +220,7 @@ func indexSearchEffects(cmd *facts.Command) []Effect {
 		return nil
 	}
 	for _, a := range facts.Operands(cmd.Args) {
-		if keyFileGlob().MatchString(a) {
+		if keyFileGlob.MatchString(a) {
 			return []Effect{New(EffectCredential, cmd.Name, "what", "an index search for key files", "search", a)}
 		}
 	}

@@ -35,10 +35,10 @@ var composeHostNS = lazyregexp.New(`(?m)^\s*(pid|ipc|uts|userns_mode|network_mod
 func composeGrants(text, cwd string) []string {
 	var attrs grants
 	add := attrs.add
-	if specPrivileged().MatchString(text) {
+	if specPrivileged.MatchString(text) {
 		add("privileged", "")
 	}
-	if m := composeHostNS().FindStringSubmatch(text); m != nil {
+	if m := composeHostNS.FindStringSubmatch(text); m != nil {
 		add("host-namespace", m[1])
 	}
 	for key, items := range yamlLists(text) {
@@ -49,7 +49,7 @@ func composeGrants(text, cwd string) []string {
 					add("cap", c)
 				}
 			case "devices":
-				if d, _, _ := strings.Cut(it, ":"); rawDevice().MatchString(d) {
+				if d, _, _ := strings.Cut(it, ":"); rawDevice.MatchString(d) {
 					add("device", d)
 				}
 			case "security_opt":

@@ -397,7 +397,7 @@ func runsOnServer(words []string, st []sqlToken) bool {
 			return true
 		case w == "PROGRAM" && startsWith(words, "COPY"):
 			return true
-		case w == "LANGUAGE" && i+1 < len(words) && untrustedLanguages().MatchString(words[i+1]) && containsWord(words[:i], "CREATE"):
+		case w == "LANGUAGE" && i+1 < len(words) && untrustedLanguages.MatchString(words[i+1]) && containsWord(words[:i], "CREATE"):
 			return true
 		case w == "LOAD" && i == 0 && len(st) > 1 && st[1].kind == 's':
 			return true
@@ -488,7 +488,7 @@ func readsCredentials(words []string) bool {
 	for i := sel + 1; i < len(words) && words[i] != "FROM"; i++ {
 		w, prev := words[i], words[i-1]
 		switch {
-		case credentialColumns().MatchString(w):
+		case credentialColumns.MatchString(w):
 			return true
 		case w == "*":
 			star = star || prev != "("
@@ -503,7 +503,7 @@ func readsCredentials(words []string) bool {
 			continue
 		}
 		switch t := words[i+1]; {
-		case credentialTables().MatchString(t) && !onlyAggregates, systemCredentialTable(t), star && t == "AUTH.USERS":
+		case credentialTables.MatchString(t) && !onlyAggregates, systemCredentialTable(t), star && t == "AUTH.USERS":
 			return true
 		}
 	}
@@ -512,7 +512,7 @@ func readsCredentials(words []string) bool {
 
 // systemCredentialTable is a server's own table of logins: even a count of it is reconnaissance.
 func systemCredentialTable(t string) bool {
-	return credentialTables().MatchString(t) && (strings.Contains(t, "PG_") || strings.HasPrefix(t, "MYSQL.") || strings.Contains(t, "LOGINS"))
+	return credentialTables.MatchString(t) && (strings.Contains(t, "PG_") || strings.HasPrefix(t, "MYSQL.") || strings.Contains(t, "LOGINS"))
 }
 
 // grantsPrivilege: GRANT, users and roles made or changed, a role taken; superuser when what is
@@ -538,7 +538,7 @@ var sqlStart = lazyregexp.New(`(?is)^\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*\(?\s*(S
 	`BEGIN|COMMIT|END|ROLLBACK|START|SET|RESET|PRAGMA|EXEC|EXECUTE|CALL|ATTACH|VACUUM|LOAD|EXPLAIN|MERGE|REPLACE|UPSERT|DECLARE)\b`)
 
 // looksLikeSQL reports text that begins as a statement does.
-func looksLikeSQL(s string) bool { return sqlStart().MatchString(s) }
+func looksLikeSQL(s string) bool { return sqlStart.MatchString(s) }
 
 // sqlKeys are argument names whose value is SQL; dbWords, among the words of a connector's or
 // tool's name, mark one that talks to a database.
@@ -554,7 +554,7 @@ func SQLArgument(server, tool, key, v string) bool {
 	if !looksLikeSQL(v) {
 		return false
 	}
-	return sqlKeys().MatchString(key) || NameHas(dbWords, server, tool)
+	return sqlKeys.MatchString(key) || NameHas(dbWords, server, tool)
 }
 
 // sqlLiteral finds string literals in interpreter code that are SQL statements by their shape
@@ -564,7 +564,7 @@ var sqlLiteral = lazyregexp.New("(?is)([\"'`])(\\s*(?:DROP|DELETE|UPDATE|TRUNCAT
 // sqlInCode are the SQL statements string literals in code carry.
 func sqlInCode(code string) []string {
 	var out []string
-	for _, m := range sqlLiteral().FindAllStringSubmatch(code, 64) {
+	for _, m := range sqlLiteral.FindAllStringSubmatch(code, 64) {
 		if m[1] == m[3] {
 			out = append(out, m[2])
 		}

@@ -11,17 +11,17 @@ func IsReader(name string) bool { return readers[name] }
 
 // CriticalPath reports a path whose loss is the loss of a system or a home: the root, a home,
 // system folders and their first level, ., .., *.
-func CriticalPath(p string) bool { return criticalPath().MatchString(p) }
+func CriticalPath(p string) bool { return criticalPath.MatchString(p) }
 
 // TempPath reports a path in a temporary folder.
-func TempPath(p string) bool { return tempPath().MatchString(p) }
+func TempPath(p string) bool { return tempPath.MatchString(p) }
 
 // RemoteSpec reports an scp or rsync destination on another host (host:path, user@host:path).
-func RemoteSpec(s string) bool { return remoteSpec().MatchString(s) }
+func RemoteSpec(s string) bool { return remoteSpec.MatchString(s) }
 
 // MentionsSecretVar reports text that names an environment variable holding a secret
 // ($GITHUB_TOKEN, ${AWS_SECRET_ACCESS_KEY}).
-func MentionsSecretVar(s string) bool { return secretVar().MatchString(s) }
+func MentionsSecretVar(s string) bool { return secretVar.MatchString(s) }
 
 // DataOptions are the options through which a known sender (curl, wget, httpie) sends data, in
 // order.

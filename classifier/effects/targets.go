@@ -125,7 +125,7 @@ func EmbeddedPaths(cmd *facts.Command) []HandedPath {
 		if len(t) > maxEmbeddedScan {
 			t = t[:maxEmbeddedScan]
 		}
-		for _, m := range embeddedPath().FindAllStringSubmatch(t, -1) {
+		for _, m := range embeddedPath.FindAllStringSubmatch(t, -1) {
 			if m[1] != t { // a whole argument is PathValues' to judge, with its option
 				out = append(out, HandedPath{Value: m[1], Opt: "embedded"})
 			}
@@ -162,7 +162,7 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string, an *facts.Analysis) 
 			if slices.ContainsFunc(stored, func(line string) bool { return strings.Contains(line, pa.Value) }) {
 				continue
 			}
-			if !whole[pa.Value] && (facts.InterpreterFlag(cmd.Name) == "" || persistLocation().MatchString(facts.CanonPath(pa.Value, cwd))) {
+			if !whole[pa.Value] && (facts.InterpreterFlag(cmd.Name) == "" || persistLocation.MatchString(facts.CanonPath(pa.Value, cwd))) {
 				handed = append(handed, pa)
 			}
 		}
@@ -174,7 +174,7 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string, an *facts.Analysis) 
 			// the known readers' files are judged by the read rules, option by option (bashItems)
 		case f.secretStore(p) && !consumes(cmd.Name, pa.Opt):
 			out = append(out, New(EffectOpen, cmd.Name, "path", p, "secret", ""))
-		case persistLocation().MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name] && !ordinaryTee(cmd, an, pa.Value, p):
+		case persistLocation.MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name] && !ordinaryTee(cmd, an, pa.Value, p):
 			out = append(out, New(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
 		}
 	}

@@ -84,29 +84,29 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		a.Dynamic = append(a.Dynamic, name+" code longer than the analysis limit")
 		code = code[:maxCodeBytes]
 	}
-	for _, m := range codeDeletes().FindAllStringSubmatch(code, 64) {
-		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeDelete, By: name, Target: m[1] + m[2] + m[3], Tree: treeDelete().MatchString(m[0])})
+	for _, m := range codeDeletes.FindAllStringSubmatch(code, 64) {
+		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeDelete, By: name, Target: m[1] + m[2] + m[3], Tree: treeDelete.MatchString(m[0])})
 	}
-	for _, m := range codeStrings().FindAllStringSubmatch(code, 256) {
+	for _, m := range codeStrings.FindAllStringSubmatch(code, 256) {
 		if s := m[1] + m[2]; LooksLikePath(s) && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~")) {
 			a.CodePaths = append(a.CodePaths, s)
 		}
 	}
-	if codeSocket().MatchString(code) && codeRunsCommands().MatchString(code) {
+	if codeSocket.MatchString(code) && codeRunsCommands.MatchString(code) {
 		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeRemoteShell, By: name})
 	}
 	a.CodeActs = append(a.CodeActs, codeAgents(name, code)...)
-	if codeHome().MatchString(code) {
+	if codeHome.MatchString(code) {
 		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeHome, By: name})
 	}
-	if codeSends().MatchString(code) {
-		e := CodeAct{Kind: CodeSend, By: name, Secret: codeSecrets().MatchString(code)}
+	if codeSends.MatchString(code) {
+		e := CodeAct{Kind: CodeSend, By: name, Secret: codeSecrets.MatchString(code)}
 		a.CodeActs = append(a.CodeActs, e)
 	}
 	// The patterns below are costly to run and need words most code lacks: looked for first.
 	decodes := containsAny(code, "decode", "fromhex", "atob", "Buffer.from", "unpack")
 	builds := decodes || containsAny(code, "exec", "eval", "Function", "compile")
-	for _, m := range codeDecodedExec().FindAllStringSubmatch(code, 16) {
+	for _, m := range codeDecodedExec.FindAllStringSubmatch(code, 16) {
 		if !decodes {
 			break
 		}
@@ -121,7 +121,7 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		}
 	}
 	if strings.Contains(code, "pack") {
-		for _, m := range codePackShell().FindAllStringSubmatch(code, 8) {
+		for _, m := range codePackShell.FindAllStringSubmatch(code, 8) {
 			// Perl's pack("H*", hex) is the text the hex spells: system and backticks hand it to a
 			// shell, eval to Perl.
 			b, err := hex.DecodeString(m[2])
@@ -134,9 +134,9 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 			}
 		}
 	}
-	if decodes && codeDecodedShell().MatchString(code) {
+	if decodes && codeDecodedShell.MatchString(code) {
 		a.Obfuscated = append(a.Obfuscated, name+" hands a shell a command it decodes at run time")
-	} else if builds && codeDynamicExec().MatchString(code) {
+	} else if builds && codeDynamicExec.MatchString(code) {
 		a.Dynamic = append(a.Dynamic, name+" runs code it builds at run time")
 	}
 }
@@ -277,12 +277,12 @@ func codeAgents(name, code string) []CodeAct {
 		if strings.HasPrefix(t, "#") || strings.HasPrefix(t, "//") || strings.HasPrefix(t, "*") || strings.HasPrefix(t, "/*") {
 			continue
 		}
-		if m := codeAgentSDK().FindStringSubmatch(t); m != nil {
+		if m := codeAgentSDK.FindStringSubmatch(t); m != nil {
 			acts = append(acts, CodeAct{Kind: CodeAgent, By: name, Target: "sdk:" + m[1] + m[2] + m[3]})
 		}
 	}
-	for _, m := range codeAgentSpawn().FindAllStringSubmatch(code, 8) {
-		acts = append(acts, CodeAct{Kind: CodeAgent, By: name, Target: m[1], Secret: m[1] == "claude" && codeClaudeUnguarded().MatchString(code)})
+	for _, m := range codeAgentSpawn.FindAllStringSubmatch(code, 8) {
+		acts = append(acts, CodeAct{Kind: CodeAgent, By: name, Target: m[1], Secret: m[1] == "claude" && codeClaudeUnguarded.MatchString(code)})
 	}
 	return acts
 }

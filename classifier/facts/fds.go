@@ -202,7 +202,7 @@ func (c *Command) FDOf(arg string) (FDSource, bool) {
 	case "/dev/stdout":
 		n = "1"
 	default:
-		m := fdArg().FindStringSubmatch(arg)
+		m := fdArg.FindStringSubmatch(arg)
 		if m == nil {
 			return FDSource{}, false
 		}
@@ -229,7 +229,7 @@ func fdsUsed(t FDTable, args []string) FDTable {
 	keep("0")
 	keep("1")
 	for _, a := range args {
-		if m := fdArg().FindStringSubmatch(a); m != nil {
+		if m := fdArg.FindStringSubmatch(a); m != nil {
 			keep(m[1])
 		}
 	}

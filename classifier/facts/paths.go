@@ -116,7 +116,7 @@ func procAlias(p, cwd string) string {
 	if !strings.HasPrefix(p, "/proc/") {
 		return p
 	}
-	m := procFolder().FindStringSubmatch(p)
+	m := procFolder.FindStringSubmatch(p)
 	if m == nil {
 		return p
 	}

@@ -238,19 +238,19 @@ func execStrings(cmd *Command) []string {
 		}
 	case "osascript":
 		for _, s := range OptionValues(cmd.Args, "-e") {
-			for _, m := range doShellScript().FindAllStringSubmatch(s, -1) {
+			for _, m := range doShellScript.FindAllStringSubmatch(s, -1) {
 				out = append(out, strings.ReplaceAll(m[1]+m[2], `\"`, `"`))
 			}
 		}
 	case "awk", "gawk", "mawk", "nawk":
 		for _, a := range cmd.Args {
-			for _, m := range awkShell().FindAllStringSubmatch(a, -1) {
+			for _, m := range awkShell.FindAllStringSubmatch(a, -1) {
 				out = append(out, m[1]+m[2])
 			}
 			// awk joins strings written side by side: system("r" "m -rf ~") runs rm -rf ~.
-			for _, m := range awkJoined().FindAllStringSubmatch(a, -1) {
+			for _, m := range awkJoined.FindAllStringSubmatch(a, -1) {
 				var b strings.Builder
-				for _, lit := range awkLiteral().FindAllStringSubmatch(m[1], -1) {
+				for _, lit := range awkLiteral.FindAllStringSubmatch(m[1], -1) {
 					b.WriteString(strings.ReplaceAll(lit[1], `\"`, `"`))
 				}
 				out = append(out, b.String())
@@ -360,7 +360,7 @@ func Destination(cmd *Command) string {
 	}
 	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
 		for _, a := range args {
-			if bareHost().MatchString(a) {
+			if bareHost.MatchString(a) {
 				return "http://" + a
 			}
 		}

@@ -924,7 +924,7 @@ func (w *walker) teeWrites(cmd Command, c *syntax.CallExpr) {
 
 var fdRE = lazyregexp.New(`^&?[0-9-]+$`)
 
-func isFD(s string) bool { return fdRE().MatchString(s) }
+func isFD(s string) bool { return fdRE.MatchString(s) }
 
 // heredoc returns the text fed to a statement's stdin by <<, <<- or <<<.
 func heredoc(st *syntax.Stmt) (string, bool) {
@@ -1443,7 +1443,7 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 			if wrapperOptsWithValue[name][a] {
 				i++
 			}
-		case name == "timeout" && timeoutDuration().MatchString(a):
+		case name == "timeout" && timeoutDuration.MatchString(a):
 			return i + 1, true
 		default:
 			return i, true
@@ -1625,8 +1625,8 @@ var (
 // reversed) as the one literal it makes, within bounds.
 func joinLiterals(code string) string {
 	if strings.Contains(code, "[::-1]") {
-		code = reversedLiteral().ReplaceAllStringFunc(code, func(m string) string {
-			g := reversedLiteral().FindStringSubmatch(m)
+		code = reversedLiteral.ReplaceAllStringFunc(code, func(m string) string {
+			g := reversedLiteral.FindStringSubmatch(m)
 			if !utf8.ValidString(g[1] + g[2]) {
 				return m
 			}
@@ -1636,20 +1636,20 @@ func joinLiterals(code string) string {
 		})
 	}
 	if strings.Contains(code, ".join(") {
-		code = joinedList().ReplaceAllStringFunc(code, func(m string) string {
-			g := joinedList().FindStringSubmatch(m)
+		code = joinedList.ReplaceAllStringFunc(code, func(m string) string {
+			g := joinedList.FindStringSubmatch(m)
 			var b strings.Builder
-			for _, q := range quotedString().FindAllStringSubmatch(g[1]+g[2], -1) {
+			for _, q := range quotedString.FindAllStringSubmatch(g[1]+g[2], -1) {
 				b.WriteString(q[1] + q[2])
 			}
 			return quoteLiteral(b.String(), m)
 		})
 	}
 	if strings.ContainsAny(code, " \t") {
-		code = adjacentLiterals().ReplaceAllStringFunc(code, func(m string) string {
-			g := adjacentLiterals().FindStringSubmatch(m)
+		code = adjacentLiterals.ReplaceAllStringFunc(code, func(m string) string {
+			g := adjacentLiterals.FindStringSubmatch(m)
 			var b strings.Builder
-			for _, q := range quotedString().FindAllStringSubmatch(g[2], -1) {
+			for _, q := range quotedString.FindAllStringSubmatch(g[2], -1) {
 				b.WriteString(q[1] + q[2])
 			}
 			return g[1] + quoteLiteral(b.String(), g[2]) + g[3]
@@ -1659,8 +1659,8 @@ func joinLiterals(code string) string {
 		return code
 	}
 	for range 64 {
-		next := concatenated().ReplaceAllStringFunc(code, func(m string) string {
-			g := concatenated().FindStringSubmatch(m)
+		next := concatenated.ReplaceAllStringFunc(code, func(m string) string {
+			g := concatenated.FindStringSubmatch(m)
 			return quoteLiteral(g[1]+g[2]+g[3]+g[4], m)
 		})
 		if next == code {
@@ -1687,11 +1687,11 @@ func (a *Analysis) interp(name, code string, w *walker) {
 	code = joinLiterals(code)
 	a.Code = append(a.Code, Code{Interp: name, Text: code})
 	a.scanCode(name, code, w)
-	for _, m := range shellCall().FindAllStringSubmatch(code, -1) {
+	for _, m := range shellCall.FindAllStringSubmatch(code, -1) {
 		arg := m[1] + m[2] + m[3]
 		if strings.HasPrefix(arg, "[") { // an argv list: join its strings
 			var parts []string
-			for _, q := range quotedString().FindAllStringSubmatch(arg, -1) {
+			for _, q := range quotedString.FindAllStringSubmatch(arg, -1) {
 				parts = append(parts, q[1]+q[2])
 			}
 			a.shell(strings.Join(parts, " "), w.depth+1, w.scope())

@@ -25,4 +25,4 @@ func SaveOptionsOf(name string) (SaveOptions, bool) {
 }
 
 // IsFDPath reports a path that names a file descriptor (/dev/fd/3, /proc/self/fd/3).
-func IsFDPath(p string) bool { return fdArg().MatchString(p) }
+func IsFDPath(p string) bool { return fdArg.MatchString(p) }

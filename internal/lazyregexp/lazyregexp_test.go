@@ -14,7 +14,7 @@ import (
 
 func TestAnExpressionIsCompiledOnceAndKept(t *testing.T) {
 	re := New(`^a+$`)
-	first, again := re(), re()
+	first, again := re.Regexp(), re.Regexp()
 	if !first.MatchString("aaa") || first.MatchString("b") || first != again {
 		t.Error("the expression does not match as written, or is compiled more than once")
 	}
@@ -27,7 +27,7 @@ func TestABadExpressionPanicsOnFirstUseNotBefore(t *testing.T) {
 			t.Error("a bad expression did not panic when used")
 		}
 	}()
-	re()
+	re.Regexp()
 }
 
 // Every expression the module writes with New compiles: a mistake would otherwise show as a panic
@@ -95,7 +95,7 @@ func TestABadExpressionPanicsAtEveryUse(t *testing.T) {
 					t.Errorf("use %d of a bad expression did not panic", i+1)
 				}
 			}()
-			re()
+			re.Regexp()
 		}()
 	}
 }
@@ -105,7 +105,7 @@ func TestAnExpressionIsCompiledOnceAcrossGoroutines(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([]*regexp.Regexp, 8)
 	for i := range got {
-		wg.Go(func() { got[i] = re() })
+		wg.Go(func() { got[i] = re.Regexp() })
 	}
 	wg.Wait()
 	for _, r := range got {

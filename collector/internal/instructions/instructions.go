@@ -307,7 +307,7 @@ func Imports(text, dir, sessionDir string) []string {
 		if fenced {
 			continue
 		}
-		for _, m := range importRef().FindAllStringSubmatchIndex(line, -1) {
+		for _, m := range importRef.FindAllStringSubmatchIndex(line, -1) {
 			if strings.Count(line[:m[2]], "`")%2 == 1 {
 				continue // inside a code span
 			}
