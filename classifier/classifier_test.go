@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 

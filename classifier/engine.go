@@ -23,6 +23,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 	"github.com/coworkbridge/coworkbridge/internal/spelling"
 )
 
@@ -462,7 +463,7 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 }
 
 // nudgeVars are the variables a nudge may name; the rule parser refuses any other.
-var nudgeVars = map[string]bool{"command": true, "base_command": true, "file_path": true, "tool_name": true, "server_name": true}
+var nudgeVars = nameset.Of("command", "base_command", "file_path", "tool_name", "server_name")
 
 var nudgeVar = lazyregexp.New(`\{([a-z_]+)\}`)
 
@@ -686,7 +687,7 @@ func fileOperands(cmd *facts.Command) (read, written []string) {
 		ops = append(ops, a)
 	}
 	switch {
-	case copiers[cmd.Name] && len(ops) >= 2:
+	case copiers.Has(cmd.Name) && len(ops) >= 2:
 		read = ops[:len(ops)-1]
 		if cmd.Name == "cp" && slices.Contains(cmd.Args, "--attributes-only") {
 			read = nil // the copy gets the source's mode and times, none of its content
@@ -696,12 +697,12 @@ func fileOperands(cmd *facts.Command) (read, written []string) {
 		}
 	case cmd.Name == "mv":
 		read, written = ops, append(written, ops...) // the sources go, the destination is written
-	case writers[cmd.Name]:
+	case writers.Has(cmd.Name):
 		read, written = ops, append(written, ops...)
 	default:
 		read = ops
 	}
-	if !writers[cmd.Name] && !copiers[cmd.Name] && cmd.Name != "sort" {
+	if !writers.Has(cmd.Name) && !copiers.Has(cmd.Name) && cmd.Name != "sort" {
 		written = nil
 	}
 	return read, written
@@ -786,7 +787,7 @@ func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 			seen[key] = true
 			items = append(items, item{target: TargetBash, text: line, cmd: cmd, an: an, cwd: cwd})
 		}
-		if fetchesURLs[cmd.Name] {
+		if fetchesURLs.Has(cmd.Name) {
 			for _, a := range cmd.Args {
 				// curl http://169.254.169.254/…; not localhost, where a developer's own services
 				// (curl localhost:9200/_cat/indices) are ordinary work

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 
 	"github.com/coworkbridge/coworkbridge/classifier/effects"
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
@@ -52,9 +53,9 @@ const (
 
 // sendWords are the words of a connector tool's name that make a call a send: it writes
 // somewhere others read.
-var sendWords = map[string]bool{"create": true, "post": true, "comment": true, "update": true, "push": true,
-	"send": true, "publish": true, "write": true, "add": true, "reply": true, "upload": true, "share": true,
-	"edit": true, "merge": true, "fork": true, "submit": true, "put": true, "set": true}
+var sendWords = nameset.Of("create", "post", "comment", "update", "push",
+	"send", "publish", "write", "add", "reply", "upload", "share",
+	"edit", "merge", "fork", "submit", "put", "set")
 
 // FlowOf is what the call p means for its session's flow. Sources and destinations the policy
 // trusts (trusted_sources: hosts, or MCP servers as mcp:<name>) are neither untrusted nor outward.
@@ -149,7 +150,7 @@ func (c *Classifier) privatePath(p, cwd string) bool {
 }
 
 // downloaders are the programs that fetch what a URL serves.
-var downloaders = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "aria2c": true, "xh": true, "fetch": true}
+var downloaders = nameset.Of("curl", "wget", "http", "https", "aria2c", "xh", "fetch")
 
 // carriesData reports whether a URL carries data out beyond naming a page: a query or a
 // fragment, or a path segment or subdomain that looks like encoded data (a page's address alone
@@ -206,10 +207,10 @@ func dataLike(s string) bool {
 
 // netSenders are programs that reach another machine with what their arguments say: the
 // destination is the first host named.
-var netSenders = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
-	"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "ssh": true, "scp": true, "sftp": true,
-	"ftp": true, "tftp": true, "ping": true, "ping6": true, "dig": true, "nslookup": true, "host": true, "drill": true,
-	"whois": true, "traceroute": true}
+var netSenders = nameset.Of("curl", "wget", "http", "https", "xh", "aria2c",
+	"nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp",
+	"ftp", "tftp", "ping", "ping6", "dig", "nslookup", "host", "drill",
+	"whois", "traceroute")
 
 // publishers are the subcommands that send a package or commits to a registry or remote.
 var publishers = map[string]string{"npm": "publish", "yarn": "publish", "pnpm": "publish", "bun": "publish",
@@ -234,7 +235,7 @@ func sendOf(cmd *facts.Command) send {
 	if sub, ok := publishers[name]; ok && slices.Contains(cmd.Args, sub) {
 		return send{dest: name + ":" + sub, via: ViaElsewhere}
 	}
-	if netSenders[name] {
+	if netSenders.Has(name) {
 		return netSend(cmd)
 	}
 	if facts.InterpreterFlag(name) != "" {
@@ -248,9 +249,9 @@ func sendOf(cmd *facts.Command) send {
 }
 
 // bodyFlags are a network program's options whose value is what it sends.
-var bodyFlags = map[string]bool{"-d": true, "--data": true, "--data-raw": true, "--data-binary": true, "--data-ascii": true,
-	"--data-urlencode": true, "--json": true, "-F": true, "--form": true, "--form-string": true, "-T": true,
-	"--upload-file": true, "--post-data": true, "--post-file": true, "--body-data": true, "--body-file": true}
+var bodyFlags = nameset.Of("-d", "--data", "--data-raw", "--data-binary", "--data-ascii",
+	"--data-urlencode", "--json", "-F", "--form", "--form-string", "-T",
+	"--upload-file", "--post-data", "--post-file", "--body-data", "--body-file")
 
 // netSend reads a network program's arguments: the first URL or host is the destination; URLs,
 // names and header values are text a send is found in, a literal body is free text, and a body
@@ -274,9 +275,9 @@ func netSend(cmd *facts.Command) send {
 				s.text = append(s.text, v)
 			}
 			i++
-		case bodyFlags[a] || strings.HasPrefix(a, "--") && bodyFlags[strings.SplitN(a, "=", 2)[0]]:
+		case bodyFlags.Has(a) || strings.HasPrefix(a, "--") && bodyFlags.Has(strings.SplitN(a, "=", 2)[0]):
 			v := next
-			if k, val, ok := strings.Cut(a, "="); ok && bodyFlags[k] {
+			if k, val, ok := strings.Cut(a, "="); ok && bodyFlags.Has(k) {
 				v = val
 			} else {
 				i++
@@ -322,7 +323,7 @@ func shellFacets(items []item) Facets {
 			merge(sendOf(it.cmd))
 		}
 		switch {
-		case it.target == TargetBash && it.cmd != nil && downloaders[it.cmd.Name] && f.Untrusted == "":
+		case it.target == TargetBash && it.cmd != nil && downloaders.Has(it.cmd.Name) && f.Untrusted == "":
 			for _, a := range it.cmd.Args {
 				if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") {
 					f.Untrusted = "download:" + hostOfURL(a) // what it fetches, the session takes in

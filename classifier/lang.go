@@ -194,8 +194,8 @@ func (p *ruleParser) parseLine(raw string) error {
 			return p.errorf("nudge wants one double-quoted string, got %s", rest)
 		}
 		for _, m := range nudgeVar.FindAllStringSubmatch(s, -1) {
-			if !nudgeVars[m[1]] {
-				return p.errorf("nudge names {%s}, which is not a variable; known: %s", m[1], keys(nudgeVars))
+			if !nudgeVars.Has(m[1]) {
+				return p.errorf("nudge names {%s}, which is not a variable; known: %s", m[1], strings.Join(slices.Sorted(slices.Values(nudgeVars.Names())), ", "))
 			}
 		}
 		p.cur.Nudge = s

@@ -12,6 +12,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 	"github.com/coworkbridge/coworkbridge/secrets"
 )
 
@@ -32,7 +33,7 @@ var writingTool = lazyregexp.New(`(?i)write|create|save|edit|update|put|upload|m
 var contentKeys = lazyregexp.New(`(?i)^(?:content|contents|text|body|data|new_?string|new_?source|markdown)$`)
 
 // commandRunnerWords, among the words of a server's or tool's name, mark one that runs commands.
-var commandRunnerWords = facts.SetOf("shell", "terminal", "bash", "sh", "zsh", "cmd", "command", "commands", "exec", "git", "make",
+var commandRunnerWords = nameset.Of("shell", "terminal", "bash", "sh", "zsh", "cmd", "command", "commands", "exec", "git", "make",
 	"npm", "npx", "yarn", "pnpm", "docker", "kubectl", "process", "script", "subprocess", "run", "cli")
 
 // shellSyntax is what only a shell makes something of: substitutions, chaining, pipes.

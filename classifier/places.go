@@ -8,6 +8,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -86,7 +87,7 @@ func (c *Classifier) secretFolders() []string {
 	for _, r := range c.rules[TargetRead] {
 		for _, re := range r.Patterns {
 			for _, p := range c.patternPaths(re.src) {
-				if strings.HasPrefix(p, "~/") && !broadFolders[p] && !seen[p] {
+				if strings.HasPrefix(p, "~/") && !broadFolders.Has(p) && !seen[p] {
 					seen[p] = true
 					out = append(out, p)
 				}
@@ -99,7 +100,7 @@ func (c *Classifier) secretFolders() []string {
 // broadFolders are where a read rule's expression stops being listable while most of what lies
 // below is no secret (~/.config/gh/hosts.yml is; the rest of ~/.config is not): searching them
 // for a file's other names would spend the search's bound on them.
-var broadFolders = map[string]bool{"~/Library": true, "~/.config": true, "~/.local": true, "~/.local/share": true}
+var broadFolders = nameset.Of("~/Library", "~/.config", "~/.local", "~/.local/share")
 
 // contains reports whether path p (canonical) is the place or lies inside it. A Mac's disk does
 // not tell case apart, so neither does this.

@@ -3,12 +3,13 @@ package classifier
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 )
 
 func TestPrefilterReadsWhatAPatternPlainlyRequires(t *testing.T) {

@@ -1,5 +1,7 @@
 package classifier
 
+import "github.com/coworkbridge/coworkbridge/internal/nameset"
+
 // The rule layer's knowledge of programs: which fetch the URLs they are handed, which write the
 // files they name, and which only read settings files. The lower layers keep theirs in
 // facts/programs.go, facts/capabilities.txt and effects/tools.go.
@@ -12,17 +14,17 @@ var settingsReaders = map[string]bool{"cat": true, "less": true, "more": true, "
 
 // folderTools are commands that, given the .claude folder itself, can move, link, replace or
 // change it.
-var folderTools = map[string]bool{"ln": true, "mv": true, "cp": true, "rm": true, "rmdir": true, "unlink": true, "chmod": true,
-	"chown": true, "chflags": true, "chattr": true, "mkfifo": true, "mknod": true, "rsync": true, "install": true, "touch": true, "truncate": true}
+var folderTools = nameset.Of("ln", "mv", "cp", "rm", "rmdir", "unlink", "chmod",
+	"chown", "chflags", "chattr", "mkfifo", "mknod", "rsync", "install", "touch", "truncate")
 
 // fetchesURLs are programs whose URL arguments are judged by the url rules.
-var fetchesURLs = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
-	"lwp-request": true, "GET": true, "POST": true, "open": true, "fetch": true}
+var fetchesURLs = nameset.Of("curl", "wget", "http", "https", "xh", "aria2c",
+	"lwp-request", "GET", "POST", "open", "fetch")
 
 // writers are commands that write files their arguments name; copiers write only the last.
-var writers = map[string]bool{"cp": true, "mv": true, "install": true, "tee": true, "ln": true, "touch": true, "dd": true, "truncate": true, "chmod": true}
+var writers = nameset.Of("cp", "mv", "install", "tee", "ln", "touch", "dd", "truncate", "chmod")
 
-var copiers = map[string]bool{"cp": true, "install": true, "ln": true, "rsync": true, "scp": true, "ditto": true}
+var copiers = nameset.Of("cp", "install", "ln", "rsync", "scp", "ditto")
 
 // readerValueOpts are options of readers whose value is not a file read: sort -o OUT writes it,
 // less -p PATTERN searches for it.

@@ -12,6 +12,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/frontmatter"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // validators are checks too structural for a regular expression. Rule files name them with
@@ -246,16 +247,16 @@ func shellArgs(args []string) []string {
 
 // codeLoaders are variables that, set at all, make the programs reading them load a library or
 // run a command: whatever their value, they decide what runs.
-var codeLoaders = map[string]bool{"LD_PRELOAD": true, "LD_AUDIT": true, "DYLD_INSERT_LIBRARIES": true,
-	"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true, "ZDOTDIR": true, "PYTHONSTARTUP": true, "PERL5OPT": true,
-	"RUBYOPT": true, "PYTHONINSPECT": true, "PERL5DB": true, "LESSOPEN": true, "LESSCLOSE": true}
+var codeLoaders = nameset.Of("LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES",
+	"BASH_ENV", "ENV", "PROMPT_COMMAND", "ZDOTDIR", "PYTHONSTARTUP", "PERL5OPT",
+	"RUBYOPT", "PYTHONINSPECT", "PERL5DB", "LESSOPEN", "LESSCLOSE")
 
 // searchPaths are lists of folders programs take code from: they load code from where the agent
 // can drop it unseen when one of their folders is a temporary one (PATH=/tmp:$PATH), or one
 // only known at run time.
-var searchPaths = map[string]bool{"PATH": true, "LD_LIBRARY_PATH": true, "DYLD_LIBRARY_PATH": true,
-	"DYLD_FRAMEWORK_PATH": true, "DYLD_FALLBACK_LIBRARY_PATH": true, "PYTHONPATH": true, "PERL5LIB": true,
-	"NODE_PATH": true, "RUBYLIB": true, "CLASSPATH": true, "GEM_PATH": true}
+var searchPaths = nameset.Of("PATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH",
+	"DYLD_FRAMEWORK_PATH", "DYLD_FALLBACK_LIBRARY_PATH", "PYTHONPATH", "PERL5LIB",
+	"NODE_PATH", "RUBYLIB", "CLASSPATH", "GEM_PATH")
 
 // optionLoaders carry a program's options, some of which load code (node --require X, java
 // -javaagent:X) or open a debugger to the network (--inspect).
@@ -276,9 +277,9 @@ func loadsCode(name, value, cwd string) bool {
 	switch {
 	case value == "":
 		return false // cleared, or set to nothing
-	case codeLoaders[name]:
+	case codeLoaders.Has(name):
 		return true
-	case searchPaths[name]:
+	case searchPaths.Has(name):
 		for _, dir := range strings.Split(value, ":") {
 			if strings.Contains(dir, "$(") || strings.Contains(dir, "`") || effects.TempPath(facts.CanonPath(dir, cwd)) {
 				return true
@@ -404,12 +405,12 @@ func noProjectFolder(p string) bool {
 	}
 	if rest, ok := strings.CutPrefix(p, "/"); ok {
 		first, below, deeper := strings.Cut(rest, "/")
-		return noProjectSystem[first] && (!deeper || below != "" && !strings.Contains(below, "/"))
+		return noProjectSystem.Has(first) && (!deeper || below != "" && !strings.Contains(below, "/"))
 	}
 	return false
 }
 
-var noProjectSystem = facts.SetOf("etc", "usr", "var", "bin", "sbin", "System", "Library", "Applications", "private", "opt", "tmp")
+var noProjectSystem = nameset.Of("etc", "usr", "var", "bin", "sbin", "System", "Library", "Applications", "private", "opt", "tmp")
 
 // projectOf is the folders a session working in cwd works in (see projectRoots), none when the
 // working folder is a home, the disk or a system folder. Evaluate computes it once per call.
@@ -536,7 +537,7 @@ func guardTamper(_ *Classifier, it item) (string, bool) {
 	if strings.Contains(l, ".claude") && strings.Contains(l, "settings") && !onlyReadsSettings(it) {
 		return it.text, true
 	}
-	if it.cmd != nil && folderTools[it.cmd.Name] {
+	if it.cmd != nil && folderTools.Has(it.cmd.Name) {
 		for _, a := range it.cmd.Args {
 			if path.Base(strings.ToLower(strings.TrimRight(a, "/"))) == ".claude" {
 				return it.cmd.Line(), true

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // Kind is the kind of configuration file the CLI reads a frontmatter from; the harmless keys
@@ -69,16 +70,16 @@ func (v Verdict) Reasons() []string {
 // starts something: hooks (and hook events written at the top level), shell, mcpServers,
 // lspServers, settings, monitors, channels, workflows, dependencies, userConfig and the
 // plugin-manifest keys.
-var harmless = map[string]bool{
-	"name": true, "description": true, "model": true, "allowed-tools": true, "argument-hint": true,
-	"arguments": true, "disable-model-invocation": true, "user-invocable": true, "effort": true,
-	"version": true, "when_to_use": true, "paths": true, "context": true, "agent": true,
-	"metadata": true, "displayName": true, "author": true, "homepage": true, "repository": true,
-	"license": true, "keywords": true, "compatibility": true, "tools": true, "disallowedTools": true,
-	"color": true, "maxTurns": true, "autoCompactWindow": true, "initialPrompt": true, "memory": true,
-	"background": true, "omitClaudeMd": true, "isolation": true, "keep-coding-instructions": true,
-	"hide-from-slash-command-tool": true,
-}
+var harmless = nameset.Of(
+	"name", "description", "model", "allowed-tools", "argument-hint",
+	"arguments", "disable-model-invocation", "user-invocable", "effort",
+	"version", "when_to_use", "paths", "context", "agent",
+	"metadata", "displayName", "author", "homepage", "repository",
+	"license", "keywords", "compatibility", "tools", "disallowedTools",
+	"color", "maxTurns", "autoCompactWindow", "initialPrompt", "memory",
+	"background", "omitClaudeMd", "isolation", "keep-coding-instructions",
+	"hide-from-slash-command-tool",
+)
 
 // harmlessFor are keys harmless in one kind only: an agent's skills are names of skills the CLI
 // loads from their own (judged) files; elsewhere the key names folders of a plugin.
@@ -87,7 +88,7 @@ var harmlessFor = map[Kind]map[string]bool{
 }
 
 // modes are the permissionMode values that do not loosen the CLI's own permission rules.
-var modes = map[string]bool{"default": true, "acceptEdits": true, "plan": true, "dontAsk": true}
+var modes = nameset.Of("default", "acceptEdits", "plan", "dontAsk")
 
 // Judge reads data, a file of kind k, and says what in it the CLI would act on that is not
 // known to be harmless. allow names keys the admin admits for this file.
@@ -123,9 +124,9 @@ func Judge(k Kind, data []byte, allow func(key string) bool) Verdict {
 
 func keyHarmless(k Kind, e entry) bool {
 	if e.key == "permissionMode" {
-		return modes[strings.Trim(e.scalar, `"'`)]
+		return modes.Has(strings.Trim(e.scalar, `"'`))
 	}
-	return harmless[e.key] || harmlessFor[k][e.key]
+	return harmless.Has(e.key) || harmlessFor[k][e.key]
 }
 
 // without is data less the byte ranges in cut (sorted, apart).
@@ -190,14 +191,14 @@ func InlineShell(data []byte) bool { return inlineShell.Match(data) }
 // starters are the held keys that start something or loosen permissions (as opposed to keys held
 // only because they are not known): in a Cowork session nothing but an attempt on the guard
 // writes them.
-var starters = map[string]bool{
-	"hooks": true, "mcpServers": true, "lspServers": true, "shell": true, "settings": true,
-	"monitors": true, "channels": true, "workflows": true, "permissionMode": true, "agents": true,
-	"commands": true, "skills": true, "dependencies": true, "userConfig": true,
-}
+var starters = nameset.Of(
+	"hooks", "mcpServers", "lspServers", "shell", "settings",
+	"monitors", "channels", "workflows", "permissionMode", "agents",
+	"commands", "skills", "dependencies", "userConfig",
+)
 
 // Dangerous reports whether a held key starts something or loosens permissions; a hook event
 // written at the top level (PreToolUse, ...) counts.
 func Dangerous(key string) bool {
-	return starters[key] || key != "" && key[0] >= 'A' && key[0] <= 'Z'
+	return starters.Has(key) || key != "" && key[0] >= 'A' && key[0] <= 'Z'
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // Fingerprint is what reconciliation keeps of a tool call's input: a hash of each top-level
@@ -50,7 +52,7 @@ func FingerprintIn(raw json.RawMessage, cwd string) Fingerprint {
 		if len(k) > maxKeyBytes {
 			return Fingerprint{wholeKey: hashValue(raw)}
 		}
-		if pathMembers[k] {
+		if pathMembers.Has(k) {
 			v = absolute(v, cwd)
 			fp.addPath(k, v)
 		}
@@ -62,7 +64,7 @@ func FingerprintIn(raw json.RawMessage, cwd string) Fingerprint {
 // pathMembers are the members that name a file. The model may write one relative to the
 // session's folder; Claude Code makes it absolute before its hooks see it, while its transcript
 // keeps it as written. Both spellings of one file are the same input.
-var pathMembers = map[string]bool{"file_path": true, "notebook_path": true}
+var pathMembers = nameset.Of("file_path", "notebook_path")
 
 // Beside a path member's hash, a fingerprint keeps what lets a relative spelling match an
 // absolute one without keeping the path: for a relative path, its number of components
@@ -172,7 +174,7 @@ func Same(judged, ran Fingerprint) bool {
 		case internal(k):
 		case !ok:
 			return false
-		case pathMembers[k]:
+		case pathMembers.Has(k):
 			if !samePath(judged, ran, k) {
 				return false
 			}

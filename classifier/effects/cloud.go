@@ -8,6 +8,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // Containers and control planes. A container started with the host's namespaces, its root or its
@@ -26,11 +27,11 @@ const (
 	EffectCloud EffectKind = "cloud"
 )
 
-var containerRunners = facts.SetOf("docker", "podman", "nerdctl", "finch")
+var containerRunners = nameset.Of("docker", "podman", "nerdctl", "finch")
 
 // escapeCaps are the capabilities that reach past a container: mounts, kernel modules, other
 // processes' memory, raw devices, any file whatever its mode.
-var escapeCaps = facts.SetOf("ALL", "SYS_ADMIN", "SYS_MODULE", "SYS_PTRACE", "SYS_RAWIO", "DAC_READ_SEARCH", "DAC_OVERRIDE", "BPF", "PERFMON", "SYS_BOOT")
+var escapeCaps = nameset.Of("ALL", "SYS_ADMIN", "SYS_MODULE", "SYS_PTRACE", "SYS_RAWIO", "DAC_READ_SEARCH", "DAC_OVERRIDE", "BPF", "PERFMON", "SYS_BOOT")
 
 // rawDevice: a disk, memory or kernel device handed into a container.
 var rawDevice = lazyregexp.New(`^/dev/(sd|hd|vd|xvd|nvme|disk|rdisk|dm-|mapper/|loop|mem$|kmem$|port$|kmsg$|cpu/)`)
@@ -46,7 +47,7 @@ var hostSystem = lazyregexp.New(`^/(etc|root|boot|usr|bin|sbin|lib|lib64|proc|sy
 // service forms, with what they give the container of the host.
 func containerEffects(cmd *facts.Command, cwd string) []Effect {
 	switch {
-	case containerRunners[cmd.Name]:
+	case containerRunners.Has(cmd.Name):
 		if !startsContainer(cmd) {
 			return nil
 		}
@@ -114,7 +115,7 @@ func hostGrants(cmd *facts.Command, args []string, cwd string) []Effect {
 			}
 		case "--cap-add":
 			for c := range strings.SplitSeq(next(), ",") {
-				if c = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(c)), "CAP_"); escapeCaps[c] {
+				if c = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(c)), "CAP_"); escapeCaps.Has(c) {
 					add("cap", c)
 				}
 			}
@@ -368,7 +369,7 @@ func cloudEffects(cmd *facts.Command) []Effect {
 			break
 		}
 	}
-	if !credentialConsumers[cmd.PipesTo] {
+	if !credentialConsumers.Has(cmd.PipesTo) {
 		for _, a := range secretReads {
 			if a.matches(cmd) {
 				e := New(EffectCredential, cmd.Name, "what", a.what)
@@ -388,15 +389,15 @@ func everySecret(cmd *facts.Command) bool {
 	return slices.ContainsFunc(cmd.Args, func(a string) bool { return a == "-A" || a == "--all-namespaces" || a == "--all-namespaces=true" })
 }
 
-var dumpPrograms = facts.SetOf("pg_dump", "pg_dumpall", "mysqldump", "mariadb-dump", "mongoexport", "mongodump", "redis-cli", "sqlite3", "cockroach")
+var dumpPrograms = nameset.Of("pg_dump", "pg_dumpall", "mysqldump", "mariadb-dump", "mongoexport", "mongodump", "redis-cli", "sqlite3", "cockroach")
 
 // dumps reports a command that prints a database's or a secret store's whole content: piped or
 // written to a sender, that content leaves the machine.
 func dumps(c *facts.Command) bool {
-	if containerRunners[c.Name] || c.Name == "kubectl" || c.Name == "oc" || c.Name == "ssh" {
+	if containerRunners.Has(c.Name) || c.Name == "kubectl" || c.Name == "oc" || c.Name == "ssh" {
 		// docker exec db pg_dump app, ssh host mysqldump db: the dump made elsewhere prints here
 		for i, a := range c.Args {
-			if i > 0 && dumpPrograms[a] {
+			if i > 0 && dumpPrograms.Has(a) {
 				return dumps(&facts.Command{Name: a, Args: c.Args[i+1:]})
 			}
 		}
@@ -460,8 +461,8 @@ func packageConfigEffects(cmd *facts.Command) []Effect {
 	switch key {
 	case "script-shell", "shell", "git", "editor", "browser", "viewer":
 		first, _, _ := strings.Cut(strings.Trim(value, `'"`), " ")
-		execs = strings.Contains(first, "/") && (Throwaway(facts.CanonPath(first, "")) || !knownShells[path.Base(first)]) ||
-			!strings.Contains(first, "/") && key == "script-shell" && !knownShells[first]
+		execs = strings.Contains(first, "/") && (Throwaway(facts.CanonPath(first, "")) || !knownShells.Has(path.Base(first))) ||
+			!strings.Contains(first, "/") && key == "script-shell" && !knownShells.Has(first)
 	case "node-options", "nodeoptions":
 		execs = nodeLoads.MatchString(value)
 	}
@@ -473,7 +474,7 @@ func packageConfigEffects(cmd *facts.Command) []Effect {
 
 // knownShells are the shells, editors and openers an npm setting may name. (The editor "code"
 // comes last: a log line's "code" key is what the layout test looks for after that word.)
-var knownShells = facts.SetOf("sh", "bash", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd", "cmd.exe", "vim", "nvim", "nano", "emacs", "git", "open", "code")
+var knownShells = nameset.Of("sh", "bash", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd", "cmd.exe", "vim", "nvim", "nano", "emacs", "git", "open", "code")
 
 // nodeLoads: node options that load code before the program: --require, -r, --import, --loader.
 var nodeLoads = lazyregexp.New(`(^|\s)(--require|-r|--import|--loader|--experimental-loader)(\s|=)`)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // What a connector call does beyond the files and URLs its arguments name, judged by the shape of
@@ -24,9 +25,9 @@ func nameWords(names ...string) map[string]bool {
 }
 
 // NameHas reports whether one of the names' words is in set.
-func NameHas(set map[string]bool, names ...string) bool {
+func NameHas(set *nameset.Set, names ...string) bool {
 	for w := range nameWords(names...) {
-		if set[w] {
+		if set.Has(w) {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // The effect model: what a command does, typed, whatever its spelling. Each simple command the
@@ -100,7 +101,7 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		kind EffectKind
 	}{{credentialCommands, EffectCredential}, {securityOff, EffectSecurityOff}, {persistence, EffectPersist}, {backupDeletes, EffectDelete}} {
 		for _, s := range tables.rows {
-			if tables.kind == EffectCredential && credentialConsumers[cmd.PipesTo] {
+			if tables.kind == EffectCredential && credentialConsumers.Has(cmd.PipesTo) {
 				break
 			}
 			if s.matches(cmd) {
@@ -114,7 +115,7 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		}
 	}
 	out = append(out, sendEffects(cmd, cwd, fl)...)
-	if searchers[cmd.Name] { // grep -r AKIA ~: the matches are the keys
+	if searchers.Has(cmd.Name) { // grep -r AKIA ~: the matches are the keys
 		ops := facts.Operands(cmd.Args)
 		if len(ops) >= 1 && fl.searchesForCredentials(cmd, ops) {
 			for _, where := range append(ops[1:], facts.OptionValues(cmd.Args, "-r", "-R")...) {
@@ -223,7 +224,7 @@ var vcsInternals = lazyregexp.New(`(^|/)\.git(/(objects|refs|packed-refs|HEAD|lo
 // removals: the files rm, unlink, shred... remove. A repository's history (.git and what is in
 // it) is marked vcs: it is what lets a person undo everything else.
 func removals(cmd *facts.Command, cwd string) []Effect {
-	if !removers[cmd.Name] {
+	if !removers.Has(cmd.Name) {
 		return nil
 	}
 	recursive := false
@@ -287,7 +288,7 @@ func movesAway(cmd *facts.Command, cwd string) []Effect {
 }
 
 func permissionEffects(cmd *facts.Command, cwd string) []Effect {
-	if !permCommands[cmd.Name] {
+	if !permCommands.Has(cmd.Name) {
 		return nil
 	}
 	recursive := slices.Contains(cmd.Wrappers, "find") // find / -exec chmod … {} + reaches every file
@@ -353,7 +354,7 @@ func inShortBundle(a, f string) bool {
 
 // sendEffects finds what a network client sends and where.
 func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
-	if sendOptions[cmd.Name] == nil && !facts.IsRawSender(cmd.Name) && !otherSenders[cmd.Name] {
+	if sendOptions[cmd.Name] == nil && !facts.IsRawSender(cmd.Name) && !otherSenders.Has(cmd.Name) {
 		return nil // most commands send nothing: no URL parsing for them
 	}
 	dest := facts.Destination(cmd)
@@ -553,7 +554,7 @@ func findDeleteAction(args []string) bool {
 		switch a := args[i]; {
 		case a == "-delete":
 			return true
-		case findTakesValue[a]:
+		case findTakesValue.Has(a):
 			i++
 		case a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir":
 			for i++; i < len(args) && args[i] != ";" && args[i] != "+"; i++ {
@@ -571,7 +572,7 @@ func findFilters(args []string) bool {
 		case "-delete", "-print", "-print0", "-depth", "-d", "-xdev", "-mount", "-follow", "-L", "-P", "-H", "-ls":
 		case "-maxdepth", "-mindepth":
 		default:
-			if strings.HasPrefix(a, "-") && findTakesValue[a] && a != "-maxdepth" && a != "-mindepth" {
+			if strings.HasPrefix(a, "-") && findTakesValue.Has(a) && a != "-maxdepth" && a != "-mindepth" {
 				return true
 			}
 			if a == "-empty" || a == "-newer" || a == "-prune" {
@@ -772,7 +773,7 @@ func downloadThenRun(an *facts.Analysis, cwd string) []Effect {
 }
 
 // fetchers download what their URL names.
-var fetchers = map[string]bool{"curl": true, "wget": true, "aria2c": true, "http": true, "https": true, "xh": true, "fetch": true}
+var fetchers = nameset.Of("curl", "wget", "aria2c", "http", "https", "xh", "fetch")
 
 // unpackOfFetched is the folder an unpacker (tar x, unzip, 7z x, bsdtar) fills from an archive
 // just downloaded (a file fetched earlier, or a download piped in), and where it came from.
@@ -803,7 +804,7 @@ func unpackOfFetched(c *facts.Command, files map[string]string, cwd string) (dir
 		return "", "", false
 	}
 	switch {
-	case fetchers[c.PipedFrom] || slices.ContainsFunc(c.Upstream, func(u string) bool { return fetchers[u] }):
+	case fetchers.Has(c.PipedFrom) || slices.ContainsFunc(c.Upstream, func(u string) bool { return fetchers.Has(u) }):
 		src = "a download piped in"
 	case archive != "":
 		src = files[facts.CanonPath(archive, cwd)]
@@ -912,7 +913,7 @@ func netRedirects(an *facts.Analysis, fl *Flow) []Effect {
 // upstreamTree reports a pipeline that packs everything (tar cf - . | curl -d @- …).
 func upstreamTree(c *facts.Command, cwd string) bool {
 	for _, u := range c.UpstreamCmds {
-		if contentReaders[u.Name] && slices.ContainsFunc(facts.Operands(u.Args), func(p string) bool { return wholeTree(p, cwd) }) {
+		if contentReaders.Has(u.Name) && slices.ContainsFunc(facts.Operands(u.Args), func(p string) bool { return wholeTree(p, cwd) }) {
 			return true
 		}
 	}

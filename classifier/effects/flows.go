@@ -9,6 +9,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // Where the data a command sends comes from. A secret is rarely sent by name: it is piped
@@ -201,9 +202,9 @@ func (f *Flow) outputSecret(c *facts.Command) bool {
 		return len(ops) == 0 && (slices.Contains(c.Args, "-p") || slices.Contains(c.Args, "-x"))
 	case c.Name == "set":
 		return len(c.Args) == 0
-	case searchers[c.Name]:
+	case searchers.Has(c.Name):
 		return f.searchesForCredentials(c, ops)
-	case contentReaders[c.Name]:
+	case contentReaders.Has(c.Name):
 		if c.Name == "sed" || c.Name == "awk" || c.Name == "jq" || c.Name == "yq" {
 			if len(ops) > 0 && !slices.ContainsFunc(c.Args, func(a string) bool { return a == "-e" || a == "-f" }) {
 				ops = ops[1:] // the program comes first
@@ -258,7 +259,7 @@ func (f *Flow) stdinDump(c *facts.Command) bool {
 	}
 	for i := range c.UpstreamCmds {
 		u := &c.UpstreamCmds[i]
-		if dumps(u) || slices.ContainsFunc(facts.Operands(u.Args), f.dumped) && contentReaders[u.Name] {
+		if dumps(u) || slices.ContainsFunc(facts.Operands(u.Args), f.dumped) && contentReaders.Has(u.Name) {
 			return true
 		}
 	}
@@ -338,10 +339,10 @@ func socatSends(cmd *facts.Command, fl *Flow) []Effect {
 	return []Effect{e}
 }
 
-var socatNet = map[string]bool{"TCP": true, "TCP4": true, "TCP6": true, "UDP": true, "UDP4": true, "UDP6": true, "SCTP": true,
-	"OPENSSL": true, "SSL": true, "VSOCK-CONNECT": true, "SOCKS4": true, "SOCKS4A": true, "SOCKS5": true, "PROXY": true,
-	"TCP-LISTEN": true, "TCP4-LISTEN": true, "TCP6-LISTEN": true, "UDP-LISTEN": true, "OPENSSL-LISTEN": true,
-	"UDP-SENDTO": true, "UDP-DATAGRAM": true, "DTLS": true}
+var socatNet = nameset.Of("TCP", "TCP4", "TCP6", "UDP", "UDP4", "UDP6", "SCTP",
+	"OPENSSL", "SSL", "VSOCK-CONNECT", "SOCKS4", "SOCKS4A", "SOCKS5", "PROXY",
+	"TCP-LISTEN", "TCP4-LISTEN", "TCP6-LISTEN", "UDP-LISTEN", "OPENSSL-LISTEN",
+	"UDP-SENDTO", "UDP-DATAGRAM", "DTLS")
 
 func (f *Flow) socatAddress(cmd *facts.Command, addr string) socatAddr {
 	kind, rest, _ := strings.Cut(addr, ":")
@@ -349,7 +350,7 @@ func (f *Flow) socatAddress(cmd *facts.Command, addr string) socatAddr {
 	rest = strings.Trim(rest, `'"`)
 	opt := func(s string) string { v, _, _ := strings.Cut(s, ","); return v }
 	switch {
-	case socatNet[kind]:
+	case socatNet.Has(kind):
 		return socatAddr{net: opt(rest)}
 	case kind == "OPEN" || kind == "GOPEN" || kind == "FILE" || kind == "READLINE" || kind == "PIPE":
 		p := opt(rest)
@@ -367,7 +368,7 @@ func (f *Flow) socatAddress(cmd *facts.Command, addr string) socatAddr {
 		var out socatAddr
 		for i := range an.Commands {
 			c := &an.Commands[i]
-			if d := facts.Destination(c); d != "" && (sendOptions[c.Name] != nil || facts.IsRawSender(c.Name) || otherSenders[c.Name]) {
+			if d := facts.Destination(c); d != "" && (sendOptions[c.Name] != nil || facts.IsRawSender(c.Name) || otherSenders.Has(c.Name)) {
 				out.net = d // EXEC:'curl --data-binary @- host': a client that sends what it is given
 			}
 			out.data = true

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // What a git command line means, as git itself reads it: global options and -c settings before
@@ -42,12 +43,12 @@ var gitLong = map[string][]string{
 }
 
 // gitBuiltins are commands an alias cannot hide: git ignores alias.status.
-var gitBuiltins = map[string]bool{"add": true, "am": true, "archive": true, "bisect": true, "blame": true, "branch": true,
-	"checkout": true, "cherry-pick": true, "clean": true, "clone": true, "commit": true, "config": true, "describe": true,
-	"diff": true, "fetch": true, "gc": true, "grep": true, "init": true, "log": true, "merge": true, "mv": true, "prune": true,
-	"pull": true, "push": true, "rebase": true, "reflog": true, "remote": true, "reset": true, "restore": true, "revert": true,
-	"rm": true, "show": true, "stash": true, "status": true, "switch": true, "tag": true, "worktree": true, "fsck": true,
-	"update-ref": true, "filter-branch": true, "submodule": true, "ls-files": true, "rev-parse": true, "help": true, "version": true}
+var gitBuiltins = nameset.Of("add", "am", "archive", "bisect", "blame", "branch",
+	"checkout", "cherry-pick", "clean", "clone", "commit", "config", "describe",
+	"diff", "fetch", "gc", "grep", "init", "log", "merge", "mv", "prune",
+	"pull", "push", "rebase", "reflog", "remote", "reset", "restore", "revert",
+	"rm", "show", "stash", "status", "switch", "tag", "worktree", "fsck",
+	"update-ref", "filter-branch", "submodule", "ls-files", "rev-parse", "help", "version")
 
 // gitValue are the subcommands' options that take the next word as their value.
 var gitValue = map[string]map[string]bool{
@@ -97,7 +98,7 @@ func ParseGit(cmd *facts.Command) (GitCall, bool) {
 	rest := args[i:]
 	// An alias the command line defines (git -c alias.wipe='reset --hard' wipe): once, as git does
 	// for a non-shell alias.
-	if v, ok := g.config["alias."+strings.ToLower(rest[0])]; ok && !gitBuiltins[strings.ToLower(rest[0])] && !strings.HasPrefix(strings.TrimSpace(v), "!") {
+	if v, ok := g.config["alias."+strings.ToLower(rest[0])]; ok && !gitBuiltins.Has(strings.ToLower(rest[0])) && !strings.HasPrefix(strings.TrimSpace(v), "!") {
 		rest = append(strings.Fields(v), rest[1:]...)
 	}
 	g.sub = strings.ToLower(rest[0]) // a case-insensitive disk finds git-RESET as git-reset

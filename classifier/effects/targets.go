@@ -144,12 +144,12 @@ type HandedPath struct{ Value, Opt string }
 // (but those that only look at names, and a key's own consumer); a persistence location, unless
 // the program is known to only read.
 func (f Finder) openEffects(cmd *facts.Command, cwd string, an *facts.Analysis) []Effect {
-	if cmd.Name == "" || namesOnly[cmd.Name] && !readsContent(cmd) {
+	if cmd.Name == "" || namesOnly.Has(cmd.Name) && !readsContent(cmd) {
 		return nil
 	}
 	var out []Effect
 	handed := PathValues(cmd)
-	if !readers[cmd.Name] && !facts.IsShell(cmd.Name) { // a shell's -c is parsed as shell
+	if !readers.Has(cmd.Name) && !facts.IsShell(cmd.Name) { // a shell's -c is parsed as shell
 		whole := map[string]bool{}
 		for _, pa := range handed {
 			whole[pa.Value] = true
@@ -170,11 +170,11 @@ func (f Finder) openEffects(cmd *facts.Command, cwd string, an *facts.Analysis) 
 	for _, pa := range handed {
 		p := facts.CanonPath(pa.Value, cwd)
 		switch {
-		case readers[cmd.Name]:
+		case readers.Has(cmd.Name):
 			// the known readers' files are judged by the read rules, option by option (bashItems)
 		case f.secretStore(p) && !consumes(cmd.Name, pa.Opt):
 			out = append(out, New(EffectOpen, cmd.Name, "path", p, "secret", ""))
-		case persistLocation.MatchString(p) && !readers[cmd.Name] && !persistReaders[cmd.Name] && !ordinaryTee(cmd, an, pa.Value, p):
+		case persistLocation.MatchString(p) && !readers.Has(cmd.Name) && !persistReaders.Has(cmd.Name) && !ordinaryTee(cmd, an, pa.Value, p):
 			out = append(out, New(EffectOpen, cmd.Name, "path", p, "persist-location", ""))
 		}
 	}
@@ -189,7 +189,7 @@ func ordinaryTee(cmd *facts.Command, an *facts.Analysis, target, p string) bool 
 
 // consumes reports whether a program uses a key through this option as its owner meant.
 func consumes(prog, opt string) bool {
-	return keyOwners[prog] || opt != "" && slices.Contains(keyConsumers[prog], opt)
+	return keyOwners.Has(prog) || opt != "" && slices.Contains(keyConsumers[prog], opt)
 }
 
 // secretStore reports whether a path holds credentials by the policy's read rules, a project's

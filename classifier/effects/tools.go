@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // Tool knowledge: what the programs agents use do, as data. effects.go reads these tables; a new
@@ -85,8 +86,8 @@ var credentialCommands = []subcommand{
 
 // credentialConsumers take a credential on their standard input without showing it: a token
 // piped straight into one never reaches the agent (aws ecr get-login-password | docker login).
-var credentialConsumers = map[string]bool{"docker": true, "podman": true, "helm": true, "oras": true, "crane": true,
-	"skopeo": true, "nerdctl": true, "buildah": true, "finch": true, "cosign": true, "pbcopy": true}
+var credentialConsumers = nameset.Of("docker", "podman", "helm", "oras", "crane",
+	"skopeo", "nerdctl", "buildah", "finch", "cosign", "pbcopy")
 
 // securityOff are commands that switch a protection of the Mac (or the VM) off.
 var securityOff = []subcommand{
@@ -140,16 +141,16 @@ var installIndexOptions = []string{"-i", "--index-url", "--extra-index-url", "--
 
 // namesOnly are programs that look at a path's name, mode or metadata, never its content, or
 // that only pass a path on as text (echo, export): handing them a key is no read of it.
-var namesOnly = map[string]bool{
-	"ls": true, "stat": true, "test": true, "[": true, "[[": true, "du": true, "wc": true, "realpath": true,
-	"readlink": true, "dirname": true, "basename": true, "mkdir": true, "rmdir": true, "chmod": true, "chown": true,
-	"chgrp": true, "chflags": true, "xattr": true, "touch": true, "cd": true, "pushd": true, "popd": true, "echo": true,
-	"printf": true, "export": true, "declare": true, "typeset": true, "local": true, "readonly": true, "unset": true,
-	"alias": true, "which": true, "type": true, "command": true, "whereis": true, "mdls": true, "GetFileInfo": true,
-	"md5": true, "md5sum": true, "shasum": true, "sha1sum": true, "sha256sum": true, "sha512sum": true, "cksum": true,
-	"b2sum": true, "lsof": true, "fuser": true, "df": true, "tree": true, "exa": true, "eza": true, "fd": true,
-	"find": true, "file": true, "locate": true, "mdfind": true, "rm": true, "unlink": true, "shred": true, "srm": true,
-}
+var namesOnly = nameset.Of(
+	"ls", "stat", "test", "[", "[[", "du", "wc", "realpath",
+	"readlink", "dirname", "basename", "mkdir", "rmdir", "chmod", "chown",
+	"chgrp", "chflags", "xattr", "touch", "cd", "pushd", "popd", "echo",
+	"printf", "export", "declare", "typeset", "local", "readonly", "unset",
+	"alias", "which", "type", "command", "whereis", "mdls", "GetFileInfo",
+	"md5", "md5sum", "shasum", "sha1sum", "sha256sum", "sha512sum", "cksum",
+	"b2sum", "lsof", "fuser", "df", "tree", "exa", "eza", "fd",
+	"find", "file", "locate", "mdfind", "rm", "unlink", "shred", "srm",
+)
 
 // namesOnlyUnless are options with which a names-only program reads a file's content after all:
 // file -f LIST prints each line of LIST, find -fprint writes one.
@@ -175,46 +176,46 @@ var keyConsumers = map[string][]string{
 
 // keyOwners are programs whose every argument naming a key is theirs to use: ssh-add loads a
 // key into the agent, ssh-keygen -lf prints its fingerprint.
-var keyOwners = map[string]bool{"ssh-add": true, "ssh-keygen": true}
+var keyOwners = nameset.Of("ssh-add", "ssh-keygen")
 
 // persistReaders read the files they are handed and write none (beyond readers): what they do to
 // a start-up file is look at it.
-var persistReaders = map[string]bool{"diff": true, "cmp": true, "view": true,
-	"glow": true, "highlight": true, "pygmentize": true, "shellcheck": true, "bash": true, "zsh": true, "sh": true}
+var persistReaders = nameset.Of("diff", "cmp", "view",
+	"glow", "highlight", "pygmentize", "shellcheck", "bash", "zsh", "sh")
 
 // readers are commands whose path arguments are files they read.
-var readers = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true, "base64": true,
-	"xxd": true, "od": true, "hexdump": true, "strings": true, "grep": true, "egrep": true, "rg": true, "awk": true, "sed": true,
-	"cp": true, "scp": true, "rsync": true, "tar": true, "zip": true, "gpg": true, "openssl": true, "source": true, ".": true,
-	"nl": true, "tac": true, "sort": true, "uniq": true, "diff": true, "jq": true, "yq": true, "security": true, "sqlite3": true,
-	"ln": true, "link": true, "install": true, "ditto": true}
+var readers = nameset.Of("cat", "less", "more", "head", "tail", "bat", "base64",
+	"xxd", "od", "hexdump", "strings", "grep", "egrep", "rg", "awk", "sed",
+	"cp", "scp", "rsync", "tar", "zip", "gpg", "openssl", "source", ".",
+	"nl", "tac", "sort", "uniq", "diff", "jq", "yq", "security", "sqlite3",
+	"ln", "link", "install", "ditto")
 
 // contentReaders write what they read from their file operands (or a transformation of it) to
 // their output.
-var contentReaders = map[string]bool{"cat": true, "tac": true, "head": true, "tail": true, "base64": true, "base32": true,
-	"xxd": true, "od": true, "hexdump": true, "strings": true, "gzip": true, "bzip2": true, "xz": true, "zstd": true, "lz4": true,
-	"pigz": true, "tar": true, "gtar": true, "bsdtar": true, "zip": true, "cpio": true, "pax": true, "7z": true, "sort": true, "uniq": true,
-	"cut": true, "sed": true, "awk": true, "jq": true, "yq": true, "tr": true, "nl": true, "paste": true, "column": true, "rev": true,
-	"fold": true, "dd": true, "openssl": true, "gpg": true, "uuencode": true, "less": true, "more": true, "bat": true}
+var contentReaders = nameset.Of("cat", "tac", "head", "tail", "base64", "base32",
+	"xxd", "od", "hexdump", "strings", "gzip", "bzip2", "xz", "zstd", "lz4",
+	"pigz", "tar", "gtar", "bsdtar", "zip", "cpio", "pax", "7z", "sort", "uniq",
+	"cut", "sed", "awk", "jq", "yq", "tr", "nl", "paste", "column", "rev",
+	"fold", "dd", "openssl", "gpg", "uuencode", "less", "more", "bat")
 
 // searchers print the lines of files that match a pattern; with a credential pattern, what they
 // print is the credential.
-var searchers = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true}
+var searchers = nameset.Of("grep", "egrep", "fgrep", "rg", "ag", "ack")
 
 // removers delete the files they name.
-var removers = map[string]bool{"rm": true, "unlink": true, "rmdir": true, "shred": true, "srm": true, "trash": true}
+var removers = nameset.Of("rm", "unlink", "rmdir", "shred", "srm", "trash")
 
 // permCommands change permissions or owners; with -R on a critical folder they break the system.
-var permCommands = map[string]bool{"chmod": true, "chown": true, "chgrp": true, "chflags": true, "setfacl": true, "chattr": true}
+var permCommands = nameset.Of("chmod", "chown", "chgrp", "chflags", "setfacl", "chattr")
 
 // otherSenders are the programs besides sendOptions' and rawSenders' that sendEffects knows.
-var otherSenders = map[string]bool{"ssh": true, "gh": true, "tar": true, "gtar": true, "bsdtar": true, "scp": true, "rsync": true, "sftp": true}
+var otherSenders = nameset.Of("ssh", "gh", "tar", "gtar", "bsdtar", "scp", "rsync", "sftp")
 
 // findTakesValue are find's primaries and options that take a value (which may look like
 // -delete: find -name -delete).
-var findTakesValue = map[string]bool{"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true,
-	"-regex": true, "-iregex": true, "-type": true, "-xtype": true, "-newer": true, "-user": true, "-group": true,
-	"-perm": true, "-size": true, "-mtime": true, "-mmin": true, "-atime": true, "-amin": true, "-ctime": true,
-	"-cmin": true, "-maxdepth": true, "-mindepth": true, "-links": true, "-inum": true, "-samefile": true,
-	"-fstype": true, "-uid": true, "-gid": true, "-printf": true, "-fprintf": true, "-fprint": true, "-lname": true,
-	"-ilname": true, "-used": true, "-context": true, "-newermt": true}
+var findTakesValue = nameset.Of("-name", "-iname", "-path", "-ipath", "-wholename",
+	"-regex", "-iregex", "-type", "-xtype", "-newer", "-user", "-group",
+	"-perm", "-size", "-mtime", "-mmin", "-atime", "-amin", "-ctime",
+	"-cmin", "-maxdepth", "-mindepth", "-links", "-inum", "-samefile",
+	"-fstype", "-uid", "-gid", "-printf", "-fprintf", "-fprint", "-lname",
+	"-ilname", "-used", "-context", "-newermt")

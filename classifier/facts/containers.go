@@ -4,17 +4,18 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 	"mvdan.cc/sh/v3/syntax"
 )
 
 // Container runtimes run a command line of their own inside a container: docker exec BOX sh -c
 // '…', kubectl exec POD -- sh -c '…'. What runs there is judged like any other command.
 
-var containerRuntimes = SetOf("docker", "podman", "nerdctl", "finch", "lima", "colima")
+var containerRuntimes = nameset.Of("docker", "podman", "nerdctl", "finch", "lima", "colima")
 
 // containerFlags are the runtimes' run and exec options that take no value; every other option
 // written without = takes the next word.
-var containerFlags = SetOf("-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--privileged", "--init",
+var containerFlags = nameset.Of("-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--privileged", "--init",
 	"-P", "--publish-all", "--read-only", "--sig-proxy", "--no-healthcheck", "--oom-kill-disable", "-q", "--quiet",
 	"--disable-content-trust", "--help")
 
@@ -23,7 +24,7 @@ var containerFlags = SetOf("-d", "--detach", "-i", "--interactive", "-t", "--tty
 func containerCommand(cmd *Command) string {
 	ops := cmd.Args
 	switch {
-	case containerRuntimes[cmd.Name]:
+	case containerRuntimes.Has(cmd.Name):
 		i := slices.IndexFunc(ops, func(a string) bool { return !strings.HasPrefix(a, "-") })
 		if i < 0 {
 			return ""
@@ -43,7 +44,7 @@ func containerCommand(cmd *Command) string {
 			case a == "--":
 				continue
 			case strings.HasPrefix(a, "-"):
-				if !strings.Contains(a, "=") && !containerFlags[a] && !shortFlags(a, "dit") && j+1 < len(rest) {
+				if !strings.Contains(a, "=") && !containerFlags.Has(a) && !shortFlags(a, "dit") && j+1 < len(rest) {
 					j++
 				}
 			default:

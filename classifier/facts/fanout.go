@@ -3,6 +3,8 @@ package facts
 import (
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // xargs and parallel run a command once per input, the input put in place of a replace string
@@ -10,7 +12,7 @@ import (
 // makes them (echo / | xargs rm -rf, parallel rm -rf {} ::: /), as the shell would run them.
 
 // parallelValue are GNU parallel's options that take the next word as their value.
-var parallelValue = SetOf("-j", "--jobs", "-S", "--sshlogin", "--results", "--res", "--joblog", "-a", "--arg-file",
+var parallelValue = nameset.Of("-j", "--jobs", "-S", "--sshlogin", "--results", "--res", "--joblog", "-a", "--arg-file",
 	"--delay", "--timeout", "--retries", "-N", "-n", "--max-args", "--colsep", "-C", "-d", "--delimiter", "-E", "--tmpdir",
 	"--workdir", "--wd", "--basefile", "--bf", "--return", "--transferfile", "--tf", "-I", "--replace", "--tagstring",
 	"--load", "--memfree", "--halt", "--sshloginfile", "--slf", "--env", "--shebang-wrap", "--termseq", "-P", "--max-procs",
@@ -31,7 +33,7 @@ func parallelParts(args []string) (tmpl, inputs []string, repl string, hasInputs
 				repl = args[i+1]
 			}
 		}
-		if parallelValue[name] && !inline {
+		if parallelValue.Has(name) && !inline {
 			i++ // -j 2, -S host; -j2 and -Shost carry theirs
 		}
 		i++

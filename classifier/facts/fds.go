@@ -250,8 +250,8 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 		}
 		w.a.Fetched[out.File] = cmd.Name // exec 3>x.sh; curl … >&3
 	}
-	if shells[out.from] || interpreters[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
-		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && shells[out.from] {
+	if shells.Has(out.from) || interpreters[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
+		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && shells.Has(out.from) {
 			w.a.shell(text, w.depth+1, w.scope())
 		} else if IsDownloader(cmd.Name) && len(w.a.Commands) < maxCommands {
 			// The shell reading the descriptor is the pipe's reader: recorded as such.
@@ -261,7 +261,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 	switch {
 	case cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray":
 		w.readFD(cmd)
-	case shells[cmd.Name] || cmd.Name == "source" || cmd.Name == "." || interpreters[cmd.Name] != "":
+	case shells.Has(cmd.Name) || cmd.Name == "source" || cmd.Name == "." || interpreters[cmd.Name] != "":
 		src, ok := cmd.FD("0")
 		if ops := Operands(cmd.Args); len(ops) > 0 && ops[0] != "-" {
 			src, ok = cmd.FDOf(ops[0]) // the script is a descriptor: bash /dev/fd/3
@@ -326,7 +326,7 @@ func (w *walker) readFD(cmd *Command) {
 // runsFetched records a command that runs text a download put in a variable (eval "$cmd" after
 // read -u from <(curl …)) as the shell reading that download, which is what it is.
 func (w *walker) runsFetched(cmd Command) {
-	if len(w.fetchedVars) == 0 || !(cmd.Name == "eval" || shells[cmd.Name] || cmd.Name == "source" || cmd.Name == ".") {
+	if len(w.fetchedVars) == 0 || !(cmd.Name == "eval" || shells.Has(cmd.Name) || cmd.Name == "source" || cmd.Name == ".") {
 		return
 	}
 	text := strings.Join(cmd.Args, " ")

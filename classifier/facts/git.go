@@ -4,6 +4,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // git runs more than its command line: the repository's hooks for the subcommand, an alias the
@@ -29,7 +31,7 @@ var gitHooks = map[string][]string{
 }
 
 // refHooks are the subcommands that update references, which run reference-transaction.
-var refHooks = SetOf("commit", "merge", "pull", "push", "checkout", "switch", "rebase", "am", "cherry-pick", "revert",
+var refHooks = nameset.Of("commit", "merge", "pull", "push", "checkout", "switch", "rebase", "am", "cherry-pick", "revert",
 	"reset", "branch", "tag", "fetch", "stash", "update-ref")
 
 // gitRun reads git's command line: the folder it starts in (-C, joined in order) and its
@@ -67,7 +69,7 @@ func (w *walker) gitRuns(cmd Command) {
 
 func hooksOf(sub string) []string {
 	hooks := slices.Clone(gitHooks[sub])
-	if refHooks[sub] {
+	if refHooks.Has(sub) {
 		hooks = append(hooks, "reference-transaction")
 	}
 	return hooks

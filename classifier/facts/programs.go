@@ -10,21 +10,22 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // downloaders are programs whose output is fetched or decoded text (see IsDownloader).
-var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "base64": true, "xxd": true, "openssl": true,
-	"nc": true, "ncat": true, "netcat": true, "gunzip": true, "zcat": true, "uudecode": true, "rev": true, "xclip": true, "pbpaste": true,
-	"http": true, "https": true, "xh": true, "aria2c": true, "ssh": true, "socat": true, "tar": true, "unzip": true, "bsdtar": true,
-	"bunzip2": true, "xz": true, "unxz": true, "zstd": true, "lwp-request": true, "GET": true, "telnet": true, "git": true}
+var downloaders = nameset.Of("curl", "wget", "fetch", "base64", "xxd", "openssl",
+	"nc", "ncat", "netcat", "gunzip", "zcat", "uudecode", "rev", "xclip", "pbpaste",
+	"http", "https", "xh", "aria2c", "ssh", "socat", "tar", "unzip", "bsdtar",
+	"bunzip2", "xz", "unxz", "zstd", "lwp-request", "GET", "telnet", "git")
 
 // IsDownloader reports a program whose output is what it got from the network or decoded: the
 // table above, and every program whose capabilities say it fetches.
-func IsDownloader(prog string) bool { return downloaders[prog] || hasCapability(prog, CapFetch) }
+func IsDownloader(prog string) bool { return downloaders.Has(prog) || hasCapability(prog, CapFetch) }
 
 // NoExec reports a shell told to read without running (-n, also within -nc, -ne).
 func NoExec(cmd *Command) bool {
-	if !shells[cmd.Name] {
+	if !shells.Has(cmd.Name) {
 		return false
 	}
 	no := false
@@ -353,7 +354,7 @@ func Destination(cmd *Command) string {
 			return u.Scheme + "://" + u.Host + u.Path
 		}
 	}
-	if rawSenders[cmd.Name] {
+	if rawSenders.Has(cmd.Name) {
 		if ops := Operands(cmd.Args); len(ops) > 0 {
 			return ops[0]
 		}
@@ -371,8 +372,8 @@ func Destination(cmd *Command) string {
 var bareHost = lazyregexp.New(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:[0-9]+)?(/\S*)?$`)
 
 // rawSenders send their standard input to the host named in their arguments.
-var rawSenders = map[string]bool{"nc": true, "ncat": true, "netcat": true, "socat": true, "telnet": true, "openssl": true,
-	"mail": true, "mailx": true, "sendmail": true, "mutt": true, "msmtp": true}
+var rawSenders = nameset.Of("nc", "ncat", "netcat", "socat", "telnet", "openssl",
+	"mail", "mailx", "sendmail", "mutt", "msmtp")
 
 // fetchOutput are the options naming the file a download is saved to; remoteName ones save it
 // under the URL's own name.
@@ -381,11 +382,11 @@ var fetchOutput = map[string]SaveOptions{
 	"wget": {Output: []string{"-O", "--output-document"}, Dir: []string{"-P", "--directory-prefix"}},
 }
 
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "ash": true, "fish": true,
-	"mksh": true, "yash": true, "posh": true, "rbash": true, "tcsh": true, "csh": true, "oksh": true, "loksh": true}
+var shells = nameset.Of("sh", "bash", "zsh", "dash", "ksh", "ash", "fish",
+	"mksh", "yash", "posh", "rbash", "tcsh", "csh", "oksh", "loksh")
 
 // awks take their program as the first operand.
-var awks = map[string]bool{"awk": true, "gawk": true, "mawk": true, "nawk": true, "busybox-awk": true}
+var awks = nameset.Of("awk", "gawk", "mawk", "nawk", "busybox-awk")
 
 var interpreters = map[string]string{ // name -> flag that takes code
 	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
@@ -395,14 +396,14 @@ var interpreters = map[string]string{ // name -> flag that takes code
 }
 
 // builtins are commands bash runs itself, whatever hash or PATH say (unless `enable -n`).
-var builtins = map[string]bool{"echo": true, "printf": true, "cd": true, "pwd": true, "test": true, "[": true, "true": true,
-	"false": true, "read": true, "type": true, "kill": true, "export": true, "set": true, "unset": true, "eval": true,
-	"exec": true, "source": true, ".": true, ":": true, "command": true, "builtin": true, "hash": true, "alias": true}
+var builtins = nameset.Of("echo", "printf", "cd", "pwd", "test", "[", "true",
+	"false", "read", "type", "kill", "export", "set", "unset", "eval",
+	"exec", "source", ".", ":", "command", "builtin", "hash", "alias")
 
 // envCommandVars are variables whose value a program runs as a command.
-var envCommandVars = map[string]bool{"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_EXTERNAL_DIFF": true, "GIT_PAGER": true,
-	"GIT_EDITOR": true, "GIT_ASKPASS": true, "SSH_ASKPASS": true, "PAGER": true, "EDITOR": true, "VISUAL": true,
-	"RSYNC_RSH": true, "LESSOPEN": true, "LESSCLOSE": true, "MANPAGER": true, "BROWSER": true}
+var envCommandVars = nameset.Of("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER",
+	"GIT_EDITOR", "GIT_ASKPASS", "SSH_ASKPASS", "PAGER", "EDITOR", "VISUAL",
+	"RSYNC_RSH", "LESSOPEN", "LESSCLOSE", "MANPAGER", "BROWSER")
 
 // wrapperArgs reports whether name is a wrapper and how many of args belong to it.
 // wrapperOptsWithValue are the options of each wrapper that take a value.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
 // A command often runs more than its own text: a script the session wrote (bash run.sh,
@@ -95,7 +97,7 @@ func (a *Analysis) ReadScript(cmd *Command) bool {
 	switch interp := shebang(text); {
 	case text == "" || interp == "binary":
 		return false
-	case interp == "" || shells[interp] || interpreters[interp] != "":
+	case interp == "" || shells.Has(interp) || interpreters[interp] != "":
 		return true
 	}
 	return false
@@ -124,7 +126,7 @@ func (w *walker) run(cmd Command, r RunFile) {
 		switch interp := shebang(text); {
 		case interp == "binary":
 			// a compiled program: judged by its name, as any program on the machine
-		case interp == "" || shells[interp]:
+		case interp == "" || shells.Has(interp):
 			w.shellFile(text, r.Args)
 		case interpreters[interp] != "":
 			w.a.interp(interp, text, w)
@@ -219,8 +221,8 @@ func (w *walker) runs(cmd Command) {
 		if w.a.Scripts[cmd.Exe] == "" {
 			w.run(cmd, RunFile{Path: cmd.Exe, Kind: RunExe, Args: cmd.Args})
 		}
-	case (shells[cmd.Name] || cmd.Name == "source" || cmd.Name == "."):
-		if NoExec(&cmd) || slices.Contains(cmd.Args, "-c") || shells[cmd.Name] && hasShortFlag(cmd.Args, 'c') || len(ops) == 0 || ops[0] == "-" {
+	case (shells.Has(cmd.Name) || cmd.Name == "source" || cmd.Name == "."):
+		if NoExec(&cmd) || slices.Contains(cmd.Args, "-c") || shells.Has(cmd.Name) && hasShortFlag(cmd.Args, 'c') || len(ops) == 0 || ops[0] == "-" {
 			return
 		}
 		if w.a.Scripts[ops[0]] == "" && w.a.Fetched[ops[0]] == "" {
@@ -244,7 +246,7 @@ func (w *walker) runs(cmd Command) {
 		}
 	case cmd.Name == "git":
 		w.gitRuns(cmd)
-	case cmd.Name == "kubectl" || cmd.Name == "oc" || containerRuntimes[cmd.Name] || cmd.Name == "docker-compose" || cmd.Name == "podman-compose":
+	case cmd.Name == "kubectl" || cmd.Name == "oc" || containerRuntimes.Has(cmd.Name) || cmd.Name == "docker-compose" || cmd.Name == "podman-compose":
 		for _, r := range specRuns(cmd, ops) {
 			if w.a.Scripts[r.Path] == "" {
 				w.run(cmd, r)
@@ -338,8 +340,8 @@ func hasShortFlag(args []string, c byte) bool {
 
 // interpOptsWithValue are interpreter options that take the next word, which is then not the
 // script.
-var interpOptsWithValue = map[string]bool{"-W": true, "-X": true, "-r": true, "--require": true, "--import": true,
-	"--loader": true, "--experimental-loader": true, "-I": true, "--env-file": true, "--inspect-port": true, "--title": true}
+var interpOptsWithValue = nameset.Of("-W", "-X", "-r", "--require", "--import",
+	"--loader", "--experimental-loader", "-I", "--env-file", "--inspect-port", "--title")
 
 // interpFile is the script an interpreter runs: its first operand, unless the code comes from
 // an option (-c, -e, -m module) or standard input.
@@ -356,7 +358,7 @@ func interpFile(cmd Command) string {
 			}
 			return ""
 		case strings.HasPrefix(a, "-"):
-			if interpOptsWithValue[a] {
+			if interpOptsWithValue.Has(a) {
 				i++
 			}
 		default:
@@ -423,7 +425,7 @@ func isNumber(s string) bool {
 
 // packageManagers' own subcommands, which run no script of the package's (install and its
 // kin aside, see lifecycle).
-var packageBuiltins = SetOf("add", "audit", "bin", "bugs", "cache", "config", "create", "dedupe", "deprecate", "dist-tag",
+var packageBuiltins = nameset.Of("add", "audit", "bin", "bugs", "cache", "config", "create", "dedupe", "deprecate", "dist-tag",
 	"dlx", "docs", "doctor", "exec", "explain", "explore", "fund", "get", "help", "import", "info", "init", "link", "list",
 	"login", "logout", "ls", "npm", "outdated", "owner", "pack", "patch", "ping", "plugin", "prefix", "prune", "publish",
 	"rebuild", "remove", "repo", "root", "search", "set", "setup", "star", "store", "team", "token", "uninstall", "unlink",
@@ -474,7 +476,7 @@ func packageRun(cmd Command) (dir string, targets []string, ok bool) {
 		}
 	case (ops[0] == "install" || ops[0] == "i" || ops[0] == "ci" || ops[0] == "clean-install") && len(ops) == 1:
 		return dir, lifecycle, true
-	case cmd.Name != "npm" && !packageBuiltins[ops[0]] && !(cmd.Name == "bun" && strings.ContainsAny(ops[0], "./")):
+	case cmd.Name != "npm" && !packageBuiltins.Has(ops[0]) && !(cmd.Name == "bun" && strings.ContainsAny(ops[0], "./")):
 		script = ops[0] // yarn build, pnpm lint, bun dev
 	default:
 		return "", nil, false

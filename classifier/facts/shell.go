@@ -1036,7 +1036,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 		if slices.Contains(cmd.Wrappers, "parallel") {
 			repl = "{}"
 		}
-		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !shells[cmd.Name] && interpreters[cmd.Name] == "") {
+		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !shells.Has(cmd.Name) && interpreters[cmd.Name] == "") {
 			if strings.TrimSpace(text) == "" && xargsSkipsEmpty(f) {
 				return // printf '' | xargs -r rm -rf /: nothing comes, nothing runs
 			}
@@ -1082,7 +1082,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if cmd.Name == "tee" {
 		w.teeWrites(cmd, c)
 	}
-	if decoded > 0 && (shells[cmd.Name] || cmd.Name == "eval" || interpreters[cmd.Name] != "") && !NoExec(&cmd) {
+	if decoded > 0 && (shells.Has(cmd.Name) || cmd.Name == "eval" || interpreters[cmd.Name] != "") && !NoExec(&cmd) {
 		w.a.Obfuscated = append(w.a.Obfuscated, cmd.Name+" runs what a decoder makes of data the command does not show")
 	}
 }
@@ -1123,7 +1123,7 @@ func xargsSkipsEmpty(f []string) bool {
 // stdinCode analyses the code a shell or an interpreter reads from a pipe when the pipeline makes
 // it from literals: echo 'rm -rf /' | sh, printf cm0= | base64 -d | bash.
 func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
-	shell := shells[cmd.Name]
+	shell := shells.Has(cmd.Name)
 	if !shell && interpreters[cmd.Name] == "" || w.pipeFrom[c] == nil || NoExec(&cmd) {
 		return
 	}
@@ -1157,7 +1157,7 @@ func (w *walker) envCommands(cmd *Command) {
 		v, ok := w.vars[name]
 		return v, ok && v != ""
 	}
-	for name := range envCommandVars {
+	for _, name := range envCommandVars.Names() {
 		if v, ok := value(name); ok && strings.ContainsAny(v, " ;|&$`") && !w.a.envSeen[v] {
 			if w.a.envSeen == nil {
 				w.a.envSeen = map[string]bool{}
@@ -1249,7 +1249,7 @@ func (w *walker) defines(cmd Command) {
 			w.a.aliases = map[string]string{}
 		}
 		for _, name := range cmd.Args[2:] {
-			if builtins[name] && !w.a.disabled[name] {
+			if builtins.Has(name) && !w.a.disabled[name] {
 				w.a.hashed = setKey(w.a.hashed, name, cmd.Args[1]) // the builtin runs first, until enable -n
 				continue
 			}
@@ -1461,9 +1461,9 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		a.shell(s, w.depth+1, w.scope())
 	}
 	switch {
-	case shells[cmd.Name] && NoExec(&cmd):
+	case shells.Has(cmd.Name) && NoExec(&cmd):
 		// bash -n reads without running: nothing it is given runs
-	case shells[cmd.Name]:
+	case shells.Has(cmd.Name):
 		if ops := Operands(cmd.Args); len(ops) > 0 && a.Scripts[ops[0]] != "" {
 			a.shell(a.Scripts[ops[0]], w.depth+1, w.scope()) // echo 'rm -rf /' > x.sh; sh x.sh
 		}
@@ -1490,7 +1490,7 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		}
 	case cmd.Name == "find":
 		w.findExec(cmd.Args)
-	case awks[cmd.Name]:
+	case awks.Has(cmd.Name):
 		if ops := Operands(cmd.Args); len(ops) > 0 && len(OptionValues(cmd.Args, "-f", "--file")) == 0 {
 			a.scanCode(cmd.Name, ops[0], w) // the program is the first operand
 		}

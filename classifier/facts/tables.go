@@ -1,7 +1,7 @@
 package facts
 
 // IsShell reports a shell: a program whose -c, script operand or standard input is shell.
-func IsShell(name string) bool { return shells[name] }
+func IsShell(name string) bool { return shells.Has(name) }
 
 // InterpreterFlag is the option that hands an interpreter its code (python -c, node -e), or ""
 // for a program that is not an interpreter the analysis reads.
@@ -9,7 +9,7 @@ func InterpreterFlag(name string) string { return interpreters[name] }
 
 // IsRawSender reports a program that sends its input to a network address as it is (nc, socat,
 // telnet, openssl s_client).
-func IsRawSender(name string) bool { return rawSenders[name] }
+func IsRawSender(name string) bool { return rawSenders.Has(name) }
 
 // SaveOptions are the options naming where a downloader saves what it fetches.
 type SaveOptions struct {

@@ -1,0 +1,44 @@
+// Package nameset holds sets of names that are built the first time they are looked in, not
+// when a process starts.
+//
+// The classifier's tables name programs, options and keys by the hundred, and the host hook is a
+// process started on every tool call: a map literal at package level is hashed and allocated
+// before the call's payload is read, whether or not the call needs it. Of is small enough for
+// the compiler to lay a package-level set out in the binary itself, so that declaring one costs
+// nothing at start-up. It is for sets written in the source; it does not change once made.
+package nameset
+
+import "sync"
+
+// Set is a set of names, made into a map on first use.
+type Set struct {
+	names []string
+	once  sync.Once
+	m     map[string]struct{}
+}
+
+// Of is the set of names.
+func Of(names ...string) *Set { return &Set{names: names} }
+
+func (s *Set) build() {
+	s.m = make(map[string]struct{}, len(s.names))
+	for _, n := range s.names {
+		s.m[n] = struct{}{}
+	}
+}
+
+// Has reports whether name is in the set.
+func (s *Set) Has(name string) bool {
+	s.once.Do(s.build)
+	_, ok := s.m[name]
+	return ok
+}
+
+// Names are the set's names as written, duplicates and all; the caller must not change them.
+func (s *Set) Names() []string { return s.names }
+
+// Len is the number of names in the set.
+func (s *Set) Len() int {
+	s.once.Do(s.build)
+	return len(s.m)
+}
