@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -190,6 +191,34 @@ type sample struct {
 	daemonWatches                  int
 	healthBytes                    int64
 	goneKept                       int
+	// fdKinds counts the descriptors by what they are open on, sessions' names generalised, so
+	// that descriptors held past the sessions they served show what holds them.
+	fdKinds map[string]int
+}
+
+// fdKind is what a descriptor of the daemon's is open on: a kind (socket, pipe, inotify) or a
+// path below the harness's folder, its numbers (which name the sessions) generalised.
+var digitRuns = regexp.MustCompile(`[0-9]+`)
+
+func (h *harness) fdKind(target string) string {
+	rel, err := filepath.Rel(h.dir, target)
+	if !strings.HasPrefix(target, "/") || err != nil || strings.HasPrefix(rel, "..") {
+		kind, _, _ := strings.Cut(target, ":")
+		return kind
+	}
+	return digitRuns.ReplaceAllString(filepath.ToSlash(rel), "#")
+}
+
+// fdGrowth says which kinds of descriptor after holds more of than before.
+func fdGrowth(before, after sample) string {
+	var out []string
+	for kind, n := range after.fdKinds {
+		if d := n - before.fdKinds[kind]; d > 0 {
+			out = append(out, fmt.Sprintf("%s +%d", kind, d))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 func (h *harness) path(p ...string) string { return filepath.Join(append([]string{h.dir}, p...)...) }
@@ -420,6 +449,13 @@ func (h *harness) sample(phase string) {
 	}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.fds = len(fds)
+	s.fdKinds = map[string]int{}
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil {
+			s.fdKinds[h.fdKind(target)]++
+		}
+	}
 	infos, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", pid))
 	for _, p := range infos {
 		data, _ := os.ReadFile(p)
@@ -524,6 +560,19 @@ func (h *harness) check() error {
 			peak, hwm = max(peak, s.rssKB), max(hwm, s.hwmKB)
 		}
 		fmt.Printf("peak RSS seen %.1f MB; highest peak the kernel recorded (VmHWM, reset by each restart) %.1f MB\n", float64(peak)/1024, float64(hwm)/1024)
+		// The churn's own: what the last sample holds that the one before it (the soak's end,
+		// or the start) did not.
+		var phases []sample
+		for _, s := range h.samples {
+			if s.phase != "soak" {
+				phases = append(phases, s)
+			}
+		}
+		if n := len(phases); n >= 2 {
+			if g := fdGrowth(phases[n-2], phases[n-1]); g != "" {
+				fmt.Printf("descriptors held %s that %s did not: %s\n", phases[n-1].phase, phases[n-2].phase, g)
+			}
+		}
 	}
 	if lost+doubled+failOpen > 0 || v.Broken != nil {
 		return fmt.Errorf("%d lost, %d doubled, %d let through, chain broken: %v", lost, doubled, failOpen, v.Broken != nil)
