@@ -65,3 +65,31 @@ func BenchmarkTranscriptBomb(b *testing.B) {
 	b.ReportMetric(float64(m.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(written)/(1<<20), "bomb-MiB")
 }
+
+// BenchmarkIdleHousekeeping is what an idle session costs the daemon at each rescan: a
+// housekeeping pass of every tracked session (lease renewed, folders swept, instruction files
+// and spools looked at, transcripts reconciled) with nothing arriving. It reports µs/session,
+// the CPU a rescan costs per idle session (the pass's wall time on one processor).
+func BenchmarkIdleHousekeeping(b *testing.B) {
+	const sessions = 200
+	f := newFixture(b, managedconfig.Enforce)
+	f.start()
+	defer f.stop()
+	for i := range sessions - 1 {
+		dir := filepath.Join(filepath.Dir(f.dir), fmt.Sprintf("local_idle%03d", i))
+		for _, sub := range []string{".claude", "outputs", "uploads"} {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f.c.Track(dir)
+	}
+	f.settle()
+	f.settle() // the first passes make each session's folders; the next ones are the idle kind
+	b.ResetTimer()
+	for range b.N {
+		f.settle()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*sessions), "µs/session")
+}
