@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
@@ -213,8 +214,10 @@ var netSenders = nameset.Of("curl", "wget", "http", "https", "xh", "aria2c",
 	"whois", "traceroute")
 
 // publishers are the subcommands that send a package or commits to a registry or remote.
-var publishers = map[string]string{"npm": "publish", "yarn": "publish", "pnpm": "publish", "bun": "publish",
-	"twine": "upload", "gem": "push", "cargo": "publish", "poetry": "publish", "docker": "push", "podman": "push", "git": "push"}
+var publishers = sync.OnceValue(func() map[string]string {
+	return map[string]string{"npm": "publish", "yarn": "publish", "pnpm": "publish", "bun": "publish",
+		"twine": "upload", "gem": "push", "cargo": "publish", "poetry": "publish", "docker": "push", "podman": "push", "git": "push"}
+})
 
 // netCode is interpreter code that opens a connection: its data may go wherever the code says.
 var netCode = lazyregexp.New(`urllib|requests\.|http\.client|httpx|aiohttp|socket\.|smtplib|ftplib|fetch\(|https?\.(get|request)|net\.connect|XMLHttpRequest|Net::HTTP|open-uri|LWP::|IO::Socket|dns\.resolver|gethostbyname|getaddrinfo`)
@@ -232,7 +235,7 @@ type send struct {
 // a connection. Its dest is "" for none.
 func sendOf(cmd *facts.Command) send {
 	name := cmd.Name
-	if sub, ok := publishers[name]; ok && slices.Contains(cmd.Args, sub) {
+	if sub, ok := publishers()[name]; ok && slices.Contains(cmd.Args, sub) {
 		return send{dest: name + ":" + sub, via: ViaElsewhere}
 	}
 	if netSenders.Has(name) {

@@ -1,6 +1,10 @@
 package classifier
 
-import "github.com/coworkbridge/coworkbridge/internal/nameset"
+import (
+	"sync"
+
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
+)
 
 // The rule layer's knowledge of programs: which fetch the URLs they are handed, which write the
 // files they name, and which only read settings files. The lower layers keep theirs in
@@ -28,8 +32,10 @@ var copiers = nameset.Of("cp", "install", "ln", "rsync", "scp", "ditto")
 
 // readerValueOpts are options of readers whose value is not a file read: sort -o OUT writes it,
 // less -p PATTERN searches for it.
-var readerValueOpts = map[string]map[string]bool{
-	"sort": {"-o": true, "--output": true, "-t": true, "-k": true, "-S": true, "-T": true, "--field-separator": true, "--key": true},
-	"less": {"-p": true, "-P": true, "-j": true, "-x": true, "-y": true, "-h": true, "-b": true, "-t": true, "--pattern": true},
-	"head": {"-n": true, "-c": true}, "tail": {"-n": true, "-c": true},
-}
+var readerValueOpts = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"sort": {"-o": true, "--output": true, "-t": true, "-k": true, "-S": true, "-T": true, "--field-separator": true, "--key": true},
+		"less": {"-p": true, "-P": true, "-j": true, "-x": true, "-y": true, "-h": true, "-b": true, "-t": true, "--pattern": true},
+		"head": {"-n": true, "-c": true}, "tail": {"-n": true, "-c": true},
+	}
+})

@@ -260,12 +260,14 @@ var searchPaths = nameset.Of("PATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH",
 
 // optionLoaders carry a program's options, some of which load code (node --require X, java
 // -javaagent:X) or open a debugger to the network (--inspect).
-var optionLoaders = map[string]*lazyregexp.Regexp{
-	"NODE_OPTIONS":      lazyregexp.New(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)[=\s]+(\S+)|--inspect`),
-	"JAVA_TOOL_OPTIONS": javaAgents,
-	"_JAVA_OPTIONS":     javaAgents,
-	"JDK_JAVA_OPTIONS":  javaAgents,
-}
+var optionLoaders = sync.OnceValue(func() map[string]*lazyregexp.Regexp {
+	return map[string]*lazyregexp.Regexp{
+		"NODE_OPTIONS":      lazyregexp.New(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)[=\s]+(\S+)|--inspect`),
+		"JAVA_TOOL_OPTIONS": javaAgents,
+		"_JAVA_OPTIONS":     javaAgents,
+		"JDK_JAVA_OPTIONS":  javaAgents,
+	}
+})
 
 var javaAgents = lazyregexp.New(`-(javaagent|agentpath|agentlib):(\S+)|()()`)
 
@@ -285,8 +287,8 @@ func loadsCode(name, value, cwd string) bool {
 				return true
 			}
 		}
-	case optionLoaders[name] != nil:
-		for _, m := range optionLoaders[name].FindAllStringSubmatch(value, -1) {
+	case optionLoaders()[name] != nil:
+		for _, m := range optionLoaders()[name].FindAllStringSubmatch(value, -1) {
 			mod := m[len(m)-1]
 			if mod == "" || strings.HasPrefix(mod, "/") || strings.HasPrefix(mod, "~") || strings.HasPrefix(mod, "..") || strings.Contains(mod, "$") {
 				return true // --inspect, or a module outside the project
@@ -690,10 +692,12 @@ func gitDiscardValidator(all bool) func(*Classifier, item) (string, bool) {
 // sandbox's writes out of the same places. m[2] is the folder, m[3] the file.
 var configSurface = lazyregexp.New(`(?i)(^|/)\.claude/(?:(skills|agents|commands|output-styles|plugins|workflows|routines)(?:/|$)|(launch\.json|\.claude\.json)$)`)
 
-var surfaceKinds = map[string]frontmatter.Kind{
-	"skills": frontmatter.Skill, "agents": frontmatter.Agent, "commands": frontmatter.Command,
-	"output-styles": frontmatter.OutputStyle,
-}
+var surfaceKinds = sync.OnceValue(func() map[string]frontmatter.Kind {
+	return map[string]frontmatter.Kind{
+		"skills": frontmatter.Skill, "agents": frontmatter.Agent, "commands": frontmatter.Command,
+		"output-styles": frontmatter.OutputStyle,
+	}
+})
 
 // configSurfaceWrite finds a write into the CLI's configuration that could start something: any
 // write there but a whole markdown file whose frontmatter and body start nothing (a skill, an
@@ -705,7 +709,7 @@ func configSurfaceWrite(_ *Classifier, it item) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	kind, known := surfaceKinds[strings.ToLower(m[2])]
+	kind, known := surfaceKinds()[strings.ToLower(m[2])]
 	if !known || it.tool != "Write" {
 		return it.text, true
 	}

@@ -3,6 +3,7 @@ package effects
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
@@ -28,19 +29,21 @@ var gitGlobalValue = map[string]bool{"-c": true, "-C": true, "--git-dir": true, 
 	"--config-env": true, "--super-prefix": true, "--exec-path": false, "--list-cmds": false}
 
 // gitLong are the long options of the subcommands judged here, to spell out abbreviations.
-var gitLong = map[string][]string{
-	"reset":       {"--hard", "--soft", "--mixed", "--merge", "--keep", "--quiet", "--no-quiet", "--patch", "--pathspec-from-file", "--recurse-submodules", "--no-refresh", "--refresh", "--intent-to-add"},
-	"push":        {"--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune", "--dry-run", "--all", "--tags", "--repo", "--receive-pack", "--exec", "--push-option", "--set-upstream", "--no-verify", "--verify", "--atomic", "--porcelain", "--follow-tags", "--signed", "--quiet", "--verbose", "--progress", "--thin", "--no-thin", "--recurse-submodules", "--ipv4", "--ipv6", "--branches"},
-	"clean":       {"--force", "--dry-run", "--interactive", "--quiet", "--exclude", "--no-force"},
-	"checkout":    {"--force", "--no-force", "--patch", "--no-patch", "--merge", "--no-merge", "--ours", "--theirs", "--detach", "--no-detach", "--orphan", "--conflict", "--track", "--no-track", "--quiet", "--progress", "--overlay", "--no-overlay", "--pathspec-from-file", "--ignore-other-worktrees", "--recurse-submodules", "--guess", "--no-guess"},
-	"switch":      {"--force", "--discard-changes", "--create", "--force-create", "--detach", "--orphan", "--merge", "--conflict", "--track", "--no-track", "--quiet", "--guess", "--no-guess"},
-	"restore":     {"--source", "--staged", "--worktree", "--patch", "--ours", "--theirs", "--merge", "--conflict", "--overlay", "--no-overlay", "--quiet", "--progress", "--pathspec-from-file", "--ignore-unmerged", "--recurse-submodules"},
-	"gc":          {"--prune", "--no-prune", "--aggressive", "--auto", "--quiet", "--force", "--keep-largest-pack", "--cruft", "--no-cruft"},
-	"prune":       {"--expire", "--dry-run", "--verbose", "--progress"},
-	"worktree":    {"--force"},
-	"reflog":      {"--expire", "--expire-unreachable", "--all", "--dry-run", "--rewrite", "--updateref", "--stale-fix", "--verbose", "--single-worktree"},
-	"filter-repo": {"--force", "--dry-run", "--replace-text", "--path", "--invert-paths", "--path-rename", "--analyze", "--refs", "--partial", "--subdirectory-filter", "--to-subdirectory-filter"},
-}
+var gitLong = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"reset":       {"--hard", "--soft", "--mixed", "--merge", "--keep", "--quiet", "--no-quiet", "--patch", "--pathspec-from-file", "--recurse-submodules", "--no-refresh", "--refresh", "--intent-to-add"},
+		"push":        {"--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune", "--dry-run", "--all", "--tags", "--repo", "--receive-pack", "--exec", "--push-option", "--set-upstream", "--no-verify", "--verify", "--atomic", "--porcelain", "--follow-tags", "--signed", "--quiet", "--verbose", "--progress", "--thin", "--no-thin", "--recurse-submodules", "--ipv4", "--ipv6", "--branches"},
+		"clean":       {"--force", "--dry-run", "--interactive", "--quiet", "--exclude", "--no-force"},
+		"checkout":    {"--force", "--no-force", "--patch", "--no-patch", "--merge", "--no-merge", "--ours", "--theirs", "--detach", "--no-detach", "--orphan", "--conflict", "--track", "--no-track", "--quiet", "--progress", "--overlay", "--no-overlay", "--pathspec-from-file", "--ignore-other-worktrees", "--recurse-submodules", "--guess", "--no-guess"},
+		"switch":      {"--force", "--discard-changes", "--create", "--force-create", "--detach", "--orphan", "--merge", "--conflict", "--track", "--no-track", "--quiet", "--guess", "--no-guess"},
+		"restore":     {"--source", "--staged", "--worktree", "--patch", "--ours", "--theirs", "--merge", "--conflict", "--overlay", "--no-overlay", "--quiet", "--progress", "--pathspec-from-file", "--ignore-unmerged", "--recurse-submodules"},
+		"gc":          {"--prune", "--no-prune", "--aggressive", "--auto", "--quiet", "--force", "--keep-largest-pack", "--cruft", "--no-cruft"},
+		"prune":       {"--expire", "--dry-run", "--verbose", "--progress"},
+		"worktree":    {"--force"},
+		"reflog":      {"--expire", "--expire-unreachable", "--all", "--dry-run", "--rewrite", "--updateref", "--stale-fix", "--verbose", "--single-worktree"},
+		"filter-repo": {"--force", "--dry-run", "--replace-text", "--path", "--invert-paths", "--path-rename", "--analyze", "--refs", "--partial", "--subdirectory-filter", "--to-subdirectory-filter"},
+	}
+})
 
 // gitBuiltins are commands an alias cannot hide: git ignores alias.status.
 var gitBuiltins = nameset.Of("add", "am", "archive", "bisect", "blame", "branch",
@@ -51,16 +54,18 @@ var gitBuiltins = nameset.Of("add", "am", "archive", "bisect", "blame", "branch"
 	"update-ref", "filter-branch", "submodule", "ls-files", "rev-parse", "help", "version")
 
 // gitValue are the subcommands' options that take the next word as their value.
-var gitValue = map[string]map[string]bool{
-	"push":          {"--repo": true, "--receive-pack": true, "--exec": true, "-o": true, "--push-option": true},
-	"clean":         {"-e": true, "--exclude": true},
-	"checkout":      {"-b": true, "-B": true, "--orphan": true, "--conflict": true, "--pathspec-from-file": true},
-	"switch":        {"-c": true, "-C": true, "--create": true, "--force-create": true, "--orphan": true},
-	"restore":       {"-s": true, "--source": true, "--pathspec-from-file": true},
-	"reset":         {"--pathspec-from-file": true},
-	"filter-repo":   {"--replace-text": true, "--path": true, "--path-rename": true, "--refs": true, "--subdirectory-filter": true, "--to-subdirectory-filter": true, "--path-glob": true, "--path-regex": true, "--replace-message": true},
-	"filter-branch": {"--env-filter": true, "--tree-filter": true, "--index-filter": true, "--msg-filter": true, "--commit-filter": true, "--tag-name-filter": true, "--subdirectory-filter": true, "--parent-filter": true, "-d": true, "--original": true, "--state-branch": true, "--setup": true},
-}
+var gitValue = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"push":          {"--repo": true, "--receive-pack": true, "--exec": true, "-o": true, "--push-option": true},
+		"clean":         {"-e": true, "--exclude": true},
+		"checkout":      {"-b": true, "-B": true, "--orphan": true, "--conflict": true, "--pathspec-from-file": true},
+		"switch":        {"-c": true, "-C": true, "--create": true, "--force-create": true, "--orphan": true},
+		"restore":       {"-s": true, "--source": true, "--pathspec-from-file": true},
+		"reset":         {"--pathspec-from-file": true},
+		"filter-repo":   {"--replace-text": true, "--path": true, "--path-rename": true, "--refs": true, "--subdirectory-filter": true, "--to-subdirectory-filter": true, "--path-glob": true, "--path-regex": true, "--replace-message": true},
+		"filter-branch": {"--env-filter": true, "--tree-filter": true, "--index-filter": true, "--msg-filter": true, "--commit-filter": true, "--tag-name-filter": true, "--subdirectory-filter": true, "--parent-filter": true, "-d": true, "--original": true, "--state-branch": true, "--setup": true},
+	}
+})
 
 // ParseGit reads a git command; ok is false for anything else.
 func ParseGit(cmd *facts.Command) (GitCall, bool) {
@@ -107,7 +112,7 @@ func ParseGit(cmd *facts.Command) (GitCall, bool) {
 }
 
 func (g *GitCall) readArgs(args []string) {
-	values := gitValue[g.sub]
+	values := gitValue()[g.sub]
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -146,7 +151,7 @@ func (g *GitCall) readArgs(args []string) {
 
 // spell spells out an abbreviated long option when it is the prefix of exactly one.
 func (g *GitCall) spell(name string) string {
-	longs := gitLong[g.sub]
+	longs := gitLong()[g.sub]
 	if slices.Contains(longs, name) {
 		return name
 	}

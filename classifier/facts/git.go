@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
@@ -15,20 +16,22 @@ import (
 // command runs.
 
 // gitHooks are the hooks each subcommand may run (githooks(5)).
-var gitHooks = map[string][]string{
-	"commit":      {"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-rewrite"},
-	"merge":       {"pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-merge"},
-	"pull":        {"pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-merge", "post-checkout", "post-rewrite"},
-	"push":        {"pre-push"},
-	"checkout":    {"post-checkout"},
-	"switch":      {"post-checkout"},
-	"rebase":      {"pre-rebase", "post-rewrite", "post-checkout"},
-	"am":          {"applypatch-msg", "pre-applypatch", "post-applypatch", "post-rewrite"},
-	"cherry-pick": {"prepare-commit-msg", "commit-msg", "post-commit"},
-	"revert":      {"prepare-commit-msg", "commit-msg", "post-commit"},
-	"gc":          {"pre-auto-gc"},
-	"worktree":    {"post-checkout"},
-}
+var gitHooks = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"commit":      {"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-rewrite"},
+		"merge":       {"pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-merge"},
+		"pull":        {"pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-merge", "post-checkout", "post-rewrite"},
+		"push":        {"pre-push"},
+		"checkout":    {"post-checkout"},
+		"switch":      {"post-checkout"},
+		"rebase":      {"pre-rebase", "post-rewrite", "post-checkout"},
+		"am":          {"applypatch-msg", "pre-applypatch", "post-applypatch", "post-rewrite"},
+		"cherry-pick": {"prepare-commit-msg", "commit-msg", "post-commit"},
+		"revert":      {"prepare-commit-msg", "commit-msg", "post-commit"},
+		"gc":          {"pre-auto-gc"},
+		"worktree":    {"post-checkout"},
+	}
+})
 
 // refHooks are the subcommands that update references, which run reference-transaction.
 var refHooks = nameset.Of("commit", "merge", "pull", "push", "checkout", "switch", "rebase", "am", "cherry-pick", "revert",
@@ -68,7 +71,7 @@ func (w *walker) gitRuns(cmd Command) {
 }
 
 func hooksOf(sub string) []string {
-	hooks := slices.Clone(gitHooks[sub])
+	hooks := slices.Clone(gitHooks()[sub])
 	if refHooks.Has(sub) {
 		hooks = append(hooks, "reference-transaction")
 	}

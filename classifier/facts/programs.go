@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
@@ -91,7 +92,7 @@ const maskedValue = "\x00"
 // replaced by maskedValue, except those of the options named in keep. Programs without a table
 // get their arguments back as they are.
 func MaskValues(name string, args []string, keep ...string) []string {
-	vo, ok := valueOptions[name]
+	vo, ok := valueOptions()[name]
 	if !ok {
 		return args
 	}
@@ -318,25 +319,27 @@ var awkShell = lazyregexp.New(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\
 // valueOptions are the options of network clients that take the next word as their value, so
 // that a value is never read as an option (curl -o -d@.env saves to a file named -d@.env; curl -H
 // --help sends a header named --help and fetches all the same). Short ones are letters.
-var valueOptions = map[string]optionTable{
-	"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: SetOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
-		"--config", "--connect-timeout", "--connect-to", "--cookie", "--cookie-jar", "--continue-at", "--data", "--data-ascii",
-		"--data-binary", "--data-raw", "--data-urlencode", "--dump-header", "--form", "--form-string", "--header", "--json",
-		"--key", "--key-type", "--limit-rate", "--max-time", "--max-filesize", "--output", "--output-dir", "--proxy",
-		"--proxy-header", "--proxy-user", "--quote", "--range", "--referer", "--request", "--resolve", "--retry",
-		"--retry-delay", "--retry-max-time", "--upload-file", "--url", "--user", "--user-agent", "--write-out", "--interface",
-		"--dns-servers", "--unix-socket", "--abstract-unix-socket", "--aws-sigv4", "--oauth2-bearer", "--noproxy",
-		"--preproxy", "--variable", "--pinnedpubkey", "--proto", "--proto-redir", "--trace", "--trace-ascii", "--stderr",
-		"--local-port", "--netrc-file", "--hostpubsha256", "--crlfile", "--egd-file", "--random-file", "--mail-from",
-		"--mail-rcpt", "--mail-auth", "--socks5", "--socks5-hostname", "--socks4", "--socks4a", "--telnet-option")},
-	"wget": {short: "OoaPtTwUeiBQlARDXIY", long: SetOf("--output-document", "--output-file", "--append-output",
-		"--directory-prefix", "--tries", "--timeout", "--wait", "--user-agent", "--execute", "--input-file", "--base",
-		"--quota", "--level", "--accept", "--reject", "--domains", "--header", "--post-data", "--post-file", "--body-data",
-		"--body-file", "--method", "--user", "--password", "--load-cookies", "--save-cookies")},
-	"http":  httpieValues,
-	"https": httpieValues, // HTTPie's two names
-	"ssh":   {short: "pilLoFJRDbceEmOSWwB"},
-}
+var valueOptions = sync.OnceValue(func() map[string]optionTable {
+	return map[string]optionTable{
+		"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: SetOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
+			"--config", "--connect-timeout", "--connect-to", "--cookie", "--cookie-jar", "--continue-at", "--data", "--data-ascii",
+			"--data-binary", "--data-raw", "--data-urlencode", "--dump-header", "--form", "--form-string", "--header", "--json",
+			"--key", "--key-type", "--limit-rate", "--max-time", "--max-filesize", "--output", "--output-dir", "--proxy",
+			"--proxy-header", "--proxy-user", "--quote", "--range", "--referer", "--request", "--resolve", "--retry",
+			"--retry-delay", "--retry-max-time", "--upload-file", "--url", "--user", "--user-agent", "--write-out", "--interface",
+			"--dns-servers", "--unix-socket", "--abstract-unix-socket", "--aws-sigv4", "--oauth2-bearer", "--noproxy",
+			"--preproxy", "--variable", "--pinnedpubkey", "--proto", "--proto-redir", "--trace", "--trace-ascii", "--stderr",
+			"--local-port", "--netrc-file", "--hostpubsha256", "--crlfile", "--egd-file", "--random-file", "--mail-from",
+			"--mail-rcpt", "--mail-auth", "--socks5", "--socks5-hostname", "--socks4", "--socks4a", "--telnet-option")},
+		"wget": {short: "OoaPtTwUeiBQlARDXIY", long: SetOf("--output-document", "--output-file", "--append-output",
+			"--directory-prefix", "--tries", "--timeout", "--wait", "--user-agent", "--execute", "--input-file", "--base",
+			"--quota", "--level", "--accept", "--reject", "--domains", "--header", "--post-data", "--post-file", "--body-data",
+			"--body-file", "--method", "--user", "--password", "--load-cookies", "--save-cookies")},
+		"http":  httpieValues,
+		"https": httpieValues, // HTTPie's two names
+		"ssh":   {short: "pilLoFJRDbceEmOSWwB"},
+	}
+})
 
 // optionTable is a program's value-taking options: short ones as letters, long ones by name.
 type optionTable struct {
@@ -359,7 +362,7 @@ func Destination(cmd *Command) string {
 			return ops[0]
 		}
 	}
-	if _, ok := fetchOutput[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
+	if _, ok := fetchOutput()[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
 		for _, a := range args {
 			if bareHost.MatchString(a) {
 				return "http://" + a
@@ -377,10 +380,12 @@ var rawSenders = nameset.Of("nc", "ncat", "netcat", "socat", "telnet", "openssl"
 
 // fetchOutput are the options naming the file a download is saved to; remoteName ones save it
 // under the URL's own name.
-var fetchOutput = map[string]SaveOptions{
-	"curl": {Output: []string{"-o", "--output"}, RemoteName: []string{"-O", "--remote-name", "--remote-name-all"}, Dir: []string{"--output-dir"}},
-	"wget": {Output: []string{"-O", "--output-document"}, Dir: []string{"-P", "--directory-prefix"}},
-}
+var fetchOutput = sync.OnceValue(func() map[string]SaveOptions {
+	return map[string]SaveOptions{
+		"curl": {Output: []string{"-o", "--output"}, RemoteName: []string{"-O", "--remote-name", "--remote-name-all"}, Dir: []string{"--output-dir"}},
+		"wget": {Output: []string{"-O", "--output-document"}, Dir: []string{"-P", "--directory-prefix"}},
+	}
+})
 
 var shells = nameset.Of("sh", "bash", "zsh", "dash", "ksh", "ash", "fish",
 	"mksh", "yash", "posh", "rbash", "tcsh", "csh", "oksh", "loksh")
@@ -388,12 +393,14 @@ var shells = nameset.Of("sh", "bash", "zsh", "dash", "ksh", "ash", "fish",
 // awks take their program as the first operand.
 var awks = nameset.Of("awk", "gawk", "mawk", "nawk", "busybox-awk")
 
-var interpreters = map[string]string{ // name -> flag that takes code
-	"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
-	"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
-	"pwsh": "-Command", "powershell": "-Command", "julia": "-e", "jjs": "-e", "jrunscript": "-e", "groovy": "-e",
-	"Rscript": "-e", "tclsh": "-c", "wish": "-c", "luajit": "-e", "bun": "-e", "elixir": "-e", "erl": "-eval",
-}
+var interpreters = sync.OnceValue(func() map[string]string {
+	return map[string]string{ // name -> flag that takes code
+		"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
+		"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
+		"pwsh": "-Command", "powershell": "-Command", "julia": "-e", "jjs": "-e", "jrunscript": "-e", "groovy": "-e",
+		"Rscript": "-e", "tclsh": "-c", "wish": "-c", "luajit": "-e", "bun": "-e", "elixir": "-e", "erl": "-eval",
+	}
+})
 
 // builtins are commands bash runs itself, whatever hash or PATH say (unless `enable -n`).
 var builtins = nameset.Of("echo", "printf", "cd", "pwd", "test", "[", "true",
@@ -407,22 +414,24 @@ var envCommandVars = nameset.Of("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF
 
 // wrapperArgs reports whether name is a wrapper and how many of args belong to it.
 // wrapperOptsWithValue are the options of each wrapper that take a value.
-var wrapperOptsWithValue = map[string]map[string]bool{
-	"sudo":    {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
-	"doas":    {"-u": true, "-C": true},
-	"env":     {"-u": true, "-C": true, "-P": true, "--unset": true, "--chdir": true},
-	"nice":    {"-n": true},
-	"ionice":  {"-c": true, "-n": true},
-	"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
-	"exec":    {"-a": true},
-	"xargs": {"-n": true, "-I": true, "-J": true, "-R": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true,
-		"--delimiter": true, "--max-args": true, "--max-procs": true, "--max-lines": true, "--eof": true, "--arg-file": true, "--max-chars": true},
-	"stdbuf":      {"-i": true, "-o": true, "-e": true},
-	"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
-	"runuser":     {"-u": true, "--user": true, "-g": true, "--group": true, "-G": true, "--supp-group": true},
-	"nsenter":     {"-t": true, "--target": true},
-	"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
-	"strace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-E": true, "-u": true, "-a": true, "-O": true, "-S": true, "-P": true},
-	"ltrace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-u": true, "-a": true, "-F": true, "-n": true, "-A": true, "-D": true, "-l": true},
-	"gdb":         {"-ex": true, "-x": true},
-}
+var wrapperOptsWithValue = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"sudo":    {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
+		"doas":    {"-u": true, "-C": true},
+		"env":     {"-u": true, "-C": true, "-P": true, "--unset": true, "--chdir": true},
+		"nice":    {"-n": true},
+		"ionice":  {"-c": true, "-n": true},
+		"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
+		"exec":    {"-a": true},
+		"xargs": {"-n": true, "-I": true, "-J": true, "-R": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true,
+			"--delimiter": true, "--max-args": true, "--max-procs": true, "--max-lines": true, "--eof": true, "--arg-file": true, "--max-chars": true},
+		"stdbuf":      {"-i": true, "-o": true, "-e": true},
+		"flock":       {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
+		"runuser":     {"-u": true, "--user": true, "-g": true, "--group": true, "-G": true, "--supp-group": true},
+		"nsenter":     {"-t": true, "--target": true},
+		"systemd-run": {"-u": true, "--unit": true, "-p": true, "--property": true},
+		"strace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-E": true, "-u": true, "-a": true, "-O": true, "-S": true, "-P": true},
+		"ltrace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-u": true, "-a": true, "-F": true, "-n": true, "-A": true, "-D": true, "-l": true},
+		"gdb":         {"-ex": true, "-x": true},
+	}
+})
