@@ -84,6 +84,9 @@ type Daemon struct {
 	policy policy.Keeper
 	beat   *heartbeat
 	kick   chan struct{} // SIGUSR1: write health.json now
+	// dropped: a host call's record went to the state's drop folder (the log could not take
+	// it then); Run imports it as soon as it can, not at the next tick.
+	dropped chan struct{}
 	// watching is the running guard's parts, for the heartbeat's count of watches (it runs in its
 	// own goroutine, so it cannot look at guard).
 	watching atomic.Pointer[guard]
@@ -260,7 +263,7 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, release: release, env: env, paths: paths,
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
-		kick: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable, users: opts.Users}
+		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable, users: opts.Users}
 	if env.System {
 		d.callers = &hosthook.Callers{Env: env, Paths: paths, Session: d.hostSession, Resolve: d.resolveAsUser}
 	}
@@ -303,6 +306,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// to do) or its lock is held: imported soon, not only at the next heartbeat.
 	imports := time.NewTicker(dropImportInterval)
 	defer imports.Stop()
+	var importSoon <-chan time.Time
 	changes := make(chan managedconfig.Snapshot)
 	watchDone := make(chan error, 1)
 	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Logger: d.log}
@@ -329,6 +333,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.startHeartbeat(ctx, started)
 			}
 		case <-imports.C:
+			d.importDropped()
+		case <-d.dropped:
+			// Drops come in bursts (a full disk, a guard restarting): one import a second at
+			// most, and with no guard now, the apply that starts one imports them.
+			if importSoon == nil {
+				importSoon = time.After(dropImportSoon)
+			}
+		case <-importSoon:
+			importSoon = nil
 			d.importDropped()
 		case <-usr1:
 			select {

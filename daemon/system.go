@@ -210,14 +210,22 @@ func (d *Daemon) dropHostRecord(rec telemetry.Record) {
 	dir := filepath.Join(d.paths.StateDir, "dropped")
 	if err := os.MkdirAll(dir, 0o700); err == nil {
 		if err = telemetry.Drop(dir, rec); err == nil {
+			select {
+			case d.dropped <- struct{}{}:
+			default: // an import is already due
+			}
 			return
 		}
 	}
 	d.log.Error("a host call's record could not be written or kept", "code", health.CodeTelemetryFailed, "rid", rec.RID)
 }
 
-// dropImportInterval is how often the drop folders are looked at besides each heartbeat.
-const dropImportInterval = 10 * time.Second
+// dropImportInterval is how often the drop folders are looked at besides each heartbeat, and
+// dropImportSoon how soon after the daemon dropped a host call's record there itself.
+const (
+	dropImportInterval = 10 * time.Second
+	dropImportSoon     = time.Second
+)
 
 // importDropped moves the records hooks dropped into the decision log: the system drop folder's
 // (each under the user owning its file) and the state's own.

@@ -67,3 +67,34 @@ func TestAWorkerCountsOnlyForItsOwnUsersSessions(t *testing.T) {
 		}
 	}
 }
+
+// A host call's record the log cannot take is kept in the state's drop folder and asks for an
+// import at once: it is in the log within a second of the log taking records again, not at the
+// next tick of the drop folders' ten-second look.
+func TestAHostRecordTheLogCouldNotTakeIsKeptAndAsksForAnImport(t *testing.T) {
+	r, _, _, logPath := rootFor(t)
+	d := r.d
+	d.paths.StateDir = t.TempDir()
+	d.dropped = make(chan struct{}, 1)
+	d.writeHostBatch(nil) // nothing to write: nothing kept, no import asked for
+	select {
+	case <-d.dropped:
+		t.Fatal("an import was asked for with nothing kept")
+	default:
+	}
+	g := d.watching.Swap(nil) // the guard restarting: the log takes no record now
+	hr := hostRecord{rec: telemetry.Record{RID: "0123456789abcdef0123456789abcdef", Tool: "Bash"}, done: make(chan struct{})}
+	d.writeHostBatch([]hostRecord{hr})
+	<-hr.done
+	select {
+	case <-d.dropped:
+	default:
+		t.Fatal("the kept record asked for no import")
+	}
+	d.watching.Store(g)
+	d.importDropped()
+	recs, err := telemetry.ReadFile(logPath)
+	if err != nil || len(recs) != 1 || recs[0].RID != hr.rec.RID {
+		t.Fatalf("the kept record is not in the log after the import: %+v (%v)", recs, err)
+	}
+}
