@@ -262,7 +262,11 @@ func (f *fixture) waitRecords(n int) []telemetry.Record {
 	f.t.Helper()
 	var got []telemetry.Record
 	cbtest.WaitForf(f.t, func() bool { got = f.records(); return len(got) >= n }, func() string {
-		return fmt.Sprintf("%d records in the decision log, want %d", len(got), n)
+		var have []string
+		for _, r := range got {
+			have = append(have, r.Rule+" "+string(r.Input))
+		}
+		return fmt.Sprintf("%d records in the decision log, want %d; have %q", len(got), n, have)
 	})
 	return got
 }

@@ -287,10 +287,16 @@ func (l *Ledger) Settle(now time.Time, grace, forgedAfter time.Duration) []Findi
 	var found []Finding
 	for id, since := range l.pending {
 		j, ok := l.judged[id]
+		u, seen := l.uses[id]
 		switch {
 		case ok && j.Denied && !l.failed[id]:
 			found = append(found, unguarded(l.takeUse(id), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)"))
+		case ok && !l.failed[id] && seen && !transcript.Same(j.Input, u.Input):
+			// A judgement that reached the daemon after the result is held to the input that ran
+			// as one before it is: which came first is the daemon's timing, not the agent's proof.
+			found = append(found, unguarded(l.takeUse(id), "it ran with an input other than the one coworkbridge judged (an event forged with its id, or the input rewritten after the judgement)"))
 		case ok: // judged after all: an error result is the refusal or a failure, not a call unguarded
+			l.dropUse(id)
 		case now.Sub(since) < grace:
 			continue
 		case l.failed[id]:
