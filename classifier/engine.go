@@ -847,6 +847,11 @@ func (c *Classifier) bashItems(command, cwd string, m machine) []item {
 	}
 	for _, p := range an.CodePaths {
 		items = append(items, item{target: TargetRead, text: facts.CanonPath(p, cwd)})
+		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
+			for _, d := range visited { // python3 -c "open('../x')" after a cd
+				items = append(items, item{target: TargetRead, text: facts.CanonPath(p, d)})
+			}
+		}
 	}
 	for _, code := range an.Code {
 		items = append(items, item{target: TargetBash, text: code.Interp + " -c " + code.Text, an: an, cwd: cwd})

@@ -48,6 +48,14 @@ func TestASessionReachesItsOwnFolderAndNothingTheMapProtects(t *testing.T) {
 		{"the app's configuration, read", read("/Users/ada/Library/Application Support/Claude/claude_desktop_config.json"), ""},
 		{"the managed settings, written", write("/Library/Application Support/ClaudeCode/managed-settings.d/x.json", "{}"), "path.claude-config"},
 		{"an MCP file tool", payload("mcp__filesystem__write_file", map[string]any{"path": other + "/outputs/x.md", "content": "x"}), "read.other-session"},
+		// Code reads from the folder it runs in, as a shell does: a relative literal that climbs out.
+		{"python's glob of the sessions beside", bashIn(`python3 -c "import glob; print([open(p).read() for p in glob.glob('../../local_*/outputs/*')])"`, own+"/outputs"), "read.other-session"},
+		{"node's read of a session beside", bashIn(`node -e "console.log(require('fs').readFileSync('../../local_b/outputs/a','utf8'))"`, own+"/outputs"), "read.other-session"},
+		{"python's read after a cd", bashIn(`cd ..; python3 -c "print(open('../local_b/outputs/a').read())"`, own+"/outputs"), "read.other-session"},
+		{"python's climb to the keys", bashIn(`python3 -c "print(open('../../../../../../../../.ssh/id_rsa').read())"`, own+"/outputs"), "read.secrets"},
+		{"python's read of its own data", bashIn(`python3 -c "import json; print(json.load(open('data/x.json')))"`, own+"/outputs"), ""},
+		{"python writing its own report", bashIn(`python3 -c "open('./report.md','w').write('# r')"`, own+"/outputs"), ""},
+		{"python naming a media type and a URL", bashIn(`python3 -c "import requests; print(requests.get('https://example.com/a/b', headers={'Accept': 'text/html'}).text)"`, own+"/outputs"), ""},
 	}
 	for _, tt := range tests {
 		v := c.EvaluateFrom(context.Background(), tt.call, own)

@@ -88,7 +88,7 @@ func (a *Analysis) scanCode(name, code string, w *walker) {
 		a.CodeActs = append(a.CodeActs, CodeAct{Kind: CodeDelete, By: name, Target: m[1] + m[2] + m[3], Tree: treeDelete.MatchString(m[0])})
 	}
 	for _, m := range codeStrings.FindAllStringSubmatch(code, 256) {
-		if s := m[1] + m[2]; LooksLikePath(s) && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~")) {
+		if s := m[1] + m[2]; codePath(s) {
 			a.CodePaths = append(a.CodePaths, s)
 		}
 	}
@@ -213,6 +213,20 @@ func decodeLiteral(lit, call, enc string) (string, bool) {
 		b, err = base64.RawStdEncoding.DecodeString(lit)
 	}
 	return string(b), err == nil
+}
+
+// codePath reports whether a literal in code may name a file: absolute, from a home, or relative
+// to the folder the code runs in, which is where open('../../local_x/outputs/a') and
+// glob('../../.ss?/*') reach out of it. A URL, or a literal that is only a dot-led word (".5",
+// ".json"), names no file the read rules could protect.
+func codePath(s string) bool {
+	switch {
+	case !LooksLikePath(s) || strings.HasPrefix(s, "of=") || strings.Contains(s, "://"):
+		return false
+	case strings.ContainsAny(s, "/~"):
+		return true
+	}
+	return len(s) > 1 && s[0] == '.' && !strings.ContainsAny(s[1:], ". ") // .env, .netrc: a dotfile here
 }
 
 // CodeAct is something interpreter code does, found by its shape, before paths are resolved.
