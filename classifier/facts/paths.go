@@ -106,8 +106,9 @@ func isASCII(s string) bool {
 
 // procFolder is a process's working or root folder in Linux's /proc: /proc/self/cwd/../.ssh is
 // the folder above the caller's working folder, which cleaning the name as written would lose
-// (/proc/self/.ssh).
-var procFolder = lazyregexp.New(`^/proc/(?:self|thread-self|[0-9]+)/(cwd|root)(/.*)?$`)
+// (/proc/self/.ssh). Any process stands for the caller: $$, $BASHPID, a number or a pattern over
+// them all name a process of the same call, or one the analysis cannot know better.
+var procFolder = lazyregexp.New(`^/proc/[^/]+/(cwd|root)(/.*)?$`)
 
 // procAlias is p with a /proc working folder written as the folder cwd (a process of the same
 // call starts there), and a /proc root folder as /. Without cwd, a working folder is left

@@ -64,6 +64,12 @@ func TestCanonPathReadsAProcessFolderAsTheFolderItStandsFor(t *testing.T) {
 		"/proc/self/root/Users/ada/.aws": "~/.aws",
 		"/proc/self/status":              "/proc/self/status",
 		"/proc/self/cwdx/y":              "/proc/self/cwdx/y",
+		"/proc/$$/cwd/../.ssh/notes":     "~/.ssh/notes",
+		"/proc/$BASHPID/cwd/../b":        "~/b",
+		"/proc/${PPID}/cwd/x":            "~/proj/x",
+		"/proc/*/cwd/../x":               "~/x",
+		"/proc/[0-9]*/root/etc/hosts":    "/etc/hosts",
+		"/proc/sys/kernel/hostname":      "/proc/sys/kernel/hostname",
 	} {
 		if got := CanonPath(in, "/Users/ada/proj"); got != want {
 			t.Errorf("CanonPath(%q) = %q, want %q", in, got, want)
