@@ -72,6 +72,8 @@ func TestAttackTheKeysReachedByAnotherNameAreRefusedInBothLoops(t *testing.T) {
 					{"a bracket pattern in the folder's name", cat(home + "/.[s]sh/notes")},
 					{"/proc/self/cwd and a link", cat("/proc/self/cwd/k/notes")},
 					{"/proc/self/root", cat("/proc/self/root" + keys + "/notes")},
+					{"/proc/$$/cwd and a link", cat("/proc/$$/cwd/k/notes")},
+					{"python climbing from the working folder", toolUse{Name: "Bash", Input: map[string]any{"command": `python3 -c "print(open('` + climb(t, out, keys) + `/notes').read())"`, "description": "x"}}},
 				}...)
 			}
 			var turns [][]toolUse
@@ -97,4 +99,14 @@ func TestAttackTheKeysReachedByAnotherNameAreRefusedInBothLoops(t *testing.T) {
 			}
 		})
 	}
+}
+
+// climb is the relative path from the folder from to the folder to, climbing as far as it must.
+func climb(t *testing.T, from, to string) string {
+	t.Helper()
+	rel, err := filepath.Rel(from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
 }
