@@ -208,10 +208,24 @@ func dataLike(s string) bool {
 
 // netSenders are programs that reach another machine with what their arguments say: the
 // destination is the first host named.
-var netSenders = nameset.Of("curl", "wget", "http", "https", "xh", "aria2c",
-	"nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp",
-	"ftp", "tftp", "ping", "ping6", "dig", "nslookup", "host", "drill",
-	"whois", "traceroute")
+var netSenders = nameset.Of("curl", "wget", "http", "https", "xh", "aria2c", "curlie",
+	"nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "websocat", "wscat",
+	"ftp", "tftp", "ping", "ping6", "dig", "nslookup", "host", "drill", "kdig", "delv",
+	"getent", "dscacheutil", "resolvectl", "whois", "traceroute", "tracepath", "mtr", "nping",
+	"lynx", "w3m", "links", "elinks")
+
+// openers hand a URL to the browser, which asks for it: what the URL carries is sent.
+var openers = nameset.Of("open", "xdg-open", "gio", "sensible-browser", "x-www-browser", "firefox",
+	"google-chrome", "chromium", "chromium-browser", "safari")
+
+// storageCopiers copy files to a cloud store when their last operand is the store's address:
+// aws s3 cp F s3://b/, gsutil cp F gs://b, gcloud storage cp, rclone copy F remote:, az storage
+// blob upload, azcopy copy F https://…, s3cmd put, mc cp F alias/b.
+var storageCopiers = nameset.Of("aws", "gsutil", "gcloud", "rclone", "az", "azcopy", "s3cmd", "mc")
+
+// storageVerbs are the subcommands of storageCopiers that put files somewhere.
+var storageVerbs = nameset.Of("cp", "mv", "sync", "rsync", "copy", "copyto", "move", "moveto",
+	"rcat", "put", "upload", "upload-batch", "put-object", "upload-part")
 
 // publishers are the subcommands that send a package or commits to a registry or remote.
 var publishers = sync.OnceValue(func() map[string]string {
@@ -220,7 +234,8 @@ var publishers = sync.OnceValue(func() map[string]string {
 })
 
 // netCode is interpreter code that opens a connection: its data may go wherever the code says.
-var netCode = lazyregexp.New(`urllib|requests\.|http\.client|httpx|aiohttp|socket\.|smtplib|ftplib|fetch\(|https?\.(get|request)|net\.connect|XMLHttpRequest|Net::HTTP|open-uri|LWP::|IO::Socket|dns\.resolver|gethostbyname|getaddrinfo`)
+var netCode = lazyregexp.New(`urllib|requests\.|http\.client|httpx|aiohttp|socket\.|smtplib|ftplib|fetch\(|https?\.(get|request)|net\.connect|XMLHttpRequest|Net::HTTP|open-uri|LWP::|IO::Socket|dns\.resolver|gethostbyname|getaddrinfo|` +
+	`curl_init|fsockopen|stream_socket_client|file_get_contents\(\s*["']https?:|Invoke-WebRequest|Invoke-RestMethod|Net\.WebClient|HttpClient|Socket\.tcp|TCPSocket|open location`)
 
 // send is where one command can send data, and how (see Facets).
 type send struct {
@@ -241,6 +256,12 @@ func sendOf(cmd *facts.Command) send {
 	if netSenders.Has(name) {
 		return netSend(cmd)
 	}
+	if openers.Has(name) {
+		return urlSend(cmd)
+	}
+	if storageCopiers.Has(name) {
+		return storageSend(cmd)
+	}
 	if facts.InterpreterFlag(name) != "" {
 		for _, a := range cmd.Args {
 			if netCode.MatchString(a) {
@@ -255,6 +276,9 @@ func sendOf(cmd *facts.Command) send {
 var bodyFlags = nameset.Of("-d", "--data", "--data-raw", "--data-binary", "--data-ascii",
 	"--data-urlencode", "--json", "-F", "--form", "--form-string", "-T",
 	"--upload-file", "--post-data", "--post-file", "--body-data", "--body-file")
+
+// httpieFile is an httpie request item whose value is a file's content.
+var httpieFile = lazyregexp.New(`^[^-=:@/][^=:@/]*(?:=|:=)?@.`)
 
 // netSend reads a network program's arguments: the first URL or host is the destination; URLs,
 // names and header values are text a send is found in, a literal body is free text, and a body
@@ -291,6 +315,8 @@ func netSend(cmd *facts.Command) send {
 				s.via = ViaFree
 			}
 			s.text = append(s.text, v)
+		case httpieFile.MatchString(a) && (cmd.Name == "http" || cmd.Name == "https" || cmd.Name == "xh" || cmd.Name == "curlie"):
+			s.via = ViaElsewhere // httpie's field=@file, field:=@file, field@file: the file's content
 		case !strings.HasPrefix(a, "-") && strings.Contains(a, ".") && !strings.Contains(a, "/"):
 			name = cmp.Or(name, "dns:"+a) // a host it looks up or connects to
 			s.encoded = s.encoded || dataHost(a)
@@ -305,6 +331,57 @@ func netSend(cmd *facts.Command) send {
 		return send{}
 	}
 	return s
+}
+
+// urlSend is what a program that only asks for URLs sends: what they carry.
+func urlSend(cmd *facts.Command) send {
+	s := send{via: ViaText}
+	for _, a := range cmd.Args {
+		if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") {
+			s.dest = cmp.Or(s.dest, hostOfURL(a))
+			s.encoded = s.encoded || carriesData(a)
+			s.text = append(s.text, a)
+		}
+	}
+	if s.dest == "" {
+		return send{}
+	}
+	return s
+}
+
+// storageSend is a copy into a cloud store: its files go, whatever they hold. The store is the
+// copy's last operand (aws s3 cp F s3://b/, rclone copy F remote:p, mc cp F alias/b); a copy out
+// of a store is a download. An upload that names its store by options (az storage blob upload,
+// aws s3api put-object) counts whatever its operands.
+func storageSend(cmd *facts.Command) send {
+	ops := facts.Operands(cmd.Args)
+	verb := slices.IndexFunc(ops, storageVerbs.Has)
+	if verb < 0 {
+		return send{}
+	}
+	dest := ""
+	if last := ops[len(ops)-1]; verb < len(ops)-1 {
+		switch {
+		case strings.Contains(last, "://"):
+			dest = last // s3://b/k, gs://b, https://acct.blob.core.windows.net/c
+		case cmd.Name == "rclone" || cmd.Name == "mc":
+			if r, _, ok := strings.Cut(last, ":"); ok && r != "" && !strings.Contains(r, "/") {
+				dest = r + ":" // rclone's remote:path
+			} else if cmd.Name == "mc" && strings.Contains(last, "/") && !strings.HasPrefix(last, ".") && !strings.HasPrefix(last, "/") && !strings.HasPrefix(last, "~") {
+				dest = last // mc's alias/bucket
+			}
+		}
+	}
+	if dest == "" && (cmd.Name == "az" && strings.HasPrefix(ops[verb], "upload") || ops[verb] == "put-object" || ops[verb] == "upload-part") {
+		dest = cmd.Name + ":" + ops[verb] // the store is named by options
+	}
+	if dest == "" {
+		return send{} // a download, or a copy within the machine
+	}
+	if u, err := url.Parse(dest); err == nil && u.Scheme != "" && u.Host != "" {
+		dest = u.Scheme + "://" + u.Host
+	}
+	return send{dest: dest, via: ViaElsewhere}
 }
 
 // shellFacets reads a shell command's items: a downloader's URL (content taken in), what each
