@@ -384,6 +384,24 @@ func storageSend(cmd *facts.Command) send {
 	return send{dest: dest, via: ViaElsewhere}
 }
 
+// decrypters print what a password store or an encrypted file holds, by the subcommand or
+// option that does. The rules let them run (a task may need one value, and peers allow them);
+// for the session's flow what they print is private data read.
+var decrypters = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"pass": {"show"}, "gopass": {"show", "cat"}, "lpass": {"show"}, "bw": {"get"}, "keepassxc-cli": {"show"},
+		"doppler": {"secrets"}, "infisical": {"secrets", "export"}, "chamber": {"read", "export"},
+		"ansible-vault": {"view"}, "sops": {"-d", "--decrypt"}, "age": {"-d", "--decrypt"},
+		"gpg": {"-d", "--decrypt"}, "gpg2": {"-d", "--decrypt"}, "rage": {"-d", "--decrypt"},
+	}
+})
+
+// decrypts reports a command that prints a store's or an encrypted file's content.
+func decrypts(cmd *facts.Command) bool {
+	words, ok := decrypters()[cmd.Name]
+	return ok && slices.ContainsFunc(cmd.Args, func(a string) bool { return slices.Contains(words, a) })
+}
+
 // shellFacets reads a shell command's items: a downloader's URL (content taken in), what each
 // command can send and where, a secret opened or a credential printed (private data read).
 func shellFacets(items []item) Facets {
@@ -401,6 +419,9 @@ func shellFacets(items []item) Facets {
 	for _, it := range items {
 		if it.target == TargetBash && it.cmd != nil {
 			merge(sendOf(it.cmd))
+			if f.Private == "" && decrypts(it.cmd) {
+				f.Private = "decrypted by=" + it.cmd.Name
+			}
 		}
 		switch {
 		case it.target == TargetBash && it.cmd != nil && downloaders.Has(it.cmd.Name) && f.Untrusted == "":

@@ -56,6 +56,9 @@ func TestWhatACallMeansForItsSessionsFlow(t *testing.T) {
 			Facets{Private: "~/.ssh/id_ed25519"}},
 		{"a Grep through the keys folder is private", call("Grep", map[string]string{"pattern": "BEGIN", "path": "/Users/alex/.ssh"}),
 			Facets{Private: "~/.ssh"}},
+		{"a password store's entry printed is private", call("Bash", map[string]string{"command": "pass show work/email"}), Facets{Private: "decrypted by=pass"}},
+		{"a file decrypted for the agent is private", call("Bash", map[string]string{"command": "sops -d secrets.enc.yaml"}), Facets{Private: "decrypted by=sops"}},
+		{"a password store's list is nothing", call("Bash", map[string]string{"command": "pass ls"}), Facets{}},
 		{"a project file read by cat is nothing", call("Bash", map[string]string{"command": "cat README.md | head"}), Facets{}},
 		{"a Grep of the project is nothing", call("Grep", map[string]string{"pattern": "TODO"}), Facets{}},
 		// A send is any reach outward that can carry data, however it is spelled.
