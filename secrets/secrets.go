@@ -103,10 +103,12 @@ var keyWords = []string{"api", "private", "secret", "access"}
 type ruleSet struct {
 	rules  []rule
 	single [256][]int32 // hints of one byte, by that byte
-	// pairs[p] is 1 + the index in buckets of the hints that begin with the two bytes p (0: none):
-	// a text is scanned a byte at a time, and most pairs begin no hint.
-	pairs   [1 << 16]uint16
-	buckets [][]hintRef
+	// begins marks the pairs of bytes some hint begins with, and buckets holds those hints by
+	// pair: a text is scanned a byte at a time, and most pairs begin no hint. A bitset of 8 KiB,
+	// not an index of every pair: the set is built in every hook process that writes a record,
+	// where zeroing and faulting in 128 KiB cost more than the scan saves.
+	begins  [1 << 16 / 64]uint64
+	buckets map[uint16][]hintRef
 }
 
 type hintRef struct {
@@ -117,7 +119,7 @@ type hintRef struct {
 // allRules orders the rules: gitleaks' shapes, ours, then the rules of context, gitleaks'
 // catch-all last. Where findings overlap, the earlier rule names the merged one.
 var allRules = sync.OnceValue(func() *ruleSet {
-	rs := &ruleSet{}
+	rs := &ruleSet{buckets: make(map[uint16][]hintRef, 512)}
 	var context []rule
 	for _, r := range gitleaksRules() {
 		r.shared = true
@@ -135,12 +137,8 @@ var allRules = sync.OnceValue(func() *ruleSet {
 				rs.single[h[0]] = append(rs.single[h[0]], int32(i))
 			case len(h) > 1:
 				p := uint16(h[0])<<8 | uint16(h[1])
-				if rs.pairs[p] == 0 {
-					rs.buckets = append(rs.buckets, nil)
-					rs.pairs[p] = uint16(len(rs.buckets))
-				}
-				b := rs.pairs[p] - 1
-				rs.buckets[b] = append(rs.buckets[b], hintRef{h, int32(i)})
+				rs.begins[p>>6] |= 1 << (p & 63)
+				rs.buckets[p] = append(rs.buckets[p], hintRef{h, int32(i)})
 			}
 		}
 	}
@@ -157,11 +155,11 @@ func (rs *ruleSet) hinted(lower string) []bool {
 		if i+1 == len(lower) {
 			break
 		}
-		b := rs.pairs[uint16(lower[i])<<8|uint16(lower[i+1])]
-		if b == 0 {
+		p := uint16(lower[i])<<8 | uint16(lower[i+1])
+		if rs.begins[p>>6]&(1<<(p&63)) == 0 {
 			continue
 		}
-		for _, h := range rs.buckets[b-1] {
+		for _, h := range rs.buckets[p] {
 			if !marked[h.rule] && strings.HasPrefix(lower[i:], h.word) {
 				marked[h.rule] = true
 			}
