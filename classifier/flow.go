@@ -292,10 +292,7 @@ func netSend(cmd *facts.Command) send {
 			next = cmd.Args[i+1]
 		}
 		switch {
-		case strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://"):
-			s.dest = cmp.Or(s.dest, hostOfURL(a))
-			s.encoded = s.encoded || carriesData(a)
-			s.text = append(s.text, a)
+		case s.url(a):
 		case a == "-H" || a == "--header":
 			if _, v, ok := strings.Cut(next, ":"); ok {
 				s.encoded = s.encoded || dataLike(strings.TrimSpace(v))
@@ -333,15 +330,23 @@ func netSend(cmd *facts.Command) send {
 	return s
 }
 
+// url takes a, when it is a URL, as a place the send reaches and text it carries; the first
+// URL's host is the destination.
+func (s *send) url(a string) bool {
+	if !strings.HasPrefix(a, "http://") && !strings.HasPrefix(a, "https://") {
+		return false
+	}
+	s.dest = cmp.Or(s.dest, hostOfURL(a))
+	s.encoded = s.encoded || carriesData(a)
+	s.text = append(s.text, a)
+	return true
+}
+
 // urlSend is what a program that only asks for URLs sends: what they carry.
 func urlSend(cmd *facts.Command) send {
 	s := send{via: ViaText}
 	for _, a := range cmd.Args {
-		if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") {
-			s.dest = cmp.Or(s.dest, hostOfURL(a))
-			s.encoded = s.encoded || carriesData(a)
-			s.text = append(s.text, a)
-		}
+		s.url(a)
 	}
 	if s.dest == "" {
 		return send{}

@@ -261,10 +261,10 @@ func (l *Ledger) Take(it transcript.Item, now time.Time) []Finding {
 		switch {
 		case ok && j.Denied:
 			l.dropJudged(it.ToolUseID)
-			return []Finding{unguarded(l.takeUse(it.ToolUseID), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)")}
+			return []Finding{unguarded(l.takeUse(it.ToolUseID), whyDenied)}
 		case ok && seen && !transcript.Same(j.Input, u.Input):
 			l.dropJudged(it.ToolUseID)
-			return []Finding{unguarded(l.takeUse(it.ToolUseID), "it ran with an input other than the one coworkbridge judged (an event forged with its id, or the input rewritten after the judgement)")}
+			return []Finding{unguarded(l.takeUse(it.ToolUseID), whyOtherInput)}
 		case ok:
 			l.dropUse(it.ToolUseID)
 			l.dropJudged(it.ToolUseID)
@@ -281,6 +281,12 @@ func (l *Ledger) Take(it transcript.Item, now time.Time) []Finding {
 	return nil
 }
 
+// Why an unguarded call ran, whichever of its judgement and its result came first.
+const (
+	whyDenied     = "it ran although coworkbridge denied it (the hook was killed, or its answer forged)"
+	whyOtherInput = "it ran with an input other than the one coworkbridge judged (an event forged with its id, or the input rewritten after the judgement)"
+)
+
 // Settle decides the results that waited for their event (grace), and the events that waited
 // for their call to show in a transcript (forgedAfter).
 func (l *Ledger) Settle(now time.Time, grace, forgedAfter time.Duration) []Finding {
@@ -290,11 +296,11 @@ func (l *Ledger) Settle(now time.Time, grace, forgedAfter time.Duration) []Findi
 		u, seen := l.uses[id]
 		switch {
 		case ok && j.Denied && !l.failed[id]:
-			found = append(found, unguarded(l.takeUse(id), "it ran although coworkbridge denied it (the hook was killed, or its answer forged)"))
+			found = append(found, unguarded(l.takeUse(id), whyDenied))
 		case ok && !l.failed[id] && seen && !transcript.Same(j.Input, u.Input):
 			// A judgement that reached the daemon after the result is held to the input that ran
 			// as one before it is: which came first is the daemon's timing, not the agent's proof.
-			found = append(found, unguarded(l.takeUse(id), "it ran with an input other than the one coworkbridge judged (an event forged with its id, or the input rewritten after the judgement)"))
+			found = append(found, unguarded(l.takeUse(id), whyOtherInput))
 		case ok: // judged after all: an error result is the refusal or a failure, not a call unguarded
 			l.dropUse(id)
 		case now.Sub(since) < grace:
