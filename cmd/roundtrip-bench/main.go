@@ -49,7 +49,20 @@ func main() {
 	floor := flag.Bool("floor", false, "also measure the floor: the same hooks answered by a Go process that only watches, reads and renames (see floor.go)")
 	serve := flag.String("floor-serve", "", "internal: run as the floor (host or vm), the folders to serve on stdin")
 	flood := flag.Int("flood", 0, "forged spool lines a second that one more session (not called) appends while each measurement runs, as a hostile agent flooding its own spool; 0: none")
+	idle := flag.Duration("idle", 0, "instead, measure idle sessions over this window (at least two rescans: 90s): the daemon's CPU with nothing arriving, per session-second; the sessions are the first of -sessions, or with -users that many throw-away users of -per-user sessions each in system mode (needs root and useradd); -cpuprofile profiles the window")
+	perUser := flag.Int("per-user", 1, "with -users: live sessions per user")
 	flag.Parse()
+	if *idle > 0 {
+		r := idleRun{bin: *bin, users: *users, perUser: *perUser, window: *idle, profile: *profile}
+		if *users == 0 {
+			r.perUser = ints(*sessions)[0]
+		}
+		if err := measureIdle(r); err != nil {
+			fmt.Fprintln(os.Stderr, "roundtrip-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serve != "" {
 		if err := serveFloor(*serve); err != nil {
 			fmt.Fprintln(os.Stderr, "roundtrip-bench floor:", err)

@@ -82,6 +82,20 @@ func procField(path, key string) int64 {
 	return 0
 }
 
+// buildDaemon builds coworkbridge into dir, as releases are built, unless bin names one.
+func buildDaemon(dir, bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = filepath.Join(dir, "coworkbridge")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/coworkbridge")
+	build.Env, build.Stderr = append(os.Environ(), "CGO_ENABLED=0"), os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
+	}
+	return bin, nil
+}
+
 // measureUsers runs a system daemon serving n throw-away users, each with one live session, and
 // reports its resident memory and its workers' once every session is hooked and the daemon idle.
 func measureUsers(bin string, n int) error {
@@ -90,13 +104,8 @@ func measureUsers(bin string, n int) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if bin == "" {
-		bin = filepath.Join(tmp, "coworkbridge")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/coworkbridge")
-		build.Env, build.Stderr = append(os.Environ(), "CGO_ENABLED=0"), os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build coworkbridge (run from the module root, or pass -bin): %w", err)
-		}
+	if bin, err = buildDaemon(tmp, bin); err != nil {
+		return err
 	}
 	if _, err := os.Lstat(systemSocket()); err == nil {
 		return fmt.Errorf("%s exists: a system daemon may be running here; stop it to measure", systemSocket())
