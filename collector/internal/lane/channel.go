@@ -112,7 +112,7 @@ func links(f *os.File) uint64 {
 // pass drains the session's host channel, and sweeps it on a housekeeping pass. It
 // returns what lets go of the channel once the pass is over.
 func (d *channelDoor) pass(ctx context.Context, p *Policy, w Work, now time.Time) (done func()) {
-	cs, done := d.open()
+	cs, done := d.open(!w.Housekeep)
 	if cs == nil {
 		return done
 	}
@@ -133,12 +133,13 @@ func (d *channelDoor) housekeep(cs *session.Session, p *Policy, until, now time.
 }
 
 // open is the session's host channel, prepared and open, and the function that lets go
-// of it; nil when it has none. The handle is kept between passes: see keptHandle.
-func (d *channelDoor) open() (*session.Session, func()) {
+// of it; nil when it has none. The handle is kept between passes when keep says so: see
+// keptHandle.
+func (d *channelDoor) open(keep bool) (*session.Session, func()) {
 	if d.dir == "" {
 		return nil, func() {}
 	}
-	return d.kept.get(&d.env.Kept, d.bridge, session.BridgeDir, d.env.Now(), func() *session.Session { return d.fresh() })
+	return d.kept.get(&d.env.Kept, d.bridge, session.BridgeDir, d.env.Now(), keep, func() *session.Session { return d.fresh() })
 }
 
 // fresh prepares and opens the session's host channel for the caller alone, who closes it.

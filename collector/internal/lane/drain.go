@@ -29,7 +29,7 @@ func (l *Lane) pass(ctx context.Context, w Work) {
 	p, housekeep, ch := w.Policy, w.Housekeep, w.Channel
 	l.leaseMax = w.Lease.Max
 	now := l.env.Now()
-	s, done := l.sess.get(&l.env.Kept, l.dir, "", now, func() *session.Session {
+	s, done := l.sess.get(&l.env.Kept, l.dir, "", now, !housekeep, func() *session.Session {
 		s, err := session.Open(l.dir)
 		if err != nil {
 			l.env.Log.Debug("cannot open session; the injector will forget it if it is gone", "session", l.id, "err", err)

@@ -15,8 +15,9 @@ import (
 // otherwise cost. Each pass checks with one look that the handle is still on the folder at its
 // path (a session folder removed, or made again, is opened anew); the session handle itself
 // still checks every step of every name it is given. A handle is released when its session goes,
-// or once it has been idle for keptIdle, so that the daemon holds folders open only for the
-// sessions at work, and never more than maxKept of them.
+// or once it has been idle for keptIdle, and a housekeeping pass never keeps one it opened, so
+// that the daemon holds folders open only for the sessions at work, never more than maxKept of
+// them: an idle session costs no descriptor, however many there are.
 type keptHandle struct {
 	mu   sync.Mutex
 	s    *session.Session
@@ -33,9 +34,10 @@ const maxKept = 256
 
 // get returns the handle on the folder at path, and the function to call when the pass is done
 // with it. check is the name, inside the handle, of the folder at path ("" for the handle's own
-// folder); open opens a fresh handle, or returns nil. count is the collector's count of handles
-// kept.
-func (k *keptHandle) get(count *atomic.Int32, path, check string, now time.Time, open func() *session.Session) (*session.Session, func()) {
+// folder); open opens a fresh handle, or returns nil; keep says whether one opened now is kept
+// for the passes after (a housekeeping pass's is not). count is the collector's count of
+// handles kept.
+func (k *keptHandle) get(count *atomic.Int32, path, check string, now time.Time, keep bool, open func() *session.Session) (*session.Session, func()) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.s != nil {
@@ -47,6 +49,9 @@ func (k *keptHandle) get(count *atomic.Int32, path, check string, now time.Time,
 	s := open()
 	if s == nil {
 		return nil, func() {}
+	}
+	if !keep {
+		return s, func() { s.Close() }
 	}
 	fi, err := stat(s, check)
 	if err != nil || count.Add(1) > maxKept {

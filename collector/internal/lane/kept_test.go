@@ -73,7 +73,7 @@ func TestAKeptHandleIsReusedUntilItsFolderIsReplacedOrIdle(t *testing.T) {
 	}
 	now := time.Unix(1000, 0)
 	get := func() *session.Session {
-		s, done := k.get(&count, dir, "", now, open)
+		s, done := k.get(&count, dir, "", now, true, open)
 		done()
 		return s
 	}
@@ -109,7 +109,7 @@ func TestPastTheBoundAHandleIsOpenedForThePassAndClosedAfterIt(t *testing.T) {
 	var count atomic.Int32
 	count.Store(maxKept)
 	var k keptHandle
-	s, done := k.get(&count, dir, "", time.Now(), func() *session.Session {
+	s, done := k.get(&count, dir, "", time.Now(), true, func() *session.Session {
 		s, err := session.Open(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -122,5 +122,41 @@ func TestPastTheBoundAHandleIsOpenedForThePassAndClosedAfterIt(t *testing.T) {
 	done()
 	if _, err := s.Lstat("x"); err == nil || os.IsNotExist(err) {
 		t.Errorf("the pass's own handle is still open after done: %v", err)
+	}
+}
+
+// An idle session costs no descriptor: a housekeeping pass opens its own handle and closes it,
+// and uses one a pass at work left kept.
+func TestAHousekeepingPassKeepsNoHandleItOpened(t *testing.T) {
+	dir := t.TempDir()
+	var count atomic.Int32
+	var k keptHandle
+	opens := 0
+	open := func() *session.Session {
+		opens++
+		s, err := session.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	now := time.Now()
+	s, done := k.get(&count, dir, "", now, false, open)
+	done()
+	if s == nil || k.s != nil || count.Load() != 0 {
+		t.Fatalf("a housekeeping pass kept the handle it opened (count %d)", count.Load())
+	}
+	if _, err := s.Lstat("x"); err == nil || os.IsNotExist(err) {
+		t.Errorf("the housekeeping pass's handle is still open after done: %v", err)
+	}
+	kept, done := k.get(&count, dir, "", now, true, open)
+	done()
+	if again, done := k.get(&count, dir, "", now, false, open); again != kept || opens != 2 {
+		t.Errorf("a housekeeping pass did not use the handle a pass at work kept (%d opens)", opens)
+	} else {
+		done()
+	}
+	if count.Load() != 1 {
+		t.Errorf("%d handles counted as kept, want 1", count.Load())
 	}
 }
