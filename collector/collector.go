@@ -213,6 +213,8 @@ type entry struct {
 	// watched; tdirs are the transcript folders watched.
 	claudeWatched bool
 	tdirs         map[string]bool
+	// watchedStamps are the folders of ours watched, as they were when each watch was added.
+	watchedStamps map[string]session.Stamp
 }
 
 func newEntry(l *lane.Lane) *entry {

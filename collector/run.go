@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -119,22 +120,33 @@ func (c *Collector) leaseForLocked(now time.Time) time.Time {
 	return until
 }
 
-// watch adds the session's folders of ours to the watcher; it is idempotent.
+// watch adds the session's folders of ours to the watcher; it is idempotent. A folder found with
+// the stamp it had when its watch was added is that folder, unchanged since (a new folder, even
+// on a reused inode, has another change time), and still watched: it is not walked and added
+// again, which was a sixth of what an idle session cost at each rescan.
 func (c *Collector) watch(e *entry) {
 	c.mu.Lock()
 	w := c.w
 	c.mu.Unlock()
-	if e.chBridge != "" {
-		if err := w.Add(e.chBridge); err != nil { // our own state: nothing in it is planted
+	if e.chBridge != "" && !c.stillWatched(e, e.chBridge) {
+		err := w.Add(e.chBridge) // our own state: nothing in it is planted
+		if err != nil {
 			c.log.Debug("cannot watch a session's host channel; the rescan covers it", "session", e.id, "err", err)
+		} else if fi, err := os.Lstat(e.chBridge); err == nil {
+			c.watchedAs(e, e.chBridge, fi)
 		}
 	}
 	claude := filepath.Dir(e.bridge)
 	for _, dir := range []string{claude, e.bridge, filepath.Join(e.bridge, "decisions")} {
+		if c.stillWatched(e, dir) {
+			continue
+		}
 		// A link at any step is refused, never watched through, even one swapped in meanwhile.
-		err := fswatch.AddInside(w, e.dir, dir)
+		fi, err := fswatch.AddInside(w, e.dir, dir)
 		if err != nil {
 			c.log.Debug("cannot watch a session's folder of ours; the rescan covers it", "session", e.id, "dir", dir, "err", err)
+		} else {
+			c.watchedAs(e, dir, fi)
 		}
 		if dir == claude {
 			c.mu.Lock()
@@ -142,6 +154,28 @@ func (c *Collector) watch(e *entry) {
 			c.mu.Unlock()
 		}
 	}
+}
+
+// stillWatched reports whether the folder at dir is the one watched for e, unchanged since.
+func (c *Collector) stillWatched(e *entry, dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was, ok := e.watchedStamps[dir]
+	return ok && was == session.StampOf(fi)
+}
+
+// watchedAs notes the folder a watch was added on for e.
+func (c *Collector) watchedAs(e *entry, dir string, fi fs.FileInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.watchedStamps == nil {
+		e.watchedStamps = map[string]session.Stamp{}
+	}
+	e.watchedStamps[dir] = session.StampOf(fi)
 }
 
 // maxTranscriptDirs bounds the transcript folders watched per session; past it the rate-limited
@@ -176,7 +210,7 @@ func (c *Collector) watchTranscripts(e *entry, dirs []string) (covered bool) {
 	c.mu.Unlock()
 	added := 0
 	for _, abs := range add {
-		if err := fswatch.AddInside(w, e.dir, abs); err != nil {
+		if _, err := fswatch.AddInside(w, e.dir, abs); err != nil {
 			c.log.Debug("cannot watch a transcript folder; the rescan covers it", "session", e.id, "dir", abs, "err", err)
 			c.mu.Lock()
 			delete(e.tdirs, abs) // tried again at the next pass

@@ -557,7 +557,7 @@ func (in *Injector) watch(dir string) bool {
 	if p, ok := session.Locate(in.cfg.SessionsRoots, dir); ok {
 		// Below a root a link at any step is refused, never watched through, even one
 		// swapped in while the watch is added.
-		add = func(dir string) error { return fswatch.AddInside(in.w, p.Root, dir) }
+		add = func(dir string) error { _, err := fswatch.AddInside(in.w, p.Root, dir); return err }
 	}
 	if err := add(dir); err != nil {
 		in.log.Debug("cannot watch folder", "dir", dir, "err", err)

@@ -146,13 +146,16 @@ var ErrMoved = errors.New("the folder changed while its watch was added")
 // step of it; a hostile session that swaps one in during the add would otherwise leave a watch on
 // a folder outside it. What remains is a swap there and back between the add and the check after
 // it, which leaves a watch whose events are only ever taken as hints to look again.
-func AddInside(w Watcher, top, dir string) error {
+//
+// It returns the folder as it was found once watched, so that a caller can tell later whether
+// the folder at dir is still that one, unchanged.
+func AddInside(w Watcher, top, dir string) (fs.FileInfo, error) {
 	before, err := inside(top, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := w.Add(dir); err != nil {
-		return err
+		return nil, err
 	}
 	after, err := inside(top, dir)
 	if err == nil && !os.SameFile(before, after) {
@@ -160,9 +163,9 @@ func AddInside(w Watcher, top, dir string) error {
 	}
 	if err != nil {
 		_ = w.Remove(dir)
-		return err
+		return nil, err
 	}
-	return nil
+	return after, nil
 }
 
 // inside checks every step from top down to dir with Lstat and returns dir's.

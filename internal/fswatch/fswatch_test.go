@@ -138,13 +138,13 @@ func TestAddInsideRefusesALinkAtAnyStepBelowTheTrustedFolder(t *testing.T) {
 	os.MkdirAll(filepath.Join(outside, "decisions"), 0o700)
 	os.Symlink(outside, filepath.Join(top, "bridge"))
 	for name, w := range map[string]Watcher{"fake": NewFake(), "fsnotify": must(t, New)} {
-		if err := AddInside(w, top, filepath.Join(top, "bridge", "decisions")); !errors.Is(err, ErrNotDir) {
+		if _, err := AddInside(w, top, filepath.Join(top, "bridge", "decisions")); !errors.Is(err, ErrNotDir) {
 			t.Errorf("%s: AddInside through a linked step = %v, want ErrNotDir", name, err)
 		}
 		if w.Len() != 0 {
 			t.Errorf("%s: %d watches left", name, w.Len())
 		}
-		if err := AddInside(w, top, filepath.Join(outside, "decisions")); err == nil {
+		if _, err := AddInside(w, top, filepath.Join(outside, "decisions")); err == nil {
 			t.Errorf("%s: a folder outside the trusted one was watched", name)
 		}
 		w.Close()
@@ -175,7 +175,7 @@ func TestAddInsideDropsAWatchWhoseFolderWasSwappedDuringTheAdd(t *testing.T) {
 					os.Mkdir(dir, 0o700)
 				}
 			}}
-			if err := AddInside(w, top, dir); err == nil {
+			if _, err := AddInside(w, top, dir); err == nil {
 				t.Error("the watch on a swapped folder was kept")
 			}
 			if fake.Len() != 0 {
@@ -190,10 +190,14 @@ func TestAddInsideWatchesAPlainFolder(t *testing.T) {
 	dir := filepath.Join(top, "a", "b")
 	os.MkdirAll(dir, 0o700)
 	f := NewFake()
-	if err := AddInside(f, top, dir); err != nil || !f.Watched(dir) {
+	fi, err := AddInside(f, top, dir)
+	if err != nil || !f.Watched(dir) {
 		t.Errorf("AddInside = %v, watched %v", err, f.Watched(dir))
 	}
-	if err := AddInside(f, top, top); err != nil {
+	if want, _ := os.Lstat(dir); fi == nil || !os.SameFile(fi, want) {
+		t.Errorf("AddInside returned %v, not the folder watched", fi)
+	}
+	if _, err := AddInside(f, top, top); err != nil {
 		t.Errorf("the trusted folder itself: %v", err)
 	}
 }
