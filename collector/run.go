@@ -241,8 +241,8 @@ func (c *Collector) Watches() int {
 // handle schedules a pass for a change in a session's folder of ours, its host channel or its
 // transcripts.
 func (c *Collector) handle(ev fswatch.Event) {
-	if ev.Op == fswatch.Chmod {
-		return
+	if ev.Op == fswatch.Chmod && filepath.Base(ev.Name) != path.Base(session.AliveFile) {
+		return // a change of mode or times alone changes nothing we read, but the lease's date
 	}
 	if fswatch.Gone(ev) {
 		c.watchedGone(filepath.Clean(ev.Name))
@@ -278,7 +278,8 @@ func (c *Collector) handle(ev fswatch.Event) {
 		c.claudeEvent(e, base, ev)
 	case dir == filepath.Join(e.bridge, "decisions"):
 		c.decisionEvent(e, base, ev)
-	case dir == e.bridge && base == path.Base(session.AliveFile) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write)):
+	case dir == e.bridge && base == path.Base(session.AliveFile) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Chmod)):
+		// Chmod: a lease redated where it stands (touch) is a plant as much as one rewritten.
 		e.lane.Plants().CheckLease()
 		c.schedule(e, false)
 	} // anything else: the hook's temporary files, our own temporary files

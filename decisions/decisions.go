@@ -181,21 +181,24 @@ func holdsLine(f *os.File, line []byte) bool {
 // ("directory not empty") and leaves a ghost session. In place means: the same length (a Unix
 // time, so always until 2286), a plain file with one link (a hard link planted there would carry
 // the write to a file outside the session). Anything else is replaced whole.
-func WriteAlive(s *session.Session, until time.Time) error {
+//
+// It returns the lease's stamp as written, looked at through the handle that wrote it (the zero
+// Stamp when it cannot be told): a lease found later with that stamp is this one, unchanged.
+func WriteAlive(s *session.Session, until time.Time) (session.Stamp, error) {
 	data := []byte(strconv.FormatInt(until.Unix(), 10) + "\n")
-	if renewInPlace(s, data, until) {
-		return nil
+	if st, ok := renewInPlace(s, data, until); ok {
+		return st, nil
 	}
 	if err := s.PublishDated(session.AliveFile, data, 0o600, until); err != nil {
-		return fmt.Errorf("write alive lease: %w", err)
+		return session.Stamp{}, fmt.Errorf("write alive lease: %w", err)
 	}
-	return nil
+	return session.Stamp{}, nil
 }
 
-func renewInPlace(s *session.Session, data []byte, until time.Time) bool {
+func renewInPlace(s *session.Session, data []byte, until time.Time) (session.Stamp, bool) {
 	f, err := s.OpenFile(session.AliveFile, os.O_WRONLY, 0)
 	if err != nil {
-		return false
+		return session.Stamp{}, false
 	}
 	fi, err := f.Stat()
 	ok := err == nil && fi.Size() == int64(len(data)) && session.Links(fi) == 1
@@ -203,7 +206,13 @@ func renewInPlace(s *session.Session, data []byte, until time.Time) bool {
 		_, err = f.WriteAt(data, 0)
 		ok = err == nil && session.Date(f, until) == nil
 	}
-	return f.Close() == nil && ok
+	var st session.Stamp
+	if ok {
+		if fi, err := f.Stat(); err == nil {
+			st = session.StampOf(fi)
+		}
+	}
+	return st, f.Close() == nil && ok
 }
 
 // RemoveAlive withdraws the lease, so that enforce hooks deny at once instead of waiting out their
@@ -218,13 +227,32 @@ func RemoveAlive(s *session.Session) error {
 
 // ReadAlive returns the time the lease runs to; for status and tests.
 func ReadAlive(s *session.Session) (time.Time, error) {
-	data, err := s.ReadSole(session.AliveFile, 64)
+	until, _, err := ReadAliveStamped(s)
+	return until, err
+}
+
+// ReadAliveStamped is ReadAlive, and the stamp of the file read, looked at through the handle
+// that read it.
+func ReadAliveStamped(s *session.Session) (time.Time, session.Stamp, error) {
+	f, err := s.OpenSole(session.AliveFile, os.O_RDONLY)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read alive lease: %w", err)
+		return time.Time{}, session.Stamp{}, fmt.Errorf("read alive lease: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return time.Time{}, session.Stamp{}, fmt.Errorf("read alive lease: %w", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 65))
+	if err == nil && len(data) > 64 {
+		err = fmt.Errorf("%w: more than 64 bytes", session.ErrTooLarge)
+	}
+	if err != nil {
+		return time.Time{}, session.Stamp{}, fmt.Errorf("read alive lease: %w", err)
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read alive lease: %w", err)
+		return time.Time{}, session.Stamp{}, fmt.Errorf("read alive lease: %w", err)
 	}
-	return time.Unix(n, 0), nil
+	return time.Unix(n, 0), session.StampOf(fi), nil
 }

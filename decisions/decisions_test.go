@@ -108,7 +108,7 @@ func TestLinksAreRefusedAndNothingIsWrittenOutside(t *testing.T) {
 				t.Fatal(err)
 			}
 			errDecision := Write(s, rid, claudehook.Deny, "x", "")
-			errAlive := WriteAlive(s, time.Now().Add(time.Minute))
+			_, errAlive := WriteAlive(s, time.Now().Add(time.Minute))
 			if _, err := Sweep(s, time.Now().Add(time.Hour), time.Second, time.Second); err != nil {
 				t.Logf("sweep: %v", err)
 			}
@@ -140,7 +140,7 @@ func leaseDated(t *testing.T, dir string, until time.Time) {
 func TestAliveLeaseRoundTripsAndRemovalMakesItAbsent(t *testing.T) {
 	s, dir, outside := newSession(t)
 	until := time.Unix(2_000_000_000, 0)
-	if err := WriteAlive(s, until); err != nil {
+	if _, err := WriteAlive(s, until); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, ".claude", "coworkbridge", "alive"))
@@ -153,7 +153,7 @@ func TestAliveLeaseRoundTripsAndRemovalMakesItAbsent(t *testing.T) {
 	leaseDated(t, dir, until)
 	// Renewed in place: the date follows the content.
 	later := until.Add(time.Minute)
-	if err := WriteAlive(s, later); err != nil {
+	if _, err := WriteAlive(s, later); err != nil {
 		t.Fatal(err)
 	}
 	leaseDated(t, dir, later)
@@ -239,12 +239,12 @@ func TestSweepOfASessionWithoutOurFolderIsQuiet(t *testing.T) {
 // the session is replaced, never written through.
 func TestTheLeaseIsRenewedInPlaceButNeverThroughAHardLink(t *testing.T) {
 	s, dir, _ := newSession(t)
-	if err := WriteAlive(s, time.Unix(2000000000, 0)); err != nil {
+	if _, err := WriteAlive(s, time.Unix(2000000000, 0)); err != nil {
 		t.Fatal(err)
 	}
 	lease := filepath.Join(dir, ".claude", "coworkbridge", "alive")
 	before, _ := os.Stat(lease)
-	if err := WriteAlive(s, time.Unix(2000000100, 0)); err != nil {
+	if _, err := WriteAlive(s, time.Unix(2000000100, 0)); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(lease)
@@ -260,7 +260,7 @@ func TestTheLeaseIsRenewedInPlaceButNeverThroughAHardLink(t *testing.T) {
 	if err := os.Link(outside, lease); err != nil {
 		t.Skip(err)
 	}
-	if err := WriteAlive(s, time.Unix(2000000200, 0)); err != nil {
+	if _, err := WriteAlive(s, time.Unix(2000000200, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(outside); string(data) != "2000000000\n" {
@@ -300,4 +300,55 @@ func openChannelForTest(t *testing.T) *session.Session {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// A lease renewed in place is known by the stamp WriteAlive returns until anyone changes it: a
+// rewrite in place, a mode change or a second name each give it another stamp.
+func TestALeaseKeepsTheStampItWasWrittenWithUntilChanged(t *testing.T) {
+	s, dir, _ := newSession(t)
+	until := time.Unix(2_000_000_000, 0)
+	if _, err := WriteAlive(s, until); err != nil { // published: the next write renews in place
+		t.Fatal(err)
+	}
+	alive := filepath.Join(dir, ".claude", "coworkbridge", "alive")
+	stampNow := func() session.Stamp {
+		fi, err := os.Lstat(alive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return session.StampOf(fi)
+	}
+	for _, change := range []struct {
+		name string
+		do   func() error
+	}{
+		{"rewritten in place, same length and date", func() error {
+			if err := os.WriteFile(alive, []byte("2000000001\n"), 0o600); err != nil {
+				return err
+			}
+			return os.Chtimes(alive, until, until)
+		}},
+		{"its mode changed", func() error { return os.Chmod(alive, 0o644) }},
+		{"given a second name", func() error { return os.Link(alive, alive+".2") }},
+	} {
+		st, err := WriteAlive(s, until)
+		if err != nil || st == (session.Stamp{}) {
+			t.Fatalf("%s: renewal in place gave stamp %v, %v", change.name, st, err)
+		}
+		if now := stampNow(); now != st {
+			t.Fatalf("%s: the lease as written has stamp %v, WriteAlive said %v", change.name, now, st)
+		}
+		if _, read, err := ReadAliveStamped(s); err != nil || read != st {
+			t.Fatalf("%s: ReadAliveStamped = %v, %v, want the written stamp", change.name, read, err)
+		}
+		time.Sleep(10 * time.Millisecond) // a change time that can differ on a coarse clock
+		if err := change.do(); err != nil {
+			t.Fatal(err)
+		}
+		if stampNow() == st {
+			t.Errorf("%s: the lease kept the stamp it was written with", change.name)
+		}
+		os.Remove(alive + ".2")
+		os.Chmod(alive, 0o600)
+	}
 }

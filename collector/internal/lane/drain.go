@@ -126,7 +126,11 @@ func (l *Lane) prepareOpen(s *session.Session, until time.Time) {
 	}
 	if err == nil {
 		l.prepared = l.prepared || own
-		err = decisions.WriteAlive(s, until)
+		var st session.Stamp
+		st, err = decisions.WriteAlive(s, until)
+		if own {
+			l.leaseStamp = st
+		}
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		l.env.Log.Warn("cannot write the alive lease; enforce hooks in this session will deny", "code", health.CodeDecisionFailed, "session", s.ID(), "err", err)

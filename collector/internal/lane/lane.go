@@ -250,6 +250,9 @@ type Lane struct {
 	heldUntil  time.Time
 	prepared   bool
 	bridgeGone time.Time
+	// leaseStamp is the session's lease as this lane last wrote it, or read and found ours,
+	// through one handle: found so again, it needs no reading (see verifyLease).
+	leaseStamp session.Stamp
 }
 
 // New is the lane of the session in folder dir; channelRoot holds the sessions' host channels

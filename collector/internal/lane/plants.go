@@ -55,7 +55,13 @@ func (l *Lane) verifyLease(s *session.Session, leaseUntil time.Time) string {
 	if err != nil {
 		return ""
 	}
-	until, rerr := decisions.ReadAlive(s)
+	// The lease as this lane last wrote or read it, unchanged since: no one else has written
+	// it (any write, link, rename or change of mode gives it another change time).
+	seen := session.StampOf(fi)
+	if l.leaseStamp != (session.Stamp{}) && seen == l.leaseStamp {
+		return ""
+	}
+	until, read, rerr := decisions.ReadAliveStamped(s)
 	var what string
 	switch {
 	case errors.Is(rerr, fs.ErrNotExist):
@@ -73,6 +79,9 @@ func (l *Lane) verifyLease(s *session.Session, leaseUntil time.Time) string {
 	case fi.ModTime().After(leaseUntil.Add(time.Second)):
 		what = "the alive lease was dated past any coworkbridge wrote"
 	default:
+		if read == seen { // both looks saw the one file checked here
+			l.leaseStamp = seen
+		}
 		return ""
 	}
 	if err := decisions.RemoveAlive(s); err == nil {
