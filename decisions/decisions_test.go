@@ -109,7 +109,7 @@ func TestLinksAreRefusedAndNothingIsWrittenOutside(t *testing.T) {
 			}
 			errDecision := Write(s, rid, claudehook.Deny, "x", "")
 			_, errAlive := WriteAlive(s, time.Now().Add(time.Minute))
-			if _, err := Sweep(s, time.Now().Add(time.Hour), time.Second, time.Second); err != nil {
+			if _, err := Sweep(s, time.Now().Add(time.Hour), time.Second, time.Second, nil); err != nil {
 				t.Logf("sweep: %v", err)
 			}
 			assertOutsideUntouched(t, outside)
@@ -207,7 +207,7 @@ func TestSweepRemovesOnlyOldFilesWithOurNames(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "target"), link); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Sweep(s, time.Now(), 20*time.Second, time.Minute)
+	res, err := Sweep(s, time.Now(), 20*time.Second, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestSweepRemovesOnlyOldFilesWithOurNames(t *testing.T) {
 func TestSweepOfASessionWithoutOurFolderIsQuiet(t *testing.T) {
 	s, dir, _ := newSession(t)
 	os.RemoveAll(filepath.Join(dir, ".claude"))
-	if res, err := Sweep(s, time.Now(), time.Second, time.Second); err != nil || res != (SweepResult{}) {
+	if res, err := Sweep(s, time.Now(), time.Second, time.Second, nil); err != nil || res != (SweepResult{}) {
 		t.Errorf("Sweep = %+v, %v", res, err)
 	}
 }
@@ -351,4 +351,55 @@ func TestALeaseKeepsTheStampItWasWrittenWithUntilChanged(t *testing.T) {
 		os.Remove(alive + ".2")
 		os.Chmod(alive, 0o600)
 	}
+}
+
+// A folder a sweep found nothing in to wait for is not listed again until it changes; one that
+// holds a file not yet old enough is listed at every sweep until the file goes.
+func TestASweepListsAgainOnlyAFolderThatChangedOrHoldsWhatItWaitsFor(t *testing.T) {
+	s, dir, _ := newSession(t)
+	decisionsDir := filepath.Join(dir, ".claude", "coworkbridge", "decisions")
+	if err := os.MkdirAll(decisionsDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var swept Swept
+	now := time.Now()
+	sweepAt := func(at time.Time) SweepResult {
+		t.Helper()
+		res, err := Sweep(s, at, 20*time.Second, time.Minute, &swept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	sweepAt(now)
+	if !swept.unchanged(session.DecisionsDir, stampOf(t, decisionsDir)) {
+		t.Fatal("an empty decisions folder was not noted as swept")
+	}
+	// A decision written after: the folder changed, so it is listed, and waited for.
+	answer := filepath.Join(decisionsDir, "ffffffffffffffffffffffffffffffff.json")
+	if err := os.WriteFile(answer, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := sweepAt(now); res.Unconsumed != 0 {
+		t.Fatalf("a fresh decision was swept: %+v", res)
+	}
+	if swept.unchanged(session.DecisionsDir, stampOf(t, decisionsDir)) {
+		t.Fatal("a folder holding a decision not yet old enough was noted as swept")
+	}
+	// Nothing changes in the folder, but the decision ages: the next sweep still finds it.
+	if res := sweepAt(now.Add(time.Hour)); res.Unconsumed != 1 {
+		t.Fatalf("an unread decision was not swept once old: %+v", res)
+	}
+	if _, err := os.Lstat(answer); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old decision is still there: %v", err)
+	}
+}
+
+func stampOf(t *testing.T, path string) session.Stamp {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return session.StampOf(fi)
 }

@@ -35,20 +35,45 @@ type SweepResult struct {
 	Temporary int
 }
 
+// Swept remembers the folders a sweep found nothing in that could ever be swept, each by its
+// stamp as that sweep began: a folder found with the same stamp holds the same entries (any
+// entry made, removed or renamed changes it), so the next sweep does not list it. An idle
+// session's sweep is then one look per folder instead of a listing and a look per file. The zero
+// value is ready to use; it is not safe for concurrent use (one lane sweeps one session).
+type Swept struct{ clean map[string]session.Stamp }
+
+func (sw *Swept) unchanged(dir string, st session.Stamp) bool {
+	return sw != nil && st != (session.Stamp{}) && sw.clean[dir] == st
+}
+
+func (sw *Swept) note(dir string, st session.Stamp, clean bool) {
+	switch {
+	case sw == nil:
+	case clean && st != (session.Stamp{}):
+		if sw.clean == nil {
+			sw.clean = map[string]session.Stamp{}
+		}
+		sw.clean[dir] = st
+	default:
+		delete(sw.clean, dir)
+	}
+}
+
 // Sweep removes decision files older than maxAge, and temporary files (ours and the hook's)
 // older than tempAge. It touches only regular files with the names it knows; anything else is
-// not its business. It goes on past errors and returns the first.
-func Sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration) (SweepResult, error) {
-	return sweep(s, now, maxAge, tempAge, true)
+// not its business. It goes on past errors and returns the first. swept, when not nil, spares
+// the listing of folders unchanged since a sweep found nothing in them to wait for.
+func Sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration, swept *Swept) (SweepResult, error) {
+	return sweep(s, now, maxAge, tempAge, true, swept)
 }
 
 // SweepChannel is Sweep for a host channel, where the hook's event files are not leftovers but
 // events waiting for the daemon: it leaves them alone.
-func SweepChannel(s *session.Session, now time.Time, maxAge, tempAge time.Duration) (SweepResult, error) {
-	return sweep(s, now, maxAge, tempAge, false)
+func SweepChannel(s *session.Session, now time.Time, maxAge, tempAge time.Duration, swept *Swept) (SweepResult, error) {
+	return sweep(s, now, maxAge, tempAge, false, swept)
 }
 
-func sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration, hookTemps bool) (SweepResult, error) {
+func sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration, hookTemps bool, swept *Swept) (SweepResult, error) {
 	var res SweepResult
 	var first error
 	keep := func(err error) {
@@ -56,27 +81,27 @@ func sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration, hoo
 			first = err
 		}
 	}
-	keep(sweepDir(s, now, session.DecisionsDir, func(name string, age time.Duration) *int {
+	keep(sweepDir(s, now, session.DecisionsDir, swept, func(name string) (*int, time.Duration) {
 		switch {
-		case isDecisionName(name) && age > maxAge:
-			return &res.Unconsumed
-		case strings.HasPrefix(name, session.TempPrefix) && age > tempAge:
-			return &res.Temporary
+		case isDecisionName(name):
+			return &res.Unconsumed, maxAge
+		case strings.HasPrefix(name, session.TempPrefix):
+			return &res.Temporary, tempAge
 		}
-		return nil
+		return nil, 0
 	}))
-	keep(sweepDir(s, now, session.BridgeDir, func(name string, age time.Duration) *int {
-		if (hookTemps && strings.HasPrefix(name, hookTempPrefix) || strings.HasPrefix(name, session.TempPrefix)) && age > tempAge {
-			return &res.Temporary
+	keep(sweepDir(s, now, session.BridgeDir, swept, func(name string) (*int, time.Duration) {
+		if hookTemps && strings.HasPrefix(name, hookTempPrefix) || strings.HasPrefix(name, session.TempPrefix) {
+			return &res.Temporary, tempAge
 		}
-		return nil
+		return nil, 0
 	}))
 	if hookTemps {
-		keep(sweepDir(s, now, session.StagingDir, func(name string, age time.Duration) *int {
-			if strings.HasPrefix(name, hookTempPrefix) && age > tempAge {
-				return &res.Temporary
+		keep(sweepDir(s, now, session.StagingDir, swept, func(name string) (*int, time.Duration) {
+			if strings.HasPrefix(name, hookTempPrefix) {
+				return &res.Temporary, tempAge
 			}
-			return nil
+			return nil, 0
 		}))
 	}
 	return res, first
@@ -87,18 +112,33 @@ func isDecisionName(name string) bool {
 	return ok && claudehook.ValidRID(rid)
 }
 
-// sweepDir removes the regular files of dir that pick counts, judging age by modification time.
-func sweepDir(s *session.Session, now time.Time, dir string, pick func(name string, age time.Duration) *int) error {
+// sweepDir removes the regular files of dir that pick names, once older (by modification time)
+// than the age pick gives.
+func sweepDir(s *session.Session, now time.Time, dir string, swept *Swept, pick func(name string) (n *int, after time.Duration)) error {
+	// The stamp is taken before the listing: an entry made after it changes the folder's.
+	var st session.Stamp
+	if fi, err := s.Lstat(dir); err == nil {
+		st = session.StampOf(fi)
+	}
+	if swept.unchanged(dir, st) {
+		return nil
+	}
 	entries, err := s.ReadDir(dir, maxEntries)
 	if err != nil && len(entries) == 0 {
+		swept.note(dir, st, false)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return fmt.Errorf("sweep %s: %w", dir, err)
 	}
+	waiting := err != nil // a listing cut short leaves entries unseen
 	var first error
 	for _, e := range entries {
 		if !e.Type().IsRegular() {
+			continue
+		}
+		n, after := pick(e.Name())
+		if n == nil {
 			continue
 		}
 		name := dir + "/" + e.Name()
@@ -106,11 +146,12 @@ func sweepDir(s *session.Session, now time.Time, dir string, pick func(name stri
 		if err != nil || !fi.Mode().IsRegular() {
 			continue // gone already, or swapped for something that is not ours to remove
 		}
-		n := pick(e.Name(), now.Sub(fi.ModTime()))
-		if n == nil {
+		if now.Sub(fi.ModTime()) <= after {
+			waiting = true // not old enough yet: the folder must be listed again
 			continue
 		}
 		if err := s.Remove(name); err != nil {
+			waiting = true
 			if first == nil && !errors.Is(err, fs.ErrNotExist) {
 				first = fmt.Errorf("sweep: %w", err)
 			}
@@ -118,5 +159,6 @@ func sweepDir(s *session.Session, now time.Time, dir string, pick func(name stri
 		}
 		*n++
 	}
+	swept.note(dir, st, !waiting)
 	return first
 }

@@ -38,6 +38,8 @@ type channelDoor struct {
 	dir, bridge string
 	// kept is the channel kept open between passes while the session is busy (see keptHandle).
 	kept keptHandle
+	// swept are the channel's folders its last sweeps found nothing in to wait for.
+	swept decisions.Swept
 }
 
 // channelEventsMax bounds the event files taken in one pass; the rest wait for the next.
@@ -128,7 +130,7 @@ func (d *channelDoor) pass(ctx context.Context, p *Policy, w Work, now time.Time
 func (d *channelDoor) housekeep(cs *session.Session, p *Policy, until, now time.Time) {
 	defer d.kept.releaseIdle(&d.env.Kept, now) // the next pass reopens it if this was the session's last call
 	d.prepare(cs, until)
-	res, err := decisions.SweepChannel(cs, now, 2*p.Cfg.DecisionTimeout, 2*p.Cfg.HookTimeout)
+	res, err := decisions.SweepChannel(cs, now, 2*p.Cfg.DecisionTimeout, 2*p.Cfg.HookTimeout, &d.swept)
 	d.reportSweep(res, err)
 }
 

@@ -183,7 +183,7 @@ func (l *Lane) housekeep(s *session.Session, p *Policy, lease Lease, now time.Ti
 	l.prepare(s, lease.Until)
 	l.res.Rewatch = true
 	l.scanInstructions(s, p)
-	res, err := decisions.Sweep(s, now, 2*p.Cfg.DecisionTimeout, 2*p.Cfg.HookTimeout)
+	res, err := decisions.Sweep(s, now, 2*p.Cfg.DecisionTimeout, 2*p.Cfg.HookTimeout, &l.swept)
 	l.reportSweep(res, err)
 	for rid, at := range l.decided {
 		if now.Sub(at) > 10*time.Minute {

@@ -31,6 +31,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/flood"
 	"github.com/coworkbridge/coworkbridge/collector/internal/instructions"
 	"github.com/coworkbridge/coworkbridge/collector/internal/plants"
+	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -253,6 +254,8 @@ type Lane struct {
 	// leaseStamp is the session's lease as this lane last wrote it, or read and found ours,
 	// through one handle: found so again, it needs no reading (see verifyLease).
 	leaseStamp session.Stamp
+	// swept are the session's folders its last sweeps found nothing in to wait for.
+	swept decisions.Swept
 }
 
 // New is the lane of the session in folder dir; channelRoot holds the sessions' host channels
