@@ -439,6 +439,10 @@ func (s *Session) MkdirAll(name string, perm fs.FileMode) error {
 	if err := checkName(name); err != nil {
 		return s.errorf("mkdir", name, err)
 	}
+	// Nearly always the folder is there: one walk of the folders held, not a mkdir at each step.
+	if _, err := s.folder(name); err == nil {
+		return nil
+	}
 	parts := strings.Split(name, "/")
 	for i := 1; i <= len(parts); i++ {
 		dir := strings.Join(parts[:i], "/")
