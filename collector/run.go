@@ -280,6 +280,11 @@ func (c *Collector) handle(ev fswatch.Event) {
 		c.decisionEvent(e, base, ev)
 	case dir == e.bridge && base == path.Base(session.AliveFile) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Chmod)):
 		// Chmod: a lease redated where it stands (touch) is a plant as much as one rewritten.
+		if fi, err := os.Lstat(ev.Name); err == nil && e.lane.OwnLease(fi) {
+			// The lane's own renewal: a pass for it cost every idle session a second pass at
+			// each rescan, and kept its folders open.
+			return
+		}
 		e.lane.Plants().CheckLease()
 		c.schedule(e, false)
 	} // anything else: the hook's temporary files, our own temporary files

@@ -129,7 +129,7 @@ func (l *Lane) prepareOpen(s *session.Session, until time.Time) {
 		var st session.Stamp
 		st, err = decisions.WriteAlive(s, until)
 		if own {
-			l.leaseStamp = st
+			l.setOwnLease(st)
 		}
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

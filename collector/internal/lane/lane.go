@@ -18,6 +18,7 @@ package lane
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -252,10 +253,32 @@ type Lane struct {
 	prepared   bool
 	bridgeGone time.Time
 	// leaseStamp is the session's lease as this lane last wrote it, or read and found ours,
-	// through one handle: found so again, it needs no reading (see verifyLease).
+	// through one handle: found so again, it needs no reading (see verifyLease). It is read by
+	// the collector's event loop too (OwnLease), hence its lock.
+	leaseMu    sync.Mutex
 	leaseStamp session.Stamp
 	// swept are the session's folders its last sweeps found nothing in to wait for.
 	swept decisions.Swept
+}
+
+// OwnLease reports whether fi, the session's lease as found now, is the lease this lane last
+// wrote or checked, unchanged since: the change the watcher reported was the lane's own renewal,
+// which needs no pass.
+func (l *Lane) OwnLease(fi fs.FileInfo) bool {
+	st := session.StampOf(fi)
+	return st != (session.Stamp{}) && st == l.ownLease()
+}
+
+func (l *Lane) ownLease() session.Stamp {
+	l.leaseMu.Lock()
+	defer l.leaseMu.Unlock()
+	return l.leaseStamp
+}
+
+func (l *Lane) setOwnLease(st session.Stamp) {
+	l.leaseMu.Lock()
+	l.leaseStamp = st
+	l.leaseMu.Unlock()
 }
 
 // New is the lane of the session in folder dir; channelRoot holds the sessions' host channels

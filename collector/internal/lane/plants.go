@@ -58,7 +58,7 @@ func (l *Lane) verifyLease(s *session.Session, leaseUntil time.Time) string {
 	// The lease as this lane last wrote or read it, unchanged since: no one else has written
 	// it (any write, link, rename or change of mode gives it another change time).
 	seen := session.StampOf(fi)
-	if l.leaseStamp != (session.Stamp{}) && seen == l.leaseStamp {
+	if l.OwnLease(fi) {
 		return ""
 	}
 	until, read, rerr := decisions.ReadAliveStamped(s)
@@ -80,7 +80,7 @@ func (l *Lane) verifyLease(s *session.Session, leaseUntil time.Time) string {
 		what = "the alive lease was dated past any coworkbridge wrote"
 	default:
 		if read == seen { // both looks saw the one file checked here
-			l.leaseStamp = seen
+			l.setOwnLease(seen)
 		}
 		return ""
 	}
