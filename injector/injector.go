@@ -553,6 +553,11 @@ func (in *Injector) watch(dir string) bool {
 	if len(in.watched) >= in.opts.MaxWatches {
 		return false
 	}
+	if _, err := os.Lstat(dir); err != nil {
+		// Most folders asked for are not there (a session's skills, agents, commands...): one
+		// look says so, where the walk below looked at every step first, at every rescan.
+		return false
+	}
 	add := in.w.Add // a root, or a folder above one: the admin's, trusted
 	if p, ok := session.Locate(in.cfg.SessionsRoots, dir); ok {
 		// Below a root a link at any step is refused, never watched through, even one
@@ -795,18 +800,20 @@ func (in *Injector) ensure(dir, id string, why reason) {
 	}
 	s, err := session.Open(dir)
 	if err == nil {
+		_, bridgeErr := os.Lstat(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)))
+		repair := (t.hooked || wasHooked || bridgeErr == nil) && in.missing[dir].IsZero() // set up before: repair only
+		before := repairInputs(s)
+		if repair && why == reasonScan && t.quiet != nil && t.quietGen == in.gen && slices.Equal(before, t.quiet) {
+			s.Close()
+			in.report(t, Outcome{}, why) // what the repair found last time
+			return
+		}
+		t.quiet = nil
 		var out Outcome
 		var e hookentry.Entry
+		// The entry is made only for a repair that reads: its script, per session in system
+		// mode, was a twentieth of what an idle session cost at each rescan.
 		if e, err = in.entryFor(id); err == nil {
-			_, bridgeErr := os.Lstat(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)))
-			repair := (t.hooked || wasHooked || bridgeErr == nil) && in.missing[dir].IsZero() // set up before: repair only
-			before := repairInputs(s)
-			if repair && why == reasonScan && t.quiet != nil && t.quietGen == in.gen && slices.Equal(before, t.quiet) {
-				s.Close()
-				in.report(t, Outcome{}, why) // what the repair found last time
-				return
-			}
-			t.quiet = nil
 			if repair {
 				out, err = Repair(s, e, in.schema, in.opts.Now())
 			} else {
