@@ -372,8 +372,12 @@ func TestASweepListsAgainOnlyAFolderThatChangedOrHoldsWhatItWaitsFor(t *testing.
 		return res
 	}
 	sweepAt(now)
-	if !swept.unchanged(session.DecisionsDir, stampOf(t, decisionsDir)) {
-		t.Fatal("an empty decisions folder was not noted as swept")
+	if swept.Unchanged(session.DecisionsDir, stampOf(t, decisionsDir)) {
+		t.Fatal("a folder made just now was noted as swept: an entry made in the same tick would be missed")
+	}
+	sweepAt(now.Add(session.QuietAfter + time.Second))
+	if !swept.Unchanged(session.DecisionsDir, stampOf(t, decisionsDir)) {
+		t.Fatal("an empty decisions folder left alone was not noted as swept")
 	}
 	// A decision written after: the folder changed, so it is listed, and waited for.
 	answer := filepath.Join(decisionsDir, "ffffffffffffffffffffffffffffffff.json")
@@ -383,7 +387,7 @@ func TestASweepListsAgainOnlyAFolderThatChangedOrHoldsWhatItWaitsFor(t *testing.
 	if res := sweepAt(now); res.Unconsumed != 0 {
 		t.Fatalf("a fresh decision was swept: %+v", res)
 	}
-	if swept.unchanged(session.DecisionsDir, stampOf(t, decisionsDir)) {
+	if swept.Unchanged(session.DecisionsDir, stampOf(t, decisionsDir)) {
 		t.Fatal("a folder holding a decision not yet old enough was noted as swept")
 	}
 	// Nothing changes in the folder, but the decision ages: the next sweep still finds it.

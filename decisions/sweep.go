@@ -35,29 +35,9 @@ type SweepResult struct {
 	Temporary int
 }
 
-// Swept remembers the folders a sweep found nothing in that could ever be swept, each by its
-// stamp as that sweep began: a folder found with the same stamp holds the same entries (any
-// entry made, removed or renamed changes it), so the next sweep does not list it. An idle
-// session's sweep is then one look per folder instead of a listing and a look per file. The zero
-// value is ready to use; it is not safe for concurrent use (one lane sweeps one session).
-type Swept struct{ clean map[string]session.Stamp }
-
-func (sw *Swept) unchanged(dir string, st session.Stamp) bool {
-	return sw != nil && st != (session.Stamp{}) && sw.clean[dir] == st
-}
-
-func (sw *Swept) note(dir string, st session.Stamp, clean bool) {
-	switch {
-	case sw == nil:
-	case clean && st != (session.Stamp{}):
-		if sw.clean == nil {
-			sw.clean = map[string]session.Stamp{}
-		}
-		sw.clean[dir] = st
-	default:
-		delete(sw.clean, dir)
-	}
-}
+// Swept remembers the folders a sweep found nothing in that could ever be swept: unchanged,
+// the next sweep does not list them (see session.Quiet).
+type Swept = session.Quiet
 
 // Sweep removes decision files older than maxAge, and temporary files (ours and the hook's)
 // older than tempAge. It touches only regular files with the names it knows; anything else is
@@ -116,16 +96,13 @@ func isDecisionName(name string) bool {
 // than the age pick gives.
 func sweepDir(s *session.Session, now time.Time, dir string, swept *Swept, pick func(name string) (n *int, after time.Duration)) error {
 	// The stamp is taken before the listing: an entry made after it changes the folder's.
-	var st session.Stamp
-	if fi, err := s.Lstat(dir); err == nil {
-		st = session.StampOf(fi)
-	}
-	if swept.unchanged(dir, st) {
+	st := s.StampOf(dir)
+	if swept.Unchanged(dir, st) {
 		return nil
 	}
 	entries, err := s.ReadDir(dir, maxEntries)
 	if err != nil && len(entries) == 0 {
-		swept.note(dir, st, false)
+		swept.Note(dir, st, false, now)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -159,6 +136,6 @@ func sweepDir(s *session.Session, now time.Time, dir string, swept *Swept, pick 
 		}
 		*n++
 	}
-	swept.note(dir, st, !waiting)
+	swept.Note(dir, st, !waiting, now)
 	return first
 }

@@ -38,8 +38,10 @@ type channelDoor struct {
 	dir, bridge string
 	// kept is the channel kept open between passes while the session is busy (see keptHandle).
 	kept keptHandle
-	// swept are the channel's folders its last sweeps found nothing in to wait for.
-	swept decisions.Swept
+	// swept are the channel's folders its last sweeps found nothing in to wait for; noEvents,
+	// the channel as a listing found no event file in it.
+	swept    decisions.Swept
+	noEvents session.Quiet
 }
 
 // channelEventsMax bounds the event files taken in one pass; the rest wait for the next.
@@ -52,18 +54,27 @@ type channelEvent struct {
 }
 
 // pendingEvents lists the channel's event files, oldest first. It lists names only and looks at
-// the event files alone: the folder also holds the lease and the decisions' folder.
-func pendingEvents(cs *session.Session) []channelEvent {
+// the event files alone: the folder also holds the lease and the decisions' folder. A channel
+// unchanged since a listing found no event file in it is not listed again (quiet).
+func pendingEvents(cs *session.Session, quiet *session.Quiet) []channelEvent {
+	st := cs.StampOf(session.BridgeDir)
+	if quiet.Unchanged(session.BridgeDir, st) {
+		return nil
+	}
 	names, err := cs.ReadDirNames(session.BridgeDir, channelEventsMax)
 	if err != nil && len(names) == 0 {
+		quiet.Note(session.BridgeDir, st, false, time.Now())
 		return nil
 	}
 	var evs []channelEvent
+	seen := false
 	for _, n := range names {
 		if _, ok := decisions.EventRID(n); ok {
+			seen = true
 			evs = appendEvent(evs, cs, n)
 		}
 	}
+	quiet.Note(session.BridgeDir, st, err == nil && !seen, time.Now()) // the file system's clock, not the lane's
 	return oldestFirst(evs)
 }
 
@@ -162,7 +173,7 @@ func (d *channelDoor) fresh() *session.Session {
 func (d *channelDoor) drain(ctx context.Context, cs *session.Session, p *Policy, ch ChannelWork) {
 	var evs []channelEvent
 	if ch.List {
-		evs = pendingEvents(cs)
+		evs = pendingEvents(cs, &d.noEvents)
 	} else {
 		evs = namedEvents(cs, ch.Named)
 	}

@@ -62,7 +62,7 @@ func (l *Lane) pass(ctx context.Context, w Work) {
 		l.housekeep(s, p, w.Lease, now)
 		// Listing the folder is not needed for each event: rotated spools are found by the
 		// housekeeping pass that follows every rotation, every change to one and every rescan.
-		for _, name := range rotatedSpools(s) {
+		for _, name := range rotatedSpools(s, &l.spooled.noRotated) {
 			l.spooled.drain(ctx, s, p, name, true)
 		}
 	}

@@ -34,6 +34,8 @@ type spoolDoor struct {
 	refused string
 	// backlog, by offset key, is where each spool stood on the first pass (nil before it).
 	backlog map[string]int64
+	// noRotated is the bridge folder as a listing found no rotated spool in it.
+	noRotated session.Quiet
 }
 
 // SpoolBase is the name of a session's spool in its bridge folder.
@@ -106,7 +108,7 @@ func (d *spoolDoor) moved(s *session.Session) bool {
 // against the session's budget. A spool that appears later has no backlog.
 func backlogOf(s *session.Session, dir string) map[string]int64 {
 	b := map[string]int64{}
-	for _, name := range append(rotatedSpools(s), session.SpoolFile) {
+	for _, name := range append(rotatedSpools(s, nil), session.SpoolFile) {
 		fi, err := s.Lstat(name)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
@@ -118,10 +120,16 @@ func backlogOf(s *session.Session, dir string) map[string]int64 {
 	return b
 }
 
-// rotatedSpools lists the session's rotated spools, oldest first.
-func rotatedSpools(s *session.Session) []string {
+// rotatedSpools lists the session's rotated spools, oldest first. quiet, when not nil, spares
+// the listing of a bridge folder unchanged since one found none.
+func rotatedSpools(s *session.Session, quiet *session.Quiet) []string {
+	st := s.StampOf(session.BridgeDir)
+	if quiet.Unchanged(session.BridgeDir, st) {
+		return nil
+	}
 	entries, err := s.ReadDir(session.BridgeDir, 10000)
 	if err != nil && len(entries) == 0 {
+		quiet.Note(session.BridgeDir, st, false, time.Now())
 		return nil
 	}
 	var names []string
@@ -130,6 +138,7 @@ func rotatedSpools(s *session.Session) []string {
 			names = append(names, e.Name())
 		}
 	}
+	quiet.Note(session.BridgeDir, st, err == nil && len(names) == 0, time.Now()) // the file system's clock, not the lane's
 	slices.SortFunc(names, func(a, b string) int {
 		ta, _ := rotatedAt(a)
 		tb, _ := rotatedAt(b)
