@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,8 +142,15 @@ func startIdleOn(tmp string, r idleRun, env []string, made func(cleanup func()))
 		}
 		roots = append(roots, strconv.Quote(um.Sessions))
 	}
-	if err := m.WriteConfig(`{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn","sessions_roots":[` + strings.Join(roots, ",") + `]}`); err != nil {
+	cfg := `{"version":1,"cowork_enabled":true,"mode":"enforce","log_level":"warn","sessions_roots":[` + strings.Join(roots, ",") + `]}`
+	if err := m.WriteConfig(cfg); err != nil {
 		return daemon{}, 0, err
+	}
+	for _, um := range slices.Compact(slices.Clone(hookers)) {
+		// Each user's machine tells the entry its worker writes from the same configuration.
+		if err := um.WriteConfig(cfg); err != nil {
+			return daemon{}, 0, err
+		}
 	}
 	d, err := m.StartSystem(r.bin, append([]string{"COWORKBRIDGE_SESSIONS_ROOT="}, env...)...)
 	if err != nil {
