@@ -178,10 +178,12 @@ type remoteHealth struct{ *healthQueue }
 
 // healthQueue holds the notes not yet sent.
 type healthQueue struct {
-	link    *link
+	deliver func([]HealthNote)
 	mu      sync.Mutex
 	pending []HealthNote
-	kick    chan struct{}
+	// kick wakes run when the first note comes into an empty queue (its timer starts) or a
+	// batch is full (it is sent at once).
+	kick chan struct{}
 }
 
 // How health notes travel: up to healthBatch in one message, none waiting past healthEvery.
@@ -191,15 +193,19 @@ const (
 )
 
 func newHealthQueue(l *link) *healthQueue {
-	return &healthQueue{link: l, kick: make(chan struct{}, 1)}
+	return newHealthQueueTo(func(batch []HealthNote) { _ = l.note(kindHealth, batch) })
+}
+
+func newHealthQueueTo(deliver func([]HealthNote)) *healthQueue {
+	return &healthQueue{deliver: deliver, kick: make(chan struct{}, 1)}
 }
 
 func (q *healthQueue) send(n HealthNote) {
 	q.mu.Lock()
 	q.pending = append(q.pending, n)
-	full := len(q.pending) >= healthBatch
+	wake := len(q.pending) == 1 || len(q.pending) >= healthBatch
 	q.mu.Unlock()
-	if full {
+	if wake {
 		select {
 		case q.kick <- struct{}{}:
 		default:
@@ -207,20 +213,39 @@ func (q *healthQueue) send(n HealthNote) {
 	}
 }
 
-// run sends the notes as they gather until ctx ends, then what is left.
+// run sends the notes as they gather until ctx ends, then what is left. Its timer runs only
+// while notes wait: a ticker woke every idle worker five times a second, which with a hundred
+// users cost the machine more than all their idle sessions.
 func (q *healthQueue) run(ctx context.Context) {
-	t := time.NewTicker(healthEvery)
+	t := time.NewTimer(healthEvery)
+	t.Stop()
 	defer t.Stop()
+	var due <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			q.flush()
 			return
-		case <-t.C:
 		case <-q.kick:
+			if q.full() {
+				t.Stop()
+				due = nil
+				q.flush()
+			} else if due == nil {
+				t.Reset(healthEvery)
+				due = t.C
+			}
+		case <-due:
+			due = nil
+			q.flush()
 		}
-		q.flush()
 	}
+}
+
+func (q *healthQueue) full() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending) >= healthBatch
 }
 
 func (q *healthQueue) flush() {
@@ -229,7 +254,7 @@ func (q *healthQueue) flush() {
 	q.pending = nil
 	q.mu.Unlock()
 	if len(batch) > 0 {
-		_ = q.link.note(kindHealth, batch)
+		q.deliver(batch)
 	}
 }
 

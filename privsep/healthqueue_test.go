@@ -1,0 +1,66 @@
+package privsep
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A worker's health notes reach root within healthEvery of the first, a full batch at once, what
+// is left as the queue stops, and nothing while there is nothing to send. (That an idle queue
+// also wakes no one is measured, not tested: roundtrip-bench -idle -users, the workers' CPU.)
+func TestHealthNotesGoWithinTheirWaitOrAtOnceWhenABatchIsFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var batches [][]HealthNote
+		q := newHealthQueueTo(func(b []HealthNote) {
+			mu.Lock()
+			batches = append(batches, b)
+			mu.Unlock()
+		})
+		got := func() (n, last int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(batches) > 0 {
+				last = len(batches[len(batches)-1])
+			}
+			return len(batches), last
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { q.run(ctx); close(done) }()
+
+		time.Sleep(time.Hour) // idle: nothing is sent, and no timer wakes the queue
+		synctest.Wait()
+		if n, _ := got(); n != 0 {
+			t.Fatalf("an idle queue delivered %d batches", n)
+		}
+		q.send(HealthNote{Op: "count"})
+		q.send(HealthNote{Op: "count"})
+		time.Sleep(healthEvery - time.Millisecond)
+		synctest.Wait()
+		if n, _ := got(); n != 0 {
+			t.Fatalf("notes were sent before their wait was out (%d batches)", n)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if n, last := got(); n != 1 || last != 2 {
+			t.Fatalf("%d batches, the last of %d notes; want one of 2 once the wait is out", n, last)
+		}
+		for range healthBatch {
+			q.send(HealthNote{Op: "event"})
+		}
+		synctest.Wait()
+		if n, last := got(); n != 2 || last != healthBatch {
+			t.Fatalf("%d batches, the last of %d notes; want a full batch sent at once", n, last)
+		}
+		q.send(HealthNote{Op: "count"})
+		cancel()
+		<-done
+		if n, last := got(); n != 3 || last != 1 {
+			t.Fatalf("%d batches, the last of %d notes; want what was left sent as the queue stops", n, last)
+		}
+	})
+}
