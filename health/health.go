@@ -156,6 +156,8 @@ type Health struct {
 	config   ConfigState
 	record   *RecordHead // the decision log's chain head at the last heartbeat
 	kicked   time.Time   // when events last asked for health.json to be written
+	// lastWrite is what the last snapshot took to make and write; only Run's loop uses it.
+	lastWrite time.Duration
 	// goneSince counts departures since the last prune.
 	goneSince int
 	// dropIn is what is wrong with the installed managed-settings drop-in, "" when nothing is.
@@ -225,17 +227,26 @@ func (h *Health) noteSession(code Code, id string) {
 func (h *Health) SessionSeen(id, dir string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.changedLocked()
 	s := h.session(id)
+	if s.Dir == dir && s.Gone.IsZero() && s.Seen {
+		return // seen again: health.json need not be written again
+	}
+	h.changedLocked()
 	s.Dir, s.Gone, s.Seen = dir, time.Time{}, true
 }
 
 // SessionHooked records that our current entry is in the session's settings.
+//
+// Every rescan says so of every session it finds as it was: only a change is written to
+// health.json, which with 10,000 sessions is megabytes that each rescan rewrote many times.
 func (h *Health) SessionHooked(id string, unverified bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.changedLocked()
 	s := h.session(id)
+	if s.Hooked && s.Unhooked == "" && (s.Unverified || !unverified || s.Confirmed) {
+		return
+	}
+	h.changedLocked()
 	if !s.Hooked {
 		s.HookedAt = h.now()
 	}
@@ -275,11 +286,15 @@ func (h *Health) Quarantined(id, reason string, until time.Time) {
 func (h *Health) InstructionFindings(id string, files map[string][]string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.changedLocked()
 	if len(files) == 0 {
 		files = nil
 	}
-	h.session(id).Instructions = files
+	s := h.session(id)
+	if maps.EqualFunc(s.Instructions, files, slices.Equal) {
+		return // found as before, as at every rescan of an idle session
+	}
+	h.changedLocked()
+	s.Instructions = files
 }
 
 // InstructionFiles records which files the scan of the session's instructions looked at.

@@ -567,3 +567,42 @@ func TestTodaysCountsGoOnAcrossARestart(t *testing.T) {
 		t.Fatalf("today after a restart: %+v, want 6 events, 3 denies, 1 ask", got)
 	}
 }
+
+// A rescan tells health of every session it finds as it was: that asks for no new health.json
+// (with 10,000 sessions each one is megabytes); a change does.
+func TestASessionFoundAsItWasAsksForNoNewSnapshot(t *testing.T) {
+	h := New(time.Now)
+	changed := func() bool {
+		select {
+		case <-h.changed:
+			return true
+		default:
+			return false
+		}
+	}
+	findings := map[string][]string{"CLAUDE.md": {"r1"}}
+	steps := []struct {
+		name string
+		do   func()
+		want bool
+	}{
+		{"first seen", func() { h.SessionSeen("s", "/d/s") }, true},
+		{"seen again", func() { h.SessionSeen("s", "/d/s") }, false},
+		{"hooked", func() { h.SessionHooked("s", false) }, true},
+		{"hooked again", func() { h.SessionHooked("s", false) }, false},
+		{"hooked, unverified", func() { h.SessionHooked("s", true) }, true},
+		{"hooked, unverified again", func() { h.SessionHooked("s", true) }, false},
+		{"instructions found", func() { h.InstructionFindings("s", findings) }, true},
+		{"the same found again", func() { h.InstructionFindings("s", map[string][]string{"CLAUDE.md": {"r1"}}) }, false},
+		{"none found", func() { h.InstructionFindings("s", nil) }, true},
+		{"none again", func() { h.InstructionFindings("s", map[string][]string{}) }, false},
+		{"gone", func() { h.SessionGone("s") }, true},
+		{"back", func() { h.SessionSeen("s", "/d/s") }, true},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := changed(); got != st.want {
+			t.Errorf("%s: asked for a new snapshot %v, want %v", st.name, got, st.want)
+		}
+	}
+}

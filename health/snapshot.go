@@ -306,7 +306,9 @@ func (h *Health) Heartbeat(ctx context.Context, o HeartbeatOptions) error {
 		case <-h.changed:
 			if !pending {
 				pending = true
-				gap.Reset(snapshotGap)
+				// At most a tenth of the daemon's time goes to writing health.json: with
+				// thousands of sessions one write is megabytes, and changes keep coming.
+				gap.Reset(max(snapshotGap, 10*h.lastWrite))
 			}
 		case <-gap.C:
 			pending = false
@@ -336,6 +338,7 @@ func (h *Health) beat(o HeartbeatOptions, log bool) {
 		h.record = head
 		h.mu.Unlock()
 	}
+	started := h.now()
 	s := h.Snapshot(log)
 	s.Daemon = daemonFigures(o, s.Daemon, h.now())
 	if log {
@@ -344,6 +347,7 @@ func (h *Health) beat(o HeartbeatOptions, log bool) {
 	if err := s.WriteFile(o.Path); err != nil {
 		o.Logger.Warn("cannot write the health snapshot", "err", err)
 	}
+	h.lastWrite = h.now().Sub(started)
 }
 
 func daemonFigures(o HeartbeatOptions, d DaemonInfo, now time.Time) DaemonInfo {
