@@ -112,6 +112,10 @@ type Daemon struct {
 	callers *hosthook.Callers
 	// users lists the people system mode serves, a worker each.
 	users func() ([]privsep.User, error)
+	// homes are the served people's homes as last listed, for homesFresh.
+	homesMu sync.Mutex
+	homesAt time.Time
+	homesOf []string
 }
 
 // recordTampered reports what was done to the decision log behind the daemon's back, in the

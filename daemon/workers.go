@@ -200,8 +200,9 @@ func (d *Daemon) rootsOf(u privsep.User) []string {
 	}
 	cfg := sv.Snap.Config
 	roots := cfg.RootsOf(u.Home)
+	homes := d.homesFresh()
 	for _, r := range cfg.SessionsRoots {
-		if slices.Contains(roots, r) || d.underAHome(r) {
+		if slices.Contains(roots, r) || underAHome(homes, r) {
 			continue
 		}
 		fi, err := os.Lstat(r)
@@ -215,9 +216,9 @@ func (d *Daemon) rootsOf(u privsep.User) []string {
 	return roots
 }
 
-// underAHome reports whether dir is inside the home of one of the users served.
-func (d *Daemon) underAHome(dir string) bool {
-	for _, h := range d.homes() {
+// underAHome reports whether dir is inside one of the homes.
+func underAHome(homes []string, dir string) bool {
+	for _, h := range homes {
 		if strings.HasPrefix(dir, h+string(filepath.Separator)) {
 			return true
 		}
@@ -225,16 +226,28 @@ func (d *Daemon) underAHome(dir string) bool {
 	return false
 }
 
-func (d *Daemon) homes() []string {
-	us, err := d.users()
-	if err != nil {
-		return nil
+// homesFor is how long a listing of the served people's homes is used before it is made again.
+// Listing them reads the user database for every user and their groups; it was done for each
+// session a worker reported, and with a hundred users of a hundred sessions it took nine tenths
+// of the daemon's time. A user added since is a home not yet known: a sessions root there is
+// given meanwhile to the user who owns it, which is that user.
+const homesFor = 10 * time.Second
+
+// homesFresh are the homes of the people served, listed at most homesFor ago.
+func (d *Daemon) homesFresh() []string {
+	d.homesMu.Lock()
+	defer d.homesMu.Unlock()
+	if now := d.now(); d.homesOf == nil || now.Sub(d.homesAt) >= homesFor || now.Before(d.homesAt) {
+		us, err := d.users()
+		if err != nil {
+			return nil // not kept: the next call lists them again
+		}
+		d.homesOf, d.homesAt = make([]string, len(us)), now
+		for i, u := range us {
+			d.homesOf[i] = u.Home
+		}
 	}
-	out := make([]string, len(us))
-	for i, u := range us {
-		out[i] = u.Home
-	}
-	return out
+	return d.homesOf
 }
 
 // setupFor is what each worker is told under cfg: guard its user's roots (on), or stop and,

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
@@ -19,7 +20,7 @@ func rootFor(t *testing.T) (*rootSide, privsep.User, privsep.User, string) {
 	ada := privsep.User{UID: 501, Name: "ada", Home: filepath.Join(dir, "Users", "ada")}
 	bob := privsep.User{UID: 502, Name: "bob", Home: filepath.Join(dir, "Users", "bob")}
 	logPath := filepath.Join(dir, "decisions.jsonl")
-	d := &Daemon{log: slog.New(slog.DiscardHandler), health: health.New(nil),
+	d := &Daemon{log: slog.New(slog.DiscardHandler), health: health.New(nil), now: time.Now,
 		users: func() ([]privsep.User, error) { return []privsep.User{ada, bob}, nil }}
 	cfg := managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Enforce, HomeRoots: []string{"sessions"}}
 	d.workerPolicy.Store(&hosthook.Serving{Snap: managedconfig.Snapshot{Config: cfg}})
