@@ -62,15 +62,7 @@ func TestAKeptHandleIsReusedUntilItsFolderIsReplacedOrIdle(t *testing.T) {
 	}
 	var count atomic.Int32
 	var k keptHandle
-	opens := 0
-	open := func() *session.Session {
-		opens++
-		s, err := session.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open, opens := countingOpener(t, dir)
 	now := time.Unix(1000, 0)
 	get := func() *session.Session {
 		s, done := k.get(&count, dir, "", now, true, open)
@@ -78,8 +70,8 @@ func TestAKeptHandleIsReusedUntilItsFolderIsReplacedOrIdle(t *testing.T) {
 		return s
 	}
 	first := get()
-	if again := get(); again != first || opens != 1 {
-		t.Fatalf("a second pass opened the folder again (%d opens)", opens)
+	if again := get(); again != first || *opens != 1 {
+		t.Fatalf("a second pass opened the folder again (%d opens)", *opens)
 	}
 	// Removed and made again, as Cowork would: the handle follows the path, not the old folder.
 	if err := os.Rename(dir, dir+".old"); err != nil {
@@ -88,8 +80,8 @@ func TestAKeptHandleIsReusedUntilItsFolderIsReplacedOrIdle(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if s := get(); s == first || opens != 2 {
-		t.Fatalf("the handle stayed on the replaced folder (%d opens)", opens)
+	if s := get(); s == first || *opens != 2 {
+		t.Fatalf("the handle stayed on the replaced folder (%d opens)", *opens)
 	}
 	if count.Load() != 1 {
 		t.Fatalf("%d handles counted as kept, want 1", count.Load())
@@ -131,15 +123,7 @@ func TestAHousekeepingPassKeepsNoHandleItOpened(t *testing.T) {
 	dir := t.TempDir()
 	var count atomic.Int32
 	var k keptHandle
-	opens := 0
-	open := func() *session.Session {
-		opens++
-		s, err := session.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open, opens := countingOpener(t, dir)
 	now := time.Now()
 	s, done := k.get(&count, dir, "", now, false, open)
 	done()
@@ -151,12 +135,25 @@ func TestAHousekeepingPassKeepsNoHandleItOpened(t *testing.T) {
 	}
 	kept, done := k.get(&count, dir, "", now, true, open)
 	done()
-	if again, done := k.get(&count, dir, "", now, false, open); again != kept || opens != 2 {
-		t.Errorf("a housekeeping pass did not use the handle a pass at work kept (%d opens)", opens)
+	if again, done := k.get(&count, dir, "", now, false, open); again != kept || *opens != 2 {
+		t.Errorf("a housekeeping pass did not use the handle a pass at work kept (%d opens)", *opens)
 	} else {
 		done()
 	}
 	if count.Load() != 1 {
 		t.Errorf("%d handles counted as kept, want 1", count.Load())
 	}
+}
+
+// countingOpener opens dir as a session, counting the opens.
+func countingOpener(t *testing.T, dir string) (open func() *session.Session, opens *int) {
+	opens = new(int)
+	return func() *session.Session {
+		*opens++
+		s, err := session.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, opens
 }
