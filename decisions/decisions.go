@@ -234,19 +234,7 @@ func ReadAlive(s *session.Session) (time.Time, error) {
 // ReadAliveStamped is ReadAlive, and the stamp of the file read, looked at through the handle
 // that read it.
 func ReadAliveStamped(s *session.Session) (time.Time, session.Stamp, error) {
-	f, err := s.OpenSole(session.AliveFile, os.O_RDONLY)
-	if err != nil {
-		return time.Time{}, session.Stamp{}, fmt.Errorf("read alive lease: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return time.Time{}, session.Stamp{}, fmt.Errorf("read alive lease: %w", err)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 65))
-	if err == nil && len(data) > 64 {
-		err = fmt.Errorf("%w: more than 64 bytes", session.ErrTooLarge)
-	}
+	data, st, err := s.ReadSoleStamped(session.AliveFile, 64)
 	if err != nil {
 		return time.Time{}, session.Stamp{}, fmt.Errorf("read alive lease: %w", err)
 	}
@@ -254,5 +242,5 @@ func ReadAliveStamped(s *session.Session) (time.Time, session.Stamp, error) {
 	if err != nil {
 		return time.Time{}, session.Stamp{}, fmt.Errorf("read alive lease: %w", err)
 	}
-	return time.Unix(n, 0), session.StampOf(fi), nil
+	return time.Unix(n, 0), st, nil
 }

@@ -421,6 +421,25 @@ func (s *Session) ReadSole(name string, max int64) ([]byte, error) {
 	return s.readAll(f, name, max)
 }
 
+// ReadSoleStamped is ReadSole, and the stamp of the file read, looked at through the handle
+// that read it: a file found later with that stamp is the one read, unchanged.
+func (s *Session) ReadSoleStamped(name string, max int64) ([]byte, Stamp, error) {
+	f, err := s.OpenSole(name, os.O_RDONLY)
+	if err != nil {
+		return nil, Stamp{}, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, Stamp{}, s.errorf("stat", name, err)
+	}
+	data, err := s.readAll(f, name, max)
+	if err != nil {
+		return nil, Stamp{}, err
+	}
+	return data, StampOf(fi), nil
+}
+
 func (s *Session) readAll(f *os.File, name string, max int64) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
