@@ -781,8 +781,13 @@ func TestDeletedSessionsGiveBackTheirDescriptors(t *testing.T) {
 		dirs = append(dirs, d)
 	}
 	f.settle()
-	f.settle() // housekeeping alone, as every rescan of an idle session
-	if idle := openFDs(t); idle > baseline+8 {
+	// Housekeeping alone keeps nothing open: each session held its folders (about five
+	// descriptors) before. A few may still be held for keptIdle by a pass the lease's own
+	// renewal started, when its event came before the lane knew the new lease as its own.
+	f.later(2 * time.Minute)
+	f.settle()
+	f.settle()
+	if idle := openFDs(t); idle > baseline+2*n {
 		t.Errorf("%d idle sessions hold %d descriptors", n, idle-baseline)
 	}
 	for _, d := range dirs { // busy, then gone while their passes may still run
