@@ -105,22 +105,29 @@ func NewDaemonLoader(env Env, paths Paths) *Loader {
 // Load looks at the configuration once. It never fails: every outcome, including an unreadable or
 // invalid file, is a Snapshot.
 func (l *Loader) Load() Snapshot {
-	off := Snapshot{Config: Defaults(l.env, l.paths), Origin: OriginNone}
-	if cfg, err := Parse([]byte(`{"version":1}`), "the defaults", l.env, l.paths); err == nil {
-		off.Config = cfg // the defaults as this process sees them (development overrides included)
-	}
 	path, err := l.env.ExistingConfig()
 	if path == "" && err == nil {
-		return off
+		return l.off(path)
 	}
-	off.Path = path
 	var data []byte
 	if err == nil {
 		data, err = ReadSource(path)
 	}
-	var cfg Config
-	if err == nil {
-		cfg, err = Parse(data, path, l.env, l.paths)
+	read := err == nil
+	if read {
+		var cfg Config
+		if cfg, err = Parse(data, path, l.env, l.paths); err == nil {
+			snap := Snapshot{Config: cfg, Origin: OriginFile, Path: path, Hash: hash(data)}
+			if l.keep {
+				snap.SaveErr = l.saveLastGood(data)
+			}
+			return snap
+		}
+	}
+	// Only now is the fallback built: the hook loads the configuration on every tool call, and
+	// a file that parses needs neither the defaults nor a guess at what a broken one meant.
+	off := l.off(path)
+	if read {
 		off.Intent = IntentOf(data)
 	} else {
 		off.Unread = true
@@ -130,14 +137,17 @@ func (l *Loader) Load() Snapshot {
 		// switch enforcement off, so with no good copy every call is denied.
 		off.Intent = Enforce
 	}
-	if err == nil {
-		snap := Snapshot{Config: cfg, Origin: OriginFile, Path: path, Hash: hash(data)}
-		if l.keep {
-			snap.SaveErr = l.saveLastGood(data)
-		}
-		return snap
-	}
 	return l.fallBack(off, err)
+}
+
+// off is the snapshot of no configuration at path: the defaults as this process sees them
+// (development overrides included).
+func (l *Loader) off(path string) Snapshot {
+	off := Snapshot{Config: Defaults(l.env, l.paths), Origin: OriginNone, Path: path}
+	if cfg, err := Parse([]byte(`{"version":1}`), "the defaults", l.env, l.paths); err == nil {
+		off.Config = cfg
+	}
+	return off
 }
 
 // fallBack runs on the last good copy when the current file cannot be used. It never turns an
