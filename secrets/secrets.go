@@ -103,25 +103,29 @@ var keyWords = []string{"api", "private", "secret", "access"}
 type ruleSet struct {
 	rules  []rule
 	single [256][]int32 // hints of one byte, by that byte
-	// begins marks the pairs of bytes some hint begins with, and buckets holds those hints by
-	// pair: a text is scanned a byte at a time, and most pairs begin no hint. A bitset of 8 KiB
-	// rather than an index of every pair (128 KiB, made in every hook process that writes a
-	// record): a sixteenth of the memory, and it stays in cache as a scan reads it.
-	begins  [1 << 16 / 64]uint64
-	buckets map[uint16][]hintRef
+	// begins marks the pairs of bytes some hint begins with, and pairs holds the longer hints
+	// sorted by that pair: a text is scanned a byte at a time, and most pairs begin no hint. A
+	// bitset of 8 KiB rather than an index of every pair (128 KiB), and one sorted slice
+	// rather than a map of slices: the set is built in every hook process that writes a record,
+	// and this costs a sort of a few hundred words where the map cost an allocation per pair.
+	begins [1 << 16 / 64]uint64
+	pairs  []hintRef
 }
 
 type hintRef struct {
+	pair uint16
 	word string
 	rule int32
 }
 
 // allRules orders the rules: gitleaks' shapes, ours, then the rules of context, gitleaks'
 // catch-all last. Where findings overlap, the earlier rule names the merged one.
-var allRules = sync.OnceValue(func() *ruleSet {
-	rs := &ruleSet{buckets: make(map[uint16][]hintRef, 512)}
+var allRules = sync.OnceValue(newRuleSet)
+
+func newRuleSet() *ruleSet {
+	rs := &ruleSet{rules: make([]rule, 0, len(gitleaksRules)+len(ownShapes)+len(ownContext))}
 	var context []rule
-	for _, r := range gitleaksRules() {
+	for _, r := range gitleaksRules {
 		r.shared = true
 		if slices.Contains(gitleaksContext, r.kind) {
 			context = append(context, r)
@@ -129,7 +133,12 @@ var allRules = sync.OnceValue(func() *ruleSet {
 		}
 		rs.rules = append(rs.rules, r)
 	}
-	rs.rules = slices.Concat(rs.rules, ownShapes, ownContext, context)
+	rs.rules = append(append(append(rs.rules, ownShapes...), ownContext...), context...)
+	n := 0
+	for _, r := range rs.rules {
+		n += len(r.hints)
+	}
+	rs.pairs = make([]hintRef, 0, n)
 	for i, r := range rs.rules {
 		for _, h := range r.hints {
 			switch {
@@ -138,12 +147,14 @@ var allRules = sync.OnceValue(func() *ruleSet {
 			case len(h) > 1:
 				p := uint16(h[0])<<8 | uint16(h[1])
 				rs.begins[p>>6] |= 1 << (p & 63)
-				rs.buckets[p] = append(rs.buckets[p], hintRef{h, int32(i)})
+				rs.pairs = append(rs.pairs, hintRef{p, h, int32(i)})
 			}
 		}
 	}
+	// Within a pair the hints keep the rules' order.
+	slices.SortFunc(rs.pairs, func(a, b hintRef) int { return cmp.Or(cmp.Compare(a.pair, b.pair), cmp.Compare(a.rule, b.rule)) })
 	return rs
-})
+}
 
 // hinted marks the rules one of whose hints lower holds.
 func (rs *ruleSet) hinted(lower string) []bool {
@@ -159,8 +170,9 @@ func (rs *ruleSet) hinted(lower string) []bool {
 		if rs.begins[p>>6]&(1<<(p&63)) == 0 {
 			continue
 		}
-		for _, h := range rs.buckets[p] {
-			if !marked[h.rule] && strings.HasPrefix(lower[i:], h.word) {
+		j, _ := slices.BinarySearchFunc(rs.pairs, p, func(h hintRef, p uint16) int { return cmp.Compare(h.pair, p) })
+		for ; j < len(rs.pairs) && rs.pairs[j].pair == p; j++ {
+			if h := rs.pairs[j]; !marked[h.rule] && strings.HasPrefix(lower[i:], h.word) {
 				marked[h.rule] = true
 			}
 		}
@@ -371,7 +383,7 @@ func (r rule) holds(s string, m []int, start, end int) bool {
 	if r.entropy > 0 && entropy(secret) <= r.entropy {
 		return false
 	}
-	if r.shared && slices.ContainsFunc(gitleaksAllow(), func(a allowlist) bool { return a.allows(s, m, secret) }) {
+	if r.shared && slices.ContainsFunc(gitleaksAllow, func(a allowlist) bool { return a.allows(s, m, secret) }) {
 		return false
 	}
 	return !slices.ContainsFunc(r.allow, func(a allowlist) bool { return a.allows(s, m, secret) })

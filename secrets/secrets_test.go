@@ -342,3 +342,12 @@ func FuzzFieldNameAgreesWithItsPattern(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRuleSet is what the first scan of a process pays to index the rules (every hook
+// process that writes a record pays it once).
+func BenchmarkRuleSet(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		newRuleSet()
+	}
+}
