@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -89,8 +90,8 @@ func (c *Classifier) Fingerprint() string {
 		fmt.Fprintf(h, "deny-all\x00%s\x00", c.denyAll)
 	}
 	for _, f := range c.files {
-		fmt.Fprintf(h, "file\x00%s\x00%d\x00", f.Name, len(f.Data))
-		h.Write(f.Data)
+		fmt.Fprintf(h, "file\x00%s\x00%d\x00", f.name, len(f.text))
+		io.WriteString(h, f.text)
 	}
 	p := c.policy
 	fmt.Fprintf(h, "disabled\x00%s\x00", strings.Join(slices.Sorted(slices.Values(p.DisabledRules)), ","))

@@ -616,9 +616,8 @@ suspicious "c"
 }
 
 func FuzzParseRules(f *testing.F) {
-	for _, name := range []string{"bash", "edit", "read", "content", "mcp"} {
-		data, _ := defaultRules.ReadFile("rules/" + name + ".rules")
-		f.Add(string(data))
+	for _, r := range defaultRules {
+		f.Add(r.text)
 	}
 	f.Add("block \"a\"\n  match_any\n    (\n")
 	v, lists := validatorNames(), map[string]bool{"allowed_executables": true}

@@ -3,7 +3,7 @@ package classifier
 import (
 	"cmp"
 	"context"
-	"embed"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,8 +27,41 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/spelling"
 )
 
-//go:embed rules/*.rules
-var defaultRules embed.FS
+// The default rules, one string each: a string embedded is read in place, where embed.FS copies
+// a file at every read, and every hook process reads them all.
+var (
+	//go:embed rules/bash.rules
+	bashRules string
+	//go:embed rules/content.rules
+	contentRules string
+	//go:embed rules/edit.rules
+	editRules string
+	//go:embed rules/effect.rules
+	effectRules string
+	//go:embed rules/flow.rules
+	flowRules string
+	//go:embed rules/mcp.rules
+	mcpRules string
+	//go:embed rules/read.rules
+	readRules string
+	//go:embed rules/url.rules
+	urlRules string
+)
+
+// defaultRules are the files of rules/, in name order (a test holds the list to the folder).
+var defaultRules = []ruleText{
+	{"default/bash.rules", bashRules},
+	{"default/content.rules", contentRules},
+	{"default/edit.rules", editRules},
+	{"default/effect.rules", effectRules},
+	{"default/flow.rules", flowRules},
+	{"default/mcp.rules", mcpRules},
+	{"default/read.rules", readRules},
+	{"default/url.rules", urlRules},
+}
+
+// ruleText is a rule file as the classifier keeps it.
+type ruleText struct{ name, text string }
 
 // Policy is an admin's adjustment of the defaults (managed.json's policy object).
 type Policy struct {
@@ -136,7 +169,7 @@ type Classifier struct {
 	// them: kept for Catalog and Fingerprint, which only admins' commands ask for.
 	all    []*Rule
 	policy Policy
-	files  []RuleFile
+	files  []ruleText
 	// parsers are shell parsers kept between calls: a parser's buffers are the largest single
 	// allocation of an analysis, and fewer allocations is a shorter tail of latencies.
 	parsers sync.Pool
@@ -168,41 +201,44 @@ func New(p Policy) (*Classifier, error) {
 	for _, a := range p.AllowedAgents {
 		c.agents[strings.ToLower(a)] = true
 	}
-	files, _ := defaultRules.ReadDir("rules")
-	var all []RuleFile
-	for _, f := range files {
-		data, _ := defaultRules.ReadFile("rules/" + f.Name())
-		all = append(all, RuleFile{Name: "default/" + f.Name(), Data: data})
+	all := slices.Clip(defaultRules)
+	for _, f := range p.RuleFiles {
+		all = append(all, ruleText{f.Name, string(f.Data)})
 	}
-	all = append(all, p.RuleFiles...)
 	c.policy, c.files = p, all
 	disabled := map[string]bool{}
 	for _, id := range p.DisabledRules {
 		disabled[id] = true
 	}
-	known := make(map[string]bool, 256)
-	validators, lists := validatorNames(), map[string]bool{"allowed_executables": true}
+	validators, lists, a := validatorNames(), map[string]bool{"allowed_executables": true}, &arena{}
 	// Every problem, not the first: an admin fixes a policy in one round.
 	var errs []error
 	for i, f := range all {
-		base := path.Base(filepath.ToSlash(f.Name))
+		base := path.Base(filepath.ToSlash(f.name))
 		target := Target(strings.TrimSuffix(base[strings.LastIndex(base, "-")+1:], ".rules"))
 		if !validTarget(target) {
-			errs = append(errs, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules, mcp.rules, effect.rules, url.rules or flow.rules", f.Name))
+			errs = append(errs, fmt.Errorf("rule file %s: name must end in bash.rules, edit.rules, read.rules, content.rules, mcp.rules, effect.rules, url.rules or flow.rules", f.name))
 			continue
 		}
-		embedded := i < len(files) // checked by the tests: compiled as calls need them
-		rules, err := parseRules(ruleParser{file: f.Name, target: target, validators: validators, lists: lists, lazy: embedded}, string(f.Data))
+		embedded := i < len(defaultRules) // checked by the tests: compiled as calls need them
+		rules, err := parseRules(ruleParser{file: f.name, target: target, validators: validators, lists: lists, lazy: embedded, arena: a}, f.text)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		c.all = append(c.all, rules...)
 		for _, r := range rules {
-			known[r.ID] = true
 			if !disabled[r.ID] {
 				c.rules[target] = append(c.rules[target], r)
 			}
+		}
+	}
+	// Made only for a policy that names rules: every hook process builds a classifier.
+	var known map[string]bool
+	if len(p.RuleModes)+len(p.DisabledRules) > 0 {
+		known = make(map[string]bool, len(c.all))
+		for _, r := range c.all {
+			known[r.ID] = true
 		}
 	}
 	// The sorted ids serve only the message of a policy that names an unknown rule.

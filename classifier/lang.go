@@ -60,23 +60,54 @@ type Rule struct {
 // file are compiled as the file is read, so that a mistake is named at once.
 type Pattern struct {
 	src string
-	re  func() *regexp.Regexp
-	pre func() prefilter // read from src when first needed, as re is compiled
+	c   *compiled
+}
+
+// compiled is what a pattern builds from its source when first needed: one allocation per
+// pattern, where a pair of sync.OnceValue closures cost eight (every hook process parses the
+// defaults' few hundred patterns and uses a handful).
+type compiled struct {
+	reOnce  sync.Once
+	re      *regexp.Regexp // set before the pattern is shared for an admin's file, on first use otherwise
+	bad     any            // what compiling the source panicked with
+	preOnce sync.Once
+	pre     prefilter
 }
 
 // String is the expression as written.
 func (p Pattern) String() string { return p.src }
 
-// Regexp is the compiled expression.
-func (p Pattern) Regexp() *regexp.Regexp { return p.re() }
+// Regexp is the compiled expression. An embedded pattern that does not compile panics, at every
+// use, as regexp.MustCompile does; the tests compile them all.
+func (p Pattern) Regexp() *regexp.Regexp {
+	c := p.c
+	c.reOnce.Do(func() {
+		if c.re != nil {
+			return
+		}
+		defer func() { c.bad = recover() }()
+		c.re = regexp.MustCompile(p.src)
+	})
+	if c.bad != nil {
+		panic(c.bad)
+	}
+	return c.re
+}
+
+// prefilter is what every text the expression matches must hold, read from the source on first use.
+func (p Pattern) prefilter() *prefilter {
+	c := p.c
+	c.preOnce.Do(func() { c.pre = newPrefilter(p.src) })
+	return &c.pre
+}
 
 // find is the place of the first match in text, or nil; texts the pattern's prefilter rules out
 // are not run through the expression, which is compiled only if one is.
 func (p Pattern) find(text string) []int {
-	if !p.pre().mayMatch(text) {
+	if !p.prefilter().mayMatch(text) {
 		return nil
 	}
-	return p.re().FindStringIndex(text)
+	return p.Regexp().FindStringIndex(text)
 }
 
 // ParseError names the file, the line and what was expected.
@@ -102,6 +133,9 @@ func ParseRules(file string, target Target, r io.Reader, validators map[string]b
 // first use, for rules whose syntax the tests have checked (the embedded defaults). The rules
 // keep slices of text rather than copies of each line: every hook process parses the defaults.
 func parseRules(p ruleParser, text string) ([]*Rule, error) {
+	if p.arena == nil {
+		p.arena = &arena{}
+	}
 	for line := range strings.Lines(text) {
 		p.line++
 		line = strings.TrimSuffix(line, "\n")
@@ -127,6 +161,33 @@ type ruleParser struct {
 	lazy       bool // compile patterns on first use (the embedded defaults)
 	ids        map[string]bool
 	comment    []string // the comment lines right above the next rule
+	arena      *arena
+}
+
+// arena hands out rules and patterns' states a slab at a time: the files of one policy are read
+// together and their rules live as long as it does, and every hook process reads the defaults'
+// few hundred rules.
+type arena struct {
+	rules    []Rule
+	compiled []compiled
+}
+
+func (a *arena) rule() *Rule {
+	if len(a.rules) == 0 {
+		a.rules = make([]Rule, 64)
+	}
+	r := &a.rules[0]
+	a.rules = a.rules[1:]
+	return r
+}
+
+func (a *arena) pattern() *compiled {
+	if len(a.compiled) == 0 {
+		a.compiled = make([]compiled, 64)
+	}
+	c := &a.compiled[0]
+	a.compiled = a.compiled[1:]
+	return c
 }
 
 func (p *ruleParser) errorf(format string, args ...any) error {
@@ -224,14 +285,21 @@ func (p *ruleParser) header(line string) error {
 	if err != nil || !validRuleID(id) {
 		return p.errorf("rule id must be a double-quoted lower-case id like \"bash.rm-root\", got %s", rest)
 	}
-	if p.ids == nil {
-		p.ids = map[string]bool{}
+	// The embedded defaults are held to this by the tests, which parse them as an admin's file.
+	if !p.lazy {
+		if p.ids == nil {
+			p.ids = map[string]bool{}
+		}
+		if p.ids[id] {
+			return p.errorf("rule id %q is used twice in this file", id)
+		}
+		p.ids[id] = true
 	}
-	if p.ids[id] {
-		return p.errorf("rule id %q is used twice in this file", id)
+	p.cur = p.arena.rule()
+	*p.cur = Rule{ID: id, Action: Action(kw), Target: p.target, File: p.file, Line: p.line}
+	if len(p.comment) > 0 {
+		p.cur.Doc = strings.Join(p.comment, " ")
 	}
-	p.ids[id] = true
-	p.cur = &Rule{ID: id, Action: Action(kw), Target: p.target, File: p.file, Line: p.line, Doc: strings.Join(p.comment, " ")}
 	p.comment = p.comment[:0]
 	return nil
 }
@@ -263,15 +331,15 @@ func (p *ruleParser) pattern(dst *[]Pattern, expr string) error {
 	if i := strings.Index(expr, "#"); i > 0 && (expr[i-1] == ' ' || expr[i-1] == '\t') {
 		return p.errorf("a comment cannot follow a pattern on its line (it would become part of the pattern); put it on a line of its own, or write a literal '#' as \\x23")
 	}
-	if p.lazy {
-		*dst = append(*dst, Pattern{expr, sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) }), lazyPrefilter(expr)})
-		return nil
+	c := p.arena.pattern()
+	if !p.lazy {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return p.errorf("bad regular expression: %v", err)
+		}
+		c.re = re
 	}
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return p.errorf("bad regular expression: %v", err)
-	}
-	*dst = append(*dst, Pattern{expr, func() *regexp.Regexp { return re }, lazyPrefilter(expr)})
+	*dst = append(*dst, Pattern{expr, c})
 	return nil
 }
 

@@ -1,20 +1,32 @@
 package classifier
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
 
 // The embedded rules, whose patterns the binary compiles only when a call needs them, parse as an
-// admin's file does: every pattern compiles.
+// admin's file does: every pattern compiles. And they are every file of rules/, as it is: a file
+// added to the folder and not to the list would never be read.
 func TestEveryEmbeddedRulePatternCompiles(t *testing.T) {
-	files, err := defaultRules.ReadDir("rules")
+	files, err := os.ReadDir("rules")
 	if err != nil || len(files) < 7 {
-		t.Fatalf("embedded rule files: %v (%d)", err, len(files))
+		t.Fatalf("rule files: %v (%d)", err, len(files))
 	}
-	for _, f := range files {
-		data, _ := defaultRules.ReadFile("rules/" + f.Name())
+	if len(files) != len(defaultRules) {
+		t.Fatalf("rules/ holds %d files, the embedded list %d: add the new file to defaultRules", len(files), len(defaultRules))
+	}
+	for i, f := range files {
+		data, err := os.ReadFile(filepath.Join("rules", f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := defaultRules[i]; e.name != "default/"+f.Name() || e.text != string(data) {
+			t.Errorf("defaultRules[%d] is %s, not rules/%s as it is", i, e.name, f.Name())
+		}
 		target := Target(strings.TrimSuffix(f.Name(), ".rules"))
 		if _, err := ParseRules(f.Name(), target, strings.NewReader(string(data)), validatorNames(), map[string]bool{"allowed_executables": true}); err != nil {
 			t.Error(err)

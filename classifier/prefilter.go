@@ -2,7 +2,6 @@ package classifier
 
 import (
 	"strings"
-	"sync"
 )
 
 // A prefilter says cheaply that a rule's pattern cannot match a text, from what the pattern
@@ -53,10 +52,6 @@ func (f prefilter) mayMatch(text string) bool {
 		}
 	}
 	return false
-}
-
-func lazyPrefilter(src string) func() prefilter {
-	return sync.OnceValue(func() prefilter { return newPrefilter(src) })
 }
 
 // newPrefilter reads what src requires; see prefilter.

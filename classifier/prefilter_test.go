@@ -80,18 +80,18 @@ func TestPrefilterNeverHidesAMatchOfADefaultPatternOnTheCorpora(t *testing.T) {
 	filtered, ruledOut := 0, 0
 	for _, r := range c.all {
 		for _, p := range slices.Concat(r.Patterns, r.Unless) {
-			if len(p.pre().starts) == 0 {
+			if len(p.prefilter().starts) == 0 {
 				continue
 			}
 			filtered++
 			re := regexp.MustCompile(p.String())
 			for _, text := range texts {
-				if p.pre().mayMatch(text) {
+				if p.prefilter().mayMatch(text) {
 					continue
 				}
 				ruledOut++
 				if re.MatchString(text) {
-					t.Errorf("%s: the prefilter %v rules out %q, which the pattern matches", r.ID, p.pre().starts, text)
+					t.Errorf("%s: the prefilter %v rules out %q, which the pattern matches", r.ID, p.prefilter().starts, text)
 				}
 			}
 		}
