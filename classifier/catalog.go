@@ -43,7 +43,7 @@ func (c *Classifier) Catalog() []RuleInfo {
 	var out []RuleInfo
 	for _, r := range c.all {
 		ri := RuleInfo{ID: r.ID, Verdict: claudehook.Ask, Target: r.Target, Mode: c.modes[r.ID],
-			Nudge: r.Nudge, Doc: r.Doc, File: r.File, Line: r.Line}
+			Nudge: r.Nudge, Doc: r.Doc(), File: r.File, Line: r.Line}
 		if r.Action == Block {
 			ri.Verdict = claudehook.Deny
 		}

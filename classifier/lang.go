@@ -48,8 +48,8 @@ type Rule struct {
 	// configuration of its kind (facts.ReadConfigFile): an ssh host, a PATH line, a tab width.
 	UnlessOrdinary bool
 	Nudge          string
-	// Doc is the comment written right above the rule, for admins reading it in `rules`.
-	Doc  string
+	// doc is the comment block written right above the rule, as written: see Doc.
+	doc  string
 	File string
 	Line int
 }
@@ -136,12 +136,14 @@ func parseRules(p ruleParser, text string) ([]*Rule, error) {
 	if p.arena == nil {
 		p.arena = &arena{}
 	}
+	p.text, p.docFrom = text, -1
 	for line := range strings.Lines(text) {
 		p.line++
-		line = strings.TrimSuffix(line, "\n")
-		if err := p.parseLine(strings.TrimSuffix(line, "\r")); err != nil {
+		raw := strings.TrimSuffix(line, "\n")
+		if err := p.parseLine(strings.TrimSuffix(raw, "\r")); err != nil {
 			return nil, err
 		}
+		p.off += len(line)
 	}
 	if err := p.finish(); err != nil {
 		return nil, err
@@ -160,7 +162,11 @@ type ruleParser struct {
 	inAny      bool // reading the indented patterns of match_any
 	lazy       bool // compile patterns on first use (the embedded defaults)
 	ids        map[string]bool
-	comment    []string // the comment lines right above the next rule
+	text       string
+	off        int // where the line being read starts in text
+	// docFrom and docTo bound the comment lines right above the next rule (docFrom -1: none).
+	// The rule keeps them as one slice of text, read into sentences only when asked for.
+	docFrom, docTo int
 	arena      *arena
 }
 
@@ -190,6 +196,28 @@ func (a *arena) pattern() *compiled {
 	return c
 }
 
+// Doc is the comment written right above the rule, for admins reading it in `rules`: its
+// lines that start at the margin, joined.
+func (r *Rule) Doc() string {
+	var words []string
+	for line := range strings.Lines(r.doc) {
+		line = strings.TrimRight(line, " \t\r\n")
+		if strings.HasPrefix(line, "#") {
+			words = append(words, strings.TrimSpace(line[1:]))
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// nudgeVars are the {variables} nudge text s names; the embedded defaults' are held to the
+// known ones by the tests, which parse them as an admin's file.
+func (p *ruleParser) nudgeVars(s string) [][]string {
+	if p.lazy {
+		return nil
+	}
+	return nudgeVar.FindAllStringSubmatch(s, -1)
+}
+
 func (p *ruleParser) errorf(format string, args ...any) error {
 	return &ParseError{p.file, p.line, fmt.Sprintf(format, args...)}
 }
@@ -198,12 +226,15 @@ func (p *ruleParser) parseLine(raw string) error {
 	text := strings.TrimRight(raw, " \t\r")
 	trimmed := strings.TrimLeft(text, " \t")
 	if trimmed == "" {
-		p.comment = p.comment[:0]
+		p.docFrom = -1
 		return nil
 	}
 	if strings.HasPrefix(trimmed, "#") {
 		if trimmed == text {
-			p.comment = append(p.comment, strings.TrimSpace(strings.TrimPrefix(trimmed, "#")))
+			if p.docFrom < 0 {
+				p.docFrom = p.off
+			}
+			p.docTo = p.off + len(raw)
 		}
 		return nil
 	}
@@ -254,7 +285,7 @@ func (p *ruleParser) parseLine(raw string) error {
 		if err != nil {
 			return p.errorf("nudge wants one double-quoted string, got %s", rest)
 		}
-		for _, m := range nudgeVar.FindAllStringSubmatch(s, -1) {
+		for _, m := range p.nudgeVars(s) {
 			if !nudgeVars.Has(m[1]) {
 				return p.errorf("nudge names {%s}, which is not a variable; known: %s", m[1], strings.Join(slices.Sorted(slices.Values(nudgeVars.Names())), ", "))
 			}
@@ -297,10 +328,10 @@ func (p *ruleParser) header(line string) error {
 	}
 	p.cur = p.arena.rule()
 	*p.cur = Rule{ID: id, Action: Action(kw), Target: p.target, File: p.file, Line: p.line}
-	if len(p.comment) > 0 {
-		p.cur.Doc = strings.Join(p.comment, " ")
+	if p.docFrom >= 0 {
+		p.cur.doc = p.text[p.docFrom:p.docTo]
+		p.docFrom = -1
 	}
-	p.comment = p.comment[:0]
 	return nil
 }
 

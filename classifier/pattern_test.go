@@ -64,3 +64,21 @@ func TestValidRuleIDIsTheDocumentedGrammar(t *testing.T) {
 		}
 	}
 }
+
+// A rule's doc is the comment lines at the margin right above it: a blank line starts over, an
+// indented comment is the rule body's, and the embedded defaults read the same as an admin's file.
+func TestRuleDocIsTheMarginCommentRightAboveIt(t *testing.T) {
+	src := "# not this: a blank line follows\n\n# First line.\n  # indented, skipped\n#   Second line.  \nblock \"a.one\"\n  match x\n# For two,\n  match y\n# after a pattern.\nblock \"a.two\"\n  match z\nblock \"a.three\"\n  match w\n"
+	want := map[string]string{"a.one": "First line. Second line.", "a.two": "For two, after a pattern.", "a.three": ""}
+	for _, lazy := range []bool{false, true} {
+		rules, err := parseRules(ruleParser{file: "t.rules", target: TargetBash, validators: validatorNames(), lists: map[string]bool{}, lazy: lazy}, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rules {
+			if got := r.Doc(); got != want[r.ID] {
+				t.Errorf("lazy %v: %s's doc is %q, want %q", lazy, r.ID, got, want[r.ID])
+			}
+		}
+	}
+}
