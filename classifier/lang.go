@@ -167,7 +167,7 @@ type ruleParser struct {
 	// docFrom and docTo bound the comment lines right above the next rule (docFrom -1: none).
 	// The rule keeps them as one slice of text, read into sentences only when asked for.
 	docFrom, docTo int
-	arena      *arena
+	arena          *arena
 }
 
 // arena hands out rules and patterns' states a slab at a time: the files of one policy are read
