@@ -8,7 +8,7 @@ import (
 
 // The rule layer's knowledge of programs: which fetch the URLs they are handed, which write the
 // files they name, and which only read settings files. The lower layers keep theirs in
-// facts/programs.go, facts/capabilities.txt and effects/tools.go.
+// facts/programs.go, facts/capabilities.txt (with the table generated from it) and effects/tools.go.
 
 // settingsReaders only read the files they name (sed and yq without -i).
 var settingsReaders = map[string]bool{"cat": true, "less": true, "more": true, "head": true, "tail": true, "bat": true,

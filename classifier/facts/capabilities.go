@@ -1,21 +1,18 @@
 package facts
 
 import (
-	_ "embed"
-	"fmt"
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Capabilities of programs, as data: what a program can do beyond its plain job (run a command
 // handed in an option, write a file, fetch from the network, stop the machine...), and the forms
-// of its arguments that make it do it. The table is capabilities.txt, read once; this file only
-// knows how to read a form, never a program.
-
-//go:embed capabilities.txt
-var capabilitiesText string
+// of its arguments that make it do it. The table is capabilities.txt, which a test turns into
+// capabilities_table.go (go test ./classifier/facts -run CapabilityTable -update): a table the
+// compiler lays out in the binary, where reading the text cost every hook process a fiftieth of
+// its time. This file only knows how to read a form, never a program.
 
 // Capability names what a program can be made to do.
 type Capability string
@@ -45,10 +42,6 @@ const (
 	CapShare        Capability = "share"
 )
 
-var knownCapabilities = []Capability{CapShell, CapExec, CapWrite, CapRead, CapDownload, CapFetch, CapNetShell,
-	CapStdinPaths, CapImpact, CapAccount, CapServiceStop, CapSystemConfig, CapPrivilege, CapLibrary, CapCollect,
-	CapRemoteAccess, CapServe, CapMount, CapSQL, CapPublish, CapShare}
-
 // capRow is one row of the table: a capability of one program, the forms that trigger it, and
 // what it acts on in words (for the effect's what=).
 type capRow struct {
@@ -57,42 +50,19 @@ type capRow struct {
 	What  string
 }
 
-// capTable maps a program to its rows.
-type capTable map[string][]capRow
+// capProgram is a program's rows; capabilityTable holds them sorted by program.
+type capProgram struct {
+	prog string
+	rows []capRow
+}
 
-// capabilities is the table, parsed the first time it is needed; the table is part of the
-// binary, so a row that does not parse is a build error caught by the tests, not a run-time one.
-var capabilities = sync.OnceValue(func() capTable {
-	t, err := parseCapabilities(capabilitiesText)
-	if err != nil {
-		panic(err)
+// capabilities are the rows of program prog.
+func capabilities(prog string) []capRow {
+	i, ok := slices.BinarySearchFunc(capabilityTable, prog, func(p capProgram, prog string) int { return cmp.Compare(p.prog, prog) })
+	if !ok {
+		return nil
 	}
-	return t
-})
-
-// parseCapabilities reads the table's text.
-func parseCapabilities(text string) (capTable, error) {
-	t := capTable{}
-	n := 0
-	for line := range strings.Lines(text) {
-		n++
-		line, what, _ := strings.Cut(line, "|")
-		f := strings.Fields(line)
-		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		if len(f) < 3 {
-			return nil, fmt.Errorf("capabilities.txt:%d: want program, capability and at least one form", n)
-		}
-		c := Capability(f[1])
-		if !slices.Contains(knownCapabilities, c) {
-			return nil, fmt.Errorf("capabilities.txt:%d: unknown capability %q", n, f[1])
-		}
-		for _, prog := range strings.Split(f[0], ",") {
-			t[prog] = append(t[prog], capRow{cap: c, forms: f[2:], What: strings.TrimSpace(what)})
-		}
-	}
-	return t, nil
+	return capabilityTable[i].rows
 }
 
 // CapHit is a capability a command uses, and the values it acts on ("" when the form has none).
@@ -105,7 +75,7 @@ type CapHit struct {
 // CapabilityHits are the capabilities a command uses, by the forms of its arguments.
 func CapabilityHits(cmd *Command) []CapHit {
 	var out []CapHit
-	for _, row := range capabilities()[cmd.Name] {
+	for _, row := range capabilities(cmd.Name) {
 		var values []string
 		hit := false
 		for _, form := range row.forms {
@@ -123,7 +93,7 @@ func CapabilityHits(cmd *Command) []CapHit {
 // hasCapability reports whether a program has a capability in any form (a fetcher, a shell
 // runner), whatever its arguments.
 func hasCapability(prog string, c Capability) bool {
-	return slices.ContainsFunc(capabilities()[prog], func(r capRow) bool { return r.cap == c })
+	return slices.ContainsFunc(capabilities(prog), func(r capRow) bool { return r.cap == c })
 }
 
 // formValues reports whether a command's arguments take a form, and the values the form names.
