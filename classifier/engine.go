@@ -153,7 +153,7 @@ func (v Verdict) HookReason() string {
 
 // allowedExecutable reports whether a program is on the policy's list of ordinary executables.
 func (c *Classifier) allowedExecutable(name string) bool {
-	return c.allowed[name] || defaultExecutables()[name]
+	return c.allowed[name] || defaultExecutables.Has(name)
 }
 
 // Classifier evaluates tool calls against a compiled policy. It is safe for concurrent use.

@@ -614,32 +614,40 @@ var unfinishedExpansion = lazyregexp.New("\\$\\(\\(|\\$\\(|\\$\\{|`")
 // defaultExecutables are programs an agent commonly runs for ordinary work. Anything else is
 // asked about (rule bash.unknown-executable); admins add to the list with
 // policy.allowed_executables.
-var defaultExecutables = sync.OnceValue(func() map[string]bool {
-	m := map[string]bool{}
-	for _, e := range strings.Fields(`
-ls cat head tail less more grep egrep fgrep rg ag find fd tree file stat wc sort uniq cut tr sed awk jq yq xargs
-echo printf pwd cd pushd popd dirname basename realpath readlink which whereis type command test true false
-date sleep env printenv export unset set source alias read diff cmp comm patch touch mkdir rmdir cp mv ln rm
-chmod tar gzip gunzip zip unzip xz bzip2 zcat md5sum sha1sum sha256sum shasum base64 od xxd hexdump strings
-git gh hg svn make cmake ninja bazel gradle mvn ant go gofmt cargo rustc rustup npm npx node yarn pnpm bun deno tsc
-python python3 pip pip3 pipx uv poetry pytest ruby gem bundle rake perl php composer java javac kotlin scala sbt
-dotnet swift swiftc clang gcc g++ cc ld ar nm objdump lldb gdb valgrind docker podman kubectl helm terraform
-curl wget http ssh scp rsync ping dig nslookup host ps top htop kill pkill pgrep lsof df du free uname hostname
-id whoami groups man help info tldr open xdg-open code vim vi nano emacs tmux screen watch time timeout nohup nice
-tee column paste join split fold fmt nl tac rev seq yes bc expr shuf mktemp install truncate brew apt apt-get
-sqlite3 psql mysql redis-cli mongo mongosh eslint prettier black ruff mypy flake8 pylint isort tox nox jest vitest
-mocha playwright cypress webpack vite rollup esbuild swc turbo nx lerna bash sh zsh dash fish exit return local
-for while if case function then do done fi esac printf cal history jobs fg bg wait trap ulimit umask shopt hash
-convert ffmpeg pandoc latexmk pdflatex xelatex sips pbcopy pbpaste osascript defaults plutil launchctl aws gcloud az
-soffice libreoffice lowriter localc loimpress unoconv pdftotext pdftoppm pdfinfo pdfimages pdffonts pdfseparate pdfunite
-pdftohtml pdftk qpdf mutool ocrmypdf img2pdf magick identify mogrify montage tesseract gs ghostscript exiftool markitdown
-wkhtmltopdf weasyprint textutil qlmanage mdls mdfind ffprobe csvlook csvcut csvstat in2csv csvsql xlsx2csv docx2txt
-antiword catdoc unrtf html2text lynx w3m
-`) {
-		m[e] = true
-	}
-	return m
-})
+var defaultExecutables = nameset.Of(
+	"ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "find", "fd",
+	"tree", "file", "stat", "wc", "sort", "uniq", "cut", "tr", "sed", "awk", "jq", "yq", "xargs",
+	"echo", "printf", "pwd", "cd", "pushd", "popd", "dirname", "basename", "realpath", "readlink",
+	"which", "whereis", "type", "command", "test", "true", "false", "date", "sleep", "env",
+	"printenv", "export", "unset", "set", "source", "alias", "read", "diff", "cmp", "comm", "patch",
+	"touch", "mkdir", "rmdir", "cp", "mv", "ln", "rm", "chmod", "tar", "gzip", "gunzip", "zip",
+	"unzip", "xz", "bzip2", "zcat", "md5sum", "sha1sum", "sha256sum", "shasum", "base64", "od", "xxd",
+	"hexdump", "strings", "git", "gh", "hg", "svn", "make", "cmake", "ninja", "bazel", "gradle",
+	"mvn", "ant", "go", "gofmt", "cargo", "rustc", "rustup", "npm", "npx", "node", "yarn", "pnpm",
+	"bun", "deno", "tsc", "python", "python3", "pip", "pip3", "pipx", "uv", "poetry", "pytest",
+	"ruby", "gem", "bundle", "rake", "perl", "php", "composer", "java", "javac", "kotlin", "scala",
+	"sbt", "dotnet", "swift", "swiftc", "clang", "gcc", "g++", "cc", "ld", "ar", "nm", "objdump",
+	"lldb", "gdb", "valgrind", "docker", "podman", "kubectl", "helm", "terraform", "curl", "wget",
+	"http", "ssh", "scp", "rsync", "ping", "dig", "nslookup", "host", "ps", "top", "htop", "kill",
+	"pkill", "pgrep", "lsof", "df", "du", "free", "uname", "hostname", "id", "whoami", "groups",
+	"man", "help", "info", "tldr", "open", "xdg-open", "code", "vim", "vi", "nano", "emacs", "tmux",
+	"screen", "watch", "time", "timeout", "nohup", "nice", "tee", "column", "paste", "join", "split",
+	"fold", "fmt", "nl", "tac", "rev", "seq", "yes", "bc", "expr", "shuf", "mktemp", "install",
+	"truncate", "brew", "apt", "apt-get", "sqlite3", "psql", "mysql", "redis-cli", "mongo", "mongosh",
+	"eslint", "prettier", "black", "ruff", "mypy", "flake8", "pylint", "isort", "tox", "nox", "jest",
+	"vitest", "mocha", "playwright", "cypress", "webpack", "vite", "rollup", "esbuild", "swc",
+	"turbo", "nx", "lerna", "bash", "sh", "zsh", "dash", "fish", "exit", "return", "local", "for",
+	"while", "if", "case", "function", "then", "do", "done", "fi", "esac", "cal", "history", "jobs",
+	"fg", "bg", "wait", "trap", "ulimit", "umask", "shopt", "hash", "convert", "ffmpeg", "pandoc",
+	"latexmk", "pdflatex", "xelatex", "sips", "pbcopy", "pbpaste", "osascript", "defaults", "plutil",
+	"launchctl", "aws", "gcloud", "az", "soffice", "libreoffice", "lowriter", "localc", "loimpress",
+	"unoconv", "pdftotext", "pdftoppm", "pdfinfo", "pdfimages", "pdffonts", "pdfseparate", "pdfunite",
+	"pdftohtml", "pdftk", "qpdf", "mutool", "ocrmypdf", "img2pdf", "magick", "identify", "mogrify",
+	"montage", "tesseract", "gs", "ghostscript", "exiftool", "markitdown", "wkhtmltopdf",
+	"weasyprint", "textutil", "qlmanage", "mdls", "mdfind", "ffprobe", "csvlook", "csvcut", "csvstat",
+	"in2csv", "csvsql", "xlsx2csv", "docx2txt", "antiword", "catdoc", "unrtf", "html2text", "lynx",
+	"w3m",
+)
 
 var manifestPath = lazyregexp.New(`(^|/)(package\.json|pyproject\.toml|setup\.py|setup\.cfg|Cargo\.toml|go\.mod|Gemfile|composer\.json|pom\.xml|build\.gradle(\.kts)?|requirements[^/]*\.txt|Pipfile)$`)
 

@@ -5,14 +5,26 @@
 // process started on every tool call: a map literal at package level is hashed and allocated
 // before the call's payload is read, whether or not the call needs it. Of is small enough for
 // the compiler to lay a package-level set out in the binary itself, so that declaring one costs
-// nothing at start-up. It is for sets written in the source; it does not change once made.
+// nothing at start-up. Its first few lookups read the names in turn, and only a set looked in
+// more often is hashed: a hook process looks in most sets a few times or never, where hashing a
+// few hundred names costs more than all its lookups, and a daemon looks in them for every call.
+// It is for sets written in the source; it does not change once made.
 package nameset
 
-import "sync"
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
 
-// Set is a set of names, made into a map on first use.
+// scans is how many lookups read the names in turn before the set is hashed: about what hashing
+// them costs, for a set of a few hundred names.
+const scans = 32
+
+// Set is a set of names, made into a map once it has been looked in often enough.
 type Set struct {
 	names []string
+	looks atomic.Int32
 	once  sync.Once
 	m     map[string]struct{}
 }
@@ -29,6 +41,9 @@ func (s *Set) build() {
 
 // Has reports whether name is in the set.
 func (s *Set) Has(name string) bool {
+	if s.looks.Load() < scans && s.looks.Add(1) <= scans {
+		return slices.Contains(s.names, name)
+	}
 	s.once.Do(s.build)
 	_, ok := s.m[name]
 	return ok

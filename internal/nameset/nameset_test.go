@@ -36,3 +36,18 @@ func BenchmarkHas(b *testing.B) {
 		s.Has("links")
 	}
 }
+
+// A set answers alike before and after it is hashed.
+func TestASetAnswersAlikeWhetherScannedOrHashed(t *testing.T) {
+	s := Of("curl", "wget", "aria2c")
+	for i := range 3 * scans {
+		for name, want := range map[string]bool{"curl": true, "aria2c": true, "": false, "Wget": false} {
+			if got := s.Has(name); got != want {
+				t.Fatalf("lookup %d: Has(%q) = %v, want %v", i, name, got, want)
+			}
+		}
+	}
+	if s.m == nil {
+		t.Error("a set looked in often was never hashed")
+	}
+}
