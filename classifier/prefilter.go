@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"regexp/syntax"
 	"strings"
 )
 
@@ -17,6 +18,9 @@ import (
 type prefilter struct {
 	starts []litStart // none: every text may match
 	fold   bool       // (?i): compared without ASCII case
+	// minLen is the fewest bytes a match takes, read where the pattern starts with no literal
+	// ([A-Za-z0-9+/]{200,}): such a pattern ran, and was compiled, for every short text.
+	minLen int
 }
 
 // litStart is one literal a match begins with, at the start of the text when anchored.
@@ -27,6 +31,9 @@ type litStart struct {
 
 // mayMatch is false only when no match of the pattern is possible in text.
 func (f prefilter) mayMatch(text string) bool {
+	if len(text) < f.minLen {
+		return false
+	}
 	if len(f.starts) == 0 {
 		return true
 	}
@@ -56,6 +63,15 @@ func (f prefilter) mayMatch(text string) bool {
 
 // newPrefilter reads what src requires; see prefilter.
 func newPrefilter(src string) prefilter {
+	f := literalPrefilter(src)
+	if len(f.starts) == 0 {
+		f.minLen = minMatchLen(src)
+	}
+	return f
+}
+
+// literalPrefilter is the literals every match of src starts with, when it says them plainly.
+func literalPrefilter(src string) prefilter {
 	var f prefilter
 	if rest, ok := strings.CutPrefix(src, "(?"); ok {
 		flags, after, ok := strings.Cut(rest, ")")
@@ -260,4 +276,43 @@ func lower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// maxMinLen bounds minMatchLen's sums: no text the classifier reads is longer.
+const maxMinLen = 1 << 30
+
+// minMatchLen is a lower bound of the bytes any match of src takes: each character at least one
+// byte, whatever case folding or classes allow. 0 when src does not parse.
+func minMatchLen(src string) int {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	return minLen(re)
+}
+
+func minLen(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpPlus:
+		return minLen(re.Sub[0])
+	case syntax.OpRepeat:
+		return min(maxMinLen, re.Min*minLen(re.Sub[0]))
+	case syntax.OpConcat:
+		n := 0
+		for _, sub := range re.Sub {
+			n = min(maxMinLen, n+minLen(sub))
+		}
+		return n
+	case syntax.OpAlternate:
+		n := maxMinLen
+		for _, sub := range re.Sub {
+			n = min(n, minLen(sub))
+		}
+		return n
+	}
+	return 0 // empty, anchors, boundaries, star, quest, no match
 }

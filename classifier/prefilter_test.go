@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"slices"
 	"testing"
 
@@ -64,6 +65,13 @@ func TestPrefilterRulesOutOnlyTextsThePatternCannotMatch(t *testing.T) {
 		{`(?i)^kill`, "\u212Aill 1", true}, // the Kelvin sign folds to k: left to the expression
 		{`(?i)\bignore\s+all`, "Please IGNORE all of this", true},
 		{`(?i)\bignore\s+all`, "nothing to see", false},
+		// No literal to look for: a text shorter than any match is ruled out.
+		{`[A-Za-z0-9+/]{200,}={0,2}`, "git status", false},
+		{`[A-Za-z0-9+/]{200,}={0,2}`, strings.Repeat("QUFB", 50), true},
+		{`(ab|c{3})+x?`, "ab", true},
+		{`(ab|c{3})+x?`, "a", false},
+		{`(?i)[k]{2}`, "\u212A", true}, // one rune of three bytes: a bound in bytes, never above
+		{`\b.?\B`, "", true},
 	}
 	for _, tc := range cases {
 		if got := newPrefilter(tc.src).mayMatch(tc.text); got != tc.may {
@@ -144,6 +152,8 @@ func FuzzPrefilterNeverHidesAMatch(f *testing.F) {
 		{`\b(pgrep|pidof)\b.*\bkill\b`, "pgrep x | kill"},
 		{`^a\.b|^(c|d)e`, "de"},
 		{`^[]a]b`, "]b"},
+		{`[A-Za-z0-9+/]{20,}={0,2}`, "QUFBQUFBQUFBQUFBQUFBQUFB=="},
+		{`(a|bc){2,3}(?i:k)`, "abcK"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -153,7 +163,7 @@ func FuzzPrefilterNeverHidesAMatch(f *testing.F) {
 			return
 		}
 		if pre := newPrefilter(src); !pre.mayMatch(text) && re.MatchString(text) {
-			t.Fatalf("%q: the prefilter %v rules out %q, which the expression matches", src, pre.starts, text)
+			t.Fatalf("%q: the prefilter %v (at least %d bytes) rules out %q, which the expression matches", src, pre.starts, pre.minLen, text)
 		}
 	})
 }
