@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
