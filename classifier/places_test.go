@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"context"
+	"regexp"
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
@@ -155,4 +156,21 @@ func payloadIn(tool string, input map[string]any, cwd string) claudehook.Payload
 
 func bashIn(cmd, cwd string) claudehook.Payload {
 	return payloadIn("Bash", map[string]any{"command": cmd}, cwd)
+}
+
+// projectRoots' folders of mounts and outputs read as the expressions they replaced.
+func TestProjectRootsReadMountsAndOutputsAsTheirExpressions(t *testing.T) {
+	mounts, outputs := regexp.MustCompile(`^/sessions/[^/]+/mnt`), regexp.MustCompile(`/local_[^/]+/outputs$`)
+	for _, cwd := range []string{
+		"/sessions/x/mnt", "/sessions/x/mnt/work", "/sessions/x/mntfoo", "/sessions//mnt", "/sessions/x", "/sessions/a/b/mnt",
+		"sessions/x/mnt", "/home/sessions/x/mnt", "/Users/a/local_1/outputs", "/local_1/outputs", "local_1/outputs",
+		"/Users/a/local_/outputs", "/Users/a/local_x/outputs/", "/Users/a/xlocal_1/outputs", "/a/local_1/b/outputs", "/outputs", "",
+	} {
+		if got, want := sessionMounts(cwd), mounts.FindString(cwd); got != want {
+			t.Errorf("sessionMounts(%q) = %q, want %q", cwd, got, want)
+		}
+		if got, want := isHostOutputs(cwd), outputs.MatchString(cwd); got != want {
+			t.Errorf("isHostOutputs(%q) = %v, want %v", cwd, got, want)
+		}
+	}
 }

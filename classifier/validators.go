@@ -464,22 +464,40 @@ func dotenvWrite(_ *Classifier, it item) (string, bool) {
 
 // sessionMounts is a Cowork session's folder of mounts as the VM sees it; hostOutputs, a host
 // session's working folder.
-var (
-	sessionMounts = lazyregexp.New(`^/sessions/[^/]+/mnt`)
-	hostOutputs   = lazyregexp.New(`/local_[^/]+/outputs$`)
-)
-
 // projectRoots are the folders a session works in: its working folder and, in Cowork, every
 // folder mounted beside it (the user's folders, uploads, outputs). Their .claude stays guarded
 // by its own rules.
 func projectRoots(cwd string) []string {
 	roots := []string{cwd}
-	if m := sessionMounts.FindString(cwd); m != "" {
+	if m := sessionMounts(cwd); m != "" {
 		roots = append(roots, m)
-	} else if hostOutputs.MatchString(cwd) {
+	} else if isHostOutputs(cwd) {
 		roots = append(roots, path.Dir(cwd))
 	}
 	return roots
+}
+
+// sessionMounts is the VM session's folder of mounts cwd starts with (/sessions/NAME/mnt), or "".
+// Written out, not as an expression: every call reads it, and every hook process would compile it.
+func sessionMounts(cwd string) string {
+	rest, ok := strings.CutPrefix(cwd, "/sessions/")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexByte(rest, '/'); i > 0 && strings.HasPrefix(rest[i:], "/mnt") {
+		return cwd[:len("/sessions/")+i+len("/mnt")]
+	}
+	return ""
+}
+
+// isHostOutputs reports a host session's outputs folder: .../local_NAME/outputs.
+func isHostOutputs(cwd string) bool {
+	dir, ok := strings.CutSuffix(cwd, "/outputs")
+	if !ok {
+		return false
+	}
+	name := dir[strings.LastIndexByte(dir, '/')+1:]
+	return len(name) > len("local_") && strings.HasPrefix(name, "local_") && strings.Contains(dir, "/")
 }
 
 // obfuscated finds code decoded at run time from data the command does not show, then run.

@@ -125,6 +125,9 @@ func EmbeddedPaths(cmd *facts.Command) []HandedPath {
 		if len(t) > maxEmbeddedScan {
 			t = t[:maxEmbeddedScan]
 		}
+		if !strings.ContainsAny(t, "~/") {
+			continue // every path starts with one: the expression need not be compiled for a word
+		}
 		for _, m := range embeddedPath.FindAllStringSubmatch(t, -1) {
 			if m[1] != t { // a whole argument is PathValues' to judge, with its option
 				out = append(out, HandedPath{Value: m[1], Opt: "embedded"})
