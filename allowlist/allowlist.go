@@ -8,7 +8,11 @@
 // it does not know coworkbridge's own hook entry.
 package allowlist
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/coworkbridge/coworkbridge/internal/nameset"
+)
 
 // List is the safe list together with the names an admin allowed. The zero List is the safe list
 // alone.
@@ -31,11 +35,11 @@ func New(admin []string) List {
 
 // Key reports whether a top-level settings key other than "hooks" and "env" (which are judged
 // member by member) may stay.
-func (l List) Key(k string) bool { return safeKeys[k] || l.admin[k] }
+func (l List) Key(k string) bool { return safeKeys.Has(k) || l.admin[k] }
 
 // Env reports whether settings may hand the variable k to the CLI and its hooks.
 func (l List) Env(k string) bool {
-	return l.admin["env"] || l.admin["env."+k] || safeEnv[k] && !Dangerous("env."+k)
+	return l.admin["env"] || l.admin["env."+k] || safeEnv.Has(k) && !Dangerous("env."+k)
 }
 
 // HookEvent reports whether hooks of another tool may stand under event (PreToolUse included:
@@ -64,7 +68,7 @@ func (l List) MCPServerEnv(server, name string) bool {
 // program loads before its own.
 func LaunchEnv(name string) bool {
 	u := strings.ToUpper(name)
-	if loaderEnv(u) || launchEnv[u] {
+	if loaderEnv(u) || launchEnv.Has(u) {
 		return true
 	}
 	for _, p := range []string{"PYTHON", "NPM_CONFIG_", "PERL5", "RUBY", "JAVA_", "_JAVA_", "JDK_JAVA_", "GIT_", "BUN_", "DENO_", "UV_", "PIP_"} {
@@ -76,7 +80,7 @@ func LaunchEnv(name string) bool {
 }
 
 // launchEnv are LaunchEnv's names beyond loaderEnv's: language runtimes' and package managers'.
-var launchEnv = set("XDG_CONFIG_HOME", "PERLLIB", "PERLIO", "TCLLIBPATH", "LUA_PATH", "LUA_CPATH", "GEM_HOME", "GEM_PATH",
+var launchEnv = nameset.Of("XDG_CONFIG_HOME", "PERLLIB", "PERLIO", "TCLLIBPATH", "LUA_PATH", "LUA_CPATH", "GEM_HOME", "GEM_PATH",
 	"BUNDLE_GEMFILE", "CLASSPATH", "GOFLAGS", "CARGO_HOME", "RUSTC_WRAPPER",
 	"COREPACK_NPM_REGISTRY", "YARN_RC_FILENAME", "NPX_CACHE", "PNPM_HOME", "VOLTA_HOME", "NVM_DIR", "ELECTRON_RUN_AS_NODE")
 
@@ -84,10 +88,10 @@ var launchEnv = set("XDG_CONFIG_HOME", "PERLLIB", "PERLIO", "TCLLIBPATH", "LUA_P
 // runs or what a program loads before its own code: held in any settings' env (dangerousEnv),
 // and never handed to an allowed MCP server (LaunchEnv).
 func loaderEnv(u string) bool {
-	return loaderNames[u] || strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_")
+	return loaderNames.Has(u) || strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_")
 }
 
-var loaderNames = set("PATH", "IFS", "ENV", "BASH_ENV", "PROMPT_COMMAND", "ZDOTDIR", "HOME", "SHELL", "TMPDIR",
+var loaderNames = nameset.Of("PATH", "IFS", "ENV", "BASH_ENV", "PROMPT_COMMAND", "ZDOTDIR", "HOME", "SHELL", "TMPDIR",
 	"NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS")
 
 // File reports whether the admin allows the configuration file name of a kind ("skills",
@@ -111,12 +115,12 @@ func Dangerous(name string) bool {
 	case "env":
 		return dangerousEnv(member)
 	}
-	return dangerousKeys[key]
+	return dangerousKeys.Has(key)
 }
 
 // dangerousKeys start a program, load code or switch hooks off (Claude Code's settings
 // documentation and the CLI 2.1.329 red team).
-var dangerousKeys = set(
+var dangerousKeys = nameset.Of(
 	"disableAllHooks", "statusLine", "subagentStatusLine", "fileSuggestion", "apiKeyHelper",
 	"awsAuthRefresh", "awsCredentialExport", "gcpAuthRefresh", "otelHeadersHelper", "processWrapper",
 	"policyHelper", "defaultShell", "enableAllProjectMcpServers", "enabledMcpjsonServers", "mcpServers",
@@ -133,13 +137,13 @@ var dangerousKeys = set(
 // it looks for code, whether hooks run at all, or which server the CLI talks to.
 func dangerousEnv(k string) bool {
 	u := strings.ToUpper(k)
-	return dangerousEnvNames[u] || loaderEnv(u) ||
+	return dangerousEnvNames.Has(u) || loaderEnv(u) ||
 		strings.HasPrefix(u, "BASH_FUNC_") || strings.Contains(k, "%%") ||
 		strings.HasPrefix(u, "ANTHROPIC_") && (strings.HasSuffix(u, "_URL") || strings.Contains(u, "HELPER")) ||
 		strings.HasPrefix(u, "OTEL_") || strings.HasPrefix(u, "CLAUDE_CODE_PLUGIN")
 }
 
-var dangerousEnvNames = set(
+var dangerousEnvNames = nameset.Of(
 	"SHELLOPTS", "BASHOPTS", "PS4", "CDPATH", "GLOBIGNORE", "GCONV_PATH", "LOCPATH", "NLSPATH",
 	"HOSTALIASES", "RESOLV_HOST_CONF", "PYTHONPATH", "PYTHONSTARTUP", "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB",
 	"CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SHELL_PREFIX", "CLAUDE_CODE_SHELL",
@@ -153,7 +157,7 @@ var dangerousEnvNames = set(
 // safeKeys cannot start a program, rewrite a call, switch hooks off or load code: presentation,
 // model choice, the CLI's own permission rules (coworkbridge judges every call whatever they say)
 // and switches that only turn features off.
-var safeKeys = set(
+var safeKeys = nameset.Of(
 	"$schema", "alwaysThinkingEnabled", "askUserQuestionTimeout", "attribution", "autoCompactEnabled",
 	"autoMemoryEnabled", "autoScrollEnabled", "autoUpdatesChannel", "availableModels", "awaySummaryEnabled",
 	"axScreenReader", "claudeMdExcludes", "cleanupPeriodDays", "companyAnnouncements", "deniedMcpServers",
@@ -173,7 +177,7 @@ var safeKeys = set(
 )
 
 // safeEnv are variables that tune the CLI without choosing code, servers or hooks.
-var safeEnv = set(
+var safeEnv = nameset.Of(
 	"ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
 	"ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL",
 	"CLAUDE_CODE_MAX_OUTPUT_TOKENS", "MAX_THINKING_TOKENS", "MAX_MCP_OUTPUT_TOKENS", "BASH_DEFAULT_TIMEOUT_MS",
@@ -184,11 +188,3 @@ var safeEnv = set(
 	"CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "CLAUDE_CODE_IS_COWORK",
 	"LANG", "LC_ALL", "LC_CTYPE", "TZ", "NO_COLOR", "FORCE_COLOR",
 )
-
-func set(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
