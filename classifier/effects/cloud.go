@@ -221,16 +221,14 @@ func specGrants(spec string) []string {
 // cloudAction is one control-plane call that takes a protection away or hands access out.
 type cloudAction struct {
 	prog  string
-	words []string // consecutive operands, after any global options
-	test  func(*facts.Command) bool
+	words []string           // consecutive operands, after any global options
+	args  *lazyregexp.Regexp // matched against the arguments joined by spaces, when set
 	class string
 	what  string
 }
 
-func argsMatch(re *lazyregexp.Regexp) func(*facts.Command) bool {
-	return func(c *facts.Command) bool { return re.MatchString(strings.Join(c.Args, " ")) }
-}
-
+// A table of plain values, not closures: the compiler lays it out in the binary, where a closure
+// per row was made at every process start.
 var (
 	adminPolicy    = lazyregexp.New(`(?i)arn:aws:iam::(aws|[0-9]{12}):policy/(AdministratorAccess|IAMFullAccess|PowerUserAccess)\b|"Action"\s*:\s*"(\*|iam:\*)"`)
 	adminRole      = lazyregexp.New(`(?i)(^|[\s=])(roles/(owner|editor|iam\.[a-z]*admin|iam\.serviceAccount(TokenCreator|KeyAdmin|User)|resourcemanager\.[a-z]*admin)|owner|contributor|"?user access administrator"?|role-based access control administrator)(\s|$)`)
@@ -249,9 +247,9 @@ var cloudActions = []cloudAction{
 	// Audit and detection switched off, or its record deleted.
 	{prog: "aws", words: []string{"cloudtrail", "stop-logging"}, class: "audit-off", what: "CloudTrail logging"},
 	{prog: "aws", words: []string{"cloudtrail", "delete-trail"}, class: "audit-off", what: "a CloudTrail trail"},
-	{prog: "aws", words: []string{"cloudtrail", "put-event-selectors"}, test: argsMatch(lazyregexp.New(`\[\s*\]|ReadWriteType[=:]\s*"?(ReadOnly)`)), class: "audit-off", what: "CloudTrail's events"},
+	{prog: "aws", words: []string{"cloudtrail", "put-event-selectors"}, args: lazyregexp.New(`\[\s*\]|ReadWriteType[=:]\s*"?(ReadOnly)`), class: "audit-off", what: "CloudTrail's events"},
 	{prog: "aws", words: []string{"guardduty", "delete-detector"}, class: "audit-off", what: "GuardDuty"},
-	{prog: "aws", words: []string{"guardduty", "update-detector"}, test: argsMatch(noAudit), class: "audit-off", what: "GuardDuty"},
+	{prog: "aws", words: []string{"guardduty", "update-detector"}, args: noAudit, class: "audit-off", what: "GuardDuty"},
 	{prog: "aws", words: []string{"guardduty", "disassociate-from-administrator-account"}, class: "audit-off", what: "GuardDuty"},
 	{prog: "aws", words: []string{"config", "stop-configuration-recorder"}, class: "audit-off", what: "AWS Config"},
 	{prog: "aws", words: []string{"configservice", "stop-configuration-recorder"}, class: "audit-off", what: "AWS Config"},
@@ -262,56 +260,56 @@ var cloudActions = []cloudAction{
 	{prog: "aws", words: []string{"logs", "delete-log-group"}, class: "audit-off", what: "a log group"},
 	{prog: "aws", words: []string{"access-analyzer", "delete-analyzer"}, class: "audit-off", what: "IAM Access Analyzer"},
 	{prog: "gcloud", words: []string{"logging", "sinks", "delete"}, class: "audit-off", what: "a log sink"},
-	{prog: "gcloud", words: []string{"logging", "sinks", "update"}, test: argsMatch(noAudit), class: "audit-off", what: "a log sink"},
+	{prog: "gcloud", words: []string{"logging", "sinks", "update"}, args: noAudit, class: "audit-off", what: "a log sink"},
 	{prog: "gcloud", words: []string{"logging", "logs", "delete"}, class: "audit-off", what: "a log"},
-	{prog: "gcloud", words: []string{"services", "disable"}, test: argsMatch(lazyregexp.New(`(logging|monitoring|securitycenter|cloudaudit)\.googleapis\.com`)), class: "audit-off", what: "an audit service"},
+	{prog: "gcloud", words: []string{"services", "disable"}, args: lazyregexp.New(`(logging|monitoring|securitycenter|cloudaudit)\.googleapis\.com`), class: "audit-off", what: "an audit service"},
 	{prog: "az", words: []string{"monitor", "diagnostic-settings", "delete"}, class: "audit-off", what: "diagnostic settings"},
 	{prog: "az", words: []string{"monitor", "log-profiles", "delete"}, class: "audit-off", what: "a log profile"},
-	{prog: "az", words: []string{"security", "pricing", "create"}, test: argsMatch(lazyregexp.New(`--tier[= ]free\b`)), class: "audit-off", what: "Defender for Cloud"},
+	{prog: "az", words: []string{"security", "pricing", "create"}, args: lazyregexp.New(`--tier[= ]free\b`), class: "audit-off", what: "Defender for Cloud"},
 
 	// Identities or keys with administrator rights.
 	{prog: "aws", words: []string{"iam", "create-access-key"}, class: "admin-identity", what: "an IAM access key"},
 	{prog: "aws", words: []string{"iam", "create-login-profile"}, class: "admin-identity", what: "an IAM console password"},
 	{prog: "aws", words: []string{"iam", "update-login-profile"}, class: "admin-identity", what: "an IAM console password"},
-	{prog: "aws", words: []string{"iam", "attach-user-policy"}, test: argsMatch(adminPolicy), class: "admin-identity", what: "administrator rights"},
-	{prog: "aws", words: []string{"iam", "attach-role-policy"}, test: argsMatch(adminPolicy), class: "admin-identity", what: "administrator rights"},
-	{prog: "aws", words: []string{"iam", "attach-group-policy"}, test: argsMatch(adminPolicy), class: "admin-identity", what: "administrator rights"},
-	{prog: "aws", words: []string{"iam", "put-user-policy"}, test: argsMatch(adminPolicy), class: "admin-identity", what: "administrator rights"},
-	{prog: "aws", words: []string{"iam", "put-role-policy"}, test: argsMatch(adminPolicy), class: "admin-identity", what: "administrator rights"},
+	{prog: "aws", words: []string{"iam", "attach-user-policy"}, args: adminPolicy, class: "admin-identity", what: "administrator rights"},
+	{prog: "aws", words: []string{"iam", "attach-role-policy"}, args: adminPolicy, class: "admin-identity", what: "administrator rights"},
+	{prog: "aws", words: []string{"iam", "attach-group-policy"}, args: adminPolicy, class: "admin-identity", what: "administrator rights"},
+	{prog: "aws", words: []string{"iam", "put-user-policy"}, args: adminPolicy, class: "admin-identity", what: "administrator rights"},
+	{prog: "aws", words: []string{"iam", "put-role-policy"}, args: adminPolicy, class: "admin-identity", what: "administrator rights"},
 	{prog: "aws", words: []string{"iam", "update-assume-role-policy"}, class: "admin-identity", what: "who may take a role"},
 	{prog: "gcloud", words: []string{"iam", "service-accounts", "keys", "create"}, class: "admin-identity", what: "a service account key"},
-	{prog: "gcloud", words: []string{"add-iam-policy-binding"}, test: argsMatch(adminRole), class: "admin-identity", what: "an owner or administrator role"},
-	{prog: "az", words: []string{"role", "assignment", "create"}, test: argsMatch(adminRole), class: "admin-identity", what: "an owner or administrator role"},
+	{prog: "gcloud", words: []string{"add-iam-policy-binding"}, args: adminRole, class: "admin-identity", what: "an owner or administrator role"},
+	{prog: "az", words: []string{"role", "assignment", "create"}, args: adminRole, class: "admin-identity", what: "an owner or administrator role"},
 	{prog: "az", words: []string{"ad", "sp", "create-for-rbac"}, class: "admin-identity", what: "a service principal with a secret"},
 	{prog: "az", words: []string{"ad", "sp", "credential", "reset"}, class: "admin-identity", what: "a service principal's secret"},
 	{prog: "az", words: []string{"ad", "app", "credential", "reset"}, class: "admin-identity", what: "an application's secret"},
-	{prog: "kubectl", words: []string{"create", "clusterrolebinding"}, test: argsMatch(clusterAdmin), class: "cluster-admin", what: "cluster-admin"},
-	{prog: "kubectl", words: []string{"create", "rolebinding"}, test: argsMatch(clusterAdmin), class: "cluster-admin", what: "cluster-admin"},
+	{prog: "kubectl", words: []string{"create", "clusterrolebinding"}, args: clusterAdmin, class: "cluster-admin", what: "cluster-admin"},
+	{prog: "kubectl", words: []string{"create", "rolebinding"}, args: clusterAdmin, class: "cluster-admin", what: "cluster-admin"},
 	{prog: "kubectl", words: []string{"create", "token"}, class: "admin-identity", what: "a service account token"},
 
 	// Storage made public.
-	{prog: "aws", words: []string{"s3api", "put-bucket-acl"}, test: argsMatch(publicACL), class: "public-data", what: "a bucket"},
-	{prog: "aws", words: []string{"s3api", "put-object-acl"}, test: argsMatch(publicACL), class: "public-data", what: "an object"},
-	{prog: "aws", words: []string{"s3api", "put-bucket-policy"}, test: argsMatch(publicPolicy), class: "public-data", what: "a bucket"},
+	{prog: "aws", words: []string{"s3api", "put-bucket-acl"}, args: publicACL, class: "public-data", what: "a bucket"},
+	{prog: "aws", words: []string{"s3api", "put-object-acl"}, args: publicACL, class: "public-data", what: "an object"},
+	{prog: "aws", words: []string{"s3api", "put-bucket-policy"}, args: publicPolicy, class: "public-data", what: "a bucket"},
 	{prog: "aws", words: []string{"s3api", "delete-public-access-block"}, class: "public-data", what: "a bucket's public access block"},
 	{prog: "aws", words: []string{"s3control", "delete-public-access-block"}, class: "public-data", what: "the account's public access block"},
-	{prog: "aws", words: []string{"s3api", "put-public-access-block"}, test: argsMatch(publicBlockOff), class: "public-data", what: "a bucket's public access block"},
-	{prog: "aws", words: []string{"s3", "cp"}, test: argsMatch(publicACL), class: "public-data", what: "objects"},
-	{prog: "aws", words: []string{"s3", "sync"}, test: argsMatch(publicACL), class: "public-data", what: "objects"},
-	{prog: "gsutil", words: []string{"iam", "ch"}, test: argsMatch(allUsers), class: "public-data", what: "a bucket"},
-	{prog: "gsutil", words: []string{"acl", "ch"}, test: argsMatch(allUsers), class: "public-data", what: "a bucket"},
+	{prog: "aws", words: []string{"s3api", "put-public-access-block"}, args: publicBlockOff, class: "public-data", what: "a bucket's public access block"},
+	{prog: "aws", words: []string{"s3", "cp"}, args: publicACL, class: "public-data", what: "objects"},
+	{prog: "aws", words: []string{"s3", "sync"}, args: publicACL, class: "public-data", what: "objects"},
+	{prog: "gsutil", words: []string{"iam", "ch"}, args: allUsers, class: "public-data", what: "a bucket"},
+	{prog: "gsutil", words: []string{"acl", "ch"}, args: allUsers, class: "public-data", what: "a bucket"},
 	{prog: "gsutil", words: []string{"acl", "set", "public-read"}, class: "public-data", what: "a bucket"},
-	{prog: "gcloud", words: []string{"storage", "buckets", "add-iam-policy-binding"}, test: argsMatch(allUsers), class: "public-data", what: "a bucket"},
-	{prog: "gcloud", words: []string{"storage", "objects", "update"}, test: argsMatch(allUsers), class: "public-data", what: "objects"},
-	{prog: "az", words: []string{"storage", "container", "set-permission"}, test: argsMatch(azPublic), class: "public-data", what: "a container"},
-	{prog: "az", words: []string{"storage", "container", "create"}, test: argsMatch(azPublic), class: "public-data", what: "a container"},
-	{prog: "az", words: []string{"storage", "account", "update"}, test: argsMatch(azPublic), class: "public-data", what: "a storage account"},
+	{prog: "gcloud", words: []string{"storage", "buckets", "add-iam-policy-binding"}, args: allUsers, class: "public-data", what: "a bucket"},
+	{prog: "gcloud", words: []string{"storage", "objects", "update"}, args: allUsers, class: "public-data", what: "objects"},
+	{prog: "az", words: []string{"storage", "container", "set-permission"}, args: azPublic, class: "public-data", what: "a container"},
+	{prog: "az", words: []string{"storage", "container", "create"}, args: azPublic, class: "public-data", what: "a container"},
+	{prog: "az", words: []string{"storage", "account", "update"}, args: azPublic, class: "public-data", what: "a storage account"},
 
 	// Snapshots and images shared with other accounts.
-	{prog: "aws", words: []string{"ec2", "modify-snapshot-attribute"}, test: argsMatch(shareAdd), class: "foreign-share", what: "a disk snapshot"},
-	{prog: "aws", words: []string{"ec2", "modify-image-attribute"}, test: argsMatch(shareAdd), class: "foreign-share", what: "a machine image"},
-	{prog: "aws", words: []string{"rds", "modify-db-snapshot-attribute"}, test: argsMatch(shareAdd), class: "foreign-share", what: "a database snapshot"},
-	{prog: "aws", words: []string{"rds", "modify-db-cluster-snapshot-attribute"}, test: argsMatch(shareAdd), class: "foreign-share", what: "a database snapshot"},
+	{prog: "aws", words: []string{"ec2", "modify-snapshot-attribute"}, args: shareAdd, class: "foreign-share", what: "a disk snapshot"},
+	{prog: "aws", words: []string{"ec2", "modify-image-attribute"}, args: shareAdd, class: "foreign-share", what: "a machine image"},
+	{prog: "aws", words: []string{"rds", "modify-db-snapshot-attribute"}, args: shareAdd, class: "foreign-share", what: "a database snapshot"},
+	{prog: "aws", words: []string{"rds", "modify-db-cluster-snapshot-attribute"}, args: shareAdd, class: "foreign-share", what: "a database snapshot"},
 	{prog: "gcloud", words: []string{"compute", "images", "add-iam-policy-binding"}, class: "foreign-share", what: "a machine image"},
 	{prog: "gcloud", words: []string{"compute", "snapshots", "add-iam-policy-binding"}, class: "foreign-share", what: "a disk snapshot"},
 	{prog: "az", words: []string{"snapshot", "grant-access"}, class: "foreign-share", what: "a disk snapshot (a download link)"},
@@ -320,20 +318,20 @@ var cloudActions = []cloudAction{
 
 // secretReads are control-plane calls that print stored secrets: judged as credentials.
 var secretReads = []cloudAction{
-	{prog: "kubectl", words: []string{"get", "secret"}, test: argsMatch(secretOutput), what: "Kubernetes secrets"},
-	{prog: "kubectl", words: []string{"get", "secrets"}, test: argsMatch(secretOutput), what: "Kubernetes secrets"},
-	{prog: "oc", words: []string{"get", "secret"}, test: argsMatch(secretOutput), what: "Kubernetes secrets"},
-	{prog: "oc", words: []string{"get", "secrets"}, test: argsMatch(secretOutput), what: "Kubernetes secrets"},
+	{prog: "kubectl", words: []string{"get", "secret"}, args: secretOutput, what: "Kubernetes secrets"},
+	{prog: "kubectl", words: []string{"get", "secrets"}, args: secretOutput, what: "Kubernetes secrets"},
+	{prog: "oc", words: []string{"get", "secret"}, args: secretOutput, what: "Kubernetes secrets"},
+	{prog: "oc", words: []string{"get", "secrets"}, args: secretOutput, what: "Kubernetes secrets"},
 	{prog: "aws", words: []string{"secretsmanager", "get-secret-value"}, what: "an AWS secret"},
 	{prog: "aws", words: []string{"secretsmanager", "batch-get-secret-value"}, what: "AWS secrets"},
-	{prog: "aws", words: []string{"ssm", "get-parameter"}, test: argsMatch(lazyregexp.New(`--with-decryption\b`)), what: "an AWS parameter"},
-	{prog: "aws", words: []string{"ssm", "get-parameters"}, test: argsMatch(lazyregexp.New(`--with-decryption\b`)), what: "AWS parameters"},
-	{prog: "aws", words: []string{"ssm", "get-parameters-by-path"}, test: argsMatch(lazyregexp.New(`--with-decryption\b`)), what: "AWS parameters"},
+	{prog: "aws", words: []string{"ssm", "get-parameter"}, args: lazyregexp.New(`--with-decryption\b`), what: "an AWS parameter"},
+	{prog: "aws", words: []string{"ssm", "get-parameters"}, args: lazyregexp.New(`--with-decryption\b`), what: "AWS parameters"},
+	{prog: "aws", words: []string{"ssm", "get-parameters-by-path"}, args: lazyregexp.New(`--with-decryption\b`), what: "AWS parameters"},
 	{prog: "gcloud", words: []string{"secrets", "versions", "access"}, what: "a Google Cloud secret"},
 	{prog: "az", words: []string{"keyvault", "secret", "show"}, what: "an Azure Key Vault secret"},
 	{prog: "az", words: []string{"keyvault", "secret", "download"}, what: "an Azure Key Vault secret"},
 	{prog: "vault", words: []string{"kv", "get"}, what: "a Vault secret"},
-	{prog: "vault", words: []string{"read"}, test: argsMatch(lazyregexp.New(`(^|\s)(secret|kv|database/creds|aws/creds|pki/issue)/`)), what: "a Vault secret"},
+	{prog: "vault", words: []string{"read"}, args: lazyregexp.New(`(^|\s)(secret|kv|database/creds|aws/creds|pki/issue)/`), what: "a Vault secret"},
 }
 
 func (a cloudAction) matches(cmd *facts.Command) bool {
@@ -352,7 +350,7 @@ func (a cloudAction) matches(cmd *facts.Command) bool {
 	for i := 0; i <= limit && i+len(a.words) <= len(ops) && !found; i++ {
 		found = slices.EqualFunc(ops[i:i+len(a.words)], a.words, strings.EqualFold)
 	}
-	return found && (a.test == nil || a.test(cmd))
+	return found && (a.args == nil || a.args.MatchString(strings.Join(cmd.Args, " ")))
 }
 
 // cloudEffects: the control-plane calls of the tables above.
