@@ -144,11 +144,8 @@ func run(bin string, sessionCounts, concs []int, calls int, poll time.Duration, 
 	if bin == "" {
 		bin = filepath.Join(tmp, "coworkbridge")
 		for out, pkg := range map[string]string{bin: "./cmd/coworkbridge", dropin.HookProgram(bin): "./cmd/coworkbridge-hook"} {
-			build := exec.Command("go", "build", "-o", out, pkg)
-			build.Env = append(os.Environ(), "CGO_ENABLED=0") // as releases are built (deploy/README.md)
-			build.Stderr = os.Stderr
-			if err := build.Run(); err != nil {
-				return fmt.Errorf("build %s (run from the module root, or pass -bin): %w", pkg, err)
+			if err := buildInstalled(out, pkg); err != nil {
+				return err
 			}
 		}
 	}
@@ -560,4 +557,25 @@ func processCost(call func(payload []byte) ([]byte, time.Duration, error)) (sh, 
 	slices.Sort(shs)
 	slices.Sort(hooks)
 	return shs[pairs/2], hooks[pairs/2], nil
+}
+
+// buildInstalled builds pkg as releases are built (without cgo, deploy/README.md) and leaves at
+// out a copy, as a package installs it: on this project's Linux machines a program run from the
+// file the linker wrote starts about 2 ms slower than a byte-identical copy, which no Mac runs.
+func buildInstalled(out, pkg string) error {
+	built := out + ".built"
+	build := exec.Command("go", "build", "-o", built, pkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build %s (run from the module root, or pass -bin): %w", pkg, err)
+	}
+	data, err := os.ReadFile(built)
+	if err != nil {
+		return fmt.Errorf("read the built %s: %w", pkg, err)
+	}
+	if err := os.WriteFile(out, data, 0o755); err != nil {
+		return fmt.Errorf("install %s: %w", out, err)
+	}
+	return os.Remove(built)
 }
