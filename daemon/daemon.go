@@ -269,7 +269,7 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
 		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable, users: opts.Users}
 	if env.System {
-		d.callers = &hosthook.Callers{Env: env, Paths: paths, Session: d.hostSession, Resolve: d.resolveAsUser}
+		d.callers = &hosthook.Callers{Env: env, Paths: paths, View: d.hostView}
 	}
 	// Today's counts go on across a restart: the last health.json holds them.
 	if prev, err := health.ReadSnapshot(paths.HealthFile()); err == nil {

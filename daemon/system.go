@@ -18,7 +18,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
 	"github.com/coworkbridge/coworkbridge/hostsocket"
-	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -144,33 +143,27 @@ func (h *hostCalls) call(ctx context.Context, p hostsocket.Peer, r hostsocket.Re
 	return a
 }
 
-// hostSession is the state of session id of uid's, for a host call judged at the socket: its
-// user's worker keeps it (system mode has no collector of root's).
-func (d *Daemon) hostSession(uid uint32, id string) (hosthook.SessionState, bool) {
+// hostView is what uid's worker sees of a host call judged at the socket, asked once: where its
+// links lead as uid (root follows no link of a user's) and the state of its session id (system
+// mode has no collector of root's).
+func (d *Daemon) hostView(uid uint32, p claudehook.Payload, id string) hosthook.View {
 	g := d.watching.Load()
 	if g == nil || g.workers == nil {
-		return hosthook.SessionState{}, false
+		return hosthook.View{ResolveErr: errors.New("no worker is running")}
 	}
-	st, err := g.workers.Session(context.Background(), uid, id)
+	r, st, err := g.workers.View(context.Background(), uid, p, id)
 	if err != nil {
-		d.log.Warn("cannot ask a user's worker for a session's state; the host call is judged without it", "uid", uid, "session", id, "err", err)
-		return hosthook.SessionState{}, false
+		if id != "" {
+			d.log.Warn("cannot ask a user's worker for a session's state; the host call is judged without it", "uid", uid, "session", id, "err", err)
+		}
+		return hosthook.View{ResolveErr: err}
 	}
-	if !st.Tracked {
-		return hosthook.SessionState{}, false
+	v := hosthook.View{Resolved: r, Tracked: st.Tracked}
+	if st.Tracked {
+		v.Session = hosthook.SessionState{Quarantined: st.Quarantined, Flow: st.Flow,
+			Judged: func(r claudehook.Receipt) { g.workers.Receipt(uid, id, r) }}
 	}
-	return hosthook.SessionState{Quarantined: st.Quarantined, Flow: st.Flow,
-		Judged: func(r claudehook.Receipt) { g.workers.Receipt(uid, id, r) }}, true
-}
-
-// resolveAsUser asks uid's worker where the Mac's links take the call's paths, as uid: root
-// follows no link of a user's.
-func (d *Daemon) resolveAsUser(uid uint32, p claudehook.Payload) (*judgement.Resolution, error) {
-	g := d.watching.Load()
-	if g == nil || g.workers == nil {
-		return nil, errors.New("no worker is running")
-	}
-	return g.workers.Resolve(context.Background(), uid, p)
+	return v
 }
 
 // hostRecord is a host call's record on its way to the writer; done closes once it is in the

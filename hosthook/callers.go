@@ -31,13 +31,10 @@ type Callers struct {
 	// and the host channels' root.
 	Env   managedconfig.Env
 	Paths managedconfig.Paths
-	// Session is the daemon's view of the quarantine and flow of session id of the user uid
-	// (see Judgement.Session): in system mode, the user's worker's.
-	Session func(uid uint32, id string) (SessionState, bool)
-	// Resolve, when set, works out where the Mac's links take the call's paths as the user uid
-	// (their worker, in system mode), so that root follows no link of a user's itself; an error
-	// judges the call as written, and its record says so.
-	Resolve func(uid uint32, p claudehook.Payload) (*judgement.Resolution, error)
+	// View, when set, asks the user uid's worker, once per call, what it sees of the call (see
+	// Judgement.View): where the Mac's links take its paths as the user, so that root follows no
+	// link of a user's itself, and the quarantine and flow of its session (id "": none).
+	View func(uid uint32, p claudehook.Payload, session string) View
 	// Lookup names a uid (nil: the system's user database).
 	Lookup func(uid uint32) (*user.User, error)
 
@@ -89,11 +86,8 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	stamp := sv.Stamp
 	stamp.User = cl.name
 	j := Judgement{Judge: cl.judge, Env: env, ChannelRoot: c.Paths.ChannelRoot(), Stamp: stamp, Door: judgement.Socket, Note: note}
-	if c.Resolve != nil {
-		j.Resolve = func(p claudehook.Payload) (*judgement.Resolution, error) { return c.Resolve(uid, p) }
-	}
-	if c.Session != nil {
-		j.Session = func(id string) (SessionState, bool) { return c.Session(uid, id) }
+	if c.View != nil {
+		j.View = func(p claudehook.Payload, session string) View { return c.View(uid, p, session) }
 	}
 	rec, out = j.Decide(ctx, r.Payload, started)
 	return out, rec, nil
@@ -159,7 +153,7 @@ func (c *Callers) callerOf(uid uint32, sv Serving) (*caller, error) {
 	places := &realpath.Cache{For: identitiesFor, Places: cls.PlacePaths, Secrets: cls.SecretFolders, Home: u.HomeDir}
 	cl.cls = cls
 	cl.judge = judgement.Judge{Cfg: cl.cfg, Rules: cls, Links: filepath.EvalSymlinks, Places: places.Get}
-	if c.Resolve != nil { // the caller's worker follows the links, as the caller
+	if c.View != nil { // the caller's worker follows the links, as the caller
 		cl.judge.Links, cl.judge.Places = nil, nil
 	}
 	c.mu.Lock()

@@ -3,8 +3,10 @@ package hosthook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,10 +89,12 @@ func TestTheSocketAsksOnlyTheCallersWorkerAndNoUserFileMakesItStandAside(t *test
 	const uid = 4242
 	var asked, resolved []uint32
 	c := &Callers{Env: managedconfig.Env{GOOS: "linux"}, Paths: paths,
-		Session: func(u uint32, id string) (SessionState, bool) { asked = append(asked, u); return SessionState{}, false },
-		Resolve: func(u uint32, p claudehook.Payload) (*judgement.Resolution, error) {
+		View: func(u uint32, p claudehook.Payload, session string) View {
 			resolved = append(resolved, u)
-			return &judgement.Resolution{Payload: p}, nil
+			if session != "" {
+				asked = append(asked, u)
+			}
+			return View{Resolved: &judgement.Resolution{Payload: p}}
 		},
 		users: map[uint32]*caller{uid: {hash: sv.Snap.ShortHash(), name: "eve", home: home, cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: cls}}}}
 	for _, configDir := range []string{own, filepath.Join(root, "a", "o", "local_victim", ".claude"), ""} {
@@ -106,5 +110,67 @@ func TestTheSocketAsksOnlyTheCallersWorkerAndNoUserFileMakesItStandAside(t *test
 	}
 	if len(resolved) != 3 {
 		t.Errorf("links followed by the caller's worker for %d of 3 calls", len(resolved))
+	}
+}
+
+// The socket door asks the caller's worker once per call, for the links and the session's state
+// together: a session it reports quarantined has its call refused and the receipt handed back;
+// one it does not follow is judged as any call; a worker that cannot answer leaves the call
+// judged as written, and its record says why.
+func TestTheSocketJudgesWithWhatTheWorkerSeesInOneQuestion(t *testing.T) {
+	home := t.TempDir()
+	root := filepath.Join(home, "sessions")
+	own := filepath.Join(root, "a", "o", "local_own", ".claude")
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := managedconfig.Defaults(managedconfig.Env{GOOS: "linux", Home: home}, managedconfig.Paths{})
+	cfg.CoworkEnabled, cfg.Mode, cfg.SessionsRoots = true, managedconfig.Enforce, []string{root}
+	sv := Serving{Snap: managedconfig.Snapshot{Config: cfg}}
+	cls, err := classifier.New(classifier.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const uid = 4242
+	for _, tc := range []struct {
+		name     string
+		view     View
+		deny     bool
+		receipts int
+		note     string
+	}{
+		{"quarantined", View{Tracked: true, Session: SessionState{Quarantined: "disableAllHooks was set"}}, true, 1, ""},
+		{"not followed", View{Session: SessionState{Quarantined: "ignored: not tracked"}}, false, 0, ""},
+		{"worker down", View{ResolveErr: errors.New("the worker of eve is not running")}, false, 0, "could not be worked out as the user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asks, receipts int
+			v := tc.view
+			if v.Tracked {
+				v.Session.Judged = func(claudehook.Receipt) { receipts++ }
+			}
+			c := &Callers{Env: managedconfig.Env{GOOS: "linux"},
+				View: func(u uint32, p claudehook.Payload, session string) View {
+					asks++
+					if u != uid || session != "local_own" {
+						t.Errorf("asked uid %d about session %q", u, session)
+					}
+					return v
+				},
+				users: map[uint32]*caller{uid: {hash: sv.Snap.ShortHash(), name: "eve", home: home, cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: cls}}}}
+			req := hostsocket.Request{Kind: hostsocket.KindCall, ConfigDir: own,
+				Payload: json.RawMessage(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}`)}
+			out, rec, err := c.Answer(context.Background(), uid, req, sv, time.Now())
+			if err != nil || rec == nil {
+				t.Fatalf("answer: record %v, %v", rec, err)
+			}
+			a, _ := claudehook.ParseOutput(out)
+			if (a.Decision == claudehook.Deny) != tc.deny || asks != 1 || receipts != tc.receipts {
+				t.Errorf("answer %q after %d questions and %d receipts; want deny %v, one question, %d receipts", out, asks, receipts, tc.deny, tc.receipts)
+			}
+			if !strings.Contains(rec.Reason, tc.note) {
+				t.Errorf("record's reason %q lacks %q", rec.Reason, tc.note)
+			}
+		})
 	}
 }

@@ -148,22 +148,32 @@ type Judgement struct {
 	// Door is how the call came: the hook's own process, or the system daemon's socket (whose
 	// records name the caller as the kernel does, in Stamp.User).
 	Door judgement.Door
-	// Session, when set, stands in for the host channel: a system-mode daemon knows each
-	// session's quarantine and flow, and takes a call's receipt in memory. ok is false for a
-	// session it does not follow.
-	Session func(id string) (s SessionState, ok bool)
+	// View, when set, is asked once per call what the caller's own worker sees of it (system
+	// mode): where the Mac's links take its paths, in place of the judge's Links, and the state
+	// of its session (session "": none), standing in for the host channel.
+	View func(p claudehook.Payload, session string) View
 	// FlowNote, when set (a hook of its own, per-user mode), reads the session folder's flow as
 	// the daemon keeps it (flow.NoteKey in its offsets store).
 	FlowNote func(sessionDir string) ([]byte, error)
 	// Note is added to the record's reason: how the call was judged, when not the usual way.
 	Note string
-	// Resolve, when set, works out where the Mac's links take the call's paths in place of the
-	// judge's Links (a system daemon asks the caller's worker); an error judges the call as
-	// written, and its record says why.
-	Resolve func(claudehook.Payload) (*judgement.Resolution, error)
 }
 
-// SessionState is what a system-mode daemon knows of a session a host call comes from.
+// View is what a system-mode daemon learns of a host call from the caller's worker, in one
+// question: two cost the daemon and the worker a round trip each, on every call.
+type View struct {
+	// Resolved is where the call's links lead, as the user; ResolveErr says why it is not known
+	// (the call is then judged as written, and its record says why).
+	Resolved   *judgement.Resolution
+	ResolveErr error
+	// Session is the state of the call's session; Tracked is false for one the worker does not
+	// follow (or when none was asked about).
+	Session SessionState
+	Tracked bool
+}
+
+// SessionState is what a system-mode daemon knows of a session a host call comes from: its
+// quarantine and flow, and where a call's receipt goes (in memory).
 type SessionState struct {
 	Quarantined string
 	Flow        flow.State
@@ -194,24 +204,26 @@ func (j Judgement) Decide(ctx context.Context, data []byte, started time.Time) (
 	}
 	c := judgement.Call{Door: j.Door, Payload: p, RID: newRID(), Session: hostSession(j.Env, p), Waiting: true,
 		Own: ownSessionOf(j.Env, cfg), User: j.Stamp.User, Host: j.Stamp.Host, RecordUser: j.Door == judgement.Socket, Note: j.Note, Started: started}
-	if j.Resolve != nil {
-		r, err := j.Resolve(p)
-		if err != nil {
-			c.Note = joinNote(c.Note, "judged as written: where its links lead could not be worked out as the user ("+err.Error()+")")
-		}
-		c.Resolved = r
-	}
 	receipt := func(claudehook.Receipt) {}
 	place, inSession := sessionOfConfigDir(getenv(j.Env, "CLAUDE_CONFIG_DIR"), cfg.SessionsRoots)
 	switch {
-	case j.Session != nil && inSession:
-		if ss, ok := j.Session(place.ID()); ok {
-			c.Quarantined, c.Flow = ss.Quarantined, ss.Flow
-			if ss.Judged != nil {
-				receipt = ss.Judged
+	case j.View != nil:
+		id := ""
+		if inSession {
+			id = place.ID()
+		}
+		v := j.View(p, id)
+		if v.ResolveErr != nil {
+			c.Note = joinNote(c.Note, "judged as written: where its links lead could not be worked out as the user ("+v.ResolveErr.Error()+")")
+		}
+		c.Resolved = v.Resolved
+		if v.Tracked && inSession {
+			c.Quarantined, c.Flow = v.Session.Quarantined, v.Session.Flow
+			if v.Session.Judged != nil {
+				receipt = v.Session.Judged
 			}
 		}
-	case j.Session == nil:
+	default:
 		if ch := channel(j.Env, cfg, j.ChannelRoot); ch != nil {
 			defer ch.Close()
 			c.Quarantined = quarantined(ch, j.Judge.Now())

@@ -100,4 +100,12 @@ func TestTheWorkerTellsRootWhereTheUsersLinksTakeAShellCommandsPaths(t *testing.
 	if o := j.Decide(context.Background(), call); o.Verdict.Decision == claudehook.Allow {
 		t.Fatalf("the command reading the keys through a link was allowed with the worker's table: %+v", o.Verdict)
 	}
+	// Root asks it as one question with the session's state: the same table comes back, and a
+	// session this worker does not follow is said to be untracked.
+	body, _ := json.Marshal(viewAsk{Payload: linked, Session: "local_nobody"})
+	got, err := w.handle(context.Background(), kindView, body)
+	a, ok := got.(viewAnswer)
+	if err != nil || !ok || a.Resolution.Where[filepath.Join(home, "proj", "k", "notes")] != "~/.ssh/notes" || a.Session.Tracked {
+		t.Fatalf("the worker's view: %+v (%v)", got, err)
+	}
 }

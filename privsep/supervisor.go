@@ -158,42 +158,25 @@ func (s *Supervisor) follow(ctx context.Context, running *sync.WaitGroup) {
 	}
 }
 
-// Session asks uid's worker for the state of its session id, for a host call of it judged at
-// the socket. A user with no worker, or one that does not answer in time, has no such session.
-func (s *Supervisor) Session(ctx context.Context, uid uint32, id string) (SessionState, error) {
+// View asks uid's worker, in one round trip, where the Mac's links take p's paths as the user (so
+// that root follows no link of a user's) and, for a call of session id ("": none), that
+// session's state.
+func (s *Supervisor) View(ctx context.Context, uid uint32, p claudehook.Payload, session string) (*judgement.Resolution, SessionState, error) {
 	w := s.worker(uid)
 	if w == nil {
-		return SessionState{}, fmt.Errorf("no worker serves uid %d", uid)
+		return nil, SessionState{}, fmt.Errorf("no worker serves uid %d", uid)
 	}
 	l := w.current()
 	if l == nil {
-		return SessionState{}, fmt.Errorf("the worker of %s is not running", w.user.Name)
+		return nil, SessionState{}, fmt.Errorf("the worker of %s is not running", w.user.Name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	var st SessionState
-	err := l.call(ctx, kindSession, sessionAsk{ID: id}, &st)
-	return st, err
-}
-
-// Resolve asks uid's worker where the Mac's links take p's paths, as the user: for a host call
-// root judges at the socket, so that root follows no link of a user's.
-func (s *Supervisor) Resolve(ctx context.Context, uid uint32, p claudehook.Payload) (*judgement.Resolution, error) {
-	w := s.worker(uid)
-	if w == nil {
-		return nil, fmt.Errorf("no worker serves uid %d", uid)
+	var a viewAnswer
+	if err := l.call(ctx, kindView, viewAsk{Payload: p, Session: session}, &a); err != nil {
+		return nil, SessionState{}, err
 	}
-	l := w.current()
-	if l == nil {
-		return nil, fmt.Errorf("the worker of %s is not running", w.user.Name)
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	var r judgement.Resolution
-	if err := l.call(ctx, kindResolve, p, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return &a.Resolution, a.Session, nil
 }
 
 // Receipt hands uid's worker the receipt of a call of its session id judged at the socket.

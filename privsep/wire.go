@@ -11,8 +11,8 @@ import (
 )
 
 // The kinds of message. Worker to root: decide, refuse, findings and records are requests;
-// health, log and stats are notes. Root to worker: setup and receipt are notes; session and
-// resolve are requests.
+// health, log and stats are notes. Root to worker: setup and receipt are notes; view is a
+// request.
 const (
 	kindDecide   = "decide"
 	kindRefuse   = "refuse"
@@ -22,9 +22,8 @@ const (
 	kindLog      = "log"
 	kindStats    = "stats"
 	kindSetup    = "setup"
-	kindSession  = "session"
+	kindView     = "view"
 	kindReceipt  = "receipt"
-	kindResolve  = "resolve"
 )
 
 // Setup is what root tells a worker to do: guard the user's sessions under Config, or idle.
@@ -99,10 +98,18 @@ type Stats struct {
 	Sessions int `json:"sessions"`
 }
 
-// sessionAsk asks a worker for a session's state, for a host call of it root judges at the
-// socket.
-type sessionAsk struct {
-	ID string `json:"id"`
+// viewAsk asks a worker what it sees of a host call root judges at the socket: where the
+// call's links lead, as the user, and the state of its session (Session "": none). One question
+// per call, where two (links, then session) cost root and the worker a round trip each.
+type viewAsk struct {
+	Payload claudehook.Payload `json:"payload"`
+	Session string             `json:"session,omitempty"`
+}
+
+// viewAnswer is the worker's answer to a viewAsk.
+type viewAnswer struct {
+	Resolution judgement.Resolution `json:"resolution"`
+	Session    SessionState         `json:"session"`
 }
 
 // SessionState is a tracked session's state as a host call of it is judged.

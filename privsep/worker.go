@@ -197,26 +197,24 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		return nil, nil
 	case kindStats: // root asks, for a heartbeat or status
 		return w.current(), nil
-	case kindSession:
-		var q sessionAsk
+	case kindView:
+		var q viewAsk
 		if err := json.Unmarshal(body, &q); err != nil {
-			return nil, err
-		}
-		return w.session(q.ID), nil
-	case kindResolve:
-		var p claudehook.Payload
-		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, err
 		}
 		// A host hook's call: its shell runs on the Mac, or for the host loop's shell tool, in
 		// the VM, whose files this worker cannot see as the VM does (they are asked about).
+		p := q.Payload
 		inVM := judgement.Call{Door: judgement.Socket, Payload: p}.InVM()
 		read := runfile.Reader{Home: w.opts.Home, VM: inVM}.Read
-		r := resolution(p, w.places(), read)
+		a := viewAnswer{Resolution: *resolution(p, w.places(), read)}
 		if !inVM {
-			r.Where = w.where(p)
+			a.Resolution.Where = w.where(p)
 		}
-		return r, nil
+		if q.Session != "" {
+			a.Session = w.session(q.Session)
+		}
+		return a, nil
 	case kindReceipt:
 		var r receiptNote
 		if err := json.Unmarshal(body, &r); err != nil {
