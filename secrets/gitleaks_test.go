@@ -76,6 +76,11 @@ func loadGitleaksDefaults() (config.Config, error) {
 // is widened back by hand (rule.context).
 const keywordContext = `(?i)[\w.-]{0,50}?`
 
+// gitleaksContext are gitleaks' rules that, like ownContext, judge by context: a token they
+// see that a shape also sees is named for its shape: the generator puts them in
+// gitleaksContextRules.
+var gitleaksContext = []string{"curl-auth-header", "curl-auth-user", "generic-api-key"}
+
 func renderGitleaksRules() ([]byte, error) {
 	cfg, err := loadGitleaksDefaults()
 	if err != nil {
@@ -88,30 +93,44 @@ func renderGitleaksRules() ([]byte, error) {
 	fmt.Fprintf(&b, "const gitleaksVersion = %q\n\n", gitleaksModuleVersion())
 	fmt.Fprintf(&b, "// gitleaksRules are its rules that judge text: those bound to a file's path are left out. The\n")
 	fmt.Fprintf(&b, "// compiler lays the table out in the binary (no code runs, nothing is allocated at start-up),\n")
-	fmt.Fprintf(&b, "// and each expression is compiled when a text first needs it.\n")
-	fmt.Fprintf(&b, "var gitleaksRules = []rule{\n")
-	for _, id := range cfg.OrderedRules {
-		r := cfg.Rules[id]
-		if r.Regex == nil || r.Path != nil || len(r.RequiredRules) > 0 {
-			continue
+	fmt.Fprintf(&b, "// and each expression is compiled when a text first needs it. gitleaksContextRules are\n")
+	fmt.Fprintf(&b, "// those that judge by context, as ownContext does: a token they see that\n")
+	fmt.Fprintf(&b, "// a shape also sees is named for its shape, so they come last.\n")
+	for _, table := range []struct {
+		name    string
+		context bool
+	}{{"gitleaksRules", false}, {"gitleaksContextRules", true}} {
+		fmt.Fprintf(&b, "var %s = []rule{\n", table.name)
+		for _, id := range cfg.OrderedRules {
+			r := cfg.Rules[id]
+			if r.Regex == nil || r.Path != nil || len(r.RequiredRules) > 0 || slices.Contains(gitleaksContext, r.RuleID) != table.context {
+				continue
+			}
+			renderGitleaksRule(&b, r)
 		}
-		src, context := strings.CutPrefix(r.Regex.String(), keywordContext)
-		if context {
-			src = "(?i)" + src
-		}
-		fmt.Fprintf(&b, "{kind: %q, re: lazyregexp.New(%s), group: %d, entropy: %v, hints: %s",
-			r.RuleID, strconv.Quote(src), r.SecretGroup, r.Entropy, quoteAll(lowerAll(r.Keywords)))
-		if context {
-			fmt.Fprintf(&b, ", context: true")
-		}
-		if allow := renderAllowlists(r.Allowlists); allow != "" {
-			fmt.Fprintf(&b, ", allow: []allowlist{%s}", allow)
-		}
-		fmt.Fprintf(&b, "},\n")
+		fmt.Fprintf(&b, "}\n\n")
 	}
-	fmt.Fprintf(&b, "}\n\n// gitleaksAllow are the allowlists every rule's finding is checked against.\n")
+	fmt.Fprintf(&b, "// gitleaksAllow are the allowlists every rule's finding is checked against.\n")
 	fmt.Fprintf(&b, "var gitleaksAllow = []allowlist{%s}\n", renderAllowlists(cfg.Allowlists))
 	return format.Source(b.Bytes())
+}
+
+// renderGitleaksRule writes one of gitleaks' rules as a row of a table: gitleaks' global
+// allowlists apply to it (shared).
+func renderGitleaksRule(b *bytes.Buffer, r config.Rule) {
+	src, context := strings.CutPrefix(r.Regex.String(), keywordContext)
+	if context {
+		src = "(?i)" + src
+	}
+	fmt.Fprintf(b, "{kind: %q, re: lazyregexp.New(%s), group: %d, entropy: %v, hints: %s, shared: true",
+		r.RuleID, strconv.Quote(src), r.SecretGroup, r.Entropy, quoteAll(lowerAll(r.Keywords)))
+	if context {
+		fmt.Fprintf(b, ", context: true")
+	}
+	if allow := renderAllowlists(r.Allowlists); allow != "" {
+		fmt.Fprintf(b, ", allow: []allowlist{%s}", allow)
+	}
+	fmt.Fprintf(b, "},\n")
 }
 
 // renderAllowlists keeps what can judge a finding in a text; an allowlist of paths or commits

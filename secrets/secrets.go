@@ -9,10 +9,10 @@ package secrets
 import (
 	"cmp"
 	"math"
-
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
@@ -87,10 +87,6 @@ var ownContext = []rule{
 // variableOnly is a value that names a variable, not a secret: PASSWORD=$PASSWORD.
 var variableOnly = lazyregexp.New(`^["']?\$\{?[A-Za-z_][A-Za-z0-9_]*\}?["']?$`)
 
-// gitleaksContext are gitleaks' rules that, like ownContext, judge by context: a token they
-// see that a shape also sees is named for its shape.
-var gitleaksContext = []string{"curl-auth-header", "curl-auth-user", "generic-api-key"}
-
 // fieldWords are the last words of object keys whose string values are secrets whatever they
 // look like: the key is one, or ends in _ or - and one. "key" counts after one of keyWords.
 var fieldWords = []string{"password", "passwd", "passphrase", "secret", "token", "credential", "credentials", "auth", "key"}
@@ -101,17 +97,30 @@ var keyWords = []string{"api", "private", "secret", "access"}
 
 // ruleSet is the rules in priority order and the index of their hints.
 type ruleSet struct {
-	rules  []rule
-	single [256][]int32 // hints of one byte, by that byte
-	// begins marks the pairs of bytes some hint begins with, and pairs holds the longer hints
-	// sorted by that pair: a text is scanned a byte at a time, and most pairs begin no hint. A
-	// bitset of 8 KiB rather than an index of every pair (128 KiB), and one sorted slice
-	// rather than a map of slices: the set is built in every hook process that writes a record,
-	// and this costs a sort of a few hundred words where the map cost an allocation per pair.
-	begins [1 << 16 / 64]uint64
-	pairs  []hintRef
+	rules []*rule // into the tables laid out in the binary: nothing is copied
+	// The index is built for the first text longer than shortText, or once scans texts have
+	// been scanned: a hook process redacts a few short texts, for which looking for each hint
+	// in turn costs less than building it, where a daemon scans every record's.
+	index     sync.Once
+	scanned   atomic.Int32
+	single    [256][]int32 // hints of one byte, by that byte
+	begins    [1 << 16 / 64]uint64
+	pairs     []hintRef
+	shortText int
 }
 
+// shortText is the longest text whose hints may be looked for one by one, and shortScans how
+// many texts are, before the index is built: one by one costs about five times an indexed scan,
+// and building the index about four such scans.
+const (
+	shortText  = 512
+	shortScans = 8
+)
+
+// The index: begins marks the pairs of bytes some hint begins with, and pairs holds the longer
+// hints sorted by that pair, since a text is scanned a byte at a time and most pairs begin no
+// hint. A bitset of 8 KiB rather than an index of every pair (128 KiB), and one sorted slice
+// rather than a map of slices.
 type hintRef struct {
 	pair uint16
 	word string
@@ -123,17 +132,18 @@ type hintRef struct {
 var allRules = sync.OnceValue(newRuleSet)
 
 func newRuleSet() *ruleSet {
-	rs := &ruleSet{rules: make([]rule, 0, len(gitleaksRules)+len(ownShapes)+len(ownContext))}
-	var context []rule
-	for _, r := range gitleaksRules {
-		r.shared = true
-		if slices.Contains(gitleaksContext, r.kind) {
-			context = append(context, r)
-			continue
+	rs := &ruleSet{shortText: shortText}
+	rs.rules = make([]*rule, 0, len(gitleaksRules)+len(ownShapes)+len(ownContext)+len(gitleaksContextRules))
+	for _, table := range [][]rule{gitleaksRules, ownShapes, ownContext, gitleaksContextRules} {
+		for i := range table {
+			rs.rules = append(rs.rules, &table[i])
 		}
-		rs.rules = append(rs.rules, r)
 	}
-	rs.rules = append(append(append(rs.rules, ownShapes...), ownContext...), context...)
+	return rs
+}
+
+// buildIndex indexes the rules' hints.
+func (rs *ruleSet) buildIndex() {
 	n := 0
 	for _, r := range rs.rules {
 		n += len(r.hints)
@@ -153,12 +163,18 @@ func newRuleSet() *ruleSet {
 	}
 	// Within a pair the hints keep the rules' order.
 	slices.SortFunc(rs.pairs, func(a, b hintRef) int { return cmp.Or(cmp.Compare(a.pair, b.pair), cmp.Compare(a.rule, b.rule)) })
-	return rs
 }
 
 // hinted marks the rules one of whose hints lower holds.
 func (rs *ruleSet) hinted(lower string) []bool {
 	marked := make([]bool, len(rs.rules))
+	if len(lower) <= rs.shortText && rs.scanned.Load() < shortScans && rs.scanned.Add(1) <= shortScans {
+		for i, r := range rs.rules {
+			marked[i] = slices.ContainsFunc(r.hints, func(h string) bool { return strings.Contains(lower, h) })
+		}
+		return marked
+	}
+	rs.index.Do(rs.buildIndex)
 	for i := 0; i < len(lower); i++ {
 		for _, r := range rs.single[lower[i]] {
 			marked[r] = true
@@ -300,7 +316,7 @@ func (rs *ruleSet) find(s string, hits []hit) []hit {
 		if !marked[prio] {
 			continue
 		}
-		r := &rs.rules[prio] // not copied for every rule passed over
+		r := rs.rules[prio]
 		for _, w := range r.windows(lower) {
 			for _, m := range r.re.FindAllStringSubmatchIndex(s[w[0]:w[1]], -1) {
 				for i := range m {

@@ -134,7 +134,7 @@ type corpusRow struct {
 func TestEveryRuleFindsASecretDrawnFromItsShapeAndSplitByQuotes(t *testing.T) {
 	var rows []corpusRow
 	for _, r := range allRules().rules {
-		row, ok := drawSample(r)
+		row, ok := drawSample(*r)
 		if !ok {
 			t.Errorf("no sample of %s was found and covered", r.kind)
 			continue
@@ -343,11 +343,60 @@ func FuzzFieldNameAgreesWithItsPattern(f *testing.F) {
 	})
 }
 
-// BenchmarkRuleSet is what the first scan of a process pays to index the rules (every hook
-// process that writes a record pays it once).
+// BenchmarkRuleSet is what a process pays once for the rules in priority order, before its
+// first scan (every hook process that writes a record pays it).
 func BenchmarkRuleSet(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		newRuleSet()
+	}
+}
+
+// BenchmarkRuleIndex is what the first scan of a text longer than shortText adds: the index of
+// the rules' hints.
+func BenchmarkRuleIndex(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		newRuleSet().buildIndex()
+	}
+}
+
+// A short text's hints are looked for one by one and a long text's through the index: both
+// mark the same rules, on every text of the corpus and every text the fuzzer makes.
+func TestShortAndIndexedHintsMarkTheSameRules(t *testing.T) {
+	for _, row := range readCorpus(t) {
+		checkHintsAgree(t, row.Text)
+	}
+	checkHintsAgree(t, "export GITHUB_TOKEN=ghp_"+strings.Repeat("a", 40)+" && curl -H 'Authorization: Bearer x'")
+}
+
+func FuzzShortAndIndexedHintsAgree(f *testing.F) {
+	f.Add("token=abc sk-ant-xyz AKIA")
+	f.Fuzz(func(t *testing.T, s string) { checkHintsAgree(t, s) })
+}
+
+func checkHintsAgree(t *testing.T, text string) {
+	t.Helper()
+	short, indexed := newRuleSet(), newRuleSet()
+	short.shortText, indexed.shortText = len(text), -1
+	lower := asciiLower(text)
+	if a, b := short.hinted(lower), indexed.hinted(lower); !slices.Equal(a, b) {
+		t.Fatalf("%q: one by one %v, indexed %v", text, a, b)
+	}
+}
+
+// A process that scans many texts (a daemon redacting every record) has them indexed once the
+// first few were looked at one by one.
+func TestTheIndexIsBuiltOnceAFewTextsWereScanned(t *testing.T) {
+	rs := newRuleSet()
+	for range shortScans {
+		rs.hinted("git status")
+	}
+	if rs.pairs != nil {
+		t.Fatal("the index was built for the first few short texts")
+	}
+	rs.hinted("git status")
+	if rs.pairs == nil {
+		t.Fatal("no index after more short texts than shortScans")
 	}
 }
