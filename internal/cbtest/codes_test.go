@@ -19,7 +19,7 @@ func TestEveryLoggedCodeIsARegisteredConstant(t *testing.T) {
 	EachSource(t, root, func(path string, fset *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
-			if !ok {
+			if !ok || isNameSet(call) {
 				return true
 			}
 			for i := 0; i+1 < len(call.Args); i++ {
@@ -37,6 +37,17 @@ func TestEveryLoggedCodeIsARegisteredConstant(t *testing.T) {
 	if found < 10 {
 		t.Fatalf("found only %d coded log lines; has the layout changed?", found)
 	}
+}
+
+// isNameSet is a set of names written out (nameset.Of), which may hold the word "code" (VS
+// Code's command) with no log line in sight.
+func isNameSet(call *ast.CallExpr) bool {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "nameset" && sel.Sel.Name == "Of"
 }
 
 // isCodeConstant accepts health.CodeX, CodeX inside health, and a warning's Code field (typed
