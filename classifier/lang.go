@@ -174,26 +174,23 @@ type ruleParser struct {
 // together and their rules live as long as it does, and every hook process reads the defaults'
 // few hundred rules.
 type arena struct {
-	rules    []Rule
-	compiled []compiled
+	rules    slab[Rule]
+	compiled slab[compiled]
 }
 
-func (a *arena) rule() *Rule {
-	if len(a.rules) == 0 {
-		a.rules = make([]Rule, 64)
-	}
-	r := &a.rules[0]
-	a.rules = a.rules[1:]
-	return r
-}
+func (a *arena) rule() *Rule        { return a.rules.next() }
+func (a *arena) pattern() *compiled { return a.compiled.next() }
 
-func (a *arena) pattern() *compiled {
-	if len(a.compiled) == 0 {
-		a.compiled = make([]compiled, 64)
+// slab hands out values of T 64 at a time.
+type slab[T any] []T
+
+func (s *slab[T]) next() *T {
+	if len(*s) == 0 {
+		*s = make([]T, 64)
 	}
-	c := &a.compiled[0]
-	a.compiled = a.compiled[1:]
-	return c
+	v := &(*s)[0]
+	*s = (*s)[1:]
+	return v
 }
 
 // Doc is the comment written right above the rule, for admins reading it in `rules`: its
