@@ -53,6 +53,10 @@ type Server struct {
 	// ownFailed is why a user's own socket could not be made, last time: Users runs at every
 	// rescan, and the log says it once, and again when the reason changes or it is made.
 	ownFailed map[uint32]string
+	// chunks are read buffers, kept between connections: a buffer of readChunk made in read
+	// lived on the connection's stack, which then grew (and was copied) to twice that for every
+	// call.
+	chunks sync.Pool
 }
 
 // runState is what Run gives the accept loops Users starts while it runs.
@@ -332,7 +336,12 @@ const readChunk = 64 << 10
 // MaxRequest it stops (errTooLarge, the rest unread), and past the user's share of memory it
 // gives up (errUserBytes). held is what was charged, for release.
 func (s *Server) read(c *net.UnixConn, uid uint32) (data []byte, held int64, err error) {
-	buf := make([]byte, readChunk)
+	chunk, _ := s.chunks.Get().(*[readChunk]byte)
+	if chunk == nil {
+		chunk = new([readChunk]byte)
+	}
+	defer s.chunks.Put(chunk)
+	buf := chunk[:]
 	last := time.Now().Add(readAll)
 	for {
 		if !s.charge(uid, readChunk) {
