@@ -98,15 +98,19 @@ var keyWords = []string{"api", "private", "secret", "access"}
 // ruleSet is the rules in priority order and the index of their hints.
 type ruleSet struct {
 	rules []*rule // into the tables laid out in the binary: nothing is copied
-	// The index is built for the first text longer than shortText, or once scans texts have
-	// been scanned: a hook process redacts a few short texts, for which looking for each hint
-	// in turn costs less than building it, where a daemon scans every record's.
-	index     sync.Once
-	scanned   atomic.Int32
-	single    [256][]int32 // hints of one byte, by that byte
+	// The index is built for the first text longer than shortText, or once shortScans texts
+	// have been scanned: a hook process redacts a few short texts, for which looking for each
+	// hint in turn costs less than building it, where a daemon scans every record's.
+	index   sync.Once
+	scanned atomic.Int32
+	single  [256][]int32 // hints of one byte, by that byte
+	// begins marks the pairs of bytes some hint begins with, and pairs holds the longer hints
+	// sorted by that pair, since a text is scanned a byte at a time and most pairs begin no
+	// hint: a bitset of 8 KiB rather than an index of every pair (128 KiB), and one sorted
+	// slice rather than a map of slices.
 	begins    [1 << 16 / 64]uint64
 	pairs     []hintRef
-	shortText int
+	shortText int // shortText, or another bound in the tests
 }
 
 // shortText is the longest text whose hints may be looked for one by one, and shortScans how
@@ -117,10 +121,7 @@ const (
 	shortScans = 8
 )
 
-// The index: begins marks the pairs of bytes some hint begins with, and pairs holds the longer
-// hints sorted by that pair, since a text is scanned a byte at a time and most pairs begin no
-// hint. A bitset of 8 KiB rather than an index of every pair (128 KiB), and one sorted slice
-// rather than a map of slices.
+// hintRef is a hint of two bytes or more, by the pair it begins with, and its rule.
 type hintRef struct {
 	pair uint16
 	word string
