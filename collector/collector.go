@@ -175,7 +175,9 @@ type Collector struct {
 	byID    map[string]*entry
 	queue   chan *entry
 	w       fswatch.Watcher
-	stopped bool
+	// watching: w is a working watcher, whose silence about a session says something.
+	watching bool
+	stopped  bool
 	// leaseUntil is the time the alive leases last written run to.
 	leaseUntil time.Time
 	// passes counts the passes run, for Passes.
@@ -215,6 +217,14 @@ type entry struct {
 	tdirs         map[string]bool
 	// watchedStamps are the folders of ours watched, as they were when each watch was added.
 	watchedStamps map[string]session.Stamp
+	// calm: the last housekeeping pass found the session Quiet with every folder of ours
+	// watched, and nothing has asked for a pass of it since; rested counts the rescans that
+	// passed it over since that pass (see calmRescans). stirred: something asked for a pass
+	// since the running or last housekeeping pass began.
+	calm, stirred bool
+	rested        int
+	// leaseUntil is what the session's lease was last written to run to.
+	leaseUntil time.Time
 }
 
 func newEntry(l *lane.Lane) *entry {
@@ -281,7 +291,8 @@ func (c *Collector) Track(dir string) {
 	}
 	// Prepared before anyone else can reach the lane, which is then no worker's yet.
 	l := lane.New(c.env, dir, c.opts.ChannelRoot)
-	prepared := l.Prepare(c.leaseFor(c.opts.Now()))
+	until := c.leaseFor(c.opts.Now())
+	prepared := l.Prepare(until)
 	c.mu.Lock()
 	if c.sessions[dir] != nil || c.stopped || len(c.sessions) >= c.opts.MaxSessions {
 		c.mu.Unlock()
@@ -289,6 +300,7 @@ func (c *Collector) Track(dir string) {
 		return
 	}
 	e = newEntry(l)
+	e.leaseUntil = until
 	c.sessions[dir] = e
 	if c.byID[e.id] == nil {
 		c.byID[e.id] = e
@@ -359,6 +371,9 @@ func (c *Collector) Untrack(id string) {
 func (c *Collector) Quarantine(id, reason string) {
 	c.mu.Lock()
 	e := c.byIDLocked(id)
+	if e != nil {
+		e.calm = false // its lease and quarantine are looked at from the next rescan on
+	}
 	c.mu.Unlock()
 	if e == nil {
 		lane.Quarantined(c.env, id, reason, c.opts.Now().Add(c.opts.QuarantineFor))
@@ -426,8 +441,16 @@ func (c *Collector) scheduleFor(e *entry, a lane.Again) {
 	c.enqueueLocked(e, a)
 }
 
-// enqueueLocked notes what e's next pass does and queues it. Callers hold mu.
+// enqueueLocked notes what e's next pass does and queues it: something happened in the session,
+// which is no longer calm. Callers hold mu.
 func (c *Collector) enqueueLocked(e *entry, a lane.Again) {
+	e.calm, e.stirred = false, true
+	c.queueLocked(e, a)
+}
+
+// queueLocked is enqueueLocked for the passes that time asks for (the rescan, a lease due), which
+// leave the session as calm as it was. Callers hold mu.
+func (c *Collector) queueLocked(e *entry, a lane.Again) {
 	if e.gone || c.stopped {
 		return
 	}
@@ -480,9 +503,59 @@ func (c *Collector) workLocked(e *entry) lane.Work {
 	e.housekeep, e.reconcileDue, e.channelDue, e.named = false, false, false, nil
 	if w.Housekeep {
 		w.Lease.Until = c.leaseForLocked(c.opts.Now())
+		e.leaseUntil, e.stirred, e.rested = w.Lease.Until, false, 0
 	}
 	w.Lease.Max = c.leaseUntil
 	return w
+}
+
+// calmRescans is how often a calm session is housekept: at every calmRescans-th rescan. A
+// session that did anything since its last housekeeping, or whose folders are not all watched,
+// is housekept at every rescan. An idle session's housekeeping (its lease, sweeps, instruction
+// files, a look at each folder of ours) was most of what an idle daemon spent; the watcher
+// reports any change the next one would find, and the rescan stays the net for what it missed,
+// a few rescans later. The lease runs long enough to last from one to the next (leaseLength).
+const calmRescans = 4
+
+// rescan is the periodic safety net: every session is housekept, a calm one every calmRescans.
+func (c *Collector) rescan() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.sessions {
+		if e.calm && e.rested < calmRescans-1 {
+			e.rested++
+			continue
+		}
+		c.queueLocked(e, lane.Again{Housekeep: true, Reconcile: true, Channel: true})
+	}
+}
+
+// renewDue housekeeps the sessions whose lease runs out within a rescan: a rescan late or lost
+// (a Mac that slept: timers lag the clock) must not let a lease lapse under a session in use.
+func (c *Collector) renewDue() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	soon := c.opts.Now().Add(c.rescanEvery())
+	for _, e := range c.sessions {
+		if e.leaseUntil.Before(soon) {
+			c.queueLocked(e, lane.Again{Housekeep: true, Reconcile: true, Channel: true})
+		}
+	}
+}
+
+// settleLocked notes what a housekeeping pass of e found, as the pass ends. Callers hold mu.
+func (c *Collector) settleLocked(e *entry, quiet bool) {
+	e.calm = quiet && !e.stirred && c.watching && c.watchesAllLocked(e)
+}
+
+// watchesAllLocked reports whether every folder the watcher must cover for e to be calm is
+// watched: ours in the session and in its host channel, .claude and the transcripts' folders.
+func (c *Collector) watchesAllLocked(e *entry) bool {
+	if !e.claudeWatched || !e.covered || len(e.watchedStamps) < 3 {
+		return false
+	}
+	_, ch := e.watchedStamps[e.chBridge]
+	return e.chBridge == "" || ch
 }
 
 func (c *Collector) scheduleAll(housekeep bool) {

@@ -1,10 +1,15 @@
 package collector
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -63,4 +68,135 @@ func TestARescanWatchesAgainOnlyAFolderThatChanged(t *testing.T) {
 	if n := w.count(decisions); n <= before {
 		t.Errorf("a replaced decisions/ was not watched again (%d adds)", n)
 	}
+}
+
+// refusing is a fake watcher that cannot watch one folder, as when a watch limit is reached.
+type refusing struct {
+	*fswatch.Fake
+	dir string
+}
+
+func (r refusing) Add(dir string) error {
+	if dir == r.dir {
+		return errors.New("no more watches")
+	}
+	return r.Fake.Add(dir)
+}
+
+// A session that does nothing, with every folder of ours watched, is housekept (its lease
+// renewed, its folders swept and its instruction files looked at) at every calmRescans-th
+// rescan, not at each; anything that asks for a pass of it brings it back to every rescan.
+func TestACalmSessionIsHousekeptEveryFewRescansAndAStirredOneAtTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.cfg.RescanInterval = 30 * time.Second
+		f.useFake()
+		f.start()
+		lease := leaseReader(t, f)
+		first := lease()
+		for i := 1; i < calmRescans; i++ {
+			f.rescans(1)
+			if got := lease(); got != first {
+				t.Fatalf("rescan %d renewed a calm session's lease (%v, then %v)", i, first, got)
+			}
+		}
+		f.rescans(1)
+		renewed := lease()
+		if !renewed.After(first) {
+			t.Fatalf("rescan %d did not housekeep the calm session (lease %v)", calmRescans, renewed)
+		}
+		if left := renewed.Sub(time.Now()); left < calmRescans*f.cfg.RescanInterval {
+			t.Errorf("the lease runs %v past its renewal, less than the %d rescans to the next", left, calmRescans)
+		}
+
+		f.appendRaw(envelope(f.nextRID(), "enforce", "Bash", bash("ls")) + "\n")
+		f.waitRecords(1)
+		f.rescans(1)
+		if got := lease(); !got.After(renewed) {
+			t.Errorf("the rescan after a call did not housekeep the session (lease %v)", got)
+		}
+	})
+}
+
+// A session the watcher does not cover whole is housekept at every rescan: the rescan is all
+// that sees what changes in the folder left out.
+func TestASessionNotWatchedWholeIsHousekeptAtEveryRescan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.cfg.RescanInterval = 30 * time.Second
+		f.watcher = fswatch.NewFake()
+		r := refusing{Fake: f.watcher, dir: f.bridge("decisions")}
+		f.opts.Watcher = func() (fswatch.Watcher, error) { return r, nil }
+		f.start()
+		lease := leaseReader(t, f)
+		last := lease()
+		for i := 1; i <= 2; i++ {
+			f.rescans(1)
+			got := lease()
+			if !got.After(last) {
+				t.Fatalf("rescan %d did not housekeep a session whose decisions/ is not watched (lease %v)", i, got)
+			}
+			last = got
+		}
+	})
+}
+
+// A lease that would run out within a rescan is renewed at once, whatever the session's calm:
+// after a Mac's sleep the clock has run on while the timers stood still.
+func TestALeaseDueAfterTheClockJumpedIsRenewedBeforeTheRescan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.cfg.RescanInterval = 30 * time.Second
+		f.useFake()
+		f.start()
+		lease := leaseReader(t, f)
+		first := lease()
+		f.later(f.c.leaseLength() - f.cfg.RescanInterval + time.Second) // slept: the clock ran on, the timers did not
+		time.Sleep(leaseCheck + time.Millisecond)
+		synctest.Wait()
+		if got := lease(); !got.After(first) {
+			t.Errorf("a lease due within a rescan was not renewed at the lease check (%v)", got)
+		}
+	})
+}
+
+// rescans lets n rescans' time pass in a synctest bubble, and waits for what they started.
+func (f *fixture) rescans(n int) {
+	time.Sleep(time.Duration(n) * f.cfg.RescanInterval)
+	synctest.Wait()
+}
+
+// leaseReader reads the time the session's lease runs to.
+func leaseReader(t *testing.T, f *fixture) func() time.Time {
+	return func() time.Time {
+		t.Helper()
+		data, err := os.ReadFile(f.bridge("alive"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil {
+			t.Fatalf("lease %q: %v", data, err)
+		}
+		return time.Unix(n, 0)
+	}
+}
+
+// After the watcher lost events, no session counts as calm: the next rescan housekeeps each.
+func TestNoSessionIsCalmAfterTheWatcherLostEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.cfg.RescanInterval = 30 * time.Second
+		w := f.useFake()
+		f.start()
+		lease := leaseReader(t, f)
+		f.rescans(1)
+		first := lease()
+		w.Fail(errors.New("queue overflow"))
+		synctest.Wait()
+		f.rescans(1)
+		if got := lease(); !got.After(first) {
+			t.Errorf("the rescan after lost events did not housekeep the session (lease %v)", got)
+		}
+	})
 }

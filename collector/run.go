@@ -28,17 +28,18 @@ const leaseCheck = 5 * time.Second
 // enforce hooks deny at once while the daemon is down) and commits the offsets. It returns nil
 // on cancel; a watcher that cannot start is logged and the rescan carries on alone.
 func (c *Collector) Run(ctx context.Context) error {
-	w := fswatch.Nop()
+	w, watching := fswatch.Nop(), false
 	if c.opts.Poll == 0 {
 		var err error
 		if w, err = c.opts.Watcher(); err != nil {
 			c.log.Error("cannot start the spool watcher; spools are drained at each rescan only", "err", err)
 			w = fswatch.Nop()
 		}
+		watching = err == nil
 	}
 	defer w.Close()
 	c.mu.Lock()
-	c.w = w
+	c.w, c.watching = w, watching
 	c.mu.Unlock()
 	var workers sync.WaitGroup
 	for range c.opts.Workers {
@@ -75,14 +76,9 @@ func (c *Collector) Run(ctx context.Context) error {
 			c.log.Warn("spool watcher error; draining every session", "err", err)
 			c.scheduleAll(false)
 		case <-rescan.C:
-			c.scheduleAll(true)
+			c.rescan()
 		case <-lease.C:
-			c.mu.Lock()
-			due := c.opts.Now().After(c.leaseUntil.Add(-c.leaseLength() / 2))
-			c.mu.Unlock()
-			if due {
-				c.scheduleAll(true)
-			}
+			c.renewDue()
 		case <-c.reconf:
 			rescan.Reset(c.rescanEvery())
 		}
@@ -98,10 +94,11 @@ func (c *Collector) rescanEvery() time.Duration {
 	return c.pol.Load().Cfg.RescanInterval
 }
 
-// leaseLength is how far ahead a lease vouches: three rescans, so that a late tick never lets it
-// lapse, and at least 15 s.
+// leaseLength is how far ahead a lease vouches: from one housekeeping of a calm session to the
+// next (calmRescans) and two rescans more, so that a late tick never lets it lapse, and at
+// least 15 s.
 func (c *Collector) leaseLength() time.Duration {
-	return max(3*c.pol.Load().Cfg.RescanInterval, 15*time.Second)
+	return max((calmRescans+2)*c.pol.Load().Cfg.RescanInterval, 15*time.Second)
 }
 
 // leaseFor returns the time a lease written now runs to, and remembers it.
@@ -359,7 +356,7 @@ func (c *Collector) work(ctx context.Context) {
 			res = e.lane.Pass(ctx, w)
 		}
 		c.apply(e, res)
-		if c.passDone(e, res.Taken) {
+		if c.passDone(e, w.Housekeep, res) {
 			// Untracked while its pass ran: the pass may have opened its folders again after
 			// Untrack released them, and nothing else would close them.
 			e.lane.Release()
@@ -404,13 +401,17 @@ func (c *Collector) apply(e *entry, res lane.Result) {
 	}
 }
 
-// passDone queues e again if something came in during its pass that the pass did not handle. It
-// reports whether the session is gone.
-func (c *Collector) passDone(e *entry, taken []string) (gone bool) {
+// passDone queues e again if something came in during its pass that the pass did not handle,
+// and after a housekeeping pass notes whether the session is calm. It reports whether the
+// session is gone.
+func (c *Collector) passDone(e *entry, housekept bool, res lane.Result) (gone bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.running = false
-	for _, rid := range taken {
+	if housekept {
+		c.settleLocked(e, res.Quiet)
+	}
+	for _, rid := range res.Taken {
 		e.taken.add(rid)
 	}
 	for _, rid := range e.waiting {

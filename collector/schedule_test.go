@@ -43,7 +43,7 @@ func TestAChannelEventSeenDuringAPassStartsAnotherOnlyIfThatPassDidNotTakeIt(t *
 			tr := &entry{running: true}
 			c.scheduleChannel(tr, ridA)
 			c.scheduleChannel(tr, ridB)
-			c.passDone(tr, tc.took)
+			c.passDone(tr, false, lane.Result{Taken: tc.took})
 			if again := len(c.queue) == 1; again != tc.wantAgain {
 				t.Errorf("queued again: %v, want %v", again, tc.wantAgain)
 			}
@@ -87,11 +87,11 @@ func TestOnlyPassesThatNeedItListTheHostChannel(t *testing.T) {
 			tr.running = true
 			c.scheduleFor(tr, lane.Again{})
 			c.scheduleChannel(tr, ridA)
-			c.passDone(tr, nil)
+			c.passDone(tr, false, lane.Result{})
 		}, false, []string{ridA}},
 		{"more channel events during a pass than are followed by name", func(c *Collector, tr *entry) {
 			many(c, tr)
-			c.passDone(tr, nil)
+			c.passDone(tr, false, lane.Result{})
 		}, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

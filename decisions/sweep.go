@@ -33,7 +33,13 @@ type SweepResult struct {
 	Unconsumed int
 	// Temporary are temporary files a crash or a killed hook left behind.
 	Temporary int
+	// Waiting: a folder holds a file not yet old enough to sweep, or could not be listed or
+	// emptied whole; a later sweep must look again.
+	Waiting bool
 }
+
+// Busy reports whether the sweep removed anything or left anything for a later sweep.
+func (r SweepResult) Busy() bool { return r.Unconsumed+r.Temporary > 0 || r.Waiting }
 
 // Swept remembers the folders a sweep found nothing in that could ever be swept: unchanged,
 // the next sweep does not list them (see session.Quiet).
@@ -61,7 +67,7 @@ func sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration, hoo
 			first = err
 		}
 	}
-	keep(sweepDir(s, now, session.DecisionsDir, swept, func(name string) (*int, time.Duration) {
+	keep(sweepDir(s, now, session.DecisionsDir, swept, &res.Waiting, func(name string) (*int, time.Duration) {
 		switch {
 		case isDecisionName(name):
 			return &res.Unconsumed, maxAge
@@ -70,14 +76,14 @@ func sweep(s *session.Session, now time.Time, maxAge, tempAge time.Duration, hoo
 		}
 		return nil, 0
 	}))
-	keep(sweepDir(s, now, session.BridgeDir, swept, func(name string) (*int, time.Duration) {
+	keep(sweepDir(s, now, session.BridgeDir, swept, &res.Waiting, func(name string) (*int, time.Duration) {
 		if hookTemps && strings.HasPrefix(name, hookTempPrefix) || strings.HasPrefix(name, session.TempPrefix) {
 			return &res.Temporary, tempAge
 		}
 		return nil, 0
 	}))
 	if hookTemps {
-		keep(sweepDir(s, now, session.StagingDir, swept, func(name string) (*int, time.Duration) {
+		keep(sweepDir(s, now, session.StagingDir, swept, &res.Waiting, func(name string) (*int, time.Duration) {
 			if strings.HasPrefix(name, hookTempPrefix) {
 				return &res.Temporary, tempAge
 			}
@@ -93,8 +99,8 @@ func isDecisionName(name string) bool {
 }
 
 // sweepDir removes the regular files of dir that pick names, once older (by modification time)
-// than the age pick gives.
-func sweepDir(s *session.Session, now time.Time, dir string, swept *Swept, pick func(name string) (n *int, after time.Duration)) error {
+// than the age pick gives, and sets busy when it leaves one for a later sweep.
+func sweepDir(s *session.Session, now time.Time, dir string, swept *Swept, busy *bool, pick func(name string) (n *int, after time.Duration)) error {
 	// The stamp is taken before the listing: an entry made after it changes the folder's.
 	st := s.StampOf(dir)
 	if swept.Unchanged(dir, st) {
@@ -137,5 +143,6 @@ func sweepDir(s *session.Session, now time.Time, dir string, swept *Swept, pick 
 		*n++
 	}
 	swept.Note(dir, st, !waiting, now)
+	*busy = *busy || waiting
 	return first
 }

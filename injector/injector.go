@@ -158,6 +158,28 @@ type tracked struct {
 	quietGen uint64
 	// outputsWatched: the folders below outputs/ watched when last counted (see watchOutputs).
 	outputsWatched int
+	// calm: the last full look (its watches and its repair) found the session watched whole and
+	// its settings as they should be, under configuration calmGen, and no event has come from it
+	// since; rested counts the full rescans that passed it over since (see calmRescans).
+	calm    bool
+	calmGen uint64
+	rested  int
+}
+
+// calmRescans is how often a calm session is looked at in full by the rescan: at every
+// calmRescans-th one. Stamping its settings and configuration folders and walking its folders
+// for watches at each rescan was a third of what an idle daemon spent; the watches report any
+// change in them, and the rescan stays the net for what they missed, a few rescans later.
+const calmRescans = 4
+
+// rests reports whether the full rescan passes t over, counting it.
+func (t *tracked) rests(gen uint64) bool {
+	if !t.calm || t.calmGen != gen || t.rested >= calmRescans-1 {
+		t.rested = 0
+		return false
+	}
+	t.rested++
+	return true
 }
 
 // A session whose settings need our entry restored this many times within fightWindow is
@@ -227,8 +249,7 @@ func (in *Injector) Run(ctx context.Context) error {
 				structural.Poke()
 			}
 		case err := <-w.Errors():
-			in.log.Warn("session watcher error; rescanning", "err", err)
-			in.rescan(true)
+			in.eventsLost(err)
 		case <-structural.C():
 			in.rescan(false)
 			in.flushPending()
@@ -242,6 +263,16 @@ func (in *Injector) Run(ctx context.Context) error {
 			ticker.Reset(cfg.RescanInterval)
 		}
 	}
+}
+
+// eventsLost looks at every session in full: the watcher lost events (its queue overflowed), and
+// what they said is known only by looking.
+func (in *Injector) eventsLost(err error) {
+	in.log.Warn("session watcher error; rescanning", "err", err)
+	for _, t := range in.live {
+		t.calm = false
+	}
+	in.rescan(true)
 }
 
 func (in *Injector) reconfigure(cfg managedconfig.Config) {
@@ -311,12 +342,20 @@ func (in *Injector) scanOnce(full bool) {
 		}
 		seen[f.Dir] = true
 		report.Live++
-		_, known := in.live[f.Dir]
-		if !in.watchSessionTree(f.Dir, full || !known) {
+		t, known := in.live[f.Dir]
+		if full && known && t.rests(in.gen) {
+			continue // calm: its watches and settings are as the last full look left them
+		}
+		whole := in.watchSessionTree(f.Dir, full || !known)
+		if !whole {
 			report.WatchLimited++
 		}
+		quiet := false
 		if full || !known {
-			in.ensure(f.Dir, f.ID, reasonScan)
+			quiet = in.ensure(f.Dir, f.ID, reasonScan)
+		}
+		if t := in.live[f.Dir]; t != nil && full {
+			t.calm, t.calmGen = whole && quiet, in.gen
 		}
 	}
 	for dir, t := range in.live {
@@ -342,21 +381,26 @@ func (in *Injector) watchSession(dir string) bool { return in.watchSessionTree(d
 
 // watchSessionTree is watchSession; without deep, the folders below outputs/ are not walked
 // again (a structural rescan: their own events keep them watched, and the full rescan walks them).
-func (in *Injector) watchSessionTree(dir string, deep bool) bool {
-	a := in.watch(dir)
-	b := in.watch(filepath.Join(dir, session.ClaudeDir))
+// It reports whether every folder it looked for is watched: the session and its .claude, and
+// where they exist outputs/, its .claude and the configuration folders within their bounds.
+func (in *Injector) watchSessionTree(dir string, deep bool) (whole bool) {
+	whole = in.watch(dir)
+	whole = in.watch(filepath.Join(dir, session.ClaudeDir)) && whole
 	// The project level, where it exists: an attempt there is undone at once, not at the rescan.
 	outputs := filepath.Join(dir, "outputs")
 	if fi, err := os.Lstat(outputs); err == nil && fi.IsDir() {
-		in.watch(outputs)
-		in.watch(filepath.Join(dir, filepath.FromSlash(projectClaudeDir)))
+		whole = in.watch(outputs) && whole
+		project := filepath.Join(dir, filepath.FromSlash(projectClaudeDir))
+		whole = (in.watch(project) || !isFolder(project)) && whole
 	}
 	var nested []string
 	if deep {
 		nested = in.watchOutputs(dir)
 	}
-	in.watchSurface(dir, nested)
-	return a && b
+	if t := in.live[dir]; t != nil && t.outputsWatched >= maxOutputsWatches {
+		whole = false // folders past the bound are left to the rescan
+	}
+	return in.watchSurface(dir, nested) && whole
 }
 
 // maxOutputsWatches bounds the folders watched below one session's outputs/; past it, a
@@ -474,16 +518,23 @@ const maxSurfaceWatches = 32
 
 // watchSurface watches the configuration folders that exist in a session (skills and each skill,
 // agents, commands and their sub-folders), so a file planted there by a helper program, not a
-// judged call, is held at once rather than at the rescan.
-func (in *Injector) watchSurface(dir string, nested []string) {
+// judged call, is held at once rather than at the rescan. It reports whether it watched every
+// one it found, within the depth it looks to.
+func (in *Injector) watchSurface(dir string, nested []string) (whole bool) {
 	n := 0
+	whole = true
 	var walk func(folder string, depth int)
 	walk = func(folder string, depth int) {
 		if n >= maxSurfaceWatches || depth > 2 {
+			whole = whole && !isFolder(folder)
 			return
 		}
 		// watch refuses a link at any step below the root, so the listing after it stays inside.
-		if fi, err := os.Lstat(folder); err != nil || !fi.IsDir() || !in.watch(folder) {
+		if fi, err := os.Lstat(folder); err != nil || !fi.IsDir() {
+			return
+		}
+		if !in.watch(folder) {
+			whole = false
 			return
 		}
 		n++
@@ -503,12 +554,15 @@ func (in *Injector) watchSurface(dir string, nested []string) {
 		}
 	}
 	for _, level := range nested {
-		if in.watch(level) {
-			for _, k := range surfaceKinds {
-				walk(filepath.Join(level, k.dir), 0)
-			}
+		if !in.watch(level) {
+			whole = false
+			continue
+		}
+		for _, k := range surfaceKinds {
+			walk(filepath.Join(level, k.dir), 0)
 		}
 	}
+	return whole
 }
 
 // surfaceEntry reports whether rel (a session-relative name) is in a configuration folder of
@@ -628,6 +682,9 @@ func (in *Injector) handle(ev fswatch.Event) bool {
 	in.noteRemoval(name, ev)
 	base := filepath.Base(name)
 	p, ok := session.Locate(in.cfg.SessionsRoots, name)
+	if t := in.live[p.Dir]; ok && t != nil && p.Level >= session.LevelSession {
+		t.calm = false // looked at in full from the next rescan on
+	}
 	if !ok {
 		// A missing root, or one of its ancestors, appeared: the root may exist now. (The root
 		// itself matters most: on a Mac where the Claude app ran before Cowork did, its parent
@@ -779,8 +836,9 @@ const (
 	reasonChange               // settings.json changed under us
 )
 
-// ensure puts our entry into one session and reports the result.
-func (in *Injector) ensure(dir, id string, why reason) {
+// ensure puts our entry into one session and reports the result; quiet, that it found the
+// session's settings as they should be and changed nothing.
+func (in *Injector) ensure(dir, id string, why reason) (quiet bool) {
 	rec := in.opts.Recorder
 	t := in.live[dir]
 	at, wasHooked := in.forgotten[dir]
@@ -791,7 +849,7 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		// Creating them now could undo a removal in progress; if it is an attack instead, the
 		// hold is bounded (session.RemovalHold, once per session). Before SessionSeen: the
 		// collector would make its folder in the session.
-		return
+		return false
 	}
 	if t == nil {
 		t = &tracked{id: id}
@@ -806,7 +864,7 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		if repair && why == reasonScan && t.quiet != nil && t.quietGen == in.gen && slices.Equal(before, t.quiet) {
 			s.Close()
 			in.report(t, Outcome{}, why) // what the repair found last time
-			return
+			return true
 		}
 		t.quiet = nil
 		var out Outcome
@@ -827,7 +885,7 @@ func (in *Injector) ensure(dir, id string, why reason) {
 		if err == nil {
 			delete(in.missing, dir)
 			in.report(t, out, why)
-			return
+			return t.quiet != nil
 		}
 		// What was held before the failure stays held, and an attempt among it is recorded
 		// now: the next pass finds the plant gone and would never know it was there.
@@ -837,15 +895,16 @@ func (in *Injector) ensure(dir, id string, why reason) {
 			in.missing[dir] = in.opts.Now()
 			in.opts.Removals.Saw(dir, session.SettingsFile)
 			in.heldBack(dir)
-			return
+			return false
 		}
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return // the session is going away; the next scan forgets it
+		return false // the session is going away; the next scan forgets it
 	}
 	t.hooked = false
 	in.log.Warn("cannot hook session", "code", health.CodeSessionUnhooked, "session", id, "err", err)
 	rec.SessionUnhooked(id, err)
+	return false
 }
 
 // entryFor is the entry for one session: the configuration's, naming the session's host channel.

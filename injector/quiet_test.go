@@ -1,11 +1,13 @@
 package injector
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -113,5 +115,92 @@ func TestARescanJudgesASkillRewrittenInPlace(t *testing.T) {
 	in.ensure(dir, "local_quiet", reasonScan)
 	if data, _ := os.ReadFile(p); strings.Contains(string(data), "hooks:") {
 		t.Errorf("the rescan left the rewritten skill as the agent wrote it: %q", data)
+	}
+}
+
+// refusing is a fake watcher that cannot watch one folder, as when a watch limit is reached.
+type refusing struct {
+	*fswatch.Fake
+	dir string
+}
+
+func (r refusing) Add(dir string) error {
+	if dir == r.dir {
+		return errors.New("no more watches")
+	}
+	return r.Fake.Add(dir)
+}
+
+// calmSession is a hooked session, watched whole, that the last full rescan found as it should be.
+func calmSession(t *testing.T, refuse string) (*Injector, string) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_calm", "{}")
+	if err := os.MkdirAll(filepath.Join(dir, ".claude", "skills"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in, err := New(testConfig(root, managedconfig.Observe), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.w = refusing{Fake: fswatch.NewFake(), dir: filepath.Join(dir, refuse)}
+	in.rescan(true) // hooks it
+	in.rescan(true) // finds it as it should be
+	if !hasMode(dir, managedconfig.Observe) {
+		t.Fatalf("setup: not hooked: %s", settingsOf(dir))
+	}
+	return in, dir
+}
+
+// A session whose settings and folders the last full rescan found as they should be, with every
+// folder watched, is looked at again in full by every calmRescans-th rescan only: a change the
+// watcher did not report waits for it. An event from the session brings it back to every rescan.
+func TestACalmSessionIsLookedAtInFullEveryFewRescans(t *testing.T) {
+	in, dir := calmSession(t, "none")
+	settings := filepath.Join(dir, ".claude", "settings.json")
+	os.WriteFile(settings, []byte("{}"), 0o644) // unreported: our entry gone
+	for i := 1; i < calmRescans; i++ {
+		in.rescan(true)
+		if hasMode(dir, managedconfig.Observe) {
+			t.Fatalf("full rescan %d looked at a calm session", i)
+		}
+	}
+	in.rescan(true)
+	if !hasMode(dir, managedconfig.Observe) {
+		t.Fatalf("full rescan %d left a calm session's settings as they were changed: %s", calmRescans, settingsOf(dir))
+	}
+
+	in.rescan(true) // calm again
+	os.WriteFile(settings, []byte("{}"), 0o644)
+	in.handle(fswatch.Event{Name: filepath.Join(dir, ".claude", "todos"), Op: fswatch.Create})
+	in.rescan(true)
+	if !hasMode(dir, managedconfig.Observe) {
+		t.Error("the full rescan after an event in the session did not look at it")
+	}
+}
+
+// A session with a folder the watcher cannot cover, or after the watcher lost events, is looked
+// at in full by every rescan.
+func TestASessionNotWatchedWholeIsLookedAtByEveryRescan(t *testing.T) {
+	for _, tc := range []struct {
+		name, refuse string
+		lost         bool
+	}{
+		{"its .claude not watched", ".claude", false},
+		{"a skills folder not watched", ".claude/skills", false},
+		{"events lost", "none", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, dir := calmSession(t, tc.refuse)
+			os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644)
+			if tc.lost {
+				in.eventsLost(errors.New("queue overflow"))
+			} else {
+				in.rescan(true)
+			}
+			if !hasMode(dir, managedconfig.Observe) {
+				t.Error("the next full rescan did not look at the session")
+			}
+		})
 	}
 }

@@ -96,6 +96,8 @@ type Result struct {
 	Blocked []string
 	// Scanned are the files looked at, sorted: what Claude Code loads and what the walk found.
 	Scanned []string
+	// Moved: a file was judged (new or changed since the last look) or is gone since it.
+	Moved bool
 }
 
 // look is one look in progress.
@@ -105,6 +107,7 @@ type look struct {
 	cls     Finder
 	seen    map[string]scanned
 	entries int
+	judged  int
 }
 
 // Look looks at the session's instruction files, judges those that changed since the last look
@@ -121,8 +124,11 @@ func (sc *Scan) Look(s *session.Session, cls Finder) Result {
 	for _, root := range roots {
 		walk(s, root, 0, &l.entries, func(name string, _ fs.FileInfo) { l.visit(name, 0) })
 	}
+	moved := l.judged > 0 || len(l.seen) != len(sc.files)
 	sc.files = l.seen
-	return sc.result()
+	res := sc.result()
+	res.Moved = moved
+	return res
 }
 
 // visit judges one file if it changed, then the files it imports.
@@ -137,6 +143,7 @@ func (l *look) visit(name string, depth int) {
 	f, ok := l.sc.files[name]
 	if !ok || f.size != fi.Size() || !f.mod.Equal(fi.ModTime()) {
 		f = judge(l.s, name, fi, l.cls)
+		l.judged++
 	}
 	l.seen[name] = f
 	if depth < maxImportDepth {

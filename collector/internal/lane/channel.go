@@ -143,6 +143,7 @@ func (d *channelDoor) housekeep(cs *session.Session, p *Policy, until, now time.
 	d.prepare(cs, until)
 	res, err := decisions.SweepChannel(cs, now, 2*p.Cfg.DecisionTimeout, 2*p.Cfg.HookTimeout, &d.swept)
 	d.reportSweep(res, err)
+	d.stirred = d.stirred || res.Busy() || err != nil
 }
 
 // open is the session's host channel, prepared and open, and the function that lets go

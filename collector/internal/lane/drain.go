@@ -18,8 +18,11 @@ import (
 // (on a housekeeping pass its rotated spools too, first: they are older), and the transcripts
 // when w asks or no watch covers them. It returns what it wants done beyond the session.
 func (l *Lane) Pass(ctx context.Context, w Work) Result {
-	l.res = Result{}
+	l.res, l.stirred = Result{}, false
 	l.pass(ctx, w)
+	if w.Housekeep && ctx.Err() == nil {
+		l.res.Quiet = l.quiet()
+	}
 	res := l.res
 	l.res = Result{}
 	return res
@@ -63,6 +66,7 @@ func (l *Lane) pass(ctx context.Context, w Work) {
 		// Listing the folder is not needed for each event: rotated spools are found by the
 		// housekeeping pass that follows every rotation, every change to one and every rescan.
 		for _, name := range rotatedSpools(s, &l.spooled.noRotated) {
+			l.stirred = true // removed only after a grace
 			l.spooled.drain(ctx, s, p, name, true)
 		}
 	}
@@ -72,6 +76,16 @@ func (l *Lane) pass(ctx context.Context, w Work) {
 	if ctx.Err() == nil && (w.Reconcile || !w.Covered || l.recon.calls.Pending()) {
 		l.reconcile(s, p, housekeep)
 	}
+}
+
+// quiet reports whether the pass just run found the session as the last one left it and
+// leaves nothing to time: no line, event or transcript read, nothing found, and no grace,
+// backoff, hold, quarantine or held record that a later pass must see out.
+func (l *Lane) quiet() bool {
+	r := &l.res
+	return !l.stirred && !r.Commit && len(r.Again) == 0 && len(r.Taken) == 0 && !r.More &&
+		l.quarantined() == "" && len(l.overflow) == 0 && l.failures == 0 && len(l.spooled.partial) == 0 &&
+		!l.env.Now().Before(l.heldUntil) && !l.recon.calls.Pending()
 }
 
 // Prepare makes our folder in the session and in its host channel, and writes the lease to
@@ -185,6 +199,7 @@ func (l *Lane) housekeep(s *session.Session, p *Policy, lease Lease, now time.Ti
 	l.scanInstructions(s, p)
 	res, err := decisions.Sweep(s, now, 2*p.Cfg.DecisionTimeout, 2*p.Cfg.HookTimeout, &l.swept)
 	l.reportSweep(res, err)
+	l.stirred = l.stirred || res.Busy() || err != nil
 	for rid, at := range l.decided {
 		if now.Sub(at) > 10*time.Minute {
 			delete(l.decided, rid)

@@ -15,6 +15,7 @@ import (
 // files themselves are never changed.
 func (l *Lane) scanInstructions(s *session.Session, p *Policy) {
 	res := l.instr.Look(s, p.Rules)
+	l.stirred = l.stirred || res.Moved
 	l.env.Health.InstructionFiles(l.id, res.Scanned)
 	if res.Changed {
 		for _, name := range res.New {

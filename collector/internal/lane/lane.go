@@ -193,6 +193,11 @@ type Result struct {
 	// Rewatch: the pass renewed the lease, and our folders in the session may have been made
 	// again; watch them anew.
 	Rewatch bool
+	// Quiet: a housekeeping pass found nothing new in the session and leaves nothing waiting
+	// for time to pass (a grace, a backoff, a file to age, a quarantine to lift). Until the
+	// watcher reports a change in it, its next housekeeping finds the same, so the scheduler may
+	// put it off (see collector's calm sessions).
+	Quiet bool
 }
 
 // Lane is one session's state, owned by the worker running its pass.
@@ -259,6 +264,9 @@ type Lane struct {
 	leaseStamp session.Stamp
 	// swept are the session's folders its last sweeps found nothing in to wait for.
 	swept decisions.Swept
+	// stirred: this pass found something in the session (a rotated spool, an instruction file
+	// changed, a file swept or left to age, a plant), so it is not Quiet.
+	stirred bool
 }
 
 // OwnLease reports whether fi, the session's lease as found now, is the lease this lane last

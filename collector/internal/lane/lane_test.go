@@ -292,3 +292,62 @@ func TestARecordCarriesWhatJoinsItToTheCLIsTelemetry(t *testing.T) {
 		t.Errorf("cli_version %q, want the version the transcript named", r.CLIVersion)
 	}
 }
+
+// A housekeeping pass is Quiet only when it found the session as the last one left it and
+// leaves nothing for time to settle: the scheduler puts a quiet session's next housekeeping off.
+func TestAHousekeepingPassIsQuietOnlyWhenItFoundNothingAndLeavesNothingToTime(t *testing.T) {
+	bridge := func(f *laneFixture, name string) string {
+		return filepath.Join(f.dir, filepath.FromSlash(session.BridgeDir), name)
+	}
+	for _, tc := range []struct {
+		name string
+		stir func(t *testing.T, f *laneFixture)
+	}{
+		{"a call in the spool", func(t *testing.T, f *laneFixture) { f.call("enforce", "ls") }},
+		{"half a line in the spool", func(t *testing.T, f *laneFixture) { f.write(`{"v":1,"rid":`) }},
+		{"a decision not yet old enough to sweep", func(t *testing.T, f *laneFixture) {
+			os.WriteFile(bridge(f, "decisions/"+f.nextRID()+".json"), []byte("{}"), 0o600)
+		}},
+		{"a rotated spool", func(t *testing.T, f *laneFixture) {
+			os.WriteFile(bridge(f, rotatedPrefix+"1700000000000.jsonl"), nil, 0o600)
+		}},
+		{"an instruction file written", func(t *testing.T, f *laneFixture) {
+			os.WriteFile(filepath.Join(f.dir, "CLAUDE.md"), []byte("be brief\n"), 0o600)
+		}},
+		{"an instruction file removed", func(t *testing.T, f *laneFixture) {
+			os.Remove(filepath.Join(f.dir, ".claude", "CLAUDE.md"))
+		}},
+		{"a planted lease", func(t *testing.T, f *laneFixture) {
+			tmp := bridge(f, ".plant")
+			os.WriteFile(tmp, []byte("99999999999\n"), 0o600)
+			if err := os.Rename(tmp, bridge(f, "alive")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a quarantine", func(t *testing.T, f *laneFixture) { f.lane.Quarantine("disableAllHooks was set") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newLane(t, managedconfig.Enforce)
+			os.WriteFile(filepath.Join(f.dir, ".claude", "CLAUDE.md"), []byte("use tabs\n"), 0o600)
+			f.housekeep()
+			f.clock.advance(time.Second)
+			if res := f.housekeep(); !res.Quiet {
+				t.Fatalf("a second housekeeping of a session left alone is not quiet: %+v", res)
+			}
+			tc.stir(t, f)
+			f.clock.advance(time.Second)
+			if res := f.housekeep(); res.Quiet {
+				t.Errorf("the housekeeping after %s is quiet", tc.name)
+			}
+		})
+	}
+}
+
+// A pass that is not housekeeping is never Quiet: it looked at too little to say.
+func TestOnlyAHousekeepingPassIsQuiet(t *testing.T) {
+	f := newLane(t, managedconfig.Enforce)
+	f.housekeep()
+	if res := f.pass(); res.Quiet {
+		t.Error("a pass without housekeeping says the session is quiet")
+	}
+}

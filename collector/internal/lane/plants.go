@@ -35,6 +35,7 @@ func (l *Lane) checkPlants(s *session.Session, p *Policy) {
 	if len(found) == 0 {
 		return
 	}
+	l.stirred = true
 	// Quarantine first: the session's next call is denied even if the record below is slow.
 	l.Quarantine(found[0].What)
 	recs := make([]telemetry.Record, 0, len(found))
