@@ -172,9 +172,9 @@ type Collector struct {
 	byBridge map[string]*entry // by the folder the watcher reports
 	// byID finds a session by its folder's name (the host calls, the injector's quarantines).
 	// Two roots may hold the same name; it holds one of them, and finds another when that one goes.
-	byID    map[string]*entry
-	queue   chan *entry
-	w       fswatch.Watcher
+	byID  map[string]*entry
+	queue chan *entry
+	w     fswatch.Watcher
 	// watching: w is a working watcher, whose silence about a session says something.
 	watching bool
 	stopped  bool
