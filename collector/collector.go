@@ -223,8 +223,10 @@ type entry struct {
 	// since the running or last housekeeping pass began.
 	calm, stirred bool
 	rested        int
-	// leaseUntil is what the session's lease was last written to run to.
-	leaseUntil time.Time
+	// leaseUntil is what the session's lease was last written to run to; leaseChanged, that the
+	// watcher reported a change to it while a pass ran (see leaseChanged).
+	leaseUntil   time.Time
+	leaseChanged bool
 }
 
 func newEntry(l *lane.Lane) *entry {

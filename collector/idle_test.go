@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -197,6 +198,51 @@ func TestNoSessionIsCalmAfterTheWatcherLostEvents(t *testing.T) {
 		f.rescans(1)
 		if got := lease(); !got.After(first) {
 			t.Errorf("the rescan after lost events did not housekeep the session (lease %v)", got)
+		}
+	})
+}
+
+// The watcher may report the lane's own renewal of the lease while the pass that wrote it still
+// runs, before the lane has noted the lease's stamp: the change is looked at once the pass is
+// done, and leaves a calm session calm; a lease planted meanwhile is still caught.
+func TestALeaseChangeSeenDuringAPassIsJudgedWhenThePassEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.cfg.RescanInterval = 30 * time.Second
+		w := f.useFake()
+		f.start()
+		f.rescans(1)
+		e := f.c.sessions[f.dir]
+		alive := f.bridge("alive")
+		during := func(change func()) (gone, lease bool) {
+			f.c.mu.Lock()
+			e.running = true
+			f.c.mu.Unlock()
+			change()
+			synctest.Wait()
+			if n := len(f.c.queue); n != 0 {
+				t.Fatalf("a lease change during a pass queued %d passes before the pass ended", n)
+			}
+			return f.c.passDone(e, false, lane.Result{})
+		}
+		if _, lease := during(func() { w.Change(alive, fswatch.Write) }); !lease {
+			t.Fatal("the lease change seen during the pass was not kept for its end")
+		}
+		f.c.leaseChanged(e)
+		synctest.Wait()
+		if !e.calm {
+			t.Error("the lane's own renewal, seen during its pass, stirred the session")
+		}
+
+		_, lease := during(func() {
+			os.WriteFile(alive+".plant", []byte("99999999999\n"), 0o600)
+			os.Rename(alive+".plant", alive)
+			w.Change(alive, fswatch.Create)
+		})
+		f.c.leaseChanged(e)
+		synctest.Wait()
+		if !lease || f.health.count("quarantined") != 1 {
+			t.Errorf("a lease planted during a pass was not caught when it ended (kept %v, %d quarantines)", lease, f.health.count("quarantined"))
 		}
 	})
 }

@@ -277,14 +277,28 @@ func (c *Collector) handle(ev fswatch.Event) {
 		c.decisionEvent(e, base, ev)
 	case dir == e.bridge && base == path.Base(session.AliveFile) && (ev.Has(fswatch.Create) || ev.Has(fswatch.Write) || ev.Has(fswatch.Chmod)):
 		// Chmod: a lease redated where it stands (touch) is a plant as much as one rewritten.
-		if fi, err := os.Lstat(ev.Name); err == nil && e.lane.OwnLease(fi) {
-			// The lane's own renewal: a pass for it cost every idle session a second pass at
-			// each rescan, and kept its folders open.
-			return
-		}
-		e.lane.Plants().CheckLease()
-		c.schedule(e, false)
+		c.leaseChanged(e)
 	} // anything else: the hook's temporary files, our own temporary files
+}
+
+// leaseChanged checks a change the watcher reported to the session's lease. The lane's own
+// renewal is known by its stamp and needs nothing: a pass for it cost every idle session a second
+// pass at each rescan, kept its folders open, and took the session for stirred. While a pass
+// runs, the change may be that pass's renewal, whose stamp the lane has not noted yet: it is
+// looked at once the pass is done.
+func (c *Collector) leaseChanged(e *entry) {
+	c.mu.Lock()
+	if e.running {
+		e.leaseChanged = true
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	if fi, err := os.Lstat(filepath.Join(e.dir, filepath.FromSlash(session.AliveFile))); err == nil && e.lane.OwnLease(fi) {
+		return
+	}
+	e.lane.Plants().CheckLease()
+	c.schedule(e, false)
 }
 
 // claudeEvent handles a change in the session's .claude folder.
@@ -356,10 +370,13 @@ func (c *Collector) work(ctx context.Context) {
 			res = e.lane.Pass(ctx, w)
 		}
 		c.apply(e, res)
-		if c.passDone(e, w.Housekeep, res) {
+		gone, lease := c.passDone(e, w.Housekeep, res)
+		if gone {
 			// Untracked while its pass ran: the pass may have opened its folders again after
 			// Untrack released them, and nothing else would close them.
 			e.lane.Release()
+		} else if lease {
+			c.leaseChanged(e)
 		}
 		c.passes.Add(1)
 	}
@@ -403,11 +420,12 @@ func (c *Collector) apply(e *entry, res lane.Result) {
 
 // passDone queues e again if something came in during its pass that the pass did not handle,
 // and after a housekeeping pass notes whether the session is calm. It reports whether the
-// session is gone.
-func (c *Collector) passDone(e *entry, housekept bool, res lane.Result) (gone bool) {
+// session is gone, and whether its lease changed while the pass ran.
+func (c *Collector) passDone(e *entry, housekept bool, res lane.Result) (gone, lease bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.running = false
+	lease, e.leaseChanged = e.leaseChanged, false
 	if housekept {
 		c.settleLocked(e, res.Quiet)
 	}
@@ -426,7 +444,7 @@ func (c *Collector) passDone(e *entry, housekept bool, res lane.Result) (gone bo
 		e.dirty, e.queued = false, true
 		c.queue <- e
 	}
-	return e.gone
+	return e.gone, lease
 }
 
 // shutdown stops the workers and withdraws the leases.
