@@ -126,6 +126,8 @@ type Injector struct {
 	// nwatched mirrors len(watched) for readers outside the loop.
 	nwatched atomic.Int64
 	added    int                 // watches added since the scan began
+	// fulls counts the full rescans, the table of watches being pruned at every calmRescans-th.
+	fulls int
 	live     map[string]*tracked // by session folder
 	// pending are sessions whose settings.json vanished, or that a removal in progress held back:
 	// ensured again once the removal has settled, unless the whole session went.
@@ -272,6 +274,7 @@ func (in *Injector) eventsLost(err error) {
 	for _, t := range in.live {
 		t.calm = false
 	}
+	in.fulls = 0 // and the table of watches pruned of folders whose going was not told
 	in.rescan(true)
 }
 
@@ -315,7 +318,13 @@ func (in *Injector) rescan(full bool) {
 func (in *Injector) scanOnce(full bool) {
 	now := in.opts.Now()
 	if full {
-		in.pruneWatches()
+		// A folder's watch goes with it, and its event takes it out of the table; the prune is
+		// for events lost, and a look at every watched folder each rescan was a tenth of what
+		// idle sessions cost.
+		if in.fulls%calmRescans == 0 {
+			in.pruneWatches()
+		}
+		in.fulls++
 	}
 	sc := session.Discover(in.cfg.SessionsRoots, in.opts.MaxSessions)
 	for _, err := range sc.Errors {
