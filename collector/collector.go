@@ -367,6 +367,16 @@ func (c *Collector) Untrack(id string) {
 	}
 }
 
+// Stir tells the collector that something changed in the session named id (its folder's name)
+// where its own watches do not look (the injector's do): its next rescan housekeeps it.
+func (c *Collector) Stir(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byIDLocked(id); e != nil {
+		e.calm, e.stirred = false, true
+	}
+}
+
 // Quarantine denies every further call in the session named id (its folder's name) for
 // QuarantineFor from now: something in it tried to switch the guard off or fool it (the
 // injector saw it). Each new attempt starts the period again.

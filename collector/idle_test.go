@@ -246,3 +246,22 @@ func TestALeaseChangeSeenDuringAPassIsJudgedWhenThePassEnds(t *testing.T) {
 		}
 	})
 }
+
+// A change the injector's watches saw in the session (a CLAUDE.md a sync dropped in outputs/, where
+// the collector watches nothing) brings a calm session's housekeeping back to the next rescan.
+func TestASessionStirredByTheInjectorIsHousekeptAtTheNextRescan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.cfg.RescanInterval = 30 * time.Second
+		f.useFake()
+		f.start()
+		lease := leaseReader(t, f)
+		f.rescans(1)
+		first := lease()
+		f.c.Stir("local_a")
+		f.rescans(1)
+		if got := lease(); !got.After(first) {
+			t.Errorf("the rescan after the injector saw a change did not housekeep the session (lease %v)", got)
+		}
+	})
+}

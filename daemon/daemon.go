@@ -212,6 +212,9 @@ func (e sessionEvents) SessionGone(id string) {
 	e.c.Untrack(id)
 }
 
+// SessionChanged: the collector's next rescan housekeeps the session (its instruction files).
+func (e sessionEvents) SessionChanged(id string) { e.c.Stir(id) }
+
 var (
 	_ injector.Recorder = sessionEvents{}
 	_ collector.Health  = (*health.Health)(nil)

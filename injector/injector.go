@@ -40,6 +40,10 @@ type Recorder interface {
 	SessionTampered(id string, what []string)
 	// SessionGone: the session folder went away or fell out of the live window.
 	SessionGone(id string)
+	// SessionChanged: something changed in a folder of the session the injector watches (a
+	// file the CLI, the agent or a sync wrote), which other rescans of the session must look at
+	// from their next one on.
+	SessionChanged(id string)
 	// Scanned reports each full pass over the sessions roots.
 	Scanned(health.ScanReport)
 }
@@ -125,10 +129,10 @@ type Injector struct {
 	watched map[string]bool
 	// nwatched mirrors len(watched) for readers outside the loop.
 	nwatched atomic.Int64
-	added    int                 // watches added since the scan began
+	added    int // watches added since the scan began
 	// fulls counts the full rescans, the table of watches being pruned at every calmRescans-th.
 	fulls int
-	live     map[string]*tracked // by session folder
+	live  map[string]*tracked // by session folder
 	// pending are sessions whose settings.json vanished, or that a removal in progress held back:
 	// ensured again once the removal has settled, unless the whole session went.
 	pending map[string]bool
@@ -693,6 +697,7 @@ func (in *Injector) handle(ev fswatch.Event) bool {
 	p, ok := session.Locate(in.cfg.SessionsRoots, name)
 	if t := in.live[p.Dir]; ok && t != nil && p.Level >= session.LevelSession {
 		t.calm = false // looked at in full from the next rescan on
+		in.opts.Recorder.SessionChanged(t.id)
 	}
 	if !ok {
 		// A missing root, or one of its ancestors, appeared: the root may exist now. (The root
@@ -1018,6 +1023,7 @@ func (nopRecorder) SessionUnhooked(string, error)     {}
 func (nopRecorder) SettingsRepaired(string, []string) {}
 func (nopRecorder) SessionTampered(string, []string)  {}
 func (nopRecorder) SessionGone(string)                {}
+func (nopRecorder) SessionChanged(string)             {}
 func (nopRecorder) Scanned(health.ScanReport)         {}
 
 // readFolder lists a folder of a session: never through a link, and never opening a FIFO swapped

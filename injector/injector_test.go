@@ -24,12 +24,13 @@ type recorder struct {
 	repaired   map[string][]string
 	tampered   map[string][]string
 	gone       map[string]bool
+	changed    map[string]int
 	scans      []health.ScanReport
 }
 
 func newRecorder() *recorder {
 	return &recorder{seen: map[string]bool{}, hooked: map[string]bool{}, unverified: map[string]bool{},
-		repaired: map[string][]string{}, tampered: map[string][]string{}, gone: map[string]bool{}}
+		repaired: map[string][]string{}, tampered: map[string][]string{}, gone: map[string]bool{}, changed: map[string]int{}}
 }
 
 func (r *recorder) SessionSeen(id, _ string) { r.mu.Lock(); r.seen[id] = true; r.mu.Unlock() }
@@ -56,7 +57,8 @@ func (r *recorder) SessionTampered(id string, what []string) {
 	r.tampered[id] = append(r.tampered[id], what...)
 	r.mu.Unlock()
 }
-func (r *recorder) SessionGone(id string) { r.mu.Lock(); r.gone[id] = true; r.mu.Unlock() }
+func (r *recorder) SessionGone(id string)    { r.mu.Lock(); r.gone[id] = true; r.mu.Unlock() }
+func (r *recorder) SessionChanged(id string) { r.mu.Lock(); r.changed[id]++; r.mu.Unlock() }
 func (r *recorder) Scanned(s health.ScanReport) {
 	r.mu.Lock()
 	r.scans = append(r.scans, s)

@@ -133,13 +133,19 @@ func (r refusing) Add(dir string) error {
 
 // calmSession is a hooked session, watched whole, that the last full rescan found as it should be.
 func calmSession(t *testing.T, refuse string) (*Injector, string) {
+	in, dir, _ := calmSessionRecorded(t, refuse)
+	return in, dir
+}
+
+func calmSessionRecorded(t *testing.T, refuse string) (*Injector, string, *recorder) {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "sessions")
 	dir := makeSession(t, root, "local_calm", "{}")
 	if err := os.MkdirAll(filepath.Join(dir, ".claude", "skills"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	in, err := New(testConfig(root, managedconfig.Observe), Options{})
+	rec := newRecorder()
+	in, err := New(testConfig(root, managedconfig.Observe), Options{Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,14 +155,14 @@ func calmSession(t *testing.T, refuse string) (*Injector, string) {
 	if !hasMode(dir, managedconfig.Observe) {
 		t.Fatalf("setup: not hooked: %s", settingsOf(dir))
 	}
-	return in, dir
+	return in, dir, rec
 }
 
 // A session whose settings and folders the last full rescan found as they should be, with every
 // folder watched, is looked at again in full by every calmRescans-th rescan only: a change the
 // watcher did not report waits for it. An event from the session brings it back to every rescan.
 func TestACalmSessionIsLookedAtInFullEveryFewRescans(t *testing.T) {
-	in, dir := calmSession(t, "none")
+	in, dir, rec := calmSessionRecorded(t, "none")
 	settings := filepath.Join(dir, ".claude", "settings.json")
 	os.WriteFile(settings, []byte("{}"), 0o644) // unreported: our entry gone
 	for i := 1; i < calmRescans; i++ {
@@ -173,6 +179,9 @@ func TestACalmSessionIsLookedAtInFullEveryFewRescans(t *testing.T) {
 	in.rescan(true) // calm again
 	os.WriteFile(settings, []byte("{}"), 0o644)
 	in.handle(fswatch.Event{Name: filepath.Join(dir, ".claude", "todos"), Op: fswatch.Create})
+	if rec.changed["local_calm"] == 0 {
+		t.Error("an event in the session was not told on (the collector's calm depends on it)")
+	}
 	in.rescan(true)
 	if !hasMode(dir, managedconfig.Observe) {
 		t.Error("the full rescan after an event in the session did not look at it")

@@ -310,6 +310,7 @@ func (e sessionEvents) SessionGone(id string) {
 	e.col.Untrack(id)
 }
 func (e sessionEvents) Scanned(r health.ScanReport) { e.send(HealthNote{Op: "scanned", Scan: &r}) }
+func (e sessionEvents) SessionChanged(id string)    { e.col.Stir(id) }
 
 // logHandler sends a worker's log to root, which logs it under the user's name; with the link
 // down, to the worker's stderr, which root also reads.
