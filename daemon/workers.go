@@ -120,7 +120,7 @@ func (r *rootSide) Health(u privsep.User, n privsep.HealthNote) {
 		r.mu.Unlock()
 	case "scanned":
 		if n.Scan != nil {
-			h.Scanned(*n.Scan)
+			h.ScannedBy(u.Name, *n.Scan)
 		}
 	case "event":
 		h.Event(n.ID, n.Decision, n.Latency)

@@ -69,6 +69,18 @@ func TestAWorkerCountsOnlyForItsOwnUsersSessions(t *testing.T) {
 	}
 }
 
+// What each worker's injector found is added up: status shows every user's sessions, not
+// those of the worker that reported last.
+func TestTheWorkersScansAreAddedUp(t *testing.T) {
+	r, ada, bob, _ := rootFor(t)
+	r.Health(ada, privsep.HealthNote{Op: "scanned", Scan: &health.ScanReport{Sessions: 3, Live: 3, Watches: 12}})
+	r.Health(bob, privsep.HealthNote{Op: "scanned", Scan: &health.ScanReport{Sessions: 5, Live: 4, Watches: 20}})
+	r.Health(ada, privsep.HealthNote{Op: "scanned", Scan: &health.ScanReport{Sessions: 3, Live: 2, Watches: 12}})
+	if got := r.d.health.Snapshot(false).Scan; got.Sessions != 8 || got.Live != 6 || got.Watches != 32 {
+		t.Errorf("scan %+v: want 8 sessions, 6 live, 32 watches (ada's latest and bob's)", got)
+	}
+}
+
 // A host call's record the log cannot take is kept in the state's drop folder and asks for an
 // import at once: it is in the log within a second of the log taking records again, not at the
 // next tick of the drop folders' ten-second look.

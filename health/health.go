@@ -153,6 +153,9 @@ type Health struct {
 	win      window
 	today    Today
 	scan     ScanReport
+	// scans are each injector's latest pass, by source (one per user's worker in system mode),
+	// and scan their sum.
+	scans map[string]ScanReport
 	config   ConfigState
 	record   *RecordHead // the decision log's chain head at the last heartbeat
 	kicked   time.Time   // when events last asked for health.json to be written
@@ -392,11 +395,64 @@ func (h *Health) SessionGone(id string) {
 }
 
 // Scanned records the injector's latest pass.
-func (h *Health) Scanned(r ScanReport) {
+func (h *Health) Scanned(r ScanReport) { h.ScannedBy("", r) }
+
+// ScannedBy records the latest pass of the injector named source: in system mode each user's
+// worker has its own, and the snapshot shows their sum. A pass that found what the last one
+// did asks for no new snapshot: a hundred workers' rescans rewrote health.json several times a
+// second.
+func (h *Health) ScannedBy(source string, r ScanReport) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if prev, ok := h.scans[source]; ok && prev.equal(r) {
+		return
+	}
+	if h.scans == nil {
+		h.scans = map[string]ScanReport{}
+	}
+	h.scans[source] = r
+	h.scan = sumScans(h.scans)
 	h.changedLocked()
-	h.scan = r
+}
+
+// equal reports whether two passes found the same.
+func (r ScanReport) equal(o ScanReport) bool {
+	return slices.Equal(r.Roots, o.Roots) && r.Sessions == o.Sessions && r.Live == o.Live &&
+		slices.Equal(r.MissingRoots, o.MissingRoots) && slices.Equal(r.Unrecognised, o.Unrecognised) &&
+		r.Truncated == o.Truncated && r.Watches == o.Watches && r.WatchLimited == o.WatchLimited &&
+		slices.Equal(r.LowSpace, o.LowSpace)
+}
+
+// sumScans is what the injectors' latest passes found together: counts added, lists joined
+// (in the sources' order, each name once).
+func sumScans(scans map[string]ScanReport) ScanReport {
+	if len(scans) == 1 {
+		for _, r := range scans {
+			return r
+		}
+	}
+	var sum ScanReport
+	join := func(to []string, from []string) []string {
+		for _, s := range from {
+			if !slices.Contains(to, s) {
+				to = append(to, s)
+			}
+		}
+		return to
+	}
+	for _, src := range slices.Sorted(maps.Keys(scans)) {
+		r := scans[src]
+		sum.Roots = join(sum.Roots, r.Roots)
+		sum.MissingRoots = join(sum.MissingRoots, r.MissingRoots)
+		sum.Unrecognised = join(sum.Unrecognised, r.Unrecognised)
+		sum.LowSpace = join(sum.LowSpace, r.LowSpace)
+		sum.Sessions += r.Sessions
+		sum.Live += r.Live
+		sum.Watches += r.Watches
+		sum.WatchLimited += r.WatchLimited
+		sum.Truncated = sum.Truncated || r.Truncated
+	}
+	return sum
 }
 
 // Decision is the outcome of one event, as the collector reports it.

@@ -606,3 +606,39 @@ func TestASessionFoundAsItWasAsksForNoNewSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// In system mode each user's worker reports its own injector's passes: the snapshot shows their
+// sum, and a pass that found what the same worker's last one did asks for no new snapshot.
+func TestScansOfSeveralInjectorsAreSummedAndAnUnchangedOneWritesNothing(t *testing.T) {
+	h := New(nil)
+	drain := func() bool {
+		select {
+		case <-h.changed:
+			return true
+		default:
+			return false
+		}
+	}
+	ada := ScanReport{Roots: []string{"/Users/ada/s"}, Sessions: 3, Live: 2, Watches: 10, LowSpace: []string{"/Users/ada/s (1 KiB free)"}}
+	bob := ScanReport{Roots: []string{"/Users/bob/s"}, Sessions: 5, Live: 5, Watches: 20, WatchLimited: 1, Truncated: true}
+	h.ScannedBy("ada", ada)
+	h.ScannedBy("bob", bob)
+	if !drain() {
+		t.Fatal("a new pass asked for no snapshot")
+	}
+	got := h.Snapshot(false).Scan
+	want := ScanReport{Roots: []string{"/Users/ada/s", "/Users/bob/s"}, Sessions: 8, Live: 7, Watches: 30, WatchLimited: 1,
+		Truncated: true, LowSpace: []string{"/Users/ada/s (1 KiB free)"}}
+	if !got.equal(want) {
+		t.Errorf("summed scan %+v, want %+v", got, want)
+	}
+	h.ScannedBy("ada", ada)
+	if drain() {
+		t.Error("a pass that found what the last one did asked for a snapshot")
+	}
+	ada.Live = 1
+	h.ScannedBy("ada", ada)
+	if !drain() || h.Snapshot(false).Scan.Live != 6 {
+		t.Errorf("a pass that found less was not summed in (live %d)", h.Snapshot(false).Scan.Live)
+	}
+}
