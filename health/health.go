@@ -155,10 +155,10 @@ type Health struct {
 	scan     ScanReport
 	// scans are each injector's latest pass, by source (one per user's worker in system mode),
 	// and scan their sum.
-	scans map[string]ScanReport
-	config   ConfigState
-	record   *RecordHead // the decision log's chain head at the last heartbeat
-	kicked   time.Time   // when events last asked for health.json to be written
+	scans  map[string]ScanReport
+	config ConfigState
+	record *RecordHead // the decision log's chain head at the last heartbeat
+	kicked time.Time   // when events last asked for health.json to be written
 	// lastWrite is what the last snapshot took to make and write; only Run's loop uses it.
 	lastWrite time.Duration
 	// goneSince counts departures since the last prune.
