@@ -74,6 +74,20 @@ type Scan struct {
 	files map[string]scanned
 	// reported is the findings last returned as changed, to report only changes.
 	reported map[string][]string
+	// folders are the walk's folders as the last look listed them, by name.
+	folders map[string]listing
+	// now is the file system's clock (time.Now when nil), for the folders' stamps.
+	now func() time.Time
+}
+
+// listing is what a folder of the walk held, and its stamp when it was listed: found with the
+// same stamp, it holds the same entries (any made, removed or renamed in it changes the stamp),
+// and is not listed again. The files themselves are still looked at, for changes in place.
+type listing struct {
+	stamp   session.Stamp
+	entries int      // counted against the walk's bound as a listing would
+	folders []string // to walk into
+	files   []string // instruction files
 }
 
 type scanned struct {
@@ -108,13 +122,20 @@ type look struct {
 	seen    map[string]scanned
 	entries int
 	judged  int
+	// folders are the walk's listings for the next look; now is the file system's clock.
+	folders map[string]listing
+	now     time.Time
 }
 
 // Look looks at the session's instruction files, judges those that changed since the last look
 // with cls, and says what they hold now. What Claude Code loads comes first, and every file it
 // @imports from there (as deep as it follows them); then the walk of the rest.
 func (sc *Scan) Look(s *session.Session, cls Finder) Result {
-	l := &look{sc: sc, s: s, cls: cls, seen: map[string]scanned{}}
+	now := time.Now
+	if sc.now != nil {
+		now = sc.now
+	}
+	l := &look{sc: sc, s: s, cls: cls, seen: map[string]scanned{}, folders: map[string]listing{}, now: now()}
 	for _, name := range loaded {
 		l.visit(name, 0)
 	}
@@ -122,10 +143,10 @@ func (sc *Scan) Look(s *session.Session, cls Finder) Result {
 		l.walkAll(dir, 0)
 	}
 	for _, root := range roots {
-		walk(s, root, 0, &l.entries, func(name string, _ fs.FileInfo) { l.visit(name, 0) })
+		l.walk(root, 0)
 	}
 	moved := l.judged > 0 || len(l.seen) != len(sc.files)
-	sc.files = l.seen
+	sc.files, sc.folders = l.seen, l.folders
 	res := sc.result()
 	res.Moved = moved
 	return res
@@ -221,35 +242,71 @@ func (sc *Scan) Footprint() int64 {
 			n += int64(len(r)) + 16
 		}
 	}
-	return 2 * n // the findings last reported hold the same names and rules again
+	n *= 2 // the findings last reported hold the same names and rules again
+	for name, ls := range sc.folders {
+		n += int64(len(name)) + 96
+		for _, e := range ls.folders {
+			n += int64(len(e)) + 16
+		}
+		for _, e := range ls.files {
+			n += int64(len(e)) + 16
+		}
+	}
+	return n
 }
 
 // Rules are the rules a file matched at the last look.
 func (sc *Scan) Rules(name string) []string { return sc.files[name].rules }
 
-// walk calls fn for each instruction file below name, within the bounds, never through a link.
-func walk(s *session.Session, name string, depth int, entries *int, fn func(string, fs.FileInfo)) {
-	if depth > maxDepth || skip[name] || *entries >= maxEntries {
+// walk visits each instruction file below name, within the bounds, never through a link.
+func (l *look) walk(name string, depth int) {
+	if depth > maxDepth || skip[name] || l.entries >= maxEntries {
 		return
 	}
-	list, err := s.ReadDir(name, maxEntries-*entries)
-	if err != nil {
+	ls, ok := l.list(name)
+	if !ok {
 		return // absent, a link, or not a folder: nothing to scan there
 	}
-	*entries += len(list)
+	l.entries += ls.entries
+	for _, f := range ls.files {
+		l.visit(name+"/"+f, 0)
+	}
+	for _, d := range ls.folders {
+		l.walk(name+"/"+d, depth+1)
+	}
+}
+
+// list is what the folder name holds: as the last look listed it when its stamp is the same, or
+// listed now. A folder changed within session.QuietAfter is listed at each look: the file
+// system's clock is coarse, and an entry made in the same tick as the stamp would not change it.
+func (l *look) list(name string) (listing, bool) {
+	st := l.s.StampOf(name)
+	if !st.Mode.IsDir() {
+		return listing{}, false
+	}
+	if ls, ok := l.sc.folders[name]; ok && ls.stamp == st && ls.entries <= maxEntries-l.entries {
+		l.folders[name] = ls
+		return ls, true
+	}
+	list, err := l.s.ReadDir(name, maxEntries-l.entries)
+	if err != nil {
+		return listing{}, false
+	}
+	ls := listing{stamp: st, entries: len(list)}
 	for _, e := range list {
-		child := name + "/" + e.Name()
 		switch {
 		case e.Type().IsDir():
 			if !skip[e.Name()] {
-				walk(s, child, depth+1, entries, fn)
+				ls.folders = append(ls.folders, e.Name())
 			}
-		case e.Type().IsRegular() && Name(child):
-			if fi, err := e.Info(); err == nil {
-				fn(child, fi)
-			}
+		case e.Type().IsRegular() && Name(name+"/"+e.Name()):
+			ls.files = append(ls.files, e.Name())
 		}
 	}
+	if l.now.UnixNano()-max(st.Mod, st.Changed) > int64(session.QuietAfter) {
+		l.folders[name] = ls
+	}
+	return ls, true
 }
 
 // Name reports a file agents read as instructions (a session-relative name): a known

@@ -142,3 +142,78 @@ func FuzzImports(f *testing.F) {
 		}
 	})
 }
+
+// A folder of the walk found with the stamp it had when the last look listed it holds what it
+// held then, and is not listed again; its files are still looked at, so a file rewritten in place
+// is judged again. A folder changed within session.QuietAfter of the look is listed each time.
+func TestAFolderUnchangedSinceItsListingIsNotListedAgainButItsFilesAreLookedAt(t *testing.T) {
+	cls, err := classifier.New(classifier.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "outputs", "proj")
+	md := filepath.Join(folder, "CLAUDE.md")
+	os.MkdirAll(folder, 0o700)
+	os.WriteFile(md, []byte("Be concise.\n"), 0o600)
+	s, err := session.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const name = "outputs/proj/CLAUDE.md"
+
+	var sc Scan // the real clock: the folder was made just now
+	sc.Look(s, cls)
+	if _, ok := sc.folders["outputs/proj"]; ok {
+		t.Fatal("a folder changed within QuietAfter was taken as listed for good")
+	}
+
+	later := time.Now().Add(time.Hour)
+	sc.now = func() time.Time { return later }
+	if res := sc.Look(s, cls); !slices.Contains(res.Scanned, name) {
+		t.Fatalf("scanned %v", res.Scanned)
+	}
+	ls, ok := sc.folders["outputs/proj"]
+	if !ok {
+		t.Fatal("a settled folder's listing was not kept")
+	}
+	// Were the folder listed again, the file would be found; the kept listing is used instead.
+	ls.files = nil
+	sc.folders["outputs/proj"] = ls
+	if res := sc.Look(s, cls); slices.Contains(res.Scanned, name) {
+		t.Fatal("an unchanged folder was listed again")
+	}
+	ls.files = []string{"CLAUDE.md"}
+	sc.folders["outputs/proj"] = ls
+
+	f, err := os.OpenFile(md, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(injected)
+	f.Close()
+	os.Chtimes(md, time.Now().Add(time.Second), time.Now().Add(time.Second))
+	if res := sc.Look(s, cls); len(res.Findings[name]) == 0 {
+		t.Errorf("a file rewritten in place in an unchanged folder was not judged again: %+v", res)
+	}
+
+	other := filepath.Join(folder, "sub", "CLAUDE.md")
+	os.MkdirAll(filepath.Dir(other), 0o700)
+	os.WriteFile(other, []byte(injected), 0o600)
+	if res := sc.Look(s, cls); len(res.Findings["outputs/proj/sub/CLAUDE.md"]) == 0 {
+		t.Errorf("a folder made in a listed one was not found: %+v", res.Scanned)
+	}
+
+	// A listed folder swapped for a link is not walked through, kept listing or not.
+	outside := filepath.Join(t.TempDir(), "elsewhere")
+	os.MkdirAll(outside, 0o700)
+	os.WriteFile(filepath.Join(outside, "AGENTS.md"), []byte(injected), 0o600)
+	os.Rename(folder, folder+".old")
+	if err := os.Symlink(outside, folder); err != nil {
+		t.Fatal(err)
+	}
+	if res := sc.Look(s, cls); slices.ContainsFunc(res.Scanned, func(n string) bool { return strings.HasPrefix(n, "outputs/proj/") }) {
+		t.Errorf("the walk went through a link swapped in for a listed folder: %v", res.Scanned)
+	}
+}
