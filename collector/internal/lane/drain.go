@@ -131,10 +131,18 @@ func (l *Lane) prepareOpen(s *session.Session, until time.Time) {
 		l.holdFor(wait)
 		return
 	}
-	if own && l.justVanished(s) {
-		return
+	there := false // our folders, found in place by the look below
+	if own {
+		vanished, present := l.justVanished(s)
+		if vanished {
+			return
+		}
+		there = present
 	}
-	err := s.MkdirAll(session.DecisionsDir, 0o700)
+	var err error
+	if !there {
+		err = s.MkdirAll(session.DecisionsDir, 0o700)
+	}
 	if err == nil && !s.Own() {
 		err = s.MkdirAll(session.StagingDir, 0o700) // a host channel's hooks write their events in place
 	}
@@ -154,13 +162,17 @@ func (l *Lane) prepareOpen(s *session.Session, until time.Time) {
 
 // justVanished reports whether our folder, made in this session before, is found gone: the first
 // sign of a removal whose events have not reached us yet. It is put back only after one hold of
-// session.RemovalQuiet (a removal goes on meanwhile, and its events extend the hold).
-func (l *Lane) justVanished(s *session.Session) bool {
+// session.RemovalQuiet (a removal goes on meanwhile, and its events extend the hold). present
+// says both our folders were found as folders: there is nothing to make.
+func (l *Lane) justVanished(s *session.Session) (vanished, present bool) {
 	gone := false
+	present = true
 	for _, name := range []string{session.BridgeDir, session.DecisionsDir} {
-		if _, err := s.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+		fi, err := s.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) {
 			gone = true // a removal takes decisions/ first, then our folder (the lease is ours to replace)
 		}
+		present = present && err == nil && fi.IsDir()
 	}
 	first := false
 	switch {
@@ -170,11 +182,11 @@ func (l *Lane) justVanished(s *session.Session) bool {
 		l.bridgeGone, first = l.env.Now(), true
 	}
 	if !first {
-		return false
+		return false, present
 	}
 	l.env.Removals.Saw(s.Dir(), session.BridgeDir)
 	l.holdFor(session.RemovalQuiet)
-	return true
+	return true, false
 }
 
 // holdFor asks for the session's housekeeping again after wait, once however often it is held
