@@ -170,6 +170,8 @@ type tracked struct {
 	calm    bool
 	calmGen uint64
 	rested  int
+	// mod is the session's ModTime as the last scan that looked at it found it.
+	mod time.Time
 }
 
 // calmRescans is how often a calm session is looked at in full by the rescan: at every
@@ -180,12 +182,17 @@ const calmRescans = 4
 
 // rests reports whether the full rescan passes t over, counting it.
 func (t *tracked) rests(gen uint64) bool {
-	if !t.calm || t.calmGen != gen || t.rested >= calmRescans-1 {
+	if !t.resting(gen) {
 		t.rested = 0
 		return false
 	}
 	t.rested++
 	return true
+}
+
+// resting reports whether the next full rescan passes t over.
+func (t *tracked) resting(gen uint64) bool {
+	return t.calm && t.calmGen == gen && t.rested < calmRescans-1
 }
 
 // A session whose settings need our entry restored this many times within fightWindow is
@@ -330,7 +337,14 @@ func (in *Injector) scanOnce(full bool) {
 		}
 		in.fulls++
 	}
-	sc := session.Discover(in.cfg.SessionsRoots, in.opts.MaxSessions)
+	sc := session.DiscoverKnown(in.cfg.SessionsRoots, in.opts.MaxSessions, func(dir string) (time.Time, bool) {
+		// A calm session this scan passes over: its watches tell of any change to it.
+		t := in.live[dir]
+		if t == nil || !t.resting(in.gen) {
+			return time.Time{}, false
+		}
+		return t.mod, true
+	})
 	for _, err := range sc.Errors {
 		in.log.Warn("cannot read part of a sessions root", "err", err)
 	}
@@ -368,7 +382,7 @@ func (in *Injector) scanOnce(full bool) {
 			quiet = in.ensure(f.Dir, f.ID, reasonScan)
 		}
 		if t := in.live[f.Dir]; t != nil && full {
-			t.calm, t.calmGen = whole && quiet, in.gen
+			t.calm, t.calmGen, t.mod = whole && quiet, in.gen, f.ModTime
 		}
 	}
 	for dir, t := range in.live {

@@ -213,3 +213,19 @@ func TestASessionNotWatchedWholeIsLookedAtByEveryRescan(t *testing.T) {
 		})
 	}
 }
+
+// A calm session removed with no event told (the watcher lost it) is forgotten by the next full
+// rescan all the same: the listing of its org folder no longer holds it.
+func TestACalmSessionRemovedUnseenIsForgottenByTheNextRescan(t *testing.T) {
+	in, dir, rec := calmSessionRecorded(t, "none")
+	if !in.live[dir].calm {
+		t.Fatal("setup: the session is not calm")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	in.rescan(true)
+	if in.live[dir] != nil || !rec.gone["local_calm"] {
+		t.Error("a calm session removed unseen is still followed after a full rescan")
+	}
+}

@@ -49,12 +49,22 @@ type Scan struct {
 	Errors []error
 	// Truncated is set when the limit on sessions or on entries of one folder cut the scan short.
 	Truncated bool
+
+	// known, when set, answers for a session folder the caller already follows and needs no
+	// look at: its ModTime as the caller knows it.
+	known func(dir string) (time.Time, bool)
 }
 
 // Discover walks each root down the known layout, never following a link, and returns at most
 // limit sessions.
-func Discover(roots []string, limit int) Scan {
-	var sc Scan
+func Discover(roots []string, limit int) Scan { return DiscoverKnown(roots, limit, nil) }
+
+// DiscoverKnown is Discover for a caller that follows some sessions already: for a session
+// folder known answers for, its listing is all the scan looks at (the folder is there, and a
+// folder of the layout), and its ModTime is known's. The caller answers only for sessions whose
+// every change its watches would have told it of.
+func DiscoverKnown(roots []string, limit int, known func(dir string) (time.Time, bool)) Scan {
+	sc := Scan{known: known}
 	for _, root := range roots {
 		fi, err := os.Lstat(root)
 		switch {
@@ -111,6 +121,12 @@ func (sc *Scan) walk(root, dir string, depth, limit int) {
 }
 
 func (sc *Scan) addSession(root, dir string) {
+	if sc.known != nil {
+		if mod, ok := sc.known(dir); ok {
+			sc.Sessions = append(sc.Sessions, Found{Dir: dir, ID: filepath.Base(dir), Root: root, ModTime: mod})
+			return
+		}
+	}
 	claude, err := os.Lstat(filepath.Join(dir, ClaudeDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		sc.Pending = append(sc.Pending, dir)

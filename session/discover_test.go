@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // build creates the entries of spec under base: a name ending in "/" is a folder, "a -> b" a link,
@@ -133,5 +135,36 @@ func TestDiscoverReportsAnUnreadableFolder(t *testing.T) {
 	t.Cleanup(func() { os.Chmod(filepath.Join(base, "root/x"), 0o755) })
 	if sc := Discover([]string{filepath.Join(base, "root")}, 10); len(sc.Errors) != 1 {
 		t.Errorf("errors %v, want one", sc.Errors)
+	}
+}
+
+// A session the caller answers for is taken as the caller knows it, with no look into it; the
+// others are looked at as by Discover. A link is never answered for: the listing refuses it first.
+func TestDiscoverKnownTakesTheCallersWordForTheSessionsItFollows(t *testing.T) {
+	base := t.TempDir()
+	build(t, base,
+		"root/acct/org/local_a/.claude/",
+		"root/acct/org/local_b/", // .claude gone since the caller looked: its watch tells the caller
+		"root/acct/org/local_c/",
+		"root/acct/org/local_link -> "+filepath.Join(base, "root/acct/org/local_a"),
+	)
+	when := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var asked []string
+	sc := DiscoverKnown([]string{filepath.Join(base, "root")}, 10, func(dir string) (time.Time, bool) {
+		asked = append(asked, filepath.Base(dir))
+		return when, filepath.Base(dir) != "local_c"
+	})
+	got := map[string]time.Time{}
+	for _, f := range sc.Sessions {
+		got[f.ID] = f.ModTime
+	}
+	if len(got) != 2 || !got["local_a"].Equal(when) || !got["local_b"].Equal(when) {
+		t.Errorf("sessions %v: want local_a and local_b as the caller knows them", got)
+	}
+	if got := rel(base, sc.Pending); !reflect.DeepEqual(got, []string{"root/acct/org/local_c"}) {
+		t.Errorf("pending %v: a session the caller does not know is looked at", got)
+	}
+	if slices.Contains(asked, "local_link") {
+		t.Error("the caller was asked about a link")
 	}
 }
