@@ -888,7 +888,11 @@ func (in *Injector) ensure(dir, id string, why reason) (quiet bool) {
 	if err == nil {
 		_, bridgeErr := os.Lstat(filepath.Join(dir, filepath.FromSlash(session.BridgeDir)))
 		repair := (t.hooked || wasHooked || bridgeErr == nil) && in.missing[dir].IsZero() // set up before: repair only
+		// One look at each folder for the stamps (the repair after them looks again as it goes):
+		// each stamp looked at every folder above its file, a dozen looks for one answer.
+		release := s.Hold()
 		before := repairInputs(s)
+		release()
 		if repair && why == reasonScan && t.quiet != nil && t.quietGen == in.gen && slices.Equal(before, t.quiet) {
 			s.Close()
 			in.report(t, Outcome{}, why) // what the repair found last time
