@@ -7,8 +7,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/session"
 )
 
 // BenchmarkEnforceEventDaemonSide is the daemon's share of one enforce round trip: a line is
@@ -89,6 +91,43 @@ func BenchmarkIdleHousekeeping(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		f.settle()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*sessions), "µs/session")
+}
+
+// BenchmarkCalmRescan is the periodic rescan of BenchmarkIdleHousekeeping's sessions left calm
+// (watched whole, nothing arriving): a rescan housekeeps each at every calmRescans-th only. The
+// figure is the mean over rescans.
+func BenchmarkCalmRescan(b *testing.B) {
+	const sessions = 200
+	f := newFixture(b, managedconfig.Enforce)
+	f.start()
+	defer f.stop()
+	for i := range sessions - 1 {
+		dir := filepath.Join(filepath.Dir(f.dir), fmt.Sprintf("local_idle%03d", i))
+		for _, sub := range []string{".claude", "outputs", "uploads"} {
+			if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f.c.Track(dir)
+	}
+	f.settle()
+	time.Sleep(session.QuietAfter) // what the first passes made has settled
+	f.settle()
+	rescan := func() {
+		f.c.rescan()
+		for _, idle := f.c.Passes(); !idle; _, idle = f.c.Passes() {
+			runtime.Gosched()
+		}
+	}
+	for range calmRescans {
+		rescan() // every session calm, each with its own count
+	}
+	b.ResetTimer()
+	for range b.N {
+		rescan()
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*sessions), "µs/session")

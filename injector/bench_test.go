@@ -72,3 +72,27 @@ func BenchmarkFullRescan(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/100, "µs/session")
 }
+
+// BenchmarkCalmRescan is BenchmarkFullRescan with every folder watched and nothing changing: the
+// sessions are calm, and a full rescan looks at each in full at every calmRescans-th only. The
+// figure is the mean over rescans.
+func BenchmarkCalmRescan(b *testing.B) {
+	root := filepath.Join(b.TempDir(), "sessions")
+	in, err := New(testConfig(root, managedconfig.Observe), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in.w = fswatch.NewFake()
+	for i := range 100 {
+		dir := filepath.Join(root, "acct", "org", fmt.Sprintf("local_%06d", i))
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"model":"x","permissions":{"allow":["Bash(ls:*)"]}}`), 0o644)
+	}
+	in.rescan(true) // hooks them
+	in.rescan(true) // finds them as they should be: calm
+	b.ResetTimer()
+	for range b.N {
+		in.rescan(true)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/100, "µs/session")
+}
