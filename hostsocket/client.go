@@ -1,7 +1,6 @@
 package hostsocket
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,7 +19,7 @@ func Call(path string, req Request, deadline time.Time) (Answer, error) {
 	defer c.Close()
 	_ = c.SetDeadline(deadline)
 	req.V = Version
-	data, err := json.Marshal(req)
+	data, err := encode(req)
 	if err != nil {
 		return Answer{}, fmt.Errorf("encode the request: %w", err)
 	}

@@ -19,12 +19,14 @@ import (
 type echo struct {
 	mu    sync.Mutex
 	peers []Peer
+	reqs  []Request
 	block chan struct{} // when set, calls wait on it
 }
 
 func (e *echo) Serve(ctx context.Context, p Peer, r Request) Answer {
 	e.mu.Lock()
 	e.peers = append(e.peers, p)
+	e.reqs = append(e.reqs, r)
 	e.mu.Unlock()
 	if e.block != nil {
 		<-e.block
@@ -166,13 +168,69 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"v":1,"kind":"status"}`))
 	f.Add([]byte(`{"v":1,"payload":"` + strings.Repeat("a", 100) + `"}`))
 	f.Add([]byte("\x00{"))
+	f.Add([]byte("{\"v\":1,\"kind\":\"call\",\"raw\":true}\n{\n \"tool_name\": \"Bash\"\n}"))
+	f.Add([]byte("{\"v\":1,\"kind\":\"call\",\"raw\":true}\n"))
+	f.Add([]byte("{\"v\":1,\"kind\":\"call\",\"raw\":true,\"payload\":{}}\nx"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r Request
 		err := readJSON(strings.NewReader(string(data)), 1<<16, &r)
 		if err == nil && len(data) > 1<<16 {
 			t.Fatal("a request over the limit was read")
 		}
+		var d Request
+		if decode(data, &d) != nil {
+			return
+		}
+		// What the daemon read, sent again as a hook would, reads the same.
+		again, err := encode(d)
+		if err != nil {
+			return // the daemon never sends a request; a hook's own encoding is tested above
+		}
+		var e Request
+		if err := decode(again, &e); err != nil {
+			t.Fatalf("decode(encode(%q)): %v", data, err)
+		}
+		if d.Raw && !bytes.Equal(e.Payload, d.Payload) {
+			t.Fatalf("the raw payload %q came back as %q", d.Payload, e.Payload)
+		}
 	})
+}
+
+// A hook sends its payload after the request's other members, as it read it: the daemon gets
+// the same request as one sent whole, newlines in the payload and all. A request of one object
+// (a hook of the release before) is read as before; a head that disagrees with what follows it
+// is refused.
+func TestARequestsPayloadSentRawArrivesAsItWasRead(t *testing.T) {
+	e := &echo{}
+	path := serve(t, e)
+	payload := []byte("{\n  \"tool_name\": \"Bash\",\n  \"tool_input\": {\"command\": \"echo 'a\\nb'\"}\n}\n")
+	if _, err := Call(path, Request{Kind: KindCall, Payload: payload, ConfigDir: "/c", HostSession: "h"}, time.Now().Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	got := e.reqs[0]
+	e.mu.Unlock()
+	if !bytes.Equal(got.Payload, payload) || got.ConfigDir != "/c" || got.HostSession != "h" || got.Kind != KindCall {
+		t.Errorf("the daemon read %+v (payload %q)", got, got.Payload)
+	}
+
+	for _, tc := range []struct {
+		name, wire string
+		ok         bool
+		payload    string
+	}{
+		{"one object", `{"v":1,"kind":"call","payload":{"tool_name":"Bash"}}`, true, `{"tool_name":"Bash"}`},
+		{"raw", "{\"v\":1,\"kind\":\"call\",\"raw\":true}\n{\"tool_name\":\"Bash\"}", true, `{"tool_name":"Bash"}`},
+		{"raw and empty", "{\"v\":1,\"kind\":\"call\",\"raw\":true}\n", true, ``},
+		{"raw with nothing after", `{"v":1,"kind":"call","raw":true}`, false, ""},
+		{"more after one object", "{\"v\":1,\"kind\":\"call\"}\n{\"tool_name\":\"Bash\"}", false, ""},
+	} {
+		var r Request
+		err := decode([]byte(tc.wire), &r)
+		if (err == nil) != tc.ok || tc.ok && string(r.Payload) != tc.payload {
+			t.Errorf("%s: %+v (payload %q), %v", tc.name, r, r.Payload, err)
+		}
+	}
 }
 
 // A hook that finds the socket can connect: the socket appears at its name only once it listens

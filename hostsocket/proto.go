@@ -1,6 +1,7 @@
 package hostsocket
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,10 @@ type Request struct {
 	// ConfigDir and HostSession are the hook's CLAUDE_CONFIG_DIR and CLAUDE_CODE_HOST_SESSION_ID.
 	ConfigDir   string `json:"config_dir,omitempty"`
 	HostSession string `json:"host_session,omitempty"`
+	// Raw: the payload is not in this object but follows it on the wire, after a newline, as the
+	// hook read it (see Call): the daemon parses it once, as a hook's payload, instead of once
+	// more as a member of the request. A request without it is one object, as before.
+	Raw bool `json:"raw,omitempty"`
 	// Oversized, set by the server only, is how much it read of a request larger than
 	// MaxRequest before it stopped: the call is refused without being read whole.
 	Oversized int64 `json:"-"`
@@ -62,6 +67,36 @@ type Peer struct {
 }
 
 var errTooLarge = errors.New("larger than the protocol allows")
+
+// encode is req on the wire: its payload, when there is one, raw after the rest of it and a
+// newline (json.Marshal never writes a newline, so a request of one object has none).
+func encode(req Request) ([]byte, error) {
+	payload := req.Payload
+	req.Payload, req.Raw = nil, payload != nil
+	head, err := json.Marshal(req)
+	if err != nil || payload == nil {
+		return head, err
+	}
+	return append(append(append(make([]byte, 0, len(head)+1+len(payload)), head...), '\n'), payload...), nil
+}
+
+// decode reads a request as encode writes it, or as one object. The raw payload is data's own.
+func decode(data []byte, req *Request) error {
+	head, payload, raw := bytes.Cut(data, []byte{'\n'})
+	if !raw {
+		head = data
+	}
+	if err := json.Unmarshal(head, req); err != nil {
+		return fmt.Errorf("not a message of this protocol: %w", err)
+	}
+	switch {
+	case req.Raw && raw:
+		req.Payload = payload
+	case req.Raw, raw && len(bytes.TrimSpace(payload)) > 0:
+		return errors.New("not a message of this protocol: the payload and the request's head disagree")
+	}
+	return nil
+}
 
 // readJSON reads one JSON value of at most limit bytes until EOF (the writer half-closes).
 func readJSON(r io.Reader, limit int64, v any) error {

@@ -301,8 +301,8 @@ func (s *Server) serve(ctx context.Context, c *net.UnixConn, p Peer) {
 		s.reply(c, Answer{V: Version, Error: "cannot read the request: " + err.Error()})
 		return
 	default:
-		if err := json.Unmarshal(data, &req); err != nil {
-			s.reply(c, Answer{V: Version, Error: "cannot read the request: not a message of this protocol: " + err.Error()})
+		if err := decode(data, &req); err != nil {
+			s.reply(c, Answer{V: Version, Error: "cannot read the request: " + err.Error()})
 			return
 		}
 	}
