@@ -106,7 +106,7 @@ func TestACalmSessionIsHousekeptEveryFewRescansAndAStirredOneAtTheNext(t *testin
 		if !renewed.After(first) {
 			t.Fatalf("rescan %d did not housekeep the calm session (lease %v)", calmRescans, renewed)
 		}
-		if left := renewed.Sub(time.Now()); left < calmRescans*f.cfg.RescanInterval {
+		if left := time.Until(renewed); left < calmRescans*f.cfg.RescanInterval {
 			t.Errorf("the lease runs %v past its renewal, less than the %d rescans to the next", left, calmRescans)
 		}
 
