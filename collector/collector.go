@@ -412,7 +412,13 @@ func (c *Collector) HostCall(id string) (HostLane, bool) {
 	if e == nil {
 		return HostLane{}, false
 	}
-	return HostLane{Quarantined: e.lane.QuarantinedNow(), Flow: e.lane.FlowNow(), Judged: e.lane.HostJudged}, true
+	judged := func(r claudehook.Receipt) {
+		e.lane.HostJudged(r)
+		c.mu.Lock()
+		e.calm, e.stirred = false, true // a call: the session is in use
+		c.mu.Unlock()
+	}
+	return HostLane{Quarantined: e.lane.QuarantinedNow(), Flow: e.lane.FlowNow(), Judged: judged}, true
 }
 
 // byIDLocked finds a tracked session by its folder's name. Callers hold mu.

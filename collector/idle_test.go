@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -262,6 +263,29 @@ func TestASessionStirredByTheInjectorIsHousekeptAtTheNextRescan(t *testing.T) {
 		f.rescans(1)
 		if got := lease(); !got.After(first) {
 			t.Errorf("the rescan after the injector saw a change did not housekeep the session (lease %v)", got)
+		}
+	})
+}
+
+// A call of the session judged at the system socket is use: the next rescan housekeeps the
+// session, whose pass takes the call's receipt.
+func TestACallJudgedAtTheSocketStirsACalmSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.cfg.RescanInterval = 30 * time.Second
+		f.useFake()
+		f.start()
+		lease := leaseReader(t, f)
+		f.rescans(1)
+		first := lease()
+		hl, ok := f.c.HostCall("local_a")
+		if !ok {
+			t.Fatal("the session is not tracked")
+		}
+		hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_01", Tool: "Bash"})
+		f.rescans(1)
+		if got := lease(); !got.After(first) {
+			t.Errorf("the rescan after a socket call did not housekeep the session (lease %v)", got)
 		}
 	})
 }
