@@ -74,10 +74,20 @@ func BenchmarkTranscriptBomb(b *testing.B) {
 // the CPU a rescan costs per idle session (the pass's wall time on one processor).
 func BenchmarkIdleHousekeeping(b *testing.B) {
 	const sessions = 200
+	f := idleSessions(b, sessions)
+	b.ResetTimer()
+	for range b.N {
+		f.settle()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*sessions), "µs/session")
+}
+
+// idleSessions is a collector following n sessions that make no call, their first passes done.
+func idleSessions(b *testing.B, n int) *fixture {
 	f := newFixture(b, managedconfig.Enforce)
-	f.start()
-	defer f.stop()
-	for i := range sessions - 1 {
+	f.start() // stopped by the benchmark's cleanup
+	for i := range n - 1 {
 		dir := filepath.Join(filepath.Dir(f.dir), fmt.Sprintf("local_idle%03d", i))
 		for _, sub := range []string{".claude", "outputs", "uploads"} {
 			if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
@@ -88,12 +98,7 @@ func BenchmarkIdleHousekeeping(b *testing.B) {
 	}
 	f.settle()
 	f.settle() // the first passes make each session's folders; the next ones are the idle kind
-	b.ResetTimer()
-	for range b.N {
-		f.settle()
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*sessions), "µs/session")
+	return f
 }
 
 // BenchmarkCalmRescan is the periodic rescan of BenchmarkIdleHousekeeping's sessions left calm
@@ -101,19 +106,7 @@ func BenchmarkIdleHousekeeping(b *testing.B) {
 // figure is the mean over rescans.
 func BenchmarkCalmRescan(b *testing.B) {
 	const sessions = 200
-	f := newFixture(b, managedconfig.Enforce)
-	f.start()
-	defer f.stop()
-	for i := range sessions - 1 {
-		dir := filepath.Join(filepath.Dir(f.dir), fmt.Sprintf("local_idle%03d", i))
-		for _, sub := range []string{".claude", "outputs", "uploads"} {
-			if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-				b.Fatal(err)
-			}
-		}
-		f.c.Track(dir)
-	}
-	f.settle()
+	f := idleSessions(b, sessions)
 	time.Sleep(session.QuietAfter) // what the first passes made has settled
 	f.settle()
 	rescan := func() {

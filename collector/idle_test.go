@@ -72,19 +72,6 @@ func TestARescanWatchesAgainOnlyAFolderThatChanged(t *testing.T) {
 	}
 }
 
-// refusing is a fake watcher that cannot watch one folder, as when a watch limit is reached.
-type refusing struct {
-	*fswatch.Fake
-	dir string
-}
-
-func (r refusing) Add(dir string) error {
-	if dir == r.dir {
-		return errors.New("no more watches")
-	}
-	return r.Fake.Add(dir)
-}
-
 // A session that does nothing, with every folder of ours watched, is housekept (its lease
 // renewed, its folders swept and its instruction files looked at) at every calmRescans-th
 // rescan, not at each; anything that asks for a pass of it brings it back to every rescan.
@@ -126,9 +113,9 @@ func TestASessionNotWatchedWholeIsHousekeptAtEveryRescan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, managedconfig.Enforce)
 		f.cfg.RescanInterval = 30 * time.Second
-		f.watcher = fswatch.NewFake()
-		r := refusing{Fake: f.watcher, dir: f.bridge("decisions")}
-		f.opts.Watcher = func() (fswatch.Watcher, error) { return r, nil }
+		w := f.useFake()
+		decisions := f.bridge("decisions")
+		w.Refuse = func(dir string) bool { return dir == decisions }
 		f.start()
 		lease := leaseReader(t, f)
 		last := lease()
@@ -162,6 +149,19 @@ func TestALeaseDueAfterTheClockJumpedIsRenewedBeforeTheRescan(t *testing.T) {
 	})
 }
 
+// calmFixture is a session started on a fake watcher in a synctest bubble, with rescans every 30 s,
+// after one rescan: calm. lease reads the time its lease runs to, as the rescan left it.
+func calmFixture(t *testing.T) (f *fixture, w *fswatch.Fake, lease func() time.Time, first time.Time) {
+	t.Helper()
+	f = newFixture(t, managedconfig.Enforce)
+	f.cfg.RescanInterval = 30 * time.Second
+	w = f.useFake()
+	f.start()
+	lease = leaseReader(t, f)
+	f.rescans(1)
+	return f, w, lease, lease()
+}
+
 // rescans lets n rescans' time pass in a synctest bubble, and waits for what they started.
 func (f *fixture) rescans(n int) {
 	time.Sleep(time.Duration(n) * f.cfg.RescanInterval)
@@ -187,13 +187,7 @@ func leaseReader(t *testing.T, f *fixture) func() time.Time {
 // After the watcher lost events, no session counts as calm: the next rescan housekeeps each.
 func TestNoSessionIsCalmAfterTheWatcherLostEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, managedconfig.Enforce)
-		f.cfg.RescanInterval = 30 * time.Second
-		w := f.useFake()
-		f.start()
-		lease := leaseReader(t, f)
-		f.rescans(1)
-		first := lease()
+		f, w, lease, first := calmFixture(t)
 		w.Fail(errors.New("queue overflow"))
 		synctest.Wait()
 		f.rescans(1)
@@ -208,11 +202,7 @@ func TestNoSessionIsCalmAfterTheWatcherLostEvents(t *testing.T) {
 // done, and leaves a calm session calm; a lease planted meanwhile is still caught.
 func TestALeaseChangeSeenDuringAPassIsJudgedWhenThePassEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, managedconfig.Enforce)
-		f.cfg.RescanInterval = 30 * time.Second
-		w := f.useFake()
-		f.start()
-		f.rescans(1)
+		f, w, _, _ := calmFixture(t)
 		e := f.c.sessions[f.dir]
 		alive := f.bridge("alive")
 		during := func(change func()) (gone, lease bool) {
@@ -252,13 +242,7 @@ func TestALeaseChangeSeenDuringAPassIsJudgedWhenThePassEnds(t *testing.T) {
 // the collector watches nothing) brings a calm session's housekeeping back to the next rescan.
 func TestASessionStirredByTheInjectorIsHousekeptAtTheNextRescan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, managedconfig.Enforce)
-		f.cfg.RescanInterval = 30 * time.Second
-		f.useFake()
-		f.start()
-		lease := leaseReader(t, f)
-		f.rescans(1)
-		first := lease()
+		f, _, lease, first := calmFixture(t)
 		f.c.Stir("local_a")
 		f.rescans(1)
 		if got := lease(); !got.After(first) {
@@ -271,13 +255,7 @@ func TestASessionStirredByTheInjectorIsHousekeptAtTheNextRescan(t *testing.T) {
 // session, whose pass takes the call's receipt.
 func TestACallJudgedAtTheSocketStirsACalmSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, managedconfig.Enforce)
-		f.cfg.RescanInterval = 30 * time.Second
-		f.useFake()
-		f.start()
-		lease := leaseReader(t, f)
-		f.rescans(1)
-		first := lease()
+		f, _, lease, first := calmFixture(t)
 		hl, ok := f.c.HostCall("local_a")
 		if !ok {
 			t.Fatal("the session is not tracked")

@@ -52,13 +52,16 @@ func BenchmarkNewSessionHooked(b *testing.B) {
 // BenchmarkFullRescan is the safety net's pass over 100 live sessions left as the injector hooked
 // them: what an idle daemon pays every rescan interval. Sessions whose files are unchanged since a
 // repair that found nothing to change are looked at, not read (see tracked.quiet).
-func BenchmarkFullRescan(b *testing.B) {
+func BenchmarkFullRescan(b *testing.B) { benchRescan(b, fswatch.Nop()) }
+
+// benchRescan times full rescans of 100 hooked sessions found as they should be, on w.
+func benchRescan(b *testing.B, w fswatch.Watcher) {
 	root := filepath.Join(b.TempDir(), "sessions")
 	in, err := New(testConfig(root, managedconfig.Observe), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	in.w = fswatch.Nop()
+	in.w = w
 	for i := range 100 {
 		dir := filepath.Join(root, "acct", "org", fmt.Sprintf("local_%06d", i))
 		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
@@ -76,23 +79,4 @@ func BenchmarkFullRescan(b *testing.B) {
 // BenchmarkCalmRescan is BenchmarkFullRescan with every folder watched and nothing changing: the
 // sessions are calm, and a full rescan looks at each in full at every calmRescans-th only. The
 // figure is the mean over rescans.
-func BenchmarkCalmRescan(b *testing.B) {
-	root := filepath.Join(b.TempDir(), "sessions")
-	in, err := New(testConfig(root, managedconfig.Observe), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	in.w = fswatch.NewFake()
-	for i := range 100 {
-		dir := filepath.Join(root, "acct", "org", fmt.Sprintf("local_%06d", i))
-		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
-		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"model":"x","permissions":{"allow":["Bash(ls:*)"]}}`), 0o644)
-	}
-	in.rescan(true) // hooks them
-	in.rescan(true) // finds them as they should be: calm
-	b.ResetTimer()
-	for range b.N {
-		in.rescan(true)
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/100, "µs/session")
-}
+func BenchmarkCalmRescan(b *testing.B) { benchRescan(b, fswatch.NewFake()) }

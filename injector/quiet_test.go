@@ -118,19 +118,6 @@ func TestARescanJudgesASkillRewrittenInPlace(t *testing.T) {
 	}
 }
 
-// refusing is a fake watcher that cannot watch one folder, as when a watch limit is reached.
-type refusing struct {
-	*fswatch.Fake
-	dir string
-}
-
-func (r refusing) Add(dir string) error {
-	if dir == r.dir {
-		return errors.New("no more watches")
-	}
-	return r.Fake.Add(dir)
-}
-
 // calmSession is a hooked session, watched whole, that the last full rescan found as it should be.
 func calmSession(t *testing.T, refuse string) (*Injector, string) {
 	in, dir, _ := calmSessionRecorded(t, refuse)
@@ -149,7 +136,9 @@ func calmSessionRecorded(t *testing.T, refuse string) (*Injector, string, *recor
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.w = refusing{Fake: fswatch.NewFake(), dir: filepath.Join(dir, refuse)}
+	w := fswatch.NewFake()
+	w.Refuse = func(d string) bool { return d == filepath.Join(dir, refuse) }
+	in.w = w
 	in.rescan(true) // hooks it
 	in.rescan(true) // finds it as it should be
 	if !hasMode(dir, managedconfig.Observe) {
