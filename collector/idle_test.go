@@ -184,18 +184,6 @@ func leaseReader(t *testing.T, f *fixture) func() time.Time {
 	}
 }
 
-// After the watcher lost events, no session counts as calm: the next rescan housekeeps each.
-func TestNoSessionIsCalmAfterTheWatcherLostEvents(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, w, lease, first := calmFixture(t)
-		w.Fail(errors.New("queue overflow"))
-		synctest.Wait()
-		f.rescans(1)
-		if got := lease(); !got.After(first) {
-			t.Errorf("the rescan after lost events did not housekeep the session (lease %v)", got)
-		}
-	})
-}
 
 // The watcher may report the lane's own renewal of the lease while the pass that wrote it still
 // runs, before the lane has noted the lease's stamp: the change is looked at once the pass is
@@ -238,32 +226,37 @@ func TestALeaseChangeSeenDuringAPassIsJudgedWhenThePassEnds(t *testing.T) {
 	})
 }
 
-// A change the injector's watches saw in the session (a CLAUDE.md a sync dropped in outputs/, where
-// the collector watches nothing) brings a calm session's housekeeping back to the next rescan.
-func TestASessionStirredByTheInjectorIsHousekeptAtTheNextRescan(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, _, lease, first := calmFixture(t)
-		f.c.Stir("local_a")
-		f.rescans(1)
-		if got := lease(); !got.After(first) {
-			t.Errorf("the rescan after the injector saw a change did not housekeep the session (lease %v)", got)
-		}
-	})
-}
-
-// A call of the session judged at the system socket is use: the next rescan housekeeps the
-// session, whose pass takes the call's receipt.
-func TestACallJudgedAtTheSocketStirsACalmSession(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, _, lease, first := calmFixture(t)
-		hl, ok := f.c.HostCall("local_a")
-		if !ok {
-			t.Fatal("the session is not tracked")
-		}
-		hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_01", Tool: "Bash"})
-		f.rescans(1)
-		if got := lease(); !got.After(first) {
-			t.Errorf("the rescan after a socket call did not housekeep the session (lease %v)", got)
-		}
-	})
+// Whatever tells of use or of change in a calm session brings its housekeeping back to the next
+// rescan: lost events (no session is calm after them), a change the injector's watches saw where
+// the collector watches nothing (a CLAUDE.md a sync drops in outputs/), and a call judged at the
+// system socket (the next pass takes its receipt).
+func TestAStirredCalmSessionIsHousekeptAtTheNextRescan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stir func(t *testing.T, f *fixture, w *fswatch.Fake)
+	}{
+		{"the watcher lost events", func(t *testing.T, f *fixture, w *fswatch.Fake) {
+			w.Fail(errors.New("queue overflow"))
+		}},
+		{"the injector saw a change", func(t *testing.T, f *fixture, w *fswatch.Fake) { f.c.Stir("local_a") }},
+		{"a call judged at the socket", func(t *testing.T, f *fixture, w *fswatch.Fake) {
+			hl, ok := f.c.HostCall("local_a")
+			if !ok {
+				t.Fatal("the session is not tracked")
+			}
+			hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_01", Tool: "Bash"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, w, lease, first := calmFixture(t)
+				tc.stir(t, f, w)
+				synctest.Wait()
+				f.rescans(1)
+				if got := lease(); !got.After(first) {
+					t.Errorf("the rescan after it did not housekeep the session (lease %v)", got)
+				}
+			})
+		})
+	}
 }

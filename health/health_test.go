@@ -511,14 +511,7 @@ func TestSwitchingOffLeavesNoSessionHooked(t *testing.T) {
 // Events make health.json follow them within eventKick, not one write per event.
 func TestEventsAskForASnapshotAtMostEveryFewSeconds(t *testing.T) {
 	h, c := newTestHealth()
-	drain := func() bool {
-		select {
-		case <-h.changed:
-			return true
-		default:
-			return false
-		}
-	}
+	drain := func() bool { return asked(h) }
 	drain()
 	h.Event("local_a", Allow, 0)
 	if !drain() {
@@ -611,14 +604,7 @@ func TestASessionFoundAsItWasAsksForNoNewSnapshot(t *testing.T) {
 // sum, and a pass that found what the same worker's last one did asks for no new snapshot.
 func TestScansOfSeveralInjectorsAreSummedAndAnUnchangedOneWritesNothing(t *testing.T) {
 	h := New(nil)
-	drain := func() bool {
-		select {
-		case <-h.changed:
-			return true
-		default:
-			return false
-		}
-	}
+	drain := func() bool { return asked(h) }
 	ada := ScanReport{Roots: []string{"/Users/ada/s"}, Sessions: 3, Live: 2, Watches: 10, LowSpace: []string{"/Users/ada/s (1 KiB free)"}}
 	bob := ScanReport{Roots: []string{"/Users/bob/s"}, Sessions: 5, Live: 5, Watches: 20, WatchLimited: 1, Truncated: true}
 	h.ScannedBy("ada", ada)
@@ -640,5 +626,15 @@ func TestScansOfSeveralInjectorsAreSummedAndAnUnchangedOneWritesNothing(t *testi
 	h.ScannedBy("ada", ada)
 	if !drain() || h.Snapshot(false).Scan.Live != 6 {
 		t.Errorf("a pass that found less was not summed in (live %d)", h.Snapshot(false).Scan.Live)
+	}
+}
+
+// asked reports whether h asked for a snapshot since the last call, and takes the request.
+func asked(h *Health) bool {
+	select {
+	case <-h.changed:
+		return true
+	default:
+		return false
 	}
 }
