@@ -184,7 +184,6 @@ func leaseReader(t *testing.T, f *fixture) func() time.Time {
 	}
 }
 
-
 // The watcher may report the lane's own renewal of the lease while the pass that wrote it still
 // runs, before the lane has noted the lease's stamp: the change is looked at once the pass is
 // done, and leaves a calm session calm; a lease planted meanwhile is still caught.
