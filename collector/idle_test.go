@@ -77,11 +77,7 @@ func TestARescanWatchesAgainOnlyAFolderThatChanged(t *testing.T) {
 // rescan, not at each; anything that asks for a pass of it brings it back to every rescan.
 func TestACalmSessionIsHousekeptEveryFewRescansAndAStirredOneAtTheNext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, managedconfig.Enforce)
-		f.cfg.RescanInterval = 30 * time.Second
-		f.useFake()
-		f.start()
-		lease := leaseReader(t, f)
+		f, _, lease := onFake(t)
 		first := lease()
 		for i := 1; i < calmRescans; i++ {
 			f.rescans(1)
@@ -134,11 +130,7 @@ func TestASessionNotWatchedWholeIsHousekeptAtEveryRescan(t *testing.T) {
 // after a Mac's sleep the clock has run on while the timers stood still.
 func TestALeaseDueAfterTheClockJumpedIsRenewedBeforeTheRescan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(t, managedconfig.Enforce)
-		f.cfg.RescanInterval = 30 * time.Second
-		f.useFake()
-		f.start()
-		lease := leaseReader(t, f)
+		f, _, lease := onFake(t)
 		first := lease()
 		f.later(f.c.leaseLength() - f.cfg.RescanInterval + time.Second) // slept: the clock ran on, the timers did not
 		time.Sleep(leaseCheck + time.Millisecond)
@@ -153,13 +145,20 @@ func TestALeaseDueAfterTheClockJumpedIsRenewedBeforeTheRescan(t *testing.T) {
 // after one rescan: calm. lease reads the time its lease runs to, as the rescan left it.
 func calmFixture(t *testing.T) (f *fixture, w *fswatch.Fake, lease func() time.Time, first time.Time) {
 	t.Helper()
+	f, w, lease = onFake(t)
+	f.rescans(1)
+	return f, w, lease, lease()
+}
+
+// onFake is a session started on a fake watcher in a synctest bubble, with rescans every 30 s;
+// lease reads the time its lease runs to.
+func onFake(t *testing.T) (f *fixture, w *fswatch.Fake, lease func() time.Time) {
+	t.Helper()
 	f = newFixture(t, managedconfig.Enforce)
 	f.cfg.RescanInterval = 30 * time.Second
 	w = f.useFake()
 	f.start()
-	lease = leaseReader(t, f)
-	f.rescans(1)
-	return f, w, lease, lease()
+	return f, w, leaseReader(t, f)
 }
 
 // rescans lets n rescans' time pass in a synctest bubble, and waits for what they started.
