@@ -301,3 +301,34 @@ func TestAUsersSocketThatCannotBeMadeIsLoggedOnceAndItsRecovery(t *testing.T) {
 	}
 	s.Users(nil)
 }
+
+// BenchmarkDecodeRequest is the daemon's reading of one call's request, its payload a Write of
+// 4 KiB (the CLI's real shape): raw after the head (decode), against the request of one object
+// the release before sent (one more parse of the payload, as a member).
+func BenchmarkDecodeRequest(b *testing.B) {
+	input, _ := json.Marshal(map[string]any{"file_path": "/Users/ada/outputs/notes.md", "content": strings.Repeat("Some prose the model wrote, with \"quotes\" and\nnewlines.\n", 72)})
+	payload := []byte(`{"session_id":"8d5e0c1a-4f0e-4f9a-9a51-3c2b9e1d7f10","transcript_path":"/Users/ada/.claude/projects/p/8d5e.jsonl","cwd":"/Users/ada/outputs","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":` + string(input) + `,"tool_use_id":"toolu_01ABC"}`)
+	req := Request{V: Version, Kind: KindCall, Payload: payload, ConfigDir: "/Users/ada/.claude", HostSession: "s"}
+	raw, err := encode(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	whole, err := json.Marshal(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		wire []byte
+	}{{"raw", raw}, {"one-object", whole}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.wire)))
+			for b.Loop() {
+				var r Request
+				if err := decode(tc.wire, &r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
