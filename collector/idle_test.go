@@ -189,7 +189,14 @@ func leaseReader(t *testing.T, f *fixture) func() time.Time {
 func TestALeaseChangeSeenDuringAPassIsJudgedWhenThePassEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, w, _, _ := calmFixture(t)
+		f.c.mu.Lock()
 		e := f.c.sessions[f.dir]
+		f.c.mu.Unlock()
+		calm := func() bool {
+			f.c.mu.Lock()
+			defer f.c.mu.Unlock()
+			return e.calm
+		}
 		alive := f.bridge("alive")
 		during := func(change func()) (gone, lease bool) {
 			f.c.mu.Lock()
@@ -207,7 +214,7 @@ func TestALeaseChangeSeenDuringAPassIsJudgedWhenThePassEnds(t *testing.T) {
 		}
 		f.c.leaseChanged(e)
 		synctest.Wait()
-		if !e.calm {
+		if !calm() {
 			t.Error("the lane's own renewal, seen during its pass, stirred the session")
 		}
 
