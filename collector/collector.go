@@ -373,7 +373,7 @@ func (c *Collector) Stir(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.byIDLocked(id); e != nil {
-		e.calm, e.stirred = false, true
+		e.stirLocked()
 	}
 }
 
@@ -415,7 +415,7 @@ func (c *Collector) HostCall(id string) (HostLane, bool) {
 	judged := func(r claudehook.Receipt) {
 		e.lane.HostJudged(r)
 		c.mu.Lock()
-		e.calm, e.stirred = false, true // a call: the session is in use
+		e.stirLocked() // a call: the session is in use
 		c.mu.Unlock()
 	}
 	return HostLane{Quarantined: e.lane.QuarantinedNow(), Flow: e.lane.FlowNow(), Judged: judged}, true
@@ -462,8 +462,17 @@ func (c *Collector) scheduleFor(e *entry, a lane.Again) {
 // enqueueLocked notes what e's next pass does and queues it: something happened in the session,
 // which is no longer calm. Callers hold mu.
 func (c *Collector) enqueueLocked(e *entry, a lane.Again) {
-	e.calm, e.stirred = false, true
+	e.stirLocked()
 	c.queueLocked(e, a)
+}
+
+// stirLocked notes that something happened in e: it is not calm, and the housekeeping pass
+// running, if any, cannot make it so. Callers hold Collector.mu.
+func (e *entry) stirLocked() { e.calm, e.stirred = false, true }
+
+// housekeepLocked queues a housekeeping pass of e that time asks for. Callers hold mu.
+func (c *Collector) housekeepLocked(e *entry) {
+	c.queueLocked(e, lane.Again{Housekeep: true, Reconcile: true, Channel: true})
 }
 
 // queueLocked is enqueueLocked for the passes that time asks for (the rescan, a lease due), which
@@ -544,7 +553,7 @@ func (c *Collector) rescan() {
 			e.rested++
 			continue
 		}
-		c.queueLocked(e, lane.Again{Housekeep: true, Reconcile: true, Channel: true})
+		c.housekeepLocked(e)
 	}
 }
 
@@ -556,7 +565,7 @@ func (c *Collector) renewDue() {
 	soon := c.opts.Now().Add(c.rescanEvery())
 	for _, e := range c.sessions {
 		if e.leaseUntil.Before(soon) {
-			c.queueLocked(e, lane.Again{Housekeep: true, Reconcile: true, Channel: true})
+			c.housekeepLocked(e)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Version is the protocol's; a daemon answers a request of another version with an error the
@@ -77,7 +78,7 @@ func encode(req Request) ([]byte, error) {
 	if err != nil || payload == nil {
 		return head, err
 	}
-	return append(append(append(make([]byte, 0, len(head)+1+len(payload)), head...), '\n'), payload...), nil
+	return slices.Concat(head, []byte{'\n'}, payload), nil
 }
 
 // decode reads a request as encode writes it, or as one object. The raw payload is data's own.
