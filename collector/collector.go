@@ -384,7 +384,7 @@ func (c *Collector) Quarantine(id, reason string) {
 	c.mu.Lock()
 	e := c.byIDLocked(id)
 	if e != nil {
-		e.calm = false // its lease and quarantine are looked at from the next rescan on
+		e.stirLocked() // even during a pass that found it quiet: the quarantine came after
 	}
 	c.mu.Unlock()
 	if e == nil {

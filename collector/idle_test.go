@@ -265,3 +265,23 @@ func TestAStirredCalmSessionIsHousekeptAtTheNextRescan(t *testing.T) {
 		})
 	}
 }
+
+// A quarantine the injector asks for while a housekeeping pass of the session runs leaves it
+// stirred: the pass may have found it quiet before the quarantine came.
+func TestAQuarantineDuringAHousekeepingPassLeavesTheSessionStirred(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, _, _, _ := calmFixture(t)
+		f.c.mu.Lock()
+		e := f.c.sessions[f.dir]
+		e.running = true
+		f.c.mu.Unlock()
+		f.c.Quarantine("local_a", "disableAllHooks was set")
+		f.c.passDone(e, true, lane.Result{Quiet: true})
+		f.c.mu.Lock()
+		calm := e.calm
+		f.c.mu.Unlock()
+		if calm {
+			t.Error("a session quarantined during its pass was left calm")
+		}
+	})
+}
