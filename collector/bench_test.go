@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -102,8 +103,8 @@ func idleSessions(b *testing.B, n int) *fixture {
 }
 
 // BenchmarkCalmRescan is the periodic rescan of BenchmarkIdleHousekeeping's sessions left calm
-// (watched whole, nothing arriving): a rescan housekeeps each at every calmRescans-th only. The
-// figure is the mean over rescans.
+// (watched whole, nothing arriving) long enough to rest their longest: a rescan housekeeps each
+// at every cadence.MaxRest-th only. The figure is the mean over rescans.
 func BenchmarkCalmRescan(b *testing.B) {
 	const sessions = 200
 	f := idleSessions(b, sessions)
@@ -115,8 +116,8 @@ func BenchmarkCalmRescan(b *testing.B) {
 			runtime.Gosched()
 		}
 	}
-	for range calmRescans {
-		rescan() // every session calm, each with its own count
+	for range cadence.FirstRest + 2*cadence.FirstRest + cadence.MaxRest {
+		rescan() // every session calm, resting its longest, each with its own count
 	}
 	b.ResetTimer()
 	for range b.N {

@@ -26,6 +26,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/flow"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -217,12 +218,11 @@ type entry struct {
 	tdirs         map[string]bool
 	// watchedStamps are the folders of ours watched, as they were when each watch was added.
 	watchedStamps map[string]session.Stamp
-	// calm: the last housekeeping pass found the session Quiet with every folder of ours
-	// watched, and nothing has asked for a pass of it since; rested counts the rescans that
-	// passed it over since that pass (see calmRescans). stirred: something asked for a pass
-	// since the running or last housekeeping pass began.
-	calm, stirred bool
-	rested        int
+	// cadence: the last housekeeping pass found the session Quiet with every folder of ours
+	// watched (calm), and nothing has asked for a pass of it since; it says which rescans pass it
+	// over. stirred: something asked for a pass since the running or last housekeeping pass began.
+	cadence cadence.Schedule
+	stirred bool
 	// leaseUntil is what the session's lease was last written to run to; leaseChanged, that the
 	// watcher reported a change to it while a pass ran (see leaseChanged).
 	leaseUntil   time.Time
@@ -293,7 +293,7 @@ func (c *Collector) Track(dir string) {
 	}
 	// Prepared before anyone else can reach the lane, which is then no worker's yet.
 	l := lane.New(c.env, dir, c.opts.ChannelRoot)
-	until := c.leaseFor(c.opts.Now())
+	until := c.leaseFor(c.opts.Now(), cadence.FirstRest)
 	prepared := l.Prepare(until)
 	c.mu.Lock()
 	if c.sessions[dir] != nil || c.stopped || len(c.sessions) >= c.opts.MaxSessions {
@@ -468,7 +468,7 @@ func (c *Collector) enqueueLocked(e *entry, a lane.Again) {
 
 // stirLocked notes that something happened in e: it is not calm, and the housekeeping pass
 // running, if any, cannot make it so. Callers hold Collector.mu.
-func (e *entry) stirLocked() { e.calm, e.stirred = false, true }
+func (e *entry) stirLocked() { e.cadence.Stir(); e.stirred = true }
 
 // housekeepLocked queues a housekeeping pass of e that time asks for. Callers hold mu.
 func (c *Collector) housekeepLocked(e *entry) {
@@ -529,31 +529,27 @@ func (c *Collector) workLocked(e *entry) lane.Work {
 		Channel: lane.ChannelWork{List: e.channelDue || e.housekeep, Named: e.named}}
 	e.housekeep, e.reconcileDue, e.channelDue, e.named = false, false, false, nil
 	if w.Housekeep {
-		w.Lease.Until = c.leaseForLocked(c.opts.Now())
-		e.leaseUntil, e.stirred, e.rested = w.Lease.Until, false, 0
+		w.Lease.Until = c.leaseForLocked(c.opts.Now(), e.cadence.Longest())
+		e.leaseUntil, e.stirred = w.Lease.Until, false
 	}
 	w.Lease.Max = c.leaseUntil
 	return w
 }
 
-// calmRescans is how often a calm session is housekept: at every calmRescans-th rescan. A
-// session that did anything since its last housekeeping, or whose folders are not all watched,
-// is housekept at every rescan. An idle session's housekeeping (its lease, sweeps, instruction
-// files, a look at each folder of ours) was most of what an idle daemon spent; the watcher
-// reports any change the next one would find, and the rescan stays the net for what it missed,
-// a few rescans later. The lease runs long enough to last from one to the next (leaseLength).
-const calmRescans = 4
-
-// rescan is the periodic safety net: every session is housekept, a calm one every calmRescans.
+// rescan is the periodic safety net: every session is housekept, a calm one only at the end of
+// its rest (see package cadence). A session that did anything since its last housekeeping, or
+// whose folders are not all watched, is housekept at every rescan. An idle session's
+// housekeeping (its lease, sweeps, instruction files, a look at each folder of ours) was most of
+// what an idle daemon spent; the watcher reports any change the next one would find, and the
+// rescan stays the net for what it missed, a few rescans later. The lease runs long enough to
+// last from one to the next (leaseLength).
 func (c *Collector) rescan() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.sessions {
-		if e.calm && e.rested < calmRescans-1 {
-			e.rested++
-			continue
+		if !e.cadence.Pass() {
+			c.housekeepLocked(e)
 		}
-		c.housekeepLocked(e)
 	}
 }
 
@@ -572,7 +568,7 @@ func (c *Collector) renewDue() {
 
 // settleLocked notes what a housekeeping pass of e found, as the pass ends. Callers hold mu.
 func (c *Collector) settleLocked(e *entry, quiet bool) {
-	e.calm = quiet && !e.stirred && c.watching && c.watchesAllLocked(e)
+	e.cadence.Looked(quiet && !e.stirred && c.watching && c.watchesAllLocked(e))
 }
 
 // watchesAllLocked reports whether every folder the watcher must cover for e to be calm is

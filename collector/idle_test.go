@@ -13,6 +13,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 )
@@ -73,33 +74,52 @@ func TestARescanWatchesAgainOnlyAFolderThatChanged(t *testing.T) {
 }
 
 // A session that does nothing, with every folder of ours watched, is housekept (its lease
-// renewed, its folders swept and its instruction files looked at) at every calmRescans-th
-// rescan, not at each; anything that asks for a pass of it brings it back to every rescan.
-func TestACalmSessionIsHousekeptEveryFewRescansAndAStirredOneAtTheNext(t *testing.T) {
+// renewed, its folders swept and its instruction files looked at) at the end of each rest, the
+// rests doubling up to cadence.MaxRest rescans, its lease outlasting the next; anything that asks
+// for a pass of it brings it back to every rescan, and to the first rest.
+func TestACalmSessionRestsLongerEachTimeAndAStirredOneIsHousekeptAtTheNext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, _, lease := onFake(t)
-		first := lease()
-		for i := 1; i < calmRescans; i++ {
-			f.rescans(1)
-			if got := lease(); got != first {
-				t.Fatalf("rescan %d renewed a calm session's lease (%v, then %v)", i, first, got)
+		last := lease()
+		rest := func(n int) {
+			t.Helper()
+			for i := 1; i < n; i++ {
+				f.rescans(1)
+				if got := lease(); got != last {
+					t.Fatalf("rescan %d of a rest of %d renewed a calm session's lease (%v, then %v)", i, n, last, got)
+				}
 			}
+			f.rescans(1)
+			renewed := lease()
+			if renewed == last {
+				t.Fatalf("rescan %d did not housekeep the calm session at the end of its rest (lease %v)", n, renewed)
+			}
+			next := min(2*n, cadence.MaxRest)
+			if left := time.Until(renewed); left < time.Duration(next)*f.cfg.RescanInterval {
+				t.Errorf("the lease runs %v past its renewal, less than the %d rescans the next rest may take", left, next)
+			}
+			last = renewed
 		}
-		f.rescans(1)
-		renewed := lease()
-		if !renewed.After(first) {
-			t.Fatalf("rescan %d did not housekeep the calm session (lease %v)", calmRescans, renewed)
-		}
-		if left := time.Until(renewed); left < calmRescans*f.cfg.RescanInterval {
-			t.Errorf("the lease runs %v past its renewal, less than the %d rescans to the next", left, calmRescans)
+		for _, n := range []int{cadence.FirstRest, 2 * cadence.FirstRest, cadence.MaxRest, cadence.MaxRest} {
+			rest(n)
 		}
 
-		f.appendRaw(envelope(f.nextRID(), "enforce", "Bash", bash("ls")) + "\n")
+		rid := f.nextRID()
+		f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
 		f.waitRecords(1)
+		if err := os.Remove(filepath.Join(f.bridge("decisions"), rid+".json")); err != nil {
+			t.Fatal(err) // as the hook does, having read it
+		}
 		f.rescans(1)
-		if got := lease(); !got.After(renewed) {
+		if got := lease(); got == last {
 			t.Errorf("the rescan after a call did not housekeep the session (lease %v)", got)
 		}
+		// Its decision swept, the session is calm again, and rests from the first rest.
+		for i := 0; i < 10 && !f.calm(); i++ {
+			f.rescans(1)
+		}
+		last = lease()
+		rest(cadence.FirstRest)
 	})
 }
 
@@ -132,7 +152,7 @@ func TestALeaseDueAfterTheClockJumpedIsRenewedBeforeTheRescan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, _, lease := onFake(t)
 		first := lease()
-		f.later(f.c.leaseLength() - f.cfg.RescanInterval + time.Second) // slept: the clock ran on, the timers did not
+		f.later(time.Until(first) - f.cfg.RescanInterval + time.Second) // slept: the clock ran on, the timers did not
 		time.Sleep(leaseCheck + time.Millisecond)
 		synctest.Wait()
 		if got := lease(); !got.After(first) {
@@ -167,6 +187,14 @@ func (f *fixture) rescans(n int) {
 	synctest.Wait()
 }
 
+// calm reports whether the fixture's session is calm.
+func (f *fixture) calm() bool {
+	f.c.mu.Lock()
+	defer f.c.mu.Unlock()
+	e := f.c.sessions[f.dir]
+	return e != nil && e.cadence.Calm()
+}
+
 // leaseReader reads the time the session's lease runs to.
 func leaseReader(t *testing.T, f *fixture) func() time.Time {
 	return func() time.Time {
@@ -192,11 +220,7 @@ func TestALeaseChangeSeenDuringAPassIsJudgedWhenThePassEnds(t *testing.T) {
 		f.c.mu.Lock()
 		e := f.c.sessions[f.dir]
 		f.c.mu.Unlock()
-		calm := func() bool {
-			f.c.mu.Lock()
-			defer f.c.mu.Unlock()
-			return e.calm
-		}
+		calm := f.calm
 		alive := f.bridge("alive")
 		during := func(change func()) (gone, lease bool) {
 			f.c.mu.Lock()
@@ -278,7 +302,7 @@ func TestAQuarantineDuringAHousekeepingPassLeavesTheSessionStirred(t *testing.T)
 		f.c.Quarantine("local_a", "disableAllHooks was set")
 		f.c.passDone(e, true, lane.Result{Quiet: true})
 		f.c.mu.Lock()
-		calm := e.calm
+		calm := e.cadence.Calm()
 		f.c.mu.Unlock()
 		if calm {
 			t.Error("a session quarantined during its pass was left calm")

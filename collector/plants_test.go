@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/ruleid"
@@ -107,7 +108,7 @@ func TestAPlantedLeaseIsReplacedAtOnceAndQuarantines(t *testing.T) {
 				}
 				data, _ := os.ReadFile(p)
 				n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-				return n > time.Now().Unix() && n <= time.Now().Add((calmRescans+2)*f.cfg.RescanInterval+time.Minute).Unix()
+				return n > time.Now().Unix() && n <= time.Now().Add((cadence.MaxRest+2)*f.cfg.RescanInterval+time.Minute).Unix()
 			}, func() string { return "the planted lease was not replaced by ours" })
 			recs := f.waitRecords(2)
 			if recs[1].Rule != ruleid.PlantedLease {

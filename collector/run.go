@@ -94,23 +94,24 @@ func (c *Collector) rescanEvery() time.Duration {
 	return c.pol.Load().Cfg.RescanInterval
 }
 
-// leaseLength is how far ahead a lease vouches: from one housekeeping of a calm session to the
-// next (calmRescans) and two rescans more, so that a late tick never lets it lapse, and at
-// least 15 s.
-func (c *Collector) leaseLength() time.Duration {
-	return max((calmRescans+2)*c.pol.Load().Cfg.RescanInterval, 15*time.Second)
+// leaseLength is how far ahead a lease vouches when its session may next be housekept in rests
+// rescans: to that housekeeping and two rescans more, so that a late tick never lets it lapse,
+// and at least 15 s.
+func (c *Collector) leaseLength(rests int) time.Duration {
+	return max(time.Duration(rests+2)*c.pol.Load().Cfg.RescanInterval, 15*time.Second)
 }
 
-// leaseFor returns the time a lease written now runs to, and remembers it.
-func (c *Collector) leaseFor(now time.Time) time.Time {
+// leaseFor returns the time a lease written now runs to, for a session whose next housekeeping
+// may be rests rescans away, and remembers it.
+func (c *Collector) leaseFor(now time.Time, rests int) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.leaseForLocked(now)
+	return c.leaseForLocked(now, rests)
 }
 
 // leaseForLocked is leaseFor for callers that hold mu.
-func (c *Collector) leaseForLocked(now time.Time) time.Time {
-	until := now.Add(c.leaseLength())
+func (c *Collector) leaseForLocked(now time.Time, rests int) time.Time {
+	until := now.Add(c.leaseLength(rests))
 	if until.After(c.leaseUntil) {
 		c.leaseUntil = until
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/hookentry"
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -68,7 +69,9 @@ func benchRescan(b *testing.B, w fswatch.Watcher) {
 		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"model":"x","permissions":{"allow":["Bash(ls:*)"]}}`), 0o644)
 	}
 	in.rescan(true) // hooks them
-	in.rescan(true) // finds them as they should be
+	for range 1 + cadence.FirstRest + 2*cadence.FirstRest + cadence.MaxRest {
+		in.rescan(true) // finds them as they should be: calm ones come to rest their longest
+	}
 	b.ResetTimer()
 	for range b.N {
 		in.rescan(true)
@@ -77,6 +80,6 @@ func benchRescan(b *testing.B, w fswatch.Watcher) {
 }
 
 // BenchmarkCalmRescan is BenchmarkFullRescan with every folder watched and nothing changing: the
-// sessions are calm, and a full rescan looks at each in full at every calmRescans-th only. The
-// figure is the mean over rescans.
+// sessions are calm, and a full rescan looks at each in full at the end of its rest only (see
+// package cadence). The figure is the mean over rescans.
 func BenchmarkCalmRescan(b *testing.B) { benchRescan(b, fswatch.NewFake()) }

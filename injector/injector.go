@@ -18,6 +18,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hookentry"
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -130,7 +131,7 @@ type Injector struct {
 	// nwatched mirrors len(watched) for readers outside the loop.
 	nwatched atomic.Int64
 	added    int // watches added since the scan began
-	// fulls counts the full rescans, the table of watches being pruned at every calmRescans-th.
+	// fulls counts the full rescans, the table of watches being pruned at every cadence.FirstRest-th.
 	fulls int
 	live  map[string]*tracked // by session folder
 	// pending are sessions whose settings.json vanished, or that a removal in progress held back:
@@ -164,36 +165,18 @@ type tracked struct {
 	quietGen uint64
 	// outputsWatched: the folders below outputs/ watched when last counted (see watchOutputs).
 	outputsWatched int
-	// calm: the last full look (its watches and its repair) found the session watched whole and
-	// its settings as they should be, under configuration calmGen, and no event has come from it
-	// since; rested counts the full rescans that passed it over since (see calmRescans).
-	calm    bool
-	calmGen uint64
-	rested  int
+	// cadence: the last full look (its watches and its repair) found the session watched whole
+	// and its settings as they should be (calm), and no event has come from it since; it says
+	// which full rescans pass it over. A new configuration stirs every session.
+	cadence cadence.Schedule
 	// mod is the session's ModTime as the last scan that looked at it found it.
 	mod time.Time
 }
 
-// calmRescans is how often a calm session is looked at in full by the rescan: at every
-// calmRescans-th one. Stamping its settings and configuration folders and walking its folders
-// for watches at each rescan was a third of what an idle daemon spent; the watches report any
-// change in them, and the rescan stays the net for what they missed, a few rescans later.
-const calmRescans = 4
-
-// rests reports whether the full rescan passes t over, counting it.
-func (t *tracked) rests(gen uint64) bool {
-	if !t.resting(gen) {
-		t.rested = 0
-		return false
-	}
-	t.rested++
-	return true
-}
-
-// resting reports whether the next full rescan passes t over.
-func (t *tracked) resting(gen uint64) bool {
-	return t.calm && t.calmGen == gen && t.rested < calmRescans-1
-}
+// A calm session is looked at in full by the rescan only at the end of its rest (see package
+// cadence). Stamping its settings and configuration folders and walking its folders for watches
+// at each rescan was a third of what an idle daemon spent; the watches report any change in
+// them, and the rescan stays the net for what they missed, a few rescans later.
 
 // A session whose settings need our entry restored this many times within fightWindow is
 // fighting the repair: a loop rewriting the file, racing the CLI's start.
@@ -283,7 +266,7 @@ func (in *Injector) Run(ctx context.Context) error {
 func (in *Injector) eventsLost(err error) {
 	in.log.Warn("session watcher error; rescanning", "err", err)
 	for _, t := range in.live {
-		t.calm = false
+		t.cadence.Stir()
 	}
 	in.fulls = 0 // and the table of watches pruned of folders whose going was not told
 	in.rescan(true)
@@ -298,6 +281,9 @@ func (in *Injector) reconfigure(cfg managedconfig.Config) {
 	rootsChanged := !slices.Equal(cfg.SessionsRoots, in.cfg.SessionsRoots)
 	in.cfg, in.entry = cfg, e
 	in.gen++
+	for _, t := range in.live {
+		t.cadence.Stir() // its settings are looked at under the new configuration
+	}
 	if rootsChanged {
 		for dir := range in.watched {
 			in.unwatch(dir)
@@ -332,7 +318,7 @@ func (in *Injector) scanOnce(full bool) {
 		// A folder's watch goes with it, and its event takes it out of the table; the prune is
 		// for events lost, and a look at every watched folder each rescan was a tenth of what
 		// idle sessions cost.
-		if in.fulls%calmRescans == 0 {
+		if in.fulls%cadence.FirstRest == 0 {
 			in.pruneWatches()
 		}
 		in.fulls++
@@ -340,7 +326,7 @@ func (in *Injector) scanOnce(full bool) {
 	sc := session.DiscoverKnown(in.cfg.SessionsRoots, in.opts.MaxSessions, func(dir string) (time.Time, bool) {
 		// A calm session this scan passes over: its watches tell of any change to it.
 		t := in.live[dir]
-		if t == nil || !t.resting(in.gen) {
+		if t == nil || !t.cadence.Resting() {
 			return time.Time{}, false
 		}
 		return t.mod, true
@@ -370,7 +356,7 @@ func (in *Injector) scanOnce(full bool) {
 		seen[f.Dir] = true
 		report.Live++
 		t, known := in.live[f.Dir]
-		if full && known && t.rests(in.gen) {
+		if full && known && t.cadence.Pass() {
 			continue // calm: its watches and settings are as the last full look left them
 		}
 		whole := in.watchSessionTree(f.Dir, full || !known)
@@ -382,7 +368,8 @@ func (in *Injector) scanOnce(full bool) {
 			quiet = in.ensure(f.Dir, f.ID, reasonScan)
 		}
 		if t := in.live[f.Dir]; t != nil && full {
-			t.calm, t.calmGen, t.mod = whole && quiet, in.gen, f.ModTime
+			t.cadence.Looked(whole && quiet)
+			t.mod = f.ModTime
 		}
 	}
 	for dir, t := range in.live {
@@ -710,7 +697,7 @@ func (in *Injector) handle(ev fswatch.Event) bool {
 	base := filepath.Base(name)
 	p, ok := session.Locate(in.cfg.SessionsRoots, name)
 	if t := in.live[p.Dir]; ok && t != nil && p.Level >= session.LevelSession {
-		t.calm = false // looked at in full from the next rescan on
+		t.cadence.Stir() // looked at in full from the next rescan on
 		in.opts.Recorder.SessionChanged(t.id)
 	}
 	if !ok {

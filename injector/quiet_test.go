@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -148,24 +149,31 @@ func calmSessionRecorded(t *testing.T, refuse string) (*Injector, string, *recor
 }
 
 // A session whose settings and folders the last full rescan found as they should be, with every
-// folder watched, is looked at again in full by every calmRescans-th rescan only: a change the
-// watcher did not report waits for it. An event from the session brings it back to every rescan.
-func TestACalmSessionIsLookedAtInFullEveryFewRescans(t *testing.T) {
+// folder watched, is looked at again in full only at the end of its rest, the rests doubling up
+// to cadence.MaxRest full rescans: a change the watcher did not report waits for it. An event from
+// the session brings it back to every rescan, and to the first rest.
+func TestACalmSessionIsLookedAtInFullAtTheEndOfEachLongerRest(t *testing.T) {
 	in, dir, rec := calmSessionRecorded(t, "none")
 	settings := filepath.Join(dir, ".claude", "settings.json")
-	os.WriteFile(settings, []byte("{}"), 0o644) // unreported: our entry gone
-	for i := 1; i < calmRescans; i++ {
-		in.rescan(true)
-		if hasMode(dir, managedconfig.Observe) {
-			t.Fatalf("full rescan %d looked at a calm session", i)
+	rest := func(n int) {
+		t.Helper()
+		os.WriteFile(settings, []byte("{}"), 0o644) // unreported: our entry gone
+		for i := 1; i < n; i++ {
+			in.rescan(true)
+			if hasMode(dir, managedconfig.Observe) {
+				t.Fatalf("full rescan %d of a rest of %d looked at a calm session", i, n)
+			}
 		}
+		in.rescan(true)
+		if !hasMode(dir, managedconfig.Observe) {
+			t.Fatalf("full rescan %d left a calm session's settings as they were changed: %s", n, settingsOf(dir))
+		}
+		in.rescan(true) // calm again
 	}
-	in.rescan(true)
-	if !hasMode(dir, managedconfig.Observe) {
-		t.Fatalf("full rescan %d left a calm session's settings as they were changed: %s", calmRescans, settingsOf(dir))
+	// The look that repaired it found it not calm; the next found it calm: the rests start over.
+	for _, n := range []int{cadence.FirstRest, cadence.FirstRest} {
+		rest(n)
 	}
-
-	in.rescan(true) // calm again
 	os.WriteFile(settings, []byte("{}"), 0o644)
 	in.handle(fswatch.Event{Name: filepath.Join(dir, ".claude", "todos"), Op: fswatch.Create})
 	if rec.changed["local_calm"] == 0 {
@@ -174,6 +182,43 @@ func TestACalmSessionIsLookedAtInFullEveryFewRescans(t *testing.T) {
 	in.rescan(true)
 	if !hasMode(dir, managedconfig.Observe) {
 		t.Error("the full rescan after an event in the session did not look at it")
+	}
+}
+
+// A session calm look after look rests twice as long each time, up to cadence.MaxRest full
+// rescans: a change the watcher did not report, made just after a look, waits that long.
+func TestASessionCalmForLongRestsTheLongest(t *testing.T) {
+	in, dir, _ := calmSessionRecorded(t, "none")
+	for range cadence.FirstRest + 2*cadence.FirstRest + cadence.MaxRest {
+		in.rescan(true) // calm all along
+	}
+	for i := 0; in.live[dir].cadence.Resting(); i++ {
+		if i > cadence.MaxRest {
+			t.Fatal("the calm session was never looked at again")
+		}
+		in.rescan(true)
+	}
+	in.rescan(true) // the look
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644)
+	n := 0
+	for !hasMode(dir, managedconfig.Observe) && n <= 2*cadence.MaxRest {
+		in.rescan(true)
+		n++
+	}
+	if n != cadence.MaxRest {
+		t.Errorf("a session calm for long was looked at again after %d full rescans, want %d", n, cadence.MaxRest)
+	}
+}
+
+// A new configuration has the next full rescan look at every session, calm or not.
+func TestANewConfigurationEndsEveryRest(t *testing.T) {
+	in, dir, _ := calmSessionRecorded(t, "none")
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644)
+	cfg := in.cfg
+	cfg.Mode = managedconfig.Enforce
+	in.reconfigure(cfg)
+	if !hasMode(dir, managedconfig.Enforce) {
+		t.Errorf("a new configuration left a calm session unlooked at: %s", settingsOf(dir))
 	}
 }
 
@@ -207,7 +252,7 @@ func TestASessionNotWatchedWholeIsLookedAtByEveryRescan(t *testing.T) {
 // rescan all the same: the listing of its org folder no longer holds it.
 func TestACalmSessionRemovedUnseenIsForgottenByTheNextRescan(t *testing.T) {
 	in, dir, rec := calmSessionRecorded(t, "none")
-	if !in.live[dir].calm {
+	if !in.live[dir].cadence.Calm() {
 		t.Fatal("setup: the session is not calm")
 	}
 	if err := os.RemoveAll(dir); err != nil {

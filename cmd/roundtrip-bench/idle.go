@@ -22,6 +22,7 @@ type idleRun struct {
 	users   int // 0: one per-user daemon; n: a system daemon serving n throw-away users
 	perUser int // live sessions per user (all of them when users is 0)
 	window  time.Duration
+	warm    time.Duration // left idle before the window opens
 	profile string // a CPU profile over the window (a development build's)
 }
 
@@ -55,8 +56,9 @@ func measureIdle(r idleRun) error {
 	}
 	ready := time.Since(started)
 	// The first rescan after start reads every session's settings once more (nothing is known
-	// of them yet); the idle cost is the rescans after it.
-	time.Sleep(rescanPeriod + 5*time.Second)
+	// of them yet); the idle cost is the rescans after it. Sessions rest longer between full
+	// looks the longer they stay calm: -idle-warm lets them come to their longest rest.
+	time.Sleep(max(r.warm, rescanPeriod) + 5*time.Second)
 	d.settle(time.Duration(sessions) * 10 * time.Millisecond)
 	if r.profile != "" {
 		d.Process().Process.Signal(syscall.SIGUSR1) // a development build's CPU profile starts here
@@ -66,7 +68,7 @@ func measureIdle(r idleRun) error {
 	cpu, wcpu, wall := d.cpu()-cpu0, childrenCPU(d.PID())-wcpu0, time.Since(t0)
 	total := cpu + wcpu
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
-	fmt.Printf("%d idle sessions (%s), hooked in %v, measured over %v after a rescan:\n", sessions, r.kind(), ready.Round(time.Second), wall.Round(time.Second))
+	fmt.Printf("%d idle sessions (%s), hooked in %v, measured over %v after %v idle:\n", sessions, r.kind(), ready.Round(time.Second), wall.Round(time.Second), max(r.warm, rescanPeriod).Round(time.Second))
 	fmt.Printf("  CPU %.2f%% of a core (daemon %.2f%%, workers %.2f%%): %.1f µs per session-second\n",
 		100*total.Seconds()/wall.Seconds(), 100*cpu.Seconds()/wall.Seconds(), 100*wcpu.Seconds()/wall.Seconds(),
 		float64(total.Microseconds())/wall.Seconds()/float64(sessions))
