@@ -101,6 +101,11 @@ type Options struct {
 	// in a session, neither our folder nor the lease is put back there. Default: the collector's
 	// own record.
 	Removals *session.Removals
+	// Woke, when set, is told the folder of a calm session something happened in (a call, a
+	// transcript line, anything its watches saw): the injector looks at it in full at its next
+	// rescan too, so that a change no watch reported (settings rewritten through a memory map)
+	// waits no longer than a rescan in a session in use. It must not block.
+	Woke func(dir string)
 	// DropIn is the path of the managed-settings drop-in installed on this Mac ("" for none to
 	// expect): while a file is there, every call of a session on the Mac must reach its hook
 	// before the session's own, and one that does not is reported (drop_in_overridden).
@@ -373,7 +378,7 @@ func (c *Collector) Stir(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.byIDLocked(id); e != nil {
-		e.stirLocked()
+		c.stirLocked(e)
 	}
 }
 
@@ -384,7 +389,7 @@ func (c *Collector) Quarantine(id, reason string) {
 	c.mu.Lock()
 	e := c.byIDLocked(id)
 	if e != nil {
-		e.stirLocked() // even during a pass that found it quiet: the quarantine came after
+		c.stirLocked(e) // even during a pass that found it quiet: the quarantine came after
 	}
 	c.mu.Unlock()
 	if e == nil {
@@ -415,7 +420,7 @@ func (c *Collector) HostCall(id string) (HostLane, bool) {
 	judged := func(r claudehook.Receipt) {
 		e.lane.HostJudged(r)
 		c.mu.Lock()
-		e.stirLocked() // a call: the session is in use
+		c.stirLocked(e) // a call: the session is in use
 		c.mu.Unlock()
 	}
 	return HostLane{Quarantined: e.lane.QuarantinedNow(), Flow: e.lane.FlowNow(), Judged: judged}, true
@@ -462,13 +467,20 @@ func (c *Collector) scheduleFor(e *entry, a lane.Again) {
 // enqueueLocked notes what e's next pass does and queues it: something happened in the session,
 // which is no longer calm. Callers hold mu.
 func (c *Collector) enqueueLocked(e *entry, a lane.Again) {
-	e.stirLocked()
+	c.stirLocked(e)
 	c.queueLocked(e, a)
 }
 
 // stirLocked notes that something happened in e: it is not calm, and the housekeeping pass
-// running, if any, cannot make it so. Callers hold Collector.mu.
-func (e *entry) stirLocked() { e.cadence.Stir(); e.stirred = true }
+// running, if any, cannot make it so. A session calm until now is told to Options.Woke. Callers
+// hold mu.
+func (c *Collector) stirLocked(e *entry) {
+	if e.cadence.Calm() && c.opts.Woke != nil {
+		c.opts.Woke(e.dir)
+	}
+	e.cadence.Stir()
+	e.stirred = true
+}
 
 // housekeepLocked queues a housekeeping pass of e that time asks for. Callers hold mu.
 func (c *Collector) housekeepLocked(e *entry) {

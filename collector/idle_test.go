@@ -290,6 +290,56 @@ func TestAStirredCalmSessionIsHousekeptAtTheNextRescan(t *testing.T) {
 	}
 }
 
+// A calm session something happens in (a call in its spool, a call judged at the socket) is
+// told to Options.Woke once, by its folder: the injector's rest of it ends too. A session already
+// stirred is not told again.
+func TestACalmSessionStirredWakesTheInjectorOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stir func(t *testing.T, f *fixture)
+	}{
+		{"a call in its spool", func(t *testing.T, f *fixture) {
+			f.appendRaw(envelope(f.nextRID(), "enforce", "Bash", bash("ls")) + "\n")
+			f.waitRecords(1)
+		}},
+		{"a call judged at the socket", func(t *testing.T, f *fixture) {
+			hl, ok := f.c.HostCall("local_a")
+			if !ok {
+				t.Fatal("the session is not tracked")
+			}
+			hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_01", Tool: "Bash"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var woke []string
+				f := newFixture(t, managedconfig.Enforce)
+				f.cfg.RescanInterval = 30 * time.Second
+				f.opts.Woke = func(dir string) {
+					mu.Lock()
+					woke = append(woke, dir)
+					mu.Unlock()
+				}
+				f.useFake()
+				f.start()
+				f.rescans(1)
+				if !f.calm() {
+					t.Fatal("setup: the session is not calm")
+				}
+				tc.stir(t, f)
+				f.c.Stir("local_a") // stirred already: not told again
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if len(woke) != 1 || woke[0] != f.dir {
+					t.Errorf("Woke was told %q, want the session's folder once", woke)
+				}
+			})
+		})
+	}
+}
+
 // A quarantine the injector asks for while a housekeeping pass of the session runs leaves it
 // stirred: the pass may have found it quiet before the quarantine came.
 func TestAQuarantineDuringAHousekeepingPassLeavesTheSessionStirred(t *testing.T) {

@@ -515,13 +515,16 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 	}
 	// One record of removals: each sees the folders it watches, and neither may undo a removal.
 	removals := session.NewRemovals(nil)
+	// The collector wakes the injector's rest of a session in use; it tracks sessions only once
+	// the injector runs, so inj is set before any wake.
+	var inj *injector.Injector
 	col := collector.New(cfg, cls, collector.Options{
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
 		Poll: d.spoolPoll(), ChannelRoot: d.paths.ChannelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
 		ForgedAfter: d.forgedAfter(), Host: d.stamp.Host, User: d.stamp.User, Home: d.env.Home,
-		DropIn: filepath.Join(d.dropDir, dropin.Name),
+		DropIn: filepath.Join(d.dropDir, dropin.Name), Woke: func(dir string) { inj.Stir(dir) },
 	})
-	inj, err := injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
+	inj, err = injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
 		ChannelRoot: d.paths.ChannelRoot(), Removals: removals})
 	if err != nil {
 		tlog.Close()

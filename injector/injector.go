@@ -118,6 +118,9 @@ type Injector struct {
 	opts    Options
 	log     *slog.Logger
 	configs chan managedconfig.Config
+	// woken are the folders of sessions Stir was told of; wokenLost, that one did not fit.
+	woken     chan string
+	wokenLost atomic.Bool
 
 	// Loop state, touched only by Run's goroutine.
 	cfg   managedconfig.Config
@@ -197,7 +200,7 @@ func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 		return nil, err
 	}
 	return &Injector{schema: sc, w: fswatch.Nop(),
-		opts: opts, log: opts.Logger, configs: make(chan managedconfig.Config, 1),
+		opts: opts, log: opts.Logger, configs: make(chan managedconfig.Config, 1), woken: make(chan string, wokenMax),
 		cfg: cfg, entry: e, watched: map[string]bool{}, live: map[string]*tracked{}, pending: map[string]bool{}, missing: map[string]time.Time{}, forgotten: map[string]time.Time{},
 	}, nil
 }
@@ -257,6 +260,47 @@ func (in *Injector) Run(ctx context.Context) error {
 		case cfg := <-in.configs:
 			in.reconfigure(cfg)
 			ticker.Reset(cfg.RescanInterval)
+		case dir := <-in.woken:
+			in.wake(dir)
+		}
+	}
+}
+
+// wokenMax is how many woken sessions wait for the loop before Stir stirs every session instead.
+const wokenMax = 256
+
+// Stir tells the injector that something happened in the session at dir that its own watches
+// may not have seen (the collector saw a call or a transcript line): its next full rescan looks
+// at the session in full, calm or not. Safe from any goroutine; it never blocks.
+func (in *Injector) Stir(dir string) {
+	select {
+	case in.woken <- dir:
+	default:
+		in.wokenLost.Store(true) // the next full rescan looks at every session
+	}
+}
+
+// wake stirs the session at dir, if tracked.
+func (in *Injector) wake(dir string) {
+	if t := in.live[dir]; t != nil {
+		t.cadence.Stir()
+	}
+}
+
+// takeWoken stirs the sessions Stir was told of and the loop has not taken yet, before a full
+// rescan: all of them if one did not fit.
+func (in *Injector) takeWoken() {
+	for {
+		select {
+		case dir := <-in.woken:
+			in.wake(dir)
+		default:
+			if in.wokenLost.Swap(false) {
+				for _, t := range in.live {
+					t.cadence.Stir()
+				}
+			}
+			return
 		}
 	}
 }
@@ -315,6 +359,7 @@ func (in *Injector) rescan(full bool) {
 func (in *Injector) scanOnce(full bool) {
 	now := in.opts.Now()
 	if full {
+		in.takeWoken()
 		// A folder's watch goes with it, and its event takes it out of the table; the prune is
 		// for events lost, and a look at every watched folder each rescan was a tenth of what
 		// idle sessions cost.

@@ -2,6 +2,7 @@ package injector
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,6 +208,32 @@ func TestASessionCalmForLongRestsTheLongest(t *testing.T) {
 	}
 	if n != cadence.MaxRest {
 		t.Errorf("a session calm for long was looked at again after %d full rescans, want %d", n, cadence.MaxRest)
+	}
+}
+
+// A calm session the collector saw in use (Stir) is looked at in full by the next full rescan,
+// even when more were stirred than the loop could take: then every session is.
+func TestAStirredSessionIsLookedAtByTheNextFullRescan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stir func(in *Injector, dir string)
+	}{
+		{"stirred", func(in *Injector, dir string) { in.Stir(dir) }},
+		{"stirred past the queue", func(in *Injector, dir string) {
+			for i := range wokenMax + 1 {
+				in.Stir(fmt.Sprintf("/elsewhere/%d", i))
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, dir, _ := calmSessionRecorded(t, "none")
+			os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644) // unreported
+			tc.stir(in, dir)
+			in.rescan(true)
+			if !hasMode(dir, managedconfig.Observe) {
+				t.Errorf("the full rescan after a stir did not look at the session: %s", settingsOf(dir))
+			}
+		})
 	}
 }
 

@@ -313,13 +313,17 @@ func (w *work) startGuard(ctx context.Context, s Setup) error {
 	for _, rid := range s.Recorded {
 		recorded[rid] = true
 	}
+	// The collector wakes the injector's rest of a session in use; it tracks sessions only once
+	// the injector runs, so inj is set before any wake.
+	var inj *injector.Injector
 	col := collector.New(s.Config, nil, collector.Options{
 		Logger: w.log.With("component", "collector"), Health: h, Sink: remoteSink{link: w.link, max: recordsChunk(s.Config)},
 		Offsets: w.offsets, Rules: rules, Recorded: recorded, Poll: s.SpoolPoll, ChannelRoot: w.channelRoot(),
 		BudgetRecords: s.BudgetRecords, Removals: removals, ForgedAfter: s.ForgedAfter, Host: s.Host, User: s.User, Home: w.opts.Home,
-		DropIn: s.DropIn,
+		DropIn: s.DropIn, Woke: func(dir string) { inj.Stir(dir) },
 	})
-	inj, err := injector.New(s.Config, injector.Options{Logger: w.log.With("component", "injector"),
+	var err error
+	inj, err = injector.New(s.Config, injector.Options{Logger: w.log.With("component", "injector"),
 		Recorder: sessionEvents{remoteHealth: h, col: col}, ChannelRoot: w.channelRoot(), Removals: removals, Owned: w.owned})
 	if err != nil {
 		return err
