@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,7 +121,7 @@ func (r *rootSide) Health(u privsep.User, n privsep.HealthNote) {
 		r.mu.Unlock()
 	case "scanned":
 		if n.Scan != nil {
-			h.ScannedBy(u.Name, *n.Scan)
+			h.ScannedBy(scanSource(u), *n.Scan)
 		}
 	case "event":
 		h.Event(n.ID, n.Decision, n.Latency)
@@ -136,6 +137,27 @@ func (r *rootSide) Health(u privsep.User, n privsep.HealthNote) {
 		if n.Code.Known() && n.N > 0 {
 			h.CountN(n.ID, n.Code, n.N)
 		}
+	}
+}
+
+// scanSource names u's worker's rescans in health: by uid, so that a user renamed has one.
+func scanSource(u privsep.User) string { return "uid " + strconv.FormatUint(uint64(u.UID), 10) }
+
+// Gone forgets what the worker of a user no longer on the Mac reported: its rescans, which
+// status and health.json would go on adding up, and its sessions.
+func (r *rootSide) Gone(u privsep.User) {
+	r.d.health.ScanGone(scanSource(u))
+	r.mu.Lock()
+	var ids []string
+	for id, uid := range r.owners {
+		if uid == u.UID {
+			ids = append(ids, id)
+			delete(r.owners, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		r.d.health.SessionGone(id)
 	}
 }
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,6 +79,35 @@ func TestTheWorkersScansAreAddedUp(t *testing.T) {
 	r.Health(ada, privsep.HealthNote{Op: "scanned", Scan: &health.ScanReport{Sessions: 3, Live: 2, Watches: 12}})
 	if got := r.d.health.Snapshot(false).Scan; got.Sessions != 8 || got.Live != 6 || got.Watches != 32 {
 		t.Errorf("scan %+v: want 8 sessions, 6 live, 32 watches (ada's latest and bob's)", got)
+	}
+}
+
+// A user gone from the Mac stops counting: their worker's rescans and sessions leave health, and
+// the other users' stay.
+func TestAGoneUsersScansAndSessionsStopCounting(t *testing.T) {
+	r, ada, bob, _ := rootFor(t)
+	r.Health(ada, privsep.HealthNote{Op: "session_seen", ID: "local_a", Dir: filepath.Join(ada.Home, "sessions", "a", "o", "local_a")})
+	r.Health(bob, privsep.HealthNote{Op: "session_seen", ID: "local_b", Dir: filepath.Join(bob.Home, "sessions", "a", "o", "local_b")})
+	r.Health(ada, privsep.HealthNote{Op: "scanned", Scan: &health.ScanReport{Sessions: 3, Live: 3, Watches: 12}})
+	r.Health(bob, privsep.HealthNote{Op: "scanned", Scan: &health.ScanReport{Sessions: 5, Live: 4, Watches: 20}})
+	r.Gone(bob)
+	if got := r.d.health.Snapshot(false).Scan; got.Sessions != 3 || got.Live != 3 || got.Watches != 12 {
+		t.Errorf("scan %+v after bob left: want ada's alone (3 sessions, 3 live, 12 watches)", got)
+	}
+	live := func() (ids []string) {
+		for _, s := range r.d.health.Snapshot(false).Sessions {
+			if s.Gone.IsZero() {
+				ids = append(ids, s.ID)
+			}
+		}
+		return ids
+	}
+	if got := live(); !slices.Equal(got, []string{"local_a"}) {
+		t.Errorf("sessions not gone %q after bob left, want ada's alone", got)
+	}
+	r.Health(bob, privsep.HealthNote{Op: "session_hooked", ID: "local_b"})
+	if got := live(); !slices.Equal(got, []string{"local_a"}) {
+		t.Errorf("a note on a gone user's session counted it again: %q", got)
 	}
 }
 

@@ -415,6 +415,19 @@ func (h *Health) ScannedBy(source string, r ScanReport) {
 	h.changedLocked()
 }
 
+// ScanGone forgets the passes of the injector named source, which will make no more (a user's
+// worker stopped for good).
+func (h *Health) ScanGone(source string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.scans[source]; !ok {
+		return
+	}
+	delete(h.scans, source)
+	h.scan = sumScans(h.scans)
+	h.changedLocked()
+}
+
 // equal reports whether two passes found the same.
 func (r ScanReport) equal(o ScanReport) bool {
 	return slices.Equal(r.Roots, o.Roots) && r.Sessions == o.Sessions && r.Live == o.Live &&

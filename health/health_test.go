@@ -601,7 +601,8 @@ func TestASessionFoundAsItWasAsksForNoNewSnapshot(t *testing.T) {
 }
 
 // In system mode each user's worker reports its own injector's passes: the snapshot shows their
-// sum, and a pass that found what the same worker's last one did asks for no new snapshot.
+// sum, a pass that found what the same worker's last one did asks for no new snapshot, and the
+// passes of a worker gone for good stop counting.
 func TestScansOfSeveralInjectorsAreSummedAndAnUnchangedOneWritesNothing(t *testing.T) {
 	h := New(nil)
 	drain := func() bool { return asked(h) }
@@ -626,6 +627,14 @@ func TestScansOfSeveralInjectorsAreSummedAndAnUnchangedOneWritesNothing(t *testi
 	h.ScannedBy("ada", ada)
 	if !drain() || h.Snapshot(false).Scan.Live != 6 {
 		t.Errorf("a pass that found less was not summed in (live %d)", h.Snapshot(false).Scan.Live)
+	}
+	h.ScanGone("bob")
+	if !drain() || !h.Snapshot(false).Scan.equal(ada) {
+		t.Errorf("after bob's injector went, scan %+v, want ada's %+v", h.Snapshot(false).Scan, ada)
+	}
+	h.ScanGone("carol")
+	if drain() {
+		t.Error("forgetting an injector never heard of asked for a snapshot")
 	}
 }
 

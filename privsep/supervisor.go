@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,9 @@ type Root interface {
 	// log durable. It returns once they are written.
 	Record(u User, recs []telemetry.Record, sync bool) error
 	Health(u User, n HealthNote)
+	// Gone: u is no longer a user of the Mac, and their worker has stopped for good: what it
+	// reported (its sessions, its rescans) stops counting.
+	Gone(u User)
 	// Log is a line of the worker's own log.
 	Log(u User, level slog.Level, msg string, attrs map[string]any)
 }
@@ -147,11 +151,17 @@ func (s *Supervisor) follow(ctx context.Context, running *sync.WaitGroup) {
 		wctx, cancel := context.WithCancel(ctx)
 		w := &worker{s: s, user: u, cancel: cancel}
 		s.workers[u.UID] = w
-		running.Go(func() { w.run(wctx) })
+		running.Go(func() {
+			w.run(wctx)
+			if w.gone.Load() {
+				s.Root.Gone(w.user) // once it has stopped: no note of its can come after
+			}
+		})
 	}
 	for uid, w := range s.workers {
 		if !seen[uid] {
 			s.Log.Info("a user is gone: their worker stops", "user", w.user.Name, "uid", uid)
+			w.gone.Store(true)
 			w.cancel()
 			delete(s.workers, uid)
 		}
@@ -283,6 +293,8 @@ type worker struct {
 	s      *Supervisor
 	user   User
 	cancel context.CancelFunc
+	// gone: the user left the Mac; the worker is stopped for good.
+	gone atomic.Bool
 
 	logs logBudget
 

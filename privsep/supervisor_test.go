@@ -77,6 +77,7 @@ func (r *judgingRoot) Health(_ User, n HealthNote) {
 	defer r.mu.Unlock()
 	r.notes = append(r.notes, n)
 }
+func (r *judgingRoot) Gone(User)                                    {}
 func (r *judgingRoot) Log(User, slog.Level, string, map[string]any) {}
 
 // nobody is a user to run a worker as, with a home of theirs under dir; the test binary is
@@ -207,7 +208,16 @@ func warningCodes(s health.Snapshot) []string {
 	return out
 }
 
-// A user no longer listed (removed from the Mac) has their worker stopped at the next rescan.
+// goneRoot is nopRoot telling which users it was told are gone.
+type goneRoot struct {
+	nopRoot
+	gone chan User
+}
+
+func (r goneRoot) Gone(u User) { r.gone <- u }
+
+// A user no longer listed (removed from the Mac) has their worker stopped at the next rescan,
+// and root is told once it has stopped, so that what it reported stops counting.
 func TestARemovedUsersWorkerStops(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
@@ -220,16 +230,30 @@ func TestARemovedUsersWorkerStops(t *testing.T) {
 		defer mu.Unlock()
 		return listed, nil
 	}
-	s := &Supervisor{Exe: exe, Root: nopRoot{}, Users: users, Rescan: time.Second,
+	root := goneRoot{gone: make(chan User, 1)}
+	s := &Supervisor{Exe: exe, Root: root, Users: users, Rescan: time.Second,
 		Log: slog.New(slog.DiscardHandler), Health: health.New(nil), MaxFrame: 1 << 20}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	pid := waitRunning(t, s)
+	select {
+	case u := <-root.gone:
+		t.Fatalf("root was told %s is gone while listed", u.Name)
+	default:
+	}
 	mu.Lock()
 	listed = nil
 	mu.Unlock()
 	cbtest.WaitForf(t, func() bool { return len(s.Workers()) == 0 && procUID(pid) == -1 },
 		func() string { return fmt.Sprintf("the removed user's worker (pid %d) to stop", pid) })
+	select {
+	case got := <-root.gone:
+		if got.UID != u.UID || got.Name != u.Name {
+			t.Errorf("root was told %+v is gone, want %+v", got, u)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("root was never told the removed user is gone")
+	}
 }
