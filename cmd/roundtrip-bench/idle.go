@@ -23,7 +23,7 @@ type idleRun struct {
 	perUser int // live sessions per user (all of them when users is 0)
 	window  time.Duration
 	warm    time.Duration // left idle before the window opens
-	profile string // a CPU profile over the window (a development build's)
+	profile string        // a CPU profile over the window (a development build's)
 }
 
 // measureIdle starts the daemon on the sessions, waits until every one is hooked and the
