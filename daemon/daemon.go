@@ -103,8 +103,10 @@ type Daemon struct {
 	// serving is what host calls over the socket are judged under (system mode).
 	serving atomic.Pointer[serving]
 	started atomic.Pointer[time.Time]
-	// hostRecs queues the host calls' records for their writer (system mode).
-	hostRecs chan hostRecord
+	// hostRecs queues the host calls' records for their writer (system mode); hostWriting is
+	// held by the caller writing them (see recordHostCall).
+	hostRecs    chan hostRecord
+	hostWriting sync.Mutex
 	// workerPolicy is the configuration system mode's workers' calls are judged under, each
 	// user's policy made from it by callers; set with each configuration, before the workers hear.
 	workerPolicy atomic.Pointer[hosthook.Serving]

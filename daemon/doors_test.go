@@ -3,9 +3,12 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,15 +47,16 @@ func TestAPanicServingAHostCallIsAnErrorAnswerNotTheDaemonsEnd(t *testing.T) {
 
 // A socket call is answered only once its record is written: killed between the two, the daemon
 // would otherwise leave a call let run with no record, and a socket call has no spool to replay.
+// While another caller writes, the call waits for that one to write its record too.
 func TestAHostCallIsAnsweredOnlyAfterItsRecordIsWritten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := socketDaemon(t)
+		d.hostWriting.Lock() // another caller is writing
 		answered := make(chan struct{})
 		go func() {
 			d.recordHostCall(context.Background(), telemetry.Record{RID: "r1"})
 			close(answered)
 		}()
-		hr := <-d.hostRecs
 		time.Sleep(time.Second)
 		synctest.Wait()
 		select {
@@ -60,7 +64,12 @@ func TestAHostCallIsAnsweredOnlyAfterItsRecordIsWritten(t *testing.T) {
 			t.Fatal("answered before the record was written")
 		default:
 		}
-		close(hr.done) // the writer wrote it
+		hrs := d.takeHostRecords() // that caller, before letting go, takes what came meanwhile
+		if len(hrs) != 1 || hrs[0].rec.RID != "r1" {
+			t.Fatalf("queued %+v, want r1", hrs)
+		}
+		close(hrs[0].done)
+		d.hostWriting.Unlock()
 		synctest.Wait()
 		select {
 		case <-answered:
@@ -70,10 +79,75 @@ func TestAHostCallIsAnsweredOnlyAfterItsRecordIsWritten(t *testing.T) {
 	})
 }
 
+// A call that finds no other caller writing writes its record itself before it is answered, with
+// no other goroutine involved.
+func TestAHostCallAloneWritesItsOwnRecord(t *testing.T) {
+	d, logPath := socketDaemonWithLog(t)
+	d.recordHostCall(context.Background(), telemetry.Record{RID: "0123456789abcdef0123456789abcdef", Tool: "Bash"})
+	recs, err := telemetry.ReadFile(logPath)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("the record is not in the log when the call is answered: %+v (%v)", recs, err)
+	}
+	if n := len(d.hostRecs); n != 0 {
+		t.Errorf("%d records left queued", n)
+	}
+}
+
+// Many callers at once: each is answered without waiting out recordWait (a record queued while
+// another caller wrote is written by that one before it lets go), every record is in the log
+// once, and none is left queued.
+func TestConcurrentHostCallsEachHaveTheirRecordWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d, logPath := socketDaemonWithLog(t)
+		const callers, calls = 8, 50
+		start := time.Now()
+		var wg sync.WaitGroup
+		for c := range callers {
+			wg.Go(func() {
+				for i := range calls {
+					d.recordHostCall(context.Background(), telemetry.Record{RID: fmt.Sprintf("%016x%016x", c, i), Tool: "Bash"})
+				}
+			})
+		}
+		wg.Wait()
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("a call waited out its record's timeout (%v in all): a record was left queued", waited)
+		}
+		recs, err := telemetry.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			if seen[r.RID] {
+				t.Errorf("record %s written twice", r.RID)
+			}
+			seen[r.RID] = true
+		}
+		if len(seen) != callers*calls || len(d.hostRecs) != 0 {
+			t.Errorf("%d records in the log, %d left queued; want %d and none", len(seen), len(d.hostRecs), callers*calls)
+		}
+	})
+}
+
+// socketDaemonWithLog is socketDaemon with a decision log to write the records in.
+func socketDaemonWithLog(t *testing.T) (*Daemon, string) {
+	t.Helper()
+	d := socketDaemon(t)
+	d.hostRecs = make(chan hostRecord, hostRecordQueue)
+	logPath := filepath.Join(t.TempDir(), "decisions.jsonl")
+	tlog := telemetry.Open(telemetry.Options{Path: logPath})
+	t.Cleanup(func() { tlog.Close() })
+	d.watching.Store(&guard{log: tlog})
+	return d, logPath
+}
+
 // A writer that does not get to the record in time does not hold the answer past recordWait.
 func TestAHostCallWaitsForItsRecordAtMostRecordWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := socketDaemon(t)
+		d.hostWriting.Lock() // another caller is writing, and slow
+		defer d.hostWriting.Unlock()
 		start := time.Now()
 		d.recordHostCall(context.Background(), telemetry.Record{RID: "r1"})
 		if waited := time.Since(start); waited != recordWait {
