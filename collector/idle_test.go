@@ -187,6 +187,17 @@ func (f *fixture) rescans(n int) {
 	synctest.Wait()
 }
 
+// judgedAtSocket hands the collector the receipt of a call of the fixture's session judged at
+// the system socket.
+func (f *fixture) judgedAtSocket(t *testing.T) {
+	t.Helper()
+	hl, ok := f.c.HostCall("local_a")
+	if !ok {
+		t.Fatal("the session is not tracked")
+	}
+	hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_01", Tool: "Bash"})
+}
+
 // calm reports whether the fixture's session is calm.
 func (f *fixture) calm() bool {
 	f.c.mu.Lock()
@@ -268,13 +279,7 @@ func TestAStirredCalmSessionIsHousekeptAtTheNextRescan(t *testing.T) {
 			w.Fail(errors.New("queue overflow"))
 		}},
 		{"the injector saw a change", func(t *testing.T, f *fixture, w *fswatch.Fake) { f.c.Stir("local_a") }},
-		{"a call judged at the socket", func(t *testing.T, f *fixture, w *fswatch.Fake) {
-			hl, ok := f.c.HostCall("local_a")
-			if !ok {
-				t.Fatal("the session is not tracked")
-			}
-			hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_01", Tool: "Bash"})
-		}},
+		{"a call judged at the socket", func(t *testing.T, f *fixture, w *fswatch.Fake) { f.judgedAtSocket(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -302,13 +307,7 @@ func TestACalmSessionStirredWakesTheInjectorOnce(t *testing.T) {
 			f.appendRaw(envelope(f.nextRID(), "enforce", "Bash", bash("ls")) + "\n")
 			f.waitRecords(1)
 		}},
-		{"a call judged at the socket", func(t *testing.T, f *fixture) {
-			hl, ok := f.c.HostCall("local_a")
-			if !ok {
-				t.Fatal("the session is not tracked")
-			}
-			hl.Judged(claudehook.Receipt{V: 1, ToolUseID: "toolu_01", Tool: "Bash"})
-		}},
+		{"a call judged at the socket", func(t *testing.T, f *fixture) { f.judgedAtSocket(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
