@@ -153,7 +153,7 @@ func TestALeaseDueAfterTheClockJumpedIsRenewedBeforeTheRescan(t *testing.T) {
 		f, _, lease := onFake(t)
 		first := lease()
 		f.later(time.Until(first) - f.cfg.RescanInterval + time.Second) // slept: the clock ran on, the timers did not
-		time.Sleep(leaseCheck + time.Millisecond)
+		time.Sleep(f.c.leaseCheckEvery() + time.Millisecond)
 		synctest.Wait()
 		if got := lease(); !got.After(first) {
 			t.Errorf("a lease due within a rescan was not renewed at the lease check (%v)", got)

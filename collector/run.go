@@ -20,9 +20,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
-// leaseCheck is how often the wall clock is compared with the leases: after a Mac wakes from
-// sleep, timers lag the clock, and leases must not lapse under sessions that are in use.
-const leaseCheck = 5 * time.Second
 
 // Run follows the tracked sessions until ctx is done, then withdraws every alive lease (so that
 // enforce hooks deny at once while the daemon is down) and commits the offsets. It returns nil
@@ -59,7 +56,7 @@ func (c *Collector) Run(ctx context.Context) error {
 
 	rescan := time.NewTicker(c.rescanEvery())
 	defer rescan.Stop()
-	lease := time.NewTicker(leaseCheck)
+	lease := time.NewTicker(c.leaseCheckEvery())
 	defer lease.Stop()
 	for {
 		select {
@@ -81,6 +78,7 @@ func (c *Collector) Run(ctx context.Context) error {
 			c.renewDue()
 		case <-c.reconf:
 			rescan.Reset(c.rescanEvery())
+			lease.Reset(c.leaseCheckEvery())
 		}
 	}
 }
@@ -92,6 +90,15 @@ func (c *Collector) rescanEvery() time.Duration {
 		return c.opts.Poll
 	}
 	return c.pol.Load().Cfg.RescanInterval
+}
+
+// leaseCheckEvery is how often the wall clock is compared with the leases: after a Mac wakes
+// from sleep, timers lag the clock, and leases must not lapse under sessions that are in use.
+// Half a rescan, from 5 to 15 s: each check wakes the process, and with a hundred users' idle
+// workers those wake-ups cost more than their sessions (a lease runs at least two rescans past
+// its session's next housekeeping, and a check renews every lease due within a rescan).
+func (c *Collector) leaseCheckEvery() time.Duration {
+	return min(max(c.rescanEvery()/2, 5*time.Second), 15*time.Second)
 }
 
 // leaseLength is how far ahead a lease vouches when its session may next be housekept in rests

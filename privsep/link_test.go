@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -183,5 +184,53 @@ func TestADecisionIsAnsweredWhileRecordsAndNotesAreStuck(t *testing.T) {
 	var out string
 	if err := worker.call(callCtx, kindDecide, "ls", &out); err != nil || out != "ls" {
 		t.Fatalf("the decision was not answered: %q, %v", out, err)
+	}
+}
+
+// A worker tells root its figures only when they changed since it last did: each note wakes root,
+// and a hundred idle workers' notes every few seconds cost more than their sessions.
+func TestAWorkerTellsRootItsStatsOnlyWhenTheyChanged(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	w := &work{link: newLink(a, 1<<16, 2)}
+	defer w.link.close(errClosed)
+	kinds := make(chan string, 8)
+	go func() {
+		for {
+			var n [4]byte
+			if _, err := io.ReadFull(b, n[:]); err != nil {
+				return
+			}
+			data := make([]byte, binary.BigEndian.Uint32(n[:]))
+			if _, err := io.ReadFull(b, data); err != nil {
+				return
+			}
+			var f frame
+			_ = json.Unmarshal(data, &f)
+			kinds <- f.Kind
+		}
+	}()
+	notes := func() int {
+		n := 0
+		for {
+			select {
+			case k := <-kinds:
+				if k == kindStats {
+					n++
+				}
+			case <-time.After(100 * time.Millisecond):
+				return n
+			}
+		}
+	}
+	w.stats()
+	w.stats()
+	if n := notes(); n != 1 {
+		t.Fatalf("%d stats notes for the same figures twice, want 1", n)
+	}
+	w.told.Sessions = 3 // root was told of three sessions; the worker follows none now
+	w.stats()
+	if n := notes(); n != 1 {
+		t.Errorf("%d stats notes for changed figures, want 1", n)
 	}
 }

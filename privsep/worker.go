@@ -43,9 +43,11 @@ type WorkerOptions struct {
 // workerFrame bounds what a worker reads from root: setups, a session's question, a receipt.
 const workerFrame = 16 << 20
 
-// statsEvery is how often a worker tells root how many folders it watches and sessions it
-// follows, for the heartbeat and status.
-const statsEvery = 10 * time.Second
+// statsEvery is how often a worker looks whether the folders it watches and the sessions it
+// follows changed, and tells root if so, for the heartbeat; status asks for them fresh. Each look
+// wakes the worker, and each note root: with a hundred idle users, a look every 10 s and a note
+// at each cost more than their sessions.
+const statsEvery = 30 * time.Second
 
 // Work runs a user's worker over conn, the socket pair root started it with, until root closes
 // it or ctx ends. It refuses to run as root: a worker exists so that root does none of this.
@@ -129,6 +131,9 @@ type work struct {
 	health *healthQueue
 	// linker reads the paths a command names (see where); made on first use.
 	linker func() *classifier.Classifier
+	// told is what the last stats note told root; Work's goroutine alone touches it.
+	told   Stats
+	toldOK bool
 }
 
 // pendingSetup is a setup on its way to Work's goroutine; done closes once it is in force, or
@@ -383,7 +388,16 @@ func (w *work) owned(dir string) error {
 	return session.OwnedBelow(w.opts.Home, dir, os.Geteuid())
 }
 
-func (w *work) stats() { _ = w.link.note(kindStats, w.current()) }
+// stats tells root what the worker watches and follows now, unless the last note told it so.
+func (w *work) stats() {
+	st := w.current()
+	if w.toldOK && st == w.told {
+		return
+	}
+	if w.link.note(kindStats, st) == nil {
+		w.told, w.toldOK = st, true
+	}
+}
 
 // current is what the worker watches and follows now.
 func (w *work) current() Stats {
