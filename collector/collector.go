@@ -101,10 +101,11 @@ type Options struct {
 	// in a session, neither our folder nor the lease is put back there. Default: the collector's
 	// own record.
 	Removals *session.Removals
-	// Woke, when set, is told the folder of a calm session something happened in (a call, a
-	// transcript line, anything its watches saw): the injector looks at it in full at its next
-	// rescan too, so that a change no watch reported (settings rewritten through a memory map)
-	// waits no longer than a rescan in a session in use. It must not block.
+	// Woke, when set, is told the folder of a session something happened in (a call, a
+	// transcript line, anything its watches saw), once between two housekeeping passes: the
+	// injector looks at it in full at its next rescan too, so that a change no watch reported
+	// (settings rewritten through a memory map) waits no longer than a rescan in a session in
+	// use. It must not block.
 	Woke func(dir string)
 	// DropIn is the path of the managed-settings drop-in installed on this Mac ("" for none to
 	// expect): while a file is there, every call of a session on the Mac must reach its hook
@@ -472,10 +473,11 @@ func (c *Collector) enqueueLocked(e *entry, a lane.Again) {
 }
 
 // stirLocked notes that something happened in e: it is not calm, and the housekeeping pass
-// running, if any, cannot make it so. A session calm until now is told to Options.Woke. Callers
-// hold mu.
+// running, if any, cannot make it so. The first stir since that pass began is told to
+// Options.Woke: at most once a rescan for a session in use, calm or not in the collector's eyes
+// (the injector's rest of it is its own). Callers hold mu.
 func (c *Collector) stirLocked(e *entry) {
-	if e.cadence.Calm() && c.opts.Woke != nil {
+	if !e.stirred && c.opts.Woke != nil {
 		c.opts.Woke(e.dir)
 	}
 	e.cadence.Stir()

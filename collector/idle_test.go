@@ -296,8 +296,8 @@ func TestAStirredCalmSessionIsHousekeptAtTheNextRescan(t *testing.T) {
 }
 
 // A calm session something happens in (a call in its spool, a call judged at the socket) is
-// told to Options.Woke once, by its folder: the injector's rest of it ends too. A session already
-// stirred is not told again.
+// told to Options.Woke once, by its folder: the injector's rest of it ends too. A session
+// stirred since its last housekeeping began is not told again.
 func TestACalmSessionStirredWakesTheInjectorOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -326,6 +326,9 @@ func TestACalmSessionStirredWakesTheInjectorOnce(t *testing.T) {
 				if !f.calm() {
 					t.Fatal("setup: the session is not calm")
 				}
+				mu.Lock()
+				woke = nil // what its start stirred
+				mu.Unlock()
 				tc.stir(t, f)
 				f.c.Stir("local_a") // stirred already: not told again
 				synctest.Wait()
