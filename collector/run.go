@@ -20,7 +20,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
 
-
 // Run follows the tracked sessions until ctx is done, then withdraws every alive lease (so that
 // enforce hooks deny at once while the daemon is down) and commits the offsets. It returns nil
 // on cancel; a watcher that cannot start is logged and the rescan carries on alone.
