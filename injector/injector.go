@@ -176,11 +176,6 @@ type tracked struct {
 	mod time.Time
 }
 
-// A calm session is looked at in full by the rescan only at the end of its rest (see package
-// cadence). Stamping its settings and configuration folders and walking its folders for watches
-// at each rescan was a third of what an idle daemon spent; the watches report any change in
-// them, and the rescan stays the net for what they missed, a few rescans later.
-
 // A session whose settings need our entry restored this many times within fightWindow is
 // fighting the repair: a loop rewriting the file, racing the CLI's start.
 const (
@@ -402,7 +397,12 @@ func (in *Injector) scanOnce(full bool) {
 		report.Live++
 		t, known := in.live[f.Dir]
 		if full && known && t.cadence.Pass() {
-			continue // calm: its watches and settings are as the last full look left them
+			// Calm, and resting (package cadence): its watches and settings are as the last full
+			// look left them. Stamping every session's settings and configuration folders and
+			// walking its folders for watches at each rescan was a third of what an idle daemon
+			// spent; the watches report any change, and the rescan at the end of the rest is the
+			// net for what they missed.
+			continue
 		}
 		whole := in.watchSessionTree(f.Dir, full || !known)
 		if !whole {
