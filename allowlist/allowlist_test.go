@@ -60,7 +60,7 @@ func TestAnAdminAllowsByName(t *testing.T) {
 // The safe list names only keys Claude Code knows (a typo would pass nothing, but would say the
 // list covers what it does not), and none of them is dangerous.
 func TestTheSafeListIsMadeOfKnownHarmlessKeys(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "hookentry", "claude-code-settings.schema.json"))
+	data, err := os.ReadFile(filepath.Join("..", "settingsschema", "claude-code-settings.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

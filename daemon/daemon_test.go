@@ -19,6 +19,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/privsep"
 	"github.com/coworkbridge/coworkbridge/ruleid"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -360,7 +361,7 @@ func TestTheDaemonReportsAMissingOrAlteredDropIn(t *testing.T) {
 	if !strings.Contains(warningOf(s, health.CodeManagedSettings), "not installed") {
 		t.Errorf("warning: %s", warningOf(s, health.CodeManagedSettings))
 	}
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		t.Fatal(err)
 	}

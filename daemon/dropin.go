@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // dropInWant is the drop-in a configuration asks for, and whether it asks for one at all.
@@ -27,7 +27,7 @@ func (d *Daemon) wantDropIn(s managedconfig.Snapshot) {
 	if s.Origin != managedconfig.OriginInvalid {
 		cfg := s.Config
 		w.required = cfg.Lockdown || cfg.RequiredMinimumVersion != ""
-		sc, err := hookentry.NewSchema()
+		sc, err := settingsschema.New()
 		if err == nil {
 			w.content, err = dropin.Content(dropin.Hook{Exe: d.exe, System: d.env.System}, cfg, sc)
 		}

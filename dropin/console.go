@@ -9,8 +9,8 @@ import (
 	"slices"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // Server-managed settings (the Claude.ai admin console's, Admin Settings > Claude Code > Managed
@@ -21,7 +21,7 @@ import (
 // Console is what an organisation's console settings must carry for cfg: the drop-in's own
 // content, the same hooks and lockdown keys, merged by the admin into the organisation's other
 // settings. Notes say, in order, what the console cannot carry or what carrying it costs.
-func Console(h Hook, cfg managedconfig.Config, sc *hookentry.Schema) (data []byte, notes []string, err error) {
+func Console(h Hook, cfg managedconfig.Config, sc *settingsschema.Schema) (data []byte, notes []string, err error) {
 	data, err = Content(h, cfg, sc)
 	if err != nil {
 		return nil, nil, err
@@ -44,7 +44,7 @@ var ErrConsole = errors.New("the console settings do not carry coworkbridge's ma
 // CheckConsole compares an organisation's console settings with what they must carry for want
 // (Content's output): valid settings, our hook groups among theirs, every other key of ours with
 // our value, and nothing that switches managed hooks off. It returns every problem found.
-func CheckConsole(data, want []byte, sc *hookentry.Schema) []error {
+func CheckConsole(data, want []byte, sc *settingsschema.Schema) []error {
 	var got, ours map[string]any
 	if err := json.Unmarshal(data, &got); err != nil || got == nil {
 		return []error{fmt.Errorf("%w: not a JSON object of settings (%v)", ErrConsole, err)}

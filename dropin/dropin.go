@@ -24,8 +24,8 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // Name is our drop-in's file name; 50 leaves room on both sides for other tools'.
@@ -71,7 +71,7 @@ func (h Hook) command() (string, []string) {
 // with cfg.Lockdown also allowManagedHooksOnly, a ConfigChange hook, and the policy's MCP
 // allow-list; requiredMinimumVersion when cfg names one. It is checked against the settings
 // schema: an error means nothing may be written.
-func Content(h Hook, cfg managedconfig.Config, sc *hookentry.Schema) ([]byte, error) {
+func Content(h Hook, cfg managedconfig.Config, sc *settingsschema.Schema) ([]byte, error) {
 	if !filepath.IsAbs(h.Exe) {
 		return nil, fmt.Errorf("the drop-in must name coworkbridge by an absolute path, not %q", h.Exe)
 	}

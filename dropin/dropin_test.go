@@ -9,15 +9,15 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 const exe = "/Library/Application Support/CoworkBridge/bin/coworkbridge"
 
-func schema(t *testing.T) *hookentry.Schema {
+func schema(t *testing.T) *settingsschema.Schema {
 	t.Helper()
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		t.Fatal(err)
 	}

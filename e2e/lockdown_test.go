@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // managedMachine is a machine whose Claude Code reads our drop-in from /etc/claude-code: the CLI
@@ -46,7 +46,7 @@ func newManagedMachine(t *testing.T, cfgJSON string, patch func([]byte) []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		t.Fatal(err)
 	}

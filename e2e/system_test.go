@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
 
@@ -150,7 +150,7 @@ func (m *systemMac) writeDropIn(t *testing.T, cfgJSON string) {
 	must(t, err)
 	cfg, err := managedconfig.Parse([]byte(cfgJSON), m.config, env, paths)
 	must(t, err)
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	must(t, err)
 	data, err := dropin.Content(dropin.Hook{Exe: m.bin, System: true}, cfg, sc)
 	must(t, err)

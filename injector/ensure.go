@@ -9,6 +9,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // maxSettingsBytes bounds how much of a settings.json is read; Claude Code's own files are a few
@@ -119,7 +120,7 @@ func (o Outcome) Tampering() []string {
 // accepts, and creates our folder so the hook need not. It writes only when something changed.
 // sc, when not nil, checks the result against the CLI's settings schema: foreign values that would
 // make the CLI ignore the whole file (our hook with it) are kept aside and left out.
-func Ensure(s *session.Session, e hookentry.Entry, sc *hookentry.Schema, now time.Time) (Outcome, error) {
+func Ensure(s *session.Session, e hookentry.Entry, sc *settingsschema.Schema, now time.Time) (Outcome, error) {
 	return ensure(s, e, sc, now, true)
 }
 
@@ -129,11 +130,11 @@ var ErrVanished = errors.New("gone from the session (being removed?)")
 // Repair is Ensure for a session hooked before: settings.json or our folder found gone is not
 // created again but reported as ErrVanished, since a removal of the session may be under way.
 // Reading and writing are one step here, so no removal can slip between a check and the write.
-func Repair(s *session.Session, e hookentry.Entry, sc *hookentry.Schema, now time.Time) (Outcome, error) {
+func Repair(s *session.Session, e hookentry.Entry, sc *settingsschema.Schema, now time.Time) (Outcome, error) {
 	return ensure(s, e, sc, now, false)
 }
 
-func ensure(s *session.Session, e hookentry.Entry, sc *hookentry.Schema, now time.Time, create bool) (Outcome, error) {
+func ensure(s *session.Session, e hookentry.Entry, sc *settingsschema.Schema, now time.Time, create bool) (Outcome, error) {
 	var out Outcome
 	// .claude is Cowork's to create: making it here could resurrect a session being deleted.
 	if fi, err := s.Lstat(session.ClaudeDir); err != nil || !fi.IsDir() {

@@ -22,6 +22,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // Recorder receives each session's state, for health. It is called from the injector's loop, so
@@ -128,7 +129,7 @@ type Injector struct {
 	// gen counts configuration changes: a session found unchanged since a repair under another
 	// configuration is merged again all the same.
 	gen     uint64
-	schema  *hookentry.Schema
+	schema  *settingsschema.Schema
 	w       fswatch.Watcher
 	watched map[string]bool
 	// nwatched mirrors len(watched) for readers outside the loop.
@@ -190,7 +191,7 @@ func New(cfg managedconfig.Config, opts Options) (*Injector, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		return nil, err
 	}

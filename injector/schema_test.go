@@ -11,6 +11,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 func TestForeignValuesThatTheCLIWouldRejectAreKeptAsideAndLeftOut(t *testing.T) {
@@ -110,9 +111,9 @@ func entryAllowing(t testing.TB, mode managedconfig.Mode, allowed ...string) hoo
 	return e
 }
 
-func testSchema(t testing.TB) *hookentry.Schema {
+func testSchema(t testing.TB) *settingsschema.Schema {
 	t.Helper()
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		t.Fatal(err)
 	}

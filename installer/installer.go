@@ -27,9 +27,9 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/daemon"
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // Label names the LaunchAgent and the systemd user unit.
@@ -589,7 +589,7 @@ func systemdQuote(s string) string {
 // the settings schema: one the CLI could not read would stop every session on the machine.
 func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
 	path := filepath.Join(in.managedDir, dropin.Name)
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // fakeRunner records commands and fails the ones listed.
@@ -65,7 +66,7 @@ func golden(t *testing.T, name string, got []byte) {
 func TestAgentDefinitionsMatchTheirGoldenFiles(t *testing.T) {
 	golden(t, "agent.plist", plistFor(testExe, "/Users/alex/Library/Logs/CoworkBridge"))
 	golden(t, "agent.service", unitFor(testExe))
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 func TestSystemDefinitionsMatchTheirGoldenFiles(t *testing.T) {
 	golden(t, "daemon.plist", systemPlistFor(testExe))
 	golden(t, "daemon.service", systemUnitFor(testExe))
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
-	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 )
 
 // Where an organisation sets Claude Code settings in the Claude.ai admin console, a CLI that has
@@ -42,7 +42,7 @@ func cmdConsoleSettings(_ context.Context, args []string, sio stdio) int {
 		fmt.Fprintln(sio.err, "coworkbridge console-settings:", err)
 		return exitFail
 	}
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge console-settings:", err)
 		return exitFail
@@ -91,7 +91,7 @@ func validateConsole(file string, cfg managedconfig.Config, sio stdio) int {
 		fmt.Fprintln(sio.err, "coworkbridge validate:", err)
 		return validateInvalid
 	}
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		fmt.Fprintln(sio.err, "coworkbridge validate:", err)
 		return validateInvalid

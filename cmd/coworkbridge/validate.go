@@ -13,7 +13,7 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/health"
-	"github.com/coworkbridge/coworkbridge/hookentry"
+	"github.com/coworkbridge/coworkbridge/settingsschema"
 
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/policy"
@@ -214,7 +214,7 @@ func explainLockdown(sio stdio, cfg managedconfig.Config, installedHere bool) {
 	if found, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = found
 	}
-	sc, err := hookentry.NewSchema()
+	sc, err := settingsschema.New()
 	if err != nil {
 		return
 	}

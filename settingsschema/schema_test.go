@@ -1,4 +1,4 @@
-package hookentry
+package settingsschema
 
 import (
 	"bytes"
@@ -18,9 +18,12 @@ import (
 	refschema "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
+// The reference copy lives in the project's shared reference folder beside the checkout.
+const schemaPath = "../../shared/reference/claude-code-settings.schema.json"
+
 func testSchema(t testing.TB) *Schema {
 	t.Helper()
-	sc, err := NewSchema()
+	sc, err := New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +37,11 @@ func TestTheEmbeddedSettingsSchemaIsTheReferenceCopy(t *testing.T) {
 		cbtest.NoShared(t, "the reference settings schema", err)
 	}
 	if !bytes.Equal(ref, settingsSchemaJSON) {
-		t.Error("hookentry/claude-code-settings.schema.json differs from the shared reference: copy it over")
+		t.Error("settingsschema/claude-code-settings.schema.json differs from the shared reference: copy it over")
 	}
 }
 
-// referenceBadKeys is badKeys by a second, independent validator (the one the settings tests use),
+// referenceBadKeys is BadKeys by a second, independent validator (the one the settings tests use),
 // which reports every failure with its place.
 func referenceBadKeys(t testing.TB, s *refschema.Schema, data []byte) (keys []string, whole bool) {
 	t.Helper()
@@ -98,7 +101,7 @@ func schemaProbes(t testing.TB) [][]byte {
 		}
 		probes = append(probes, []byte("{"+strings.Join(all, ",")+"}"))
 	}
-	files, _ := filepath.Glob(filepath.Join("testdata", "settings", "*.json"))
+	files, _ := filepath.Glob(filepath.Join("..", "hookentry", "testdata", "settings", "*.json"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -138,7 +141,7 @@ func TestSchemaNamesTheSameBadKeysAsTheReferenceValidator(t *testing.T) {
 	sc, ref := testSchema(t), referenceSchema(t)
 	failing := 0
 	for _, p := range schemaProbes(t) {
-		got, err := sc.badKeys(p)
+		got, err := sc.BadKeys(p)
 		want, whole := referenceBadKeys(t, ref, p)
 		if whole != (err != nil) || (!whole && !sameKeys(got, want)) {
 			t.Errorf("%s:\n got %v (error %v)\nwant %v (whole %v)", p, got, err, want, whole)
@@ -161,7 +164,7 @@ func FuzzSchemaNamesTheSameBadKeysAsTheReferenceValidator(f *testing.F) {
 		if !json.Valid(in) {
 			return
 		}
-		got, err := sc.badKeys(in)
+		got, err := sc.BadKeys(in)
 		want, whole := referenceBadKeys(t, ref, in)
 		if whole != (err != nil) || (!whole && !sameKeys(got, want)) {
 			t.Fatalf("%s:\n got %v (error %v)\nwant %v (whole %v)", in, got, err, want, whole)

@@ -1,4 +1,12 @@
-package hookentry
+// Package settingsschema is Claude Code's settings schema, as the pinned release's CLI accepts a
+// settings file: it names the top-level keys whose values fail it. A settings file that fails the
+// schema is ignored whole by the CLI, our hook included, so nothing coworkbridge writes into a
+// settings file or a managed-settings drop-in may fail it.
+//
+// It is a package of its own so that the host hook programs do not link a schema validator: they
+// judge settings without validating them, and a validator's package initialisation would be paid
+// on every tool call. It reads and writes no file.
+package settingsschema
 
 import (
 	"bytes"
@@ -11,8 +19,6 @@ import (
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/coworkbridge/coworkbridge/session"
 )
 
 // settingsSchemaJSON is Claude Code's settings schema (SchemaStore), kept equal to the copy in the
@@ -24,15 +30,14 @@ var settingsSchemaJSON []byte
 
 // Schema checks settings files as Claude Code would accept them. It is safe for concurrent use.
 //
-// The validator is github.com/google/jsonschema-go, chosen for what it costs a process that never
-// validates: nothing at package initialisation. Every binary that links the injector links the
-// validator, the host hook included, and the hook is a process started on every tool call.
+// The validator is github.com/google/jsonschema-go: github.com/santhosh-tekuri/jsonschema/v6 (the
+// tests' reference) allocates about 21,000 objects at package initialisation, this one about 300.
 type Schema struct {
 	s *jsonschema.Resolved
 }
 
-// NewSchema compiles the embedded settings schema.
-func NewSchema() (*Schema, error) {
+// New compiles the embedded settings schema.
+func New() (*Schema, error) {
 	var doc jsonschema.Schema
 	if err := json.Unmarshal(settingsSchemaJSON, &doc); err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
@@ -44,17 +49,17 @@ func NewSchema() (*Schema, error) {
 	return &Schema{s: s}, nil
 }
 
-// errWholeFile: the settings fail the schema at their top, not in one key's value.
-var errWholeFile = errors.New("the settings fail the schema as a whole")
+// ErrWholeFile: the settings fail the schema at their top, not in one key's value.
+var ErrWholeFile = errors.New("the settings fail the schema as a whole")
 
-// badKeys returns the top-level keys whose values fail the schema, in file order; none when the
+// BadKeys returns the top-level keys whose values fail the schema, in file order; none when the
 // settings are valid. An error means the file fails as a whole (or is not JSON).
 //
 // The validator reports the first failure only, so each key is judged alone, as a document
 // holding that key and nothing else: the settings schema has no constraint across keys (it
 // requires none and allows any), so a key fails alone exactly when it fails in the file.
 // If the file fails although no key fails alone, it fails as a whole.
-func (sc *Schema) badKeys(data []byte) ([]string, error) {
+func (sc *Schema) BadKeys(data []byte) ([]string, error) {
 	whole, err := decodeSettings(data)
 	if err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
@@ -65,7 +70,7 @@ func (sc *Schema) badKeys(data []byte) ([]string, error) {
 	}
 	obj, ok := whole.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: %v", errWholeFile, err)
+		return nil, fmt.Errorf("%w: %v", ErrWholeFile, err)
 	}
 	var keys []string
 	for _, k := range keyOrder(data) {
@@ -74,7 +79,7 @@ func (sc *Schema) badKeys(data []byte) ([]string, error) {
 		}
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("%w: %v", errWholeFile, err)
+		return nil, fmt.Errorf("%w: %v", ErrWholeFile, err)
 	}
 	return keys, nil
 }
@@ -144,7 +149,7 @@ func keyOrder(data []byte) []string {
 
 // Check reports whether data is a settings document the CLI accepts, naming what fails.
 func (sc *Schema) Check(data []byte) error {
-	bad, err := sc.badKeys(data)
+	bad, err := sc.BadKeys(data)
 	if err != nil {
 		return err
 	}
@@ -152,41 +157,4 @@ func (sc *Schema) Check(data []byte) error {
 		return fmt.Errorf("the settings schema rejects %v", bad)
 	}
 	return nil
-}
-
-// Conform leaves out of merged the top-level values that fail the schema, and returns their keys.
-// A failing "hooks" is replaced by our group alone; a file that still fails, or fails as a whole,
-// is replaced by our entry alone. The caller keeps the original aside.
-func Conform(sc *Schema, merged []byte, e Entry) ([]byte, []string, error) {
-	bad, err := sc.badKeys(merged)
-	if err == nil && len(bad) == 0 {
-		return merged, nil, nil
-	}
-	if err == nil {
-		top, perr := parseObject(merged)
-		if perr != nil {
-			return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, perr)
-		}
-		for _, k := range bad {
-			if k == "hooks" {
-				top.set("hooks", marshal(map[string]any{"PreToolUse": []json.RawMessage{e.group()}}))
-				continue
-			}
-			top.del(k)
-		}
-		fixed, ierr := indent(top.encode())
-		if ierr == nil {
-			if again, aerr := sc.badKeys(fixed); aerr == nil && len(again) == 0 {
-				return fixed, bad, nil
-			}
-		}
-	}
-	alone, _, merr := Merge(nil, e)
-	if merr != nil {
-		return nil, nil, fmt.Errorf("merge %s: %w", session.SettingsFile, merr)
-	}
-	if again, aerr := sc.badKeys(alone); aerr != nil || len(again) > 0 {
-		return nil, nil, fmt.Errorf("our own hook entry fails the settings schema (%v %v): report this to the coworkbridge maintainers", again, aerr)
-	}
-	return alone, []string{"(everything)"}, nil
 }
