@@ -21,7 +21,16 @@ import (
 // guard and the agent, the shells and terminals they run in, the user's browsers (stopped to be
 // started again with remote debugging), the system's own, and security and management tools.
 var protectedProcesses = []string{
-	"coworkbridge", "/usr/local/bin/coworkbridge daemon", "/bin/sh -c coworkbridge hook", "/bin/sh -c exec /usr/local/bin/coworkbridge hook # coworkbridge-hook v2 enforce",
+	// coworkbridge's programs, by name (and as the kernel truncates a name to 16 bytes) and by
+	// the command lines a package's LaunchAgent, LaunchDaemon, workers and drop-ins start.
+	"coworkbridge", "coworkbridge-hook", "coworkbridge-hoo", "coworkbridge-userhook", "coworkbridge-use",
+	"/Library/Application Support/CoworkBridge/bin/coworkbridge run",
+	"/Library/Application Support/CoworkBridge/bin/coworkbridge run --system",
+	"/Library/Application Support/CoworkBridge/bin/coworkbridge run --worker",
+	"/Library/Application Support/CoworkBridge/bin/coworkbridge hook --system",
+	"/Library/Application Support/CoworkBridge/bin/coworkbridge-hook --system",
+	"/Library/Application Support/CoworkBridge/bin/coworkbridge-userhook --per-user",
+	"/usr/local/bin/coworkbridge daemon", "/bin/sh -c coworkbridge hook", "/bin/sh -c exec /usr/local/bin/coworkbridge hook # coworkbridge-hook v2 enforce",
 	"claude", "Claude", "/Applications/Claude.app/Contents/MacOS/Claude", "node /usr/local/bin/claude", "node",
 	"sh", "bash", "zsh", "login", "Terminal", "iTerm2", "tmux", "screen",
 	"launchd", "cron", "syslogd", "auditd", "logd", "loginwindow", "WindowServer", "securityd", "opendirectoryd",
@@ -67,6 +76,9 @@ func killProtected(_ *Classifier, it item) (string, bool) {
 			return cmd.Line(), true
 		case slices.Contains(killerValues, a):
 			i++
+		case a == "--": // the end of options: what follows are patterns, dashes and all
+			patterns = append(patterns, cmd.Args[i+1:]...)
+			i = len(cmd.Args)
 		case strings.HasPrefix(a, "-"):
 		default:
 			patterns = append(patterns, a)
