@@ -106,8 +106,10 @@ func ConsoleHook(data []byte) (Hook, bool) {
 		switch filepath.Base(cmd) {
 		case "coworkbridge":
 			return Hook{Exe: cmd}, filepath.IsAbs(cmd)
-		case "coworkbridge-hook":
+		case managedconfig.HookProgramName:
 			return Hook{Exe: filepath.Join(filepath.Dir(cmd), "coworkbridge"), System: true}, filepath.IsAbs(cmd)
+		case managedconfig.UserHookProgramName:
+			return Hook{Exe: filepath.Join(filepath.Dir(cmd), "coworkbridge")}, filepath.IsAbs(cmd)
 		}
 	}
 	return Hook{}, false

@@ -111,3 +111,37 @@ func TestCheckConsoleFindsWhatTheOrganisationsSettingsLeaveOut(t *testing.T) {
 		})
 	}
 }
+
+// The console check finds our hook by any program coworkbridge ships, so that the settings it
+// compares with the organisation's are the mode's, and an older entry running the whole program
+// (`coworkbridge hook`) is compared with what this release writes, and found different.
+func TestConsoleHookKnowsEachOfOurHookPrograms(t *testing.T) {
+	dir := filepath.Dir(exe)
+	for _, tt := range []struct {
+		command string
+		want    Hook
+		ok      bool
+	}{
+		{UserHookProgram(exe), Hook{Exe: exe}, true},
+		{HookProgram(exe), Hook{Exe: exe, System: true}, true},
+		{exe, Hook{Exe: exe}, true},
+		{"coworkbridge-userhook", Hook{Exe: "coworkbridge"}, false},
+		{filepath.Join(dir, "coworkbridge-userhook-old"), Hook{}, false},
+	} {
+		data, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*",
+			"hooks": []any{map[string]any{"type": "command", "command": tt.command, "args": []string{"--per-user"}}}}}}})
+		got, ok := ConsoleHook(data)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: ConsoleHook %+v %v, want %+v %v", tt.command, got, ok, tt.want, tt.ok)
+		}
+	}
+	want, _ := Content(Hook{Exe: exe}, managedconfig.Config{}, schema(t))
+	old := merged(t, want, func(doc map[string]any) {
+		groups := doc["hooks"].(map[string]any)["PreToolUse"].([]any)
+		h := groups[len(groups)-1].(map[string]any)["hooks"].([]any)[0].(map[string]any)
+		h["command"], h["args"] = exe, []any{"hook"}
+	})
+	if probs := CheckConsole(old, want, schema(t)); len(probs) == 0 {
+		t.Error("console settings running `coworkbridge hook` pass the check of this release's")
+	}
+}

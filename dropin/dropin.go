@@ -1,9 +1,10 @@
 // Package dropin is coworkbridge's Claude Code managed-settings drop-in: the file, read by every
-// Claude Code on the machine whatever its session's settings say, that runs `coworkbridge hook`
-// before each tool call. It builds the drop-in for a configuration (and, under the admin's
-// lockdown, the controls only managed settings have), checks it against the settings schema, writes
-// it as root, and checks the one installed. The same content is what an organisation's console
-// settings must carry (Console, CheckConsole): where those reach a CLI, the drop-in is not used.
+// Claude Code on the machine whatever its session's settings say, that runs coworkbridge's host
+// hook program before each tool call. It builds the drop-in for a configuration (and, under the
+// admin's lockdown, the controls only managed settings have), checks it against the settings
+// schema, writes it as root, and checks the one installed. The same content is what an
+// organisation's console settings must carry (Console, CheckConsole): where those reach a CLI,
+// the drop-in is not used.
 //
 // It does not decide whether to install (the installer does), and never writes anything else: a
 // managed file the CLI cannot read stops every Claude Code session on the machine, so nothing
@@ -49,22 +50,40 @@ var CoworkServers = []string{"workspace"}
 
 // Hook is the program the drop-in runs.
 type Hook struct {
-	// Exe is coworkbridge's binary, by an absolute path.
+	// Exe is coworkbridge's binary, by an absolute path. The drop-in runs the hook program
+	// installed beside it (Program).
 	Exe string
-	// System: the hook hands each call to the system-mode daemon: the small program beside
-	// Exe (HookProgram), which leaves what it cannot do to `coworkbridge hook --system`.
+	// System: the hook hands each call to the system-mode daemon: HookProgram, which leaves what
+	// it cannot do to `coworkbridge hook --system`. Otherwise the hook judges the call in its
+	// own process: UserHookProgram.
 	System bool
 }
 
 // HookProgram is system mode's hook program, installed beside coworkbridge's binary exe.
-func HookProgram(exe string) string { return filepath.Join(filepath.Dir(exe), "coworkbridge-hook") }
+func HookProgram(exe string) string {
+	return filepath.Join(filepath.Dir(exe), managedconfig.HookProgramName)
+}
 
+// UserHookProgram is per-user mode's hook program, installed beside coworkbridge's binary exe:
+// `coworkbridge hook` alone, a smaller process to start on every tool call.
+func UserHookProgram(exe string) string {
+	return filepath.Join(filepath.Dir(exe), managedconfig.UserHookProgramName)
+}
+
+// Program is the hook program the drop-in runs; the installer refuses to write a drop-in
+// naming one that is not there.
+func (h Hook) Program() string {
+	program, _ := h.command()
+	return program
+}
+
+// command is the drop-in's program and its arguments: always one, so that the CLI runs it in
+// exec form (no shell), which it does when "args" is present.
 func (h Hook) command() (string, []string) {
 	if h.System {
-		// An argument, so that the CLI runs it in exec form (no shell): "args" present.
 		return HookProgram(h.Exe), []string{"--system"}
 	}
-	return h.Exe, []string{"hook"}
+	return UserHookProgram(h.Exe), []string{"--per-user"}
 }
 
 // Content is the drop-in for cfg, running exe: the PreToolUse hook in exec form (no shell), and

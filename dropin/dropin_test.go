@@ -61,8 +61,8 @@ func TestWithoutLockdownTheDropInRunsOnlyOurPreToolUseHookWithoutAShellAndBlocks
 		t.Fatalf("hooks %v", d.Hooks)
 	}
 	h := d.Hooks["PreToolUse"][0].Hooks[0]
-	if h.Command != exe || !slices.Equal(h.Args, []string{"hook"}) || h.OnFailure != "block" {
-		t.Errorf("hook %+v: want exec form and onFailure block", h)
+	if h.Command != UserHookProgram(exe) || !slices.Equal(h.Args, []string{"--per-user"}) || h.OnFailure != "block" {
+		t.Errorf("hook %+v: want the per-user hook program beside %s, in exec form, onFailure block", h, exe)
 	}
 	if d.AllowManagedHooksOnly || d.AllowedMcpServers != nil {
 		t.Error("lockdown controls without lockdown")
@@ -80,7 +80,7 @@ func TestUnderLockdownOnlyManagedHooksRunAndSettingsChangesAreJudged(t *testing.
 	if !d.AllowManagedHooksOnly {
 		t.Error("no allowManagedHooksOnly")
 	}
-	if cc := d.Hooks["ConfigChange"]; len(cc) != 1 || cc[0].Hooks[0].Command != exe || cc[0].Hooks[0].OnFailure != "block" {
+	if cc := d.Hooks["ConfigChange"]; len(cc) != 1 || cc[0].Hooks[0].Command != UserHookProgram(exe) || cc[0].Hooks[0].OnFailure != "block" {
 		t.Errorf("ConfigChange hook %+v", cc)
 	}
 	var names []string

@@ -53,28 +53,34 @@ func buildCoworkbridge(t testing.TB) string {
 	return binary.path
 }
 
-// buildHookProgram builds system mode's hook program (cmd/coworkbridge-hook) beside the binary
-// under test, on first use.
-func buildHookProgram(t testing.TB) string {
+// buildHookProgram builds a hook program (cmd/coworkbridge-hook, system mode's, or
+// cmd/coworkbridge-userhook, per-user mode's) beside the binary under test, on first use.
+func buildHookProgram(t testing.TB, name string) string {
 	t.Helper()
 	buildCoworkbridge(t)
-	hookProgram.once.Do(func() {
-		hookProgram.path = filepath.Join(binary.dir, "coworkbridge-hook")
-		out, err := exec.Command("go", "build", "-tags", "coworkbridge_dev", "-o", hookProgram.path, "github.com/coworkbridge/coworkbridge/cmd/coworkbridge-hook").CombinedOutput()
-		if err != nil {
-			hookProgram.err = fmt.Errorf("build coworkbridge-hook: %w\n%s", err, out)
-		}
-	})
-	if hookProgram.err != nil {
-		t.Fatal(hookProgram.err)
+	hookPrograms.mu.Lock()
+	defer hookPrograms.mu.Unlock()
+	if hookPrograms.built == nil {
+		hookPrograms.built = map[string]error{}
 	}
-	return hookProgram.path
+	path := filepath.Join(binary.dir, name)
+	err, done := hookPrograms.built[name]
+	if !done {
+		out, berr := exec.Command("go", "build", "-tags", "coworkbridge_dev", "-o", path, "github.com/coworkbridge/coworkbridge/cmd/"+name).CombinedOutput()
+		if berr != nil {
+			err = fmt.Errorf("build %s: %w\n%s", name, berr, out)
+		}
+		hookPrograms.built[name] = err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
-var hookProgram struct {
-	once sync.Once
-	path string
-	err  error
+var hookPrograms struct {
+	mu    sync.Mutex
+	built map[string]error // by program, once built
 }
 
 // hostHookedProject is a project whose .claude/settings.json runs the host hook on every call,
@@ -83,7 +89,7 @@ var hookProgram struct {
 func hostHookedProject(t *testing.T) (dir, logDir string, env []string) {
 	t.Helper()
 	claudeBinary(t)
-	bin := buildCoworkbridge(t)
+	program := buildHookProgram(t, "coworkbridge-userhook")
 	base := t.TempDir()
 	cfg := filepath.Join(base, "managed.json")
 	os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce"}`), 0o600)
@@ -92,7 +98,7 @@ func hostHookedProject(t *testing.T) (dir, logDir string, env []string) {
 		os.MkdirAll(filepath.Join(dir, d), 0o755)
 	}
 	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-		"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": "'" + bin + "' hook", "timeout": 30}}}}}})
+		"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": "'" + program + "' --per-user", "timeout": 30}}}}}})
 	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), settings, 0o644)
 	logDir = filepath.Join(base, "logs")
 	return dir, logDir, []string{"COWORKBRIDGE_MANAGED_CONFIG=" + cfg, "COWORKBRIDGE_STATE_DIR=" + filepath.Join(base, "state"),

@@ -31,6 +31,7 @@ func newManagedMachine(t *testing.T, cfgJSON string, patch func([]byte) []byte) 
 		t.Skip("unshare -m is not available (needs root on Linux): the managed-settings scenarios are skipped")
 	}
 	m := &managedMachine{base: t.TempDir(), bin: buildCoworkbridge(t)}
+	buildHookProgram(t, "coworkbridge-userhook") // the drop-in runs it, beside the binary
 	m.upper = filepath.Join(m.base, "etc-upper")
 	m.config = filepath.Join(m.base, "managed.json")
 	m.logDir = filepath.Join(m.base, "logs")

@@ -68,7 +68,7 @@ func newSystemMacWith(t *testing.T, cfgJSON string, traced bool) *systemMac {
 	must(t, os.MkdirAll(binDir, 0o755))
 	m.bin = filepath.Join(binDir, "coworkbridge")
 	must(t, copyFile(buildCoworkbridge(t), m.bin, 0o755))
-	must(t, copyFile(buildHookProgram(t), dropin.HookProgram(m.bin), 0o755))
+	must(t, copyFile(buildHookProgram(t, "coworkbridge-hook"), dropin.HookProgram(m.bin), 0o755))
 	must(t, os.WriteFile(filepath.Join(binDir, "claude"), nil, 0o755)) // where the CLI is bound
 
 	if traced {

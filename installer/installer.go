@@ -588,6 +588,9 @@ func systemdQuote(s string) string {
 // WriteDropIn writes the managed-settings drop-in for cfg (needs root), after checking it against
 // the settings schema: one the CLI could not read would stop every session on the machine.
 func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
+	if err := in.checkHookProgram(); err != nil {
+		return err
+	}
 	path := filepath.Join(in.managedDir, dropin.Name)
 	sc, err := settingsschema.New()
 	if err != nil {
@@ -604,7 +607,8 @@ func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
 	if err := dropin.Write(in.managedDir, data); err != nil {
 		return err
 	}
-	what := "calls " + in.exe + " hook"
+	h := dropin.Hook{Exe: in.exe, System: in.system}
+	what := "calls " + h.Program()
 	if in.system {
 		what += " --system"
 	}
@@ -612,6 +616,26 @@ func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
 		what += ", under lockdown (only managed hooks run)"
 	}
 	fmt.Fprintf(in.out, "every Claude Code session on this machine now %s (%s)\n", what, path)
+	return nil
+}
+
+// checkHookProgram refuses a drop-in naming a hook program that is not installed beside the
+// binary: every Claude Code session on the machine would then have each tool call blocked.
+func (in *Installer) checkHookProgram() error {
+	h := dropin.Hook{Exe: in.exe, System: in.system}
+	program := h.Program()
+	if fi, err := os.Stat(program); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return nil
+	}
+	src := "./cmd/coworkbridge-userhook"
+	if in.system {
+		src = "./cmd/coworkbridge-hook"
+	}
+	why := fmt.Sprintf("the hook program %s is not installed beside coworkbridge, and the drop-in would block every tool call without it: install the whole package, or build it (go build -o '%s' %s)", program, program, src)
+	if !in.dryRun {
+		return errors.New(why)
+	}
+	fmt.Fprintf(in.out, "warning: %s\n", why)
 	return nil
 }
 

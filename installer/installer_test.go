@@ -41,6 +41,19 @@ func (f *fakeRunner) run(name string, args ...string) (string, error) {
 
 const testExe = "/Library/Application Support/CoworkBridge/bin/coworkbridge"
 
+// installedPrograms makes coworkbridge's binary and the hook programs named beside it, as a
+// package installs them, and returns the binary's path.
+func installedPrograms(t *testing.T, hooks ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "coworkbridge")
+	for _, name := range append(hooks, "coworkbridge") {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(bin), name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
 func testInstaller(goos string, r runner, out io.Writer, managedDir string) *Installer {
 	return &Installer{goos: goos, exe: testExe, managedDir: managedDir, run: r, out: out}
 }
@@ -202,6 +215,13 @@ func TestInstallOnMacWritesTheAgentAndUsesTheModernLaunchctlVerbs(t *testing.T) 
 	if fi, err := os.Stat(in.logDir(tg)); err != nil || !fi.IsDir() {
 		t.Errorf("log folder not created: %v", err)
 	}
+	if err := in.WriteDropIn(managedconfig.Config{}); err == nil || !strings.Contains(err.Error(), "coworkbridge-userhook") {
+		t.Fatalf("a drop-in naming a hook program that is not installed: %v, want it refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(in.managedDir, dropin.Name)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused drop-in was written: %v", err)
+	}
+	in.exe = installedPrograms(t, "coworkbridge-userhook")
 	if err := in.WriteDropIn(managedconfig.Config{}); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +291,7 @@ func TestDryRunPrintsEverythingAndTouchesNothing(t *testing.T) {
 	if len(r.calls) != 0 {
 		t.Errorf("dry run ran %v", r.calls)
 	}
-	for _, want := range []string{"<key>Label</key>", "launchctl bootstrap gui/501", "launchctl print", `"command": "` + testExe + `"`, `"args": [`} {
+	for _, want := range []string{"<key>Label</key>", "launchctl bootstrap gui/501", "launchctl print", `"command": "` + dropin.UserHookProgram(testExe) + `"`, `"args": [`, "warning: the hook program"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out.String())
 		}

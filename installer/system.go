@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/renameio/v2"
 
-	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/privsep"
 )
@@ -64,13 +63,8 @@ func (in *Installer) InstallSystem(cfg managedconfig.Config) error {
 		return errors.New("install --system needs root (run it from the MDM package's post-install script); without admin rights install the per-user agent: coworkbridge install")
 	}
 	in.system = true
-	hook := dropin.HookProgram(in.exe)
-	if fi, err := os.Stat(hook); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		const why = "system mode's hook program must be installed beside coworkbridge (go build -o %s ./cmd/coworkbridge-hook)"
-		if !in.dryRun {
-			return fmt.Errorf(why, hook)
-		}
-		fmt.Fprintf(in.out, "warning: "+why+"\n", hook)
+	if err := in.checkHookProgram(); err != nil {
+		return err
 	}
 	if in.goos != "darwin" && !in.dryRun && !in.systemd() {
 		return errors.New("install --system needs systemd as this machine's init (/run/systemd/system is missing), so nothing was installed; " +

@@ -106,12 +106,7 @@ func TestASystemInstallThatCannotStartLeavesNothingBehind(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("install --system needs root")
 	}
-	bin := filepath.Join(t.TempDir(), "coworkbridge")
-	for _, p := range []string{bin, filepath.Join(filepath.Dir(bin), "coworkbridge-hook")} {
-		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := installedPrograms(t, "coworkbridge-hook")
 	for _, tc := range []struct {
 		name, goos, fail, want string
 		systemd                bool

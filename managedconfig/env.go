@@ -50,6 +50,16 @@ type Env struct {
 // Mac's map names when it is previewed from another machine.
 const MacExecutable = "/Library/Application Support/CoworkBridge/bin/coworkbridge"
 
+// The hook programs a package installs beside coworkbridge (cmd/coworkbridge-hook, system mode's;
+// cmd/coworkbridge-userhook, per-user mode's), which the managed-settings drop-in runs.
+const (
+	HookProgramName     = "coworkbridge-hook"
+	UserHookProgramName = "coworkbridge-userhook"
+)
+
+// programs are the names of coworkbridge's programs, installed side by side.
+func programs() []string { return []string{"coworkbridge", HookProgramName, UserHookProgramName} }
+
 // SystemEnv describes the running process.
 func SystemEnv() (Env, error) {
 	home, err := os.UserHomeDir()

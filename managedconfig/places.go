@@ -48,7 +48,18 @@ func places(env Env, paths Paths, cfg Config) []Place {
 		out = append(out, Place{Path: c, Owner: OwnerGuard, What: "coworkbridge's managed configuration"})
 	}
 	if env.Executable != "" {
-		out = append(out, Place{Path: env.Executable, Owner: OwnerGuard, What: "coworkbridge's program"})
+		// Whichever of our programs runs (a hook program judges with this map too), the others
+		// beside it are protected alike.
+		exes := []string{env.Executable}
+		if slices.Contains(programs(), filepath.Base(env.Executable)) {
+			exes = exes[:0]
+			for _, name := range programs() {
+				exes = append(exes, filepath.Join(filepath.Dir(env.Executable), name))
+			}
+		}
+		for _, exe := range exes {
+			out = append(out, Place{Path: exe, Owner: OwnerGuard, What: "coworkbridge's program"})
+		}
 	}
 	if env.GOOS == "darwin" {
 		out = append(out,

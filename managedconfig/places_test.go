@@ -41,3 +41,43 @@ func TestThePlacesFollowTheFoldersTheConfigurationNames(t *testing.T) {
 		t.Error("a sessions root the file replaced is still on the map")
 	}
 }
+
+// Whichever of coworkbridge's programs builds the map (the per-user hook program does, on every
+// call), the programs installed beside it are on it: the hook must guard the daemon's binary as
+// the daemon guards the hook's. Another program's map names only itself.
+func TestEachOfOurProgramsProtectsTheOthersBesideIt(t *testing.T) {
+	for _, tc := range []struct {
+		exe  string
+		want []string
+		not  []string
+	}{
+		{"/opt/cb/coworkbridge-userhook", []string{"/opt/cb/coworkbridge", "/opt/cb/coworkbridge-hook", "/opt/cb/coworkbridge-userhook"}, nil},
+		{"/opt/cb/coworkbridge-hook", []string{"/opt/cb/coworkbridge", "/opt/cb/coworkbridge-userhook"}, nil},
+		{"/opt/cb/coworkbridge", []string{"/opt/cb/coworkbridge-hook", "/opt/cb/coworkbridge-userhook"}, nil},
+		{"/opt/cb/managedconfig.test", []string{"/opt/cb/managedconfig.test"}, []string{"/opt/cb/coworkbridge"}},
+	} {
+		env := Env{GOOS: "linux", Home: "/home/ada", Executable: tc.exe}
+		paths, err := env.Paths()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Parse([]byte(`{"version": 1, "cowork_enabled": true}`), "managed.json", env, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners := map[string]string{}
+		for _, p := range cfg.Policy.Places {
+			owners[p.Path] = p.Owner
+		}
+		for _, p := range tc.want {
+			if owners[p] != OwnerGuard {
+				t.Errorf("run as %s: %s is %q's, want coworkbridge's", tc.exe, p, owners[p])
+			}
+		}
+		for _, p := range tc.not {
+			if _, ok := owners[p]; ok {
+				t.Errorf("run as %s: %s is on the map", tc.exe, p)
+			}
+		}
+	}
+}

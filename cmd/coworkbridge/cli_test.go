@@ -440,7 +440,7 @@ func TestConsoleSettingsPrintWhatTheConsoleMustCarryAndValidateChecksTheMerge(t 
 	os.WriteFile(cfg, []byte(`{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true}`), 0o644)
 	t.Setenv("COWORKBRIDGE_MANAGED_CONFIG", cfg)
 	code, out, notes := runCLI(t, "", "console-settings", "--exe", "/opt/cb/bin/coworkbridge")
-	if code != exitOK || !strings.Contains(out, `"command": "/opt/cb/bin/coworkbridge"`) || !strings.Contains(out, `"allowManagedHooksOnly": true`) {
+	if code != exitOK || !strings.Contains(out, `"command": "/opt/cb/bin/coworkbridge-userhook"`) || !strings.Contains(out, `"allowManagedHooksOnly": true`) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	if !strings.Contains(notes, "note: MCP server definitions cannot be delivered") || !strings.Contains(notes, "refuses every tool call") {
@@ -449,7 +449,7 @@ func TestConsoleSettingsPrintWhatTheConsoleMustCarryAndValidateChecksTheMerge(t 
 	good := filepath.Join(dir, "console.json")
 	org := strings.Replace(out, "{", `{"cleanupPeriodDays": 30,`, 1)
 	os.WriteFile(good, []byte(org), 0o644)
-	if code, out, errs := runCLI(t, "", "validate", "--console", good); code != validateOK || !strings.Contains(out, "carries coworkbridge's hook (/opt/cb/bin/coworkbridge) with lockdown") {
+	if code, out, errs := runCLI(t, "", "validate", "--console", good); code != validateOK || !strings.Contains(out, "carries coworkbridge's hook (/opt/cb/bin/coworkbridge-userhook) with lockdown") {
 		t.Errorf("a good merge: exit %d:\n%s%s", code, out, errs)
 	}
 	for name, edit := range map[string]func(string) string{

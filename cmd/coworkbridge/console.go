@@ -118,6 +118,6 @@ func validateConsole(file string, cfg managedconfig.Config, sio stdio) int {
 	if cfg.Lockdown {
 		state = "with lockdown"
 	}
-	fmt.Fprintf(sio.out, "%s carries coworkbridge's hook (%s) %s, as managed.json asks.\n", file, h.Exe, state)
+	fmt.Fprintf(sio.out, "%s carries coworkbridge's hook (%s) %s, as managed.json asks.\n", file, h.Program(), state)
 	return validateOK
 }
