@@ -131,6 +131,30 @@ func TestConcurrentHostCallsEachHaveTheirRecordWritten(t *testing.T) {
 }
 
 // socketDaemonWithLog is socketDaemon with a decision log to write the records in.
+// Records left queued when the socket stops (more than one batch of them) are written before
+// the log closes, each once, and their callers released.
+func TestRecordsLeftQueuedAtStopAreWrittenBeforeTheLogCloses(t *testing.T) {
+	d, logPath := socketDaemonWithLog(t)
+	var left []hostRecord
+	for i := range hostBatch + 3 {
+		hr := hostRecord{rec: telemetry.Record{RID: fmt.Sprintf("%032x", i), Tool: "Bash"}, done: make(chan struct{})}
+		d.hostRecs <- hr
+		left = append(left, hr)
+	}
+	d.drainHostRecords()
+	recs, err := telemetry.ReadFile(logPath)
+	if err != nil || len(recs) != len(left) || len(d.hostRecs) != 0 {
+		t.Fatalf("%d records in the log (%v), %d left queued; want %d and none", len(recs), err, len(d.hostRecs), len(left))
+	}
+	for _, hr := range left {
+		select {
+		case <-hr.done:
+		default:
+			t.Fatalf("the caller of %s was never released", hr.rec.RID)
+		}
+	}
+}
+
 func socketDaemonWithLog(t *testing.T) (*Daemon, string) {
 	t.Helper()
 	d := socketDaemon(t)

@@ -318,12 +318,19 @@ func (d *Daemon) listen(ctx context.Context) (done <-chan error, stop func(), er
 	return errc, func() {
 		cancel()
 		<-served // no request is being served: nothing more is queued
-		d.hostWriting.Lock()
-		defer d.hostWriting.Unlock()
-		for len(d.hostRecs) > 0 { // none: each writer looks at the queue again before letting go
-			d.writeHostBatch(d.takeHostRecords())
-		}
+		d.drainHostRecords()
 	}, nil
+}
+
+// drainHostRecords writes every record still queued, waiting for a writer at work to finish. At
+// stop there should be none (each writer looks at the queue again before letting go); what a
+// writer that failed to look left must still reach the log before it closes.
+func (d *Daemon) drainHostRecords() {
+	d.hostWriting.Lock()
+	defer d.hostWriting.Unlock()
+	for len(d.hostRecs) > 0 {
+		d.writeHostBatch(d.takeHostRecords())
+	}
 }
 
 // userSockets gives each user served a socket of their own beside the shared one, following the
