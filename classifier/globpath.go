@@ -237,6 +237,26 @@ func linkCandidates(items []item, cwd string) []linkCandidate {
 	return out
 }
 
+// RunsAndLinks is what a door that judges in another process hands over of a shell command that
+// runs on this machine, from one analysis: the files it runs, read with read as ReadRuns reads
+// them, and the paths Call.Where is asked about when the call is judged with those files (as
+// LinkPaths lists them, with the paths the files it runs name besides). Nil, nil for a call that
+// is not a shell command.
+func (c *Classifier) RunsAndLinks(p claudehook.Payload, read func(string) (string, error)) (map[string]string, []string) {
+	if normalisedTool(p.ToolName) != "Bash" || c.denyAll != "" {
+		return ReadRuns(p, read), nil
+	}
+	items, _ := c.items(p, machine{read: read})
+	if len(items) == 0 || items[0].an == nil {
+		return nil, nil // not a tool input ReadRuns could read either
+	}
+	var out []string
+	for _, cand := range linkCandidates(items, p.Cwd) {
+		out = append(out, cand.at)
+	}
+	return items[0].an.Files, out
+}
+
 // LinkPaths are the paths of a shell command that Call.Where is asked about, in the same order
 // and bound: for a door that works out where they lead in another process (a system daemon
 // asks the user's worker, who sees the user's links) and hands the answers back as a table.

@@ -3,6 +3,7 @@ package classifier
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -122,5 +123,50 @@ func TestAnUnreadFileIsNamedInTheReason(t *testing.T) {
 	v := c.EvaluateCall(context.Background(), Call{Payload: bashCall("cd /tmp/w && bash x.sh"), Files: map[string]string{}})
 	if v.RuleID != "bash.unread-program" || !strings.Contains(v.Reason, "/tmp/w/x.sh") {
 		t.Fatalf("got %s %q", v.RuleID, v.Reason)
+	}
+}
+
+// RunsAndLinks is ReadRuns and LinkPaths of one analysis: the same files read the same way, and
+// the paths LinkPaths lists, with those the files read name besides (what Where is asked about
+// when the call is judged with them).
+func TestRunsAndLinksReadsAsReadRunsAndListsTheRunFilesPathsToo(t *testing.T) {
+	c := newTestClassifier(t, Policy{})
+	disk := map[string]string{"/w/tools/a.sh": "bash b.sh", "/w/tools/b.sh": "cat keys/notes", "/w/lib/Makefile": ""}
+	reader := func(asked *[]string) func(string) (string, error) {
+		return func(p string) (string, error) {
+			*asked = append(*asked, p)
+			if s, ok := disk[p]; ok {
+				return s, nil
+			}
+			return "", errors.New("unreadable")
+		}
+	}
+	for _, cmd := range []string{"cd tools && bash a.sh && make -C ../lib", "cat README.md notes.txt", "ls -la"} {
+		p := bashCall(cmd)
+		p.Cwd = "/w"
+		var byRuns, byOne []string
+		want := ReadRuns(p, reader(&byRuns))
+		files, links := c.RunsAndLinks(p, reader(&byOne))
+		if !maps.Equal(files, want) || !slices.Equal(byOne, byRuns) {
+			t.Errorf("%s: files %q asked %q, ReadRuns %q asked %q", cmd, files, byOne, want, byRuns)
+		}
+		named := c.LinkPaths(p)
+		for _, l := range named {
+			if !slices.Contains(links, l) {
+				t.Errorf("%s: %q lists no %s that LinkPaths lists", cmd, links, l)
+			}
+		}
+		if cmd == "cat README.md notes.txt" && !slices.Equal(links, named) {
+			t.Errorf("%s: %q, LinkPaths %q", cmd, links, named)
+		}
+	}
+	p := bashCall("cd tools && bash a.sh")
+	p.Cwd = "/w"
+	var asked []string
+	if _, links := c.RunsAndLinks(p, reader(&asked)); !slices.Contains(links, "/w/tools/keys/notes") {
+		t.Errorf("the path the script run names is not listed: %q", links)
+	}
+	if files, links := c.RunsAndLinks(payload("Read", map[string]any{"file_path": "/x"}), reader(&asked)); files != nil || links != nil {
+		t.Errorf("a Read: %q %q, want nothing (its door resolves its path)", files, links)
 	}
 }

@@ -120,8 +120,9 @@ type Resolution struct {
 	// Files are the files the call runs, as the door read them (classifier.ReadRuns); nil:
 	// none read.
 	Files map[string]string `json:",omitempty"`
-	// Where is where the Mac's links take the paths the call's shell command names
-	// (classifier.LinkPaths), as the user sees them: only those that lead elsewhere. A door
+	// Where is where the Mac's links take the paths the call's shell command names, and those
+	// the files it runs name (classifier.RunsAndLinks), as the user sees them: only those that
+	// lead elsewhere. A door
 	// that cannot follow the user's links itself (a system daemon) judges the command with it.
 	Where map[string]string `json:",omitempty"`
 }

@@ -80,11 +80,11 @@ func TestTheWorkerTellsRootWhereTheUsersLinksTakeAShellCommandsPaths(t *testing.
 		return claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: filepath.Join(home, "proj")}
 	}
 	linked := payload("cat " + filepath.Join(home, "proj", "k", "notes"))
-	where := w.where(linked)
+	where := viewOf(t, w, linked).Where
 	if where[filepath.Join(home, "proj", "k", "notes")] != "~/.ssh/notes" {
 		t.Fatalf("where the link leads: %v", where)
 	}
-	if got := w.where(payload("cat " + filepath.Join(home, "proj", "plain.txt"))); len(got) != 0 {
+	if got := viewOf(t, w, payload("cat "+filepath.Join(home, "proj", "plain.txt"))).Where; len(got) != 0 {
 		t.Fatalf("a plain file's path is in the table: %v", got)
 	}
 	cls, err := policy.Compile(managedconfig.Policy{})
@@ -107,5 +107,59 @@ func TestTheWorkerTellsRootWhereTheUsersLinksTakeAShellCommandsPaths(t *testing.
 	a, ok := got.(viewAnswer)
 	if err != nil || !ok || a.Resolution.Where[filepath.Join(home, "proj", "k", "notes")] != "~/.ssh/notes" || a.Session.Tracked {
 		t.Fatalf("the worker's view: %+v (%v)", got, err)
+	}
+}
+
+// viewOf is what the worker answers root's view of p, for no session.
+func viewOf(t *testing.T, w *work, p claudehook.Payload) judgement.Resolution {
+	t.Helper()
+	body, _ := json.Marshal(viewAsk{Payload: p})
+	got, err := w.handle(context.Background(), kindView, body)
+	a, ok := got.(viewAnswer)
+	if err != nil || !ok {
+		t.Fatalf("the worker's view of %s: %+v (%v)", p.ToolInput, got, err)
+	}
+	return a.Resolution
+}
+
+// A script the command runs is read as the user, and the paths it names are followed through
+// the user's links as the command's own are: root, judging the command with the script, asks
+// where they lead, and the worker's table has the answer (bash read.sh, where read.sh reads the
+// keys through a link in the project).
+func TestTheWorkerFollowsTheLinksOfThePathsAScriptTheCommandRunsNames(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".ssh", "notes"), []byte("x"), 0o600)
+	proj := filepath.Join(home, "proj")
+	os.MkdirAll(proj, 0o755)
+	os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(proj, "k"))
+	os.WriteFile(filepath.Join(proj, "read.sh"), []byte("cat k/notes\n"), 0o644)
+	rules := &remoteRules{now: time.Now}
+	rules.set(Setup{})
+	w := &work{opts: WorkerOptions{Home: home}, rules: rules, linker: sync.OnceValue(func() *classifier.Classifier {
+		cls, _ := classifier.New(classifier.Policy{})
+		return cls
+	})}
+	in, _ := json.Marshal(map[string]string{"command": "bash read.sh"})
+	p := claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: proj}
+	r := viewOf(t, w, p)
+	if r.Files["read.sh"] != "cat k/notes\n" {
+		t.Fatalf("the script was not read as the user: %q", r.Files)
+	}
+	if r.Where[filepath.Join(proj, "k", "notes")] != "~/.ssh/notes" {
+		t.Fatalf("the script's path is not in the table: %v", r.Where)
+	}
+	cls, err := policy.Compile(managedconfig.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := judgement.Judge{Cfg: managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Enforce}, Rules: cls}
+	call := judgement.Call{Door: judgement.Socket, Payload: p, Waiting: true, Resolved: &judgement.Resolution{Files: r.Files}}
+	if o := j.Decide(context.Background(), call); o.Verdict.Decision != claudehook.Allow {
+		t.Fatalf("judged with the script alone, the command was already refused (%s): the test shows nothing", o.Verdict.RuleID)
+	}
+	call.Resolved = &r
+	if o := j.Decide(context.Background(), call); o.Verdict.Decision == claudehook.Allow {
+		t.Fatalf("a script reading the keys through a link was allowed with the worker's table: %+v", o.Verdict)
 	}
 }

@@ -60,7 +60,11 @@ func (r *remoteRules) current() (managedconfig.Config, *realpath.Cache) {
 
 func (r *remoteRules) Decide(ctx context.Context, c judgement.Call) judgement.Outcome {
 	cfg, places := r.current()
-	c.Resolved = resolution(c.Payload, places, c.Read)
+	var files map[string]string
+	if c.Read != nil {
+		files = classifier.ReadRuns(c.Payload, c.Read) // as this worker's user, never root
+	}
+	c.Resolved = resolution(c.Payload, places, files)
 	if c.Learn != nil && c.Flow.Private != nil && !c.Flow.Private.Seen {
 		// Root cannot read the user's transcripts, and whether the call sends is root's to
 		// say: the worker brings the flow up to date before any call after a private read.
@@ -90,13 +94,11 @@ func (r *remoteRules) Refuse(c judgement.Call, rule, reason string) judgement.Ou
 	return o
 }
 
-// resolution is p where the Mac's links take its paths, and the files it runs, as this process's
-// user sees them: the payload only when it differs, so that the usual call crosses the link once.
-func resolution(p claudehook.Payload, places *realpath.Cache, read func(string) (string, error)) *judgement.Resolution {
-	r := &judgement.Resolution{}
-	if read != nil {
-		r.Files = classifier.ReadRuns(p, read) // as this worker's user, never root
-	}
+// resolution is p where the Mac's links take its paths as this process's user sees them, with
+// the files it runs as read: the payload only when it differs, so that the usual call crosses
+// the link once.
+func resolution(p claudehook.Payload, places *realpath.Cache, files map[string]string) *judgement.Resolution {
+	r := &judgement.Resolution{Files: files}
 	if out, differs := realpath.Resolve(p, filepath.EvalSymlinks, places.Get); differs {
 		r.Payload, r.Differs = out, true
 	}

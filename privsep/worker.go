@@ -17,7 +17,6 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
-	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
@@ -212,14 +211,16 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		p := q.Payload
 		inVM := judgement.Call{Door: judgement.Socket, Payload: p}.InVM()
 		read := runfile.Reader{Home: w.opts.Home, VM: inVM}.Read
-		a := viewAnswer{Resolution: *resolution(p, w.places(), read)}
-		if !inVM {
-			a.Resolution.Where = w.where(p)
+		cls := w.linker()
+		if inVM || cls == nil {
+			a := viewAnswer{Resolution: *resolution(p, w.places(), classifier.ReadRuns(p, read))}
+			return w.withSession(a, q.Session), nil
 		}
-		if q.Session != "" {
-			a.Session = w.session(q.Session)
-		}
-		return a, nil
+		// A shell on the Mac: the files it runs and the paths it names, from one analysis.
+		files, links := cls.RunsAndLinks(p, read)
+		a := viewAnswer{Resolution: *resolution(p, w.places(), files)}
+		a.Resolution.Where = w.where(links)
+		return w.withSession(a, q.Session), nil
 	case kindReceipt:
 		var r receiptNote
 		if err := json.Unmarshal(body, &r); err != nil {
@@ -236,16 +237,12 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 }
 
 // where is where the user's links take the paths a shell command on the Mac names
-// (judgement.Resolution.Where): root judges the command, this worker follows the links as the
-// user. What a command names is read by a classifier of the default policy, made once.
-func (w *work) where(p claudehook.Payload) map[string]string {
-	cls := w.linker()
-	if cls == nil {
-		return nil
-	}
+// (judgement.Resolution.Where, the paths listed by classifier.RunsAndLinks): root judges the
+// command, this worker follows the links as the user.
+func (w *work) where(paths []string) map[string]string {
 	at := realpath.Where(w.opts.Home, filepath.EvalSymlinks, w.places().Get)
 	var out map[string]string
-	for _, path := range cls.LinkPaths(p) {
+	for _, path := range paths {
 		if r, ok := at(path); ok {
 			if out == nil {
 				out = map[string]string{}
@@ -254,6 +251,14 @@ func (w *work) where(p claudehook.Payload) map[string]string {
 		}
 	}
 	return out
+}
+
+// withSession adds to a the state of the calling session id ("": none).
+func (w *work) withSession(a viewAnswer, id string) viewAnswer {
+	if id != "" {
+		a.Session = w.session(id)
+	}
+	return a
 }
 
 // places are the protected places by identity as the user sees them, from the latest setup.
