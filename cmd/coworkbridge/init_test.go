@@ -19,10 +19,5 @@ func TestPackageInitStaysWithinItsAllocationBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := cbtest.BuildProgram(t, ".", "coworkbridge")
-	in := cbtest.InitTrace(t, nil, bin, "--version")
-	if in.Allocs > initAllocBudget {
-		t.Errorf("package init allocates %d objects, over the budget of %d (the most: %s, %d): build what the call may not need on first use (sync.OnceValue, lazyregexp)", in.Allocs, initAllocBudget, in.Worst, in.Its)
-	}
-	t.Logf("package init: %d allocations (budget %d); the most: %s, %d", in.Allocs, initAllocBudget, in.Worst, in.Its)
+	cbtest.InitWithin(t, ".", "coworkbridge", initAllocBudget)
 }

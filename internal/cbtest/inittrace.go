@@ -84,3 +84,16 @@ func InitTrace(tb testing.TB, env []string, argv ...string) Init {
 	}
 	return in
 }
+
+// InitWithin builds the command in pkg as releases are built and fails tb when its package
+// initialisation allocates more than budget objects: what is built at start-up is paid by every
+// process, and a hook program is a process per tool call. Allocations, not time, make the
+// budget: they are the same on every machine, where the clock is not.
+func InitWithin(tb testing.TB, pkg, name string, budget int) {
+	tb.Helper()
+	in := InitTrace(tb, nil, BuildProgram(tb, pkg, name), "--version")
+	if in.Allocs > budget {
+		tb.Errorf("%s's package init allocates %d objects, over the budget of %d (the most: %s, %d): build what a call may not need on first use (sync.OnceValue, lazyregexp), and link nothing the program does not run", name, in.Allocs, budget, in.Worst, in.Its)
+	}
+	tb.Logf("%s's package init: %d allocations (budget %d); the most: %s, %d", name, in.Allocs, budget, in.Worst, in.Its)
+}
