@@ -61,8 +61,9 @@ type Server struct {
 
 // runState is what Run gives the accept loops Users starts while it runs.
 type runState struct {
-	ctx context.Context
-	wg  *sync.WaitGroup
+	ctx  context.Context
+	wg   *sync.WaitGroup
+	warm *warm
 }
 
 // UserPath is the socket of the user uid beside the shared one at path. A user's hooks connect
@@ -107,7 +108,7 @@ func (s *Server) Users(uids []uint32) {
 		}
 		s.own[uid] = ln
 		if r := s.running; r != nil {
-			r.wg.Go(func() { _ = s.accept(r.ctx, ln, &uid, r.wg) })
+			r.wg.Go(func() { _ = s.accept(r.ctx, ln, &uid, r.wg, r.warm) })
 		}
 	}
 }
@@ -219,12 +220,13 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stop()
 	defer s.closeAll()
 	s.mu.Lock()
-	s.running = &runState{ctx: ctx, wg: &wg}
+	served := newWarm(ctx, &wg)
+	s.running = &runState{ctx: ctx, wg: &wg, warm: served}
 	for uid, ln := range s.own {
-		wg.Go(func() { _ = s.accept(ctx, ln, &uid, &wg) })
+		wg.Go(func() { _ = s.accept(ctx, ln, &uid, &wg, served) })
 	}
 	s.mu.Unlock()
-	return s.accept(ctx, s.ln, nil, &wg)
+	return s.accept(ctx, s.ln, nil, &wg, served)
 }
 
 // closeAll closes every socket and removes their names (moved from where they were made:
@@ -243,7 +245,7 @@ func (s *Server) closeAll() {
 }
 
 // accept serves ln's connections until it closes; only, when set, is the one uid it takes.
-func (s *Server) accept(ctx context.Context, ln *net.UnixListener, only *uint32, wg *sync.WaitGroup) error {
+func (s *Server) accept(ctx context.Context, ln *net.UnixListener, only *uint32, wg *sync.WaitGroup, served *warm) error {
 	refusing := make(chan struct{}, refusers)
 	for {
 		c, err := ln.AcceptUnix()
@@ -282,7 +284,7 @@ func (s *Server) accept(ctx context.Context, ln *net.UnixListener, only *uint32,
 			}
 			continue
 		}
-		wg.Go(func() {
+		served.run(func() {
 			defer s.leave(p.UID)
 			s.serve(ctx, c, p)
 		})
