@@ -75,12 +75,26 @@ func (m *machine) session(t *testing.T, root, id string) string {
 	return dir
 }
 
+// installed is coworkbridge's program as a package installs it on m, the hook programs beside
+// it, and returns its path.
+func (m *machine) installed(t *testing.T) string {
+	t.Helper()
+	bin := m.root("bin")
+	os.MkdirAll(bin, 0o755)
+	for _, name := range []string{"coworkbridge", managedconfig.HookProgramName, managedconfig.UserHookProgramName} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(bin, "coworkbridge")
+}
+
 // start runs a daemon on m until the test ends, or stop is called.
 func (m *machine) start(t *testing.T) (d *Daemon, stop func()) {
 	t.Helper()
 	level := new(slog.LevelVar)
 	d, err := New(m.env, Options{Logger: slog.New(slog.NewJSONHandler(m.log, &slog.HandlerOptions{Level: level})), Level: level, Version: "test",
-		DropInDir: m.root("managed-settings.d"), Executable: "/usr/local/bin/coworkbridge", Users: m.users})
+		DropInDir: m.root("managed-settings.d"), Executable: m.installed(t), Users: m.users})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +383,7 @@ func TestTheDaemonReportsAMissingOrAlteredDropIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := dropin.Content(dropin.Hook{Exe: "/usr/local/bin/coworkbridge"}, cfg, sc)
+	want, err := dropin.Content(dropin.Hook{Exe: m.root("bin/coworkbridge")}, cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,6 +392,21 @@ func TestTheDaemonReportsAMissingOrAlteredDropIn(t *testing.T) {
 	}
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"sessions_roots":[%q],"log_level":"debug"}`, root)
 	waitHealth(t, d, "the installed drop-in accepted", func(s health.Snapshot) bool {
+		return !hasWarning(s, health.CodeManagedSettings)
+	})
+	// The program it runs taken away: every call on the Mac is blocked, and the daemon says why.
+	program := m.root("bin/" + managedconfig.UserHookProgramName)
+	os.Rename(program, program+".gone")
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"sessions_roots":[%q]}`, root)
+	s = waitHealth(t, d, "a drop-in whose hook program is gone", func(s health.Snapshot) bool {
+		return hasWarning(s, health.CodeManagedSettings)
+	})
+	if !strings.Contains(warningOf(s, health.CodeManagedSettings), "would block every tool call") {
+		t.Errorf("warning: %s", warningOf(s, health.CodeManagedSettings))
+	}
+	os.Rename(program+".gone", program)
+	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","lockdown":true,"sessions_roots":[%q],"log_level":"debug"}`, root)
+	waitHealth(t, d, "the hook program back", func(s health.Snapshot) bool {
 		return !hasWarning(s, health.CodeManagedSettings)
 	})
 	m.writeConfig(t, `{"version":1,"cowork_enabled":true,"mode":"enforce","sessions_roots":[%q]}`, root)

@@ -52,11 +52,18 @@ func (d *Daemon) checkDropIn() {
 		return
 	}
 	var probs []error
+	installed := true
 	for _, err := range dropin.Check(d.dropDir, w.content) {
+		installed = installed && !errors.Is(err, dropin.ErrMissing)
 		if errors.Is(err, dropin.ErrMissing) && !w.required {
 			continue // optional without lockdown: the session hook guards both loops
 		}
 		probs = append(probs, err)
+	}
+	if installed && d.exe != "" {
+		if err := dropin.CheckProgram(dropin.Hook{Exe: d.exe, System: d.env.System}); err != nil {
+			probs = append(probs, err)
+		}
 	}
 	if len(probs) == 0 {
 		d.health.SetDropIn("")

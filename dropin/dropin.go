@@ -77,6 +77,21 @@ func (h Hook) Program() string {
 	return program
 }
 
+// CheckProgram says what keeps the hook program h names from running: missing, or not an
+// executable file. A drop-in whose program cannot run blocks every tool call of every Claude Code
+// session on the machine (the hook fails, and fails closed), and nothing else would say why.
+func CheckProgram(h Hook) error {
+	program := h.Program()
+	fi, err := os.Stat(program)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the drop-in's hook program cannot be run, so it would block every tool call on this machine (%w): install the whole package", err)
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("the drop-in's hook program %s is not an executable file (%v), so it would block every tool call on this machine: install the whole package", program, fi.Mode())
+	}
+	return nil
+}
+
 // command is the drop-in's program and its arguments: always one, so that the CLI runs it in
 // exec form (no shell), which it does when "args" is present.
 func (h Hook) command() (string, []string) {

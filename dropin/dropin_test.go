@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -253,5 +254,33 @@ func TestWriteTakesTheFolderForRootAndCheckReportsAWritableOne(t *testing.T) {
 	os.Chmod(dir, 0o777)
 	if probs := Check(dir, want); !hasErr(probs, ErrUnsafe) {
 		t.Errorf("a folder anyone can write: %v", probs)
+	}
+}
+
+// A drop-in is only as good as the program it runs: one missing, not a file or not executable
+// would have every call blocked, and is named as such.
+func TestCheckProgramNamesAHookProgramThatCannotRun(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "coworkbridge")
+	for _, tc := range []struct {
+		name  string
+		make  func(path string)
+		fails bool
+	}{
+		{"missing", func(string) {}, true},
+		{"not executable", func(p string) { os.WriteFile(p, []byte("#!/bin/sh\n"), 0o644) }, true},
+		{"a folder", func(p string) { os.Mkdir(p, 0o755) }, true},
+		{"installed", func(p string) { os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, h := range []Hook{{Exe: bin}, {Exe: bin, System: true}} {
+				os.RemoveAll(h.Program())
+				tc.make(h.Program())
+				err := CheckProgram(h)
+				if (err != nil) != tc.fails || err != nil && !strings.Contains(err.Error(), "block every tool call") {
+					t.Errorf("%s: %v", h.Program(), err)
+				}
+			}
+		})
 	}
 }

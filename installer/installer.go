@@ -623,19 +623,19 @@ func (in *Installer) WriteDropIn(cfg managedconfig.Config) error {
 // binary: every Claude Code session on the machine would then have each tool call blocked.
 func (in *Installer) checkHookProgram() error {
 	h := dropin.Hook{Exe: in.exe, System: in.system}
-	program := h.Program()
-	if fi, err := os.Stat(program); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+	err := dropin.CheckProgram(h)
+	if err == nil {
 		return nil
 	}
-	src := "./cmd/coworkbridge-userhook"
+	src := "./cmd/" + managedconfig.UserHookProgramName
 	if in.system {
-		src = "./cmd/coworkbridge-hook"
+		src = "./cmd/" + managedconfig.HookProgramName
 	}
-	why := fmt.Sprintf("the hook program %s is not installed beside coworkbridge, and the drop-in would block every tool call without it: install the whole package, or build it (go build -o '%s' %s)", program, program, src)
+	err = fmt.Errorf("%w (or build it: go build -o '%s' %s)", err, h.Program(), src)
 	if !in.dryRun {
-		return errors.New(why)
+		return err
 	}
-	fmt.Fprintf(in.out, "warning: %s\n", why)
+	fmt.Fprintf(in.out, "warning: %v\n", err)
 	return nil
 }
 

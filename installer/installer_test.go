@@ -291,7 +291,7 @@ func TestDryRunPrintsEverythingAndTouchesNothing(t *testing.T) {
 	if len(r.calls) != 0 {
 		t.Errorf("dry run ran %v", r.calls)
 	}
-	for _, want := range []string{"<key>Label</key>", "launchctl bootstrap gui/501", "launchctl print", `"command": "` + dropin.UserHookProgram(testExe) + `"`, `"args": [`, "warning: the hook program"} {
+	for _, want := range []string{"<key>Label</key>", "launchctl bootstrap gui/501", "launchctl print", `"command": "` + dropin.UserHookProgram(testExe) + `"`, `"args": [`, "warning: the drop-in's hook program"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out.String())
 		}

@@ -229,6 +229,11 @@ func explainLockdown(sio stdio, cfg managedconfig.Config, installedHere bool) {
 		probs = nil // the system-mode drop-in (install --system)
 	}
 	if len(probs) == 0 {
+		system := len(dropin.Check(dir, want)) > 0
+		if err := dropin.CheckProgram(dropin.Hook{Exe: exe, System: system}); err != nil {
+			fmt.Fprintf(sio.out, "%s: %v\n", health.CodeManagedSettings, err)
+			return
+		}
 		fmt.Fprintf(sio.out, "The installed drop-in (%s) is the one this file asks for.\n", filepath.Join(dir, dropin.Name))
 		return
 	}
