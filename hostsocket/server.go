@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/goroutines"
 )
 
 // Handler answers one request from a caller the kernel named.
@@ -63,7 +65,7 @@ type Server struct {
 type runState struct {
 	ctx  context.Context
 	wg   *sync.WaitGroup
-	warm *warm
+	warm *goroutines.Warm
 }
 
 // UserPath is the socket of the user uid beside the shared one at path. A user's hooks connect
@@ -220,7 +222,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stop()
 	defer s.closeAll()
 	s.mu.Lock()
-	served := newWarm(ctx, &wg)
+	served := goroutines.NewWarm(ctx.Done(), &wg)
 	s.running = &runState{ctx: ctx, wg: &wg, warm: served}
 	for uid, ln := range s.own {
 		wg.Go(func() { _ = s.accept(ctx, ln, &uid, &wg, served) })
@@ -245,7 +247,7 @@ func (s *Server) closeAll() {
 }
 
 // accept serves ln's connections until it closes; only, when set, is the one uid it takes.
-func (s *Server) accept(ctx context.Context, ln *net.UnixListener, only *uint32, wg *sync.WaitGroup, served *warm) error {
+func (s *Server) accept(ctx context.Context, ln *net.UnixListener, only *uint32, wg *sync.WaitGroup, served *goroutines.Warm) error {
 	refusing := make(chan struct{}, refusers)
 	for {
 		c, err := ln.AcceptUnix()
@@ -284,7 +286,7 @@ func (s *Server) accept(ctx context.Context, ln *net.UnixListener, only *uint32,
 			}
 			continue
 		}
-		served.run(func() {
+		served.Go(func() {
 			defer s.leave(p.UID)
 			s.serve(ctx, c, p)
 		})

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/goroutines"
 )
 
 // frame is one message on a link. A request carries an id its reply repeats; a note (ID 0)
@@ -52,6 +54,8 @@ type link struct {
 	serving, bulk pool
 	// notes are served in order, apart from the reading, which a slow note would otherwise hold.
 	notes chan frame
+	// warm serves requests on goroutines that served one before: a judgement's stack is deep.
+	warm *goroutines.Warm
 }
 
 // pool bounds the requests of a kind served at once (running) and those let in, running or
@@ -70,9 +74,10 @@ const (
 )
 
 func newLink(c net.Conn, maxFrame, concurrent int) *link {
-	return &link{c: c, max: maxFrame, pending: map[uint64]chan frame{}, closed: make(chan struct{}),
+	closed := make(chan struct{})
+	return &link{c: c, max: maxFrame, pending: map[uint64]chan frame{}, closed: closed,
 		serving: newPool(concurrent, concurrent), bulk: newPool(recordsQueue, concurrent),
-		notes: make(chan frame, noteQueue)}
+		notes: make(chan frame, noteQueue), warm: goroutines.NewWarm(closed, nil)}
 }
 
 // poolOf is the pool a request of kind is served from.
@@ -90,7 +95,7 @@ func (l *link) admit(ctx context.Context, h handler, p pool, f frame) bool {
 	case <-l.closed:
 		return false
 	}
-	go func() {
+	l.warm.Go(func() {
 		defer func() { <-p.admitted }()
 		select {
 		case p.running <- struct{}{}:
@@ -99,7 +104,7 @@ func (l *link) admit(ctx context.Context, h handler, p pool, f frame) bool {
 		}
 		defer func() { <-p.running }()
 		l.serve(ctx, h, f)
-	}()
+	})
 	return true
 }
 
