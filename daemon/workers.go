@@ -143,9 +143,9 @@ func (r *rootSide) Health(u privsep.User, n privsep.HealthNote) {
 // scanSource names u's worker's rescans in health: by uid, so that a user renamed has one.
 func scanSource(u privsep.User) string { return "uid " + strconv.FormatUint(uint64(u.UID), 10) }
 
-// Gone forgets what the worker of a user no longer on the Mac reported: its rescans, which
-// status and health.json would go on adding up, and its sessions.
-func (r *rootSide) Gone(u privsep.User) {
+// Forget forgets what u's workers reported: their rescans, which status and health.json would
+// go on adding up, and their sessions, marked gone until a worker of u's sees them again.
+func (r *rootSide) Forget(u privsep.User) {
 	r.d.health.ScanGone(scanSource(u))
 	r.mu.Lock()
 	var ids []string

@@ -82,15 +82,16 @@ func TestTheWorkersScansAreAddedUp(t *testing.T) {
 	}
 }
 
-// A user gone from the Mac stops counting: their worker's rescans and sessions leave health, and
-// the other users' stay.
+// A user forgotten (gone from the Mac, or their worker started again) stops counting: their
+// worker's rescans and sessions leave health, the other users' stay, and a session counts again
+// once a worker of theirs sees it again.
 func TestAGoneUsersScansAndSessionsStopCounting(t *testing.T) {
 	r, ada, bob, _ := rootFor(t)
 	r.Health(ada, privsep.HealthNote{Op: "session_seen", ID: "local_a", Dir: filepath.Join(ada.Home, "sessions", "a", "o", "local_a")})
 	r.Health(bob, privsep.HealthNote{Op: "session_seen", ID: "local_b", Dir: filepath.Join(bob.Home, "sessions", "a", "o", "local_b")})
 	r.Health(ada, privsep.HealthNote{Op: "scanned", Scan: &health.ScanReport{Sessions: 3, Live: 3, Watches: 12}})
 	r.Health(bob, privsep.HealthNote{Op: "scanned", Scan: &health.ScanReport{Sessions: 5, Live: 4, Watches: 20}})
-	r.Gone(bob)
+	r.Forget(bob)
 	if got := r.d.health.Snapshot(false).Scan; got.Sessions != 3 || got.Live != 3 || got.Watches != 12 {
 		t.Errorf("scan %+v after bob left: want ada's alone (3 sessions, 3 live, 12 watches)", got)
 	}
@@ -108,6 +109,12 @@ func TestAGoneUsersScansAndSessionsStopCounting(t *testing.T) {
 	r.Health(bob, privsep.HealthNote{Op: "session_hooked", ID: "local_b"})
 	if got := live(); !slices.Equal(got, []string{"local_a"}) {
 		t.Errorf("a note on a gone user's session counted it again: %q", got)
+	}
+	// A worker of bob's started again (root forgot what the last one saw) sees the session
+	// again in bob's folder: it counts again.
+	r.Health(bob, privsep.HealthNote{Op: "session_seen", ID: "local_b", Dir: filepath.Join(bob.Home, "sessions", "a", "o", "local_b")})
+	if got := live(); !slices.Equal(got, []string{"local_a", "local_b"}) {
+		t.Errorf("sessions not gone %q once bob's new worker saw local_b, want both", got)
 	}
 }
 

@@ -42,9 +42,11 @@ type Root interface {
 	// log durable. It returns once they are written.
 	Record(u User, recs []telemetry.Record, sync bool) error
 	Health(u User, n HealthNote)
-	// Gone: u is no longer a user of the Mac, and their worker has stopped for good: what it
-	// reported (its sessions, its rescans) stops counting.
-	Gone(u User)
+	// Forget: what u's workers reported so far (their sessions, their rescans) stops counting.
+	// Root is told when a worker of u's starts, before its first note, so that a worker started
+	// again (after it ended, or for a home that changed) reports afresh and nothing an earlier
+	// one saw lingers as guarded; and once a user no longer on the Mac has their worker stopped.
+	Forget(u User)
 	// Log is a line of the worker's own log.
 	Log(u User, level slog.Level, msg string, attrs map[string]any)
 }
@@ -154,7 +156,7 @@ func (s *Supervisor) follow(ctx context.Context, running *sync.WaitGroup) {
 		running.Go(func() {
 			w.run(wctx)
 			if w.gone.Load() {
-				s.Root.Gone(w.user) // once it has stopped: no note of its can come after
+				s.Root.Forget(w.user) // once it has stopped: no note of its can come after
 			}
 		})
 	}
@@ -382,6 +384,7 @@ func (w *worker) once(ctx context.Context) error {
 	setup := w.s.setup
 	w.mu.Unlock()
 	w.s.Log.Info("a user's worker started", "user", w.user.Name, "uid", w.user.UID, "pid", cmd.Process.Pid)
+	w.s.Root.Forget(w.user) // before its first note is read: it reports afresh what it finds
 	if setup != nil {
 		st := setup(w.user)
 		if w.s.Recorded != nil {
@@ -504,6 +507,11 @@ func (w *worker) handle(ctx context.Context, kind string, body json.RawMessage) 
 		}
 		return nil, w.s.Root.Record(u, r.Records, r.Sync)
 	case kindHealth:
+		if w.s.worker(u.UID) != w {
+			// A worker replaced (its user's home changed) while it stops: what it says of its
+			// sessions would outlive it. Its records are still written.
+			return nil, nil
+		}
 		var ns []HealthNote
 		if err := json.Unmarshal(body, &ns); err == nil {
 			for _, n := range ns {

@@ -2,6 +2,7 @@ package privsep
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,7 +78,11 @@ func (r *judgingRoot) Health(_ User, n HealthNote) {
 	defer r.mu.Unlock()
 	r.notes = append(r.notes, n)
 }
-func (r *judgingRoot) Gone(User)                                    {}
+func (r *judgingRoot) Forget(User) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, HealthNote{Op: "forget"})
+}
 func (r *judgingRoot) Log(User, slog.Level, string, map[string]any) {}
 
 // nobody is a user to run a worker as, with a home of theirs under dir; the test binary is
@@ -184,6 +189,23 @@ func TestAWorkerRunsAsItsUserAndIsStartedAgainWhenItDies(t *testing.T) {
 	if n := h.Snapshot(false); !strings.Contains(strings.Join(warningCodes(n), ","), string(health.CodeWorkerRestarted)) {
 		t.Errorf("the restart is not a warning: %v", warningCodes(n))
 	}
+	// Root forgot what the first worker saw as the second started, and the second sees the
+	// session again: it counts again, and nothing the first saw lingers.
+	seenAfterForget := func() (forgets int, seen bool) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, n := range r.notes {
+			switch {
+			case n.Op == "forget":
+				forgets, seen = forgets+1, false
+			case n.Op == "session_seen" && n.ID == "local_w1":
+				seen = true
+			}
+		}
+		return forgets, seen
+	}
+	cbtest.WaitForf(t, func() bool { f, seen := seenAfterForget(); return f == 2 && seen },
+		func() string { f, seen := seenAfterForget(); return fmt.Sprintf("root to forget at each start (%d) and the session seen after (%v)", f, seen) })
 }
 
 // waitRunning waits for s's one worker to run, and returns its pid.
@@ -208,16 +230,20 @@ func warningCodes(s health.Snapshot) []string {
 	return out
 }
 
-// goneRoot is nopRoot telling which users it was told are gone.
-type goneRoot struct {
+// forgetRoot is nopRoot telling which users it was told to forget, and the health notes it was
+// given.
+type forgetRoot struct {
 	nopRoot
-	gone chan User
+	forgot chan User
+	noted  chan HealthNote
 }
 
-func (r goneRoot) Gone(u User) { r.gone <- u }
+func (r forgetRoot) Forget(u User)               { r.forgot <- u }
+func (r forgetRoot) Health(_ User, n HealthNote) { r.noted <- n }
 
 // A user no longer listed (removed from the Mac) has their worker stopped at the next rescan,
-// and root is told once it has stopped, so that what it reported stops counting.
+// and root is told to forget them once it has stopped, so that what it reported stops counting;
+// root was told so too as the worker started, before its first note.
 func TestARemovedUsersWorkerStops(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
@@ -230,7 +256,7 @@ func TestARemovedUsersWorkerStops(t *testing.T) {
 		defer mu.Unlock()
 		return listed, nil
 	}
-	root := goneRoot{gone: make(chan User, 1)}
+	root := forgetRoot{forgot: make(chan User, 2), noted: make(chan HealthNote, 64)}
 	s := &Supervisor{Exe: exe, Root: root, Users: users, Rescan: time.Second,
 		Log: slog.New(slog.DiscardHandler), Health: health.New(nil), MaxFrame: 1 << 20}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -238,9 +264,12 @@ func TestARemovedUsersWorkerStops(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	pid := waitRunning(t, s)
+	if got := <-root.forgot; got.UID != u.UID {
+		t.Fatalf("root was told to forget %+v as the worker of %+v started", got, u)
+	}
 	select {
-	case u := <-root.gone:
-		t.Fatalf("root was told %s is gone while listed", u.Name)
+	case u := <-root.forgot:
+		t.Fatalf("root was told to forget %s again while listed", u.Name)
 	default:
 	}
 	mu.Lock()
@@ -249,11 +278,49 @@ func TestARemovedUsersWorkerStops(t *testing.T) {
 	cbtest.WaitForf(t, func() bool { return len(s.Workers()) == 0 && procUID(pid) == -1 },
 		func() string { return fmt.Sprintf("the removed user's worker (pid %d) to stop", pid) })
 	select {
-	case got := <-root.gone:
+	case got := <-root.forgot:
 		if got.UID != u.UID || got.Name != u.Name {
-			t.Errorf("root was told %+v is gone, want %+v", got, u)
+			t.Errorf("root was told to forget %+v, want %+v", got, u)
 		}
 	case <-time.After(10 * time.Second):
-		t.Error("root was never told the removed user is gone")
+		t.Error("root was never told to forget the removed user")
 	}
+}
+
+// A worker replaced while it stops (its user's home changed) says nothing more of its sessions:
+// what it says would outlive it, since the worker after it reports afresh. What it records is
+// still written.
+func TestAReplacedWorkersHealthNotesAreDroppedAndItsRecordsKept(t *testing.T) {
+	root := &recordingRoot{forgetRoot: forgetRoot{forgot: make(chan User, 1), noted: make(chan HealthNote, 4)}}
+	s := &Supervisor{Root: root, Log: slog.New(slog.DiscardHandler), workers: map[uint32]*worker{}}
+	old := &worker{s: s, user: User{UID: 501, Name: "ada", Home: "/Users/ada"}}
+	cur := &worker{s: s, user: User{UID: 501, Name: "ada", Home: "/Volumes/home/ada"}}
+	s.workers[501] = cur
+	notes, _ := json.Marshal([]HealthNote{{ID: "local_a"}})
+	recs, _ := json.Marshal(records{Records: []telemetry.Record{{RID: "r1"}}})
+	for _, w := range []*worker{old, cur} {
+		if _, err := w.handle(context.Background(), kindHealth, notes); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.handle(context.Background(), kindRecords, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(root.noted); n != 1 {
+		t.Errorf("root was given %d health notes, want the current worker's one", n)
+	}
+	if root.recorded != 2 {
+		t.Errorf("root wrote %d records, want both workers'", root.recorded)
+	}
+}
+
+// recordingRoot counts the records it is given.
+type recordingRoot struct {
+	forgetRoot
+	recorded int
+}
+
+func (r *recordingRoot) Record(_ User, recs []telemetry.Record, _ bool) error {
+	r.recorded += len(recs)
+	return nil
 }
