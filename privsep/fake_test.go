@@ -24,5 +24,5 @@ func (nopRoot) Refuse(User, judgement.Call, string, string) judgement.Outcome {
 func (nopRoot) InstructionFindings(User, string) []classifier.Verdict { return nil }
 func (nopRoot) Record(User, []telemetry.Record, bool) error           { return nil }
 func (nopRoot) Health(User, HealthNote)                               {}
-func (nopRoot) Forget(User)                                             {}
+func (nopRoot) Forget(User)                                           {}
 func (nopRoot) Log(User, slog.Level, string, map[string]any)          {}

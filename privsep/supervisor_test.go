@@ -205,7 +205,10 @@ func TestAWorkerRunsAsItsUserAndIsStartedAgainWhenItDies(t *testing.T) {
 		return forgets, seen
 	}
 	cbtest.WaitForf(t, func() bool { f, seen := seenAfterForget(); return f == 2 && seen },
-		func() string { f, seen := seenAfterForget(); return fmt.Sprintf("root to forget at each start (%d) and the session seen after (%v)", f, seen) })
+		func() string {
+			f, seen := seenAfterForget()
+			return fmt.Sprintf("root to forget at each start (%d) and the session seen after (%v)", f, seen)
+		})
 }
 
 // waitRunning waits for s's one worker to run, and returns its pid.
