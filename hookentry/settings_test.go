@@ -29,19 +29,7 @@ func settingsSchema(t testing.TB) *jsonschema.Schema {
 	if err != nil {
 		cbtest.NoShared(t, "the reference settings schema", err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("settings.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("settings.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return cbtest.ReferenceSchema(t, data)
 }
 
 func validate(t testing.TB, s *jsonschema.Schema, data []byte) {

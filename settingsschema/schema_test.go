@@ -114,25 +114,7 @@ func schemaProbes(t testing.TB) [][]byte {
 
 func referenceSchema(t testing.TB) *refschema.Schema {
 	t.Helper()
-	return compileReference(t, settingsSchemaJSON)
-}
-
-// compileReference compiles a settings schema with the reference validator.
-func compileReference(t testing.TB, schema []byte) *refschema.Schema {
-	t.Helper()
-	doc, err := refschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := refschema.NewCompiler()
-	if err := c.AddResource("settings.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("settings.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return cbtest.ReferenceSchema(t, settingsSchemaJSON)
 }
 
 // The validator linked into coworkbridge and the reference validator name the same failing keys
