@@ -170,3 +170,45 @@ func TestRunsAndLinksReadsAsReadRunsAndListsTheRunFilesPathsToo(t *testing.T) {
 		t.Errorf("a Read: %q %q, want nothing (its door resolves its path)", files, links)
 	}
 }
+
+// Whatever the command, RunsAndLinks reads what ReadRuns reads, in the same order, and lists
+// every path LinkPaths lists (within the bound on paths): the worker's one analysis never asks
+// less than its two did.
+func FuzzRunsAndLinksAgreesWithReadRunsAndLinkPaths(f *testing.F) {
+	for _, cmd := range []string{"cd tools && bash a.sh && make -C ../lib", "cat README.md notes.txt", "source ./env.sh; cat $F",
+		"sh -c 'bash b.sh' && python3 run.py", "cat < in.txt > out.txt", "for f in *.sh; do bash $f; done"} {
+		f.Add(cmd, "/w")
+	}
+	c := newTestClassifier(f, Policy{})
+	disk := map[string]string{"/w/tools/a.sh": "bash b.sh", "/w/tools/b.sh": "cat keys/notes", "/w/env.sh": "F=/etc/hosts", "/w/b.sh": "cat ~/.ssh/id_rsa"}
+	f.Fuzz(func(t *testing.T, cmd, cwd string) {
+		if len(cmd) > 2000 {
+			return
+		}
+		reader := func(asked *[]string) func(string) (string, error) {
+			return func(p string) (string, error) {
+				*asked = append(*asked, p)
+				if s, ok := disk[p]; ok {
+					return s, nil
+				}
+				return "", errors.New("unreadable")
+			}
+		}
+		p := bashCall(cmd)
+		p.Cwd = cwd
+		var byRuns, byOne []string
+		want := ReadRuns(p, reader(&byRuns))
+		files, links := c.RunsAndLinks(p, reader(&byOne))
+		if !maps.Equal(files, want) || !slices.Equal(byOne, byRuns) {
+			t.Fatalf("%q in %q: files %q asked %q, ReadRuns %q asked %q", cmd, cwd, files, byOne, want, byRuns)
+		}
+		if len(links) >= maxLinked {
+			return // bounded: the files' paths may have taken the places of the command's own
+		}
+		for _, l := range c.LinkPaths(p) {
+			if !slices.Contains(links, l) {
+				t.Fatalf("%q in %q: %q lists no %s that LinkPaths lists", cmd, cwd, links, l)
+			}
+		}
+	})
+}
