@@ -224,12 +224,11 @@ func explainLockdown(sio stdio, cfg managedconfig.Config, installedHere bool) {
 		return
 	}
 	dir := dropin.Dir(runtime.GOOS)
-	probs := dropin.Check(dir, want)
+	probs, system := dropin.Check(dir, want), false
 	if sys, err := dropin.Content(dropin.Hook{Exe: exe, System: true}, cfg, sc); err == nil && len(dropin.Check(dir, sys)) == 0 {
-		probs = nil // the system-mode drop-in (install --system)
+		probs, system = nil, true // the system-mode drop-in (install --system)
 	}
 	if len(probs) == 0 {
-		system := len(dropin.Check(dir, want)) > 0
 		if err := dropin.CheckProgram(dropin.Hook{Exe: exe, System: system}); err != nil {
 			fmt.Fprintf(sio.out, "%s: %v\n", health.CodeManagedSettings, err)
 			return
