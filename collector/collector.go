@@ -28,6 +28,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/spool"
@@ -52,6 +53,9 @@ type Options struct {
 	// replayed because a crash came before their offsets were committed are skipped, not doubled.
 	Recorded map[string]bool
 	Now      func() time.Time
+	// Beat is the process's metronome: the rescan and the lease check tick on it, in the same
+	// wake-ups as the process's other periodic work. Nil: a beat of the collector's own.
+	Beat *metronome.Metronome
 	// Workers drain sessions in parallel; one session is only ever drained by one at a time.
 	Workers int
 	// Poll, when set, switches the file watcher off and drains every session every Poll: the

@@ -53,9 +53,9 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	c.scheduleAll(true)
 
-	rescan := time.NewTicker(c.rescanEvery())
+	rescan := c.opts.Beat.Ticker(c.rescanEvery())
 	defer rescan.Stop()
-	lease := time.NewTicker(c.leaseCheckEvery())
+	lease := c.opts.Beat.Ticker(c.leaseCheckEvery())
 	defer lease.Stop()
 	for {
 		select {

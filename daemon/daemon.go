@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -70,6 +71,9 @@ type Daemon struct {
 	level   *slog.LevelVar
 	version string
 	now     func() time.Time
+	// metro is the daemon's metronome: its periodic work (rescans, lease checks, the config
+	// check, drop imports, heartbeats) wakes it together rather than each on its own.
+	metro   *metronome.Metronome
 	release func() // the per-user lock
 	env     managedconfig.Env
 	paths   managedconfig.Paths
@@ -270,7 +274,7 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 			return people, err
 		}
 	}
-	d := &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, release: release, env: env, paths: paths,
+	d := &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, metro: metronome.New(), release: release, env: env, paths: paths,
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
 		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable, users: opts.Users}
 	if env.System {
@@ -313,12 +317,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer stopSocket() // before the guard stops: the host calls' records go to its log
 	// A hook leaves its record in the drop folder when the log is due to rotate (the daemon's
 	// to do) or its lock is held: imported soon, not only at the next heartbeat.
-	imports := time.NewTicker(dropImportInterval)
+	imports := d.metro.Ticker(dropImportInterval)
 	defer imports.Stop()
 	var importSoon <-chan time.Time
 	changes := make(chan managedconfig.Snapshot)
 	watchDone := make(chan error, 1)
-	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Logger: d.log}
+	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Beat: d.metro, Logger: d.log}
 	go func() {
 		watchDone <- d.loader.Watch(ctx, d.current, opts, func(s managedconfig.Snapshot) {
 			select {
@@ -524,10 +528,10 @@ func (d *Daemon) newGuard(cfg managedconfig.Config, cls *classifier.Classifier) 
 		Logger: d.log.With("component", "collector"), Health: d.health, Sink: tlog, Offsets: d.offsets, Recorded: recorded,
 		Poll: d.spoolPoll(), ChannelRoot: d.paths.ChannelRoot(), BudgetRecords: d.sessionBudget(), Removals: removals,
 		ForgedAfter: d.forgedAfter(), Host: d.stamp.Host, User: d.stamp.User, Home: d.env.Home,
-		DropIn: filepath.Join(d.dropDir, dropin.Name), Woke: func(dir string) { inj.Stir(dir) },
+		DropIn: filepath.Join(d.dropDir, dropin.Name), Woke: func(dir string) { inj.Stir(dir) }, Beat: d.metro,
 	})
 	inj, err = injector.New(cfg, injector.Options{Logger: d.log.With("component", "injector"), Recorder: sessionEvents{d.health, col},
-		ChannelRoot: d.paths.ChannelRoot(), Removals: removals})
+		ChannelRoot: d.paths.ChannelRoot(), Removals: removals, Beat: d.metro})
 	if err != nil {
 		tlog.Close()
 		return nil, err
@@ -654,7 +658,7 @@ func (d *Daemon) startHeartbeat(ctx context.Context, started time.Time) {
 	hctx, cancel := context.WithCancel(ctx)
 	b := &heartbeat{interval: interval, cancel: cancel, done: make(chan error, 1)}
 	opts := health.HeartbeatOptions{
-		Interval: interval, Path: d.paths.HealthFile(),
+		Interval: interval, Beat: d.metro, Path: d.paths.HealthFile(),
 		// The host and user, so that a fleet's store can tell whose guard is not healthy.
 		Logger: d.log.With("component", "health", "host", d.stamp.Host, "user", d.stamp.User), Kick: d.kick, Watches: d.watches,
 		Daemon: health.DaemonInfo{PID: os.Getpid(), Version: d.version, StartedAt: started},

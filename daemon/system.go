@@ -348,11 +348,14 @@ func (d *Daemon) userSockets(ctx context.Context, srv *hostsocket.Server) {
 		if sv := d.serving.Load(); sv != nil && sv.snap.Config.RescanInterval > 0 {
 			every = sv.snap.Config.RescanInterval
 		}
+		t := d.metro.Ticker(every)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(every):
+		case <-t.C:
 		}
+		t.Stop()
 	}
 }
 

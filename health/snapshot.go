@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"log/slog"
 	"maps"
 	"os"
@@ -261,8 +262,10 @@ func ReadSnapshot(path string) (Snapshot, error) {
 // HeartbeatOptions configure Heartbeat.
 type HeartbeatOptions struct {
 	Interval time.Duration
-	Path     string // health.json
-	Logger   *slog.Logger
+	// Beat is the daemon's metronome, which the heartbeat ticks on; nil: a beat of its own.
+	Beat   *metronome.Metronome
+	Path   string // health.json
+	Logger *slog.Logger
 	// Kick asks for a snapshot file now (the daemon sends on SIGUSR1).
 	Kick <-chan struct{}
 	// Daemon supplies the figures health cannot know (pid, version, start time).
@@ -285,7 +288,7 @@ type HeartbeatOptions struct {
 // Between heartbeats the file follows every change of state (a session hooked, a warning raised
 // or cleared), at most once per snapshotGap, so that status is never stale by a heartbeat.
 func (h *Health) Heartbeat(ctx context.Context, o HeartbeatOptions) error {
-	t := time.NewTicker(o.Interval)
+	t := o.Beat.Ticker(o.Interval)
 	defer t.Stop()
 	gap := time.NewTimer(time.Hour)
 	gap.Stop()

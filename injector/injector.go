@@ -20,6 +20,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/hookentry"
 	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/settingsschema"
@@ -55,6 +56,9 @@ type Options struct {
 	Logger   *slog.Logger
 	Recorder Recorder
 	Now      func() time.Time
+	// Beat is the process's metronome: the periodic rescan ticks on it, in the same wake-ups as
+	// the process's other periodic work. Nil: a beat of the injector's own.
+	Beat *metronome.Metronome
 	// LiveWindow: sessions active within it are kept hooked and watched. Default 24 h.
 	LiveWindow time.Duration
 	// MaxSessions bounds how many sessions one scan tracks. Default 5000.
@@ -231,7 +235,7 @@ func (in *Injector) Run(ctx context.Context) error {
 	in.hold.Stop()
 	defer in.hold.Stop()
 	in.rescan(true)
-	ticker := time.NewTicker(in.cfg.RescanInterval)
+	ticker := in.opts.Beat.Ticker(in.cfg.RescanInterval)
 	defer ticker.Stop()
 	structural := fswatch.NewSettle(in.opts.settle)
 	defer structural.Stop()

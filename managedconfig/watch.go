@@ -2,6 +2,7 @@ package managedconfig
 
 import (
 	"context"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -17,7 +18,9 @@ const settle = 100 * time.Millisecond
 type WatchOptions struct {
 	// Poll is the safety-net interval: MDM tools replace files in ways a watcher can miss, and a
 	// folder that does not exist yet cannot be watched at all.
-	Poll   time.Duration
+	Poll time.Duration
+	// Beat is the process's metronome, which the poll ticks on; nil: a beat of its own.
+	Beat   *metronome.Metronome
 	Logger *slog.Logger
 	// Watcher starts the file watcher; nil: fswatch.New. Tests pass a fake.
 	Watcher func() (fswatch.Watcher, error)
@@ -44,7 +47,7 @@ func (l *Loader) Watch(ctx context.Context, last Snapshot, opts WatchOptions, de
 	dirs := l.watchDirs()
 	l.addWatches(w, dirs)
 
-	poll := time.NewTicker(opts.Poll)
+	poll := opts.Beat.Ticker(opts.Poll)
 	defer poll.Stop()
 	pending := fswatch.NewSettle(settle)
 	defer pending.Stop()

@@ -64,3 +64,41 @@ func TestHealthNotesGoWithinTheirWaitOrAtOnceWhenABatchIsFull(t *testing.T) {
 		}
 	})
 }
+
+// The note that ends a rescan goes at once, taking every note before it along in order: its
+// wait would wake an idle worker a second time for each pass.
+func TestANoteSentNowTakesTheWaitingNotesAlongAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var batches [][]HealthNote
+		q := newHealthQueueTo(func(b []HealthNote) {
+			mu.Lock()
+			batches = append(batches, b)
+			mu.Unlock()
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { q.run(ctx); close(done) }()
+
+		q.send(HealthNote{Op: "session_seen", ID: "a"})
+		q.send(HealthNote{Op: "session_hooked", ID: "a"})
+		q.sendNow(HealthNote{Op: "scanned"})
+		synctest.Wait()
+		mu.Lock()
+		if len(batches) != 1 || len(batches[0]) != 3 || batches[0][0].Op != "session_seen" || batches[0][2].Op != "scanned" {
+			t.Errorf("batches %v; want the three notes in one batch, in order, at once", batches)
+		}
+		mu.Unlock()
+		time.Sleep(time.Hour)
+		q.send(HealthNote{Op: "count"})
+		time.Sleep(healthEvery)
+		synctest.Wait()
+		mu.Lock()
+		if len(batches) != 2 || len(batches[1]) != 1 {
+			t.Errorf("after the urgent batch, %d batches; want the next note to wait its turn alone", len(batches))
+		}
+		mu.Unlock()
+		cancel()
+		<-done
+	})
+}

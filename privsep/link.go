@@ -240,6 +240,9 @@ func (l *link) write(f frame) error {
 		l.close(fmt.Errorf("the other end stopped reading: %w", err))
 		return errClosed
 	}
+	// A deadline left set is a timer left running: it would wake an idle worker (and root,
+	// once for each worker) writeWait after every frame, for nothing.
+	_ = l.c.SetWriteDeadline(time.Time{})
 	return nil
 }
 

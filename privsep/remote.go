@@ -183,8 +183,10 @@ type healthQueue struct {
 	deliver func([]HealthNote)
 	mu      sync.Mutex
 	pending []HealthNote
-	// kick wakes run when the first note comes into an empty queue (its timer starts) or a
-	// batch is full (it is sent at once).
+	// now is set by a note that ends a pass: what waits goes with it at once.
+	now bool
+	// kick wakes run when the first note comes into an empty queue (its timer starts), a batch
+	// is full or a note is to go now (sent at once).
 	kick chan struct{}
 }
 
@@ -202,10 +204,17 @@ func newHealthQueueTo(deliver func([]HealthNote)) *healthQueue {
 	return &healthQueue{deliver: deliver, kick: make(chan struct{}, 1)}
 }
 
-func (q *healthQueue) send(n HealthNote) {
+func (q *healthQueue) send(n HealthNote) { q.add(n, false) }
+
+// sendNow sends n, and every note waiting, without waiting out healthEvery: for the note that
+// ends a rescan, whose wait would otherwise wake an idle worker a second time for every pass.
+func (q *healthQueue) sendNow(n HealthNote) { q.add(n, true) }
+
+func (q *healthQueue) add(n HealthNote, now bool) {
 	q.mu.Lock()
 	q.pending = append(q.pending, n)
-	wake := len(q.pending) == 1 || len(q.pending) >= healthBatch
+	q.now = q.now || now
+	wake := len(q.pending) == 1 || len(q.pending) >= healthBatch || now
 	q.mu.Unlock()
 	if wake {
 		select {
@@ -229,11 +238,12 @@ func (q *healthQueue) run(ctx context.Context) {
 			q.flush()
 			return
 		case <-q.kick:
-			if q.full() {
+			switch waiting, now := q.waiting(); {
+			case now:
 				t.Stop()
 				due = nil
 				q.flush()
-			} else if due == nil {
+			case waiting > 0 && due == nil:
 				t.Reset(healthEvery)
 				due = t.C
 			}
@@ -244,16 +254,18 @@ func (q *healthQueue) run(ctx context.Context) {
 	}
 }
 
-func (q *healthQueue) full() bool {
+// waiting is how many notes wait, and whether they are to go at once (a full batch, or a note
+// sent with sendNow).
+func (q *healthQueue) waiting() (n int, now bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.pending) >= healthBatch
+	return len(q.pending), q.now || len(q.pending) >= healthBatch
 }
 
 func (q *healthQueue) flush() {
 	q.mu.Lock()
 	batch := q.pending
-	q.pending = nil
+	q.pending, q.now = nil, false
 	q.mu.Unlock()
 	if len(batch) > 0 {
 		q.deliver(batch)
@@ -311,7 +323,7 @@ func (e sessionEvents) SessionGone(id string) {
 	e.send(HealthNote{Op: "session_gone", ID: id})
 	e.col.Untrack(id)
 }
-func (e sessionEvents) Scanned(r health.ScanReport) { e.send(HealthNote{Op: "scanned", Scan: &r}) }
+func (e sessionEvents) Scanned(r health.ScanReport) { e.sendNow(HealthNote{Op: "scanned", Scan: &r}) }
 func (e sessionEvents) SessionChanged(id string)    { e.col.Stir(id) }
 
 // logHandler sends a worker's log to root, which logs it under the user's name; with the link

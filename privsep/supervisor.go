@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"io"
 	"log/slog"
 	"net"
@@ -60,6 +61,8 @@ type Supervisor struct {
 	// Users lists the users to serve now; asked at start and every Rescan.
 	Users  func() ([]User, error)
 	Rescan time.Duration
+	// Beat is root's metronome, which the rescan ticks on; nil: a beat of its own.
+	Beat   *metronome.Metronome
 	Log    *slog.Logger
 	Health *health.Health
 	// MaxFrame bounds a message root reads from a worker (see FrameFor).
@@ -116,7 +119,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	var running sync.WaitGroup
 	defer running.Wait()
-	scan := time.NewTicker(max(s.Rescan, time.Second))
+	scan := s.Beat.Ticker(max(s.Rescan, time.Second))
 	defer scan.Stop()
 	for {
 		s.follow(ctx, &running)

@@ -19,6 +19,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/injector"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/internal/runfile"
 	"github.com/coworkbridge/coworkbridge/judgement"
@@ -62,7 +63,7 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	}
 	l := newLink(conn, workerFrame, 4)
 	level := new(slog.LevelVar)
-	w := &work{link: l, opts: opts, level: level, setups: make(chan pendingSetup, 1),
+	w := &work{link: l, opts: opts, level: level, beat: metronome.New(), setups: make(chan pendingSetup, 1),
 		linker: sync.OnceValue(func() *classifier.Classifier {
 			cls, _ := classifier.New(classifier.Policy{})
 			return cls
@@ -88,7 +89,7 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	defer l.close(errClosed)
 	defer func() { stopHealth(); <-healthDone }() // after the guard's last notes
 	defer w.stop()
-	tick := time.NewTicker(statsEvery)
+	tick := w.beat.Ticker(statsEvery)
 	defer tick.Stop()
 	for {
 		select {
@@ -126,6 +127,9 @@ type work struct {
 	roots []string // the roots last guarded, for an unhook after the guard stopped
 	// rules are the worker's judgement, root's over the link; kept across guards.
 	rules *remoteRules
+	// beat is the worker's metronome: its stats look, the collector's rescans and lease checks
+	// and the injector's rescans wake it together.
+	beat *metronome.Metronome
 	// health carries what the guard's parts tell health to root, in batches.
 	health *healthQueue
 	// linker reads the paths a command names (see where); made on first use.
@@ -330,11 +334,11 @@ func (w *work) startGuard(ctx context.Context, s Setup) error {
 		Logger: w.log.With("component", "collector"), Health: h, Sink: remoteSink{link: w.link, max: recordsChunk(s.Config)},
 		Offsets: w.offsets, Rules: rules, Recorded: recorded, Poll: s.SpoolPoll, ChannelRoot: w.channelRoot(),
 		BudgetRecords: s.BudgetRecords, Removals: removals, ForgedAfter: s.ForgedAfter, Host: s.Host, User: s.User, Home: w.opts.Home,
-		DropIn: s.DropIn, Woke: func(dir string) { inj.Stir(dir) },
+		DropIn: s.DropIn, Woke: func(dir string) { inj.Stir(dir) }, Beat: w.beat,
 	})
 	var err error
 	inj, err = injector.New(s.Config, injector.Options{Logger: w.log.With("component", "injector"),
-		Recorder: sessionEvents{remoteHealth: h, col: col}, ChannelRoot: w.channelRoot(), Removals: removals, Owned: w.owned})
+		Recorder: sessionEvents{remoteHealth: h, col: col}, ChannelRoot: w.channelRoot(), Removals: removals, Owned: w.owned, Beat: w.beat})
 	if err != nil {
 		return err
 	}
