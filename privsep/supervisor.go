@@ -72,7 +72,10 @@ type Supervisor struct {
 
 	mu      sync.Mutex
 	workers map[uint32]*worker
-	setup   func(User) Setup
+	// last is the latest worker started for each uid, kept until it has ended even once its
+	// user is gone: the next worker of that uid waits for it (see follow).
+	last  map[uint32]*worker
+	setup func(User) Setup
 }
 
 // Backoffs of a worker started again: doubling from the first to the last; a worker that ran
@@ -151,17 +154,11 @@ func (s *Supervisor) follow(ctx context.Context, running *sync.WaitGroup) {
 		if w := s.workers[u.UID]; w != nil && w.user.Home == u.Home && w.user.Name == u.Name {
 			continue
 		} else if w != nil {
+			s.Log.Info("a user's name or home changed: their worker starts again", "user", u.Name, "uid", u.UID, "was", w.user.Name)
+			w.gone.Store(true) // what it reported was of a user who is no more
 			w.cancel()
 		}
-		wctx, cancel := context.WithCancel(ctx)
-		w := &worker{s: s, user: u, cancel: cancel}
-		s.workers[u.UID] = w
-		running.Go(func() {
-			w.run(wctx)
-			if w.gone.Load() {
-				s.Root.Forget(w.user) // once it has stopped: no note of its can come after
-			}
-		})
+		s.startLocked(ctx, u, running)
 	}
 	for uid, w := range s.workers {
 		if !seen[uid] {
@@ -171,6 +168,39 @@ func (s *Supervisor) follow(ctx context.Context, running *sync.WaitGroup) {
 			delete(s.workers, uid)
 		}
 	}
+}
+
+// startLocked starts a worker for u once the last one of u's uid has ended, whether its user
+// left or changed: until then the old one may still report, and its user's Forget, which comes
+// as it ends, would otherwise erase what the new one had reported of the same uid's sessions.
+func (s *Supervisor) startLocked(ctx context.Context, u User, running *sync.WaitGroup) {
+	if s.last == nil {
+		s.last = map[uint32]*worker{}
+	}
+	prev := s.last[u.UID]
+	wctx, cancel := context.WithCancel(ctx)
+	w := &worker{s: s, user: u, cancel: cancel, ended: make(chan struct{})}
+	s.workers[u.UID], s.last[u.UID] = w, w
+	running.Go(func() {
+		defer func() {
+			s.mu.Lock()
+			if s.last[u.UID] == w {
+				delete(s.last, u.UID)
+			}
+			s.mu.Unlock()
+			close(w.ended)
+		}()
+		if prev != nil {
+			<-prev.ended // cancelled already: it ends within its stop wait
+		}
+		if wctx.Err() != nil {
+			return
+		}
+		w.run(wctx)
+		if w.gone.Load() {
+			s.Root.Forget(w.user) // once it has stopped: no note of its can come after
+		}
+	})
 }
 
 // View asks uid's worker, in one round trip, where the Mac's links take p's paths as the user (so
@@ -298,8 +328,10 @@ type worker struct {
 	s      *Supervisor
 	user   User
 	cancel context.CancelFunc
-	// gone: the user left the Mac; the worker is stopped for good.
+	// gone: the user left the Mac, or is now someone else; the worker is stopped for good.
 	gone atomic.Bool
+	// ended closes when the worker has stopped for good and root has forgotten its reports.
+	ended chan struct{}
 
 	logs logBudget
 

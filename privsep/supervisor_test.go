@@ -327,3 +327,48 @@ func (r *recordingRoot) Record(_ User, recs []telemetry.Record, _ bool) error {
 	r.recorded += len(recs)
 	return nil
 }
+
+// A uid whose user left (or changed name or home) and came back gets a new worker only once the
+// old one has ended and root has forgotten what it reported: otherwise the old one's late
+// Forget, keyed by the uid, would erase what the new one had already reported.
+func TestAUsersNextWorkerWaitsForTheLastOneOfTheirUID(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gone bool // the old worker's user was removed, rather than replaced in one scan
+	}{{"removed and listed again", true}, {"home changed", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := forgetRoot{forgot: make(chan User, 4), noted: make(chan HealthNote, 4)}
+			s := &Supervisor{Exe: filepath.Join(t.TempDir(), "missing"), Root: root,
+				Log: slog.New(slog.DiscardHandler), Health: health.New(nil), workers: map[uint32]*worker{}}
+			ada := User{UID: 501, Name: "ada", Home: "/Users/ada"}
+			stopping := make(chan struct{}) // the old worker, slow to stop
+			old := &worker{s: s, user: ada, cancel: func() {}, ended: stopping}
+			old.gone.Store(true)
+			s.last = map[uint32]*worker{501: old}
+			if !tc.gone {
+				s.workers[501] = old
+			}
+			again := User{UID: 501, Name: "ada", Home: "/Volumes/home/ada"}
+			s.Users = func() ([]User, error) { return []User{again}, nil }
+			ctx, cancel := context.WithCancel(context.Background())
+			var running sync.WaitGroup
+			defer func() { cancel(); running.Wait() }()
+
+			s.follow(ctx, &running)
+			time.Sleep(200 * time.Millisecond)
+			w := s.worker(501)
+			if w == nil || w == old {
+				t.Fatal("the listed user has no new worker")
+			}
+			w.mu.Lock()
+			tried := w.lastErr
+			w.mu.Unlock()
+			if tried != "" {
+				t.Fatalf("the new worker was started (%s) while the last of its uid was still stopping", tried)
+			}
+			close(stopping)
+			cbtest.WaitForf(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.lastErr != "" },
+				func() string { return "the new worker to be started once the old one ended" })
+		})
+	}
+}
