@@ -72,10 +72,12 @@ type Options struct {
 	// ChannelRoot holds the sessions' host channels (see session.ChannelDir); each hook command
 	// names its own. Empty: no host channel, every hook uses the session's bridge folder.
 	ChannelRoot string
-	// Owned, when set (a system-mode daemon serving every user), says why a session folder found
-	// is not its user's own (an alias of another user's, through a link planted above a sessions
-	// root); such a session is never hooked or followed under that path, and is reported.
-	Owned func(dir string) error
+	// Owned, when set (a user's worker in system mode), returns a check that says why a session
+	// folder found is not its user's own (an alias of another user's, through a link planted
+	// above a sessions root); such a session is never hooked or followed under that path, and is
+	// reported. A rescan takes one check for all its sessions, which may remember the folders
+	// above them it found owned; nothing keeps a check past its pass.
+	Owned func() func(dir string) error
 	// Removals records removals seen in sessions, shared with the collector: nothing is written
 	// into a session while it is being removed. Default: the injector's own record.
 	Removals *session.Removals
@@ -123,6 +125,8 @@ type Injector struct {
 	opts    Options
 	log     *slog.Logger
 	configs chan managedconfig.Config
+	// ownedPass is the ownership check of the scan under way (see Options.Owned).
+	ownedPass func(dir string) error
 	// woken are the folders of sessions Stir was told of; wokenLost, that one did not fit.
 	woken     chan string
 	wokenLost atomic.Bool
@@ -358,6 +362,10 @@ func (in *Injector) rescan(full bool) {
 
 func (in *Injector) scanOnce(full bool) {
 	now := in.opts.Now()
+	if in.opts.Owned != nil {
+		in.ownedPass = in.opts.Owned()
+		defer func() { in.ownedPass = nil }()
+	}
 	if full {
 		in.takeWoken()
 		// A folder's watch goes with it, and its event takes it out of the table; the prune is
@@ -830,12 +838,16 @@ func (in *Injector) newSession(dir string) {
 	}
 }
 
-// owned is Options.Owned's word on dir; nil without it.
+// owned is Options.Owned's word on dir, by the check of the pass under way if there is one;
+// nil without it.
 func (in *Injector) owned(dir string) error {
-	if in.opts.Owned == nil {
+	switch {
+	case in.opts.Owned == nil:
 		return nil
+	case in.ownedPass != nil:
+		return in.ownedPass(dir)
 	}
-	return in.opts.Owned(dir)
+	return in.opts.Owned()(dir)
 }
 
 // flushPending looks again at the sessions held back; ensure holds again those still waiting.

@@ -2,6 +2,8 @@ package injector
 
 import (
 	"context"
+	"errors"
+	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,5 +259,55 @@ func TestUnhookAllRemovesOnlyOurEntries(t *testing.T) {
 	}
 	if strings.Contains(settingsOf(a), hookentry.Marker) || !strings.Contains(settingsOf(a), `"opus"`) {
 		t.Errorf("a: %s", settingsOf(a))
+	}
+}
+
+// A rescan takes one ownership check for all the sessions it finds (so that the folders they
+// share are looked at once), a new one at each rescan (so that nothing it remembers ages past
+// its pass), and hooks no session the check refuses.
+func TestEachRescanTakesOneOwnershipCheckAndHooksNoSessionItRefuses(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	var dirs []string
+	for _, name := range []string{"local_mine", "local_alias", "local_mine2"} {
+		dir := filepath.Join(root, "acct", "org", name)
+		if err := os.MkdirAll(filepath.Join(dir, ".claude"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	checks, asked := 0, 0
+	owned := func() func(string) error {
+		checks++
+		return func(dir string) error {
+			asked++
+			if filepath.Base(dir) == "local_alias" {
+				return errors.New("a link above it leads to another user's folders")
+			}
+			return nil
+		}
+	}
+	in, err := New(testConfig(root, managedconfig.Observe), Options{Owned: owned})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.w = fswatch.NewFake()
+	in.rescan(true) // the first adds watches, and so looks twice
+	checks, asked = 0, 0
+	in.rescan(true)
+	if checks != 1 || asked != len(dirs) {
+		t.Errorf("a rescan took %d checks and asked %d times; want one check asked of each of the %d sessions", checks, asked, len(dirs))
+	}
+	in.rescan(true)
+	if checks != 2 {
+		t.Errorf("two rescans took %d checks; want a new one each", checks)
+	}
+	if !hasMode(dirs[0], managedconfig.Observe) || !hasMode(dirs[2], managedconfig.Observe) {
+		t.Error("the user's own sessions were not hooked")
+	}
+	if strings.Contains(settingsOf(dirs[1]), hookentry.Marker) {
+		t.Error("a session the ownership check refused was hooked")
 	}
 }

@@ -386,15 +386,19 @@ func (w *work) guardDone() <-chan error {
 // here.
 func (w *work) channelRoot() string { return managedconfig.WorkerChannelRoot(w.opts.GOOS, w.opts.Home) }
 
-// owned is the injector's check that a session folder under the user's home is the user's
-// own, every folder from the home down to it real and theirs: a link above the sessions root to
-// another user's folders would otherwise report the other user's sessions as this user's.
-func (w *work) owned(dir string) error {
-	rel, err := filepath.Rel(w.opts.Home, dir)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return nil // a root the admin named outside the home: theirs to lay out
+// owned returns the injector's check, for one pass, that a session folder under the user's
+// home is the user's own, every folder from the home down to it real and theirs: a link above
+// the sessions root to another user's folders would otherwise report the other user's sessions
+// as this user's. The folders the pass's sessions share are looked at once.
+func (w *work) owned() func(dir string) error {
+	o := session.NewOwnership(w.opts.Home, os.Geteuid())
+	return func(dir string) error {
+		rel, err := filepath.Rel(w.opts.Home, dir)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			return nil // a root the admin named outside the home: theirs to lay out
+		}
+		return o.Below(dir)
 	}
-	return session.OwnedBelow(w.opts.Home, dir, os.Geteuid())
 }
 
 // stats tells root what the worker watches and follows now, unless the last note told it so.
