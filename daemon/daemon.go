@@ -276,7 +276,8 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, metro: metronome.New(), release: release, env: env, paths: paths,
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
-		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable, users: opts.Users}
+		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable,
+		users: sharedListing(opts.Users, time.Second)}
 	if env.System {
 		d.callers = &hosthook.Callers{Env: env, Paths: paths, View: d.hostView}
 	}
@@ -285,6 +286,32 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 		d.health.Resume(prev.Today)
 	}
 	return d, nil
+}
+
+// sharedListing is list, asked at most once within each window: the supervisor's rescan and the
+// socket's list of users tick on the same beat, and on a Mac a listing asks Directory Services
+// about every user of /Users. A failed listing is not shared; each caller gets its own copy.
+func sharedListing(list func() ([]privsep.User, error), window time.Duration) func() ([]privsep.User, error) {
+	var (
+		mu   sync.Mutex
+		at   time.Time
+		last []privsep.User
+	)
+	return func() ([]privsep.User, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if last == nil || time.Since(at) >= window {
+			us, err := list()
+			if err != nil {
+				return nil, err
+			}
+			last, at = us, time.Now()
+			if last == nil {
+				last = []privsep.User{}
+			}
+		}
+		return slices.Clone(last), nil
+	}
 }
 
 // Close releases the per-user lock. Call it once Run has returned.
