@@ -63,7 +63,7 @@ func Work(ctx context.Context, conn net.Conn, opts WorkerOptions) error {
 	}
 	l := newLink(conn, workerFrame, 4)
 	level := new(slog.LevelVar)
-	w := &work{link: l, opts: opts, level: level, beat: metronome.New(), setups: make(chan pendingSetup, 1),
+	w := &work{link: l, opts: opts, level: level, beat: metronome.Spread(), setups: make(chan pendingSetup, 1),
 		linker: sync.OnceValue(func() *classifier.Classifier {
 			cls, _ := classifier.New(classifier.Policy{})
 			return cls

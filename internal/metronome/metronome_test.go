@@ -133,3 +133,35 @@ func TestNonPositivePeriodPanics(t *testing.T) {
 		}()
 	}
 }
+
+// A spread metronome's tickers still tick together, each at its own period, and never later
+// than a period after they were made; what is spread is where the beat falls.
+func TestASpreadMetronomesTickersTickTogetherWithinAPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := Spread()
+		start := time.Now()
+		fast, slow := m.Ticker(15*time.Second), m.Ticker(30*time.Second)
+		defer fast.Stop()
+		defer slow.Stop()
+		var fastAt, slowAt []time.Duration
+		deadline := time.After(60 * time.Second)
+		for done := false; !done; {
+			select {
+			case <-fast.C:
+				fastAt = append(fastAt, time.Since(start))
+			case <-slow.C:
+				slowAt = append(slowAt, time.Since(start))
+			case <-deadline:
+				done = true
+			}
+		}
+		if len(fastAt) != 4 || len(slowAt) != 2 || fastAt[0] > 15*time.Second || slowAt[0] > 30*time.Second {
+			t.Fatalf("15 s ticker at %v, 30 s at %v; want 4 and 2 ticks, the first within a period", fastAt, slowAt)
+		}
+		for _, s := range slowAt {
+			if !slices.Contains(fastAt, s) {
+				t.Errorf("the 30 s ticker ticked at %v, when the 15 s one did not (%v)", s, fastAt)
+			}
+		}
+	})
+}
