@@ -2,6 +2,7 @@ package privsep
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -13,24 +14,14 @@ import (
 // also wakes no one is measured, not tested: roundtrip-bench -idle -users, the workers' CPU.)
 func TestHealthNotesGoWithinTheirWaitOrAtOnceWhenABatchIsFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var batches [][]HealthNote
-		q := newHealthQueueTo(func(b []HealthNote) {
-			mu.Lock()
-			batches = append(batches, b)
-			mu.Unlock()
-		})
+		q, batches, stop := runQueue(t)
 		got := func() (n, last int) {
-			mu.Lock()
-			defer mu.Unlock()
-			if len(batches) > 0 {
-				last = len(batches[len(batches)-1])
+			b := batches()
+			if len(b) > 0 {
+				last = len(b[len(b)-1])
 			}
-			return len(batches), last
+			return len(b), last
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { q.run(ctx); close(done) }()
 
 		time.Sleep(time.Hour) // idle: nothing is sent, and no timer wakes the queue
 		synctest.Wait()
@@ -57,8 +48,7 @@ func TestHealthNotesGoWithinTheirWaitOrAtOnceWhenABatchIsFull(t *testing.T) {
 			t.Fatalf("%d batches, the last of %d notes; want a full batch sent at once", n, last)
 		}
 		q.send(HealthNote{Op: "count"})
-		cancel()
-		<-done
+		stop()
 		if n, last := got(); n != 3 || last != 1 {
 			t.Fatalf("%d batches, the last of %d notes; want what was left sent as the queue stops", n, last)
 		}
@@ -69,36 +59,44 @@ func TestHealthNotesGoWithinTheirWaitOrAtOnceWhenABatchIsFull(t *testing.T) {
 // wait would wake an idle worker a second time for each pass.
 func TestANoteSentNowTakesTheWaitingNotesAlongAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var batches [][]HealthNote
-		q := newHealthQueueTo(func(b []HealthNote) {
-			mu.Lock()
-			batches = append(batches, b)
-			mu.Unlock()
-		})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { q.run(ctx); close(done) }()
+		q, batches, stop := runQueue(t)
+		defer stop()
 
 		q.send(HealthNote{Op: "session_seen", ID: "a"})
 		q.send(HealthNote{Op: "session_hooked", ID: "a"})
 		q.sendNow(HealthNote{Op: "scanned"})
 		synctest.Wait()
-		mu.Lock()
-		if len(batches) != 1 || len(batches[0]) != 3 || batches[0][0].Op != "session_seen" || batches[0][2].Op != "scanned" {
-			t.Errorf("batches %v; want the three notes in one batch, in order, at once", batches)
+		if b := batches(); len(b) != 1 || len(b[0]) != 3 || b[0][0].Op != "session_seen" || b[0][2].Op != "scanned" {
+			t.Errorf("batches %v; want the three notes in one batch, in order, at once", b)
 		}
-		mu.Unlock()
 		time.Sleep(time.Hour)
 		q.send(HealthNote{Op: "count"})
 		time.Sleep(healthEvery)
 		synctest.Wait()
-		mu.Lock()
-		if len(batches) != 2 || len(batches[1]) != 1 {
-			t.Errorf("after the urgent batch, %d batches; want the next note to wait its turn alone", len(batches))
+		if b := batches(); len(b) != 2 || len(b[1]) != 1 {
+			t.Errorf("after the urgent batch, %d batches; want the next note to wait its turn alone", len(b))
 		}
-		mu.Unlock()
-		cancel()
-		<-done
 	})
+}
+
+// runQueue runs a health queue whose batches are kept, until stop (which waits for it to end).
+func runQueue(t *testing.T) (q *healthQueue, batches func() [][]HealthNote, stop func()) {
+	var mu sync.Mutex
+	var sent [][]HealthNote
+	q = newHealthQueueTo(func(b []HealthNote) {
+		mu.Lock()
+		sent = append(sent, b)
+		mu.Unlock()
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { q.run(ctx); close(done) }()
+	var once sync.Once
+	return q, func() [][]HealthNote {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(sent)
+		}, func() {
+			once.Do(func() { cancel(); <-done })
+		}
 }

@@ -23,6 +23,22 @@ func ticks(t *testing.T, c <-chan time.Time, start time.Time, until time.Duratio
 	}
 }
 
+// both reads two tickers until the bubble's clock passes until, returning when each ticked, as
+// offsets from start.
+func both(a, b *Ticker, start time.Time, until time.Duration) (aAt, bAt []time.Duration) {
+	deadline := time.After(until - time.Since(start))
+	for {
+		select {
+		case <-a.C:
+			aAt = append(aAt, time.Since(start))
+		case <-b.C:
+			bAt = append(bAt, time.Since(start))
+		case <-deadline:
+			return aAt, bAt
+		}
+	}
+}
+
 func TestTickersOfDividingPeriodsTickAtTheSameInstants(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
@@ -34,18 +50,7 @@ func TestTickersOfDividingPeriodsTickAtTheSameInstants(t *testing.T) {
 		slow := m.Ticker(30 * time.Second)
 		defer slow.Stop()
 
-		var fastAt, slowAt []time.Duration
-		deadline := time.After(95*time.Second - time.Since(start))
-		for done := false; !done; {
-			select {
-			case <-fast.C:
-				fastAt = append(fastAt, time.Since(start))
-			case <-slow.C:
-				slowAt = append(slowAt, time.Since(start))
-			case <-deadline:
-				done = true
-			}
-		}
+		fastAt, slowAt := both(fast, slow, start, 95*time.Second)
 		wantFast := []time.Duration{15 * time.Second, 30 * time.Second, 45 * time.Second, 60 * time.Second, 75 * time.Second, 90 * time.Second}
 		wantSlow := []time.Duration{30 * time.Second, 60 * time.Second, 90 * time.Second}
 		if !slices.Equal(fastAt, wantFast) || !slices.Equal(slowAt, wantSlow) {
@@ -143,18 +148,7 @@ func TestASpreadMetronomesTickersTickTogetherWithinAPeriod(t *testing.T) {
 		fast, slow := m.Ticker(15*time.Second), m.Ticker(30*time.Second)
 		defer fast.Stop()
 		defer slow.Stop()
-		var fastAt, slowAt []time.Duration
-		deadline := time.After(60 * time.Second)
-		for done := false; !done; {
-			select {
-			case <-fast.C:
-				fastAt = append(fastAt, time.Since(start))
-			case <-slow.C:
-				slowAt = append(slowAt, time.Since(start))
-			case <-deadline:
-				done = true
-			}
-		}
+		fastAt, slowAt := both(fast, slow, start, 60*time.Second)
 		if len(fastAt) != 4 || len(slowAt) != 2 || fastAt[0] > 15*time.Second || slowAt[0] > 30*time.Second {
 			t.Fatalf("15 s ticker at %v, 30 s at %v; want 4 and 2 ticks, the first within a period", fastAt, slowAt)
 		}
