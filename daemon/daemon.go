@@ -63,6 +63,8 @@ type Options struct {
 	Executable string
 	// Users lists the people system mode's workers serve; nil: privsep.People on this platform.
 	Users func() ([]privsep.User, error)
+	// WorkerEnv is added to each worker's environment: a development build's profiles only.
+	WorkerEnv []string
 }
 
 // Daemon is the long-running process of one user. Run it once; Close it after Run returns.
@@ -118,6 +120,8 @@ type Daemon struct {
 	callers *hosthook.Callers
 	// users lists the people system mode serves, a worker each.
 	users func() ([]privsep.User, error)
+	// workerEnv is added to each worker's environment (Options.WorkerEnv).
+	workerEnv []string
 	// homes are the served people's homes as last listed, for homesFresh.
 	homesMu sync.Mutex
 	homesAt time.Time
@@ -277,7 +281,7 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 	d := &Daemon{log: log, level: opts.Level, version: opts.Version, now: opts.Now, metro: metronome.New(), release: release, env: env, paths: paths,
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
 		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable,
-		users: sharedListing(opts.Users, time.Second)}
+		users: sharedListing(opts.Users, time.Second), workerEnv: opts.WorkerEnv}
 	if env.System {
 		d.callers = &hosthook.Callers{Env: env, Paths: paths, View: d.hostView}
 	}

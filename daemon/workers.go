@@ -304,7 +304,7 @@ func (d *Daemon) newSupervisor(cfg managedconfig.Config) (*privsep.Supervisor, e
 	if d.exe == "" {
 		return nil, fmt.Errorf("system mode: cannot tell which program to start the users' workers with")
 	}
-	return &privsep.Supervisor{Exe: d.exe, Root: &rootSide{d: d}, Users: d.users, Rescan: cfg.RescanInterval, Beat: d.metro,
+	return &privsep.Supervisor{Exe: d.exe, Root: &rootSide{d: d}, Users: d.users, Rescan: cfg.RescanInterval, Beat: d.metro, WorkerEnv: d.workerEnv,
 		Log: d.log.With("component", "workers"), Health: d.health, MaxFrame: privsep.FrameFor(cfg.MaxLineBytes),
 		Recorded: func(privsep.User) []string { return d.recorded(cfg.Telemetry.Path) }}, nil
 }

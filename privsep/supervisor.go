@@ -61,6 +61,9 @@ type Supervisor struct {
 	// Users lists the users to serve now; asked at start and every Rescan.
 	Users  func() ([]User, error)
 	Rescan time.Duration
+	// WorkerEnv is added to the environment each worker starts with (which holds nothing of
+	// root's): a development build's profiles only.
+	WorkerEnv []string
 	// Beat is root's metronome, which the rescan ticks on; nil: a beat of its own.
 	Beat   *metronome.Metronome
 	Log    *slog.Logger
@@ -482,7 +485,7 @@ func (w *worker) serve(ctx context.Context, l *link, cmd *exec.Cmd) error {
 func (w *worker) command(link *os.File) *exec.Cmd {
 	u := w.user
 	cmd := exec.Command(w.s.Exe, "run", "--worker")
-	cmd.Env = []string{"HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name, "PATH=/usr/bin:/bin:/usr/sbin:/sbin"}
+	cmd.Env = append([]string{"HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name, "PATH=/usr/bin:/bin:/usr/sbin:/sbin"}, w.s.WorkerEnv...)
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{link} // fd 3
 	cmd.SysProcAttr = procAttr(&syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -370,5 +371,24 @@ func TestAUsersNextWorkerWaitsForTheLastOneOfTheirUID(t *testing.T) {
 			cbtest.WaitForf(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.lastErr != "" },
 				func() string { return "the new worker to be started once the old one ended" })
 		})
+	}
+}
+
+// A worker starts with its user's HOME, USER, LOGNAME and a fixed PATH, nothing of root's
+// environment, and what the daemon adds (a development build's profiles) after them.
+func TestAWorkersEnvironmentIsItsUsersAndWhatTheDaemonAdds(t *testing.T) {
+	t.Setenv("SECRET_OF_ROOT", "x")
+	u := User{UID: 501, GID: 20, Name: "ada", Home: "/Users/ada"}
+	for _, tc := range []struct {
+		add  []string
+		want []string
+	}{
+		{nil, []string{"HOME=/Users/ada", "USER=ada", "LOGNAME=ada", "PATH=/usr/bin:/bin:/usr/sbin:/sbin"}},
+		{[]string{"COWORKBRIDGE_WORKER_CPUPROFILE=/tmp/p"}, []string{"HOME=/Users/ada", "USER=ada", "LOGNAME=ada", "PATH=/usr/bin:/bin:/usr/sbin:/sbin", "COWORKBRIDGE_WORKER_CPUPROFILE=/tmp/p"}},
+	} {
+		w := &worker{s: &Supervisor{Exe: "/usr/local/bin/coworkbridge", WorkerEnv: tc.add}, user: u}
+		if got := w.command(nil).Env; !slices.Equal(got, tc.want) {
+			t.Errorf("with %v added: %v, want %v", tc.add, got, tc.want)
+		}
 	}
 }

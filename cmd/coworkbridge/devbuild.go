@@ -12,3 +12,9 @@ const devBuild = false
 // startProfile does nothing in a build for deployment: profiling, and the runtime/pprof package
 // the host hook would otherwise link, are for development builds.
 func startProfile(*slog.Logger) (stop func()) { return func() {} }
+
+// startWorkerProfile does nothing in a build for deployment.
+func startWorkerProfile(*slog.Logger) (stop func()) { return func() {} }
+
+// workerEnv is nothing in a build for deployment: a worker's environment is root's to make.
+func workerEnv() []string { return nil }

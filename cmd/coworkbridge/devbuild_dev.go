@@ -28,12 +28,35 @@ const envCPUProfile = "COWORKBRIDGE_CPUPROFILE"
 // signals at each of its samples, so that what a churn leaves held is named by what holds it).
 const envHeapProfile = "COWORKBRIDGE_HEAPPROFILE"
 
+// envWorkerCPUProfile names the files a development build's system daemon has its workers
+// write their CPU profiles to: <path>.<uid>, from the worker's first SIGUSR1 to its end
+// (cmd/roundtrip-bench -idle -users -cpuprofile sets it and signals them with root).
+const envWorkerCPUProfile = "COWORKBRIDGE_WORKER_CPUPROFILE"
+
 // startProfile arms the daemon's CPU profile when envCPUProfile asks for one, and its heap
 // profiles when envHeapProfile does; stop ends them.
 func startProfile(log *slog.Logger) (stop func()) {
 	stopHeap := heapProfiles(log)
-	stopCPU := cpuProfile(log)
+	stopCPU := cpuProfile(log, os.Getenv(envCPUProfile))
 	return func() { stopCPU(); stopHeap() }
+}
+
+// startWorkerProfile arms a worker's CPU profile when root passed envWorkerCPUProfile on.
+func startWorkerProfile(log *slog.Logger) (stop func()) {
+	path := os.Getenv(envWorkerCPUProfile)
+	if path == "" {
+		return func() {}
+	}
+	return cpuProfile(log, fmt.Sprintf("%s.%d", path, os.Getuid()))
+}
+
+// workerEnv is what root adds to its workers' environment: the profile envWorkerCPUProfile asks
+// for, and nothing else.
+func workerEnv() []string {
+	if path := os.Getenv(envWorkerCPUProfile); path != "" {
+		return []string{envWorkerCPUProfile + "=" + path}
+	}
+	return nil
 }
 
 // heapProfiles writes a heap profile at each SIGUSR1 while the daemon runs.
@@ -76,9 +99,8 @@ func heapProfiles(log *slog.Logger) (stop func()) {
 	}
 }
 
-// cpuProfile arms the daemon's CPU profile when envCPUProfile asks for one.
-func cpuProfile(log *slog.Logger) (stop func()) {
-	path := os.Getenv(envCPUProfile)
+// cpuProfile arms a CPU profile written to path ("": none) at the first SIGUSR1.
+func cpuProfile(log *slog.Logger, path string) (stop func()) {
 	if path == "" {
 		return func() {}
 	}

@@ -40,7 +40,7 @@ func cmdRun(ctx context.Context, args []string, sio stdio) int {
 	}
 	var d *daemon.Daemon
 	if err == nil {
-		d, err = daemon.New(env, daemon.Options{Logger: log, Level: level, Version: versionString()})
+		d, err = daemon.New(env, daemon.Options{Logger: log, Level: level, Version: versionString(), WorkerEnv: workerEnv()})
 	}
 	if err != nil {
 		log.Error("coworkbridge cannot start", "err", err)
@@ -97,6 +97,7 @@ func runWorker(ctx context.Context, log *slog.Logger) int {
 		log.Error("a worker needs its user's home folder (HOME)", "err", err)
 		return exitFail
 	}
+	defer startWorkerProfile(log)()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := privsep.Work(ctx, conn, privsep.WorkerOptions{Home: home, GOOS: runtime.GOOS, Stderr: log}); err != nil {

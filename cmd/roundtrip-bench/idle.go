@@ -41,8 +41,20 @@ func measureIdle(r idleRun) error {
 		return err
 	}
 	var env []string
+	workers := ""
 	if r.profile != "" {
 		env = append(env, "COWORKBRIDGE_CPUPROFILE="+r.profile)
+	}
+	if r.profile != "" && r.users > 0 {
+		// Each worker writes its own, as its user: a folder every user may write in.
+		workers = r.profile + ".workers"
+		if err := os.MkdirAll(workers, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chmod(workers, 0o1777); err != nil {
+			return err
+		}
+		env = append(env, "COWORKBRIDGE_WORKER_CPUPROFILE="+filepath.Join(workers, "worker"))
 	}
 	started := time.Now()
 	d, sessions, cleanup, err := startIdle(tmp, r, env)
@@ -62,6 +74,12 @@ func measureIdle(r idleRun) error {
 	d.settle(time.Duration(sessions) * 10 * time.Millisecond)
 	if r.profile != "" {
 		d.Process().Process.Signal(syscall.SIGUSR1) // a development build's CPU profile starts here
+		if workers != "" {
+			for _, pid := range children(d.PID()) {
+				syscall.Kill(pid, syscall.SIGUSR1) // and each worker's
+			}
+			defer fmt.Printf("  the workers' CPU profiles (written as they stop): %s/worker.<uid>; all together: go tool pprof -top %s %s/worker.*\n", workers, r.bin, workers)
+		}
 	}
 	cpu0, wcpu0, t0 := d.cpu(), childrenCPU(d.PID()), time.Now()
 	time.Sleep(r.window)

@@ -49,7 +49,7 @@ func main() {
 	floor := flag.Bool("floor", false, "also measure the floor: the same hooks answered by a Go process that only watches, reads and renames (see floor.go)")
 	serve := flag.String("floor-serve", "", "internal: run as the floor (host or vm), the folders to serve on stdin")
 	flood := flag.Int("flood", 0, "forged spool lines a second that one more session (not called) appends while each measurement runs, as a hostile agent flooding its own spool; 0: none")
-	idle := flag.Duration("idle", 0, "instead, measure idle sessions over this window (at least two rescans: 90s): the daemon's CPU with nothing arriving, per session-second; the sessions are the first of -sessions, or with -users that many throw-away users of -per-user sessions each in system mode (needs root and useradd); -cpuprofile profiles the window")
+	idle := flag.Duration("idle", 0, "instead, measure idle sessions over this window (at least two rescans: 90s): the daemon's CPU with nothing arriving, per session-second; the sessions are the first of -sessions, or with -users that many throw-away users of -per-user sessions each in system mode (needs root and useradd); -cpuprofile profiles the window: root's daemon, and with -users each worker, in FILE.workers/worker.<uid>")
 	perUser := flag.Int("per-user", 1, "with -users: live sessions per user")
 	idleWarm := flag.Duration("idle-warm", rescanPeriod, "with -idle, how long the sessions are left idle before the window opens (at least one rescan): calm sessions rest longer between full looks the longer they stay calm, and reach their longest rest after 28 rescans (15m at the default rescan_interval)")
 	flag.Parse()
