@@ -29,8 +29,9 @@ const envCPUProfile = "COWORKBRIDGE_CPUPROFILE"
 const envHeapProfile = "COWORKBRIDGE_HEAPPROFILE"
 
 // envWorkerCPUProfile names the files a development build's system daemon has its workers
-// write their CPU profiles to: <path>.<uid>, from the worker's first SIGUSR1 to its end
-// (cmd/roundtrip-bench -idle -users -cpuprofile sets it and signals them with root).
+// write their CPU profiles to: <path>.<uid>, from the worker's first SIGUSR1 to its second
+// (cmd/roundtrip-bench -idle -users -cpuprofile sets it, and signals each worker as the window
+// opens and as it closes).
 const envWorkerCPUProfile = "COWORKBRIDGE_WORKER_CPUPROFILE"
 
 // startProfile arms the daemon's CPU profile when envCPUProfile asks for one, and its heap
@@ -99,7 +100,9 @@ func heapProfiles(log *slog.Logger) (stop func()) {
 	}
 }
 
-// cpuProfile arms a CPU profile written to path ("": none) at the first SIGUSR1.
+// cpuProfile arms a CPU profile written to path ("": none), from the first SIGUSR1 to the
+// second or the end, whichever comes first: a window measured ends before the process stops,
+// and what stopping costs is not the window's.
 func cpuProfile(log *slog.Logger, path string) (stop func()) {
 	if path == "" {
 		return func() {}
@@ -108,30 +111,38 @@ func cpuProfile(log *slog.Logger, path string) (stop func()) {
 	signal.Notify(usr1, syscall.SIGUSR1)
 	var mu sync.Mutex
 	var f *os.File
-	go func() {
-		if _, ok := <-usr1; !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		out, err := os.Create(path)
-		if err == nil {
-			err = pprof.StartCPUProfile(out)
-		}
-		if err != nil {
-			log.Warn("cannot write the CPU profile "+envCPUProfile+" asks for", "path", path, "err", err)
-			return
-		}
-		f = out
-	}()
-	return func() {
-		signal.Stop(usr1)
-		close(usr1)
+	end := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if f != nil {
 			pprof.StopCPUProfile()
 			f.Close()
+			f = nil
 		}
+	}
+	go func() {
+		if _, ok := <-usr1; !ok {
+			return
+		}
+		mu.Lock()
+		out, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(out)
+		}
+		if err != nil {
+			mu.Unlock()
+			log.Warn("cannot write the CPU profile asked for", "path", path, "err", err)
+			return
+		}
+		f = out
+		mu.Unlock()
+		if _, ok := <-usr1; ok {
+			end()
+		}
+	}()
+	return func() {
+		signal.Stop(usr1)
+		close(usr1)
+		end()
 	}
 }

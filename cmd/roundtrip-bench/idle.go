@@ -78,12 +78,18 @@ func measureIdle(r idleRun) error {
 			for _, pid := range children(d.PID()) {
 				syscall.Kill(pid, syscall.SIGUSR1) // and each worker's
 			}
-			defer fmt.Printf("  the workers' CPU profiles (written as they stop): %s/worker.<uid>; all together: go tool pprof -top %s %s/worker.*\n", workers, r.bin, workers)
+			defer fmt.Printf("  the workers' CPU profiles over the window: %s/worker.<uid>; all together: go tool pprof -top %s %s/worker.*\n", workers, r.bin, workers)
 		}
 	}
 	cpu0, wcpu0, t0 := d.cpu(), childrenCPU(d.PID()), time.Now()
 	time.Sleep(r.window)
 	cpu, wcpu, wall := d.cpu()-cpu0, childrenCPU(d.PID())-wcpu0, time.Since(t0)
+	if r.profile != "" {
+		d.Process().Process.Signal(syscall.SIGUSR1) // the profile ends with the window, not at the stop
+		for _, pid := range children(d.PID()) {
+			syscall.Kill(pid, syscall.SIGUSR1) // and each worker's
+		}
+	}
 	total := cpu + wcpu
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
 	fmt.Printf("%d idle sessions (%s), hooked in %v, measured over %v after %v idle:\n", sessions, r.kind(), ready.Round(time.Second), wall.Round(time.Second), max(r.warm, rescanPeriod).Round(time.Second))
