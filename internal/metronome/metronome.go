@@ -26,10 +26,10 @@ func New() *Metronome { return &Metronome{start: time.Now()} }
 
 // Spread returns a Metronome whose beat started at a random moment of the last minute. Processes
 // started together (root starts every user's worker at once) would otherwise beat together: a
-// hundred workers waking in the same instant on two cores each stayed busy, and so kept the Go
-// runtime's monitor thread polling, for as long as the whole herd took, and an idle hundred
-// users cost a third more than with no beat at all. A ticker's first tick may then come sooner
-// than its period.
+// hundred workers waking in the same instant on two cores each stay busy, and so keep the Go
+// runtime's monitor thread polling, for as long as the whole herd takes (in the one run of it,
+// a hundred idle users cost a third more than with no beat at all). A ticker's first tick may
+// then come sooner than its period.
 func Spread() *Metronome {
 	return &Metronome{start: time.Now().Add(-rand.N(time.Minute))}
 }
