@@ -397,10 +397,26 @@ func (in *Injector) scanOnce(full bool) {
 		in.newSession(p)
 	}
 	report := health.ScanReport{Roots: in.cfg.SessionsRoots, Sessions: len(sc.Sessions), MissingRoots: sc.MissingRoots, Unrecognised: sc.Unrecognised, Truncated: sc.Truncated}
+	rootOwned := in.rootsOwned(sc.MissingRoots)
 	seen := make(map[string]bool, len(sc.Sessions))
 	for _, f := range sc.Sessions {
 		if now.Sub(f.ModTime) > in.opts.LiveWindow {
 			continue // an old session; it comes back to life through its metadata or folder events
+		}
+		t, known := in.live[f.Dir]
+		if full && known && rootOwned[f.Root] && t.cadence.Pass() {
+			// Calm, and resting (package cadence): its watches and settings are as the last full
+			// look left them. Stamping every session's settings and configuration folders and
+			// walking its folders for watches at each rescan was a third of what an idle daemon
+			// spent; the watches report any change, and the rescan at the end of the rest is the
+			// net for what they missed. Its ownership needs no look of its own either (with
+			// 10,000 sessions, one at every rescan was a twelfth of what the workers spent): a
+			// link below its root is seen by the listing, which follows none, and only root can
+			// give a folder to another user; a link planted above the root is what rootOwned
+			// looked for.
+			seen[f.Dir] = true
+			report.Live++
+			continue
 		}
 		if err := in.owned(f.Dir); err != nil {
 			report.Unrecognised = append(report.Unrecognised, f.Dir+" ("+err.Error()+")")
@@ -408,15 +424,6 @@ func (in *Injector) scanOnce(full bool) {
 		}
 		seen[f.Dir] = true
 		report.Live++
-		t, known := in.live[f.Dir]
-		if full && known && t.cadence.Pass() {
-			// Calm, and resting (package cadence): its watches and settings are as the last full
-			// look left them. Stamping every session's settings and configuration folders and
-			// walking its folders for watches at each rescan was a third of what an idle daemon
-			// spent; the watches report any change, and the rescan at the end of the rest is the
-			// net for what they missed.
-			continue
-		}
 		whole := in.watchSessionTree(f.Dir, full || !known)
 		if !whole {
 			report.WatchLimited++
@@ -848,6 +855,17 @@ func (in *Injector) owned(dir string) error {
 		return in.ownedPass(dir)
 	}
 	return in.opts.Owned()(dir)
+}
+
+// rootsOwned says which sessions roots the ownership check finds real folders of the user's,
+// every folder down to them from the home: a session below one that is not is asked about in
+// its own right at every rescan, calm or not, and refused.
+func (in *Injector) rootsOwned(missing []string) map[string]bool {
+	owned := make(map[string]bool, len(in.cfg.SessionsRoots))
+	for _, r := range in.cfg.SessionsRoots {
+		owned[r] = !slices.Contains(missing, r) && in.owned(r) == nil
+	}
+	return owned
 }
 
 // flushPending looks again at the sessions held back; ensure holds again those still waiting.

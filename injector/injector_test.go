@@ -3,9 +3,11 @@ package injector
 import (
 	"context"
 	"errors"
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -297,8 +299,8 @@ func TestEachRescanTakesOneOwnershipCheckAndHooksNoSessionItRefuses(t *testing.T
 	in.rescan(true) // the first adds watches, and so looks twice
 	checks, asked = 0, 0
 	in.rescan(true)
-	if checks != 1 || asked != len(dirs) {
-		t.Errorf("a rescan took %d checks and asked %d times; want one check asked of each of the %d sessions", checks, asked, len(dirs))
+	if checks != 1 || asked != 1+len(dirs) {
+		t.Errorf("a rescan took %d checks and asked %d times; want one check asked of the root and each of the %d sessions", checks, asked, len(dirs))
 	}
 	in.rescan(true)
 	if checks != 2 {
@@ -309,5 +311,65 @@ func TestEachRescanTakesOneOwnershipCheckAndHooksNoSessionItRefuses(t *testing.T
 	}
 	if strings.Contains(settingsOf(dirs[1]), hookentry.Marker) {
 		t.Error("a session the ownership check refused was hooked")
+	}
+}
+
+// A calm session a full rescan passes over is not asked about in its own right: its last full
+// look asked, a link below its root is seen by the listing (which follows none), and only root
+// can give its folder to another user. The pass asks about the path down to its root instead,
+// once; the look that ends the session's rest asks about the session. Once a link is planted
+// above the root (the check refuses the root), every session below it is asked, and refused,
+// at the next rescan, resting or not.
+func TestACalmSessionsOwnershipIsAskedAtItsFullLooksAndItsRootsAtEveryRescan(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	dir := makeSession(t, root, "local_calm", "{}")
+	if err := os.MkdirAll(filepath.Join(dir, ".claude", "skills"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	aliased := false
+	owned := func() func(string) error {
+		return func(d string) error {
+			asked = append(asked, d)
+			if aliased {
+				return errors.New("a link above it leads to another user's folders")
+			}
+			return nil
+		}
+	}
+	rec := newRecorder()
+	in, err := New(testConfig(root, managedconfig.Observe), Options{Owned: owned, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.w = fswatch.NewFake()
+	in.rescan(true) // hooks it
+	in.rescan(true) // finds it calm
+	for i := 1; i < cadence.FirstRest; i++ {
+		asked = nil
+		in.rescan(true)
+		if !slices.Equal(asked, []string{root}) {
+			t.Errorf("a rescan passing over a calm session asked about %q; want its root alone", asked)
+		}
+	}
+	asked = nil
+	in.rescan(true) // the end of its rest
+	if !slices.Equal(asked, []string{root, dir}) {
+		t.Errorf("the full look ending a calm session's rest asked about %q; want its root and the session", asked)
+	}
+	in.rescan(true) // calm again, resting
+	if !in.live[dir].cadence.Resting() {
+		t.Fatal("setup: the session is not resting")
+	}
+	aliased, asked = true, nil
+	in.rescan(true)
+	if !slices.Contains(asked, dir) {
+		t.Errorf("with its root refused, the rescan asked about %q; want the resting session too", asked)
+	}
+	if in.live[dir] != nil {
+		t.Error("a resting session below a root the check refused is still tracked")
+	}
+	if got := rec.scans[len(rec.scans)-1].Unrecognised; !slices.ContainsFunc(got, func(u string) bool { return strings.HasPrefix(u, dir) }) {
+		t.Errorf("the refused session is not reported: unrecognised %q", got)
 	}
 }
