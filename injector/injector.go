@@ -369,9 +369,11 @@ func (in *Injector) scanOnce(full bool) {
 	if full {
 		in.takeWoken()
 		// A folder's watch goes with it, and its event takes it out of the table; the prune is
-		// for events lost, and a look at every watched folder each rescan was a tenth of what
-		// idle sessions cost.
-		if in.fulls%cadence.FirstRest == 0 {
+		// for events lost (a lost event prunes at the next rescan), and for folders whose path
+		// changed above them. A look at every watched folder each rescan was a tenth of what
+		// idle sessions cost, and at every fourth still a thirtieth with 10,000 sessions: it
+		// runs as often as a calm session's longest rest.
+		if in.fulls%cadence.MaxRest == 0 {
 			in.pruneWatches()
 		}
 		in.fulls++

@@ -290,3 +290,32 @@ func TestACalmSessionRemovedUnseenIsForgottenByTheNextRescan(t *testing.T) {
 		t.Error("a calm session removed unseen is still followed after a full rescan")
 	}
 }
+
+// A watched folder gone without its event (events lost, or its path changed above it) leaves
+// the table of watches by the longest rest's full rescans, or at once after the watcher says it
+// lost events.
+func TestAWatchedFolderGoneUntoldLeavesTheTableWithinTheLongestRest(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		in, dir, _ := calmSessionRecorded(t, "none")
+		skills := filepath.Join(dir, ".claude", "skills")
+		if !in.watched[skills] {
+			t.Fatal("setup: the skills folder is not watched")
+		}
+		if err := os.Remove(skills); err != nil { // untold: the fake watcher reports nothing
+			t.Fatal(err)
+		}
+		if lost {
+			in.eventsLost(errors.New("queue overflow"))
+			if in.watched[skills] {
+				t.Error("a folder gone untold is still in the table after the watcher lost events")
+			}
+			continue
+		}
+		for range cadence.MaxRest {
+			in.rescan(true)
+		}
+		if in.watched[skills] {
+			t.Errorf("a folder gone untold is still in the table after %d full rescans", cadence.MaxRest)
+		}
+	}
+}
