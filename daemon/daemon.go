@@ -32,6 +32,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/dropin"
 	"github.com/coworkbridge/coworkbridge/health"
 	"github.com/coworkbridge/coworkbridge/hosthook"
+	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -283,7 +284,7 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable,
 		users: sharedListing(opts.Users, time.Second), workerEnv: opts.WorkerEnv}
 	if env.System {
-		d.callers = &hosthook.Callers{Env: env, Paths: paths, View: d.hostView}
+		d.callers = &hosthook.Callers{Env: env, Paths: paths, View: d.hostView, MaxRequest: hostsocket.MaxRequest}
 	}
 	// Today's counts go on across a restart: the last health.json holds them.
 	if prev, err := health.ReadSnapshot(paths.HealthFile()); err == nil {

@@ -129,7 +129,7 @@ func (h *hostCalls) call(ctx context.Context, p hostsocket.Peer, r hostsocket.Re
 	if r.Oversized > 0 {
 		answer = h.callers.Oversized
 	}
-	out, rec, err := answer(ctx, p.UID, r, serving, started)
+	out, rec, err := answer(ctx, p.UID, hosthook.Request{Payload: r.Payload, ConfigDir: r.ConfigDir, HostSession: r.HostSession}, serving, started)
 	if err != nil {
 		a.Error = err.Error()
 		return a

@@ -11,7 +11,6 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/internal/realpath"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -35,6 +34,8 @@ type Callers struct {
 	// Judgement.View): where the Mac's links take its paths as the user, so that root follows no
 	// link of a user's itself, and the quarantine and flow of its session (id "": none).
 	View func(uid uint32, p claudehook.Payload, session string) View
+	// MaxRequest is the most a request may hold, for the reason Oversized gives.
+	MaxRequest int64
 	// Lookup names a uid (nil: the system's user database).
 	Lookup func(uid uint32) (*user.User, error)
 
@@ -64,7 +65,7 @@ const identitiesFor = 10 * time.Second
 
 // Answer judges the call r of the caller uid and returns what its hook prints and the record to
 // write (nil: the session's own hook reports the call, so nothing is recorded here).
-func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, sv Serving, started time.Time) (out []byte, rec *telemetry.Record, err error) {
+func (c *Callers) Answer(ctx context.Context, uid uint32, r Request, sv Serving, started time.Time) (out []byte, rec *telemetry.Record, err error) {
 	cl, err := c.callerOf(uid, sv)
 	if err != nil {
 		return nil, nil, err
@@ -93,15 +94,15 @@ func (c *Callers) Answer(ctx context.Context, uid uint32, r hostsocket.Request, 
 	return out, rec, nil
 }
 
-// Oversized refuses the call r of the caller uid, larger than the socket takes and left
-// unread (r.Oversized says how much was read): denied in enforce, and recorded under the caller.
-func (c *Callers) Oversized(_ context.Context, uid uint32, r hostsocket.Request, sv Serving, started time.Time) ([]byte, *telemetry.Record, error) {
+// Oversized refuses a call of the caller uid larger than the socket takes (MaxRequest), left
+// unread: denied in enforce, and recorded under the caller.
+func (c *Callers) Oversized(_ context.Context, uid uint32, _ Request, sv Serving, started time.Time) ([]byte, *telemetry.Record, error) {
 	cl, err := c.callerOf(uid, sv)
 	if err != nil {
 		return nil, nil, err
 	}
 	call := judgement.Call{Door: judgement.Socket, RID: newRID(), Waiting: true, User: cl.name, Host: sv.Stamp.Host, RecordUser: true, Started: started}
-	reason := fmt.Sprintf("this tool call was blocked because its data (more than %d bytes) is larger than coworkbridge takes from a hook; it was not read", hostsocket.MaxRequest)
+	reason := fmt.Sprintf("this tool call was blocked because its data (more than %d bytes) is larger than coworkbridge takes from a hook; it was not read", c.MaxRequest)
 	o := cl.judge.Refuse(call, ruleid.Oversized, reason)
 	rec := o.Record
 	rec.User = cl.name

@@ -13,7 +13,6 @@ import (
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
 	"github.com/coworkbridge/coworkbridge/hookentry"
-	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/judgement/judgementtest"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
@@ -46,7 +45,7 @@ func TestAFailingEngineAtTheSocketIsADenyAndARecord(t *testing.T) {
 			cfg := sv.Snap.Config
 			c := &Callers{Env: managedconfig.Env{GOOS: "linux"}, users: map[uint32]*caller{7: {hash: sv.Snap.ShortHash(), name: "ada",
 				home: t.TempDir(), cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: e.Rules, Budget: 20 * time.Millisecond}}}}
-			req := hostsocket.Request{Kind: hostsocket.KindCall, Payload: json.RawMessage(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_ls"}`)}
+			req := Request{Payload: json.RawMessage(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_ls"}`)}
 			out, rec, err := c.Answer(context.Background(), 7, req, sv, time.Now())
 			if a, perr := claudehook.ParseOutput(out); err != nil || perr != nil || a.Decision != claudehook.Deny {
 				t.Fatalf("answer %q (%v, %v), want a deny", out, err, perr)
@@ -98,7 +97,7 @@ func TestTheSocketAsksOnlyTheCallersWorkerAndNoUserFileMakesItStandAside(t *test
 		},
 		users: map[uint32]*caller{uid: {hash: sv.Snap.ShortHash(), name: "eve", home: home, cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: cls}}}}
 	for _, configDir := range []string{own, filepath.Join(root, "a", "o", "local_victim", ".claude"), ""} {
-		req := hostsocket.Request{Kind: hostsocket.KindCall, ConfigDir: configDir,
+		req := Request{ConfigDir: configDir,
 			Payload: json.RawMessage(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}`)}
 		_, rec, err := c.Answer(context.Background(), uid, req, sv, time.Now())
 		if err != nil || rec == nil {
@@ -158,7 +157,7 @@ func TestTheSocketJudgesWithWhatTheWorkerSeesInOneQuestion(t *testing.T) {
 					return v
 				},
 				users: map[uint32]*caller{uid: {hash: sv.Snap.ShortHash(), name: "eve", home: home, cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: cls}}}}
-			req := hostsocket.Request{Kind: hostsocket.KindCall, ConfigDir: own,
+			req := Request{ConfigDir: own,
 				Payload: json.RawMessage(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}`)}
 			out, rec, err := c.Answer(context.Background(), uid, req, sv, time.Now())
 			if err != nil || rec == nil {

@@ -54,6 +54,26 @@ type Options struct {
 	Version string
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// AskDaemon hands a call to the system-mode daemon listening at socket and returns its
+	// answer (AnswerSystem; cmd/coworkbridge gives it over package hostsocket). It is a function
+	// here so that the per-user hook, a process started on every tool call, links no network
+	// code. nil: the daemon cannot be reached.
+	AskDaemon func(socket string, r Request, deadline time.Time) (DaemonAnswer, error)
+}
+
+// Request is a host call as the system-mode daemon takes it: the hook's payload, and the two
+// variables of the caller's environment that name its session.
+type Request struct {
+	Payload     []byte
+	ConfigDir   string // CLAUDE_CONFIG_DIR
+	HostSession string // CLAUDE_CODE_HOST_SESSION_ID
+}
+
+// DaemonAnswer is the system-mode daemon's answer to a Request: coworkbridge is off, or what
+// the hook prints.
+type DaemonAnswer struct {
+	Off    bool
+	Output []byte
 }
 
 func (o Options) withDefaults() Options {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
-	"github.com/coworkbridge/coworkbridge/hostsocket"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/telemetry"
@@ -49,7 +48,10 @@ func AnswerSystem(in io.Reader, opts Options) (out []byte) {
 		// The settings file is the user's to rewrite, so this runs as the user, here.
 		return alone(env, system, opts, started, data, "")
 	}
-	a, err := hostsocket.Call(system.Socket, hostsocket.Request{Kind: hostsocket.KindCall, Payload: data,
+	if opts.AskDaemon == nil {
+		return alone(env, system, opts, started, data, "this program cannot reach the daemon")
+	}
+	a, err := opts.AskDaemon(system.Socket, Request{Payload: data,
 		ConfigDir: getenv(env, "CLAUDE_CONFIG_DIR"), HostSession: getenv(env, "CLAUDE_CODE_HOST_SESSION_ID")},
 		started.Add(SystemWait))
 	if err == nil {

@@ -48,7 +48,7 @@ func TestASystemHookPrintsTheDaemonsAnswerAndSaysWhichSessionItIs(t *testing.T) 
 	deny := json.RawMessage(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"from the daemon"}}`)
 	h := fixed{a: hostsocket.Answer{V: 1, Output: deny}, reqs: make(chan hostsocket.Request, 1)}
 	sock := m.serve(t, h)
-	opts := m.options(true, managedconfig.EnvSocket, sock, "CLAUDE_CONFIG_DIR", "/s/local_x/.claude", "CLAUDE_CODE_HOST_SESSION_ID", "local_x")
+	opts := m.systemOptions(managedconfig.EnvSocket, sock, "CLAUDE_CONFIG_DIR", "/s/local_x/.claude", "CLAUDE_CODE_HOST_SESSION_ID", "local_x")
 	out := AnswerSystem(strings.NewReader(bashPayload), opts)
 	if string(out) != string(deny) {
 		t.Fatalf("printed %s, want the daemon's answer", out)
@@ -77,7 +77,7 @@ func TestASystemHookWithoutItsDaemon(t *testing.T) {
 			if err := os.MkdirAll(drops, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			opts := m.options(true, managedconfig.EnvSocket, filepath.Join(m.home, "run", "none.sock"),
+			opts := m.systemOptions(managedconfig.EnvSocket, filepath.Join(m.home, "run", "none.sock"),
 				managedconfig.EnvStateDir, filepath.Join(m.home, "system", "state"))
 			out := AnswerSystem(strings.NewReader(bashPayload), opts)
 			if got := answer(out); got != c.wantDecision {
@@ -108,7 +108,7 @@ func TestASystemHookDeniesInEnforceWhenTheDaemonIsTooSlow(t *testing.T) {
 	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
 	h := fixed{a: hostsocket.Answer{V: 1}, reqs: make(chan hostsocket.Request)} // never taken: Serve blocks
 	sock := m.serve(t, h)
-	opts := m.options(true, managedconfig.EnvSocket, sock)
+	opts := m.systemOptions(managedconfig.EnvSocket, sock)
 	now := time.Now()
 	opts.Now = func() time.Time { return now.Add(-SystemWait + 200*time.Millisecond) } // the deadline is near
 	out := AnswerSystem(strings.NewReader(bashPayload), opts)
@@ -132,7 +132,7 @@ func TestASystemHookWithoutItsDaemonDeniesWhenItCannotReadTheConfiguration(t *te
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"observe"}`)
-			opts := m.options(true, managedconfig.EnvSocket, filepath.Join(m.home, "run", "none.sock"),
+			opts := m.systemOptions(managedconfig.EnvSocket, filepath.Join(m.home, "run", "none.sock"),
 				managedconfig.EnvStateDir, filepath.Join(m.home, "system", "state"), managedconfig.EnvManagedConfig, c.path(m))
 			out := AnswerSystem(strings.NewReader(bashPayload), opts)
 			if answer(out) != "deny" || !strings.Contains(string(out), "daemon could not judge") {
@@ -140,4 +140,27 @@ func TestASystemHookWithoutItsDaemonDeniesWhenItCannotReadTheConfiguration(t *te
 			}
 		})
 	}
+}
+
+// A system hook given no way to reach the daemon (AskDaemon nil) judges as it does when the
+// daemon cannot be reached: denied in enforce, and the deny says why.
+func TestASystemHookWithNoWayToTheDaemonJudgesAsWithoutIt(t *testing.T) {
+	m := newMac(t, `{"version":1,"cowork_enabled":true,"mode":"enforce"}`)
+	opts := m.options(true, managedconfig.EnvStateDir, filepath.Join(m.home, "system", "state"))
+	out := AnswerSystem(strings.NewReader(bashPayload), opts)
+	if answer(out) != "deny" || !strings.Contains(string(out), "cannot reach the daemon") {
+		t.Fatalf("printed %s, want a deny that says why", out)
+	}
+}
+
+// systemOptions are the options of a system-mode hook that reaches the daemon over the socket,
+// as cmd/coworkbridge's does.
+func (m *mac) systemOptions(extra ...string) Options {
+	opts := m.options(true, extra...)
+	opts.AskDaemon = func(socket string, r Request, deadline time.Time) (DaemonAnswer, error) {
+		a, err := hostsocket.Call(socket, hostsocket.Request{Kind: hostsocket.KindCall, Payload: r.Payload,
+			ConfigDir: r.ConfigDir, HostSession: r.HostSession}, deadline)
+		return DaemonAnswer{Off: a.Off, Output: a.Output}, err
+	}
+	return opts
 }

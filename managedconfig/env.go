@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/coworkbridge/coworkbridge/hostsocket"
 )
 
 // Environment variables that override the configuration. They exist for tests and development;
@@ -233,9 +232,9 @@ func (e Env) userPaths() Paths {
 func (e Env) systemPaths() Paths {
 	if e.GOOS == "darwin" {
 		return Paths{StateDir: "/Library/Application Support/CoworkBridge/state", LogDir: "/Library/Logs/CoworkBridge",
-			Socket: hostsocket.DefaultPath(e.GOOS)}
+			Socket: "/var/run/coworkbridge/hook.sock"}
 	}
-	return Paths{StateDir: "/var/lib/coworkbridge/state", LogDir: "/var/log/coworkbridge", Socket: hostsocket.DefaultPath(e.GOOS)}
+	return Paths{StateDir: "/var/lib/coworkbridge/state", LogDir: "/var/log/coworkbridge", Socket: "/run/coworkbridge/hook.sock"}
 }
 
 // WorkerStateDir is where a system-mode worker of the user whose home is home (on goos) keeps its

@@ -2,6 +2,8 @@ package managedconfig
 
 import (
 	"testing"
+
+	"github.com/coworkbridge/coworkbridge/hostsocket"
 )
 
 // The map follows the folders the file and the platform name: a decision log moved elsewhere,
@@ -78,6 +80,21 @@ func TestEachOfOurProgramsProtectsTheOthersBesideIt(t *testing.T) {
 			if _, ok := owners[p]; ok {
 				t.Errorf("run as %s: %s is on the map", tc.exe, p)
 			}
+		}
+	}
+}
+
+// The system daemon listens where its Paths say, and coworkbridge-hook, which links no
+// configuration, connects where hostsocket.DefaultPath says: the two must be one place on every
+// platform.
+func TestTheSystemSocketIsWhereTheSystemHookConnects(t *testing.T) {
+	for _, goos := range []string{"darwin", "linux"} {
+		p, err := Env{GOOS: goos, System: true, Getenv: func(string) string { return "" }}.Paths()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := hostsocket.DefaultPath(goos); p.Socket != want {
+			t.Errorf("%s: the daemon's socket is %s, the system hook connects to %s", goos, p.Socket, want)
 		}
 	}
 }

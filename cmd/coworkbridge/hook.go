@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/hosthook"
+	"github.com/coworkbridge/coworkbridge/hostsocket"
 )
 
 // cmdHook is an ordinary Claude Code PreToolUse command hook for sessions that run on the Mac
@@ -24,11 +25,18 @@ func cmdHook(_ context.Context, args []string, sio stdio) int {
 	opts := hosthook.Options{DevOverrides: sio.devOverrides, Version: versionString(), Now: time.Now}
 	answer := hosthook.Answer
 	if *system {
-		answer = hosthook.AnswerSystem
+		answer, opts.AskDaemon = hosthook.AnswerSystem, askDaemon
 	}
 	out := answer(sio.in, opts)
 	if len(out) > 0 {
 		sio.out.Write(out)
 	}
 	return exitOK
+}
+
+// askDaemon hands a call to the system-mode daemon over its socket (hosthook.Options.AskDaemon).
+func askDaemon(socket string, r hosthook.Request, deadline time.Time) (hosthook.DaemonAnswer, error) {
+	a, err := hostsocket.Call(socket, hostsocket.Request{Kind: hostsocket.KindCall, Payload: r.Payload,
+		ConfigDir: r.ConfigDir, HostSession: r.HostSession}, deadline)
+	return hosthook.DaemonAnswer{Off: a.Off, Output: a.Output}, err
 }
