@@ -36,6 +36,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/injector"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
+	"github.com/coworkbridge/coworkbridge/managedconfig/watch"
 	"github.com/coworkbridge/coworkbridge/policy"
 	"github.com/coworkbridge/coworkbridge/privsep"
 	"github.com/coworkbridge/coworkbridge/session"
@@ -81,6 +82,8 @@ type Daemon struct {
 	env     managedconfig.Env
 	paths   managedconfig.Paths
 	loader  *managedconfig.Loader
+	// configWatch delivers the loader's configuration again as it changes.
+	configWatch *watch.Watch
 	// current is the configuration in force; only Run's goroutine touches it.
 	current managedconfig.Snapshot
 	// guard is the running session machinery, nil while coworkbridge is off.
@@ -162,7 +165,7 @@ func (d *Daemon) recordHead() *health.RecordHead {
 // watches counts every folder the daemon watches now: the guard's (its workers', as they last
 // said) and the config watcher's.
 func (d *Daemon) watches() int {
-	n := d.loader.Watches()
+	n := d.configWatch.Watches()
 	switch g := d.watching.Load(); {
 	case g == nil:
 	case g.workers != nil:
@@ -283,6 +286,7 @@ func New(env managedconfig.Env, opts Options) (*Daemon, error) {
 		loader: managedconfig.NewDaemonLoader(env, paths), health: health.New(opts.Now), offsets: offsets,
 		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), dropDir: opts.DropInDir, exe: opts.Executable,
 		users: sharedListing(opts.Users, time.Second), workerEnv: opts.WorkerEnv}
+	d.configWatch = watch.New(d.loader)
 	if env.System {
 		d.callers = &hosthook.Callers{Env: env, Paths: paths, View: d.hostView, MaxRequest: hostsocket.MaxRequest}
 	}
@@ -354,9 +358,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var importSoon <-chan time.Time
 	changes := make(chan managedconfig.Snapshot)
 	watchDone := make(chan error, 1)
-	opts := managedconfig.WatchOptions{Poll: d.current.Config.RescanInterval, Beat: d.metro, Logger: d.log}
+	opts := watch.Options{Poll: d.current.Config.RescanInterval, Beat: d.metro, Logger: d.log}
 	go func() {
-		watchDone <- d.loader.Watch(ctx, d.current, opts, func(s managedconfig.Snapshot) {
+		watchDone <- d.configWatch.Run(ctx, d.current, opts, func(s managedconfig.Snapshot) {
 			select {
 			case changes <- s:
 			case <-ctx.Done():

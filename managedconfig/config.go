@@ -1,10 +1,10 @@
 // Package managedconfig finds, parses and validates managed.json, the file an organisation's MDM
-// delivers to switch coworkbridge on and choose its mode and policy. It supplies the defaults, keeps
-// a last-known-good copy so that a broken file never relaxes enforcement, and watches the file for
-// changes.
+// delivers to switch coworkbridge on and choose its mode and policy. It supplies the defaults, and
+// keeps a last-known-good copy so that a broken file never relaxes enforcement.
 //
 // It does not interpret the policy: the policy fields are only checked for shape here and are given
-// meaning by the classifier. It does not touch sessions.
+// meaning by the classifier. It does not touch sessions, and it does not watch the file (package
+// managedconfig/watch does, for the daemon: the host hook, which reads it, links no watcher).
 package managedconfig
 
 import (

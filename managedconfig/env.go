@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-
 )
 
 // Environment variables that override the configuration. They exist for tests and development;

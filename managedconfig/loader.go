@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/google/renameio/v2"
@@ -86,8 +85,6 @@ type Loader struct {
 	paths Paths
 	// keep: this loader is the daemon's, the one writer of the last-good copy.
 	keep bool
-	// watches: folders Watch watches now.
-	watches atomic.Int64
 }
 
 // NewLoader returns a Loader that only reads: the configuration, and when it is invalid the
@@ -96,6 +93,9 @@ type Loader struct {
 func NewLoader(env Env, paths Paths) *Loader {
 	return &Loader{env: env, paths: paths}
 }
+
+// Candidates lists the places Load looks for the configuration, in order (Env.ConfigCandidates).
+func (l *Loader) Candidates() []string { return l.env.ConfigCandidates() }
 
 // NewDaemonLoader returns the daemon's Loader, which also keeps the last-good copy current.
 func NewDaemonLoader(env Env, paths Paths) *Loader {
