@@ -228,6 +228,10 @@ type entry struct {
 	tdirs         map[string]bool
 	// watchedStamps are the folders of ours watched, as they were when each watch was added.
 	watchedStamps map[string]session.Stamp
+	// watching serialises watch: Track's call may have taken the watcher Run was about to
+	// replace, and its failures, noted after Run's own call had succeeded, left the session
+	// taken for unwatched (never calm) for good.
+	watching sync.Mutex
 	// cadence: the last housekeeping pass found the session Quiet with every folder of ours
 	// watched (calm), and nothing has asked for a pass of it since; it says which rescans pass it
 	// over. stirred: something asked for a pass since the running or last housekeeping pass began.

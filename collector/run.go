@@ -129,8 +129,10 @@ func (c *Collector) leaseForLocked(now time.Time, rests int) time.Time {
 // on a reused inode, has another change time), and still watched: it is not walked and added
 // again, which was a sixth of what an idle session cost at each rescan.
 func (c *Collector) watch(e *entry) {
+	e.watching.Lock()
+	defer e.watching.Unlock()
 	c.mu.Lock()
-	w := c.w
+	w := c.w // taken under e.watching: a call after Run's own sees the watcher Run set
 	c.mu.Unlock()
 	if e.chBridge != "" && !c.stillWatched(e, e.chBridge) {
 		err := w.Add(e.chBridge) // our own state: nothing in it is planted
