@@ -248,3 +248,90 @@ func TestAHookInTheVMCannotSeeTheHostChannelAndUsesTheSessionFolder(t *testing.T
 		t.Errorf("%d spool lines, want 1", len(envs))
 	}
 }
+
+// A process beside the hook (the VM loop) can read a waiting hook's request id in the session and
+// make the hook's claim file first. The hook that finds its claim taken must not end silently,
+// which Claude Code takes for no objection: the daemon's deny, or the hook's own at its timeout,
+// must not turn into a call let through. It exits 2, which blocks the call whether or not the CLI
+// knows onFailure, under every shell /bin/sh may be.
+func TestAClaimPlantedBesideTheHookNeverEndsItSilently(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		answer, link bool
+	}{
+		{"the daemon denies", true, false},
+		{"no answer comes", false, false},
+		{"a dangling link at the claim", true, true},
+	} {
+		for _, sh := range shells(t) {
+			t.Run(tc.name+"/"+sh.name, func(t *testing.T) {
+				t.Parallel()
+				dir := filepath.Join(t.TempDir(), ".claude")
+				setAlive(t, dir, time.Now().Add(time.Hour))
+				var mu sync.Mutex
+				var planted []string
+				t.Cleanup(func() { // last: after the helpers below have stopped
+					mu.Lock()
+					defer mu.Unlock()
+					for _, p := range planted {
+						os.Remove(p)
+					}
+				})
+				plant := func(e envelope) {
+					mu.Lock()
+					defer mu.Unlock()
+					p := claimPath(e.RID)
+					if slices.Contains(planted, p) {
+						return
+					}
+					err := os.WriteFile(p, nil, 0o600)
+					if tc.link {
+						err = os.Symlink(filepath.Join(t.TempDir(), "nothing"), p)
+					}
+					if err == nil {
+						planted = append(planted, p)
+					}
+				}
+				if tc.answer {
+					fakeDaemon(t, dir, func(e envelope) []byte {
+						plant(e)
+						return []byte(denyJSON + "\n")
+					})
+				} else {
+					background(t, time.Millisecond, func() {
+						for _, e := range spoolLinesNow(dir) {
+							plant(e)
+						}
+					})
+				}
+				// The body under each shell /bin/sh may be (the command starts over with /bin/sh).
+				body, err := scriptBody(ScriptParams{Mode: managedconfig.Enforce, DecisionTimeout: time.Second, MaxLineBytes: 4 << 20}, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := runHookEnv(t, sh, body, []string{"CLAUDE_CONFIG_DIR=" + dir, "PATH=/usr/bin:/bin", "LC_ALL=C"}, []byte(payload))
+				if res.code != 2 {
+					t.Errorf("code %d, stdout %q: want 2, a block in every release", res.code, res.stdout)
+				}
+			})
+		}
+	}
+}
+
+// claimPath is where the enforce script and its watchdog claim the answer to request rid: the
+// script runs under env -i, so TMPDIR is never set for it.
+func claimPath(rid string) string { return filepath.Join("/tmp", ".coworkbridge-"+rid) }
+
+// spoolLinesNow reads the envelopes in the session's spool as they are, for a helper running
+// beside a hook (spoolLines fails the test on a line half written).
+func spoolLinesNow(configDir string) []envelope {
+	data, _ := os.ReadFile(filepath.Join(configDir, "coworkbridge", "events.jsonl"))
+	var envs []envelope
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var e envelope
+		if json.Unmarshal(line, &e) == nil && e.RID != "" {
+			envs = append(envs, e)
+		}
+	}
+	return envs
+}

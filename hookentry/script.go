@@ -18,7 +18,7 @@ const Marker = "coworkbridge-hook"
 
 // ScriptVersion changes whenever the scripts' behaviour changes, so that entries written by an
 // older daemon are recognisably stale even with the same settings.
-const ScriptVersion = 5
+const ScriptVersion = 6
 
 // ScriptParams are the values a hook script is generated from.
 type ScriptParams struct {
@@ -196,17 +196,27 @@ exit 0
 // time it runs to), with test's -nt, which every shell the hook meets has (dash, bash, zsh,
 // busybox) though POSIX leaves it out. In a host channel the daemon may have taken the event file
 // already: one gone is one the daemon took, so its absence vouches as the lease would.
+//
+// The script and its watchdog answer through a claim: whichever makes the claim file first
+// answers. The claim is made with printf, a regular built-in, so that a claim lost is a status,
+// not the end of the shell: a redirection that fails on a special built-in such as ":" ends a
+// POSIX shell, with status 2 in dash but 1 in bash, busybox and zsh as sh, and a CLI without
+// onFailure "block" lets a call through a hook that exits 1. The script that finds the claim taken stops the watchdog and exits
+// 2, which blocks the call in every release: the watchdog may have been stopped between its claim
+// and its answer, and the claim file may be a plant (in the VM loop a process beside the hook can
+// read the request id in the session). The watchdog that answers removes its claim once the
+// script is dead.
 var enforceScript = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
 cb_wd=
 cb_lk="${TMPDIR:-/tmp}/.coworkbridge-$cb_rid"
 cb_claim() {
   set -C
-  { : > "$cb_lk"; } 2>/dev/null
+  { printf '' > "$cb_lk"; } 2>/dev/null
   cb_won=$?
   set +C
   if [ -n "$cb_wd" ]; then kill "$cb_wd" 2>/dev/null; wait "$cb_wd" 2>/dev/null; fi
-  [ $cb_won -eq 0 ] || [ ! -e "$cb_lk" ] || exit 0
+  if [ $cb_won -ne 0 ] && { [ -e "$cb_lk" ] || [ -h "$cb_lk" ]; }; then {{.Rm}} -f "$cb_lk"; exit 2; fi
 }
 cb_deny() {
   cb_claim
@@ -218,10 +228,11 @@ if [ -z "$cb_rid" ]; then {{.Cat}} > /dev/null; cb_deny "this tool call was bloc
 ( trap - TERM
   {{.Sleep}} {{.WD}} < /dev/null > /dev/null 2>&1
   set -C
-  if { : > "$cb_lk"; } 2>/dev/null; then
+  if { printf '' > "$cb_lk"; } 2>/dev/null; then
     printf '{{.DenyFormat}}' "this tool call was blocked because the hook did not finish within {{.WD}}s (its input, or the session folder, stalled)."
+    kill -9 $$
+    {{.Rm}} -f "$cb_lk"
   fi
-  kill -9 $$
 ) &
 cb_wd=$!
 [ -n "$cb_h" ] || [ -d "$cb_dir/decisions" ] || {{.Mkdir}} -p "$cb_dir/decisions"

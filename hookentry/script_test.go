@@ -557,12 +557,25 @@ func TestTheScriptsOwnDenyCarriesTheOrganisationsNotice(t *testing.T) {
 // An enforce hook answers by its own deadline whatever it waits on: here its standard input,
 // which the CLI never closes. Its watchdog denies, once, and the hook leaves no lock behind.
 func TestEnforceDeniesByItsOwnDeadlineWhenItsInputStalls(t *testing.T) {
+	// No other test runs beside this one's shells, and a stalled hook's request id is known to
+	// nobody: a claim left behind is one that was not there before.
+	before := claimFiles(t)
+	defer func() {
+		for _, name := range claimFiles(t) {
+			if !slices.Contains(before, name) {
+				t.Errorf("the watchdog left its claim %s behind", name)
+			}
+		}
+	}()
+	t.Run("shells", func(t *testing.T) { enforceDeniesWhenItsInputStalls(t) })
+}
+
+func enforceDeniesWhenItsInputStalls(t *testing.T) {
 	for _, sh := range shells(t) {
 		t.Run(sh.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(t.TempDir(), ".claude")
 			setAlive(t, dir, time.Now().Add(time.Hour))
-			tmp := t.TempDir()
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -570,7 +583,7 @@ func TestEnforceDeniesByItsOwnDeadlineWhenItsInputStalls(t *testing.T) {
 			defer pw.Close() // never written, never closed while the hook runs
 			args := append(slices.Clone(sh.argv[1:]), script(t, managedconfig.Enforce, time.Second))
 			cmd := exec.Command(sh.argv[0], args...)
-			cmd.Env = []string{"CLAUDE_CONFIG_DIR=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=/nonexistent", "TMPDIR=" + tmp}
+			cmd.Env = []string{"CLAUDE_CONFIG_DIR=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=/nonexistent"}
 			cmd.Stdin = pr
 			var out bytes.Buffer
 			cmd.Stdout = &out
@@ -598,6 +611,16 @@ func TestEnforceDeniesByItsOwnDeadlineWhenItsInputStalls(t *testing.T) {
 	}
 }
 
+// claimFiles lists the enforce hooks' claims (claimPath) in /tmp.
+func claimFiles(t *testing.T) []string {
+	t.Helper()
+	names, err := filepath.Glob(claimPath("*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
 // The watchdog that guards an enforce hook is stopped once the hook has answered: it says
 // nothing, and leaves no lock behind.
 func TestAnAnsweredEnforceHookLeavesNoWatchdogOutputOrLock(t *testing.T) {
@@ -607,16 +630,16 @@ func TestAnAnsweredEnforceHookLeavesNoWatchdogOutputOrLock(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), ".claude")
 			setAlive(t, dir, time.Now().Add(time.Hour))
 			fakeDaemon(t, dir, func(envelope) []byte { return nil })
-			tmp := t.TempDir()
-			env := []string{"CLAUDE_CONFIG_DIR=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=/nonexistent", "TMPDIR=" + tmp}
-			res := runHookEnv(t, sh, script(t, managedconfig.Enforce, time.Second), env, []byte(payload))
+			res := runHook(t, sh, script(t, managedconfig.Enforce, time.Second), dir, []byte(payload))
 			if res.code != 0 || res.stdout != "" {
 				t.Fatalf("code %d stdout %q: want a no objection", res.code, res.stdout)
 			}
 			// A watchdog left alive would hold the hook's output open to its deadline and then
 			// print its deny there: the empty output says it was stopped.
-			if left, _ := os.ReadDir(tmp); len(left) != 0 {
-				t.Errorf("left behind: %v", left)
+			for _, e := range spoolLines(t, dir) {
+				if _, err := os.Lstat(claimPath(e.RID)); err == nil {
+					t.Errorf("the claim %s was left behind", claimPath(e.RID))
+				}
 			}
 		})
 	}
