@@ -373,15 +373,17 @@ func (l *Log) takeLock() error {
 
 // head is the hash of the line the next record follows: the live file's last, or for an empty
 // live file the last of the file it was rotated from. known is that hash when checkMark just
-// read it.
+// read it, and found the marked line at the end of l.fi, which current had just taken: nothing
+// was written since, so l.fi needs no second look (a system call per record).
 func (l *Log) head(known string) (string, error) {
+	if known != "" {
+		return known, nil
+	}
 	fi, err := l.f.Stat()
 	if err != nil {
 		return "", fmt.Errorf("stat the log: %w", err)
 	}
-	if l.fi = fi; known != "" {
-		return known, nil
-	}
+	l.fi = fi
 	if fi.Size() > 0 {
 		return tailHash(l.f, fi.Size(), l.scratch())
 	}
