@@ -335,3 +335,79 @@ func spoolLinesNow(configDir string) []envelope {
 	}
 	return envs
 }
+
+// A process beside the hook (the VM loop) can take the daemon's deny away, or make it unreadable,
+// between the hook's look at it and its read: a decision that cannot be read is a deny, never the
+// empty answer that means no objection.
+func TestADecisionTakenAwayBeforeItIsReadIsADeny(t *testing.T) {
+	for _, sh := range shells(t) {
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			base := t.TempDir()
+			dir := filepath.Join(base, ".claude")
+			setAlive(t, dir, time.Now().Add(time.Hour))
+			decisions := filepath.Join(dir, "coworkbridge", "decisions")
+			if err := os.MkdirAll(decisions, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// The deny, made unreadable to the hook: mode 0, and under root (whom modes do not
+			// stop) the hook runs as another user.
+			var answered sync.Map
+			background(t, time.Millisecond, func() {
+				for _, e := range spoolLinesNow(dir) {
+					if _, done := answered.LoadOrStore(e.RID, true); done {
+						continue
+					}
+					tmp := filepath.Join(decisions, "."+e.RID)
+					os.WriteFile(tmp, []byte(denyJSON+"\n"), 0o600)
+					os.Chmod(tmp, 0)
+					os.Rename(tmp, filepath.Join(decisions, e.RID+".json"))
+				}
+			})
+			cmd := exec.Command(sh.argv[0], append(slices.Clone(sh.argv[1:]), script(t, managedconfig.Enforce, time.Second))...)
+			cmd.Env = []string{"CLAUDE_CONFIG_DIR=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=/nonexistent"}
+			cmd.Dir = base
+			cmd.Stdin = strings.NewReader(payload)
+			if os.Getuid() == 0 {
+				asNobody(t, cmd, filepath.Dir(base), base)
+			}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("hook: %v (stdout %q)", err, out)
+			}
+			if r := denyReason(t, hookResult{stdout: string(out)}); !strings.Contains(r, "decision could not be read") {
+				t.Errorf("reason %q: want the hook's own deny for a decision it cannot read", r)
+			}
+		})
+	}
+}
+
+// asNobody makes cmd run as the user nobody, which may then enter the folders roots and write
+// anywhere below them (a test's own folders).
+func asNobody(t *testing.T, cmd *exec.Cmd, roots ...string) {
+	t.Helper()
+	const nobody = 65534
+	for _, root := range roots {
+		if err := os.Chmod(root, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := filepath.WalkDir(roots[len(roots)-1], func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, nobody, nobody)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A shell linked in a test's folder under another name (bash as sh) is reached there too.
+	if dir := filepath.Dir(cmd.Path); strings.HasPrefix(dir, os.TempDir()+string(filepath.Separator)) {
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if err := os.Chmod(d, 0o711); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+}

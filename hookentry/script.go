@@ -197,6 +197,9 @@ exit 0
 // busybox) though POSIX leaves it out. In a host channel the daemon may have taken the event file
 // already: one gone is one the daemon took, so its absence vouches as the lease would.
 //
+// A decision that cannot be read once found (removed, or made unreadable, between the look and
+// the read) is a deny: read as an empty file, it was a no objection.
+//
 // The script and its watchdog answer through a claim: whichever makes the claim file first
 // answers. The claim is made with printf, a regular built-in, so that a claim lost is a status,
 // not the end of the shell: a redirection that fails on a special built-in such as ":" ends a
@@ -253,7 +256,7 @@ cb_n=0
 while [ $cb_n -lt {{.MaxPolls}} ]; do
   if [ -f "$cb_df" ] && [ ! -h "$cb_df" ]; then
     cb_out=
-    IFS= read -r cb_out < "$cb_df"
+    { IFS= read -r cb_out; :; } < "$cb_df" || cb_deny "this tool call was blocked because its decision could not be read (it was taken away or made unreadable)."
     cb_claim
     if [ -n "$cb_h" ]; then {{.Rm}} -f "$cb_df" "$cb_lk"; else {{.Rm}} -f "$cb_df" "$cb_t" "$cb_lk"; fi
     [ -n "$cb_out" ] && printf '%s\n' "$cb_out"

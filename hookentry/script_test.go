@@ -493,7 +493,7 @@ func TestScriptsRunOnlyBuiltinsAndProgramsByAbsolutePath(t *testing.T) {
 	programs := map[string]bool{trBin: true, odBin: true, catBin: true, dateBin: true, ddBin: true, rmBin: true,
 		mkdirBin: true, sleepBin: true}
 	word := regexp.MustCompile(`(?m)(?:^|[;&|{(]|\bthen|\belse|\bdo|\$\()\s*([a-z_/]+)\b`)
-	quoted := regexp.MustCompile(`'[^']*'|"(?:[^"\\]|\\.)*"`)
+	quoted := regexp.MustCompile(`\\'|'[^']*'|"(?:[^"\\]|\\.)*"`) // \' first: the quote in 'it'\''s'
 	keywords := map[string]bool{"if": true, "then": true, "else": true, "fi": true, "for": true, "in": true, "do": true,
 		"done": true, "while": true, "case": true, "esac": true, "break": true}
 	for _, mode := range []managedconfig.Mode{managedconfig.Observe, managedconfig.Enforce} {
