@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/machine"
 )
 
@@ -32,6 +33,11 @@ type idleRun struct {
 // session costs. It reports that as a share of one core and per session-second, beside the
 // resident memory and descriptors held.
 func measureIdle(r idleRun) error {
+	if longest := cadence.MaxRest * rescanPeriod; r.window < longest {
+		// Sessions made together rest in step: their full looks come at the same rescans, and a
+		// shorter window may hold all of them or none.
+		fmt.Fprintf(os.Stderr, "roundtrip-bench: the window (%v) is shorter than a calm session's longest rest (%v): its figure depends on where the sessions' full looks fall; a steady state takes -idle %v\n", r.window, longest, longest)
+	}
 	tmp, err := os.MkdirTemp("", "roundtrip-bench-idle-")
 	if err != nil {
 		return err
