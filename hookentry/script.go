@@ -204,11 +204,11 @@ exit 0
 // answers. The claim is made with printf, a regular built-in, so that a claim lost is a status,
 // not the end of the shell: a redirection that fails on a special built-in such as ":" ends a
 // POSIX shell, with status 2 in dash but 1 in bash, busybox and zsh as sh, and a CLI without
-// onFailure "block" lets a call through a hook that exits 1. The script that finds the claim taken stops the watchdog and exits
-// 2, which blocks the call in every release: the watchdog may have been stopped between its claim
-// and its answer, and the claim file may be a plant (in the VM loop a process beside the hook can
-// read the request id in the session). The watchdog that answers removes its claim once the
-// script is dead.
+// onFailure "block" lets a call through a hook that exits 1. The script that finds the claim
+// taken stops the watchdog and exits 2, which blocks the call in every release: the watchdog may
+// have been stopped between its claim and its answer, and the claim file may be a plant (in the
+// VM loop a process beside the hook can read the request id in the session). The watchdog that
+// answers removes its claim once the script is dead.
 var enforceScript = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
 cb_wd=
