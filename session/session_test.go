@@ -525,6 +525,89 @@ func TestAHoldLooksOnceAndTheReleaseLooksAgain(t *testing.T) {
 	}
 }
 
+// A hold looks for a missing folder once: the names below it are missing for the rest of the
+// hold without a look (a project's settings under an outputs/.claude that is not there), a
+// folder the handle makes itself is seen at once, and after the release the handle looks again.
+// Outside a hold nothing missing is remembered.
+func TestAHoldLooksForAMissingFolderOnce(t *testing.T) {
+	const settings, local = "outputs/.claude/settings.json", "outputs/.claude/settings.local.json"
+	plant := func(t *testing.T, dir string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, "outputs", ".claude"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{settings, local} {
+			if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	missing := func(t *testing.T, s *Session, name, when string) {
+		t.Helper()
+		if _, err := s.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: Lstat(%s) = %v, want it missing", when, name, err)
+		}
+	}
+	found := func(t *testing.T, s *Session, name, when string) {
+		t.Helper()
+		if _, err := s.Lstat(name); err != nil {
+			t.Errorf("%s: Lstat(%s) = %v, want it found", when, name, err)
+		}
+	}
+
+	t.Run("in a hold", func(t *testing.T) {
+		tr, s := handleInUse(t)
+		release := s.Hold()
+		missing(t, s, settings, "before the plant")
+		plant(t, tr.sessionDir)
+		missing(t, s, settings, "planted during the hold")
+		missing(t, s, local, "a name below the same missing folder")
+		release()
+		found(t, s, settings, "after the release")
+		defer s.Hold()()
+		found(t, s, local, "in the next hold")
+	})
+	t.Run("made by the handle", func(t *testing.T) {
+		tr, s := handleInUse(t)
+		defer s.Hold()()
+		missing(t, s, settings, "before")
+		if err := s.MkdirAll("outputs/.claude", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteFile(settings, []byte("{}"), 0o644); err != nil {
+			t.Fatalf("writing below a folder the handle made in the hold: %v", err)
+		}
+		found(t, s, settings, "made in the hold")
+		if _, err := os.Stat(filepath.Join(tr.sessionDir, filepath.FromSlash(settings))); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("moved into place by the handle", func(t *testing.T) {
+		tr, s := handleInUse(t)
+		if err := os.MkdirAll(filepath.Join(tr.sessionDir, "aside", ".claude"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Hold()()
+		missing(t, s, "outputs/.claude", "before")
+		if err := s.MkdirAll("outputs", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		missing(t, s, "outputs/.claude/settings.json", "before the move")
+		if err := s.MoveAside("aside/.claude", "outputs/.claude"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteFile(settings, []byte("{}"), 0o644); err != nil {
+			t.Fatalf("writing below a folder the handle moved into place in the hold: %v", err)
+		}
+	})
+	t.Run("without a hold", func(t *testing.T) {
+		tr, s := handleInUse(t)
+		missing(t, s, settings, "before the plant")
+		plant(t, tr.sessionDir)
+		found(t, s, settings, "planted")
+	})
+}
+
 // swapForLink moves the folder name of the session aside (to name.moved) and puts a link to the
 // outside folder in its place; it returns the folder's path.
 func swapForLink(t *testing.T, tr tree, name string) string {
