@@ -259,7 +259,7 @@ func (s *Session) folderLocked(dir string) (*os.Root, error) {
 	}
 	if d, ok := s.dirs[dir]; ok {
 		if os.SameFile(fi, d.fi) {
-			d.fi, d.pass = fi, s.pass
+			d.pass = s.pass
 			s.dirs[dir] = d
 			return d.root, nil
 		}
@@ -308,14 +308,6 @@ func (s *Session) Hold() (release func()) {
 	}
 }
 
-// lookedAt returns, within a hold, what the pass's look at the folder name found, if it looked.
-func (s *Session) lookedAt(name string) (fs.FileInfo, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.dirs[name]
-	return d.fi, ok && s.holds > 0 && d.pass == s.pass
-}
-
 // absentLocked notes, within a hold, that the pass found no folder at dir, and returns err.
 func (s *Session) absentLocked(dir string, err error) error {
 	if s.holds > 0 {
@@ -349,14 +341,10 @@ func (s *Session) forgetLocked(dir string) {
 	}
 }
 
-// Lstat describes name without following a final link. Within a hold, a folder the pass has
-// already looked at is described as that look found it.
+// Lstat describes name without following a final link.
 func (s *Session) Lstat(name string) (fs.FileInfo, error) {
 	if err := checkName(name); err != nil {
 		return nil, s.errorf("lstat", name, err)
-	}
-	if fi, ok := s.lookedAt(name); ok {
-		return fi, nil
 	}
 	dir, base, err := s.parent(name)
 	if err != nil {

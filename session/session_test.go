@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // tree is a session folder beside an "outside" folder that no session operation may touch.
@@ -607,39 +606,6 @@ func TestAHoldLooksForAMissingFolderOnce(t *testing.T) {
 		plant(t, tr.sessionDir)
 		found(t, s, settings, "planted")
 	})
-}
-
-// Within a hold, a folder the pass has looked at (to use it) is described as that look found
-// it, with no look of its own; after the release Lstat looks again.
-func TestInAHoldAFolderIsDescribedAsThePassFoundIt(t *testing.T) {
-	tr, s := handleInUse(t)
-	bridge := filepath.Join(tr.sessionDir, filepath.FromSlash(BridgeDir))
-	release := s.Hold()
-	if err := s.Publish(DecisionFile(rid), []byte("looked"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	before, err := s.Lstat(BridgeDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	later := before.ModTime().Add(time.Hour)
-	if err := os.Chtimes(bridge, later, later); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := s.Lstat(BridgeDir); err != nil || !fi.ModTime().Equal(before.ModTime()) {
-		t.Errorf("in the hold: %v, %v; want the folder as the pass found it (%v)", fi.ModTime(), err, before.ModTime())
-	}
-	release()
-	if fi, err := s.Lstat(BridgeDir); err != nil || !fi.ModTime().Equal(later) {
-		t.Errorf("after the release: %v, %v; want the folder as it is now (%v)", fi.ModTime(), err, later)
-	}
-	defer s.Hold()()
-	if err := s.Publish(DecisionFile(rid), []byte("again"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := s.Lstat(BridgeDir); err != nil || fi.ModTime().Equal(before.ModTime()) {
-		t.Errorf("in the next hold: %v, %v; want the folder as this pass found it, not as an earlier one did", fi.ModTime(), err)
-	}
 }
 
 // swapForLink moves the folder name of the session aside (to name.moved) and puts a link to the
