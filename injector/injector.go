@@ -630,12 +630,8 @@ func (in *Injector) watchSurface(dir string, nested []string) (whole bool) {
 		}
 	}
 	for _, level := range surfaceLevels {
-		top := filepath.Join(dir, filepath.FromSlash(level))
-		if _, err := os.Lstat(top); errors.Is(err, fs.ErrNotExist) {
-			continue // one look for the level (most sessions have no outputs/.claude), not one per kind
-		}
 		for _, k := range surfaceKinds {
-			walk(filepath.Join(top, k.dir), 0)
+			walk(filepath.Join(dir, filepath.FromSlash(level), k.dir), 0)
 		}
 	}
 	for _, level := range nested {
