@@ -97,11 +97,6 @@ type Session struct {
 	// in the current one (openDir.pass) is not looked at again before it ends.
 	holds int
 	pass  uint64
-	// absent are the folders the current pass found missing, or a link, or not a folder, with
-	// the error that look gave: asked again within the hold, a name below one (a project's
-	// settings under an outputs/.claude that is not there) costs no look. A folder this handle
-	// makes or moves into place clears them.
-	absent map[string]error
 	// retired are folders found replaced: closed with the handle, not at once, since another
 	// goroutine may be using one (at most maxRetired are kept).
 	retired []*os.Root
@@ -231,9 +226,6 @@ func (s *Session) folderLocked(dir string) (*os.Root, error) {
 	if d, ok := s.dirs[dir]; ok && (s.own || s.holds > 0 && d.pass == s.pass) {
 		return d.root, nil
 	}
-	if err, ok := s.absent[dir]; ok && s.holds > 0 {
-		return nil, err
-	}
 	up, base := s.root, dir
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		var err error
@@ -246,16 +238,13 @@ func (s *Session) folderLocked(dir string) (*os.Root, error) {
 	switch {
 	case err != nil:
 		s.forgetLocked(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			s.absentLocked(dir, err)
-		}
 		return nil, err
 	case fi.Mode()&fs.ModeSymlink != 0:
 		s.forgetLocked(dir)
-		return nil, s.absentLocked(dir, fmt.Errorf("%s: %w", dir, ErrLink))
+		return nil, fmt.Errorf("%s: %w", dir, ErrLink)
 	case !fi.IsDir():
 		s.forgetLocked(dir)
-		return nil, s.absentLocked(dir, fmt.Errorf("%s: %w", dir, ErrNotDir))
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotDir)
 	}
 	if d, ok := s.dirs[dir]; ok {
 		if os.SameFile(fi, d.fi) {
@@ -294,7 +283,6 @@ func (s *Session) Hold() (release func()) {
 	s.mu.Lock()
 	if s.holds == 0 {
 		s.pass++
-		s.absent = nil
 	}
 	s.holds++
 	s.mu.Unlock()
@@ -306,25 +294,6 @@ func (s *Session) Hold() (release func()) {
 			s.mu.Unlock()
 		})
 	}
-}
-
-// absentLocked notes, within a hold, that the pass found no folder at dir, and returns err.
-func (s *Session) absentLocked(dir string, err error) error {
-	if s.holds > 0 {
-		if s.absent == nil {
-			s.absent = map[string]error{}
-		}
-		s.absent[dir] = err
-	}
-	return err
-}
-
-// placing is called before the handle makes a folder or moves one into place: what the pass
-// found missing may be there after it.
-func (s *Session) placing() {
-	s.mu.Lock()
-	s.absent = nil
-	s.mu.Unlock()
 }
 
 // forgetLocked lets go of the folder dir if it is held open.
@@ -493,7 +462,6 @@ func (s *Session) MkdirAll(name string, perm fs.FileMode) error {
 	if _, err := s.folder(name); err == nil {
 		return nil
 	}
-	s.placing()
 	parts := strings.Split(name, "/")
 	for i := 1; i <= len(parts); i++ {
 		dir := strings.Join(parts[:i], "/")
@@ -785,7 +753,6 @@ func (s *Session) MoveAside(oldname, newname string) error {
 	if _, err := s.root.Lstat(newname); !errors.Is(err, fs.ErrNotExist) {
 		return s.errorf("rename", newname, fs.ErrExist)
 	}
-	s.placing()
 	if err := s.root.Rename(oldname, newname); err != nil {
 		return s.errorf("rename", oldname, err)
 	}
