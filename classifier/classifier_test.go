@@ -743,6 +743,25 @@ func TestEveryNudgeVariableExpands(t *testing.T) {
 	}
 }
 
+// A nudge's variables are {name}s of lower-case letters and _; any other braces are text.
+func TestANudgeExpandsOnlyWhatNamesAVariable(t *testing.T) {
+	it := item{text: "rm -rf /", tool: "Bash"}
+	for n, want := range map[string]string{
+		"no variables":                  "no variables",
+		"{command}":                     "rm -rf /",
+		"{{command}}":                   "{rm -rf /}",
+		"{tool_name}{command}":          "Bashrm -rf /",
+		"{} {Command} {tool name} {x1}": "{} {Command} {tool name} {x1}",
+		"{unknown} stays":               "{unknown} stays",
+		"open {tool_name":               "open {tool_name",
+		"a{b{tool_name}c}":              "a{bBashc}",
+	} {
+		if got := expandNudge(n, it); got != want {
+			t.Errorf("%q expanded to %q, want %q", n, got, want)
+		}
+	}
+}
+
 func TestAMisspelledRuleIDIsNamedWithTheRuleMeant(t *testing.T) {
 	_, err := New(Policy{DisabledRules: []string{"bash.rm-critcal"}, RuleModes: map[string]string{"read.dotenvv": "observe", "no.such-rule-at-all": "observe"}})
 	if err == nil {

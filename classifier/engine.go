@@ -501,25 +501,64 @@ func (c *Classifier) ruleMatches(r *Rule, it item) (string, bool) {
 // nudgeVars are the variables a nudge may name; the rule parser refuses any other.
 var nudgeVars = nameset.Of("command", "base_command", "file_path", "tool_name", "server_name")
 
-var nudgeVar = lazyregexp.New(`\{([a-z_]+)\}`)
+// nudgeVarAt is the {name} at the start of s, a name of lower-case letters and _, and how many
+// bytes it takes; 0 where s does not start with one. Scanned by hand: a hook process that denies
+// would otherwise compile an expression to write its one message.
+func nudgeVarAt(s string) (name string, n int) {
+	if len(s) < 3 || s[0] != '{' {
+		return "", 0
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '}' && i > 1:
+			return s[1:i], i + 1
+		case 'a' <= c && c <= 'z' || c == '_':
+		default:
+			return "", 0
+		}
+	}
+	return "", 0
+}
+
+// eachNudgeVar calls f with each {name} in s, where it starts and ends.
+func eachNudgeVar(s string, f func(name string, start, end int)) {
+	for i := 0; i < len(s); i++ {
+		if name, n := nudgeVarAt(s[i:]); n > 0 {
+			f(name, i, i+n)
+			i += n - 1
+		}
+	}
+}
 
 func expandNudge(n string, it item) string {
-	if n == "" {
-		return ""
+	if !strings.Contains(n, "{") {
+		return n
 	}
-	return nudgeVar.ReplaceAllStringFunc(n, func(v string) string {
-		switch v[1 : len(v)-1] {
-		case "command", "file_path":
-			return it.text
-		case "base_command":
-			return baseCommand(it)
-		case "tool_name":
-			return it.tool
-		case "server_name":
-			return it.server
-		}
-		return v
+	var b strings.Builder
+	last := 0
+	eachNudgeVar(n, func(name string, start, end int) {
+		b.WriteString(n[last:start])
+		b.WriteString(nudgeValue(name, n[start:end], it))
+		last = end
 	})
+	b.WriteString(n[last:])
+	return b.String()
+}
+
+// nudgeValue is what variable name stands for in a nudge about it; an unknown one stays as
+// written (the rule parser refuses them in an admin's file).
+func nudgeValue(name, written string, it item) string {
+	switch name {
+	case "command", "file_path":
+		return it.text
+	case "base_command":
+		return baseCommand(it)
+	case "tool_name":
+		return it.tool
+	case "server_name":
+		return it.server
+	}
+	return written
 }
 
 // baseCommand is the program an item runs: its own for one simple command, the first one's for a

@@ -208,11 +208,13 @@ func (r *Rule) Doc() string {
 
 // nudgeVars are the {variables} nudge text s names; the embedded defaults' are held to the
 // known ones by the tests, which parse them as an admin's file.
-func (p *ruleParser) nudgeVars(s string) [][]string {
+func (p *ruleParser) nudgeVars(s string) []string {
 	if p.lazy {
 		return nil
 	}
-	return nudgeVar.FindAllStringSubmatch(s, -1)
+	var names []string
+	eachNudgeVar(s, func(name string, _, _ int) { names = append(names, name) })
+	return names
 }
 
 func (p *ruleParser) errorf(format string, args ...any) error {
@@ -282,9 +284,9 @@ func (p *ruleParser) parseLine(raw string) error {
 		if err != nil {
 			return p.errorf("nudge wants one double-quoted string, got %s", rest)
 		}
-		for _, m := range p.nudgeVars(s) {
-			if !nudgeVars.Has(m[1]) {
-				return p.errorf("nudge names {%s}, which is not a variable; known: %s", m[1], strings.Join(slices.Sorted(slices.Values(nudgeVars.Names())), ", "))
+		for _, name := range p.nudgeVars(s) {
+			if !nudgeVars.Has(name) {
+				return p.errorf("nudge names {%s}, which is not a variable; known: %s", name, strings.Join(slices.Sorted(slices.Values(nudgeVars.Names())), ", "))
 			}
 		}
 		p.cur.Nudge = s
