@@ -72,6 +72,9 @@ type compiled struct {
 	bad     any            // what compiling the source panicked with
 	preOnce sync.Once
 	pre     prefilter
+	// words are made for a text the prefilter let through, before the expression is compiled.
+	wordsOnce sync.Once
+	words     wordsNeeded
 }
 
 // String is the expression as written.
@@ -101,10 +104,18 @@ func (p Pattern) prefilter() *prefilter {
 	return &c.pre
 }
 
-// find is the place of the first match in text, or nil; texts the pattern's prefilter rules out
-// are not run through the expression, which is compiled only if one is.
+// wordsNeeded is what the whole expression requires, read from the source on first use.
+func (p Pattern) wordsNeeded() *wordsNeeded {
+	c := p.c
+	c.wordsOnce.Do(func() { c.words = newWordsNeeded(p.src) })
+	return &c.words
+}
+
+// find is the place of the first match in text, or nil; texts the pattern's prefilter, and then
+// the words it needs, rule out are not run through the expression, which is compiled only if one
+// is.
 func (p Pattern) find(text string) []int {
-	if !p.prefilter().mayMatch(text) {
+	if !p.prefilter().mayMatch(text) || !p.wordsNeeded().heldBy(text) {
 		return nil
 	}
 	return p.Regexp().FindStringIndex(text)

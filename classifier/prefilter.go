@@ -73,13 +73,11 @@ func newPrefilter(src string) prefilter {
 // literalPrefilter is the literals every match of src starts with, when it says them plainly.
 func literalPrefilter(src string) prefilter {
 	var f prefilter
-	if rest, ok := strings.CutPrefix(src, "(?"); ok {
-		flags, after, ok := strings.Cut(rest, ")")
-		if !ok || strings.Trim(flags, "is") != "" || flags == "" {
-			return prefilter{}
-		}
-		f.fold, src = strings.Contains(flags, "i"), after
+	fold, src, ok := plainFlags(src)
+	if !ok {
+		return prefilter{}
 	}
+	f.fold = fold
 	for _, alt := range splitAlternatives(src) {
 		starts, ok := alternativeStarts(alt)
 		if !ok {

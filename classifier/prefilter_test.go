@@ -3,6 +3,7 @@ package classifier
 import (
 	"bufio"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,24 +89,84 @@ func TestPrefilterNeverHidesAMatchOfADefaultPatternOnTheCorpora(t *testing.T) {
 	filtered, ruledOut := 0, 0
 	for _, r := range c.all {
 		for _, p := range slices.Concat(r.Patterns, r.Unless) {
-			if len(p.prefilter().starts) == 0 {
+			if len(p.prefilter().starts) == 0 && len(p.wordsNeeded().choices) == 0 {
 				continue
 			}
 			filtered++
 			re := regexp.MustCompile(p.String())
 			for _, text := range texts {
-				if p.prefilter().mayMatch(text) {
+				if p.prefilter().mayMatch(text) && p.wordsNeeded().heldBy(text) {
 					continue
 				}
 				ruledOut++
 				if re.MatchString(text) {
-					t.Errorf("%s: the prefilter %v rules out %q, which the pattern matches", r.ID, p.prefilter().starts, text)
+					t.Errorf("%s: the prefilter %v or the words %v rule out %q, which the pattern matches", r.ID, p.prefilter().starts, p.wordsNeeded().choices, text)
 				}
 			}
 		}
 	}
 	if filtered < 60 || ruledOut < 1000 {
 		t.Errorf("%d patterns have a prefilter, %d texts ruled out: the test checks too little", filtered, ruledOut)
+	}
+}
+
+func TestWordsNeededAreWhatEveryMatchHolds(t *testing.T) {
+	cases := []struct {
+		src  string
+		want [][]string // nil: no words
+	}{
+		{`^send to=\S+ private=\S+ carries=(read|unknown|encoded)$`,
+			[][]string{{"send to="}, {" private="}, {" carries=read", " carries=unknown", " carries=encoded"}}},
+		{`(?i)\bGit\b.*\bpush\b`, [][]string{{"git"}, {"push"}}},
+		{`^colou?r`, [][]string{{"colo"}, {"r"}}}, // u? is optional
+		{`^ab+c`, [][]string{{"ab"}, {"c"}}},      // one b at least, then more
+		{`a(?:b|c)(d|e)`, [][]string{{"abd", "abe", "acd", "ace"}}},
+		{`a(b|)c`, [][]string{{"abc", "ac"}}},         // an empty alternative
+		{`(x|y)?z`, [][]string{{"z"}}},                // an optional group
+		{`\$HOME/\.ssh`, [][]string{{"$HOME/.ssh"}}},  // escaped punctuation is literal
+		{`a{2}b{x`, [][]string{{"a"}, {"b{x"}}},       // a { that opens no repetition is literal
+		{`(?P<v>ab|cd)e`, [][]string{{"abe", "cde"}}}, // a named group
+		{`a[bc]d`, [][]string{{"a"}, {"d"}}},          // a class ends a word
+		{`(a|b)(c|d)(e|f)(g|h)(i|j)`, [][]string{{"ace", "acf", "ade", "adf", "bce", "bcf", "bde", "bdf"}, {"g", "h"}}[:1]},
+		{`kill|pkill`, nil}, // two alternatives
+		{`(?m)^kill`, nil},  // a flag that changes ^
+		{`a(?i)b`, nil},     // flags part way
+		{`\x{41}bc`, nil},   // an escape whose length is not read
+		{`é`, nil},          // a rune
+		{`[a-z]+`, nil},     // nothing literal
+	}
+	for _, tc := range cases {
+		got := newWordsNeeded(tc.src).choices
+		if tc.src == `(a|b)(c|d)(e|f)(g|h)(i|j)` {
+			// 32 words would be too many to carry: the choice is cut where it would pass 16.
+			if len(got) == 0 || len(got[0]) > maxChoices {
+				t.Errorf("%s: %q, want choices of at most %d words", tc.src, got, maxChoices)
+			}
+			continue
+		}
+		if !slices.EqualFunc(got, tc.want, slices.Equal) {
+			t.Errorf("%s: words %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}
+
+// The flow rule's line for a send that carries nothing the session read: the start of the
+// pattern is there, its end is not; the expression is not compiled to find that out.
+func TestAFlowLineThatCannotMatchDoesNotCompileTheRule(t *testing.T) {
+	c := newTestClassifier(t, Policy{})
+	line := "send to=origin private=none untrusted=none carries=none"
+	if _, ok := c.JudgeFlow(line); ok {
+		t.Fatalf("%q matched a flow rule", line)
+	}
+	for _, r := range c.all {
+		for _, p := range r.Patterns {
+			if r.Target == TargetFlow && p.c.re != nil {
+				t.Errorf("%s: its pattern was compiled to judge %q", r.ID, line)
+			}
+		}
+	}
+	if _, ok := c.JudgeFlow("send to=origin private=~/.ssh/id_rsa untrusted=WebFetch carries=unknown"); !ok {
+		t.Error("a send of unknown data after an untrusted read and a private one matched no flow rule")
 	}
 }
 
@@ -154,6 +215,9 @@ func FuzzPrefilterNeverHidesAMatch(f *testing.F) {
 		{`^[]a]b`, "]b"},
 		{`[A-Za-z0-9+/]{20,}={0,2}`, "QUFBQUFBQUFBQUFBQUFBQUFB=="},
 		{`(a|bc){2,3}(?i:k)`, "abcK"},
+		{`^send to=\S+ carries=(read|unknown)$`, "send to=x carries=read"},
+		{`x{2}y{,3}z\{(?P<n>a|b)+c`, "xxy{,3}z{abbc"},
+		{`(?i)ab*c(d|e)?f\.g`, "ACF.G"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -165,5 +229,108 @@ func FuzzPrefilterNeverHidesAMatch(f *testing.F) {
 		if pre := newPrefilter(src); !pre.mayMatch(text) && re.MatchString(text) {
 			t.Fatalf("%q: the prefilter %v (at least %d bytes) rules out %q, which the expression matches", src, pre.starts, pre.minLen, text)
 		}
+		if w := newWordsNeeded(src); !w.heldBy(text) && re.MatchString(text) {
+			t.Fatalf("%q: the words %q rule out %q, which the expression matches", src, w.choices, text)
+		}
 	})
+}
+
+// Patterns built at random from the forms the words are read from, each with a text built to
+// match it: neither the prefilter nor the words ever rule such a text out.
+func TestPrefilterAndWordsHoldInTextsBuiltToMatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	lits := []string{"a", "b", "-", "=", " ", "{", "}", `\.`, `\$`, `\(`}
+	type atom struct {
+		src string
+		gen func() string
+	}
+	literal := func() atom {
+		l := lits[rng.IntN(len(lits))]
+		return atom{l, func() string { return strings.TrimPrefix(l, `\`) }}
+	}
+	group := func() atom {
+		var alts []string
+		for range 1 + rng.IntN(3) {
+			var a strings.Builder
+			for range rng.IntN(3) {
+				a.WriteString(lits[rng.IntN(len(lits))])
+			}
+			alts = append(alts, a.String())
+		}
+		open := []string{"(", "(?:", "(?P<g>"}[rng.IntN(3)]
+		return atom{open + strings.Join(alts, "|") + ")", func() string {
+			return strings.ReplaceAll(alts[rng.IntN(len(alts))], `\`, "")
+		}}
+	}
+	quantifiers := []struct {
+		q           string
+		least, most int
+	}{{"", 1, 1}, {"", 1, 1}, {"", 1, 1}, {"?", 0, 1}, {"*", 0, 3}, {"+", 1, 3}, {"{2}", 2, 2}, {"{1,3}", 1, 3}, {"{0,}", 0, 2}}
+	checked := 0
+	for range 30000 {
+		var src, match strings.Builder
+		fold := rng.IntN(4) == 0
+		if fold {
+			src.WriteString("(?i)")
+		}
+		if rng.IntN(3) == 0 {
+			src.WriteString("^")
+		}
+		named := false
+		for range 1 + rng.IntN(8) {
+			var a atom
+			switch rng.IntN(6) {
+			case 0, 1, 2:
+				a = literal()
+			case 3:
+				a = atom{"[ab]", func() string { return string("ab"[rng.IntN(2)]) }}
+			case 4:
+				a = atom{[]string{".", `\S`, `\w`}[rng.IntN(3)], func() string { return "z" }}
+			default:
+				a = group()
+				if strings.HasPrefix(a.src, "(?P<g>") {
+					if named {
+						a.src = "(" + strings.TrimPrefix(a.src, "(?P<g>")
+					}
+					named = true
+				}
+			}
+			q := quantifiers[rng.IntN(len(quantifiers))]
+			if q.q != "" && (a.src == "{" || a.src == "}") {
+				a.src = `\` + a.src
+			}
+			src.WriteString(a.src + q.q)
+			if q.q != "" && rng.IntN(4) == 0 {
+				src.WriteString("?") // lazy
+			}
+			for range q.least + rng.IntN(q.most-q.least+1) {
+				match.WriteString(a.gen())
+			}
+		}
+		text := match.String()
+		if fold {
+			text = strings.ToUpper(text)
+		}
+		if !strings.Contains(src.String(), "^") {
+			text = "x " + text
+		}
+		text += " y"
+		re, err := regexp.Compile(src.String())
+		if err != nil {
+			t.Fatalf("the test built %q, which does not compile: %v", src.String(), err)
+		}
+		if !re.MatchString(text) {
+			t.Fatalf("the test built %q for %q, which it does not match", text, src.String())
+		}
+		pre, words := newPrefilter(src.String()), newWordsNeeded(src.String())
+		if !pre.mayMatch(text) || !words.heldBy(text) {
+			t.Fatalf("%q: the prefilter %v or the words %q rule out %q, which the expression matches", src.String(), pre.starts, words.choices, text)
+		}
+		if len(words.choices) > 0 {
+			checked++
+		}
+	}
+	if checked < 10000 {
+		t.Errorf("only %d patterns of 30000 needed words: the test checks too little", checked)
+	}
 }
