@@ -140,6 +140,7 @@ type Verdict struct {
 	ObserveOnly bool
 	// Flow is what the call means for its session's flow (see FlowOf); an evaluation fills it.
 	Flow Facets
+	kept *keptAnalysis // see Effects
 }
 
 // HookReason is the reason Claude Code shows for a deny or an ask: who decided, why, which rule.
@@ -343,6 +344,13 @@ func (c *Classifier) evaluateIn(ctx context.Context, p claudehook.Payload, own s
 	}
 	best := c.judgeItems(ctx, p, own, items)
 	best.Flow = c.facetsOf(p, items)
+	// The command's own analysis is what Effects would make again, unless files it runs were
+	// read into it (Effects judges them by name).
+	if best.Decision != claudehook.Allow && normalisedTool(p.ToolName) == "Bash" && len(items) > 0 && items[0].cmd == nil &&
+		items[0].an != nil && !readAny(items[0].an) {
+		an := items[0].an
+		best.kept = &keptAnalysis{an: an, cwd: p.Cwd, find: c.find}
+	}
 	return best
 }
 
@@ -592,11 +600,43 @@ func (c *Classifier) Effects(p claudehook.Payload) []string {
 	if json.Unmarshal(p.ToolInput, &in) != nil {
 		return nil
 	}
+	return effectStrings(c.find, facts.Analyze(in.Command), p.Cwd)
+}
+
+func effectStrings(find effects.Finder, an *facts.Analysis, cwd string) []string {
 	var out []string
-	for _, e := range c.find.Effects(facts.Analyze(in.Command), p.Cwd) {
+	for _, e := range find.Effects(an, cwd) {
 		out = append(out, e.String())
 	}
 	return out
+}
+
+// readAny reports whether an analysed the content of a file the command runs.
+func readAny(an *facts.Analysis) bool {
+	for _, text := range an.Files {
+		if text != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// keptAnalysis is the analysis of the shell command a verdict judged, kept so that the record of
+// a deny does not parse the command again to list its effects.
+type keptAnalysis struct {
+	an   *facts.Analysis
+	cwd  string
+	find effects.Finder
+}
+
+// Effects are what Classifier.Effects lists for the call v judged, when the evaluation kept the
+// command's analysis (a shell command judged as written, other than an allow, that runs no
+// file); ok is false otherwise.
+func (v Verdict) Effects() (list []string, ok bool) {
+	if v.kept == nil {
+		return nil, false
+	}
+	return effectStrings(v.kept.find, v.kept.an, v.kept.cwd), true
 }
 
 // normalisedTool maps the names Cowork and old Claude Code builds use to one set.

@@ -200,6 +200,7 @@ func (c *Classifier) EvaluateCall(ctx context.Context, call Call) Verdict {
 	}
 	if w := c.evaluateIn(ctx, r, own, m); severity(w) > severity(v) {
 		w.Reason += " (the path is a link to it)"
+		w.kept = nil // the resolved call's analysis, not the one Effects reads
 		return w
 	}
 	return v

@@ -343,18 +343,22 @@ func (j Judge) judged(c Call, o Outcome) telemetry.Record {
 		rec.LatencyUS = j.now().Sub(c.Started).Microseconds()
 	}
 	if v.Decision != claudehook.Allow { // what check shows, kept for whoever reads the record
-		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, j.effects(p)
+		rec.Matched, rec.Nudge, rec.Effects = v.Matched, v.Nudge, j.effects(p, v)
 	}
 	return rec
 }
 
-// effects are the effects check shows for p; a panic in finding them leaves them out.
-func (j Judge) effects(p claudehook.Payload) (e []string) {
+// effects are the effects check shows for p, judged v: as the evaluation kept them, or found
+// again; a panic in finding them leaves them out.
+func (j Judge) effects(p claudehook.Payload, v classifier.Verdict) (e []string) {
 	defer func() {
 		if recover() != nil {
 			e = nil
 		}
 	}()
+	if e, ok := v.Effects(); ok {
+		return e
+	}
 	return j.Rules.Effects(p)
 }
 
