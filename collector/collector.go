@@ -244,7 +244,9 @@ type entry struct {
 }
 
 func newEntry(l *lane.Lane) *entry {
-	return &entry{lane: l, dir: l.Dir(), id: l.ID(), bridge: l.Bridge(), chBridge: l.ChannelBridge()}
+	e := &entry{lane: l, dir: l.Dir(), id: l.ID(), bridge: l.Bridge(), chBridge: l.ChannelBridge()}
+	e.cadence.Spread(e.dir)
+	return e
 }
 
 // Rules judges calls and reads instruction files for the collector (see Options.Rules).
