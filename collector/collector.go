@@ -244,9 +244,7 @@ type entry struct {
 }
 
 func newEntry(l *lane.Lane) *entry {
-	e := &entry{lane: l, dir: l.Dir(), id: l.ID(), bridge: l.Bridge(), chBridge: l.ChannelBridge()}
-	e.cadence.Spread(e.dir)
-	return e
+	return &entry{lane: l, dir: l.Dir(), id: l.ID(), bridge: l.Bridge(), chBridge: l.ChannelBridge()}
 }
 
 // Rules judges calls and reads instruction files for the collector (see Options.Rules).

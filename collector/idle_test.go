@@ -81,22 +81,15 @@ func TestACalmSessionRestsLongerEachTimeAndAStirredOneIsHousekeptAtTheNext(t *te
 	synctest.Test(t, func(t *testing.T) {
 		f, _, lease := onFake(t)
 		last := lease()
-		// cut: the rest may end early, the first of MaxRest rescans (cadence.Schedule.Spread).
-		rest := func(n int, cut bool) {
+		rest := func(n int) {
 			t.Helper()
 			for i := 1; i < n; i++ {
 				f.rescans(1)
 				if got := lease(); got != last {
-					if cut {
-						n = i
-						break
-					}
 					t.Fatalf("rescan %d of a rest of %d renewed a calm session's lease (%v, then %v)", i, n, last, got)
 				}
 			}
-			if lease() == last {
-				f.rescans(1)
-			}
+			f.rescans(1)
 			renewed := lease()
 			if renewed == last {
 				t.Fatalf("rescan %d did not housekeep the calm session at the end of its rest (lease %v)", n, renewed)
@@ -107,11 +100,9 @@ func TestACalmSessionRestsLongerEachTimeAndAStirredOneIsHousekeptAtTheNext(t *te
 			}
 			last = renewed
 		}
-		rest(cadence.FirstRest, false)
-		rest(2*cadence.FirstRest, false)
-		rest(cadence.MaxRest, true)
-		rest(cadence.MaxRest, false)
-		rest(cadence.MaxRest, false)
+		for _, n := range []int{cadence.FirstRest, 2 * cadence.FirstRest, cadence.MaxRest, cadence.MaxRest} {
+			rest(n)
+		}
 
 		rid := f.nextRID()
 		f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")
@@ -128,7 +119,7 @@ func TestACalmSessionRestsLongerEachTimeAndAStirredOneIsHousekeptAtTheNext(t *te
 			f.rescans(1)
 		}
 		last = lease()
-		rest(cadence.FirstRest, false)
+		rest(cadence.FirstRest)
 	})
 }
 

@@ -950,7 +950,6 @@ func (in *Injector) ensure(dir, id string, why reason) (quiet bool) {
 	}
 	if t == nil {
 		t = &tracked{id: id}
-		t.cadence.Spread(dir)
 		in.live[dir] = t
 		rec.SessionSeen(id, dir)
 	}

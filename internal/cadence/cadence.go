@@ -26,30 +26,13 @@ type Schedule struct {
 	calm   bool
 	rest   int // rescans from one full look to the next while calm
 	rested int // rescans that passed the session over since its last full look
-	cut    int // rescans the first rest of MaxRest is to be cut short by (see Spread)
-	early  int // rescans the rest under way is cut short by
-}
-
-// Spread sets, from key (a session's folder), how much the session's first rest of MaxRest is
-// cut short: 0 to MaxRest-1 rescans. Sessions tracked together (the daemon's start, a user's
-// login) otherwise come to their longest rest on the same rescan and are looked at together at
-// every MaxRest-th rescan after it: a burst of a worker's full looks, and on a shared Mac of
-// every worker's within a minute or two. Cut by a hash of their names, their long rests fall on
-// rescans spread evenly, and cost the same a little at a time. A session's own rests are no
-// longer than they were; one of them is shorter, once.
-func (s *Schedule) Spread(key string) {
-	h := uint32(2166136261) // FNV-1a, inline: a session is tracked by a hot path
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
-	s.cut = int(h % MaxRest)
 }
 
 // Calm reports whether the last full look found the session calm and nothing stirred it since.
 func (s *Schedule) Calm() bool { return s.calm }
 
 // Resting reports whether the next rescan passes the session over.
-func (s *Schedule) Resting() bool { return s.calm && s.rested < s.rest-s.early-1 }
+func (s *Schedule) Resting() bool { return s.calm && s.rested < s.rest-1 }
 
 // Pass is the rescan's question: it reports whether this rescan passes the session over, and
 // counts the rescan if so. A session not passed over is due for a full look.
@@ -66,15 +49,11 @@ func (s *Schedule) Pass() bool {
 // settle, watched whole, not stirred meanwhile) or not. A session calm before the look and calm
 // after it rests twice as long as it last did.
 func (s *Schedule) Looked(calm bool) {
-	s.early = 0
 	switch {
 	case !calm:
 		s.rest = 0
 	case s.calm:
 		s.rest = min(2*s.rest, MaxRest)
-		if s.rest == MaxRest && s.cut > 0 {
-			s.early, s.cut = s.cut, 0
-		}
 	default:
 		s.rest = FirstRest
 	}
