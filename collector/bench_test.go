@@ -116,7 +116,7 @@ func BenchmarkCalmRescan(b *testing.B) {
 			runtime.Gosched()
 		}
 	}
-	for range cadence.FirstRest + 2*cadence.FirstRest + cadence.MaxRest {
+	for range cadence.ToLongest() {
 		rescan() // every session calm, resting its longest, each with its own count
 	}
 	b.ResetTimer()

@@ -100,9 +100,11 @@ func TestACalmSessionRestsLongerEachTimeAndAStirredOneIsHousekeptAtTheNext(t *te
 			}
 			last = renewed
 		}
-		for _, n := range []int{cadence.FirstRest, 2 * cadence.FirstRest, cadence.MaxRest, cadence.MaxRest} {
+		for n := cadence.FirstRest; n < cadence.MaxRest; n *= 2 {
 			rest(n)
 		}
+		rest(cadence.MaxRest)
+		rest(cadence.MaxRest)
 
 		rid := f.nextRID()
 		f.appendRaw(envelope(rid, "enforce", "Bash", bash("ls")) + "\n")

@@ -69,7 +69,7 @@ func benchRescan(b *testing.B, w fswatch.Watcher) {
 		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"model":"x","permissions":{"allow":["Bash(ls:*)"]}}`), 0o644)
 	}
 	in.rescan(true) // hooks them
-	for range 1 + cadence.FirstRest + 2*cadence.FirstRest + cadence.MaxRest {
+	for range 1 + cadence.ToLongest() {
 		in.rescan(true) // finds them as they should be: calm ones come to rest their longest
 	}
 	b.ResetTimer()

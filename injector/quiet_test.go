@@ -190,7 +190,7 @@ func TestACalmSessionIsLookedAtInFullAtTheEndOfEachLongerRest(t *testing.T) {
 // rescans: a change the watcher did not report, made just after a look, waits that long.
 func TestASessionCalmForLongRestsTheLongest(t *testing.T) {
 	in, dir, _ := calmSessionRecorded(t, "none")
-	for range cadence.FirstRest + 2*cadence.FirstRest + cadence.MaxRest {
+	for range cadence.ToLongest() + 1 {
 		in.rescan(true) // calm all along
 	}
 	for i := 0; in.live[dir].cadence.Resting(); i++ {

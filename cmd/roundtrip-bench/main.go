@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/dropin"
+	"github.com/coworkbridge/coworkbridge/internal/cadence"
 	"github.com/coworkbridge/coworkbridge/internal/machine"
 	"github.com/coworkbridge/coworkbridge/session"
 )
@@ -51,7 +52,7 @@ func main() {
 	flood := flag.Int("flood", 0, "forged spool lines a second that one more session (not called) appends while each measurement runs, as a hostile agent flooding its own spool; 0: none")
 	idle := flag.Duration("idle", 0, "instead, measure idle sessions over this window (at least two rescans: 90s): the daemon's CPU with nothing arriving, per session-second; the sessions are the first of -sessions, or with -users that many throw-away users of -per-user sessions each in system mode (needs root and useradd); -cpuprofile profiles the window: root's daemon, and with -users each worker, in FILE.workers/worker.<uid>")
 	perUser := flag.Int("per-user", 1, "with -users: live sessions per user")
-	idleWarm := flag.Duration("idle-warm", rescanPeriod, "with -idle, how long the sessions are left idle before the window opens (at least one rescan): calm sessions rest longer between full looks the longer they stay calm, and reach their longest rest after 28 rescans (15m at the default rescan_interval)")
+	idleWarm := flag.Duration("idle-warm", rescanPeriod, fmt.Sprintf("with -idle, how long the sessions are left idle before the window opens (at least one rescan): calm sessions rest longer between full looks the longer they stay calm, and come to their longest rest after %d rescans (-idle-warm %v at the default rescan_interval; then -idle %v holds one full look of each)", cadence.ToLongest(), time.Duration(cadence.ToLongest()+1)*rescanPeriod, cadence.MaxRest*rescanPeriod))
 	flag.Parse()
 	if *idle > 0 {
 		r := idleRun{bin: *bin, users: *users, perUser: *perUser, window: *idle, warm: *idleWarm, profile: *profile}

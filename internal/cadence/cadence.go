@@ -14,11 +14,27 @@ package cadence
 
 // The rests, in rescans: a session is passed over by FirstRest-1 rescans after the full look
 // that first found it calm, and rests doubled from then on, up to MaxRest. At the default 30 s
-// rescan that is 2, 4 and then 8 minutes between full looks.
+// rescan that is 2, 4, 8 and then 16 minutes between full looks.
+//
+// MaxRest bounds three things: what an idle session costs (its full look, with the lease
+// renewals, is most of it), how long a change no watch reports waits in a session that makes no
+// call (a call, or a transcript line, ends the rest), and how long a lease written by a look
+// outlasts a daemon killed outright (its hooks then wait out their timeout and deny, instead of
+// denying at once; a stop withdraws the leases). Sixteen minutes keeps all three small.
 const (
 	FirstRest = 4
-	MaxRest   = 16
+	MaxRest   = 32
 )
+
+// ToLongest is how many rescans after the full look that first finds a session calm it comes to
+// rest its longest, if nothing stirs it: the rests before MaxRest, added up.
+func ToLongest() int {
+	n := 0
+	for r := FirstRest; r < MaxRest; r *= 2 {
+		n += r
+	}
+	return n
+}
 
 // Schedule is one session's cadence. Its zero value is a session not calm: looked at in full by
 // every rescan.

@@ -22,15 +22,31 @@ func TestRestsDoubleUpToTheLongestAndEndAtAStir(t *testing.T) {
 		t.Fatal("a session never looked at is passed over")
 	}
 	s.Looked(true)
-	want := []int{FirstRest, 2 * FirstRest, MaxRest, MaxRest}
+	var want []int
+	for r := FirstRest; r < MaxRest; r *= 2 {
+		want = append(want, r)
+	}
+	want = append(want, MaxRest, MaxRest)
+	if len(want) < 4 || want[1] != 2*FirstRest {
+		t.Fatalf("rests %v: want at least one doubling before the longest", want)
+	}
+	rescans, longestAt := 0, -1
 	for i, w := range want {
 		if got := s.Longest(); got < w {
 			t.Errorf("look %d: Longest %d, less than the rest to come (%d)", i, got, w)
 		}
-		if got := restOf(&s) + 1; got != w {
+		if w == MaxRest && longestAt < 0 {
+			longestAt = rescans
+		}
+		got := restOf(&s) + 1
+		if got != w {
 			t.Fatalf("look %d: the session was looked at again after %d rescans, want %d", i, got, w)
 		}
+		rescans += got
 		s.Looked(true)
+	}
+	if longestAt != ToLongest() {
+		t.Errorf("the session came to its longest rest %d rescans after it was first found calm; ToLongest says %d", longestAt, ToLongest())
 	}
 
 	s.Pass()
