@@ -56,6 +56,11 @@ type Options struct {
 	// Beat is the process's metronome: the rescan and the lease check tick on it, in the same
 	// wake-ups as the process's other periodic work. Nil: a beat of the collector's own.
 	Beat *metronome.Metronome
+	// ClockTold: whoever runs the collector tells it when the wall clock has run ahead of its
+	// timers (RenewDue), and Run ticks no lease check of its own, only one at each rescan. A
+	// system-mode worker is told by root, whose beat wakes it anyway: the lease check was every
+	// idle worker's one wake-up between two rescans.
+	ClockTold bool
 	// Workers drain sessions in parallel; one session is only ever drained by one at a time.
 	Workers int
 	// Poll, when set, switches the file watcher off and drains every session every Poll: the
@@ -574,6 +579,11 @@ func (c *Collector) rescan() {
 		}
 	}
 }
+
+// RenewDue is what a collector run with Options.ClockTold is told when the wall clock has run
+// ahead of the timers (a Mac woke from sleep, or its clock was set forward): the sessions whose
+// lease runs out within a rescan are housekept at once.
+func (c *Collector) RenewDue() { c.renewDue() }
 
 // renewDue housekeeps the sessions whose lease runs out within a rescan: a rescan late or lost
 // (a Mac that slept: timers lag the clock) must not let a lease lapse under a session in use.

@@ -163,6 +163,40 @@ func TestALeaseDueAfterTheClockJumpedIsRenewedBeforeTheRescan(t *testing.T) {
 	})
 }
 
+// A collector told of clock jumps (a system-mode worker, told by root) wakes for no lease check
+// of its own between rescans: told, it renews at once the leases the clock brought due, and a
+// jump it was not told of is still caught at the next rescan.
+func TestACollectorToldOfClockJumpsRenewsWhenToldAndAtTheRescan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, managedconfig.Enforce)
+		f.cfg.RescanInterval = 30 * time.Second
+		f.useFake()
+		f.opts.ClockTold = true
+		f.start()
+		lease := leaseReader(t, f)
+		first := lease()
+		f.later(time.Until(first) - f.cfg.RescanInterval + time.Second) // slept
+		time.Sleep(f.c.leaseCheckEvery() + time.Millisecond)
+		synctest.Wait()
+		if got := lease(); got != first {
+			t.Fatalf("a collector told of clock jumps checked its leases between rescans (%v, then %v)", first, got)
+		}
+		f.c.RenewDue()
+		synctest.Wait()
+		told := lease()
+		if !told.After(first) {
+			t.Fatalf("a lease due within a rescan was not renewed when the collector was told (%v)", told)
+		}
+
+		f.later(told.Sub(f.c.opts.Now()) - f.cfg.RescanInterval/2) // slept again, untold
+		time.Sleep(f.cfg.RescanInterval - f.c.leaseCheckEvery())
+		synctest.Wait()
+		if got := lease(); !got.After(told) {
+			t.Errorf("a lease the clock brought due was not renewed at the next rescan (%v)", got)
+		}
+	})
+}
+
 // calmFixture is a session started on a fake watcher in a synctest bubble, with rescans every 30 s,
 // after one rescan: calm. lease reads the time its lease runs to, as the rescan left it.
 func calmFixture(t *testing.T) (f *fixture, w *fswatch.Fake, lease func() time.Time, first time.Time) {

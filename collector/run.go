@@ -16,6 +16,7 @@ import (
 	"github.com/coworkbridge/coworkbridge/collector/internal/lane"
 	"github.com/coworkbridge/coworkbridge/decisions"
 	"github.com/coworkbridge/coworkbridge/internal/fswatch"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"github.com/coworkbridge/coworkbridge/session"
 	"github.com/coworkbridge/coworkbridge/transcript"
 )
@@ -55,8 +56,13 @@ func (c *Collector) Run(ctx context.Context) error {
 
 	rescan := c.opts.Beat.Ticker(c.rescanEvery())
 	defer rescan.Stop()
-	lease := c.opts.Beat.Ticker(c.leaseCheckEvery())
-	defer lease.Stop()
+	var lease *metronome.Ticker
+	var leaseC <-chan time.Time
+	if !c.opts.ClockTold {
+		lease = c.opts.Beat.Ticker(c.leaseCheckEvery())
+		defer lease.Stop()
+		leaseC = lease.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -73,11 +79,14 @@ func (c *Collector) Run(ctx context.Context) error {
 			c.scheduleAll(false)
 		case <-rescan.C:
 			c.rescan()
-		case <-lease.C:
+			c.renewDue() // a clock that ran ahead unseen: the net, as the rescan is the watcher's
+		case <-leaseC:
 			c.renewDue()
 		case <-c.reconf:
 			rescan.Reset(c.rescanEvery())
-			lease.Reset(c.leaseCheckEvery())
+			if lease != nil {
+				lease.Reset(c.leaseCheckEvery())
+			}
 		}
 	}
 }
@@ -91,13 +100,16 @@ func (c *Collector) rescanEvery() time.Duration {
 	return c.pol.Load().Cfg.RescanInterval
 }
 
-// leaseCheckEvery is how often the wall clock is compared with the leases: after a Mac wakes
-// from sleep, timers lag the clock, and leases must not lapse under sessions that are in use.
-// Half a rescan, from 5 to 15 s: each check wakes the process, and with a hundred users' idle
-// workers those wake-ups cost more than their sessions (a lease runs at least two rescans past
-// its session's next housekeeping, and a check renews every lease due within a rescan).
-func (c *Collector) leaseCheckEvery() time.Duration {
-	return min(max(c.rescanEvery()/2, 5*time.Second), 15*time.Second)
+func (c *Collector) leaseCheckEvery() time.Duration { return LeaseCheckEvery(c.rescanEvery()) }
+
+// LeaseCheckEvery is how often the wall clock is compared with the leases, for a rescan every
+// rescan: after a Mac wakes from sleep, timers lag the clock, and leases must not lapse under
+// sessions that are in use. Half a rescan, from 5 to 15 s: each check wakes the process, and
+// with a hundred users' idle workers those wake-ups cost more than their sessions (a lease runs
+// at least two rescans past its session's next housekeeping, and a check renews every lease due
+// within a rescan).
+func LeaseCheckEvery(rescan time.Duration) time.Duration {
+	return min(max(rescan/2, 5*time.Second), 15*time.Second)
 }
 
 // leaseLength is how far ahead a lease vouches when its session may next be housekept in rests

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"io"
 	"log/slog"
 	"net"
@@ -20,7 +19,9 @@ import (
 
 	"github.com/coworkbridge/coworkbridge/classifier"
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/collector"
 	"github.com/coworkbridge/coworkbridge/health"
+	"github.com/coworkbridge/coworkbridge/internal/metronome"
 	"github.com/coworkbridge/coworkbridge/judgement"
 	"github.com/coworkbridge/coworkbridge/telemetry"
 )
@@ -64,8 +65,11 @@ type Supervisor struct {
 	// WorkerEnv is added to the environment each worker starts with (which holds nothing of
 	// root's): a development build's profiles only.
 	WorkerEnv []string
-	// Beat is root's metronome, which the rescan ticks on; nil: a beat of its own.
-	Beat   *metronome.Metronome
+	// Beat is root's metronome, which the rescan and the clock check tick on; nil: a beat of its
+	// own.
+	Beat *metronome.Metronome
+	// Now is the wall clock the clock check reads; nil: time.Now.
+	Now    func() time.Time
 	Log    *slog.Logger
 	Health *health.Health
 	// MaxFrame bounds a message root reads from a worker (see FrameFor).
@@ -127,8 +131,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer running.Wait()
 	scan := s.Beat.Ticker(max(s.Rescan, time.Second))
 	defer scan.Stop()
+	every := collector.LeaseCheckEvery(s.Rescan)
+	clock := s.Beat.Ticker(every)
+	defer clock.Stop()
+	last := s.now()
+	s.follow(ctx, &running)
 	for {
-		s.follow(ctx, &running)
 		select {
 		case <-ctx.Done():
 			s.mu.Lock()
@@ -138,8 +146,43 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			s.mu.Unlock()
 			return nil
 		case <-scan.C:
+			s.follow(ctx, &running)
+		case <-clock.C:
+			now := s.now()
+			if ranAhead(last, now, every) {
+				s.tellClockRanAhead()
+			}
+			last = now
 		}
 	}
+}
+
+// ranAhead reports whether the wall clock went further from last to now than a timer of period
+// took: the Mac slept (timers stop meanwhile, the clock does not) or its clock was set forward.
+// Either can bring the users' leases to their end before their workers' next rescan.
+func ranAhead(last, now time.Time, period time.Duration) bool {
+	return now.Round(0).Sub(last.Round(0)) > period+period/2
+}
+
+// tellClockRanAhead tells every worker to renew the leases the clock brought due. A worker
+// checks its leases itself only at its rescans: its own check between them was an idle worker's
+// one wake-up more, and root's beat wakes root anyway.
+func (s *Supervisor) tellClockRanAhead() {
+	s.mu.Lock()
+	ws := s.listLocked()
+	s.mu.Unlock()
+	for _, w := range ws {
+		if l := w.current(); l != nil {
+			_ = l.note(kindClock, nil)
+		}
+	}
+}
+
+func (s *Supervisor) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 // follow starts a worker for each user new since the last scan and stops those of users gone.

@@ -11,8 +11,8 @@ import (
 )
 
 // The kinds of message. Worker to root: decide, refuse, findings and records are requests;
-// health, log and stats are notes. Root to worker: setup and receipt are notes; view is a
-// request.
+// health, log and stats are notes. Root to worker: setup, receipt and clock (the wall clock ran
+// ahead of root's timers: renew the leases due) are notes; view is a request.
 const (
 	kindDecide   = "decide"
 	kindRefuse   = "refuse"
@@ -24,6 +24,7 @@ const (
 	kindSetup    = "setup"
 	kindView     = "view"
 	kindReceipt  = "receipt"
+	kindClock    = "clock"
 )
 
 // Setup is what root tells a worker to do: guard the user's sessions under Config, or idle.

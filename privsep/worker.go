@@ -225,6 +225,11 @@ func (w *work) handle(ctx context.Context, kind string, body json.RawMessage) (a
 		a := viewAnswer{Resolution: *resolution(p, w.places(), files)}
 		a.Resolution.Where = w.where(links)
 		return w.withSession(a, q.Session), nil
+	case kindClock: // root's beat found the wall clock ahead of its timers: a Mac that slept
+		if col := w.collector(); col != nil {
+			col.RenewDue()
+		}
+		return nil, nil
 	case kindReceipt:
 		var r receiptNote
 		if err := json.Unmarshal(body, &r); err != nil {
@@ -334,7 +339,7 @@ func (w *work) startGuard(ctx context.Context, s Setup) error {
 		Logger: w.log.With("component", "collector"), Health: h, Sink: remoteSink{link: w.link, max: recordsChunk(s.Config)},
 		Offsets: w.offsets, Rules: rules, Recorded: recorded, Poll: s.SpoolPoll, ChannelRoot: w.channelRoot(),
 		BudgetRecords: s.BudgetRecords, Removals: removals, ForgedAfter: s.ForgedAfter, Host: s.Host, User: s.User, Home: w.opts.Home,
-		DropIn: s.DropIn, Woke: func(dir string) { inj.Stir(dir) }, Beat: w.beat,
+		DropIn: s.DropIn, Woke: func(dir string) { inj.Stir(dir) }, Beat: w.beat, ClockTold: true,
 	})
 	var err error
 	inj, err = injector.New(s.Config, injector.Options{Logger: w.log.With("component", "injector"),
