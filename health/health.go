@@ -404,7 +404,7 @@ func (h *Health) Scanned(r ScanReport) { h.ScannedBy("", r) }
 func (h *Health) ScannedBy(source string, r ScanReport) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if prev, ok := h.scans[source]; ok && prev.equal(r) {
+	if prev, ok := h.scans[source]; ok && prev.Equal(r) {
 		return
 	}
 	if h.scans == nil {
@@ -428,8 +428,8 @@ func (h *Health) ScanGone(source string) {
 	h.changedLocked()
 }
 
-// equal reports whether two passes found the same.
-func (r ScanReport) equal(o ScanReport) bool {
+// Equal reports whether two passes found the same.
+func (r ScanReport) Equal(o ScanReport) bool {
 	return slices.Equal(r.Roots, o.Roots) && r.Sessions == o.Sessions && r.Live == o.Live &&
 		slices.Equal(r.MissingRoots, o.MissingRoots) && slices.Equal(r.Unrecognised, o.Unrecognised) &&
 		r.Truncated == o.Truncated && r.Watches == o.Watches && r.WatchLimited == o.WatchLimited &&

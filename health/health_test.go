@@ -616,7 +616,7 @@ func TestScansOfSeveralInjectorsAreSummedAndAnUnchangedOneWritesNothing(t *testi
 	got := h.Snapshot(false).Scan
 	want := ScanReport{Roots: []string{"/Users/ada/s", "/Users/bob/s"}, Sessions: 8, Live: 7, Watches: 30, WatchLimited: 1,
 		Truncated: true, LowSpace: []string{"/Users/ada/s (1 KiB free)"}}
-	if !got.equal(want) {
+	if !got.Equal(want) {
 		t.Errorf("summed scan %+v, want %+v", got, want)
 	}
 	h.ScannedBy("ada", ada)
@@ -629,7 +629,7 @@ func TestScansOfSeveralInjectorsAreSummedAndAnUnchangedOneWritesNothing(t *testi
 		t.Errorf("a pass that found less was not summed in (live %d)", h.Snapshot(false).Scan.Live)
 	}
 	h.ScanGone("bob")
-	if !drain() || !h.Snapshot(false).Scan.equal(ada) {
+	if !drain() || !h.Snapshot(false).Scan.Equal(ada) {
 		t.Errorf("after bob's injector went, scan %+v, want ada's %+v", h.Snapshot(false).Scan, ada)
 	}
 	h.ScanGone("carol")

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/health"
 )
 
 // A worker's health notes reach root within healthEvery of the first, a full batch at once, what
@@ -99,4 +101,41 @@ func runQueue(t *testing.T) (q *healthQueue, batches func() [][]HealthNote, stop
 		}, func() {
 			once.Do(func() { cancel(); <-done })
 		}
+}
+
+// A rescan that found what the last one sent is not reported: root's health ignores it, and a
+// hundred idle workers' reports woke root several times a second. A report that differs, or one
+// that ends a pass with notes waiting, goes at once.
+func TestARescanReportTheSameAsTheLastIsNotSentAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, batches, stop := runQueue(t)
+		defer stop()
+		ops := func() (out []string) {
+			synctest.Wait()
+			for _, b := range batches() {
+				for _, n := range b {
+					out = append(out, n.Op)
+				}
+			}
+			return out
+		}
+		calm := health.ScanReport{Roots: []string{"/Users/alex/sessions"}, Sessions: 3, Live: 3, Watches: 12}
+		q.scanned(calm)
+		ops()
+		q.scanned(calm)
+		if got := ops(); !slices.Equal(got, []string{"scanned"}) {
+			t.Fatalf("two rescans that found the same sent %v; want one report", got)
+		}
+		grown := calm
+		grown.Sessions, grown.Live = 4, 4
+		q.scanned(grown)
+		if got := ops(); len(got) != 2 {
+			t.Fatalf("a rescan that found another session sent %v; want its report too", got)
+		}
+		q.send(HealthNote{Op: "session_hooked", ID: "a"})
+		q.scanned(grown)
+		if got := ops(); !slices.Equal(got, []string{"scanned", "scanned", "session_hooked", "scanned"}) {
+			t.Errorf("a rescan with a note waiting sent %v; want the note and the report at once", got)
+		}
+	})
 }

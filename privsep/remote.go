@@ -188,6 +188,8 @@ type healthQueue struct {
 	// kick wakes run when the first note comes into an empty queue (its timer starts), a batch
 	// is full or a note is to go now (sent at once).
 	kick chan struct{}
+	// lastScan is the last rescan's report sent; nil before the first.
+	lastScan *health.ScanReport
 }
 
 // How health notes travel: up to healthBatch in one message, none waiting past healthEvery.
@@ -209,6 +211,23 @@ func (q *healthQueue) send(n HealthNote) { q.add(n, false) }
 // sendNow sends n, and every note waiting, without waiting out healthEvery: for the note that
 // ends a rescan, whose wait would otherwise wake an idle worker a second time for every pass.
 func (q *healthQueue) sendNow(n HealthNote) { q.add(n, true) }
+
+// scanned sends the report that ends a rescan at once, with every note waiting. A report the
+// same as the last one sent, with no note waiting, is not sent: root's health keeps the last
+// and ignores one that found the same, and a hundred idle workers' reports woke root several
+// times a second for nothing. Root forgets a worker's reports only when it starts a worker,
+// whose queue is new.
+func (q *healthQueue) scanned(r health.ScanReport) {
+	q.mu.Lock()
+	same := q.lastScan != nil && q.lastScan.Equal(r) && len(q.pending) == 0
+	if !same {
+		q.lastScan = &r
+	}
+	q.mu.Unlock()
+	if !same {
+		q.sendNow(HealthNote{Op: "scanned", Scan: &r})
+	}
+}
 
 func (q *healthQueue) add(n HealthNote, now bool) {
 	q.mu.Lock()
@@ -323,7 +342,7 @@ func (e sessionEvents) SessionGone(id string) {
 	e.send(HealthNote{Op: "session_gone", ID: id})
 	e.col.Untrack(id)
 }
-func (e sessionEvents) Scanned(r health.ScanReport) { e.sendNow(HealthNote{Op: "scanned", Scan: &r}) }
+func (e sessionEvents) Scanned(r health.ScanReport) { e.scanned(r) }
 func (e sessionEvents) SessionChanged(id string)    { e.col.Stir(id) }
 
 // logHandler sends a worker's log to root, which logs it under the user's name; with the link
