@@ -169,7 +169,7 @@ func (d *Daemon) watches() int {
 	switch g := d.watching.Load(); {
 	case g == nil:
 	case g.workers != nil:
-		n += g.workers.Stats().Watches
+		n += g.workers.Told().Watches
 	default:
 		n += g.injector.Watches() + g.collector.Watches()
 	}

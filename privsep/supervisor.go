@@ -322,6 +322,19 @@ func (s *Supervisor) Stats() Stats {
 		all.Go(w.refresh)
 	}
 	all.Wait()
+	return sumStats(ws)
+}
+
+// Told sums what the workers watch and follow as each last told root (a worker tells its figures
+// within a rescan of a change), asking none: for the heartbeat, which asking woke every worker.
+func (s *Supervisor) Told() Stats {
+	s.mu.Lock()
+	ws := s.listLocked()
+	s.mu.Unlock()
+	return sumStats(ws)
+}
+
+func sumStats(ws []*worker) Stats {
 	var st Stats
 	for _, w := range ws {
 		w.mu.Lock()
