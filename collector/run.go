@@ -102,8 +102,8 @@ func (c *Collector) rescanEvery() time.Duration {
 
 func (c *Collector) leaseCheckEvery() time.Duration { return LeaseCheckEvery(c.rescanEvery()) }
 
-// LeaseCheckEvery is how often the wall clock is compared with the leases, for a rescan every
-// rescan: after a Mac wakes from sleep, timers lag the clock, and leases must not lapse under
+// LeaseCheckEvery is how often the wall clock is compared with the leases when the rescan
+// interval is rescan: after a Mac wakes from sleep, timers lag the clock, and leases must not lapse under
 // sessions that are in use. Half a rescan, from 5 to 15 s: each check wakes the process, and
 // with a hundred users' idle workers those wake-ups cost more than their sessions (a lease runs
 // at least two rescans past its session's next housekeeping, and a check renews every lease due
