@@ -782,7 +782,7 @@ func instructionFile(p string) bool { return instructionPath.MatchString(p) }
 
 // fileOperands splits a command's operands into the files it reads and those it writes.
 func fileOperands(cmd *facts.Command) (read, written []string) {
-	values := readerValueOpts()[cmd.Name]
+	values := readerValueOpts.Get()[cmd.Name]
 	var ops []string
 	for i := 0; i < len(cmd.Args); i++ {
 		a := cmd.Args[i]

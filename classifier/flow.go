@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 
@@ -228,10 +228,10 @@ var storageVerbs = nameset.Of("cp", "mv", "sync", "rsync", "copy", "copyto", "mo
 	"rcat", "put", "upload", "upload-batch", "put-object", "upload-part")
 
 // publishers are the subcommands that send a package or commits to a registry or remote.
-var publishers = sync.OnceValue(func() map[string]string {
+var publishers = lazy.Value[map[string]string]{Make: func() map[string]string {
 	return map[string]string{"npm": "publish", "yarn": "publish", "pnpm": "publish", "bun": "publish",
 		"twine": "upload", "gem": "push", "cargo": "publish", "poetry": "publish", "docker": "push", "podman": "push", "git": "push"}
-})
+}}
 
 // netCode is interpreter code that opens a connection: its data may go wherever the code says.
 var netCode = lazyregexp.New(`urllib|requests\.|http\.client|httpx|aiohttp|socket\.|smtplib|ftplib|fetch\(|https?\.(get|request)|net\.connect|XMLHttpRequest|Net::HTTP|open-uri|LWP::|IO::Socket|dns\.resolver|gethostbyname|getaddrinfo|` +
@@ -250,7 +250,7 @@ type send struct {
 // a connection. Its dest is "" for none.
 func sendOf(cmd *facts.Command) send {
 	name := cmd.Name
-	if sub, ok := publishers()[name]; ok && slices.Contains(cmd.Args, sub) {
+	if sub, ok := publishers.Get()[name]; ok && slices.Contains(cmd.Args, sub) {
 		return send{dest: name + ":" + sub, via: ViaElsewhere}
 	}
 	if netSenders.Has(name) {
@@ -392,18 +392,18 @@ func storageSend(cmd *facts.Command) send {
 // decrypters print what a password store or an encrypted file holds, by the subcommand or
 // option that does. The rules let them run (a task may need one value, and peers allow them);
 // for the session's flow what they print is private data read.
-var decrypters = sync.OnceValue(func() map[string][]string {
+var decrypters = lazy.Value[map[string][]string]{Make: func() map[string][]string {
 	return map[string][]string{
 		"pass": {"show"}, "gopass": {"show", "cat"}, "lpass": {"show"}, "bw": {"get"}, "keepassxc-cli": {"show"},
 		"doppler": {"secrets"}, "infisical": {"secrets", "export"}, "chamber": {"read", "export"},
 		"ansible-vault": {"view"}, "sops": {"-d", "--decrypt"}, "age": {"-d", "--decrypt"},
 		"gpg": {"-d", "--decrypt"}, "gpg2": {"-d", "--decrypt"}, "rage": {"-d", "--decrypt"},
 	}
-})
+}}
 
 // decrypts reports a command that prints a store's or an encrypted file's content.
 func decrypts(cmd *facts.Command) bool {
-	words, ok := decrypters()[cmd.Name]
+	words, ok := decrypters.Get()[cmd.Name]
 	return ok && slices.ContainsFunc(cmd.Args, func(a string) bool { return slices.Contains(words, a) })
 }
 

@@ -4,9 +4,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
@@ -43,14 +43,14 @@ var protectedProcesses = []string{
 
 // killerSelectors are the options that choose processes by owner, group, session or terminal
 // rather than by name: every process of a user is the guard's and the agent's too.
-var killerSelectors = sync.OnceValue(func() map[string][]string {
+var killerSelectors = lazy.Value[map[string][]string]{Make: func() map[string][]string {
 	return map[string][]string{
 		"pkill":   {"-u", "-U", "-g", "-G", "-s", "-t", "--euid", "--uid", "--pgroup", "--group", "--session", "--terminal", "-v", "--inverse"},
 		"killall": {"-u", "--user", "-g", "--process-group", "-t"},
 		"skill":   {"-u", "-t", "--user", "--tty"},
 		"slay":    {"*"},
 	}
-})
+}}
 
 // killerValues are the options of these programs that take a value (a signal, a pid file, a
 // parent), skipped when looking for the pattern.
@@ -62,7 +62,7 @@ var runTimeValue = lazyregexp.New(`\$[({A-Za-z_]`)
 // killProtected finds a process stop by name that could reach a protected process.
 func killProtected(_ *Classifier, it item) (string, bool) {
 	cmd := it.cmd
-	if cmd == nil || killerSelectors()[cmd.Name] == nil {
+	if cmd == nil || killerSelectors.Get()[cmd.Name] == nil {
 		return "", false
 	}
 	fullLine := cmd.Name == "pkill" && slices.ContainsFunc(cmd.Args, func(a string) bool {
@@ -72,7 +72,7 @@ func killProtected(_ *Classifier, it item) (string, bool) {
 	for i := 0; i < len(cmd.Args); i++ {
 		a := cmd.Args[i]
 		switch {
-		case slices.Contains(killerSelectors()[cmd.Name], "*"), slices.Contains(killerSelectors()[cmd.Name], a):
+		case slices.Contains(killerSelectors.Get()[cmd.Name], "*"), slices.Contains(killerSelectors.Get()[cmd.Name], a):
 			return cmd.Line(), true
 		case slices.Contains(killerValues, a):
 			i++

@@ -1,8 +1,7 @@
 package classifier
 
 import (
-	"sync"
-
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
@@ -32,10 +31,10 @@ var copiers = nameset.Of("cp", "install", "ln", "rsync", "scp", "ditto")
 
 // readerValueOpts are options of readers whose value is not a file read: sort -o OUT writes it,
 // less -p PATTERN searches for it.
-var readerValueOpts = sync.OnceValue(func() map[string]map[string]bool {
+var readerValueOpts = lazy.Value[map[string]map[string]bool]{Make: func() map[string]map[string]bool {
 	return map[string]map[string]bool{
 		"sort": {"-o": true, "--output": true, "-t": true, "-k": true, "-S": true, "-T": true, "--field-separator": true, "--key": true},
 		"less": {"-p": true, "-P": true, "-j": true, "-x": true, "-y": true, "-h": true, "-b": true, "-t": true, "--pattern": true},
 		"head": {"-n": true, "-c": true}, "tail": {"-n": true, "-c": true},
 	}
-})
+}}

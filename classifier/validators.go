@@ -5,66 +5,71 @@ import (
 
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/coworkbridge/coworkbridge/classifier/effects"
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
 	"github.com/coworkbridge/coworkbridge/frontmatter"
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
+// check is a validator: what it found, and whether the rule naming it matches.
+type check = func(c *Classifier, it item) (string, bool)
+
 // validators are checks too structural for a regular expression. Rule files name them with
 // `validator <Name>`; they are compiled in, never loaded at run time.
-var validators = map[string]func(c *Classifier, it item) (string, bool){
-	"RecursiveDeleteCritical": func(_ *Classifier, it item) (string, bool) { return recursiveDelete(it, true) },
-	"RecursiveDelete":         func(_ *Classifier, it item) (string, bool) { return recursiveDelete(it, false) },
-	"DownloadToShell":         downloadToShell,
-	"DangerousEnv":            dangerousEnv,
-	"Exfiltration":            exfiltration,
-	"RedirectOutsideProject":  redirectOutsideProject,
-	"DynamicCode":             dynamicCode,
-	"Unparseable":             unparseable,
-	"AnalysisLimit":           analysisLimit,
-	"GuardTamper":             guardTamper,
-	"PrivilegeEscalation":     privilegeEscalation,
-	"ManifestDependencies":    manifestDependencies,
-	"DynamicDestructive":      dynamicDestructive,
-	"Obfuscated":              obfuscated,
-	"ShellMetacharacters":     shellMetacharacters,
-	"GitResetHard":            gitValidator(effects.GitResetHard),
-	"GitForcePush":            gitValidator(effects.GitForcePush),
-	"GitForceClean":           gitValidator(effects.GitForceClean),
-	"GitDiscardAll":           gitDiscardValidator(true),
-	"GitDiscardPart":          gitDiscardValidator(false),
-	"ForkBomb": func(_ *Classifier, it item) (string, bool) {
-		return "a process that copies itself without end", it.cmd == nil && it.an != nil && it.an.ForkBomb
-	},
-	"DotenvOutsideProject": dotenvOutsideProject,
-	"GuardPlace":           guardPlace,
-	"OtherSession":         otherSession,
-	"SearchDisk":           searchDisk,
-	"HomeBuiltPath":        homeBuiltPath,
-	"ShellEscape":          shellEscape,
-	"AppPlace":             appPlace,
-	"DotenvWrite":          dotenvWrite,
-	"ConfigSurfaceWrite":   configSurfaceWrite,
-	"NestedAgent":          nestedAgent,
-	"UnreadProgram":        unreadProgram,
-	"KillProtected":        killProtected,
-	"UnknownReach":         unknownReach,
-	"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
-		return it.text, effects.IsDotenv(it.text) && inProject(it.text, it.project)
-	},
-	"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
-		return it.server, c.mcpOn && !c.mcpAllow[it.server]
-	},
-}
+var validators = lazy.Value[map[string]check]{Make: func() map[string]check {
+	return map[string]check{
+		"RecursiveDeleteCritical": func(_ *Classifier, it item) (string, bool) { return recursiveDelete(it, true) },
+		"RecursiveDelete":         func(_ *Classifier, it item) (string, bool) { return recursiveDelete(it, false) },
+		"DownloadToShell":         downloadToShell,
+		"DangerousEnv":            dangerousEnv,
+		"Exfiltration":            exfiltration,
+		"RedirectOutsideProject":  redirectOutsideProject,
+		"DynamicCode":             dynamicCode,
+		"Unparseable":             unparseable,
+		"AnalysisLimit":           analysisLimit,
+		"GuardTamper":             guardTamper,
+		"PrivilegeEscalation":     privilegeEscalation,
+		"ManifestDependencies":    manifestDependencies,
+		"DynamicDestructive":      dynamicDestructive,
+		"Obfuscated":              obfuscated,
+		"ShellMetacharacters":     shellMetacharacters,
+		"GitResetHard":            gitValidator(effects.GitResetHard),
+		"GitForcePush":            gitValidator(effects.GitForcePush),
+		"GitForceClean":           gitValidator(effects.GitForceClean),
+		"GitDiscardAll":           gitDiscardValidator(true),
+		"GitDiscardPart":          gitDiscardValidator(false),
+		"ForkBomb": func(_ *Classifier, it item) (string, bool) {
+			return "a process that copies itself without end", it.cmd == nil && it.an != nil && it.an.ForkBomb
+		},
+		"DotenvOutsideProject": dotenvOutsideProject,
+		"GuardPlace":           guardPlace,
+		"OtherSession":         otherSession,
+		"SearchDisk":           searchDisk,
+		"HomeBuiltPath":        homeBuiltPath,
+		"ShellEscape":          shellEscape,
+		"AppPlace":             appPlace,
+		"DotenvWrite":          dotenvWrite,
+		"ConfigSurfaceWrite":   configSurfaceWrite,
+		"NestedAgent":          nestedAgent,
+		"UnreadProgram":        unreadProgram,
+		"KillProtected":        killProtected,
+		"UnknownReach":         unknownReach,
+		"DotenvInProject": func(_ *Classifier, it item) (string, bool) {
+			return it.text, effects.IsDotenv(it.text) && inProject(it.text, it.project)
+		},
+		"MCPServerNotAllowed": func(c *Classifier, it item) (string, bool) {
+			return it.server, c.mcpOn && !c.mcpAllow[it.server]
+		},
+	}
+}}
 
 func validatorNames() map[string]bool {
 	m := map[string]bool{embeddedCommandValidator: true}
-	for k := range validators {
+	for k := range validators.Get() {
 		m[k] = true
 	}
 	return m
@@ -79,7 +84,7 @@ func validator(name string) func(c *Classifier, it item) (string, bool) {
 	if name == embeddedCommandValidator {
 		return embeddedCommand
 	}
-	return validators[name]
+	return validators.Get()[name]
 }
 
 // tempRoot is a temporary folder itself, not a path inside one.
@@ -260,14 +265,14 @@ var searchPaths = nameset.Of("PATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH",
 
 // optionLoaders carry a program's options, some of which load code (node --require X, java
 // -javaagent:X) or open a debugger to the network (--inspect).
-var optionLoaders = sync.OnceValue(func() map[string]*lazyregexp.Regexp {
+var optionLoaders = lazy.Value[map[string]*lazyregexp.Regexp]{Make: func() map[string]*lazyregexp.Regexp {
 	return map[string]*lazyregexp.Regexp{
 		"NODE_OPTIONS":      lazyregexp.New(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)[=\s]+(\S+)|--inspect`),
 		"JAVA_TOOL_OPTIONS": javaAgents,
 		"_JAVA_OPTIONS":     javaAgents,
 		"JDK_JAVA_OPTIONS":  javaAgents,
 	}
-})
+}}
 
 var javaAgents = lazyregexp.New(`-(javaagent|agentpath|agentlib):(\S+)|()()`)
 
@@ -287,8 +292,8 @@ func loadsCode(name, value, cwd string) bool {
 				return true
 			}
 		}
-	case optionLoaders()[name] != nil:
-		for _, m := range optionLoaders()[name].FindAllStringSubmatch(value, -1) {
+	case optionLoaders.Get()[name] != nil:
+		for _, m := range optionLoaders.Get()[name].FindAllStringSubmatch(value, -1) {
 			mod := m[len(m)-1]
 			if mod == "" || strings.HasPrefix(mod, "/") || strings.HasPrefix(mod, "~") || strings.HasPrefix(mod, "..") || strings.Contains(mod, "$") {
 				return true // --inspect, or a module outside the project
@@ -718,12 +723,12 @@ func gitDiscardValidator(all bool) func(*Classifier, item) (string, bool) {
 // sandbox's writes out of the same places. m[2] is the folder, m[3] the file.
 var configSurface = lazyregexp.New(`(?i)(^|/)\.claude/(?:(skills|agents|commands|output-styles|plugins|workflows|routines)(?:/|$)|(launch\.json|\.claude\.json)$)`)
 
-var surfaceKinds = sync.OnceValue(func() map[string]frontmatter.Kind {
+var surfaceKinds = lazy.Value[map[string]frontmatter.Kind]{Make: func() map[string]frontmatter.Kind {
 	return map[string]frontmatter.Kind{
 		"skills": frontmatter.Skill, "agents": frontmatter.Agent, "commands": frontmatter.Command,
 		"output-styles": frontmatter.OutputStyle,
 	}
-})
+}}
 
 // configSurfaceWrite finds a write into the CLI's configuration that could start something: any
 // write there but a whole markdown file whose frontmatter and body start nothing (a skill, an
@@ -735,7 +740,7 @@ func configSurfaceWrite(_ *Classifier, it item) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	kind, known := surfaceKinds()[strings.ToLower(m[2])]
+	kind, known := surfaceKinds.Get()[strings.ToLower(m[2])]
 	if !known || it.tool != "Write" {
 		return it.text, true
 	}

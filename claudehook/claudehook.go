@@ -31,10 +31,10 @@ type Payload struct {
 }
 
 // camelCase spellings some Claude Code builds and SDKs use, mapped to the canonical fields.
-var camel = map[string]string{
-	"sessionId": "session_id", "transcriptPath": "transcript_path", "permissionMode": "permission_mode",
-	"hookEventName": "hook_event_name", "toolName": "tool_name", "toolInput": "tool_input",
-	"toolUseId": "tool_use_id", "agentId": "agent_id", "agentType": "agent_type", "promptId": "prompt_id",
+var camel = [...]struct{ from, to string }{
+	{"sessionId", "session_id"}, {"transcriptPath", "transcript_path"}, {"permissionMode", "permission_mode"},
+	{"hookEventName", "hook_event_name"}, {"toolName", "tool_name"}, {"toolInput", "tool_input"},
+	{"toolUseId", "tool_use_id"}, {"agentId", "agent_id"}, {"agentType", "agent_type"}, {"promptId", "prompt_id"},
 }
 
 // ErrNoTool is returned for a payload that names no tool: nothing can be judged.
@@ -50,10 +50,10 @@ func ParsePayload(data []byte) (Payload, error) {
 	if fields == nil {
 		return p, fmt.Errorf("decode hook payload: %w", ErrNoTool)
 	}
-	for from, to := range camel {
-		if v, ok := fields[from]; ok {
-			if _, has := fields[to]; !has {
-				fields[to] = v
+	for _, c := range camel {
+		if v, ok := fields[c.from]; ok {
+			if _, has := fields[c.to]; !has {
+				fields[c.to] = v
 			}
 		}
 	}

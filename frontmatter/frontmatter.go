@@ -16,6 +16,7 @@ package frontmatter
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
@@ -83,8 +84,11 @@ var harmless = nameset.Of(
 
 // harmlessFor are keys harmless in one kind only: an agent's skills are names of skills the CLI
 // loads from their own (judged) files; elsewhere the key names folders of a plugin.
-var harmlessFor = map[Kind]map[string]bool{
-	Agent: {"skills": true},
+var harmlessFor = [...]kindKey{{Agent, "skills"}}
+
+type kindKey struct {
+	kind Kind
+	key  string
 }
 
 // modes are the permissionMode values that do not loosen the CLI's own permission rules.
@@ -126,7 +130,7 @@ func keyHarmless(k Kind, e entry) bool {
 	if e.key == "permissionMode" {
 		return modes.Has(strings.Trim(e.scalar, `"'`))
 	}
-	return harmless.Has(e.key) || harmlessFor[k][e.key]
+	return harmless.Has(e.key) || slices.Contains(harmlessFor[:], kindKey{k, e.key})
 }
 
 // without is data less the byte ranges in cut (sorted, apart).

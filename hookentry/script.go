@@ -3,11 +3,11 @@ package hookentry
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"text/template"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/claudehook"
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/managedconfig"
 	"github.com/coworkbridge/coworkbridge/ruleid"
 )
@@ -96,9 +96,9 @@ func scriptBody(p ScriptParams, dt int) (string, error) {
 	var body *template.Template
 	switch p.Mode {
 	case managedconfig.Observe:
-		body = observeScript()
+		body = observeScript.Get()
 	case managedconfig.Enforce:
-		body = enforceScript()
+		body = enforceScript.Get()
 	default:
 		return "", fmt.Errorf("hook script: unknown mode %q", p.Mode)
 	}
@@ -173,7 +173,7 @@ cb_sp="$cb_dir/events.jsonl"
 
 // In the host channel the event file itself is the hand-over (the daemon takes it from there);
 // in the bridge folder it is appended to the spool with one write.
-var observeScript = sync.OnceValue(func() *template.Template {
+var observeScript = lazy.Value[*template.Template]{Make: func() *template.Template {
 	return template.Must(template.New("observe").Parse(scriptHead + `[ -n "$cb_h" ] || [ -d "$cb_dir" ] || {{.Mkdir}} -p "$cb_dir"
 cb_p=$({{.Tr}} -d '\r\n')
 [ -n "$cb_p" ] || cb_p=null
@@ -185,7 +185,7 @@ if [ -n "$cb_rid" ] && printf '{{.Envelope}}' "$cb_rid" "$cb_p" > "$cb_t" && [ -
 fi
 exit 0
 `))
-})
+}}
 
 // The enforce script answers exactly once on stdout: the daemon's decision, nothing (no objection),
 // or its own deny. It waits at most about the decision timeout, counted both by polls and, from
@@ -209,7 +209,7 @@ exit 0
 // have been stopped between its claim and its answer, and the claim file may be a plant (in the
 // VM loop a process beside the hook can read the request id in the session). The watchdog that
 // answers removes its claim once the script is dead.
-var enforceScript = sync.OnceValue(func() *template.Template {
+var enforceScript = lazy.Value[*template.Template]{Make: func() *template.Template {
 	return template.Must(template.New("enforce").Parse(scriptHead + `cb_df="$cb_c/decisions/$cb_rid.json"
 cb_wd=
 cb_lk="${TMPDIR:-/tmp}/.coworkbridge-$cb_rid"
@@ -274,4 +274,4 @@ while [ $cb_n -lt {{.MaxPolls}} ]; do
 done
 cb_deny "no decision from coworkbridge within {{.DT}}s, so this tool call was blocked to be safe."
 `))
-})
+}}

@@ -168,10 +168,11 @@ func Defaults(env Env, paths Paths) Config {
 	return c
 }
 
-// coworkRoots are where Cowork keeps its sessions, under a home.
+// coworkRoots are where Cowork keeps its sessions, under a home. Written out, not joined: a
+// call at start-up would run in every hook process.
 var coworkRoots = []string{
-	filepath.Join("Library", "Application Support", "Claude", "local-agent-mode-sessions"),
-	filepath.Join("Library", "Application Support", "Claude-3p", "local-agent-mode-sessions"),
+	"Library/Application Support/Claude/local-agent-mode-sessions",
+	"Library/Application Support/Claude-3p/local-agent-mode-sessions",
 }
 
 // defaultRoots are Cowork's sessions roots under the home, or in system mode under every home.

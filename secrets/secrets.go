@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	lazyvalue "github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 )
 
@@ -130,7 +131,7 @@ type hintRef struct {
 
 // allRules orders the rules: gitleaks' shapes, ours, then the rules of context, gitleaks'
 // catch-all last. Where findings overlap, the earlier rule names the merged one.
-var allRules = sync.OnceValue(newRuleSet)
+var allRules = lazyvalue.Value[*ruleSet]{Make: newRuleSet}
 
 func newRuleSet() *ruleSet {
 	rs := &ruleSet{shortText: shortText}
@@ -211,7 +212,7 @@ type hit struct {
 // Find returns the secrets in s, in order, overlapping ones merged and named after the most
 // specific rule. A secret that shell quoting splits is found as the shell would join it, and
 // its span covers the quotes.
-func Find(s string) []Finding { return merge(allRules().findQuoted(s, nil)) }
+func Find(s string) []Finding { return merge(allRules.Get().findQuoted(s, nil)) }
 
 // findQuoted finds the secrets in s and in s as the shell joins it.
 func (rs *ruleSet) findQuoted(s string, hits []hit) []hit {
@@ -229,7 +230,7 @@ func (rs *ruleSet) findQuoted(s string, hits []hit) []hit {
 // each part is also judged as a word of its own, since a rule that wants a token to start a word
 // does not see one glued to a separator that is a word character.
 func FindInName(name string) []Finding {
-	rs := allRules()
+	rs := allRules.Get()
 	hits := rs.findQuoted(name, nil)
 	for _, parts := range []func(s string, i int) bool{mcpSeparator, pathSeparator} {
 		if view, ok := spaced(name, parts); ok {

@@ -133,7 +133,7 @@ type corpusRow struct {
 // Every rule of the set finds a secret of its own shape, and the same secret split by quotes.
 func TestEveryRuleFindsASecretDrawnFromItsShapeAndSplitByQuotes(t *testing.T) {
 	var rows []corpusRow
-	for _, r := range allRules().rules {
+	for _, r := range allRules.Get().rules {
 		row, ok := drawSample(*r)
 		if !ok {
 			t.Errorf("no sample of %s was found and covered", r.kind)
@@ -217,7 +217,7 @@ func readCorpus(t *testing.T) []corpusRow {
 	for _, r := range rows {
 		kinds[r.Kind] = true
 	}
-	for _, r := range allRules().rules {
+	for _, r := range allRules.Get().rules {
 		if !kinds[r.kind] {
 			t.Errorf("%s has no sample of %s: regenerate it with -update", corpusFile, r.kind)
 		}
@@ -257,7 +257,7 @@ func covered(found []Finding, start, end int) bool {
 }
 
 func TestTheRulesAreGitleaksReleaseThenOwnThenGeneric(t *testing.T) {
-	rs := allRules()
+	rs := allRules.Get()
 	if len(rs.rules) < 200 {
 		t.Fatalf("%d rules; gitleaks %s alone has more than 200", len(rs.rules), gitleaksVersion)
 	}

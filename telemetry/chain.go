@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 )
 
 // The decision log is a hash chain: every record begins with "prev", the hash of the line before
@@ -27,7 +26,7 @@ import (
 const hashLen = 16
 
 // Genesis is the link of a chain's first record: no record came before it.
-var genesis = strings.Repeat("0", 2*hashLen)
+const genesis = "00000000000000000000000000000000" // 2*hashLen zeros, written out: no call at start-up
 
 // prevPrefix is how every chained line begins.
 const prevPrefix = `{"prev":"`

@@ -325,3 +325,9 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+func TestTheGenesisLinkIsAHashOfZeros(t *testing.T) {
+	if genesis != strings.Repeat("0", 2*hashLen) {
+		t.Errorf("genesis is %q, want %d zeros (a hash's length in hex)", genesis, 2*hashLen)
+	}
+}

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
@@ -158,13 +158,13 @@ func hashValue(v json.RawMessage) uint64 {
 // defaults are the hashes of the values Claude Code fills in for members the model left out
 // (the hook sees "replace_all": false on an Edit whose transcript has no such member). Made when
 // first needed: hashing them at start-up would cost every hook process a hundred allocations.
-var defaults = sync.OnceValue(func() map[uint64]bool {
+var defaults = lazy.Value[map[uint64]bool]{Make: func() map[uint64]bool {
 	return map[uint64]bool{
 		hashValue(json.RawMessage(`false`)): true, hashValue(json.RawMessage(`null`)): true,
 		hashValue(json.RawMessage(`""`)): true, hashValue(json.RawMessage(`0`)): true,
 		hashValue(json.RawMessage(`[]`)): true, hashValue(json.RawMessage(`{}`)): true,
 	}
-})
+}}
 
 // Same reports whether the input judged is the input that ran: every member the transcript shows
 // has the value judged, and the judged input has no other member but ones holding a default.
@@ -183,7 +183,7 @@ func Same(judged, ran Fingerprint) bool {
 		}
 	}
 	for k, h := range judged {
-		if _, ok := ran[k]; !ok && !internal(k) && !defaults()[h] {
+		if _, ok := ran[k]; !ok && !internal(k) && !defaults.Get()[h] {
 			return false
 		}
 	}

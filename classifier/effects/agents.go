@@ -3,9 +3,9 @@ package effects
 import (
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 )
 
 // An agent started by the agent (EffectAgent) runs tool calls of its own. Only a Claude Code that
@@ -23,7 +23,7 @@ var helpVersion = []string{"--help", "-h", "--version", "-v", "-V", "help", "ver
 
 // agentPrograms are the agent CLIs that run tools of their own (shell commands, file edits) on
 // the machine they run on.
-var agentPrograms = sync.OnceValue(func() map[string]agentProgram {
+var agentPrograms = lazy.Value[map[string]agentProgram]{Make: func() map[string]agentProgram {
 	return map[string]agentProgram{
 		"claude":       {manage: []string{"plugin", "plugins", "mcp", "config", "doctor", "update", "install", "migrate-installer", "setup-token", "plugin", "auth"}},
 		"codex":        {manage: []string{"plugin", "plugins", "login", "logout", "completion", "mcp", "apply", "features"}},
@@ -38,32 +38,32 @@ var agentPrograms = sync.OnceValue(func() map[string]agentProgram {
 		"crush":        {manage: []string{"plugin", "plugins", "logs", "update-providers"}},
 		"droid":        {manage: []string{"plugin", "plugins", "mcp"}},
 	}
-})
+}}
 
 // agentPackages are the packages a package runner starts each agent from.
-var agentPackages = sync.OnceValue(func() map[string]string {
+var agentPackages = lazy.Value[map[string]string]{Make: func() map[string]string {
 	return map[string]string{
 		"@anthropic-ai/claude-code": "claude", "@openai/codex": "codex", "@google/gemini-cli": "gemini",
 		"@qwen-code/qwen-code": "qwen", "@github/copilot": "copilot", "aider-chat": "aider",
 		"opencode-ai": "opencode", "@sourcegraph/amp": "amp", "@charmland/crush": "crush",
 	}
-})
+}}
 
 // packageRunners start a package's program: the runner and the subcommand it takes, if any.
-var packageRunners = sync.OnceValue(func() map[string][]string {
+var packageRunners = lazy.Value[map[string][]string]{Make: func() map[string][]string {
 	return map[string][]string{
 		"npx": nil, "bunx": nil, "uvx": nil, "pnpx": nil,
 		"pnpm": {"dlx", "exec"}, "yarn": {"dlx", "exec"}, "npm": {"exec", "x"}, "bun": {"x"},
 		"pipx": {"run"}, "uv": {"tool"},
 	}
-})
+}}
 
 // agentOf names the agent cmd starts, and the arguments it gives it; "" when it starts none.
 func agentOf(cmd *facts.Command) (string, []string) {
-	if _, ok := agentPrograms()[cmd.Name]; ok {
+	if _, ok := agentPrograms.Get()[cmd.Name]; ok {
 		return cmd.Name, cmd.Args
 	}
-	if subs, ok := packageRunners()[cmd.Name]; ok {
+	if subs, ok := packageRunners.Get()[cmd.Name]; ok {
 		args := cmd.Args
 		if len(subs) > 0 {
 			i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
@@ -79,7 +79,7 @@ func agentOf(cmd *facts.Command) (string, []string) {
 			if a == "--" || strings.HasPrefix(a, "-") {
 				continue
 			}
-			if name := agentPackages()[packageName(a)]; name != "" {
+			if name := agentPackages.Get()[packageName(a)]; name != "" {
 				return name, args[i+1:]
 			}
 			return "", nil // the first operand is the package: another one
@@ -106,7 +106,7 @@ func runsTask(cmd *facts.Command, name string, args []string) bool {
 		return false
 	}
 	ops := facts.Operands(args)
-	if len(ops) > 0 && (slices.Contains(agentPrograms()[name].manage, ops[0]) || slices.Contains(helpVersion, ops[0])) {
+	if len(ops) > 0 && (slices.Contains(agentPrograms.Get()[name].manage, ops[0]) || slices.Contains(helpVersion, ops[0])) {
 		return false
 	}
 	return len(ops) > 0 || cmd.PipedFrom != "" || slices.ContainsFunc(args, func(a string) bool {
@@ -138,7 +138,7 @@ func agentEffects(cmd *facts.Command) []Effect {
 	why := "it runs tools of its own, which no hook of this session judges"
 	if name == "claude" {
 		why = claudeUnguarded(cmd, args)
-		if _, runner := packageRunners()[cmd.Name]; why == "" && runner {
+		if _, runner := packageRunners.Get()[cmd.Name]; why == "" && runner {
 			why = cmd.Name + " fetches a Claude Code release at run time, which the guard has not vetted: settings keys it does not know are not held"
 		}
 		if why == "" {

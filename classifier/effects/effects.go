@@ -155,12 +155,12 @@ func commandEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 	out = append(out, runnerEffects(cmd)...)
 	out = append(out, dnsEffects(cmd)...)
 	out = append(out, indexSearchEffects(cmd)...)
-	if subs, ok := installers()[cmd.Name]; ok {
+	if subs, ok := installers.Get()[cmd.Name]; ok {
 		out = append(out, installEffects(cmd, subs)...)
 	}
 	if cmd.Name == "python" || cmd.Name == "python3" {
 		if i := slices.Index(cmd.Args, "-m"); i >= 0 && i+1 < len(cmd.Args) && cmd.Args[i+1] == "pip" {
-			out = append(out, installEffects(&facts.Command{Name: "pip", Args: cmd.Args[i+2:]}, installers()["pip"])...)
+			out = append(out, installEffects(&facts.Command{Name: "pip", Args: cmd.Args[i+2:]}, installers.Get()["pip"])...)
 		}
 	}
 	return out
@@ -354,7 +354,7 @@ func inShortBundle(a, f string) bool {
 
 // sendEffects finds what a network client sends and where.
 func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
-	if sendOptions()[cmd.Name] == nil && !facts.IsRawSender(cmd.Name) && !otherSenders.Has(cmd.Name) {
+	if sendOptions.Get()[cmd.Name] == nil && !facts.IsRawSender(cmd.Name) && !otherSenders.Has(cmd.Name) {
 		return nil // most commands send nothing: no URL parsing for them
 	}
 	dest := facts.Destination(cmd)
@@ -391,14 +391,14 @@ func sendEffects(cmd *facts.Command, cwd string, fl *Flow) []Effect {
 		out = append(out, e)
 	}
 	masked := cmd.Args
-	if opts := sendOptions()[cmd.Name]; opts != nil {
+	if opts := sendOptions.Get()[cmd.Name]; opts != nil {
 		keep := make([]string, 0, len(opts))
 		for opt := range opts {
 			keep = append(keep, opt)
 		}
 		masked = facts.MaskValues(cmd.Name, cmd.Args, keep...) // curl -o -d@.env saves to a file, sends nothing
 	}
-	for opt, form := range sendOptions()[cmd.Name] {
+	for opt, form := range sendOptions.Get()[cmd.Name] {
 		for _, v := range facts.OptionValues(masked, opt) {
 			switch {
 			case form == formFile && v == "-":

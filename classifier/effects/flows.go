@@ -368,7 +368,7 @@ func (f *Flow) socatAddress(cmd *facts.Command, addr string) socatAddr {
 		var out socatAddr
 		for i := range an.Commands {
 			c := &an.Commands[i]
-			if d := facts.Destination(c); d != "" && (sendOptions()[c.Name] != nil || facts.IsRawSender(c.Name) || otherSenders.Has(c.Name)) {
+			if d := facts.Destination(c); d != "" && (sendOptions.Get()[c.Name] != nil || facts.IsRawSender(c.Name) || otherSenders.Has(c.Name)) {
 				out.net = d // EXEC:'curl --data-binary @- host': a client that sends what it is given
 			}
 			out.data = true

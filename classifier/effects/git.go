@@ -3,9 +3,9 @@ package effects
 import (
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
@@ -24,12 +24,12 @@ type GitCall struct {
 	help   bool
 }
 
-// gitGlobalValue are git's global options that take the next word as their value.
-var gitGlobalValue = map[string]bool{"-c": true, "-C": true, "--git-dir": true, "--work-tree": true, "--namespace": true,
-	"--config-env": true, "--super-prefix": true, "--exec-path": false, "--list-cmds": false}
+// gitGlobalValue are git's global options that take the next word as their value
+// (--exec-path and --list-cmds take theirs only after "=").
+var gitGlobalValue = nameset.Of("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix")
 
 // gitLong are the long options of the subcommands judged here, to spell out abbreviations.
-var gitLong = sync.OnceValue(func() map[string][]string {
+var gitLong = lazy.Value[map[string][]string]{Make: func() map[string][]string {
 	return map[string][]string{
 		"reset":       {"--hard", "--soft", "--mixed", "--merge", "--keep", "--quiet", "--no-quiet", "--patch", "--pathspec-from-file", "--recurse-submodules", "--no-refresh", "--refresh", "--intent-to-add"},
 		"push":        {"--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune", "--dry-run", "--all", "--tags", "--repo", "--receive-pack", "--exec", "--push-option", "--set-upstream", "--no-verify", "--verify", "--atomic", "--porcelain", "--follow-tags", "--signed", "--quiet", "--verbose", "--progress", "--thin", "--no-thin", "--recurse-submodules", "--ipv4", "--ipv6", "--branches"},
@@ -43,7 +43,7 @@ var gitLong = sync.OnceValue(func() map[string][]string {
 		"reflog":      {"--expire", "--expire-unreachable", "--all", "--dry-run", "--rewrite", "--updateref", "--stale-fix", "--verbose", "--single-worktree"},
 		"filter-repo": {"--force", "--dry-run", "--replace-text", "--path", "--invert-paths", "--path-rename", "--analyze", "--refs", "--partial", "--subdirectory-filter", "--to-subdirectory-filter"},
 	}
-})
+}}
 
 // gitBuiltins are commands an alias cannot hide: git ignores alias.status.
 var gitBuiltins = nameset.Of("add", "am", "archive", "bisect", "blame", "branch",
@@ -54,7 +54,7 @@ var gitBuiltins = nameset.Of("add", "am", "archive", "bisect", "blame", "branch"
 	"update-ref", "filter-branch", "submodule", "ls-files", "rev-parse", "help", "version")
 
 // gitValue are the subcommands' options that take the next word as their value.
-var gitValue = sync.OnceValue(func() map[string]map[string]bool {
+var gitValue = lazy.Value[map[string]map[string]bool]{Make: func() map[string]map[string]bool {
 	return map[string]map[string]bool{
 		"push":          {"--repo": true, "--receive-pack": true, "--exec": true, "-o": true, "--push-option": true},
 		"clean":         {"-e": true, "--exclude": true},
@@ -65,7 +65,7 @@ var gitValue = sync.OnceValue(func() map[string]map[string]bool {
 		"filter-repo":   {"--replace-text": true, "--path": true, "--path-rename": true, "--refs": true, "--subdirectory-filter": true, "--to-subdirectory-filter": true, "--path-glob": true, "--path-regex": true, "--replace-message": true},
 		"filter-branch": {"--env-filter": true, "--tree-filter": true, "--index-filter": true, "--msg-filter": true, "--commit-filter": true, "--tag-name-filter": true, "--subdirectory-filter": true, "--parent-filter": true, "-d": true, "--original": true, "--state-branch": true, "--setup": true},
 	}
-})
+}}
 
 // ParseGit reads a git command; ok is false for anything else.
 func ParseGit(cmd *facts.Command) (GitCall, bool) {
@@ -84,7 +84,7 @@ func ParseGit(cmd *facts.Command) (GitCall, bool) {
 			g.help = true
 		}
 		name, value, inline := strings.Cut(a, "=")
-		if gitGlobalValue[name] && !inline && i+1 < len(args) {
+		if gitGlobalValue.Has(name) && !inline && i+1 < len(args) {
 			i++
 			value = args[i]
 		}
@@ -112,7 +112,7 @@ func ParseGit(cmd *facts.Command) (GitCall, bool) {
 }
 
 func (g *GitCall) readArgs(args []string) {
-	values := gitValue()[g.sub]
+	values := gitValue.Get()[g.sub]
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -151,7 +151,7 @@ func (g *GitCall) readArgs(args []string) {
 
 // spell spells out an abbreviated long option when it is the prefix of exactly one.
 func (g *GitCall) spell(name string) string {
-	longs := gitLong()[g.sub]
+	longs := gitLong.Get()[g.sub]
 	if slices.Contains(longs, name) {
 		return name
 	}

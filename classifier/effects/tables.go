@@ -25,4 +25,4 @@ func MentionsSecretVar(s string) bool { return secretVar.MatchString(s) }
 
 // DataOptions are the options through which a known sender (curl, wget, httpie) sends data, in
 // order.
-func DataOptions(prog string) []string { return slices.Sorted(maps.Keys(sendOptions()[prog])) }
+func DataOptions(prog string) []string { return slices.Sorted(maps.Keys(sendOptions.Get()[prog])) }

@@ -44,7 +44,7 @@ var persistLocation = lazyregexp.New(`(?i)` +
 func readsContent(cmd *facts.Command) bool {
 	for _, a := range cmd.Args {
 		name, _, _ := strings.Cut(a, "=")
-		for _, o := range namesOnlyUnless()[cmd.Name] {
+		for _, o := range namesOnlyUnless.Get()[cmd.Name] {
 			if name == o || len(o) == 2 && strings.HasPrefix(a, o) {
 				return true
 			}
@@ -192,7 +192,7 @@ func ordinaryTee(cmd *facts.Command, an *facts.Analysis, target, p string) bool 
 
 // consumes reports whether a program uses a key through this option as its owner meant.
 func consumes(prog, opt string) bool {
-	return keyOwners.Has(prog) || opt != "" && slices.Contains(keyConsumers()[prog], opt)
+	return keyOwners.Has(prog) || opt != "" && slices.Contains(keyConsumers.Get()[prog], opt)
 }
 
 // secretStore reports whether a path holds credentials by the policy's read rules, a project's

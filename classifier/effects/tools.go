@@ -6,9 +6,9 @@ package effects
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/coworkbridge/coworkbridge/classifier/facts"
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
@@ -27,7 +27,7 @@ const (
 )
 
 // sendOptions are the options of network clients whose value leaves the machine.
-var sendOptions = sync.OnceValue(func() map[string]map[string]dataForm {
+var sendOptions = lazy.Value[map[string]map[string]dataForm]{Make: func() map[string]map[string]dataForm {
 	return map[string]map[string]dataForm{
 		"curl": {
 			"-d": formData, "--data": formData, "--data-ascii": formData, "--data-binary": formData,
@@ -37,7 +37,7 @@ var sendOptions = sync.OnceValue(func() map[string]map[string]dataForm {
 		},
 		"wget": {"--post-data": formLiteral, "--post-file": formFile, "--body-data": formLiteral, "--body-file": formFile},
 	}
-})
+}}
 
 // subcommand is a program and the words after it (options skipped) that make one action.
 type subcommand struct {
@@ -133,13 +133,13 @@ var backupDeletes = []subcommand{
 
 // installers take a package from a source they name; a URL, a git repository or another index
 // runs code no reviewer has seen.
-var installers = sync.OnceValue(func() map[string][]string {
+var installers = lazy.Value[map[string][]string]{Make: func() map[string][]string {
 	return map[string][]string{
 		"pip": {"install"}, "pip3": {"install"}, "pipx": {"install", "run"}, "uv": {"pip", "add", "tool"},
 		"npm": {"install", "i", "add"}, "pnpm": {"add", "install", "i"}, "yarn": {"add"}, "bun": {"add", "install"},
 		"gem": {"install"}, "cargo": {"install"}, "go": {"install", "get"},
 	}
-})
+}}
 
 // installIndexOptions name another package index.
 var installIndexOptions = []string{"-i", "--index-url", "--extra-index-url", "--registry", "--source", "--git", "--find-links", "-f"}
@@ -159,19 +159,19 @@ var namesOnly = nameset.Of(
 
 // namesOnlyUnless are options with which a names-only program reads a file's content after all:
 // file -f LIST prints each line of LIST, find -fprint writes one.
-var namesOnlyUnless = sync.OnceValue(func() map[string][]string {
+var namesOnlyUnless = lazy.Value[map[string][]string]{Make: func() map[string][]string {
 	return map[string][]string{
 		"find": {"-fprint", "-fprint0", "-fprintf", "-fls", "-files0-from"},
 		"file": {"-f", "--files-from", "-m", "--magic-file"},
 		"wc":   {"--files0-from"},
 		"du":   {"--files0-from"},
 	}
-})
+}}
 
 // keyConsumers are the options through which a program uses a key or a configuration as its
 // owner meant (ssh -i KEY, kubectl --kubeconfig FILE): the program reads it to authenticate, and
 // prints none of it.
-var keyConsumers = sync.OnceValue(func() map[string][]string {
+var keyConsumers = lazy.Value[map[string][]string]{Make: func() map[string][]string {
 	return map[string][]string{
 		"ssh": {"-i", "-F"}, "scp": {"-i", "-F"}, "sftp": {"-i", "-F"}, "ssh-keygen": {"-f"}, "ssh-copy-id": {"-i"},
 		"kubectl": {"--kubeconfig"}, "helm": {"--kubeconfig"}, "k9s": {"--kubeconfig"}, "kubectx": {"--kubeconfig"},
@@ -181,7 +181,7 @@ var keyConsumers = sync.OnceValue(func() map[string][]string {
 		"curl": {"--cert", "--key", "-E", "--netrc-file", "--cacert"}, "wget": {"--certificate", "--private-key", "--ca-certificate"},
 		"openvpn": {"--config"}, "age": {"-i", "--identity"}, "sops": {"--age"},
 	}
-})
+}}
 
 // keyOwners are programs whose every argument naming a key is theirs to use: ssh-add loads a
 // key into the agent, ssh-keygen -lf prints its fingerprint.

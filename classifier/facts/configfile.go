@@ -158,7 +158,7 @@ func configKind(p, content string) string {
 	case (strings.HasPrefix(lower, "compose") || strings.HasPrefix(lower, "docker-compose")) && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")):
 		return ConfigCompose
 	case (strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".json")) &&
-		len(content) <= maxConfigFileBytes && strings.Contains(content, "apiVersion") && strings.Contains(content, "kind") && configPatterns().podSpecText.MatchString(content):
+		len(content) <= maxConfigFileBytes && strings.Contains(content, "apiVersion") && strings.Contains(content, "kind") && configPatterns.Get().podSpecText.MatchString(content):
 		return ConfigPodSpec
 	}
 	return ""

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
+
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 )
 
 // The readers of ReadConfigFile, one per kind. Each reports false for content that is not of its
@@ -79,17 +80,17 @@ func readShellRC(content, _ string) (ConfigFile, bool) {
 		l = strings.TrimSpace(l)
 		switch {
 		case l == "" || strings.HasPrefix(l, "#"):
-		case configPatterns().rcPathLine.MatchString(l):
-			f.unordinaryIf(!ownPathList(configPatterns().rcPathLine.FindStringSubmatch(l)[3], ":"), l)
-		case configPatterns().rcZshPath.MatchString(l):
-			f.unordinaryIf(!ownPathList(configPatterns().rcZshPath.FindStringSubmatch(l)[2], " "), l)
+		case configPatterns.Get().rcPathLine.MatchString(l):
+			f.unordinaryIf(!ownPathList(configPatterns.Get().rcPathLine.FindStringSubmatch(l)[3], ":"), l)
+		case configPatterns.Get().rcZshPath.MatchString(l):
+			f.unordinaryIf(!ownPathList(configPatterns.Get().rcZshPath.FindStringSubmatch(l)[2], " "), l)
 		case l == "export PATH" || l == "typeset -U path" || l == "typeset -U PATH path":
-		case configPatterns().rcAlias.MatchString(l):
-			body := unquoteWord(configPatterns().rcAlias.FindStringSubmatch(l)[2])
+		case configPatterns.Get().rcAlias.MatchString(l):
+			body := unquoteWord(configPatterns.Get().rcAlias.FindStringSubmatch(l)[2])
 			f.unordinaryIf(body == "", l)
 			f.Commands = append(f.Commands, body)
-		case configPatterns().rcInitHook.MatchString(l):
-			f.unordinaryIf(!rcHookTool(path.Base(configPatterns().rcInitHook.FindStringSubmatch(l)[1])), l)
+		case configPatterns.Get().rcInitHook.MatchString(l):
+			f.unordinaryIf(!rcHookTool(path.Base(configPatterns.Get().rcInitHook.FindStringSubmatch(l)[1])), l)
 		default:
 			f.unordinaryIf(true, l)
 		}
@@ -109,7 +110,7 @@ func ownPathList(v, sep string) bool {
 		if d == "" {
 			continue
 		}
-		if !configPatterns().rcOwnPath.MatchString(d) || configPatterns().rcTempPath.MatchString(d) {
+		if !configPatterns.Get().rcOwnPath.MatchString(d) || configPatterns.Get().rcTempPath.MatchString(d) {
 			return false
 		}
 	}
@@ -223,7 +224,7 @@ func readKnownHosts(content, _ string) (ConfigFile, bool) {
 			f.unordinaryIf(true, fields[0])
 			continue
 		}
-		f.unordinaryIf(len(fields) < 3 || !configPatterns().knownHostKey.MatchString(fields[1]), "a line that is not a host key")
+		f.unordinaryIf(len(fields) < 3 || !configPatterns.Get().knownHostKey.MatchString(fields[1]), "a line that is not a host key")
 	}
 	return f, true
 }
@@ -241,7 +242,7 @@ func readEditorSettings(content, _ string) (ConfigFile, bool) {
 	var f ConfigFile
 	walkKeys("", v, func(key string) {
 		for seg := range strings.SplitSeq(key, ".") {
-			if !strings.ContainsAny(seg, "*/[") && configPatterns().editorProgramKey.MatchString(seg) {
+			if !strings.ContainsAny(seg, "*/[") && configPatterns.Get().editorProgramKey.MatchString(seg) {
 				f.unordinaryIf(true, key)
 				return
 			}
@@ -275,7 +276,7 @@ func walkKeys(prefix string, v any, fn func(string)) {
 // as far as the analysis needs: the project folder, an environment variable.
 
 func editorLine(s string) string {
-	return configPatterns().editorVar.ReplaceAllStringFunc(s, func(m string) string {
+	return configPatterns.Get().editorVar.ReplaceAllStringFunc(s, func(m string) string {
 		if name, ok := strings.CutPrefix(m, "${env:"); ok {
 			return "$" + strings.TrimSuffix(name, "}")
 		}
@@ -540,7 +541,7 @@ func readDesktopEntry(content, _ string) (ConfigFile, bool) {
 	var f ConfigFile
 	for l := range strings.SplitSeq(content, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Exec="); ok {
-			v = strings.ReplaceAll(configPatterns().desktopFieldCode.ReplaceAllString(v, ""), "%%", "%")
+			v = strings.ReplaceAll(configPatterns.Get().desktopFieldCode.ReplaceAllString(v, ""), "%%", "%")
 			if v = strings.TrimSpace(v); v != "" {
 				f.Commands = append(f.Commands, v)
 			}
@@ -658,7 +659,7 @@ func cronVariable(l string) bool {
 
 // configPatterns are the readers' patterns, compiled together when a configuration file is first
 // read: one lazy value at package init, not one per pattern.
-var configPatterns = sync.OnceValue(func() *configRE {
+var configPatterns = lazy.Value[*configRE]{Make: func() *configRE {
 	return &configRE{
 		rcPathLine:       regexp.MustCompile(`^(export\s+)?(PATH|MANPATH|INFOPATH)=(.*)$`),
 		rcZshPath:        regexp.MustCompile(`^(path|manpath)\+?=\((.*)\)$`),
@@ -672,7 +673,7 @@ var configPatterns = sync.OnceValue(func() *configRE {
 		desktopFieldCode: regexp.MustCompile(`%[fFuUdDnNickvm]`),
 		podSpecText:      regexp.MustCompile(`(?m)^\s*"?apiVersion"?\s*:[\s\S]*^\s*"?kind"?\s*:|(?m)^\s*"?kind"?\s*:[\s\S]*^\s*"?apiVersion"?\s*:`),
 	}
-})
+}}
 
 type configRE struct {
 	rcPathLine       *regexp.Regexp

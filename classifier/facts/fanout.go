@@ -108,7 +108,7 @@ func xargsReplace(f []string) string {
 			return "{}"
 		case strings.HasPrefix(a, "--replace="):
 			return strings.TrimPrefix(a, "--replace=")
-		case wrapperOptsWithValue()["xargs"][a]:
+		case wrapperOptsWithValue.Get()["xargs"][a]:
 			j++
 		}
 	}

@@ -250,7 +250,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 		}
 		w.a.Fetched[out.File] = cmd.Name // exec 3>x.sh; curl … >&3
 	}
-	if shells.Has(out.from) || interpreters()[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
+	if shells.Has(out.from) || interpreters.Get()[out.from] != "" { // exec {fd}> >(bash); curl … >&$fd
 		if text, ok := w.foldCalls([]*syntax.CallExpr{c}); ok && shells.Has(out.from) {
 			w.a.shell(text, w.depth+1, w.scope())
 		} else if IsDownloader(cmd.Name) && len(w.a.Commands) < maxCommands {
@@ -261,7 +261,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 	switch {
 	case cmd.Name == "read" || cmd.Name == "mapfile" || cmd.Name == "readarray":
 		w.readFD(cmd)
-	case shells.Has(cmd.Name) || cmd.Name == "source" || cmd.Name == "." || interpreters()[cmd.Name] != "":
+	case shells.Has(cmd.Name) || cmd.Name == "source" || cmd.Name == "." || interpreters.Get()[cmd.Name] != "":
 		src, ok := cmd.FD("0")
 		if ops := Operands(cmd.Args); len(ops) > 0 && ops[0] != "-" {
 			src, ok = cmd.FDOf(ops[0]) // the script is a descriptor: bash /dev/fd/3
@@ -272,7 +272,7 @@ func (w *walker) throughFDs(cmd *Command, c *syntax.CallExpr) {
 			return
 		}
 		switch {
-		case src.Lit && interpreters()[cmd.Name] != "":
+		case src.Lit && interpreters.Get()[cmd.Name] != "":
 			w.a.interp(cmd.Name, src.Text, w)
 		case src.Lit:
 			w.a.shell(src.Text, w.depth+1, w.scope())

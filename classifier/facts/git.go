@@ -4,8 +4,8 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
 
@@ -16,7 +16,7 @@ import (
 // command runs.
 
 // gitHooks are the hooks each subcommand may run (githooks(5)).
-var gitHooks = sync.OnceValue(func() map[string][]string {
+var gitHooks = lazy.Value[map[string][]string]{Make: func() map[string][]string {
 	return map[string][]string{
 		"commit":      {"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-rewrite"},
 		"merge":       {"pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-merge"},
@@ -31,7 +31,7 @@ var gitHooks = sync.OnceValue(func() map[string][]string {
 		"gc":          {"pre-auto-gc"},
 		"worktree":    {"post-checkout"},
 	}
-})
+}}
 
 // refHooks are the subcommands that update references, which run reference-transaction.
 var refHooks = nameset.Of("commit", "merge", "pull", "push", "checkout", "switch", "rebase", "am", "cherry-pick", "revert",
@@ -71,7 +71,7 @@ func (w *walker) gitRuns(cmd Command) {
 }
 
 func hooksOf(sub string) []string {
-	hooks := slices.Clone(gitHooks()[sub])
+	hooks := slices.Clone(gitHooks.Get()[sub])
 	if refHooks.Has(sub) {
 		hooks = append(hooks, "reference-transaction")
 	}

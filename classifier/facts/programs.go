@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/coworkbridge/coworkbridge/internal/lazy"
 	"github.com/coworkbridge/coworkbridge/internal/lazyregexp"
 	"github.com/coworkbridge/coworkbridge/internal/nameset"
 )
@@ -92,7 +92,7 @@ const maskedValue = "\x00"
 // replaced by maskedValue, except those of the options named in keep. Programs without a table
 // get their arguments back as they are.
 func MaskValues(name string, args []string, keep ...string) []string {
-	vo, ok := valueOptions()[name]
+	vo, ok := valueOptions.Get()[name]
 	if !ok {
 		return args
 	}
@@ -319,7 +319,7 @@ var awkShell = lazyregexp.New(`system\s*\(\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')|\
 // valueOptions are the options of network clients that take the next word as their value, so
 // that a value is never read as an option (curl -o -d@.env saves to a file named -d@.env; curl -H
 // --help sends a header named --help and fetches all the same). Short ones are letters.
-var valueOptions = sync.OnceValue(func() map[string]optionTable {
+var valueOptions = lazy.Value[map[string]optionTable]{Make: func() map[string]optionTable {
 	return map[string]optionTable{
 		"curl": {short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: SetOf("--cacert", "--capath", "--cert", "--cert-type", "--ciphers",
 			"--config", "--connect-timeout", "--connect-to", "--cookie", "--cookie-jar", "--continue-at", "--data", "--data-ascii",
@@ -339,7 +339,7 @@ var valueOptions = sync.OnceValue(func() map[string]optionTable {
 		"https": httpieValues, // HTTPie's two names
 		"ssh":   {short: "pilLoFJRDbceEmOSWwB"},
 	}
-})
+}}
 
 // optionTable is a program's value-taking options: short ones as letters, long ones by name.
 type optionTable struct {
@@ -362,7 +362,7 @@ func Destination(cmd *Command) string {
 			return ops[0]
 		}
 	}
-	if _, ok := fetchOutput()[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
+	if _, ok := fetchOutput.Get()[cmd.Name]; ok { // curl evil.example: a bare host is a URL to curl
 		for _, a := range args {
 			if bareHost.MatchString(a) {
 				return "http://" + a
@@ -380,12 +380,12 @@ var rawSenders = nameset.Of("nc", "ncat", "netcat", "socat", "telnet", "openssl"
 
 // fetchOutput are the options naming the file a download is saved to; remoteName ones save it
 // under the URL's own name.
-var fetchOutput = sync.OnceValue(func() map[string]SaveOptions {
+var fetchOutput = lazy.Value[map[string]SaveOptions]{Make: func() map[string]SaveOptions {
 	return map[string]SaveOptions{
 		"curl": {Output: []string{"-o", "--output"}, RemoteName: []string{"-O", "--remote-name", "--remote-name-all"}, Dir: []string{"--output-dir"}},
 		"wget": {Output: []string{"-O", "--output-document"}, Dir: []string{"-P", "--directory-prefix"}},
 	}
-})
+}}
 
 var shells = nameset.Of("sh", "bash", "zsh", "dash", "ksh", "ash", "fish",
 	"mksh", "yash", "posh", "rbash", "tcsh", "csh", "oksh", "loksh")
@@ -393,14 +393,14 @@ var shells = nameset.Of("sh", "bash", "zsh", "dash", "ksh", "ash", "fish",
 // awks take their program as the first operand.
 var awks = nameset.Of("awk", "gawk", "mawk", "nawk", "busybox-awk")
 
-var interpreters = sync.OnceValue(func() map[string]string {
+var interpreters = lazy.Value[map[string]string]{Make: func() map[string]string {
 	return map[string]string{ // name -> flag that takes code
 		"python": "-c", "python2": "-c", "python3": "-c", "node": "-e", "nodejs": "-e", "deno": "eval",
 		"ruby": "-e", "perl": "-e", "php": "-r", "lua": "-e", "osascript": "-e",
 		"pwsh": "-Command", "powershell": "-Command", "julia": "-e", "jjs": "-e", "jrunscript": "-e", "groovy": "-e",
 		"Rscript": "-e", "tclsh": "-c", "wish": "-c", "luajit": "-e", "bun": "-e", "elixir": "-e", "erl": "-eval",
 	}
-})
+}}
 
 // builtins are commands bash runs itself, whatever hash or PATH say (unless `enable -n`).
 var builtins = nameset.Of("echo", "printf", "cd", "pwd", "test", "[", "true",
@@ -414,7 +414,7 @@ var envCommandVars = nameset.Of("GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF
 
 // wrapperArgs reports whether name is a wrapper and how many of args belong to it.
 // wrapperOptsWithValue are the options of each wrapper that take a value.
-var wrapperOptsWithValue = sync.OnceValue(func() map[string]map[string]bool {
+var wrapperOptsWithValue = lazy.Value[map[string]map[string]bool]{Make: func() map[string]map[string]bool {
 	return map[string]map[string]bool{
 		"sudo":    {"-u": true, "-g": true, "-p": true, "-C": true, "-h": true, "-U": true, "-r": true, "-t": true, "-T": true, "-D": true},
 		"doas":    {"-u": true, "-C": true},
@@ -434,4 +434,4 @@ var wrapperOptsWithValue = sync.OnceValue(func() map[string]map[string]bool {
 		"ltrace":      {"-o": true, "-e": true, "-p": true, "-s": true, "-u": true, "-a": true, "-F": true, "-n": true, "-A": true, "-D": true, "-l": true},
 		"gdb":         {"-ex": true, "-x": true},
 	}
-})
+}}

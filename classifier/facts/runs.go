@@ -97,7 +97,7 @@ func (a *Analysis) ReadScript(cmd *Command) bool {
 	switch interp := shebang(text); {
 	case text == "" || interp == "binary":
 		return false
-	case interp == "" || shells.Has(interp) || interpreters()[interp] != "":
+	case interp == "" || shells.Has(interp) || interpreters.Get()[interp] != "":
 		return true
 	}
 	return false
@@ -128,7 +128,7 @@ func (w *walker) run(cmd Command, r RunFile) {
 			// a compiled program: judged by its name, as any program on the machine
 		case interp == "" || shells.Has(interp):
 			w.shellFile(text, r.Args)
-		case interpreters()[interp] != "":
+		case interpreters.Get()[interp] != "":
 			w.a.interp(interp, text, w)
 		default:
 			w.a.Dynamic = append(w.a.Dynamic, r.Path+" is run by "+interp+", which the analysis does not read")
@@ -228,7 +228,7 @@ func (w *walker) runs(cmd Command) {
 		if w.a.Scripts[ops[0]] == "" && w.a.Fetched[ops[0]] == "" {
 			w.run(cmd, RunFile{Path: ops[0], Kind: RunShell, Args: ops[1:]})
 		}
-	case interpreters()[cmd.Name] != "":
+	case interpreters.Get()[cmd.Name] != "":
 		if f := interpFile(cmd); f != "" && w.a.Scripts[f] == "" && w.a.Fetched[f] == "" {
 			w.run(cmd, RunFile{Path: f, Kind: RunInterp, Interp: cmd.Name})
 		}
@@ -346,7 +346,7 @@ var interpOptsWithValue = nameset.Of("-W", "-X", "-r", "--require", "--import",
 // interpFile is the script an interpreter runs: its first operand, unless the code comes from
 // an option (-c, -e, -m module) or standard input.
 func interpFile(cmd Command) string {
-	flag := interpreters()[cmd.Name]
+	flag := interpreters.Get()[cmd.Name]
 	for i := 0; i < len(cmd.Args); i++ {
 		a := cmd.Args[i]
 		switch {

@@ -1036,7 +1036,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 		if slices.Contains(cmd.Wrappers, "parallel") {
 			repl = "{}"
 		}
-		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !shells.Has(cmd.Name) && interpreters()[cmd.Name] == "") {
+		if text, ok := w.foldCalls([]*syntax.CallExpr{w.pipeFrom[c]}); ok && (repl != "" || !shells.Has(cmd.Name) && interpreters.Get()[cmd.Name] == "") {
 			if strings.TrimSpace(text) == "" && xargsSkipsEmpty(f) {
 				return // printf '' | xargs -r rm -rf /: nothing comes, nothing runs
 			}
@@ -1082,7 +1082,7 @@ func (w *walker) call(c *syntax.CallExpr) {
 	if cmd.Name == "tee" {
 		w.teeWrites(cmd, c)
 	}
-	if decoded > 0 && (shells.Has(cmd.Name) || cmd.Name == "eval" || interpreters()[cmd.Name] != "") && !NoExec(&cmd) {
+	if decoded > 0 && (shells.Has(cmd.Name) || cmd.Name == "eval" || interpreters.Get()[cmd.Name] != "") && !NoExec(&cmd) {
 		w.a.Obfuscated = append(w.a.Obfuscated, cmd.Name+" runs what a decoder makes of data the command does not show")
 	}
 }
@@ -1124,7 +1124,7 @@ func xargsSkipsEmpty(f []string) bool {
 // it from literals: echo 'rm -rf /' | sh, printf cm0= | base64 -d | bash.
 func (w *walker) stdinCode(cmd Command, c *syntax.CallExpr) {
 	shell := shells.Has(cmd.Name)
-	if !shell && interpreters()[cmd.Name] == "" || w.pipeFrom[c] == nil || NoExec(&cmd) {
+	if !shell && interpreters.Get()[cmd.Name] == "" || w.pipeFrom[c] == nil || NoExec(&cmd) {
 		return
 	}
 	if _, ok := FlagValue(cmd.Args, "-c"); ok || len(Operands(cmd.Args)) > 0 && Operands(cmd.Args)[0] != "-" {
@@ -1440,7 +1440,7 @@ func wrapperArgs(name string, args []string, cmd *Command) (int, bool) {
 		case name == "env" && strings.HasPrefix(a, "--unset="):
 			cmd.Unsets = append(cmd.Unsets, strings.TrimPrefix(a, "--unset="))
 		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if wrapperOptsWithValue()[name][a] {
+			if wrapperOptsWithValue.Get()[name][a] {
 				i++
 			}
 		case name == "timeout" && timeoutDuration.MatchString(a):
@@ -1502,8 +1502,8 @@ func (w *walker) nested(cmd Command, st *syntax.Stmt) {
 		if remote := sshCommand(cmd.Args); remote != "" {
 			a.shell(remote, w.depth+1, w.scope())
 		}
-	case interpreters()[cmd.Name] != "":
-		if code, ok := FlagValue(cmd.Args, interpreters()[cmd.Name]); ok {
+	case interpreters.Get()[cmd.Name] != "":
+		if code, ok := FlagValue(cmd.Args, interpreters.Get()[cmd.Name]); ok {
 			a.interp(cmd.Name, code, w)
 		} else if st != nil {
 			if body, ok := heredoc(st); ok {

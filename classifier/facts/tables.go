@@ -5,7 +5,7 @@ func IsShell(name string) bool { return shells.Has(name) }
 
 // InterpreterFlag is the option that hands an interpreter its code (python -c, node -e), or ""
 // for a program that is not an interpreter the analysis reads.
-func InterpreterFlag(name string) string { return interpreters()[name] }
+func InterpreterFlag(name string) string { return interpreters.Get()[name] }
 
 // IsRawSender reports a program that sends its input to a network address as it is (nc, socat,
 // telnet, openssl s_client).
@@ -20,7 +20,7 @@ type SaveOptions struct {
 
 // SaveOptionsOf is how a known downloader is told where to save, and whether it is one.
 func SaveOptionsOf(name string) (SaveOptions, bool) {
-	o, ok := fetchOutput()[name]
+	o, ok := fetchOutput.Get()[name]
 	return o, ok
 }
 

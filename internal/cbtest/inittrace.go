@@ -93,7 +93,7 @@ func InitWithin(tb testing.TB, pkg, name string, budget int) {
 	tb.Helper()
 	in := InitTrace(tb, nil, BuildProgram(tb, pkg, name), "--version")
 	if in.Allocs > budget {
-		tb.Errorf("%s's package init allocates %d objects, over the budget of %d (the most: %s, %d): build what a call may not need on first use (sync.OnceValue, lazyregexp), and link nothing the program does not run", name, in.Allocs, budget, in.Worst, in.Its)
+		tb.Errorf("%s's package init allocates %d objects, over the budget of %d (the most: %s, %d): build what a call may not need on first use (internal/lazy, lazyregexp), and link nothing the program does not run", name, in.Allocs, budget, in.Worst, in.Its)
 	}
 	tb.Logf("%s's package init: %d allocations (budget %d); the most: %s, %d", name, in.Allocs, budget, in.Worst, in.Its)
 }
