@@ -36,11 +36,18 @@ func BuildProgram(tb testing.TB, pkg, name string, tags ...string) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		tb.Fatalf("build %s: %v\n%s", pkg, err, out)
 	}
-	data, err := os.ReadFile(built)
+	return InstallCopy(tb, built, name)
+}
+
+// InstallCopy copies the program at path into a temporary folder as name and returns the copy's
+// path: programs compared are run from copies alike (see BuildProgram).
+func InstallCopy(tb testing.TB, path, name string) string {
+	tb.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	installed := filepath.Join(dir, name)
+	installed := filepath.Join(tb.TempDir(), name)
 	if err := os.WriteFile(installed, data, 0o755); err != nil {
 		tb.Fatal(err)
 	}
