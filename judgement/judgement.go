@@ -118,8 +118,10 @@ type Resolution struct {
 	Payload claudehook.Payload `json:",omitzero"`
 	Differs bool
 	// Files are the files the call runs, as the door read them (classifier.ReadRuns); nil:
-	// none read.
-	Files map[string]string `json:",omitempty"`
+	// none read. An empty map (read, and none could be) is not nil: such a call is asked about,
+	// where one judged with nil is judged by its programs' names. It crosses the link between a
+	// worker and root as it is, an empty map included, never left out as empty.
+	Files map[string]string
 	// Where is where the Mac's links take the paths the call's shell command names, and those
 	// the files it runs name (classifier.RunsAndLinks), as the user sees them: only those that
 	// lead elsewhere. A door

@@ -163,3 +163,75 @@ func TestTheWorkerFollowsTheLinksOfThePathsAScriptTheCommandRunsNames(t *testing
 		t.Fatalf("a script reading the keys through a link was allowed with the worker's table: %+v", o.Verdict)
 	}
 }
+
+// A script the user's worker could not read (here a folder where the script should be) is asked
+// about at root as the per-user hook asks about it: the worker's empty list of files read
+// crosses the link as a list, read and empty, not as no list at all, which root would take for
+// nothing read and judge the script by its name alone.
+func TestAScriptTheWorkerCouldNotReadIsAskedAboutAtRoot(t *testing.T) {
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	if err := os.MkdirAll(filepath.Join(proj, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rules := &remoteRules{now: time.Now}
+	rules.set(Setup{})
+	w := &work{opts: WorkerOptions{Home: home}, rules: rules, linker: sync.OnceValue(func() *classifier.Classifier {
+		cls, _ := classifier.New(classifier.Policy{})
+		return cls
+	})}
+	cls, err := policy.Compile(managedconfig.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := judgement.Judge{Cfg: managedconfig.Config{CoworkEnabled: true, Mode: managedconfig.Enforce}, Rules: cls}
+	for _, cmd := range []string{"bash run.sh", "./run.sh", "sh ./run.sh"} {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		p := claudehook.Payload{ToolName: "Bash", ToolInput: in, Cwd: proj}
+		body, _ := json.Marshal(viewAsk{Payload: p})
+		got, err := w.handle(context.Background(), kindView, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, err := json.Marshal(got) // as the link carries it to root
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a viewAnswer
+		if err := json.Unmarshal(wire, &a); err != nil {
+			t.Fatal(err)
+		}
+		o := j.Decide(context.Background(), judgement.Call{Door: judgement.Socket, Payload: p, Waiting: true, Resolved: &a.Resolution})
+		if o.Verdict.Decision == claudehook.Allow {
+			t.Errorf("%s, whose script the worker could not read, was allowed at root (the link carried %s)", cmd, wire)
+		}
+	}
+}
+
+// What a worker read of the files a call runs crosses the link as it is, in both of the
+// messages that carry it (the VM loop's call to judge, a host call's view): an empty list (read,
+// and nothing could be) stays a list, where a list left out would tell root that nothing was
+// read, and a script out of the worker's sight (the VM's /tmp) would be judged by its name.
+func TestAnEmptyListOfFilesReadCrossesTheLinkAsAList(t *testing.T) {
+	r := judgement.Resolution{Files: map[string]string{}}
+	across := func(msg, into any) {
+		t.Helper()
+		wire, err := json.Marshal(msg)
+		if err == nil {
+			err = json.Unmarshal(wire, into)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var d decision
+	across(decision{Call: judgement.Call{Resolved: &r}}, &d)
+	if d.Call.Resolved == nil || d.Call.Resolved.Files == nil {
+		t.Errorf("a call to judge: the empty list of files read came out as none read: %+v", d.Call.Resolved)
+	}
+	var v viewAnswer
+	across(viewAnswer{Resolution: r}, &v)
+	if v.Resolution.Files == nil {
+		t.Error("a host call's view: the empty list of files read came out as none read")
+	}
+}
