@@ -301,3 +301,78 @@ func TestEveryDoorKnowsItsTransportAndAgent(t *testing.T) {
 		t.Error("an unknown door has a name")
 	}
 }
+
+// counting is a policy engine that counts its evaluations.
+type counting struct {
+	judgement.Rules
+	n int
+}
+
+func (r *counting) EvaluateCall(ctx context.Context, c classifier.Call) classifier.Verdict {
+	r.n++
+	return r.Rules.EvaluateCall(ctx, c)
+}
+
+// A verdict worked out while the door waited stands only when the door's answer is the one
+// guessed: no link elsewhere, and for a shell command its files read with none there (an empty
+// list, as a worker reads them), for another tool none read. Any other answer, or a call
+// changed since, is evaluated again.
+func TestASpeculatedVerdictStandsOnlyWhenTheAnswerIsTheOneGuessed(t *testing.T) {
+	in, _ := json.Marshal(map[string]string{"file_path": "/home/u/project/notes.md", "content": "x"})
+	write := claudehook.Payload{ToolName: "Write", ToolInput: in, Cwd: "/home/u/project"}
+	shell := bash("bash run.sh", "toolu_1")
+	for _, tc := range []struct {
+		name     string
+		payload  claudehook.Payload
+		answer   *judgement.Resolution
+		change   func(*judgement.Call)
+		evaluate int // evaluations in all, the speculation's included
+	}{
+		{"a shell command, no file there", shell, &judgement.Resolution{Files: map[string]string{}}, nil, 1},
+		{"a shell command, its script read", shell, &judgement.Resolution{Files: map[string]string{"run.sh": "ls"}}, nil, 2},
+		{"a shell command, its script missing", shell, &judgement.Resolution{Files: map[string]string{"run.sh": ""}}, nil, 2},
+		{"a shell command, nothing read", shell, &judgement.Resolution{}, nil, 2},
+		{"a shell command, a link elsewhere", shell, &judgement.Resolution{Files: map[string]string{}, Where: map[string]string{"/x": "~/.ssh"}}, nil, 2},
+		{"a write, nothing read", write, &judgement.Resolution{}, nil, 1},
+		{"a write, its path a link", write, &judgement.Resolution{Differs: true, Payload: write}, nil, 2},
+		{"no answer", shell, nil, nil, 2},
+		{"the call changed since", shell, &judgement.Resolution{Files: map[string]string{}}, func(c *judgement.Call) { c.Payload = bash("ls", "toolu_1") }, 2},
+		{"a reader set since", shell, &judgement.Resolution{Files: map[string]string{}}, func(c *judgement.Call) { c.Read = func(string) (string, error) { return "", nil } }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &counting{Rules: rules(t)}
+			j := judge(t, managedconfig.Enforce, r)
+			c := judgement.Call{Door: judgement.Socket, Payload: tc.payload, Waiting: true}
+			c.Speculated = j.Speculate(context.Background(), c)
+			c.Resolved = tc.answer
+			if tc.change != nil {
+				tc.change(&c)
+			}
+			got := j.Decide(context.Background(), c)
+			if r.n != tc.evaluate {
+				t.Errorf("%d evaluations, want %d", r.n, tc.evaluate)
+			}
+			c.Speculated = judgement.Speculation{}
+			want := j.Decide(context.Background(), c)
+			if got.Verdict.Decision != want.Verdict.Decision || got.Verdict.RuleID != want.Verdict.RuleID || got.Verdict.Reason != want.Verdict.Reason {
+				t.Errorf("with the speculation %+v, without %+v", got.Verdict, want.Verdict)
+			}
+		})
+	}
+}
+
+// A door that reads the files a call runs and follows its links itself waits for no one: no
+// speculation is made, and Decide evaluates as it always has.
+func TestNoSpeculationIsMadeForACallItsDoorReadsItself(t *testing.T) {
+	r := &counting{Rules: rules(t)}
+	j := judge(t, managedconfig.Enforce, r)
+	c := judgement.Call{Door: judgement.Hook, Payload: bash("bash run.sh", "toolu_1"), Waiting: true,
+		Read: func(string) (string, error) { return "rm -rf ~\n", nil }}
+	c.Speculated = j.Speculate(context.Background(), c)
+	if r.n != 0 {
+		t.Fatalf("a speculation was evaluated (%d) for a call its door reads itself", r.n)
+	}
+	if o := j.Decide(context.Background(), c); o.Verdict.RuleID != "bash.rm-critical" {
+		t.Errorf("the script read by the door: %+v", o.Verdict)
+	}
+}
