@@ -206,11 +206,6 @@ func (c *Classifier) EvaluateCall(ctx context.Context, call Call) Verdict {
 	return v
 }
 
-// RunsShell reports whether the tool's calls carry a shell command (Bash, and the host loop's
-// shell in the VM): the calls whose files run a door reads (ReadRuns returns a map, empty when
-// none could be read, for these and nil for every other).
-func RunsShell(tool string) bool { return normalisedTool(tool) == "Bash" }
-
 // Bounds on the files one call's judgement reads: rounds (a script that runs a script), files
 // and bytes. Past them, what is left is unread, and the call is asked about.
 const (
@@ -224,7 +219,7 @@ const (
 // to the process that does. The paths are the command's; relative ones are read joined with the
 // call's folder. A file read fails on is left out: unread, and asked about.
 func ReadRuns(p claudehook.Payload, read func(string) (string, error)) map[string]string {
-	if !RunsShell(p.ToolName) {
+	if normalisedTool(p.ToolName) != "Bash" {
 		return nil
 	}
 	var in struct {

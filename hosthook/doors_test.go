@@ -1,7 +1,6 @@
 package hosthook
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -170,72 +169,6 @@ func TestTheSocketJudgesWithWhatTheWorkerSeesInOneQuestion(t *testing.T) {
 			}
 			if !strings.Contains(rec.Reason, tc.note) {
 				t.Errorf("record's reason %q lacks %q", rec.Reason, tc.note)
-			}
-		})
-	}
-}
-
-// signalling is a policy engine that says when an evaluation starts.
-type signalling struct {
-	judgement.Rules
-	started chan struct{}
-}
-
-func (r signalling) EvaluateCall(ctx context.Context, c classifier.Call) classifier.Verdict {
-	select {
-	case r.started <- struct{}{}:
-	default:
-	}
-	return r.Rules.EvaluateCall(ctx, c)
-}
-
-// The socket judges a call while the caller's worker works out its view (another process's
-// work, on the hook's path), and the view decides: a script the worker read is judged by what
-// it holds, not by the guess made meanwhile that nothing was there to read.
-func TestTheSocketJudgesWhileTheWorkerWorksOutItsView(t *testing.T) {
-	home := t.TempDir()
-	cfg := managedconfig.Defaults(managedconfig.Env{GOOS: "linux", Home: home}, managedconfig.Paths{})
-	cfg.CoworkEnabled, cfg.Mode = true, managedconfig.Enforce
-	sv := Serving{Snap: managedconfig.Snapshot{Config: cfg}}
-	cls, err := classifier.New(classifier.Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const uid = 4242
-	for _, tc := range []struct {
-		name  string
-		files map[string]string
-		want  claudehook.Decision
-	}{
-		{"the script read and harmless", map[string]string{"run.sh": "go test ./...\n"}, claudehook.Allow},
-		{"the script read and removing the home", map[string]string{"run.sh": "rm -rf ~\n"}, claudehook.Deny},
-		{"the script unreadable", map[string]string{}, claudehook.Ask},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rules := signalling{Rules: cls, started: make(chan struct{}, 1)}
-			overlapped := false
-			c := &Callers{Env: managedconfig.Env{GOOS: "linux"},
-				View: func(uint32, claudehook.Payload, string) View {
-					select { // the judgement has started before the view is answered
-					case <-rules.started:
-						overlapped = true
-					case <-time.After(5 * time.Second):
-					}
-					return View{Resolved: &judgement.Resolution{Files: tc.files}}
-				},
-				users: map[uint32]*caller{uid: {hash: sv.Snap.ShortHash(), name: "eve", home: home, cfg: cfg, judge: judgement.Judge{Cfg: cfg, Rules: rules}}}}
-			req := Request{Payload: json.RawMessage(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"bash run.sh"},"cwd":"/home/eve/p","tool_use_id":"toolu_1"}`)}
-			out, _, err := c.Answer(context.Background(), uid, req, sv, time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !overlapped {
-				t.Error("the view was asked for only after the judgement, or the judgement waited for it")
-			}
-			a, _ := claudehook.ParseOutput(out)
-			got := cmp.Or(a.Decision, claudehook.Allow)
-			if got != tc.want {
-				t.Errorf("answer %q, want %s", out, tc.want)
 			}
 		})
 	}

@@ -232,13 +232,7 @@ func (j Judgement) Decide(ctx context.Context, data []byte, started time.Time) (
 		if inSession {
 			id = place.ID()
 		}
-		// The view is another process's work (the user's worker): the call is judged meanwhile,
-		// on the guess that it comes back as it usually does (see judgement.Speculation), here,
-		// where the goroutine's stack has already grown to the classifier's depth.
-		viewed := make(chan View, 1)
-		go func() { viewed <- j.View(p, id) }()
-		c.Speculated = j.Judge.Speculate(ctx, c)
-		v := <-viewed
+		v := j.View(p, id)
 		if v.ResolveErr != nil {
 			c.Note = joinNote(c.Note, "judged as written: where its links lead could not be worked out as the user ("+v.ResolveErr.Error()+")")
 		}

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"time"
 
 	"github.com/coworkbridge/coworkbridge/classifier"
@@ -104,51 +103,6 @@ type Call struct {
 	// shell command names, for a shell that runs on this machine (classifier.Call.Where); nil:
 	// the command's paths are judged as written.
 	Where func(path string) (string, bool) `json:"-"`
-	// Speculated is the verdict the door worked out while it waited for Resolved (see
-	// Judge.Speculate); Decide takes it when Resolved is what it guessed.
-	Speculated Speculation `json:"-"`
-}
-
-// Speculation is a call's verdict worked out while its door waits to hear where the call's links
-// lead and what the files it runs hold (a system daemon asks the user's worker, which reads and
-// follows them as the user), on a guess of the usual answer: no path leads elsewhere, and no
-// file was read (a shell command's files read, and none there, or none it runs). Decide takes it
-// only when the answer is the guess; otherwise it evaluates the call again with the answer. It
-// changes when a verdict is worked out, never what it is.
-type Speculation struct {
-	guess Resolution
-	// what the evaluation read of the call, but for what the door learns meanwhile
-	door      Door
-	own, home string
-	payload   claudehook.Payload
-	verdict   classifier.Verdict
-	failed    bool
-	made      bool
-}
-
-// Speculate evaluates c as Decide would once its door's resolution came back as guessed (see
-// Speculation). A call its door reads or follows links for itself (Read or Where set) has
-// nothing to wait for: no speculation is made.
-func (j Judge) Speculate(ctx context.Context, c Call) Speculation {
-	if c.Read != nil || c.Where != nil {
-		return Speculation{}
-	}
-	s := Speculation{made: true, door: c.Door, own: c.Own, home: c.Home, payload: c.Payload}
-	if classifier.RunsShell(c.Payload.ToolName) {
-		s.guess.Files = map[string]string{} // as classifier.ReadRuns answers
-	}
-	c.Resolved = &s.guess
-	s.verdict, s.failed = j.evaluate(ctx, c)
-	return s
-}
-
-// holds reports whether the speculation was made for c as it is now: what the evaluation reads
-// of it unchanged, and its resolution the one guessed.
-func (s Speculation) holds(c Call) bool {
-	r := c.Resolved
-	same := c.Door == s.door && c.Own == s.own && c.Home == s.home && c.Read == nil && c.Where == nil &&
-		reflect.DeepEqual(c.Payload, s.payload)
-	return s.made && same && r != nil && !r.Differs && r.Where == nil && len(r.Files) == 0 && (r.Files == nil) == (s.guess.Files == nil)
 }
 
 // InVM reports whether the call's shell runs in Cowork's VM: every call of the VM loop, and the
@@ -214,10 +168,7 @@ func (o Outcome) Ran() bool { return o.Applied != claudehook.Deny }
 // Decide judges c: the classifier under the budget (a panic or a spent budget is a deny), again
 // where the Mac's links take its paths, by the session's flow, and under its quarantine.
 func (j Judge) Decide(ctx context.Context, c Call) Outcome {
-	v, failed := c.Speculated.verdict, c.Speculated.failed
-	if !c.Speculated.holds(c) {
-		v, failed = j.evaluate(ctx, c)
-	}
+	v, failed := j.evaluate(ctx, c)
 	facets := v.Flow
 	flowCall := cmp.Or(c.Payload.ToolUseID, c.RID)
 	if c.Door.Waits() || flowCall == "" {
