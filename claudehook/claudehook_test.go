@@ -188,3 +188,19 @@ func TestValidRIDIsExactly32LowerCaseHexDigits(t *testing.T) {
 		t.Error("a rid not closed by its quote was recovered")
 	}
 }
+
+// IsConfigChange answers as EventName does, whatever the payload: its shortcut for a payload
+// that cannot name the event never misses one (an escaped letter, a key in other case).
+func FuzzIsConfigChange(f *testing.F) {
+	f.Add([]byte(`{"hook_event_name":"ConfigChange","file_path":"/x"}`))
+	f.Add([]byte(`{"hook_event_name":"\u0043onfigChange"}`))
+	f.Add([]byte(`{"HOOK_EVENT_NAME":"ConfigChange"}`))
+	f.Add([]byte(`{"hookEventName":"Config\u0043hange"}`))
+	f.Add([]byte(`{"hook_event_name":"PreToolUse","tool_input":{"command":"echo ConfigChange"}}`))
+	f.Add([]byte(`{"hook_event_name":"PreToolUse","tool_input":{"command":"printf '\\u0041'"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := IsConfigChange(data), EventName(data) == EventConfigChange; got != want {
+			t.Fatalf("IsConfigChange(%q) = %v, EventName says %v", data, got, want)
+		}
+	})
+}

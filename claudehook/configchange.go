@@ -1,6 +1,7 @@
 package claudehook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,18 @@ type ConfigChange struct {
 
 // SourcePolicy is the managed level, whose changes a hook cannot block.
 const SourcePolicy = "policy_settings"
+
+// IsConfigChange reports whether data is a ConfigChange payload, as EventName says, without a
+// JSON decoder for a payload that cannot be one: the system hook is a process per tool call,
+// and a decoder's first use is a tenth of it. A string can spell "ConfigChange" only as those
+// letters or through a \u escape (no other escape, and no byte JSON replaces, makes a letter),
+// so a payload with neither in its text is not one.
+func IsConfigChange(data []byte) bool {
+	if !bytes.Contains(data, []byte(EventConfigChange)) && !bytes.Contains(data, []byte(`\u`)) {
+		return false
+	}
+	return EventName(data) == EventConfigChange
+}
 
 // EventName returns the hook_event_name of a payload ("" when it has none or is not JSON).
 func EventName(data []byte) string {

@@ -132,7 +132,7 @@ func Answer(in io.Reader, opts Options) (out []byte) {
 		return failureWith(enforce, why, notices)
 	}
 	stamp := telemetry.LocalStamp(opts.Version, snap.ShortHash(), string(snap.Origin))
-	if claudehook.EventName(data) == claudehook.EventConfigChange {
+	if claudehook.IsConfigChange(data) {
 		return answerConfigChange(data, cfg, hostSession(env, claudehook.Payload{}), opts.Now, stamp, local(cfg.Telemetry, paths))
 	}
 	// Under lockdown the session's own hook is a user hook the CLI does not run: this hook is the

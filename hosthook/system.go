@@ -44,7 +44,7 @@ func AnswerSystem(in io.Reader, opts Options) (out []byte) {
 	if why != "" {
 		return alone(env, system, opts, started, nil, why)
 	}
-	if claudehook.EventName(data) == claudehook.EventConfigChange {
+	if claudehook.IsConfigChange(data) {
 		// The settings file is the user's to rewrite, so this runs as the user, here.
 		return alone(env, system, opts, started, data, "")
 	}

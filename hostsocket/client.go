@@ -28,7 +28,7 @@ func Call(path string, req Request, deadline time.Time) (Answer, error) {
 	var a Answer
 	// A daemon that refused the request unread (too large) answered before closing: its answer
 	// is there to read even when the write failed.
-	if err := readJSON(c, maxAnswer, &a); err != nil {
+	if err := readAnswer(c, &a); err != nil {
 		if werr != nil {
 			return Answer{}, fmt.Errorf("send to coworkbridge's daemon: %w", werr)
 		}

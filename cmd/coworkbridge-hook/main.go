@@ -45,25 +45,31 @@ func main() {
 		// Said, and the call still answered: a hook that exited here would let the call through.
 		fmt.Fprintln(os.Stderr, "usage: coworkbridge-hook [--system] < PAYLOAD.json (the system drop-in runs it for every tool call); coworkbridge-hook --version")
 	}
-	full := ""
-	if exe, err := os.Executable(); err == nil {
-		full = filepath.Join(filepath.Dir(exe), "coworkbridge")
+	os.Stdout.Write(answer(os.Stdin, os.Getenv, socket(os.Getenv), fullProgram))
+}
+
+// fullProgram is coworkbridge beside this program ("" when this program's path is unknown).
+func fullProgram() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
 	}
-	os.Stdout.Write(answer(os.Stdin, os.Getenv, socket(os.Getenv), full))
+	return filepath.Join(filepath.Dir(exe), "coworkbridge")
 }
 
 // answer is what the hook prints for the payload in: the daemon's answer at sock, or the full
-// program's.
-func answer(in io.Reader, getenv func(string) string, sock, fullProgram string) []byte {
+// program's (found by fullProgram, only when it is needed). Nothing on the usual path decodes
+// JSON: a decoder's first use is a tenth of this process (see hostsocket's encode).
+func answer(in io.Reader, getenv func(string) string, sock string, fullProgram func() string) []byte {
 	started := time.Now()
 	data, err := io.ReadAll(io.LimitReader(in, maxPayload+1))
-	if err != nil || len(data) > maxPayload || claudehook.EventName(data) == claudehook.EventConfigChange {
-		return full(fullProgram, data, "")
+	if err != nil || len(data) > maxPayload || claudehook.IsConfigChange(data) {
+		return full(fullProgram(), data, "")
 	}
 	a, err := hostsocket.Call(sock, hostsocket.Request{Kind: hostsocket.KindCall, Payload: bytes.TrimSpace(data),
 		ConfigDir: getenv("CLAUDE_CONFIG_DIR"), HostSession: getenv("CLAUDE_CODE_HOST_SESSION_ID")}, started.Add(wait))
 	if err != nil {
-		return full(fullProgram, data, err.Error())
+		return full(fullProgram(), data, err.Error())
 	}
 	return a.Output
 }

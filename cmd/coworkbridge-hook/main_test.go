@@ -37,8 +37,8 @@ func serve(t *testing.T) (string, chan hostsocket.Request) {
 	return sock, got
 }
 
-// fullProgram is a stand-in for coworkbridge that prints what it was asked and read.
-func fullProgram(t *testing.T) string {
+// standIn is a stand-in for coworkbridge that prints what it was asked and read.
+func standIn(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "coworkbridge")
 	script := "#!/bin/sh\nprintf '{\"full\":\"%s %s\",\"stdin\":' \"$1\" \"$2\"; cat; printf '}'\n"
@@ -54,9 +54,13 @@ func env(k string) string {
 
 func TestTheHookPrintsTheDaemonsAnswerAndNamesItsSession(t *testing.T) {
 	sock, got := serve(t)
-	out := answer(strings.NewReader(payload+"\n"), env, sock, "")
+	looked := false
+	out := answer(strings.NewReader(payload+"\n"), env, sock, func() string { looked = true; return "" })
 	if string(out) != `{"from":"daemon"}` {
 		t.Fatalf("printed %s", out)
+	}
+	if looked {
+		t.Error("the hook looked for the full program on a call the daemon answered")
 	}
 	r := <-got
 	if string(r.Payload) != payload || r.ConfigDir != "/s/local_a/.claude" || r.HostSession != "local_a" {
@@ -65,7 +69,7 @@ func TestTheHookPrintsTheDaemonsAnswerAndNamesItsSession(t *testing.T) {
 }
 
 func TestWhatTheHookCannotDoGoesToTheFullProgramWithThePayload(t *testing.T) {
-	full := fullProgram(t)
+	full := standIn(t)
 	for name, in := range map[string]string{
 		"no daemon":       payload,
 		"settings change": `{"hook_event_name":"ConfigChange","source":"project_settings","file_path":"/x"}`,
@@ -75,7 +79,7 @@ func TestWhatTheHookCannotDoGoesToTheFullProgramWithThePayload(t *testing.T) {
 			if name == "settings change" {
 				sock, _ = serve(t) // a daemon is there, and still not asked
 			}
-			out := answer(strings.NewReader(in), env, sock, full)
+			out := answer(strings.NewReader(in), env, sock, func() string { return full })
 			var o struct {
 				Full  string          `json:"full"`
 				Stdin json.RawMessage `json:"stdin"`
@@ -88,7 +92,8 @@ func TestWhatTheHookCannotDoGoesToTheFullProgramWithThePayload(t *testing.T) {
 }
 
 func TestWithNeitherDaemonNorFullProgramTheCallIsDenied(t *testing.T) {
-	out := answer(strings.NewReader(payload), env, filepath.Join(t.TempDir(), "none.sock"), filepath.Join(t.TempDir(), "missing"))
+	missing := filepath.Join(t.TempDir(), "missing")
+	out := answer(strings.NewReader(payload), env, filepath.Join(t.TempDir(), "none.sock"), func() string { return missing })
 	if !strings.Contains(string(out), `"permissionDecision":"deny"`) || !strings.Contains(string(out), "could not judge it alone") {
 		t.Fatalf("printed %s", out)
 	}
