@@ -162,6 +162,64 @@ func TestACallToNoDaemonFailsBeforeItsDeadline(t *testing.T) {
 	}
 }
 
+// A daemon that takes the call and never answers, or answers a byte at a time, does not keep
+// the hook past its deadline: the hook must answer (deny, in enforce) before Claude Code gives
+// up on it. The bound checked is generous: this is about ending, not about speed.
+func TestADaemonThatStallsOrTricklesDoesNotKeepTheHookPastItsDeadline(t *testing.T) {
+	for name, serveConn := range map[string]func(c net.Conn, stop <-chan struct{}){
+		"silent": func(c net.Conn, stop <-chan struct{}) {
+			io.Copy(io.Discard, c)
+			<-stop
+		},
+		"trickling": func(c net.Conn, stop <-chan struct{}) {
+			io.Copy(io.Discard, c)
+			for {
+				if _, err := c.Write([]byte(" ")); err != nil {
+					return
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			stop := make(chan struct{})
+			defer close(stop)
+			path := filepath.Join(t.TempDir(), "hook.sock")
+			ln, err := net.Listen("unix", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() { defer c.Close(); serveConn(c, stop) }()
+				}
+			}()
+			done := make(chan error, 1)
+			go func() {
+				_, err := Call(path, Request{Kind: KindCall, Payload: json.RawMessage(`{}`)}, time.Now().Add(300*time.Millisecond))
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Error("a call the daemon never answered succeeded")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call was still waiting long after its deadline")
+			}
+		})
+	}
+}
+
 // FuzzRequest feeds the daemon's request reader what any user of the Mac can send.
 func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"v":1,"kind":"call","payload":{"tool_name":"Bash"},"config_dir":"/x"}`))
@@ -379,5 +437,23 @@ func BenchmarkDecodeRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A hook whose payload is larger than the daemon takes gets the daemon's answer to it, read
+// after the daemon stopped reading (the hook's write fails on a closed socket: an error, never
+// a signal that ends the hook), or an error: never a hang, never a crash.
+func TestACallLargerThanTheDaemonTakesEndsWithItsAnswerOrAnError(t *testing.T) {
+	e := &echo{}
+	path := serve(t, e)
+	huge := json.RawMessage(`{"tool_name":"Write","tool_input":{"content":"` + strings.Repeat("x", MaxRequest) + `"}}`)
+	a, err := Call(path, Request{Kind: KindCall, Payload: huge}, time.Now().Add(20*time.Second))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.reqs) != 1 || e.reqs[0].Oversized == 0 {
+		t.Fatalf("the daemon was handed %d requests, not one oversized: the test shows nothing", len(e.reqs))
+	}
+	if err == nil && len(a.Output) == 0 {
+		t.Errorf("the daemon's answer was lost: %+v", a)
 	}
 }
