@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coworkbridge/coworkbridge/internal/cbtest"
 )
 
 // echo answers every call with the caller's uid and what the request said.
@@ -448,12 +450,15 @@ func TestACallLargerThanTheDaemonTakesEndsWithItsAnswerOrAnError(t *testing.T) {
 	path := serve(t, e)
 	huge := json.RawMessage(`{"tool_name":"Write","tool_input":{"content":"` + strings.Repeat("x", MaxRequest) + `"}}`)
 	a, err := Call(path, Request{Kind: KindCall, Payload: huge}, time.Now().Add(20*time.Second))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.reqs) != 1 || e.reqs[0].Oversized == 0 {
-		t.Fatalf("the daemon was handed %d requests, not one oversized: the test shows nothing", len(e.reqs))
-	}
 	if err == nil && len(a.Output) == 0 {
 		t.Errorf("the daemon's answer was lost: %+v", a)
 	}
+	// The daemon may reset the connection (it left data unread) before its handler has run:
+	// the hook then ends with an error, and the handler still sees the call, as oversized.
+	oversized := func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.reqs) == 1 && e.reqs[0].Oversized > 0
+	}
+	cbtest.WaitForf(t, oversized, func() string { return "the daemon was never handed the oversized call: the test shows nothing" })
 }
