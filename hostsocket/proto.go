@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -79,19 +78,19 @@ var errTooLarge = errors.New("larger than the protocol allows")
 func encode(req Request) ([]byte, error) {
 	payload := req.Payload
 	req.Payload, req.Raw = nil, payload != nil
-	var head []byte
+	var b []byte
 	if req.Kind == KindCall {
-		head = appendCallHead(make([]byte, 0, 64+len(req.ConfigDir)+len(req.HostSession)+len(payload)), req)
+		b = appendCallHead(make([]byte, 0, 64+len(req.ConfigDir)+len(req.HostSession)+1+len(payload)), req)
 	} else {
 		var err error
-		if head, err = json.Marshal(req); err != nil {
+		if b, err = json.Marshal(req); err != nil {
 			return nil, err
 		}
 	}
-	if payload == nil {
-		return head, nil
+	if payload != nil {
+		b = append(append(b, '\n'), payload...)
 	}
-	return slices.Concat(head, []byte{'\n'}, payload), nil
+	return b, nil
 }
 
 // appendCallHead appends the head of a call as json.Marshal writes it, member for member, but
